@@ -1,0 +1,45 @@
+//! Agora's core: the bytes of an agent's chain and the rules that make them valid.
+//!
+//! This crate is the single place that defines what is on disk and on the wire for
+//! the signed log (see `protocol-spec/`). It is pure: it knows nothing about
+//! RocksDB, libp2p, tokio, files, clocks or randomness. Callers pass time and
+//! random keys in. Because it cannot do I/O, it cannot fail for I/O reasons, and
+//! every function is deterministic, which the store, the node and the simulator
+//! all rely on.
+//!
+//! Map of the crate:
+//! - [`limits`]: every size bound, checked before anything is allocated.
+//! - [`id`]: [`AgentId`] and [`EntryId`] with their one stable text form.
+//! - [`identity`]: an agent's signing key and its key-file bytes.
+//! - [`signature`]: Ed25519 verification rules, single and batched, which agree
+//!   exactly on every input.
+//! - [`entry`]: the header, its canonical encoding, signing and the entry id.
+//! - [`verify`]: the chain rules (signature, backlink, seq, payload binding).
+//! - [`fork`]: standalone, checkable equivocation proofs.
+//! - [`pack`]: the JSONL export/import format.
+#![deny(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod entry;
+pub mod fork;
+pub mod id;
+pub mod identity;
+pub mod limits;
+pub mod pack;
+pub mod signature;
+pub mod verify;
+
+pub use entry::{Entry, Header, SignedEntry, DecodeError};
+pub use fork::{ForkProof, ForkProofError};
+pub use id::{AgentId, EntryId, ParseIdError};
+pub use identity::{AgentKey, KeyFileError};
+pub use verify::{EntryRef, Rule, VerifyError};
+
+/// SHA-256 of `bytes`. The only hash function of the format.
+pub fn sha256(bytes: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(bytes);
+    let mut out = [0u8; 32];
+    out.copy_from_slice(&digest);
+    out
+}

@@ -1,0 +1,30 @@
+//! Explicit limits. Every length that comes from outside is checked against one of
+//! these before any buffer of that length is allocated.
+
+/// The only entry format version this implementation reads and writes.
+pub const FORMAT_VERSION: u8 = 1;
+
+/// Largest payload an entry may bind: 1 MiB. Reasoning events are small; larger
+/// artefacts belong outside the log, referenced by hash.
+pub const PAYLOAD_BYTES_MAX: u32 = 1 << 20;
+
+/// Largest encoded header. A version-1 header is at most 123 bytes
+/// (1 + 32 + 10 + 33 + 10 + 5 + 32); anything longer is rejected unread.
+pub const HEADER_BYTES_MAX: usize = 123;
+
+/// Length of an Ed25519 signature.
+pub const SIGNATURE_BYTES: usize = 64;
+
+/// Largest encoded signed entry (header followed by signature).
+pub const SIGNED_ENTRY_BYTES_MAX: usize = HEADER_BYTES_MAX + SIGNATURE_BYTES;
+
+/// Largest encoded fork proof: version byte, two length-prefixed signed entries.
+pub const FORK_PROOF_BYTES_MAX: usize = 1 + 2 * (2 + SIGNED_ENTRY_BYTES_MAX);
+
+/// Largest line of a pack file: a payload of [`PAYLOAD_BYTES_MAX`] in base64 plus
+/// the hex entry and JSON framing, with room to spare.
+pub const PACK_LINE_BYTES_MAX: usize = (PAYLOAD_BYTES_MAX as usize).div_ceil(3) * 4 + 1024;
+
+/// Number of signatures verified together in one batch. 64 amortises the
+/// multiscalar multiplication well without making a failed batch costly to retry.
+pub const VERIFY_BATCH_LEN: usize = 64;
