@@ -108,6 +108,23 @@ pub enum DecodeError {
     },
 }
 
+impl DecodeError {
+    /// A stable, machine-readable name for the error (used in test vectors).
+    pub fn code(&self) -> &'static str {
+        match self {
+            DecodeError::TooLong { .. } => "too_long",
+            DecodeError::Truncated(_) => "truncated",
+            DecodeError::UnsupportedVersion(_) => "unsupported_version",
+            DecodeError::Malformed(_) => "malformed",
+            DecodeError::TrailingBytes(_) => "trailing_bytes",
+            DecodeError::NonCanonical => "non_canonical",
+            DecodeError::ZeroSeq => "zero_seq",
+            DecodeError::Backlink { .. } => "backlink_structure",
+            DecodeError::PayloadTooLarge { .. } => "payload_too_large",
+        }
+    }
+}
+
 impl Header {
     /// The canonical bytes of this header.
     pub fn encode(&self) -> Vec<u8> {
@@ -122,6 +139,11 @@ impl Header {
         };
         // Serializing plain integers and arrays into a Vec cannot fail.
         postcard::to_allocvec(&wire).unwrap_or_default()
+    }
+
+    /// The id this header has once encoded: SHA-256 of [`Header::encode`].
+    pub fn id(&self) -> EntryId {
+        EntryId(sha256(&self.encode()))
     }
 
     /// Decode header bytes, accepting only the canonical encoding of a
@@ -279,15 +301,27 @@ pub enum BuildError {
 /// binding `payload`. The timestamp is `now_ms`, raised to the previous entry's
 /// if the local clock went backwards, so timestamps never decrease.
 pub fn next_header(author: AgentId, prev: Option<&SignedEntry>, now_ms: u64, payload: &[u8]) -> Result<Header, BuildError> {
+    next_header_after(author, prev.map(|p| (p.header(), p.id())), now_ms, payload)
+}
+
+/// [`next_header`] given the previous header and its id rather than a signed
+/// entry, so that a batch of headers can be chained before any is signed (ids do
+/// not depend on signatures) and the signatures computed in parallel.
+pub fn next_header_after(
+    author: AgentId,
+    prev: Option<(&Header, EntryId)>,
+    now_ms: u64,
+    payload: &[u8],
+) -> Result<Header, BuildError> {
     let payload_len = u32::try_from(payload.len())
         .ok()
         .filter(|len| *len <= PAYLOAD_BYTES_MAX)
         .ok_or(BuildError::PayloadTooLarge { len: payload.len() })?;
     let (seq, backlink, timestamp_ms) = match prev {
         None => (1, None, now_ms),
-        Some(p) => {
-            let seq = p.header.seq.checked_add(1).ok_or(BuildError::ChainFull(p.header.seq))?;
-            (seq, Some(p.id), now_ms.max(p.header.timestamp_ms))
+        Some((p, id)) => {
+            let seq = p.seq.checked_add(1).ok_or(BuildError::ChainFull(p.seq))?;
+            (seq, Some(id), now_ms.max(p.timestamp_ms))
         }
     };
     Ok(Header {

@@ -63,6 +63,23 @@ pub enum ForkProofError {
     NotOrdered,
 }
 
+impl ForkProofError {
+    /// A stable, machine-readable name for the error (used in test vectors).
+    pub fn code(&self) -> &'static str {
+        match self {
+            ForkProofError::TooLong(_) => "too_long",
+            ForkProofError::Malformed(_) => "malformed",
+            ForkProofError::UnsupportedVersion(_) => "unsupported_version",
+            ForkProofError::EntryEncoding { .. } => "entry_encoding",
+            ForkProofError::EntrySignature { .. } => "entry_signature",
+            ForkProofError::SameEntry(_) => "same_entry",
+            ForkProofError::DifferentAuthors(..) => "different_authors",
+            ForkProofError::NotConflicting(..) => "not_conflicting",
+            ForkProofError::NotOrdered => "not_ordered",
+        }
+    }
+}
+
 /// Evidence that an author signed two conflicting continuations of its chain.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ForkProof {

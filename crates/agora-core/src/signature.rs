@@ -48,6 +48,20 @@ pub enum SignatureError {
     Equation,
 }
 
+impl SignatureError {
+    /// A stable, machine-readable name for the error (used in test vectors).
+    pub fn code(&self) -> &'static str {
+        match self {
+            SignatureError::KeyEncoding => "key_encoding",
+            SignatureError::WeakKey => "weak_key",
+            SignatureError::REncoding => "r_encoding",
+            SignatureError::WeakR => "weak_r",
+            SignatureError::SNonCanonical => "s_non_canonical",
+            SignatureError::Equation => "bad_signature",
+        }
+    }
+}
+
 /// A verified public key: canonical, on the curve, not of small order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PublicKey {

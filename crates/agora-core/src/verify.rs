@@ -82,6 +82,23 @@ pub enum Rule {
     },
 }
 
+impl Rule {
+    /// A stable, machine-readable name for the rule (used in test vectors and
+    /// in JSON error output).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Rule::Encoding(e) => e.code(),
+            Rule::Signature(e) => e.code(),
+            Rule::PayloadLength { .. } => "payload_length",
+            Rule::PayloadHash => "payload_hash",
+            Rule::AuthorChanged(_) => "author_changed",
+            Rule::Seq { .. } => "seq",
+            Rule::Backlink { .. } => "backlink",
+            Rule::TimestampBackwards { .. } => "timestamp_backwards",
+        }
+    }
+}
+
 /// An entry that broke a rule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{entry} breaks the {rule} rule")]

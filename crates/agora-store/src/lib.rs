@@ -1,0 +1,30 @@
+//! Agora's durable log store on RocksDB.
+//!
+//! Invariants this crate keeps:
+//! - **Verify before store.** Nothing reaches RocksDB unless its signature, its
+//!   payload binding and its link to a stored predecessor have been checked.
+//! - **One atomic batch per operation.** An append, an import or a redaction is
+//!   a single `WriteBatch` (entry, payload, tips, indexes, fork proofs), written
+//!   with a synced WAL by default. A failure before the write changes nothing.
+//! - **Forks are kept.** A second entry at an author's seq is stored beside the
+//!   first, and a standalone [`agora_core::ForkProof`] is stored with it.
+//! - **Never rewrite what we did not write.** Opening a directory that is not an
+//!   Agora store is refused before RocksDB is allowed to create anything there.
+//!
+//! It knows nothing about the command line, the network or the reasoning graph.
+//! The clock is a parameter: callers pass `now_ms`.
+#![deny(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+mod audit;
+mod error;
+mod keys;
+mod read;
+mod store;
+mod write;
+
+pub use audit::{AuditReport, AuthorAudit};
+pub use error::{ImportFailure, StoreError};
+pub use read::{AuthorSummary, PayloadState, StoredEntry};
+pub use store::{Store, StoreOptions, COLUMN_FAMILIES, STORE_FORMAT};
+pub use write::{ImportItem, ImportReport};

@@ -1,0 +1,90 @@
+//! Column families and key layouts. See `protocol-spec/storage.md`.
+//!
+//! All integers are big-endian so that RocksDB's bytewise order is numeric order.
+//!
+//! | column family | key                                   | value                       |
+//! |---------------|---------------------------------------|-----------------------------|
+//! | `meta`        | `format`                              | [`crate::STORE_FORMAT`]     |
+//! | `entries`     | author(32) seq(8) id(32)              | signed entry bytes          |
+//! | `payloads`    | author(32) seq(8) id(32)              | payload bytes               |
+//! | `redactions`  | author(32) seq(8) id(32)              | redacted_at_ms (8)          |
+//! | `ids`         | id(32)                                | author(32) seq(8)           |
+//! | `tips`        | author(32) id(32)                     | seq(8)                      |
+//! | `forks`       | author(32) seq(8) id_a(32) id_b(32)   | fork proof bytes            |
+
+use agora_core::{AgentId, EntryId};
+
+pub(crate) const CF_META: &str = "meta";
+pub(crate) const CF_ENTRIES: &str = "entries";
+pub(crate) const CF_PAYLOADS: &str = "payloads";
+pub(crate) const CF_REDACTIONS: &str = "redactions";
+pub(crate) const CF_IDS: &str = "ids";
+pub(crate) const CF_TIPS: &str = "tips";
+pub(crate) const CF_FORKS: &str = "forks";
+
+pub(crate) const META_FORMAT_KEY: &[u8] = b"format";
+
+/// Length of an entry key.
+pub(crate) const ENTRY_KEY_LEN: usize = 72;
+
+/// author || seq || id
+pub(crate) fn entry_key(author: &AgentId, seq: u64, id: &EntryId) -> [u8; ENTRY_KEY_LEN] {
+    let mut k = [0u8; ENTRY_KEY_LEN];
+    k[..32].copy_from_slice(author.as_bytes());
+    k[32..40].copy_from_slice(&seq.to_be_bytes());
+    k[40..].copy_from_slice(id.as_bytes());
+    k
+}
+
+/// author || seq: prefix of every entry at that position (forks share it).
+pub(crate) fn seq_prefix(author: &AgentId, seq: u64) -> [u8; 40] {
+    let mut k = [0u8; 40];
+    k[..32].copy_from_slice(author.as_bytes());
+    k[32..].copy_from_slice(&seq.to_be_bytes());
+    k
+}
+
+/// Split an entry key. `None` if it has the wrong length.
+pub(crate) fn split_entry_key(key: &[u8]) -> Option<(AgentId, u64, EntryId)> {
+    if key.len() != ENTRY_KEY_LEN {
+        return None;
+    }
+    let author = AgentId(key[..32].try_into().ok()?);
+    let seq = u64::from_be_bytes(key[32..40].try_into().ok()?);
+    let id = EntryId(key[40..].try_into().ok()?);
+    Some((author, seq, id))
+}
+
+/// author || id
+pub(crate) fn tip_key(author: &AgentId, id: &EntryId) -> [u8; 64] {
+    let mut k = [0u8; 64];
+    k[..32].copy_from_slice(author.as_bytes());
+    k[32..].copy_from_slice(id.as_bytes());
+    k
+}
+
+/// author || seq || id_a || id_b
+pub(crate) fn fork_key(author: &AgentId, seq: u64, a: &EntryId, b: &EntryId) -> [u8; 104] {
+    let mut k = [0u8; 104];
+    k[..40].copy_from_slice(&seq_prefix(author, seq));
+    k[40..72].copy_from_slice(a.as_bytes());
+    k[72..].copy_from_slice(b.as_bytes());
+    k
+}
+
+/// The value of an `ids` row: author || seq.
+pub(crate) fn id_value(author: &AgentId, seq: u64) -> [u8; 40] {
+    seq_prefix(author, seq)
+}
+
+/// The smallest key greater than every key starting with `prefix`, if any.
+pub(crate) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}

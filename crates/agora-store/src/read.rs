@@ -1,0 +1,210 @@
+//! Lookups: by id or prefix, by chain, tips, authors, fork proofs, export order.
+
+use crate::error::{db, StoreError};
+use crate::keys::*;
+use crate::store::{decode_stored, Store};
+use agora_core::verify::EntryRef;
+use agora_core::{AgentId, EntryId, ForkProof, SignedEntry};
+use rocksdb::{Direction, IteratorMode};
+
+/// What the store holds of an entry's payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PayloadState {
+    /// The payload, checked against the header when it was stored.
+    Held(Vec<u8>),
+    /// Redacted here, at this time (ms since the Unix epoch).
+    Redacted {
+        /// When.
+        at_ms: u64,
+    },
+    /// Never received: the entry was imported without it (redacted at its source).
+    NotHeld,
+}
+
+/// An entry as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEntry {
+    /// The signed header.
+    pub signed: SignedEntry,
+    /// The payload, or why it is absent.
+    pub payload: PayloadState,
+}
+
+/// One author's chain at a glance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthorSummary {
+    /// The author.
+    pub author: AgentId,
+    /// Highest seq stored.
+    pub max_seq: u64,
+    /// Entries with no stored successor; more than one means the chain is forked.
+    pub tips: Vec<EntryRef>,
+    /// Number of fork proofs stored for this author.
+    pub fork_proofs: usize,
+}
+
+impl Store {
+    /// Where an entry is: (author, seq), if stored.
+    pub fn locate(&self, id: &EntryId) -> Result<Option<(AgentId, u64)>, StoreError> {
+        let Some(v) = self.db.get_pinned_cf(self.cf(CF_IDS)?, id.as_bytes()).map_err(db("reading ids"))? else {
+            return Ok(None);
+        };
+        let (Ok(author), Ok(seq)) = (<[u8; 32]>::try_from(&v[..32.min(v.len())]), <[u8; 8]>::try_from(v.get(32..).unwrap_or_default()))
+        else {
+            return Err(StoreError::Corrupt { location: format!("ids/{id}"), problem: "malformed row".into() });
+        };
+        Ok(Some((AgentId(author), u64::from_be_bytes(seq))))
+    }
+
+    /// The entry with this id and what is held of its payload.
+    pub fn get(&self, id: &EntryId) -> Result<Option<StoredEntry>, StoreError> {
+        let Some((author, seq)) = self.locate(id)? else { return Ok(None) };
+        let signed = self.load_signed(&author, seq, id)?.ok_or_else(|| StoreError::Corrupt {
+            location: format!("ids/{id}"),
+            problem: "id is indexed but the entry is not stored".into(),
+        })?;
+        let payload = self.payload_state(&entry_key(&author, seq, id))?;
+        Ok(Some(StoredEntry { signed, payload }))
+    }
+
+    pub(crate) fn payload_state(&self, key: &[u8]) -> Result<PayloadState, StoreError> {
+        if let Some(p) = self.db.get_cf(self.cf(CF_PAYLOADS)?, key).map_err(db("reading a payload"))? {
+            return Ok(PayloadState::Held(p));
+        }
+        match self.db.get_pinned_cf(self.cf(CF_REDACTIONS)?, key).map_err(db("reading redactions"))? {
+            Some(v) => {
+                let at: [u8; 8] = v[..].try_into().map_err(|_| StoreError::Corrupt {
+                    location: format!("redactions/{}", crate::store::hex_short(key)),
+                    problem: "malformed row".into(),
+                })?;
+                Ok(PayloadState::Redacted { at_ms: u64::from_be_bytes(at) })
+            }
+            None => Ok(PayloadState::NotHeld),
+        }
+    }
+
+    /// Resolve a full id or a unique hex prefix of one.
+    pub fn resolve(&self, text: &str) -> Result<EntryId, StoreError> {
+        let prefix = text.trim().to_ascii_lowercase();
+        if prefix.is_empty() || prefix.len() > 64 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(StoreError::BadPrefix(text.to_string()));
+        }
+        // Lower bound: the prefix padded with zeros.
+        let mut padded = prefix.clone();
+        padded.extend(std::iter::repeat_n('0', 64 - prefix.len()));
+        let mut start = [0u8; 32];
+        hex::decode_to_slice(&padded, &mut start).map_err(|_| StoreError::BadPrefix(text.to_string()))?;
+        let mut found = Vec::new();
+        for item in self.db.iterator_cf(self.cf(CF_IDS)?, IteratorMode::From(&start, Direction::Forward)) {
+            let (key, _) = item.map_err(db("reading ids"))?;
+            if !hex::encode(&key).starts_with(&prefix) {
+                break;
+            }
+            found.push(key);
+            if found.len() > 1 {
+                return Err(StoreError::Ambiguous { prefix, count: found.len() });
+            }
+        }
+        let key = found.pop().ok_or(StoreError::NotFound(prefix))?;
+        let bytes: [u8; 32] = key[..].try_into().map_err(|_| StoreError::Corrupt { location: "ids".into(), problem: "malformed key".into() })?;
+        Ok(EntryId(bytes))
+    }
+
+    /// Entries of `author` with seq ≥ `from_seq`, in (seq, id) order, at most
+    /// `limit` of them. Forked positions yield every branch's entry.
+    pub fn chain(&self, author: &AgentId, from_seq: u64, limit: usize) -> Result<Vec<StoredEntry>, StoreError> {
+        let start = seq_prefix(author, from_seq);
+        let mut out = Vec::new();
+        for item in self.db.iterator_cf(self.cf(CF_ENTRIES)?, IteratorMode::From(&start, Direction::Forward)) {
+            if out.len() >= limit {
+                break;
+            }
+            let (key, value) = item.map_err(db("reading entries"))?;
+            if !key.starts_with(author.as_bytes()) {
+                break;
+            }
+            let signed = decode_stored(&key, &value)?;
+            let payload = self.payload_state(&key)?;
+            out.push(StoredEntry { signed, payload });
+        }
+        Ok(out)
+    }
+
+    /// Tips of `author`'s chain, in id order.
+    pub fn tips(&self, author: &AgentId) -> Result<Vec<EntryRef>, StoreError> {
+        let mut out = Vec::new();
+        let iter = self.db.iterator_cf(self.cf(CF_TIPS)?, IteratorMode::From(author.as_bytes(), Direction::Forward));
+        for item in iter {
+            let (key, value) = item.map_err(db("reading tips"))?;
+            if !key.starts_with(author.as_bytes()) {
+                break;
+            }
+            let (Ok(id), Ok(seq)) = (<[u8; 32]>::try_from(key.get(32..).unwrap_or_default()), <[u8; 8]>::try_from(&value[..])) else {
+                return Err(StoreError::Corrupt { location: format!("tips of {author}"), problem: "malformed row".into() });
+            };
+            out.push(EntryRef { author: *author, seq: u64::from_be_bytes(seq), id: EntryId(id) });
+        }
+        Ok(out)
+    }
+
+    /// Every author with at least one stored entry. Costs one seek per author,
+    /// not one read per entry.
+    pub fn authors(&self) -> Result<Vec<AuthorSummary>, StoreError> {
+        let mut out = Vec::new();
+        let mut it = self.db.raw_iterator_cf(self.cf(CF_ENTRIES)?);
+        it.seek_to_first();
+        while let Some(key) = it.key() {
+            let (author, _, _) = split_entry_key(key)
+                .ok_or_else(|| StoreError::Corrupt { location: "entries".into(), problem: "malformed key".into() })?;
+            let mut last = [0xffu8; ENTRY_KEY_LEN];
+            last[..32].copy_from_slice(author.as_bytes());
+            it.seek_for_prev(last);
+            let max_seq = it.key().and_then(split_entry_key).map(|(_, seq, _)| seq).unwrap_or(0);
+            out.push(AuthorSummary { author, max_seq, tips: self.tips(&author)?, fork_proofs: self.fork_proofs(Some(&author))?.len() });
+            match prefix_end(author.as_bytes()) {
+                Some(next) => it.seek(next),
+                None => break,
+            }
+        }
+        it.status().map_err(db("scanning authors"))?;
+        Ok(out)
+    }
+
+    /// Stored fork proofs, of one author or of all, in (author, seq) order.
+    pub fn fork_proofs(&self, author: Option<&AgentId>) -> Result<Vec<ForkProof>, StoreError> {
+        let prefix: &[u8] = author.map_or(&[], |a| a.as_bytes());
+        let mut out = Vec::new();
+        for item in self.db.iterator_cf(self.cf(CF_FORKS)?, IteratorMode::From(prefix, Direction::Forward)) {
+            let (key, value) = item.map_err(db("reading fork proofs"))?;
+            if !key.starts_with(prefix) {
+                break;
+            }
+            let proof = ForkProof::decode(&value).map_err(|e| StoreError::Corrupt {
+                location: format!("forks/{}", crate::store::hex_short(&key)),
+                problem: format!("stored fork proof is invalid: {e}"),
+            })?;
+            out.push(proof);
+        }
+        Ok(out)
+    }
+
+    /// Visit every entry (of one author, or all) in export order: by author,
+    /// then seq, then id. Each entry's predecessor is visited before it.
+    pub fn for_each_entry(
+        &self,
+        author: Option<&AgentId>,
+        mut visit: impl FnMut(StoredEntry) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let prefix: &[u8] = author.map_or(&[], |a| a.as_bytes());
+        for item in self.db.iterator_cf(self.cf(CF_ENTRIES)?, IteratorMode::From(prefix, Direction::Forward)) {
+            let (key, value) = item.map_err(db("reading entries"))?;
+            if !key.starts_with(prefix) {
+                break;
+            }
+            let signed = decode_stored(&key, &value)?;
+            let payload = self.payload_state(&key)?;
+            visit(StoredEntry { signed, payload })?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,276 @@
+//! Opening, creating and checking a store directory.
+
+use crate::error::{db, StoreError};
+use crate::keys::*;
+use agora_core::verify::verify_signature;
+use agora_core::{AgentId, EntryId, SignedEntry};
+use rocksdb::{ColumnFamily, ColumnFamilyDescriptor, Options, WriteOptions, DB};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// The value of `meta/format`: names the layout version of this store.
+pub const STORE_FORMAT: &[u8] = b"agora-store/1";
+
+/// Every column family of a version-1 store, in the order they are created.
+pub const COLUMN_FAMILIES: [&str; 7] = [CF_META, CF_ENTRIES, CF_PAYLOADS, CF_REDACTIONS, CF_IDS, CF_TIPS, CF_FORKS];
+
+/// How a store is opened.
+#[derive(Clone, Debug)]
+pub struct StoreOptions {
+    /// Create the store if the directory is missing or empty.
+    pub create: bool,
+    /// Sync the write-ahead log on every write (the default). With `false`, a
+    /// crash of the machine (not of the process) can lose the latest writes;
+    /// RocksDB never loses or tears an acknowledged batch on a process crash.
+    pub sync: bool,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self { create: false, sync: true }
+    }
+}
+
+/// An open store. One process at a time: RocksDB's lock file refuses a second
+/// opener, and within the process, writes are serialised by a mutex so that
+/// two appends can never both extend the same tip.
+pub struct Store {
+    pub(crate) db: DB,
+    pub(crate) path: PathBuf,
+    pub(crate) sync: bool,
+    pub(crate) write_lock: Mutex<()>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).field("sync", &self.sync).finish()
+    }
+}
+
+fn db_options() -> Options {
+    let mut opts = Options::default();
+    opts.create_if_missing(false);
+    opts.create_missing_column_families(false);
+    opts.set_paranoid_checks(true);
+    opts.increase_parallelism(2);
+    opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
+    opts.set_write_buffer_size(64 << 20);
+    opts.set_max_open_files(512);
+    opts.set_keep_log_file_num(4);
+    opts
+}
+
+fn not_a_store(path: &Path, reason: impl Into<String>) -> StoreError {
+    StoreError::NotAStore { path: path.to_path_buf(), reason: reason.into() }
+}
+
+impl Store {
+    /// Open (or, with `options.create`, create) the store in `path`.
+    ///
+    /// A directory that exists and is not empty must already be an Agora store:
+    /// a RocksDB database with exactly [`COLUMN_FAMILIES`] and the right
+    /// `meta/format`. Anything else is refused with [`StoreError::NotAStore`]
+    /// before RocksDB may create a file in it. Reopening then checks every tip
+    /// (see [`Store::check_tips`]).
+    pub fn open(path: impl AsRef<Path>, options: &StoreOptions) -> Result<Self, StoreError> {
+        let path = path.as_ref();
+        let fresh = match std::fs::read_dir(path) {
+            Ok(mut dir) => dir.next().is_none(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+            Err(e) => return Err(not_a_store(path, format!("cannot read directory: {e}"))),
+        };
+        if fresh && !options.create {
+            return Err(not_a_store(path, "directory is missing or empty (run `agora init`)"));
+        }
+        let store = if fresh { Self::create(path, options)? } else { Self::open_existing(path, options)? };
+        store.check_tips()?;
+        Ok(store)
+    }
+
+    fn create(path: &Path, options: &StoreOptions) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(path).map_err(|e| not_a_store(path, format!("cannot create directory: {e}")))?;
+        let mut opts = db_options();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        let db = Self::open_db(path, &opts)?;
+        let store = Self::wrap(db, path, options);
+        let mut batch = rocksdb::WriteBatch::default();
+        batch.put_cf(store.cf(CF_META)?, META_FORMAT_KEY, STORE_FORMAT);
+        store.write(batch)?;
+        Ok(store)
+    }
+
+    fn open_existing(path: &Path, options: &StoreOptions) -> Result<Self, StoreError> {
+        if !path.join("CURRENT").is_file() {
+            return Err(not_a_store(path, "no RocksDB CURRENT file: the directory was made by something else"));
+        }
+        let mut found = DB::list_cf(&Options::default(), path)
+            .map_err(|e| not_a_store(path, format!("cannot read its RocksDB manifest: {e}")))?;
+        found.retain(|cf| cf != "default");
+        found.sort();
+        let mut expected: Vec<String> = COLUMN_FAMILIES.iter().map(|s| s.to_string()).collect();
+        expected.sort();
+        if found != expected {
+            return Err(not_a_store(path, format!("a RocksDB database with column families {found:?}, expected {expected:?}")));
+        }
+        let db = Self::open_db(path, &db_options())?;
+        let store = Self::wrap(db, path, options);
+        let format = store.db.get_cf(store.cf(CF_META)?, META_FORMAT_KEY).map_err(db("reading meta/format"))?;
+        match format.as_deref() {
+            Some(f) if f == STORE_FORMAT => Ok(store),
+            Some(f) => Err(not_a_store(path, format!("unknown store format {:?}", String::from_utf8_lossy(f)))),
+            None => Err(not_a_store(path, "meta/format is missing")),
+        }
+    }
+
+    fn open_db(path: &Path, opts: &Options) -> Result<DB, StoreError> {
+        let cfs = COLUMN_FAMILIES.iter().map(|name| {
+            let mut cf_opts = db_options();
+            if *name == CF_ENTRIES || *name == CF_IDS || *name == CF_TIPS {
+                // Small, hot values: bloom filters make point lookups cheap.
+                let mut block = rocksdb::BlockBasedOptions::default();
+                block.set_bloom_filter(10.0, false);
+                cf_opts.set_block_based_table_factory(&block);
+            }
+            ColumnFamilyDescriptor::new(*name, cf_opts)
+        });
+        DB::open_cf_descriptors(opts, path, cfs).map_err(|e| {
+            let text = e.to_string();
+            if text.contains("lock") || text.contains("LOCK") {
+                StoreError::Locked { path: path.to_path_buf(), detail: text }
+            } else if e.kind() == rocksdb::ErrorKind::Corruption {
+                StoreError::Corrupt { location: path.display().to_string(), problem: text }
+            } else {
+                StoreError::Db { during: "open", source: e }
+            }
+        })
+    }
+
+    fn wrap(db: DB, path: &Path, options: &StoreOptions) -> Self {
+        Self { db, path: path.to_path_buf(), sync: options.sync, write_lock: Mutex::new(()) }
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn cf(&self, name: &'static str) -> Result<&ColumnFamily, StoreError> {
+        self.db.cf_handle(name).ok_or_else(|| StoreError::Corrupt {
+            location: format!("column family {name}"),
+            problem: "missing".into(),
+        })
+    }
+
+    pub(crate) fn write(&self, batch: rocksdb::WriteBatch) -> Result<(), StoreError> {
+        let mut wo = WriteOptions::default();
+        wo.set_sync(self.sync);
+        self.db.write_opt(batch, &wo).map_err(db("write"))
+    }
+
+    /// Load and decode the entry stored under (author, seq, id), checking that
+    /// the stored bytes hash to the id in the key.
+    pub(crate) fn load_signed(&self, author: &AgentId, seq: u64, id: &EntryId) -> Result<Option<SignedEntry>, StoreError> {
+        let key = entry_key(author, seq, id);
+        let Some(bytes) = self.db.get_pinned_cf(self.cf(CF_ENTRIES)?, key).map_err(db("reading an entry"))? else {
+            return Ok(None);
+        };
+        decode_stored(&key, &bytes).map(Some)
+    }
+
+    /// Check every tip: it exists, decodes, hashes to its id, is correctly
+    /// signed, is at the recorded seq, and nothing stored extends it; and every
+    /// author's highest entry is a tip. Run on every open. Reads only.
+    pub fn check_tips(&self) -> Result<(), StoreError> {
+        let corrupt = |location: String, problem: &str| StoreError::Corrupt { location, problem: problem.into() };
+        for item in self.db.iterator_cf(self.cf(CF_TIPS)?, rocksdb::IteratorMode::Start) {
+            let (key, value) = item.map_err(db("reading tips"))?;
+            let location = format!("tips/{}", hex_short(&key));
+            let (Ok(author), Ok(id), Ok(seq)) = (
+                <[u8; 32]>::try_from(&key[..32.min(key.len())]),
+                <[u8; 32]>::try_from(key.get(32..).unwrap_or_default()),
+                <[u8; 8]>::try_from(&value[..]),
+            ) else {
+                return Err(corrupt(location, "malformed tip row"));
+            };
+            let (author, id, seq) = (AgentId(author), EntryId(id), u64::from_be_bytes(seq));
+            let entry = self
+                .load_signed(&author, seq, &id)?
+                .ok_or_else(|| corrupt(location.clone(), "tip names an entry that is not stored"))?;
+            verify_signature(&entry).map_err(|e| corrupt(location.clone(), &e.to_string()))?;
+            if self.children(&author, seq, &id)?.next().is_some() {
+                return Err(corrupt(location, "tip has a stored successor"));
+            }
+        }
+        for summary in self.authors()? {
+            let last = summary.max_seq;
+            if !summary.tips.iter().any(|t| t.seq == last) {
+                return Err(corrupt(format!("author {}", summary.author), "highest entry is not a tip"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Entries at (author, seq + 1) whose backlink is `id`.
+    pub(crate) fn children<'a>(
+        &'a self,
+        author: &AgentId,
+        seq: u64,
+        id: &EntryId,
+    ) -> Result<impl Iterator<Item = SignedEntry> + 'a, StoreError> {
+        let id = *id;
+        let mut out = Vec::new();
+        if let Some(next) = seq.checked_add(1) {
+            for entry in self.entries_at(author, next)? {
+                if entry.header().backlink == Some(id) {
+                    out.push(entry);
+                }
+            }
+        }
+        Ok(out.into_iter())
+    }
+
+    /// Every stored entry at (author, seq): more than one means a fork.
+    pub(crate) fn entries_at(&self, author: &AgentId, seq: u64) -> Result<Vec<SignedEntry>, StoreError> {
+        let prefix = seq_prefix(author, seq);
+        let mut out = Vec::new();
+        let iter = self.db.iterator_cf(self.cf(CF_ENTRIES)?, rocksdb::IteratorMode::From(&prefix, rocksdb::Direction::Forward));
+        for item in iter {
+            let (key, value) = item.map_err(db("reading entries"))?;
+            if !key.starts_with(&prefix) {
+                break;
+            }
+            out.push(decode_stored(&key, &value)?);
+        }
+        Ok(out)
+    }
+}
+
+/// Decode a stored entry and check it against its key.
+pub(crate) fn decode_stored(key: &[u8], bytes: &[u8]) -> Result<SignedEntry, StoreError> {
+    let location = || format!("entries/{}", hex_short(key));
+    let (author, seq, id) =
+        split_entry_key(key).ok_or_else(|| StoreError::Corrupt { location: location(), problem: "malformed key".into() })?;
+    let entry = SignedEntry::decode(bytes)
+        .map_err(|e| StoreError::Corrupt { location: location(), problem: format!("stored entry does not decode: {e}") })?;
+    let h = entry.header();
+    if entry.id() != id || h.author != author || h.seq != seq {
+        return Err(StoreError::Corrupt {
+            location: location(),
+            problem: format!("stored entry is {} but its key says author {author}, seq {seq}, id {id}", entry.entry_ref()),
+        });
+    }
+    Ok(entry)
+}
+
+pub(crate) fn hex_short(bytes: &[u8]) -> String {
+    let n = bytes.len().min(48);
+    let mut s = String::with_capacity(2 * n + 3);
+    for b in &bytes[..n] {
+        s.push_str(&format!("{b:02x}"));
+    }
+    if bytes.len() > n {
+        s.push_str("...");
+    }
+    s
+}

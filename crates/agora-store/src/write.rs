@@ -1,0 +1,259 @@
+//! Appends, imports and redactions: each one atomic `WriteBatch`.
+//!
+//! Every write goes through [`Staging`], which sees the store plus what the
+//! current batch has staged, so that a pack can carry a chain (and its forks)
+//! whose earlier entries are in the same batch.
+
+use crate::error::{db, ImportFailure, StoreError};
+use crate::keys::*;
+use crate::store::Store;
+use agora_core::entry::next_header_after;
+use agora_core::limits::VERIFY_BATCH_LEN;
+use agora_core::verify::{verify_link, verify_payload, verify_signatures};
+use agora_core::{AgentId, AgentKey, EntryId, ForkProof, SignedEntry};
+use rayon::prelude::*;
+use std::collections::HashMap;
+
+/// Largest number of entries one append batch may create.
+pub const APPEND_BATCH_MAX: usize = 100_000;
+/// Largest number of entries one import may carry. The whole import is verified
+/// in memory before anything is written, so this bounds its memory.
+pub const IMPORT_ITEMS_MAX: usize = 4_000_000;
+
+/// One entry offered for import.
+#[derive(Debug, Clone)]
+pub struct ImportItem {
+    /// The signed entry.
+    pub entry: SignedEntry,
+    /// Its payload, if the source holds it.
+    pub payload: Option<Vec<u8>>,
+    /// Where it came from, for error messages (e.g. "pack.jsonl line 7").
+    pub origin: String,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImportReport {
+    /// Entries newly stored.
+    pub imported: usize,
+    /// Entries skipped because their id was already stored (or repeated).
+    pub already_present: usize,
+    /// Fork proofs created: (author, seq) of each conflicting pair found.
+    pub forks: Vec<(AgentId, u64)>,
+}
+
+/// A write batch plus an overlay of the entries staged in it.
+pub(crate) struct Staging<'s> {
+    store: &'s Store,
+    batch: rocksdb::WriteBatch,
+    staged: HashMap<EntryId, SignedEntry>,
+    staged_at: HashMap<(AgentId, u64), Vec<EntryId>>,
+    forks: Vec<(AgentId, u64)>,
+}
+
+impl<'s> Staging<'s> {
+    pub(crate) fn new(store: &'s Store) -> Self {
+        Self { store, batch: rocksdb::WriteBatch::default(), staged: HashMap::new(), staged_at: HashMap::new(), forks: Vec::new() }
+    }
+
+    /// Is this id stored or staged?
+    fn contains(&self, id: &EntryId) -> Result<bool, StoreError> {
+        Ok(self.staged.contains_key(id) || self.store.locate(id)?.is_some())
+    }
+
+    /// The entry with this id, staged or stored.
+    fn lookup(&self, id: &EntryId) -> Result<Option<SignedEntry>, StoreError> {
+        if let Some(e) = self.staged.get(id) {
+            return Ok(Some(e.clone()));
+        }
+        match self.store.locate(id)? {
+            Some((author, seq)) => self.store.load_signed(&author, seq, id),
+            None => Ok(None),
+        }
+    }
+
+    /// Stage a verified entry: the caller has checked its signature, its payload
+    /// and its link to a stored or staged predecessor.
+    fn stage(&mut self, entry: SignedEntry, payload: Option<&[u8]>) -> Result<(), StoreError> {
+        let h = entry.header();
+        let (author, seq, id) = (h.author, h.seq, entry.id());
+        let key = entry_key(&author, seq, &id);
+        let s = self.store;
+        self.batch.put_cf(s.cf(CF_ENTRIES)?, key, entry.encode());
+        self.batch.put_cf(s.cf(CF_IDS)?, id.as_bytes(), id_value(&author, seq));
+        if let Some(p) = payload {
+            self.batch.put_cf(s.cf(CF_PAYLOADS)?, key, p);
+        }
+        if let Some(parent) = h.backlink {
+            self.batch.delete_cf(s.cf(CF_TIPS)?, tip_key(&author, &parent));
+        }
+        self.batch.put_cf(s.cf(CF_TIPS)?, tip_key(&author, &id), seq.to_be_bytes());
+        // A second entry at this position is a fork: keep both, store the proof.
+        let mut rivals = s.entries_at(&author, seq)?;
+        for rival_id in self.staged_at.get(&(author, seq)).into_iter().flatten() {
+            if let Some(r) = self.staged.get(rival_id) {
+                rivals.push(r.clone());
+            }
+        }
+        for rival in rivals {
+            let proof = ForkProof::new(rival, entry.clone()).map_err(|e| StoreError::Corrupt {
+                location: format!("{}", entry.entry_ref()),
+                problem: format!("conflicting entries failed to form a fork proof: {e}"),
+            })?;
+            let (a, b) = proof.entries();
+            self.batch.put_cf(s.cf(CF_FORKS)?, fork_key(&author, seq, &a.id(), &b.id()), proof.encode());
+            self.forks.push((author, seq));
+        }
+        self.staged_at.entry((author, seq)).or_default().push(id);
+        self.staged.insert(id, entry);
+        Ok(())
+    }
+
+    fn commit(self) -> Result<Vec<(AgentId, u64)>, StoreError> {
+        self.store.write(self.batch)?;
+        Ok(self.forks)
+    }
+}
+
+impl Store {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        // A poisoned lock means a writer panicked before writing its batch;
+        // RocksDB is unaffected, so continuing is safe.
+        self.write_lock.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The tip of `author`'s chain for extending it: `None` for an empty chain,
+    /// an error if the chain is forked.
+    fn extendable_tip(&self, author: &AgentId) -> Result<Option<SignedEntry>, StoreError> {
+        let tips = self.tips(author)?;
+        match tips.as_slice() {
+            [] => Ok(None),
+            [tip] => self.load_signed(author, tip.seq, &tip.id)?.map(Some).ok_or_else(|| StoreError::Corrupt {
+                location: format!("tip {}", tip.id),
+                problem: "tip names an entry that is not stored".into(),
+            }),
+            many => Err(StoreError::Forked { author: *author, tips: many.len() }),
+        }
+    }
+
+    /// Sign and durably append one entry to `key`'s chain.
+    pub fn append(&self, key: &AgentKey, payload: &[u8], now_ms: u64) -> Result<SignedEntry, StoreError> {
+        let mut out = self.append_batch(key, &[payload], now_ms)?;
+        out.pop().ok_or_else(|| StoreError::Limit("empty append".into()))
+    }
+
+    /// Append several entries in one atomic, synced write (group commit).
+    /// Headers are chained first (ids do not depend on signatures), then signed
+    /// in parallel on the rayon pool.
+    pub fn append_batch(&self, key: &AgentKey, payloads: &[&[u8]], now_ms: u64) -> Result<Vec<SignedEntry>, StoreError> {
+        if payloads.len() > APPEND_BATCH_MAX {
+            return Err(StoreError::Limit(format!("{} entries in one append batch (max {APPEND_BATCH_MAX})", payloads.len())));
+        }
+        let _guard = self.lock();
+        let author = key.agent_id();
+        let tip = self.extendable_tip(&author)?;
+        let mut prev = tip.map(|t| (t.header().clone(), t.id()));
+        let mut headers = Vec::with_capacity(payloads.len());
+        for payload in payloads {
+            let h = next_header_after(author, prev.as_ref().map(|(h, id)| (h, *id)), now_ms, payload)?;
+            prev = Some((h.clone(), h.id()));
+            headers.push(h);
+        }
+        let signed: Vec<SignedEntry> = if headers.len() >= 2 * VERIFY_BATCH_LEN {
+            headers.into_par_iter().with_min_len(VERIFY_BATCH_LEN).map(|h| SignedEntry::sign(h, key)).collect()
+        } else {
+            headers.into_iter().map(|h| SignedEntry::sign(h, key)).collect()
+        };
+        let mut staging = Staging::new(self);
+        for (entry, payload) in signed.iter().zip(payloads) {
+            staging.stage(entry.clone(), Some(payload))?;
+        }
+        staging.commit()?;
+        Ok(signed)
+    }
+
+    /// Import entries from elsewhere (a pack, a peer). The whole set is verified
+    /// first: payload bindings, signatures (batched, in parallel), and each
+    /// entry's link to a predecessor that is stored or earlier in `items`. If
+    /// anything fails, nothing is written and the error names the item's origin.
+    /// Entries already stored are skipped, so importing twice is a no-op.
+    pub fn import(&self, items: Vec<ImportItem>) -> Result<ImportReport, StoreError> {
+        if items.len() > IMPORT_ITEMS_MAX {
+            return Err(StoreError::Limit(format!("{} entries in one import (max {IMPORT_ITEMS_MAX})", items.len())));
+        }
+        let _guard = self.lock();
+        let fail = |item: &ImportItem, problem: String| StoreError::Import(ImportFailure { origin: item.origin.clone(), problem });
+        let mut report = ImportReport::default();
+        let mut fresh: Vec<ImportItem> = Vec::with_capacity(items.len());
+        let mut seen: std::collections::HashSet<EntryId> = std::collections::HashSet::new();
+        for item in items {
+            let id = item.entry.id();
+            if !seen.insert(id) || self.locate(&id)?.is_some() {
+                report.already_present += 1;
+                continue;
+            }
+            if let Some(p) = &item.payload {
+                verify_payload(&item.entry, p).map_err(|e| fail(&item, e.to_string()))?;
+            }
+            fresh.push(item);
+        }
+        // Signatures, batched and in parallel. Report the first bad one in input order.
+        let bad = fresh
+            .par_chunks(VERIFY_BATCH_LEN)
+            .enumerate()
+            .filter_map(|(i, chunk)| {
+                let refs: Vec<&SignedEntry> = chunk.iter().map(|it| &it.entry).collect();
+                verify_signatures(&refs).err().map(|e| (i, e))
+            })
+            .min_by_key(|(i, _)| *i);
+        if let Some((_, e)) = bad {
+            let item = fresh.iter().find(|it| it.entry.id() == e.entry.id).unwrap_or(&fresh[0]);
+            return Err(fail(item, e.to_string()));
+        }
+        let mut staging = Staging::new(self);
+        for item in &fresh {
+            let h = item.entry.header();
+            if let Some(backlink) = h.backlink {
+                let prev = staging.lookup(&backlink)?.ok_or_else(|| {
+                    fail(
+                        item,
+                        format!(
+                            "{}: its predecessor {backlink} (seq {}) is neither stored nor earlier in the input; \
+                             list each chain in order",
+                            item.entry.entry_ref(),
+                            h.seq - 1
+                        ),
+                    )
+                })?;
+                verify_link(&prev, &item.entry).map_err(|e| fail(item, e.to_string()))?;
+            }
+            debug_assert!(!staging.contains(&item.entry.id())?);
+            staging.stage(item.entry.clone(), item.payload.as_deref())?;
+            report.imported += 1;
+        }
+        report.forks = staging.commit()?;
+        Ok(report)
+    }
+
+    /// Delete an entry's payload and record when. The header stays, so the chain
+    /// still verifies. RocksDB keeps deleted bytes in older files until they are
+    /// compacted, so the payload's key range is compacted straight away.
+    pub fn redact(&self, id: &EntryId, now_ms: u64) -> Result<(), StoreError> {
+        let _guard = self.lock();
+        let (author, seq) = self.locate(id)?.ok_or_else(|| StoreError::NotFound(id.to_string()))?;
+        let key = entry_key(&author, seq, id);
+        let payloads = self.cf(CF_PAYLOADS)?;
+        if self.db.get_pinned_cf(payloads, key).map_err(db("reading a payload"))?.is_none() {
+            let redacted = self.db.get_pinned_cf(self.cf(CF_REDACTIONS)?, key).map_err(db("reading redactions"))?;
+            return Err(if redacted.is_some() { StoreError::AlreadyRedacted(*id) } else { StoreError::PayloadNotHeld(*id) });
+        }
+        let mut batch = rocksdb::WriteBatch::default();
+        batch.delete_cf(payloads, key);
+        batch.put_cf(self.cf(CF_REDACTIONS)?, key, now_ms.to_be_bytes());
+        self.write(batch)?;
+        let mut end = key.to_vec();
+        end.push(0);
+        self.db.compact_range_cf(payloads, Some(&key[..]), Some(&end[..]));
+        Ok(())
+    }
+}

@@ -1,0 +1,326 @@
+//! One function per command. Each returns the exit code on success.
+
+use crate::cli::{Args, Command};
+use crate::home::Home;
+use crate::output::{self, print};
+use agora_core::pack;
+use agora_core::{AgentId, ForkProof};
+use agora_store::{ImportItem, PayloadState, Store};
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+use std::io::{BufRead, BufWriter, Read, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let home = Home::resolve(args.home)?;
+    let json = args.json;
+    match args.command {
+        Command::Init => init(&home, json),
+        Command::Id => {
+            let key = home.load_key()?;
+            print(json, &json!({ "agent": key.agent_id().to_string() }), || key.agent_id().to_string());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Append { file } => append(&home, file.as_deref(), json),
+        Command::Log { author, all, from, limit } => log(&home, author.as_deref(), all, from, limit, json),
+        Command::Show { entry } => show(&home, &entry, json),
+        Command::Verify { author, threads } => verify(&home, author.as_deref(), threads, json),
+        Command::Redact { entry } => redact(&home, &entry, json),
+        Command::Export { author, output } => export(&home, author.as_deref(), output.as_deref(), json),
+        Command::Import { file } => import(&home, &file, json),
+        Command::Authors => authors(&home, json),
+        Command::Forks { author } => forks(&home, author.as_deref(), json),
+        Command::CheckProof { proof } => check_proof(&proof, json),
+    }
+}
+
+fn now_ms() -> u64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn parse_author(text: &str) -> Result<AgentId> {
+    text.parse::<AgentId>().with_context(|| format!("--author {text:?} is not an agent id"))
+}
+
+fn init(home: &Home, json: bool) -> Result<ExitCode> {
+    let key = home.init()?;
+    let id = key.agent_id().to_string();
+    print(json, &json!({ "agent": id, "home": home.dir.display().to_string() }), || {
+        format!("initialised {}\nagent {id}", home.dir.display())
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Read at most `PAYLOAD_BYTES_MAX + 1` bytes, so an oversized input is
+/// refused without being read whole.
+fn read_payload(file: Option<&Path>) -> Result<Vec<u8>> {
+    let max = agora_core::limits::PAYLOAD_BYTES_MAX as u64;
+    let mut buf = Vec::new();
+    let source = match file {
+        None => "stdin".to_string(),
+        Some(p) if p == Path::new("-") => "stdin".to_string(),
+        Some(p) => p.display().to_string(),
+    };
+    let reader: Box<dyn Read> = if source == "stdin" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(std::fs::File::open(&source).with_context(|| format!("opening payload {source}"))?)
+    };
+    reader.take(max + 1).read_to_end(&mut buf).with_context(|| format!("reading payload from {source}"))?;
+    if buf.len() as u64 > max {
+        bail!("payload from {source} is larger than the limit of {max} bytes");
+    }
+    Ok(buf)
+}
+
+fn append(home: &Home, file: Option<&Path>, json: bool) -> Result<ExitCode> {
+    let key = home.load_key()?;
+    let payload = read_payload(file)?;
+    let store = home.open_store()?;
+    let entry = store.append(&key, &payload, now_ms())?;
+    print(json, &output::entry_header_json(&entry), || entry.id().to_string());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn log(home: &Home, author: Option<&str>, all: bool, from: u64, limit: usize, json: bool) -> Result<ExitCode> {
+    let store = home.open_store()?;
+    let authors: Vec<AgentId> = if all {
+        store.authors()?.into_iter().map(|a| a.author).collect()
+    } else if let Some(a) = author {
+        vec![parse_author(a)?]
+    } else {
+        vec![home.load_key().context("no --author given and no agent key to default to")?.agent_id()]
+    };
+    let mut rows = Vec::new();
+    let mut text = Vec::new();
+    for a in authors {
+        for e in store.chain(&a, from, limit)? {
+            if json {
+                rows.push(output::stored_entry_json(&e, false));
+            } else {
+                let h = e.signed.header();
+                text.push(format!("{} {:>6}  {}  {:>13}  {}", h.author.short(), h.seq, e.signed.id(), h.timestamp_ms, output::preview(&e.payload)));
+            }
+        }
+    }
+    print(json, &json!(rows), || text.join("\n"));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn show(home: &Home, entry: &str, json: bool) -> Result<ExitCode> {
+    let store = home.open_store()?;
+    let id = store.resolve(entry)?;
+    let e = store.get(&id)?.with_context(|| format!("entry {id} vanished while reading"))?;
+    let value = output::stored_entry_json(&e, true);
+    print(json, &value, || {
+        let h = e.signed.header();
+        let mut out = vec![
+            format!("id            {}", e.signed.id()),
+            format!("author        {}", h.author),
+            format!("seq           {}", h.seq),
+            format!("backlink      {}", h.backlink.map_or("none (first entry)".into(), |b| b.to_string())),
+            format!("timestamp_ms  {}", h.timestamp_ms),
+            format!("payload_len   {}", h.payload_len),
+            format!("payload_hash  {}", hex::encode(h.payload_hash)),
+            format!("signature     {}", hex::encode(e.signed.signature())),
+            format!("payload       {}", output::payload_status(&e.payload)),
+        ];
+        if let PayloadState::Held(p) = &e.payload {
+            out.push(String::new());
+            out.push(match std::str::from_utf8(p) {
+                Ok(t) => t.to_string(),
+                Err(_) => format!("<{} bytes binary; use --json for base64>", p.len()),
+            });
+        }
+        out.join("\n")
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+fn verify(home: &Home, author: Option<&str>, threads: usize, json: bool) -> Result<ExitCode> {
+    let store = home.open_store()?;
+    let author = author.map(parse_author).transpose()?;
+    let report = store.audit(author.as_ref(), threads)?;
+    let authors: Vec<_> = report
+        .authors
+        .iter()
+        .map(|a| {
+            json!({
+                "author": a.author.to_string(), "entries": a.entries, "max_seq": a.max_seq, "tips": a.tips,
+                "forked": a.tips > 1 || !a.fork_seqs.is_empty(), "fork_seqs": a.fork_seqs,
+                "payloads_held": a.payloads_held, "payloads_redacted": a.payloads_redacted,
+                "payloads_not_held": a.payloads_not_held, "problem_count": a.problem_count, "problems": a.problems,
+            })
+        })
+        .collect();
+    let clean = report.is_clean();
+    print(json, &json!({ "ok": clean, "entries": report.entries(), "authors": authors }), || {
+        let mut out = Vec::new();
+        for a in &report.authors {
+            let fork = if a.fork_seqs.is_empty() { String::new() } else { format!(", FORKED at seq {:?}", a.fork_seqs) };
+            out.push(format!(
+                "{}: {} entries, max seq {}, {} tip(s){fork}; payloads {} held, {} redacted, {} not held; {} problem(s)",
+                a.author, a.entries, a.max_seq, a.tips, a.payloads_held, a.payloads_redacted, a.payloads_not_held, a.problem_count
+            ));
+            for p in &a.problems {
+                out.push(format!("  problem: {p}"));
+            }
+        }
+        out.push(if clean { format!("ok: {} entries verified", report.entries()) } else { "FAILED: problems found".into() });
+        out.join("\n")
+    });
+    Ok(if clean { ExitCode::SUCCESS } else { ExitCode::from(3) })
+}
+
+fn redact(home: &Home, entry: &str, json: bool) -> Result<ExitCode> {
+    let store = home.open_store()?;
+    let id = store.resolve(entry)?;
+    store.redact(&id, now_ms())?;
+    print(json, &json!({ "id": id.to_string(), "redacted": true }), || format!("redacted payload of {id}"));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn export(home: &Home, author: Option<&str>, output: Option<&Path>, json: bool) -> Result<ExitCode> {
+    let store = home.open_store()?;
+    let author = author.map(parse_author).transpose()?;
+    let sink: Box<dyn Write> = match output {
+        Some(p) if p != Path::new("-") => {
+            Box::new(std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?)
+        }
+        _ => Box::new(std::io::stdout().lock()),
+    };
+    let mut out = BufWriter::new(sink);
+    writeln!(out, "{}", pack::header_line())?;
+    let mut count = 0u64;
+    store.for_each_entry(author.as_ref(), |e| {
+        let payload = match &e.payload {
+            PayloadState::Held(p) => Some(p.as_slice()),
+            _ => None,
+        };
+        writeln!(out, "{}", pack::entry_line(&e.signed, payload))
+            .map_err(|err| agora_store::StoreError::Limit(format!("writing the pack: {err}")))?;
+        count += 1;
+        Ok(())
+    })?;
+    out.flush().context("writing the pack")?;
+    drop(out);
+    if let Some(p) = output.filter(|p| *p != Path::new("-")) {
+        print(json, &json!({ "entries": count, "output": p.display().to_string() }), || format!("exported {count} entries to {}", p.display()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Read one line of at most `max` bytes (without the newline). `None` at EOF.
+fn read_line_bounded(reader: &mut impl BufRead, max: usize, line_no: usize) -> Result<Option<String>> {
+    let mut buf = Vec::new();
+    let n = reader.take(max as u64 + 1).read_until(b'\n', &mut buf)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+    } else if buf.len() > max {
+        bail!("pack line {line_no}: longer than the limit of {max} bytes");
+    }
+    String::from_utf8(buf).map(Some).with_context(|| format!("pack line {line_no}: not UTF-8"))
+}
+
+fn import(home: &Home, file: &Path, json: bool) -> Result<ExitCode> {
+    let name = file.display().to_string();
+    let mut reader: Box<dyn BufRead> = if file == Path::new("-") {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(std::io::BufReader::new(std::fs::File::open(file).with_context(|| format!("opening {name}"))?))
+    };
+    let max = agora_core::limits::PACK_LINE_BYTES_MAX;
+    let first = read_line_bounded(&mut reader, max, 1)?.with_context(|| format!("{name}: empty file, not a pack"))?;
+    pack::parse_header_line(&first).with_context(|| name.clone())?;
+    let mut items = Vec::new();
+    let mut line_no = 1;
+    while let Some(line) = read_line_bounded(&mut reader, max, line_no + 1)? {
+        line_no += 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (entry, payload) = pack::parse_entry_line(line_no, &line).with_context(|| name.clone())?;
+        items.push(ImportItem { entry, payload, origin: format!("{name} line {line_no}") });
+    }
+    let store: Store = home.open_store()?;
+    let report = store.import(items)?;
+    let forks: Vec<_> = report.forks.iter().map(|(a, s)| json!({ "author": a.to_string(), "seq": s })).collect();
+    print(
+        json,
+        &json!({ "imported": report.imported, "already_present": report.already_present, "forks": forks }),
+        || {
+            let mut t = format!("imported {} entries, {} already present", report.imported, report.already_present);
+            for (a, s) in &report.forks {
+                t.push_str(&format!("\nfork detected: author {a} at seq {s} (proof stored)"));
+            }
+            t
+        },
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn authors(home: &Home, json: bool) -> Result<ExitCode> {
+    let store = home.open_store()?;
+    let list = store.authors()?;
+    let rows: Vec<_> = list
+        .iter()
+        .map(|a| {
+            json!({
+                "author": a.author.to_string(), "max_seq": a.max_seq, "forked": a.tips.len() > 1 || a.fork_proofs > 0,
+                "fork_proofs": a.fork_proofs,
+                "tips": a.tips.iter().map(|t| json!({ "seq": t.seq, "id": t.id.to_string() })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    print(json, &json!(rows), || {
+        list.iter()
+            .map(|a| {
+                let tips: Vec<String> = a.tips.iter().map(|t| format!("{}@{}", t.id.short(), t.seq)).collect();
+                format!("{}  max seq {}  tips {}  fork proofs {}", a.author, a.max_seq, tips.join(","), a.fork_proofs)
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+fn forks(home: &Home, author: Option<&str>, json: bool) -> Result<ExitCode> {
+    let store = home.open_store()?;
+    let author = author.map(parse_author).transpose()?;
+    let proofs = store.fork_proofs(author.as_ref())?;
+    let rows: Vec<_> = proofs
+        .iter()
+        .map(|p| {
+            let (a, b) = p.entries();
+            json!({ "author": p.author().to_string(), "seq": p.seq(), "a": a.id().to_string(), "b": b.id().to_string(), "proof": hex::encode(p.encode()) })
+        })
+        .collect();
+    print(json, &json!(rows), || {
+        proofs
+            .iter()
+            .map(|p| {
+                let (a, b) = p.entries();
+                format!("author {} seq {}: {} vs {}\n  proof {}", p.author(), p.seq(), a.id(), b.id(), hex::encode(p.encode()))
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check_proof(text: &str, json: bool) -> Result<ExitCode> {
+    let bytes = hex::decode(text.trim()).context("fork proof is not hex")?;
+    let proof = ForkProof::decode(&bytes).context("fork proof rejected")?;
+    let (a, b) = proof.entries();
+    print(
+        json,
+        &json!({ "valid": true, "author": proof.author().to_string(), "seq": proof.seq(), "a": a.id().to_string(), "b": b.id().to_string() }),
+        || format!("valid fork proof: author {} signed both {} and {} at seq {}", proof.author(), a.id(), b.id(), proof.seq()),
+    );
+    Ok(ExitCode::SUCCESS)
+}

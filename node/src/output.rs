@@ -1,0 +1,84 @@
+//! Rendering results as text or JSON.
+
+use agora_core::SignedEntry;
+use agora_store::{PayloadState, StoredEntry};
+use base64::Engine;
+use serde_json::{json, Value};
+
+pub fn print_error(error: &anyhow::Error, json: bool) {
+    let chain: Vec<String> = error.chain().map(|e| e.to_string()).collect();
+    let text = chain.join(": ");
+    if json {
+        println!("{}", json!({ "error": text }));
+    }
+    eprintln!("error: {text}");
+}
+
+pub fn print(json: bool, value: &Value, text: impl FnOnce() -> String) {
+    if json {
+        println!("{value}");
+    } else {
+        let t = text();
+        if !t.is_empty() {
+            println!("{t}");
+        }
+    }
+}
+
+pub fn entry_header_json(e: &SignedEntry) -> Value {
+    let h = e.header();
+    json!({
+        "id": e.id().to_string(),
+        "author": h.author.to_string(),
+        "seq": h.seq,
+        "backlink": h.backlink.map(|b| b.to_string()),
+        "timestamp_ms": h.timestamp_ms,
+        "payload_len": h.payload_len,
+        "payload_hash": hex::encode(h.payload_hash),
+        "version": h.version,
+    })
+}
+
+pub fn payload_status(p: &PayloadState) -> String {
+    match p {
+        PayloadState::Held(_) => "held".into(),
+        PayloadState::Redacted { at_ms } => format!("redacted at {at_ms} ms"),
+        PayloadState::NotHeld => "not held (redacted at source)".into(),
+    }
+}
+
+pub fn stored_entry_json(s: &StoredEntry, with_payload: bool) -> Value {
+    let mut v = entry_header_json(&s.signed);
+    let obj = v.as_object_mut().map(|o| {
+        let (status, redacted_at) = match &s.payload {
+            PayloadState::Held(_) => ("held", None),
+            PayloadState::Redacted { at_ms } => ("redacted", Some(*at_ms)),
+            PayloadState::NotHeld => ("not_held", None),
+        };
+        o.insert("payload_status".into(), json!(status));
+        o.insert("redacted_at_ms".into(), json!(redacted_at));
+        if with_payload {
+            o.insert("signature".into(), json!(hex::encode(s.signed.signature())));
+            if let PayloadState::Held(p) = &s.payload {
+                o.insert("payload_base64".into(), json!(base64::engine::general_purpose::STANDARD.encode(p)));
+                o.insert("payload_utf8".into(), json!(std::str::from_utf8(p).ok()));
+            }
+        }
+    });
+    debug_assert!(obj.is_some());
+    v
+}
+
+/// A one-line preview of a payload for `log`.
+pub fn preview(p: &PayloadState) -> String {
+    match p {
+        PayloadState::Held(bytes) => match std::str::from_utf8(bytes) {
+            Ok(text) => {
+                let line: String = text.chars().take(60).map(|c| if c.is_control() { ' ' } else { c }).collect();
+                if text.chars().count() > 60 { format!("{line}…") } else { line }
+            }
+            Err(_) => format!("<{} bytes binary>", bytes.len()),
+        },
+        other => format!("<{}>", payload_status(other)),
+    }
+}
