@@ -113,8 +113,8 @@ impl Store {
         if found != expected {
             return Err(not_a_store(path, format!("a RocksDB database with column families {found:?}, expected {expected:?}")));
         }
-        let db = Self::open_db(path, &db_options())?;
-        let store = Self::wrap(db, path, options);
+        let database = Self::open_db(path, &db_options())?;
+        let store = Self::wrap(database, path, options);
         let format = store.db.get_cf(store.cf(CF_META)?, META_FORMAT_KEY).map_err(db("reading meta/format"))?;
         match format.as_deref() {
             Some(f) if f == STORE_FORMAT => Ok(store),

@@ -1,0 +1,299 @@
+//! Store behaviour: appends, imports, forks, redaction, refusal of foreign
+//! directories, corruption detection, and index rebuild by replay.
+
+use crate::keys::*;
+use crate::*;
+use agora_core::entry::next_header;
+use agora_core::{AgentKey, EntryId, SignedEntry};
+use proptest::prelude::*;
+use std::path::Path;
+
+fn open_new(dir: &Path) -> Store {
+    Store::open(dir, &StoreOptions { create: true, sync: false }).unwrap()
+}
+
+fn reopen(dir: &Path) -> Result<Store, StoreError> {
+    Store::open(dir, &StoreOptions::default())
+}
+
+fn dump(store: &Store, cf: &'static str) -> Vec<(Vec<u8>, Vec<u8>)> {
+    store
+        .db
+        .iterator_cf(store.cf(cf).unwrap(), rocksdb::IteratorMode::Start)
+        .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap())
+        .collect()
+}
+
+fn dump_all(store: &Store) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
+    COLUMN_FAMILIES.iter().map(|cf| dump(store, cf)).collect()
+}
+
+fn items_of(store: &Store) -> Vec<ImportItem> {
+    let mut out = Vec::new();
+    store
+        .for_each_entry(None, |e| {
+            let payload = match e.payload {
+                PayloadState::Held(p) => Some(p),
+                _ => None,
+            };
+            out.push(ImportItem { origin: format!("item {}", out.len() + 1), entry: e.signed, payload });
+            Ok(())
+        })
+        .unwrap();
+    out
+}
+
+fn item(entry: &SignedEntry, payload: &[u8], n: usize) -> ImportItem {
+    ImportItem { entry: entry.clone(), payload: Some(payload.to_vec()), origin: format!("item {n}") }
+}
+
+#[test]
+fn append_reopen_and_audit() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = AgentKey::from_seed([1; 32]);
+    {
+        let store = open_new(dir.path());
+        let e1 = store.append(&key, b"one", 10).unwrap();
+        let batch = store.append_batch(&key, &[b"two", b"three", b"four"], 5).unwrap();
+        assert_eq!(batch[0].header().backlink, Some(e1.id()));
+        assert_eq!(batch[2].header().seq, 4);
+        assert_eq!(batch[2].header().timestamp_ms, 10, "timestamps never decrease");
+    }
+    let store = reopen(dir.path()).unwrap();
+    let tips = store.tips(&key.agent_id()).unwrap();
+    assert_eq!(tips.len(), 1);
+    assert_eq!(tips[0].seq, 4);
+    let report = store.audit(None, 2).unwrap();
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!(report.entries(), 4);
+    let chain = store.chain(&key.agent_id(), 1, 100).unwrap();
+    assert_eq!(chain.len(), 4);
+    assert_eq!(chain[1].payload, PayloadState::Held(b"two".to_vec()));
+    // A large batch is signed in parallel and still chains correctly.
+    let payloads: Vec<Vec<u8>> = (0..1000).map(|i| format!("p{i}").into_bytes()).collect();
+    let refs: Vec<&[u8]> = payloads.iter().map(|p| &p[..]).collect();
+    store.append_batch(&key, &refs, 20).unwrap();
+    assert!(store.audit(None, 0).unwrap().is_clean());
+    assert_eq!(store.tips(&key.agent_id()).unwrap()[0].seq, 1004);
+}
+
+#[test]
+fn resolve_prefixes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_new(dir.path());
+    let key = AgentKey::from_seed([1; 32]);
+    let e = store.append(&key, b"x", 1).unwrap();
+    let text = e.id().to_string();
+    assert_eq!(store.resolve(&text).unwrap(), e.id());
+    assert_eq!(store.resolve(&text[..7]).unwrap(), e.id());
+    assert_eq!(store.resolve(&text[..7].to_uppercase()).unwrap(), e.id());
+    assert!(matches!(store.resolve("zz"), Err(StoreError::BadPrefix(_))));
+    let other = if text.starts_with('0') { "f" } else { "0" };
+    assert!(matches!(store.resolve(&format!("{other}{}", &text[1..10])), Err(StoreError::NotFound(_))));
+    for i in 0..40 {
+        store.append(&key, format!("{i}").as_bytes(), 2).unwrap();
+    }
+    // With 41 entries, some one-digit prefix is shared.
+    let ambiguous = (0..16).map(|d| format!("{d:x}")).find(|p| matches!(store.resolve(p), Err(StoreError::Ambiguous { .. })));
+    assert!(ambiguous.is_some());
+}
+
+#[test]
+fn import_is_verified_whole_idempotent_and_rebuilds_indexes_bit_identically() {
+    let a = tempfile::tempdir().unwrap();
+    let src = open_new(a.path());
+    let alice = AgentKey::from_seed([1; 32]);
+    let bob = AgentKey::from_seed([2; 32]);
+    for i in 0..50 {
+        src.append(&alice, format!("a{i}").as_bytes(), i).unwrap();
+        if i % 3 == 0 {
+            src.append(&bob, format!("b{i}").as_bytes(), i).unwrap();
+        }
+    }
+    let mid = src.chain(&alice.agent_id(), 10, 1).unwrap().remove(0);
+    src.redact(&mid.signed.id(), 99).unwrap();
+    let items = items_of(&src);
+
+    let b = tempfile::tempdir().unwrap();
+    let dst = open_new(b.path());
+    let report = dst.import(items.clone()).unwrap();
+    assert_eq!(report.imported, items.len());
+    // Replay of the log rebuilds ids, tips and forks bit-identically.
+    for cf in [CF_ENTRIES, CF_IDS, CF_TIPS, CF_FORKS] {
+        assert_eq!(dump(&src, cf), dump(&dst, cf), "column family {cf} differs after replay");
+    }
+    let again = dst.import(items).unwrap();
+    assert_eq!((again.imported, again.already_present), (0, 67));
+    let audit = dst.audit(None, 1).unwrap();
+    assert!(audit.is_clean());
+    assert_eq!(audit.authors.iter().map(|a| a.payloads_not_held).sum::<u64>(), 1);
+}
+
+#[test]
+fn a_bad_entry_in_the_middle_writes_nothing() {
+    let a = tempfile::tempdir().unwrap();
+    let src = open_new(a.path());
+    let alice = AgentKey::from_seed([1; 32]);
+    let entries: Vec<SignedEntry> = (0..10).map(|i| src.append(&alice, format!("p{i}").as_bytes(), 0).unwrap()).collect();
+    let b = tempfile::tempdir().unwrap();
+    let dst = open_new(b.path());
+    dst.append(&AgentKey::from_seed([9; 32]), b"existing", 0).unwrap();
+    let before = dump_all(&dst);
+
+    // Bad signature at item 6.
+    let mut items: Vec<ImportItem> = entries.iter().enumerate().map(|(i, e)| item(e, format!("p{i}").as_bytes(), i + 1)).collect();
+    let mut bytes = entries[5].encode();
+    let n = bytes.len();
+    bytes[n - 3] ^= 0x01;
+    items[5].entry = SignedEntry::decode(&bytes).unwrap();
+    let err = dst.import(items.clone()).unwrap_err().to_string();
+    assert!(err.contains("item 6") && err.contains("signature"), "{err}");
+    assert_eq!(dump_all(&dst), before);
+
+    // Wrong payload at item 4.
+    let mut items2: Vec<ImportItem> = entries.iter().enumerate().map(|(i, e)| item(e, format!("p{i}").as_bytes(), i + 1)).collect();
+    items2[3].payload = Some(b"tampered".to_vec());
+    let err = dst.import(items2).unwrap_err().to_string();
+    assert!(err.contains("item 4") && err.contains("payload"), "{err}");
+    assert_eq!(dump_all(&dst), before);
+
+    // Reordered: item 3 before item 2.
+    let mut items3: Vec<ImportItem> = entries.iter().enumerate().map(|(i, e)| item(e, format!("p{i}").as_bytes(), i + 1)).collect();
+    items3.swap(1, 2);
+    let err = dst.import(items3).unwrap_err().to_string();
+    assert!(err.contains("item 3") && err.contains("predecessor"), "{err}");
+    assert_eq!(dump_all(&dst), before);
+}
+
+#[test]
+fn forks_are_kept_proven_and_block_local_appends() {
+    let a = tempfile::tempdir().unwrap();
+    let store = open_new(a.path());
+    let alice = AgentKey::from_seed([1; 32]);
+    let e1 = store.append(&alice, b"root", 1).unwrap();
+    let e2 = store.append(&alice, b"left", 2).unwrap();
+    // A restored backup signs a different seq 2, then a seq 3 on top of it.
+    let rival = SignedEntry::sign(next_header(alice.agent_id(), Some(&e1), 3, b"right").unwrap(), &alice);
+    let rival3 = SignedEntry::sign(next_header(alice.agent_id(), Some(&rival), 4, b"more").unwrap(), &alice);
+    let report = store.import(vec![item(&rival, b"right", 1), item(&rival3, b"more", 2)]).unwrap();
+    assert_eq!(report.forks, vec![(alice.agent_id(), 2)]);
+    let tips = store.tips(&alice.agent_id()).unwrap();
+    assert_eq!(tips.len(), 2);
+    assert!(tips.iter().any(|t| t.id == e2.id()) && tips.iter().any(|t| t.id == rival3.id()));
+    let proofs = store.fork_proofs(None).unwrap();
+    assert_eq!(proofs.len(), 1);
+    proofs[0].check().unwrap();
+    assert!(store.get(&e2.id()).unwrap().is_some() && store.get(&rival.id()).unwrap().is_some());
+    assert!(matches!(store.append(&alice, b"next", 5), Err(StoreError::Forked { tips: 2, .. })));
+    let audit = store.audit(None, 1).unwrap();
+    assert!(audit.is_clean(), "{audit:?}");
+    assert_eq!(audit.authors[0].fork_seqs, vec![2]);
+    drop(store);
+    reopen(a.path()).unwrap();
+}
+
+#[test]
+fn redaction_keeps_the_chain_verifiable() {
+    let a = tempfile::tempdir().unwrap();
+    let store = open_new(a.path());
+    let alice = AgentKey::from_seed([1; 32]);
+    let e1 = store.append(&alice, b"secret", 1).unwrap();
+    store.append(&alice, b"after", 2).unwrap();
+    store.redact(&e1.id(), 77).unwrap();
+    assert_eq!(store.get(&e1.id()).unwrap().unwrap().payload, PayloadState::Redacted { at_ms: 77 });
+    assert!(matches!(store.redact(&e1.id(), 78), Err(StoreError::AlreadyRedacted(_))));
+    let audit = store.audit(None, 1).unwrap();
+    assert!(audit.is_clean());
+    assert_eq!(audit.authors[0].payloads_redacted, 1);
+    assert!(matches!(store.redact(&EntryId([7; 32]), 1), Err(StoreError::NotFound(_))));
+}
+
+fn tree_snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            out.push((e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn foreign_directories_are_refused_untouched() {
+    // A directory of someone else's files.
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("notes.txt"), b"hello").unwrap();
+    let before = tree_snapshot(d.path());
+    let err = Store::open(d.path(), &StoreOptions { create: true, sync: true }).unwrap_err();
+    assert!(matches!(err, StoreError::NotAStore { .. }), "{err}");
+    assert_eq!(tree_snapshot(d.path()), before);
+
+    // Someone else's RocksDB database.
+    let r = tempfile::tempdir().unwrap();
+    {
+        let mut o = rocksdb::Options::default();
+        o.create_if_missing(true);
+        let db = rocksdb::DB::open(&o, r.path()).unwrap();
+        db.put(b"k", b"v").unwrap();
+    }
+    let before = tree_snapshot(r.path());
+    let err = reopen(r.path()).unwrap_err();
+    assert!(err.to_string().contains("not an Agora store"), "{err}");
+    assert_eq!(tree_snapshot(r.path()), before);
+
+    // Missing directory without create.
+    assert!(matches!(reopen(&d.path().join("nope")), Err(StoreError::NotAStore { .. })));
+}
+
+#[test]
+fn a_second_opener_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let _first = open_new(d.path());
+    let err = reopen(d.path()).unwrap_err();
+    assert!(matches!(err, StoreError::Locked { .. }), "{err}");
+}
+
+#[test]
+fn a_corrupted_tip_is_reported_on_open() {
+    let d = tempfile::tempdir().unwrap();
+    let alice = AgentKey::from_seed([1; 32]);
+    let tip = {
+        let store = open_new(d.path());
+        store.append(&alice, b"a", 1).unwrap();
+        let tip = store.append(&alice, b"b", 2).unwrap();
+        let key = entry_key(&alice.agent_id(), 2, &tip.id());
+        let mut bytes = tip.encode();
+        let n = bytes.len();
+        bytes[n - 10] ^= 0x01; // corrupt the signature
+        store.db.put_cf(store.cf(CF_ENTRIES).unwrap(), key, bytes).unwrap();
+        tip
+    };
+    let err = reopen(d.path()).unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+    assert!(err.to_string().contains("signature"), "{err}");
+    let _ = tip;
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Any single bit flip in any stored entry or payload is found by `audit`.
+    #[test]
+    fn any_bit_flip_in_stored_data_is_detected(which in 0usize..8, in_payload in any::<bool>(), bit in any::<prop::sample::Index>()) {
+        let d = tempfile::tempdir().unwrap();
+        let store = open_new(d.path());
+        let alice = AgentKey::from_seed([1; 32]);
+        let entries: Vec<SignedEntry> = (0..8).map(|i| store.append(&alice, format!("payload {i}").as_bytes(), 1).unwrap()).collect();
+        let e = &entries[which];
+        let key = entry_key(&alice.agent_id(), e.header().seq, &e.id());
+        let cf = if in_payload { CF_PAYLOADS } else { CF_ENTRIES };
+        let mut bytes = store.db.get_cf(store.cf(cf).unwrap(), key).unwrap().unwrap();
+        let i = bit.index(bytes.len() * 8);
+        bytes[i / 8] ^= 1 << (i % 8);
+        store.db.put_cf(store.cf(cf).unwrap(), key, bytes).unwrap();
+        let report = store.audit(None, 1).unwrap();
+        prop_assert!(!report.is_clean(), "flip of bit {} in {} of entry {} not detected", i, cf, which);
+    }
+}
