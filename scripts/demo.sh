@@ -35,7 +35,6 @@ cp -a "$ALICE" "$DEMO/alice-backup"
 echo "original timeline" | "$AGORA" --home "$ALICE" append >/dev/null
 echo "restored timeline" | "$AGORA" --home "$DEMO/alice-backup" append >/dev/null
 "$AGORA" --home "$DEMO/alice-backup" export -o "$DEMO/backup.jsonl"
-step "$AGORA" --home "$BOB" import "$DEMO/alice.jsonl"
 "$AGORA" --home "$ALICE" export -o "$DEMO/alice.jsonl"
 step "$AGORA" --home "$BOB" import "$DEMO/alice.jsonl"
 step "$AGORA" --home "$BOB" import "$DEMO/backup.jsonl"

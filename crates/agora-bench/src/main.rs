@@ -78,7 +78,36 @@ fn main() -> Result<()> {
         keys[0].verify_strict(&msgs[0], &sig_list[0]).expect("valid");
     });
 
+    // Agora's own batch primitive on the same 64 signatures (one key, as in a
+    // chain): the ceiling for verifying stored entries on one thread.
+    let pk = agora_core::signature::PublicKey::from_bytes(sk.verifying_key().as_bytes()).expect("valid key");
+    let sig_bytes: Vec<[u8; 64]> = sig_list.iter().map(|s| s.to_bytes()).collect();
+    let items: Vec<agora_core::signature::BatchItem<'_>> = msgs
+        .iter()
+        .zip(&sig_bytes)
+        .map(|(m, s)| agora_core::signature::BatchItem { key: &pk, message: [b"", m], signature: s })
+        .collect();
+    let agora_batch = rate(min, 64, || {
+        agora_core::signature::verify_batch(&items).expect("valid batch");
+    });
+
     let dir = tempfile::tempdir()?;
+    // The disk's limit for one-at-a-time durability: synced RocksDB writes of
+    // an entry-sized record.
+    let raw_synced_writes = {
+        let mut opts = rocksdb::Options::default();
+        opts.create_if_missing(true);
+        let db = rocksdb::DB::open(&opts, dir.path().join("raw"))?;
+        let mut wo = rocksdb::WriteOptions::default();
+        wo.set_sync(true);
+        let value = vec![0u8; 187 + args.payload_bytes];
+        let n = args.single_appends;
+        let start = Instant::now();
+        for i in 0..n {
+            db.put_opt((i as u64).to_be_bytes(), &value, &wo)?;
+        }
+        n as f64 / start.elapsed().as_secs_f64()
+    };
     let key = AgentKey::from_seed([9; 32]);
     let payload = vec![0xabu8; args.payload_bytes];
     let mut rows = Vec::new();
@@ -92,6 +121,7 @@ fn main() -> Result<()> {
         }
         let per_s = args.single_appends as f64 / start.elapsed().as_secs_f64();
         rows.push(Row { name: "append, one synced write each".into(), per_s, denominator: "raw sign/s (1 thread)", ratio: per_s / raw_sign });
+        rows.push(Row { name: "append, one synced write each".into(), per_s, denominator: "raw synced RocksDB writes/s", ratio: per_s / raw_synced_writes });
     }
 
     // Batched durable appends (group commit), then verification of that store.
@@ -125,6 +155,12 @@ fn main() -> Result<()> {
             denominator: "raw batch-verify/s x threads",
             ratio: per_s / (raw_batch * threads as f64),
         });
+        rows.push(Row {
+            name: format!("verify stored entries, {threads} thread(s)"),
+            per_s,
+            denominator: "agora batch primitive/s x threads",
+            ratio: per_s / (agora_batch * threads as f64),
+        });
         if cores == 1 {
             break;
         }
@@ -140,12 +176,15 @@ fn main() -> Result<()> {
             serde_json::json!({
                 "cores": cores, "entries": written, "payload_bytes": args.payload_bytes,
                 "raw_sign_per_s": raw_sign.round(), "raw_verify_strict_per_s": raw_single.round(),
-                "raw_batch_verify_per_s": raw_batch.round(), "results": rows,
+                "raw_batch_verify_per_s": raw_batch.round(), "agora_batch_verify_per_s": agora_batch.round(),
+                "raw_synced_writes_per_s": raw_synced_writes.round(), "results": rows,
             })
         );
     } else {
         println!("machine: {cores} core(s); chain of {written} entries with {}-byte payloads", args.payload_bytes);
-        println!("raw ed25519 (1 thread): sign {:.0}/s, verify_strict {:.0}/s, verify_batch(64) {:.0}/s", raw_sign, raw_single, raw_batch);
+        println!("raw ed25519 (1 thread): sign {:.0}/s, verify_strict {:.0}/s, dalek verify_batch(64) {:.0}/s", raw_sign, raw_single, raw_batch);
+        println!("agora batch primitive (64 signatures, one key, 1 thread): {:.0}/s", agora_batch);
+        println!("raw synced RocksDB writes of {} bytes: {:.0}/s", 187 + args.payload_bytes, raw_synced_writes);
         println!("{:<58} {:>12} {:>8}  denominator", "measurement", "per second", "ratio");
         for r in &rows {
             println!("{:<58} {:>12.0} {:>8.2}  {}", r.name, r.per_s, r.ratio, r.denominator);

@@ -9,9 +9,10 @@
 //! | `payloads`    | author(32) seq(8) id(32)              | payload bytes               |
 //! | `redactions`  | author(32) seq(8) id(32)              | redacted_at_ms (8)          |
 //! | `ids`         | id(32)                                | author(32) seq(8)           |
-//! | `tips`        | author(32) id(32)                     | seq(8)                      |
+//! | `heads`       | author(32)                            | tips: n × (seq(8) id(32))   |
 //! | `forks`       | author(32) seq(8) id_a(32) id_b(32)   | fork proof bytes            |
 
+use agora_core::verify::EntryRef;
 use agora_core::{AgentId, EntryId};
 
 pub(crate) const CF_META: &str = "meta";
@@ -19,7 +20,7 @@ pub(crate) const CF_ENTRIES: &str = "entries";
 pub(crate) const CF_PAYLOADS: &str = "payloads";
 pub(crate) const CF_REDACTIONS: &str = "redactions";
 pub(crate) const CF_IDS: &str = "ids";
-pub(crate) const CF_TIPS: &str = "tips";
+pub(crate) const CF_HEADS: &str = "heads";
 pub(crate) const CF_FORKS: &str = "forks";
 
 pub(crate) const META_FORMAT_KEY: &[u8] = b"format";
@@ -55,12 +56,35 @@ pub(crate) fn split_entry_key(key: &[u8]) -> Option<(AgentId, u64, EntryId)> {
     Some((author, seq, id))
 }
 
-/// author || id
-pub(crate) fn tip_key(author: &AgentId, id: &EntryId) -> [u8; 64] {
-    let mut k = [0u8; 64];
-    k[..32].copy_from_slice(author.as_bytes());
-    k[32..].copy_from_slice(id.as_bytes());
-    k
+/// The `heads` value: the author's tips (entries with no stored successor),
+/// each seq(8) || id(32), sorted by (seq, id). One row per author, overwritten
+/// on each append: a per-tip row would leave a tombstone per append, and
+/// finding the tip would then scan every tombstone of the chain.
+pub(crate) fn encode_heads(tips: &[EntryRef]) -> Vec<u8> {
+    let mut sorted: Vec<&EntryRef> = tips.iter().collect();
+    sorted.sort_by_key(|t| (t.seq, t.id));
+    let mut out = Vec::with_capacity(40 * tips.len());
+    for t in sorted {
+        out.extend_from_slice(&t.seq.to_be_bytes());
+        out.extend_from_slice(t.id.as_bytes());
+    }
+    out
+}
+
+/// Decode a `heads` value. `None` if malformed or not in canonical order.
+pub(crate) fn decode_heads(author: &AgentId, bytes: &[u8]) -> Option<Vec<EntryRef>> {
+    if bytes.len() % 40 != 0 {
+        return None;
+    }
+    let tips: Vec<EntryRef> = bytes
+        .chunks_exact(40)
+        .map(|c| {
+            let seq = u64::from_be_bytes(c[..8].try_into().ok()?);
+            let id = EntryId(c[8..].try_into().ok()?);
+            Some(EntryRef { author: *author, seq, id })
+        })
+        .collect::<Option<_>>()?;
+    (encode_heads(&tips) == bytes).then_some(tips)
 }
 
 /// author || seq || id_a || id_b

@@ -130,21 +130,14 @@ impl Store {
         Ok(out)
     }
 
-    /// Tips of `author`'s chain, in id order.
+    /// Tips of `author`'s chain (entries with no stored successor), in
+    /// (seq, id) order. More than one means the chain is forked.
     pub fn tips(&self, author: &AgentId) -> Result<Vec<EntryRef>, StoreError> {
-        let mut out = Vec::new();
-        let iter = self.db.iterator_cf(self.cf(CF_TIPS)?, IteratorMode::From(author.as_bytes(), Direction::Forward));
-        for item in iter {
-            let (key, value) = item.map_err(db("reading tips"))?;
-            if !key.starts_with(author.as_bytes()) {
-                break;
-            }
-            let (Ok(id), Ok(seq)) = (<[u8; 32]>::try_from(key.get(32..).unwrap_or_default()), <[u8; 8]>::try_from(&value[..])) else {
-                return Err(StoreError::Corrupt { location: format!("tips of {author}"), problem: "malformed row".into() });
-            };
-            out.push(EntryRef { author: *author, seq: u64::from_be_bytes(seq), id: EntryId(id) });
+        match self.db.get_pinned_cf(self.cf(CF_HEADS)?, author.as_bytes()).map_err(db("reading heads"))? {
+            None => Ok(Vec::new()),
+            Some(v) => decode_heads(author, &v)
+                .ok_or_else(|| StoreError::Corrupt { location: format!("heads/{author}"), problem: "malformed tips list".into() }),
         }
-        Ok(out)
     }
 
     /// Every author with at least one stored entry. Costs one seek per author,

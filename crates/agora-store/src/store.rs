@@ -12,7 +12,7 @@ use std::sync::Mutex;
 pub const STORE_FORMAT: &[u8] = b"agora-store/1";
 
 /// Every column family of a version-1 store, in the order they are created.
-pub const COLUMN_FAMILIES: [&str; 7] = [CF_META, CF_ENTRIES, CF_PAYLOADS, CF_REDACTIONS, CF_IDS, CF_TIPS, CF_FORKS];
+pub const COLUMN_FAMILIES: [&str; 7] = [CF_META, CF_ENTRIES, CF_PAYLOADS, CF_REDACTIONS, CF_IDS, CF_HEADS, CF_FORKS];
 
 /// How a store is opened.
 #[derive(Clone, Debug)]
@@ -126,7 +126,7 @@ impl Store {
     fn open_db(path: &Path, opts: &Options) -> Result<DB, StoreError> {
         let cfs = COLUMN_FAMILIES.iter().map(|name| {
             let mut cf_opts = db_options();
-            if *name == CF_ENTRIES || *name == CF_IDS || *name == CF_TIPS {
+            if *name == CF_ENTRIES || *name == CF_IDS || *name == CF_HEADS {
                 // Small, hot values: bloom filters make point lookups cheap.
                 let mut block = rocksdb::BlockBasedOptions::default();
                 block.set_bloom_filter(10.0, false);
@@ -183,23 +183,23 @@ impl Store {
     /// author's highest entry is a tip. Run on every open. Reads only.
     pub fn check_tips(&self) -> Result<(), StoreError> {
         let corrupt = |location: String, problem: &str| StoreError::Corrupt { location, problem: problem.into() };
-        for item in self.db.iterator_cf(self.cf(CF_TIPS)?, rocksdb::IteratorMode::Start) {
-            let (key, value) = item.map_err(db("reading tips"))?;
-            let location = format!("tips/{}", hex_short(&key));
-            let (Ok(author), Ok(id), Ok(seq)) = (
-                <[u8; 32]>::try_from(&key[..32.min(key.len())]),
-                <[u8; 32]>::try_from(key.get(32..).unwrap_or_default()),
-                <[u8; 8]>::try_from(&value[..]),
-            ) else {
-                return Err(corrupt(location, "malformed tip row"));
-            };
-            let (author, id, seq) = (AgentId(author), EntryId(id), u64::from_be_bytes(seq));
-            let entry = self
-                .load_signed(&author, seq, &id)?
-                .ok_or_else(|| corrupt(location.clone(), "tip names an entry that is not stored"))?;
-            verify_signature(&entry).map_err(|e| corrupt(location.clone(), &e.to_string()))?;
-            if self.children(&author, seq, &id)?.next().is_some() {
-                return Err(corrupt(location, "tip has a stored successor"));
+        for item in self.db.iterator_cf(self.cf(CF_HEADS)?, rocksdb::IteratorMode::Start) {
+            let (key, value) = item.map_err(db("reading heads"))?;
+            let location = format!("heads/{}", hex_short(&key));
+            let author = <[u8; 32]>::try_from(&key[..]).map(AgentId).map_err(|_| corrupt(location.clone(), "malformed key"))?;
+            let tips = decode_heads(&author, &value).ok_or_else(|| corrupt(location.clone(), "malformed tips list"))?;
+            if tips.is_empty() {
+                return Err(corrupt(location, "author has no tips"));
+            }
+            for tip in tips {
+                let location = format!("{location} tip {}", tip.id);
+                let entry = self
+                    .load_signed(&author, tip.seq, &tip.id)?
+                    .ok_or_else(|| corrupt(location.clone(), "tip names an entry that is not stored"))?;
+                verify_signature(&entry).map_err(|e| corrupt(location.clone(), &e.to_string()))?;
+                if self.children(&author, tip.seq, &tip.id)?.next().is_some() {
+                    return Err(corrupt(location, "tip has a stored successor"));
+                }
             }
         }
         for summary in self.authors()? {

@@ -12,7 +12,8 @@ use agora_core::limits::VERIFY_BATCH_LEN;
 use agora_core::verify::{verify_link, verify_payload, verify_signatures};
 use agora_core::{AgentId, AgentKey, EntryId, ForkProof, SignedEntry};
 use rayon::prelude::*;
-use std::collections::HashMap;
+use agora_core::verify::EntryRef;
+use std::collections::{BTreeMap, HashMap};
 
 /// Largest number of entries one append batch may create.
 pub const APPEND_BATCH_MAX: usize = 100_000;
@@ -48,12 +49,14 @@ pub(crate) struct Staging<'s> {
     batch: rocksdb::WriteBatch,
     staged: HashMap<EntryId, SignedEntry>,
     staged_at: HashMap<(AgentId, u64), Vec<EntryId>>,
+    /// Tips of every author touched by this batch, as they will be after it.
+    heads: BTreeMap<AgentId, Vec<EntryRef>>,
     forks: Vec<(AgentId, u64)>,
 }
 
 impl<'s> Staging<'s> {
     pub(crate) fn new(store: &'s Store) -> Self {
-        Self { store, batch: rocksdb::WriteBatch::default(), staged: HashMap::new(), staged_at: HashMap::new(), forks: Vec::new() }
+        Self { store, batch: rocksdb::WriteBatch::default(), staged: HashMap::new(), staged_at: HashMap::new(), heads: BTreeMap::new(), forks: Vec::new() }
     }
 
     /// Is this id stored or staged?
@@ -73,21 +76,21 @@ impl<'s> Staging<'s> {
     }
 
     /// Stage a verified entry: the caller has checked its signature, its payload
-    /// and its link to a stored or staged predecessor.
+    /// and its link to a stored or staged predecessor. Detects forks against
+    /// both the store and the batch.
     fn stage(&mut self, entry: SignedEntry, payload: Option<&[u8]>) -> Result<(), StoreError> {
         let h = entry.header();
         let (author, seq, id) = (h.author, h.seq, entry.id());
-        let key = entry_key(&author, seq, &id);
         let s = self.store;
-        self.batch.put_cf(s.cf(CF_ENTRIES)?, key, entry.encode());
-        self.batch.put_cf(s.cf(CF_IDS)?, id.as_bytes(), id_value(&author, seq));
-        if let Some(p) = payload {
-            self.batch.put_cf(s.cf(CF_PAYLOADS)?, key, p);
-        }
+        put_entry_rows(s, &mut self.batch, &entry, payload)?;
+        let tips = match self.heads.entry(author) {
+            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::btree_map::Entry::Vacant(v) => v.insert(s.tips(&author)?),
+        };
         if let Some(parent) = h.backlink {
-            self.batch.delete_cf(s.cf(CF_TIPS)?, tip_key(&author, &parent));
+            tips.retain(|t| t.id != parent);
         }
-        self.batch.put_cf(s.cf(CF_TIPS)?, tip_key(&author, &id), seq.to_be_bytes());
+        tips.push(entry.entry_ref());
         // A second entry at this position is a fork: keep both, store the proof.
         let mut rivals = s.entries_at(&author, seq)?;
         for rival_id in self.staged_at.get(&(author, seq)).into_iter().flatten() {
@@ -109,10 +112,27 @@ impl<'s> Staging<'s> {
         Ok(())
     }
 
-    fn commit(self) -> Result<Vec<(AgentId, u64)>, StoreError> {
+    fn commit(mut self) -> Result<Vec<(AgentId, u64)>, StoreError> {
+        for (author, tips) in &self.heads {
+            self.batch.put_cf(self.store.cf(CF_HEADS)?, author.as_bytes(), encode_heads(tips));
+        }
         self.store.write(self.batch)?;
         Ok(self.forks)
     }
+}
+
+/// The rows one entry adds: the entry, its id index row and its payload. The
+/// caller updates the author's `heads` row.
+fn put_entry_rows(s: &Store, batch: &mut rocksdb::WriteBatch, entry: &SignedEntry, payload: Option<&[u8]>) -> Result<(), StoreError> {
+    let h = entry.header();
+    let (author, seq, id) = (h.author, h.seq, entry.id());
+    let key = entry_key(&author, seq, &id);
+    batch.put_cf(s.cf(CF_ENTRIES)?, key, entry.encode());
+    batch.put_cf(s.cf(CF_IDS)?, id.as_bytes(), id_value(&author, seq));
+    if let Some(p) = payload {
+        batch.put_cf(s.cf(CF_PAYLOADS)?, key, p);
+    }
+    Ok(())
 }
 
 impl Store {
@@ -164,11 +184,16 @@ impl Store {
         } else {
             headers.into_iter().map(|h| SignedEntry::sign(h, key)).collect()
         };
-        let mut staging = Staging::new(self);
+        // No fork check: the chain has one tip, which holds its highest seq, so
+        // nothing stored can sit at the new seqs.
+        let mut batch = rocksdb::WriteBatch::default();
         for (entry, payload) in signed.iter().zip(payloads) {
-            staging.stage(entry.clone(), Some(payload))?;
+            put_entry_rows(self, &mut batch, entry, Some(payload))?;
         }
-        staging.commit()?;
+        if let Some(last) = signed.last() {
+            batch.put_cf(self.cf(CF_HEADS)?, author.as_bytes(), encode_heads(&[last.entry_ref()]));
+        }
+        self.write(batch)?;
         Ok(signed)
     }
 
