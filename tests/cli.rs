@@ -325,3 +325,33 @@ fn a_restored_backup_forks_and_the_fork_is_proven() {
     forged[n - 1] ^= 1;
     fails(&home, &["check-proof", &hex::encode(forged)], None, "fork proof rejected");
 }
+
+#[test]
+fn agora_home_from_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("env-home");
+    let out = Command::new(env!("CARGO_BIN_EXE_agora")).args(["--json", "init"]).env("AGORA_HOME", &home).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["home"], home.display().to_string());
+    assert!(home.join("agent.key").exists() && home.join("store").is_dir());
+}
+
+#[test]
+fn a_damaged_store_gives_a_clear_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = init(dir.path(), "a");
+    ok(&home, &["append"], Some(b"one"));
+    let store = home.join("store");
+    // RocksDB's CURRENT names the live manifest; damage it.
+    std::fs::write(store.join("CURRENT"), b"MANIFEST-999999\n").unwrap();
+    let listing_before: Vec<_> = std::fs::read_dir(&store).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let out = fails(&home, &["log"], None, "store corrupt");
+    assert!(out.stderr.contains("manifest"), "{}", out.stderr);
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    let mut listing_after: Vec<_> = std::fs::read_dir(&store).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let mut before = listing_before.clone();
+    before.sort();
+    listing_after.sort();
+    assert_eq!(before, listing_after, "a failed open must not create or delete files");
+}

@@ -7,6 +7,9 @@
 //! Exit codes: 0 success; 1 refused or failed (bad input, I/O, a store that is
 //! not ours); 2 usage error; 3 `verify` found problems in stored data.
 
+// Store errors name the entry they concern and are built only on failure.
+#![allow(clippy::result_large_err)]
+
 mod cli;
 mod commands;
 mod home;

@@ -75,7 +75,7 @@ fn main() -> Result<()> {
         ed25519_dalek::verify_batch(&msgs, &sig_list, &keys).expect("valid batch");
     });
     let raw_single = rate(min, 1, || {
-        keys[0].verify_strict(&msgs[0], &sig_list[0]).expect("valid");
+        keys[0].verify_strict(msgs[0], &sig_list[0]).expect("valid");
     });
 
     // Agora's own batch primitive on the same 64 signatures (one key, as in a

@@ -203,10 +203,8 @@ fn check_block(block: &[Raw]) -> Vec<Checked> {
             if let Err(first) = verify_signatures(&signed) {
                 // Name every bad signature in the chunk, not just the first.
                 for c in out.iter_mut() {
-                    if let Some(e) = &c.entry {
-                        if let Err(err) = agora_core::verify::verify_signature(e) {
-                            c.problem = Some(err.to_string());
-                        }
+                    if let Some(Err(err)) = c.entry.as_ref().map(agora_core::verify::verify_signature) {
+                        c.problem = Some(err.to_string());
                     }
                 }
                 debug_assert!(out.iter().any(|c| c.problem.is_some()), "{first}");

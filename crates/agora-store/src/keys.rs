@@ -73,7 +73,7 @@ pub(crate) fn encode_heads(tips: &[EntryRef]) -> Vec<u8> {
 
 /// Decode a `heads` value. `None` if malformed or not in canonical order.
 pub(crate) fn decode_heads(author: &AgentId, bytes: &[u8]) -> Option<Vec<EntryRef>> {
-    if bytes.len() % 40 != 0 {
+    if !bytes.len().is_multiple_of(40) {
         return None;
     }
     let tips: Vec<EntryRef> = bytes

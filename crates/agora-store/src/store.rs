@@ -104,8 +104,10 @@ impl Store {
         if !path.join("CURRENT").is_file() {
             return Err(not_a_store(path, "no RocksDB CURRENT file: the directory was made by something else"));
         }
-        let mut found = DB::list_cf(&Options::default(), path)
-            .map_err(|e| not_a_store(path, format!("cannot read its RocksDB manifest: {e}")))?;
+        let mut found = DB::list_cf(&Options::default(), path).map_err(|e| StoreError::Corrupt {
+            location: path.display().to_string(),
+            problem: format!("cannot read the RocksDB manifest, so the directory is damaged or not a RocksDB database: {e}"),
+        })?;
         found.retain(|cf| cf != "default");
         found.sort();
         let mut expected: Vec<String> = COLUMN_FAMILIES.iter().map(|s| s.to_string()).collect();
