@@ -5,9 +5,15 @@
 set -euo pipefail
 
 need=()
-if ! ls /usr/lib/llvm-*/lib/libclang*.so* /usr/lib/*/libclang*.so* >/dev/null 2>&1; then
-  need+=(libclang-dev)
-fi
+# bindgen loads libclang.so itself (libclang-cpp.so, which some images ship, is
+# not enough), so look for that library exactly.
+has_libclang() {
+  if command -v dpkg >/dev/null 2>&1; then
+    dpkg -s libclang-dev >/dev/null 2>&1 && return 0
+  fi
+  ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/*/libclang.so* /usr/lib/*/libclang-[0-9]*.so* >/dev/null 2>&1
+}
+has_libclang || need+=(libclang-dev)
 command -v c++ >/dev/null 2>&1 || need+=(g++)
 command -v cc >/dev/null 2>&1 || need+=(gcc)
 
