@@ -34,7 +34,9 @@ fn parse_hex32(text: &str) -> Result<[u8; 32], ParseIdError> {
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
-        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+        // Serialize: a newtype over [u8; 32], so postcard writes the 32 bytes
+        // as they are. Used by payload formats that reference ids (events).
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, serde::Serialize, serde::Deserialize)]
         pub struct $name(pub [u8; 32]);
 
         impl $name {

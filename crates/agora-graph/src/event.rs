@@ -1,0 +1,443 @@
+//! The event vocabulary and its payload encoding.
+//!
+//! ```text
+//! event payload = "agev" (4 ASCII bytes) || version (1 byte, = 1) || postcard(Event)
+//! ```
+//!
+//! The enum's variant index is the kind code on the wire; codes are stable and
+//! new kinds are only ever appended. Decoding is canonical (re-encoding must give
+//! back the input). A payload that does not start with the magic is not an event
+//! (a raw note); one with a newer version or an unknown kind code is refused
+//! locally and reported as invalid when it arrives from a peer.
+
+use agora_core::EntryId;
+use serde::{Deserialize, Serialize};
+
+/// First bytes of every event payload.
+pub const EVENT_MAGIC: &[u8; 4] = b"agev";
+/// The only event format version this implementation reads and writes.
+pub const EVENT_VERSION: u8 = 1;
+/// Longest text field, in bytes.
+pub const TEXT_BYTES_MAX: usize = 16 * 1024;
+/// Most references one event may carry.
+pub const REFS_MAX: usize = 64;
+
+/// Kinds of memory a claim can be (003: a memory is a claim with a source).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MemoryKind {
+    /// What happened: the evidence layer. Never derived.
+    Episodic,
+    /// What is true: derived from episodes.
+    Semantic,
+    /// What the user wants by default: derived, should be confirmed.
+    Preference,
+    /// How to do things: derived from successful actions.
+    Procedural,
+    /// Objectives and their state.
+    Task,
+    /// Cached state of the world; decays by TTL.
+    Environmental,
+    /// Shared between agents or users.
+    Shared,
+    /// Operator constraints; not model-writable.
+    System,
+    /// Immutable audit records.
+    Audit,
+}
+
+impl MemoryKind {
+    /// Derived kinds must name their source events; one without is an orphan.
+    pub fn is_derived(self) -> bool {
+        matches!(self, MemoryKind::Semantic | MemoryKind::Preference | MemoryKind::Procedural)
+    }
+    /// Every kind, in code order.
+    pub const ALL: [MemoryKind; 9] = [
+        MemoryKind::Episodic,
+        MemoryKind::Semantic,
+        MemoryKind::Preference,
+        MemoryKind::Procedural,
+        MemoryKind::Task,
+        MemoryKind::Environmental,
+        MemoryKind::Shared,
+        MemoryKind::System,
+        MemoryKind::Audit,
+    ];
+    /// Lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            MemoryKind::Episodic => "episodic",
+            MemoryKind::Semantic => "semantic",
+            MemoryKind::Preference => "preference",
+            MemoryKind::Procedural => "procedural",
+            MemoryKind::Task => "task",
+            MemoryKind::Environmental => "environmental",
+            MemoryKind::Shared => "shared",
+            MemoryKind::System => "system",
+            MemoryKind::Audit => "audit",
+        }
+    }
+}
+
+/// Typed relations between claims (001), each with its own read semantics.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Relation {
+    /// Same thing, new state: `from` supersedes `to`; forms chains.
+    Update,
+    /// A discrete event changed the state: `from` supersedes `to`; forms chains.
+    StateChange,
+    /// Same fact, more specific: both stay true.
+    Expands,
+    /// Adds a condition or nuance: both stay true.
+    Qualifies,
+    /// Mutual exclusion with no winner: both become contested.
+    Contradicts,
+    /// `to` was wrong: hidden from current state, record kept.
+    Retracts,
+    /// `from` restates `to`: `from` is a duplicate.
+    SameAs,
+}
+
+impl Relation {
+    /// Every relation, in code order.
+    pub const ALL: [Relation; 7] = [
+        Relation::Update,
+        Relation::StateChange,
+        Relation::Expands,
+        Relation::Qualifies,
+        Relation::Contradicts,
+        Relation::Retracts,
+        Relation::SameAs,
+    ];
+    /// snake_case name, as in the seed essay.
+    pub fn name(self) -> &'static str {
+        match self {
+            Relation::Update => "update",
+            Relation::StateChange => "state_change",
+            Relation::Expands => "expands",
+            Relation::Qualifies => "qualifies",
+            Relation::Contradicts => "contradicts",
+            Relation::Retracts => "retracts",
+            Relation::SameAs => "same_as",
+        }
+    }
+    /// Does `from` replace `to` as the current state (a chain edge)?
+    pub fn supersedes(self) -> bool {
+        matches!(self, Relation::Update | Relation::StateChange)
+    }
+}
+
+/// Lifecycle of a task (003).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TaskState {
+    /// Created, not started.
+    Created,
+    /// Being worked on.
+    InProgress,
+    /// Waiting on something.
+    Blocked,
+    /// Finished.
+    Done,
+    /// Given up.
+    Abandoned,
+}
+
+impl TaskState {
+    /// snake_case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            TaskState::Created => "created",
+            TaskState::InProgress => "in_progress",
+            TaskState::Blocked => "blocked",
+            TaskState::Done => "done",
+            TaskState::Abandoned => "abandoned",
+        }
+    }
+}
+
+/// Confidence of a judgment (004).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Confidence {
+    /// Low.
+    Low,
+    /// Medium.
+    Medium,
+    /// High.
+    High,
+}
+
+/// One typed cognitive event. See `protocol-spec/events.md` for each kind's
+/// fields and effect. References are entry ids, never positions or text.
+// Field meanings are specified per kind in protocol-spec/events.md.
+#[allow(missing_docs)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// 0: a new position.
+    Proposition { text: String },
+    /// 1: support or evidence for a node.
+    Support { target: EntryId, text: String },
+    /// 2: a challenge to a node; the node is contested while it is open.
+    Contradiction { target: EntryId, text: String },
+    /// 3: a successor to `target` (which becomes superseded); may resolve
+    /// contradictions, which then count as answered.
+    Refinement { target: EntryId, resolves: Vec<EntryId>, text: String },
+    /// 4: a new node drawing on two or more sources.
+    Synthesis { sources: Vec<EntryId>, text: String },
+    /// 5: an open question.
+    Question { text: String },
+    /// 6: resolves a question, a contradiction, a tension or a `contradicts` relation.
+    Resolve { target: EntryId, text: String },
+    /// 7: notes that two nodes are related; no status effect.
+    Connection { a: EntryId, b: EntryId, text: String },
+    /// 8: notes an unresolved tension between two nodes.
+    Tension { a: EntryId, b: EntryId, text: String },
+    /// 9: recasts `target` in new terms; `target` becomes superseded.
+    Reframe { target: EntryId, text: String },
+    /// 10: parks (abandons for now) a node.
+    Park { target: EntryId, reason: String },
+    /// 11: resumes a parked node.
+    Resume { target: EntryId },
+    /// 12: a memory: a claim with its kind, sources, owner, confirmation, expiry.
+    Claim {
+        text: String,
+        kind: MemoryKind,
+        sources: Vec<EntryId>,
+        owner_scope: String,
+        confirmed: bool,
+        expires_at_ms: Option<u64>,
+    },
+    /// 13: a typed relation between two claims.
+    Relate { from: EntryId, to: EntryId, relation: Relation, reason: String },
+    /// 14: the owner confirms a claim.
+    Confirm { target: EntryId },
+    /// 15: opens a causal frame (002), optionally under a parent, optionally a
+    /// pivot away from `branched_from` (which is suspended).
+    FrameOpen { parent: Option<EntryId>, query: String, branched_from: Option<EntryId>, invalidation_condition: String },
+    /// 16: evidence gathered by a frame.
+    FrameEvidence { frame: EntryId, text: String },
+    /// 17: a frame's conclusion, with confidence in basis points (0..=10000).
+    FrameConclude { frame: EntryId, conclusion: String, confidence_bp: u16 },
+    /// 18: suspends a frame.
+    FrameSuspend { frame: EntryId },
+    /// 19: resumes a suspended or invalidated frame.
+    FrameResume { frame: EntryId },
+    /// 20: invalidates a frame and, top-down, every frame under it.
+    FrameInvalidate { frame: EntryId, reason: String },
+    /// 21: a task (003).
+    Task { objective: String, owner_scope: String },
+    /// 22: a task's lifecycle moves.
+    TaskUpdate { task: EntryId, state: TaskState, note: String },
+    /// 23: a trajectory: one attempt at a task (004).
+    Trajectory { task_query: String, final_answer: String, iterations: u32, converged: bool },
+    /// 24: the judgment of a trajectory.
+    Judgment { trajectory: EntryId, success: bool, reason: String, confidence: Confidence },
+    /// 25: a memory item extracted from experience; its content hash de-duplicates.
+    MemoryItem { title: String, description: String, content: String, scope: String, source_trajectory: Option<EntryId> },
+    /// 26: an item was retrieved for a trajectory, with its rank and score (basis points).
+    Usage { trajectory: EntryId, item: EntryId, rank: u32, score_bp: u16 },
+}
+
+/// Why a payload is not a valid event.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EventDecodeError {
+    /// The payload does not start with the event magic: it is not an event.
+    #[error("not an event payload (no \"agev\" magic)")]
+    NotAnEvent,
+    /// A newer event format version.
+    #[error("unknown event format version {0} (this implementation reads version {EVENT_VERSION})")]
+    UnknownVersion(u8),
+    /// The kind code is not one this implementation knows (a newer kind).
+    #[error("unknown event kind {0} (from a newer format version?)")]
+    UnknownKind(u32),
+    /// Malformed, truncated, trailing or non-canonical bytes.
+    #[error("malformed event: {0}")]
+    Malformed(String),
+    /// A field breaks a limit.
+    #[error("limit: {0}")]
+    Limit(String),
+}
+
+/// Number of kinds defined in version 1.
+pub const KIND_COUNT: u32 = 27;
+
+impl Event {
+    /// The kind's stable name (snake_case).
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Event::Proposition { .. } => "proposition",
+            Event::Support { .. } => "support",
+            Event::Contradiction { .. } => "contradiction",
+            Event::Refinement { .. } => "refinement",
+            Event::Synthesis { .. } => "synthesis",
+            Event::Question { .. } => "question",
+            Event::Resolve { .. } => "resolve",
+            Event::Connection { .. } => "connection",
+            Event::Tension { .. } => "tension",
+            Event::Reframe { .. } => "reframe",
+            Event::Park { .. } => "park",
+            Event::Resume { .. } => "resume",
+            Event::Claim { .. } => "claim",
+            Event::Relate { .. } => "relate",
+            Event::Confirm { .. } => "confirm",
+            Event::FrameOpen { .. } => "frame_open",
+            Event::FrameEvidence { .. } => "frame_evidence",
+            Event::FrameConclude { .. } => "frame_conclude",
+            Event::FrameSuspend { .. } => "frame_suspend",
+            Event::FrameResume { .. } => "frame_resume",
+            Event::FrameInvalidate { .. } => "frame_invalidate",
+            Event::Task { .. } => "task",
+            Event::TaskUpdate { .. } => "task_update",
+            Event::Trajectory { .. } => "trajectory",
+            Event::Judgment { .. } => "judgment",
+            Event::MemoryItem { .. } => "memory_item",
+            Event::Usage { .. } => "usage",
+        }
+    }
+
+    /// Every entry id this event refers to, in field order.
+    pub fn refs(&self) -> Vec<EntryId> {
+        match self {
+            Event::Proposition { .. } | Event::Question { .. } | Event::Task { .. } | Event::Trajectory { .. } => vec![],
+            Event::Support { target, .. }
+            | Event::Contradiction { target, .. }
+            | Event::Resolve { target, .. }
+            | Event::Reframe { target, .. }
+            | Event::Park { target, .. }
+            | Event::Resume { target }
+            | Event::Confirm { target } => vec![*target],
+            Event::Refinement { target, resolves, .. } => std::iter::once(*target).chain(resolves.iter().copied()).collect(),
+            Event::Synthesis { sources, .. } | Event::Claim { sources, .. } => sources.clone(),
+            Event::Connection { a, b, .. } | Event::Tension { a, b, .. } => vec![*a, *b],
+            Event::Relate { from, to, .. } => vec![*from, *to],
+            Event::FrameOpen { parent, branched_from, .. } => parent.iter().chain(branched_from.iter()).copied().collect(),
+            Event::FrameEvidence { frame, .. }
+            | Event::FrameConclude { frame, .. }
+            | Event::FrameSuspend { frame }
+            | Event::FrameResume { frame }
+            | Event::FrameInvalidate { frame, .. } => vec![*frame],
+            Event::TaskUpdate { task, .. } => vec![*task],
+            Event::Judgment { trajectory, .. } => vec![*trajectory],
+            Event::MemoryItem { source_trajectory, .. } => source_trajectory.iter().copied().collect(),
+            Event::Usage { trajectory, item, .. } => vec![*trajectory, *item],
+        }
+    }
+
+    /// The node's searchable text (empty for control events).
+    pub fn text(&self) -> String {
+        match self {
+            Event::Proposition { text }
+            | Event::Support { text, .. }
+            | Event::Contradiction { text, .. }
+            | Event::Refinement { text, .. }
+            | Event::Synthesis { text, .. }
+            | Event::Question { text }
+            | Event::Resolve { text, .. }
+            | Event::Connection { text, .. }
+            | Event::Tension { text, .. }
+            | Event::Reframe { text, .. }
+            | Event::Claim { text, .. }
+            | Event::FrameEvidence { text, .. } => text.clone(),
+            Event::Park { reason, .. } | Event::Relate { reason, .. } | Event::FrameInvalidate { reason, .. } => reason.clone(),
+            Event::FrameOpen { query, .. } => query.clone(),
+            Event::FrameConclude { conclusion, .. } => conclusion.clone(),
+            Event::Task { objective, .. } => objective.clone(),
+            Event::TaskUpdate { note, .. } => note.clone(),
+            Event::Trajectory { task_query, final_answer, .. } => format!("{task_query}\n{final_answer}"),
+            Event::Judgment { reason, .. } => reason.clone(),
+            Event::MemoryItem { title, description, content, .. } => format!("{title}\n{description}\n{content}"),
+            Event::Resume { .. } | Event::Confirm { .. } | Event::FrameSuspend { .. } | Event::FrameResume { .. } | Event::Usage { .. } => {
+                String::new()
+            }
+        }
+    }
+
+    fn texts(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        match self {
+            Event::Claim { text, owner_scope, .. } => {
+                out.push(text.as_str());
+                out.push(owner_scope.as_str());
+            }
+            Event::FrameOpen { query, invalidation_condition, .. } => {
+                out.push(query.as_str());
+                out.push(invalidation_condition.as_str());
+            }
+            Event::Task { objective, owner_scope } => {
+                out.push(objective.as_str());
+                out.push(owner_scope.as_str());
+            }
+            Event::Trajectory { task_query, final_answer, .. } => {
+                out.push(task_query.as_str());
+                out.push(final_answer.as_str());
+            }
+            Event::MemoryItem { title, description, content, scope, .. } => {
+                out.extend([title.as_str(), description.as_str(), content.as_str(), scope.as_str()]);
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// Check the limits on text lengths and reference counts.
+    pub fn check_limits(&self) -> Result<(), EventDecodeError> {
+        let text = self.text();
+        if text.len() > TEXT_BYTES_MAX || self.texts().iter().any(|t| t.len() > TEXT_BYTES_MAX) {
+            return Err(EventDecodeError::Limit(format!("a text field is longer than {TEXT_BYTES_MAX} bytes")));
+        }
+        if self.refs().len() > REFS_MAX {
+            return Err(EventDecodeError::Limit(format!("{} references, more than {REFS_MAX}", self.refs().len())));
+        }
+        if let Event::FrameConclude { confidence_bp, .. } | Event::Usage { score_bp: confidence_bp, .. } = self {
+            if *confidence_bp > 10_000 {
+                return Err(EventDecodeError::Limit(format!("basis points {confidence_bp} > 10000")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The payload bytes of this event.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = EVENT_MAGIC.to_vec();
+        out.push(EVENT_VERSION);
+        out.extend(postcard::to_allocvec(self).unwrap_or_default());
+        out
+    }
+
+    /// Is this payload meant to be an event (starts with the magic)?
+    pub fn is_event_payload(payload: &[u8]) -> bool {
+        payload.starts_with(EVENT_MAGIC)
+    }
+
+    /// Decode an event payload canonically.
+    pub fn decode(payload: &[u8]) -> Result<Self, EventDecodeError> {
+        let rest = payload.strip_prefix(EVENT_MAGIC).ok_or(EventDecodeError::NotAnEvent)?;
+        let (&version, body) = rest.split_first().ok_or_else(|| EventDecodeError::Malformed("no version byte".into()))?;
+        if version != EVENT_VERSION {
+            return Err(EventDecodeError::UnknownVersion(version));
+        }
+        // The kind code is the first varint of the body.
+        let (code, _) = postcard::take_from_bytes::<u32>(body).map_err(|e| EventDecodeError::Malformed(e.to_string()))?;
+        if code >= KIND_COUNT {
+            return Err(EventDecodeError::UnknownKind(code));
+        }
+        let (event, trailing): (Event, &[u8]) =
+            postcard::take_from_bytes(body).map_err(|e| EventDecodeError::Malformed(e.to_string()))?;
+        if !trailing.is_empty() {
+            return Err(EventDecodeError::Malformed(format!("{} trailing bytes", trailing.len())));
+        }
+        if event.encode() != payload {
+            return Err(EventDecodeError::Malformed("non-canonical encoding".into()));
+        }
+        event.check_limits()?;
+        Ok(event)
+    }
+}
+
+/// The content id of a memory item: SHA-256 of `title "\n" content`, so that
+/// extracting the same lesson twice yields the same id (004).
+pub fn memory_item_content_id(title: &str, content: &str) -> [u8; 32] {
+    let mut text = Vec::with_capacity(title.len() + 1 + content.len());
+    text.extend_from_slice(title.as_bytes());
+    text.push(b'\n');
+    text.extend_from_slice(content.as_bytes());
+    agora_core::sha256(&text)
+}

@@ -1,0 +1,922 @@
+//! The reasoning graph: a pure, deterministic function of the events.
+//!
+//! Events are applied in **log order**: by (timestamp, author, seq), which every
+//! node computes the same way from the same entries. An event whose references
+//! are not all known yet is held as *pending* and applied the moment the last
+//! one arrives. Nothing here is stored state that could drift: [`Graph::replay`]
+//! rebuilds everything from the events, and [`Graph::snapshot`] gives a
+//! canonical byte form so that a rebuild can be compared bit for bit.
+
+use crate::event::{memory_item_content_id, Event, EventDecodeError, MemoryKind, Relation, TaskState};
+use agora_core::{AgentId, EntryId};
+use std::collections::{BTreeMap, HashMap};
+
+/// Where an event sits in the log: the order in which it is applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LogPosition {
+    /// Author's timestamp.
+    pub timestamp_ms: u64,
+    /// Author.
+    pub author: AgentId,
+    /// Seq in the author's chain.
+    pub seq: u64,
+}
+
+/// What an entry's payload is, as far as the graph is concerned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Body {
+    /// A decoded event.
+    Event(Event),
+    /// A payload that is not an event (a raw note). No effect.
+    Raw,
+    /// The payload is not held (redacted). The node exists without content.
+    Redacted,
+    /// An event payload that failed to decode (e.g. a newer kind).
+    Undecodable(EventDecodeError),
+}
+
+/// One entry of the log as the graph sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogEvent {
+    /// The entry id.
+    pub id: EntryId,
+    /// Position in the log.
+    pub pos: LogPosition,
+    /// Its payload.
+    pub body: Body,
+}
+
+impl LogEvent {
+    /// Classify a payload (`None` when not held).
+    pub fn from_payload(id: EntryId, pos: LogPosition, payload: Option<&[u8]>) -> Self {
+        let body = match payload {
+            None => Body::Redacted,
+            Some(p) if !Event::is_event_payload(p) => Body::Raw,
+            Some(p) => match Event::decode(p) {
+                Ok(e) => Body::Event(e),
+                Err(e) => Body::Undecodable(e),
+            },
+        };
+        Self { id, pos, body }
+    }
+}
+
+/// A node's status. See `protocol-spec/events.md` for the rules and their order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Status {
+    /// Current and unchallenged (or every challenge answered).
+    Active,
+    /// At least one challenge against it is open.
+    Contested,
+    /// Replaced by a successor (refinement, reframe, update, state change).
+    Superseded,
+    /// Closed: a question answered, a challenge answered, a frame completed, a task done.
+    Resolved,
+    /// Set aside: parked, a suspended frame, an abandoned task.
+    Parked,
+    /// Withdrawn as wrong, or an invalidated frame. Hidden from current state; the record stays.
+    Retracted,
+    /// Restates another node.
+    Duplicate,
+    /// Arrived from a peer but breaks a rule; kept in the log, reported here.
+    Invalid,
+}
+
+impl Status {
+    /// Lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Active => "active",
+            Status::Contested => "contested",
+            Status::Superseded => "superseded",
+            Status::Resolved => "resolved",
+            Status::Parked => "parked",
+            Status::Retracted => "retracted",
+            Status::Duplicate => "duplicate",
+            Status::Invalid => "invalid",
+        }
+    }
+}
+
+/// State of a causal frame (002).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FrameState {
+    /// Being worked on.
+    Active,
+    /// Set aside (a pivot, or explicitly); can be resumed.
+    Suspended,
+    /// Concluded.
+    Completed,
+    /// Its invalidation condition was met (or an ancestor's); can be resumed.
+    Invalidated,
+}
+
+impl FrameState {
+    /// Lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            FrameState::Active => "active",
+            FrameState::Suspended => "suspended",
+            FrameState::Completed => "completed",
+            FrameState::Invalidated => "invalidated",
+        }
+    }
+}
+
+/// A node of the reasoning graph: one applied event, with what later events did to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Node {
+    /// The entry id.
+    pub id: EntryId,
+    /// Position in the log.
+    pub pos: LogPosition,
+    /// Kind name (`proposition`, ..., or `raw`, `redacted`, `invalid`).
+    pub kind: &'static str,
+    /// Searchable text.
+    pub text: String,
+    /// The event, when the payload is held and valid.
+    pub event: Option<Event>,
+    /// Why it is invalid, if it is.
+    pub invalid: Option<String>,
+    /// Every event that touched this node, in log order, starting with itself.
+    pub touched_by: Vec<EntryId>,
+    /// Outgoing typed edges: (relation name, target).
+    pub edges: Vec<(&'static str, EntryId)>,
+    superseded_by: Option<EntryId>,
+    retracted_by: Option<EntryId>,
+    duplicate_of: Option<(EntryId, EntryId)>,
+    parked_by: Option<EntryId>,
+    resolved_by: Option<EntryId>,
+    /// Challenges (contradictions, `contradicts` relations) open against it.
+    open_challenges: Vec<EntryId>,
+    /// Challenges it survived (answered without it being replaced).
+    survived: Vec<EntryId>,
+    /// Open tensions involving it.
+    tensions: Vec<EntryId>,
+    confirmed: bool,
+    frame_state: Option<FrameState>,
+    frame_children: Vec<EntryId>,
+    task_state: Option<TaskState>,
+    judged: Option<bool>,
+    usages: Vec<EntryId>,
+    successes: u64,
+    failures: u64,
+}
+
+impl Node {
+    fn new(id: EntryId, pos: LogPosition, kind: &'static str, text: String, event: Option<Event>) -> Self {
+        Self {
+            id,
+            pos,
+            kind,
+            text,
+            event,
+            invalid: None,
+            touched_by: vec![id],
+            edges: Vec::new(),
+            superseded_by: None,
+            retracted_by: None,
+            duplicate_of: None,
+            parked_by: None,
+            resolved_by: None,
+            open_challenges: Vec::new(),
+            survived: Vec::new(),
+            tensions: Vec::new(),
+            confirmed: false,
+            frame_state: None,
+            frame_children: Vec::new(),
+            task_state: None,
+            judged: None,
+            usages: Vec::new(),
+            successes: 0,
+            failures: 0,
+        }
+    }
+
+    /// The node's status, by the rules in order: invalid, retracted, duplicate,
+    /// superseded, parked, contested, resolved, active.
+    pub fn status(&self) -> Status {
+        if self.invalid.is_some() {
+            Status::Invalid
+        } else if self.retracted_by.is_some() || self.frame_state == Some(FrameState::Invalidated) {
+            Status::Retracted
+        } else if self.duplicate_of.is_some() {
+            Status::Duplicate
+        } else if self.superseded_by.is_some() {
+            Status::Superseded
+        } else if self.parked_by.is_some()
+            || self.frame_state == Some(FrameState::Suspended)
+            || self.task_state == Some(TaskState::Abandoned)
+        {
+            Status::Parked
+        } else if !self.open_challenges.is_empty() {
+            Status::Contested
+        } else if self.resolved_by.is_some()
+            || self.frame_state == Some(FrameState::Completed)
+            || self.task_state == Some(TaskState::Done)
+        {
+            Status::Resolved
+        } else {
+            Status::Active
+        }
+    }
+
+    /// The events that make the status what it is.
+    pub fn why(&self) -> Vec<EntryId> {
+        match self.status() {
+            Status::Invalid | Status::Active => self.survived.clone(),
+            Status::Retracted => self.retracted_by.into_iter().collect(),
+            Status::Duplicate => self.duplicate_of.map(|(of, by)| vec![by, of]).unwrap_or_default(),
+            Status::Superseded => self.superseded_by.into_iter().collect(),
+            Status::Parked => self.parked_by.into_iter().collect(),
+            Status::Contested => self.open_challenges.clone(),
+            Status::Resolved => self.resolved_by.into_iter().chain(self.survived.iter().copied()).collect(),
+        }
+    }
+
+    /// Survived at least one challenge, and nothing is open against it.
+    pub fn settled(&self) -> bool {
+        matches!(self.status(), Status::Active | Status::Resolved) && !self.survived.is_empty() && self.open_challenges.is_empty()
+    }
+
+    /// A derived claim (semantic, preference, procedural) with no source events.
+    pub fn orphan(&self) -> bool {
+        matches!(&self.event, Some(Event::Claim { kind, sources, .. }) if kind.is_derived() && sources.is_empty())
+    }
+
+    /// A claim that is not confirmed (by its event or a later `confirm`).
+    pub fn unconfirmed(&self) -> bool {
+        matches!(&self.event, Some(Event::Claim { confirmed, .. }) if !*confirmed && !self.confirmed)
+    }
+
+    /// A claim whose expiry is at or before `now_ms`.
+    pub fn expired(&self, now_ms: u64) -> bool {
+        matches!(&self.event, Some(Event::Claim { expires_at_ms: Some(t), .. }) if *t <= now_ms)
+    }
+
+    /// The memory kind of a claim.
+    pub fn memory_kind(&self) -> Option<MemoryKind> {
+        match &self.event {
+            Some(Event::Claim { kind, .. }) => Some(*kind),
+            _ => None,
+        }
+    }
+
+    /// Frame state, for frames.
+    pub fn frame_state(&self) -> Option<FrameState> {
+        self.frame_state
+    }
+    /// Child frames, for frames.
+    pub fn frame_children(&self) -> &[EntryId] {
+        &self.frame_children
+    }
+    /// Task state, for tasks.
+    pub fn task_state(&self) -> Option<TaskState> {
+        self.task_state
+    }
+    /// Open challenges.
+    pub fn open_challenges(&self) -> &[EntryId] {
+        &self.open_challenges
+    }
+    /// Open tensions.
+    pub fn tensions(&self) -> &[EntryId] {
+        &self.tensions
+    }
+    /// The node that supersedes this one, if any.
+    pub fn superseded_by(&self) -> Option<EntryId> {
+        self.superseded_by
+    }
+    /// For memory items: (successes, failures, uses) over judged trajectories.
+    pub fn outcomes(&self) -> (u64, u64, usize) {
+        (self.successes, self.failures, self.usages.len())
+    }
+    /// For trajectories: the judgment (success?), if judged.
+    pub fn judged(&self) -> Option<bool> {
+        self.judged
+    }
+}
+
+/// Why an event may not be applied (locally: refused; from a peer: invalid).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    /// An event that refers to itself, or names the same event twice.
+    #[error("refers to itself: {0} is named more than once")]
+    SelfReference(EntryId),
+    /// A synthesis of fewer than two sources.
+    #[error("a synthesis needs at least two sources, found {0}")]
+    SynthesisArity(usize),
+    /// A reference to a node of a kind this event cannot apply to.
+    #[error("{event} cannot refer to {target} ({kind}): {expected}")]
+    WrongKind {
+        /// The event kind.
+        event: &'static str,
+        /// The target.
+        target: EntryId,
+        /// The target's kind.
+        kind: &'static str,
+        /// What was expected.
+        expected: &'static str,
+    },
+    /// A supersession edge that would close a cycle (e.g. a cycle of refinements).
+    #[error("{from} superseding {to} would close a cycle of refinements/updates")]
+    Cycle {
+        /// The new successor.
+        from: EntryId,
+        /// The node it would supersede.
+        to: EntryId,
+    },
+    /// The target is in a state that does not allow this event.
+    #[error("{target} is {state}: {event} does not apply")]
+    WrongState {
+        /// The event kind.
+        event: &'static str,
+        /// The target.
+        target: EntryId,
+        /// Its state.
+        state: String,
+    },
+    /// The payload is an event this implementation cannot decode.
+    #[error("{0}")]
+    Decode(EventDecodeError),
+}
+
+/// An event held until the events it refers to arrive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pending {
+    /// The held event.
+    pub event: LogEvent,
+    /// The references still unknown.
+    pub missing: Vec<EntryId>,
+}
+
+/// The reasoning graph derived from a set of events.
+#[derive(Clone, Debug, Default)]
+pub struct Graph {
+    nodes: HashMap<EntryId, Node>,
+    /// Application order (log order, with pending events placed where they were released).
+    order: Vec<EntryId>,
+    /// Held events, by one of the ids they still miss.
+    waiting: HashMap<EntryId, Vec<LogEvent>>,
+    pending_count: usize,
+    /// Memory item content id -> first item with that content.
+    content_ids: HashMap<[u8; 32], EntryId>,
+    last_pos: Option<LogPosition>,
+}
+
+const POSITION_KINDS: &[&str] =
+    &["proposition", "support", "contradiction", "refinement", "synthesis", "reframe", "claim", "memory_item"];
+const CLAIM_KINDS: &[&str] = &["proposition", "refinement", "synthesis", "reframe", "claim", "memory_item"];
+const CONTENT_KINDS: &[&str] = &[
+    "proposition",
+    "support",
+    "contradiction",
+    "refinement",
+    "synthesis",
+    "question",
+    "reframe",
+    "claim",
+    "frame_open",
+    "task",
+    "trajectory",
+    "memory_item",
+    "tension",
+];
+
+impl Graph {
+    /// An empty graph.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Build the graph from events in any order: they are sorted into log
+    /// order first, so the result depends only on the set of events.
+    pub fn replay(mut events: Vec<LogEvent>) -> Self {
+        events.sort_by_key(|e| (e.pos, e.id));
+        let mut g = Graph::new();
+        for e in events {
+            g.apply(e);
+        }
+        g
+    }
+
+    /// Apply one event. Events must come in log order (see [`Graph::replay`]);
+    /// returns `false`, applying nothing, if `event` sorts before the last one
+    /// applied, in which case the caller replays. Applying an id twice is a no-op.
+    pub fn apply(&mut self, event: LogEvent) -> bool {
+        if self.nodes.contains_key(&event.id) {
+            return true;
+        }
+        if self.last_pos.is_some_and(|last| event.pos < last) {
+            return false;
+        }
+        self.last_pos = Some(event.pos);
+        let mut queue = vec![event];
+        while let Some(e) = queue.pop() {
+            let id = e.id;
+            if self.nodes.contains_key(&id) {
+                continue;
+            }
+            if let Body::Event(ev) = &e.body {
+                let missing: Vec<EntryId> = ev.refs().into_iter().filter(|r| !self.nodes.contains_key(r)).collect();
+                if let Some(first) = missing.first() {
+                    self.pending_count += 1;
+                    self.waiting.entry(*first).or_default().push(e);
+                    continue;
+                }
+            }
+            self.apply_ready(e);
+            if let Some(mut released) = self.waiting.remove(&id) {
+                self.pending_count -= released.len();
+                // Apply released events in log order: push in reverse onto the stack.
+                released.sort_by_key(|r| std::cmp::Reverse((r.pos, r.id)));
+                queue.extend(released);
+            }
+        }
+        true
+    }
+
+    fn apply_ready(&mut self, e: LogEvent) {
+        let (kind, text, event, invalid) = match e.body {
+            Body::Raw => ("raw", String::new(), None, None),
+            Body::Redacted => ("redacted", String::new(), None, None),
+            Body::Undecodable(err) => ("invalid", String::new(), None, Some(err.to_string())),
+            Body::Event(ev) => match self.check(e.id, &ev) {
+                Ok(()) => (ev.kind_name(), ev.text(), Some(ev), None),
+                Err(err) => (ev.kind_name(), ev.text(), Some(ev), Some(err.to_string())),
+            },
+        };
+        let mut node = Node::new(e.id, e.pos, kind, text, event.clone());
+        node.invalid = invalid;
+        let valid = node.invalid.is_none();
+        self.order.push(e.id);
+        self.nodes.insert(e.id, node);
+        if let (true, Some(ev)) = (valid, event) {
+            self.effects(e.id, &ev);
+        }
+    }
+
+    fn kind_of(&self, id: &EntryId) -> &'static str {
+        self.nodes.get(id).map_or("unknown", |n| if n.invalid.is_some() { "invalid" } else { n.kind })
+    }
+
+    fn expect(&self, event: &'static str, target: &EntryId, kinds: &[&str], expected: &'static str) -> Result<(), RuleError> {
+        let kind = self.kind_of(target);
+        if kinds.contains(&kind) {
+            Ok(())
+        } else {
+            Err(RuleError::WrongKind { event, target: *target, kind, expected })
+        }
+    }
+
+    /// Check an event against the rules, given that all its references are known.
+    /// Used for local writes (refuse) and for arrivals (mark invalid).
+    pub fn check(&self, id: EntryId, ev: &Event) -> Result<(), RuleError> {
+        let refs = ev.refs();
+        for (i, r) in refs.iter().enumerate() {
+            if *r == id || refs[..i].contains(r) {
+                return Err(RuleError::SelfReference(*r));
+            }
+        }
+        let name = ev.kind_name();
+        let wrong_state = |target: &EntryId, state: String| Err(RuleError::WrongState { event: name, target: *target, state });
+        match ev {
+            Event::Proposition { .. } | Event::Question { .. } | Event::Task { .. } | Event::Trajectory { .. } => Ok(()),
+            Event::Support { target, .. } | Event::Contradiction { target, .. } => {
+                self.expect(name, target, POSITION_KINDS, "a position (proposition, claim, refinement, ...)")
+            }
+            Event::Refinement { target, resolves, .. } => {
+                self.expect(name, target, POSITION_KINDS, "a position")?;
+                for c in resolves {
+                    self.expect(name, c, &["contradiction"], "a contradiction to resolve")?;
+                }
+                Ok(())
+            }
+            Event::Synthesis { sources, .. } => {
+                if sources.len() < 2 {
+                    return Err(RuleError::SynthesisArity(sources.len()));
+                }
+                sources.iter().try_for_each(|s| self.expect(name, s, POSITION_KINDS, "a position"))
+            }
+            Event::Resolve { target, .. } => {
+                let kind = self.kind_of(target);
+                let resolvable = matches!(kind, "question" | "contradiction" | "tension")
+                    || matches!(self.nodes.get(target).and_then(|n| n.event.as_ref()), Some(Event::Relate { relation: Relation::Contradicts, .. }));
+                if !resolvable {
+                    return Err(RuleError::WrongKind {
+                        event: name,
+                        target: *target,
+                        kind,
+                        expected: "a question, contradiction, tension or contradicts relation",
+                    });
+                }
+                match self.nodes.get(target).and_then(|n| n.resolved_by) {
+                    Some(by) => wrong_state(target, format!("already resolved by {by}")),
+                    None => Ok(()),
+                }
+            }
+            Event::Connection { a, b, .. } | Event::Tension { a, b, .. } => {
+                self.expect(name, a, CONTENT_KINDS, "a content node")?;
+                self.expect(name, b, CONTENT_KINDS, "a content node")
+            }
+            Event::Reframe { target, .. } => {
+                let mut kinds = POSITION_KINDS.to_vec();
+                kinds.push("question");
+                self.expect(name, target, &kinds, "a position or question")
+            }
+            Event::Park { target, .. } => {
+                self.expect(name, target, CONTENT_KINDS, "a content node")?;
+                match self.nodes.get(target).and_then(|n| n.parked_by) {
+                    Some(_) => wrong_state(target, "already parked".into()),
+                    None => Ok(()),
+                }
+            }
+            Event::Resume { target } => {
+                self.expect(name, target, CONTENT_KINDS, "a content node")?;
+                match self.nodes.get(target).and_then(|n| n.parked_by) {
+                    Some(_) => Ok(()),
+                    None => wrong_state(target, "not parked".into()),
+                }
+            }
+            Event::Claim { sources, .. } => sources.iter().try_for_each(|s| self.expect(name, s, CONTENT_KINDS, "a source event")),
+            Event::Relate { from, to, relation, .. } => {
+                self.expect(name, from, CLAIM_KINDS, "a claim-like node (proposition, claim, refinement, ...)")?;
+                self.expect(name, to, CLAIM_KINDS, "a claim-like node (proposition, claim, refinement, ...)")?;
+                if relation.supersedes() && self.supersedes_transitively(to, from) {
+                    return Err(RuleError::Cycle { from: *from, to: *to });
+                }
+                Ok(())
+            }
+            Event::Confirm { target } => self.expect(name, target, &["claim"], "a claim"),
+            Event::FrameOpen { parent, branched_from, .. } => {
+                parent.iter().chain(branched_from.iter()).try_for_each(|f| self.expect(name, f, &["frame_open"], "a frame"))
+            }
+            Event::FrameEvidence { frame, .. } | Event::FrameConclude { frame, .. } => {
+                self.expect(name, frame, &["frame_open"], "a frame")?;
+                match self.nodes.get(frame).and_then(|n| n.frame_state) {
+                    Some(FrameState::Active) => Ok(()),
+                    Some(s) => wrong_state(frame, format!("a {} frame", s.name())),
+                    None => Ok(()),
+                }
+            }
+            Event::FrameSuspend { frame } => {
+                self.expect(name, frame, &["frame_open"], "a frame")?;
+                match self.nodes.get(frame).and_then(|n| n.frame_state) {
+                    Some(FrameState::Active) => Ok(()),
+                    s => wrong_state(frame, format!("a {} frame", s.map_or("unknown", |s| s.name()))),
+                }
+            }
+            Event::FrameResume { frame } => {
+                self.expect(name, frame, &["frame_open"], "a frame")?;
+                match self.nodes.get(frame).and_then(|n| n.frame_state) {
+                    Some(FrameState::Suspended | FrameState::Invalidated) => Ok(()),
+                    s => wrong_state(frame, format!("a {} frame", s.map_or("unknown", |s| s.name()))),
+                }
+            }
+            Event::FrameInvalidate { frame, .. } => self.expect(name, frame, &["frame_open"], "a frame"),
+            Event::TaskUpdate { task, .. } => {
+                self.expect(name, task, &["task"], "a task")?;
+                match self.nodes.get(task).and_then(|n| n.task_state) {
+                    Some(s @ (TaskState::Done | TaskState::Abandoned)) => wrong_state(task, format!("a {} task", s.name())),
+                    _ => Ok(()),
+                }
+            }
+            Event::Judgment { trajectory, .. } => {
+                self.expect(name, trajectory, &["trajectory"], "a trajectory")?;
+                match self.nodes.get(trajectory).and_then(|n| n.judged) {
+                    Some(_) => wrong_state(trajectory, "already judged".into()),
+                    None => Ok(()),
+                }
+            }
+            Event::MemoryItem { source_trajectory, .. } => {
+                source_trajectory.iter().try_for_each(|t| self.expect(name, t, &["trajectory"], "a trajectory"))
+            }
+            Event::Usage { trajectory, item, .. } => {
+                self.expect(name, trajectory, &["trajectory"], "a trajectory")?;
+                self.expect(name, item, &["memory_item"], "a memory item")
+            }
+        }
+    }
+
+    /// Does `a` (transitively) supersede `b`? Walks `b`'s successor chain.
+    fn supersedes_transitively(&self, a: &EntryId, b: &EntryId) -> bool {
+        let mut cur = *b;
+        let mut steps = 0usize;
+        while let Some(next) = self.nodes.get(&cur).and_then(|n| n.superseded_by) {
+            if next == *a {
+                return true;
+            }
+            cur = next;
+            steps += 1;
+            if steps > self.nodes.len() {
+                return true; // defensive: a cycle already exists
+            }
+        }
+        a == b
+    }
+
+    fn node_mut(&mut self, id: &EntryId) -> &mut Node {
+        // Effects run only after `check`, which proved every reference exists.
+        self.nodes.get_mut(id).unwrap_or_else(|| panic!("reference {id} checked but missing"))
+    }
+
+    fn touch(&mut self, target: &EntryId, by: EntryId) {
+        let n = self.node_mut(target);
+        if n.touched_by.last() != Some(&by) {
+            n.touched_by.push(by);
+        }
+    }
+
+    fn edge(&mut self, from: EntryId, relation: &'static str, to: EntryId) {
+        self.node_mut(&from).edges.push((relation, to));
+        self.touch(&to, from);
+    }
+
+    fn supersede(&mut self, target: &EntryId, by: EntryId) {
+        let n = self.node_mut(target);
+        if n.superseded_by.is_none() {
+            n.superseded_by = Some(by);
+        }
+    }
+
+    /// Close challenge `c` (answered by `by`): every node it challenged
+    /// survived it.
+    fn close_challenge(&mut self, c: &EntryId, by: EntryId) {
+        self.node_mut(c).resolved_by = Some(by);
+        let challenged: Vec<EntryId> = self.nodes[c].edges.iter().filter(|(r, _)| matches!(*r, "contradicts" | "tension")).map(|(_, t)| *t).collect();
+        for t in challenged {
+            let n = self.node_mut(&t);
+            let before = n.open_challenges.len() + n.tensions.len();
+            n.open_challenges.retain(|x| x != c);
+            n.tensions.retain(|x| x != c);
+            if n.open_challenges.len() + n.tensions.len() < before {
+                n.survived.push(*c);
+            }
+            self.touch(&t, by);
+        }
+    }
+
+    fn effects(&mut self, id: EntryId, ev: &Event) {
+        match ev {
+            Event::Proposition { .. } | Event::Question { .. } | Event::Trajectory { .. } => {}
+            Event::Task { .. } => self.node_mut(&id).task_state = Some(TaskState::Created),
+            Event::Support { target, .. } => self.edge(id, "supports", *target),
+            Event::Contradiction { target, .. } => {
+                self.edge(id, "contradicts", *target);
+                self.node_mut(target).open_challenges.push(id);
+            }
+            Event::Refinement { target, resolves, .. } => {
+                self.edge(id, "refines", *target);
+                self.supersede(target, id);
+                for c in resolves {
+                    self.edge(id, "resolves", *c);
+                    self.close_challenge(c, id);
+                }
+                if !resolves.is_empty() {
+                    self.node_mut(&id).resolved_by = Some(id);
+                }
+            }
+            Event::Synthesis { sources, .. } => {
+                for s in sources {
+                    self.edge(id, "synthesizes", *s);
+                }
+            }
+            Event::Resolve { target, .. } => {
+                self.edge(id, "resolves", *target);
+                self.close_challenge(target, id);
+            }
+            Event::Connection { a, b, .. } => {
+                self.edge(id, "connects", *a);
+                self.edge(id, "connects", *b);
+            }
+            Event::Tension { a, b, .. } => {
+                for t in [a, b] {
+                    self.edge(id, "tension", *t);
+                    self.node_mut(t).tensions.push(id);
+                }
+            }
+            Event::Reframe { target, .. } => {
+                self.edge(id, "reframes", *target);
+                self.supersede(target, id);
+            }
+            Event::Park { target, .. } => {
+                self.touch(target, id);
+                self.node_mut(target).parked_by = Some(id);
+            }
+            Event::Resume { target } => {
+                self.touch(target, id);
+                self.node_mut(target).parked_by = None;
+            }
+            Event::Claim { sources, .. } => {
+                for s in sources {
+                    self.edge(id, "derived_from", *s);
+                }
+            }
+            Event::Relate { from, to, relation, .. } => {
+                self.touch(from, id);
+                self.edge(id, relation.name(), *to);
+                self.node_mut(from).edges.push((relation.name(), *to));
+                match relation {
+                    Relation::Update | Relation::StateChange => self.supersede(to, *from),
+                    Relation::Expands | Relation::Qualifies => {}
+                    Relation::Contradicts => {
+                        // No winner: both sides are challenged by this relation.
+                        self.node_mut(&id).edges.push(("contradicts", *from));
+                        self.node_mut(from).open_challenges.push(id);
+                        self.node_mut(to).open_challenges.push(id);
+                    }
+                    Relation::Retracts => self.node_mut(to).retracted_by = Some(id),
+                    Relation::SameAs => self.node_mut(from).duplicate_of = Some((*to, id)),
+                }
+            }
+            Event::Confirm { target } => {
+                self.touch(target, id);
+                self.node_mut(target).confirmed = true;
+            }
+            Event::FrameOpen { parent, branched_from, .. } => {
+                self.node_mut(&id).frame_state = Some(FrameState::Active);
+                if let Some(p) = parent {
+                    self.edge(id, "child_of", *p);
+                    self.node_mut(p).frame_children.push(id);
+                }
+                if let Some(b) = branched_from {
+                    self.edge(id, "branched_from", *b);
+                    let n = self.node_mut(b);
+                    if n.frame_state == Some(FrameState::Active) {
+                        n.frame_state = Some(FrameState::Suspended);
+                    }
+                }
+            }
+            Event::FrameEvidence { frame, .. } => self.edge(id, "evidence_for", *frame),
+            Event::FrameConclude { frame, .. } => {
+                self.edge(id, "concludes", *frame);
+                self.node_mut(frame).frame_state = Some(FrameState::Completed);
+            }
+            Event::FrameSuspend { frame } => {
+                self.touch(frame, id);
+                self.node_mut(frame).frame_state = Some(FrameState::Suspended);
+            }
+            Event::FrameResume { frame } => {
+                self.touch(frame, id);
+                self.node_mut(frame).frame_state = Some(FrameState::Active);
+            }
+            Event::FrameInvalidate { frame, .. } => {
+                // Top-down cascade: the frame, then every frame under it.
+                let mut stack = vec![*frame];
+                while let Some(f) = stack.pop() {
+                    self.touch(&f, id);
+                    let n = self.node_mut(&f);
+                    n.frame_state = Some(FrameState::Invalidated);
+                    stack.extend(n.frame_children.iter().rev().copied());
+                }
+            }
+            Event::TaskUpdate { task, state, .. } => {
+                self.touch(task, id);
+                self.node_mut(task).task_state = Some(*state);
+            }
+            Event::Judgment { trajectory, success, .. } => {
+                self.edge(id, "judges", *trajectory);
+                self.node_mut(trajectory).judged = Some(*success);
+                let usages: Vec<EntryId> = self.nodes[trajectory].usages.clone();
+                for u in usages {
+                    if let Some(Event::Usage { item, .. }) = self.nodes[&u].event.clone() {
+                        self.count_outcome(&item, *success);
+                    }
+                }
+            }
+            Event::MemoryItem { title, content, source_trajectory, .. } => {
+                if let Some(t) = source_trajectory {
+                    self.edge(id, "extracted_from", *t);
+                }
+                let cid = memory_item_content_id(title, content);
+                match self.content_ids.get(&cid) {
+                    Some(first) => {
+                        let first = *first;
+                        self.node_mut(&id).duplicate_of = Some((first, id));
+                        self.touch(&first, id);
+                    }
+                    None => {
+                        self.content_ids.insert(cid, id);
+                    }
+                }
+            }
+            Event::Usage { trajectory, item, .. } => {
+                self.edge(id, "used_in", *trajectory);
+                self.edge(id, "uses", *item);
+                self.node_mut(trajectory).usages.push(id);
+                self.node_mut(item).usages.push(id);
+                if let Some(success) = self.nodes[trajectory].judged {
+                    self.count_outcome(item, success);
+                }
+            }
+        }
+    }
+
+    fn count_outcome(&mut self, item: &EntryId, success: bool) {
+        let n = self.node_mut(item);
+        if success {
+            n.successes += 1;
+        } else {
+            n.failures += 1;
+        }
+    }
+
+    /// A node by id.
+    pub fn node(&self, id: &EntryId) -> Option<&Node> {
+        self.nodes.get(id)
+    }
+
+    /// Nodes in application order.
+    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+        self.order.iter().filter_map(|id| self.nodes.get(id))
+    }
+
+    /// Number of applied nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// True when nothing is applied.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Events held for references that have not arrived, in log order.
+    pub fn pending(&self) -> Vec<Pending> {
+        let mut out: Vec<Pending> = self
+            .waiting
+            .values()
+            .flatten()
+            .map(|e| {
+                let missing = match &e.body {
+                    Body::Event(ev) => ev.refs().into_iter().filter(|r| !self.nodes.contains_key(r)).collect(),
+                    _ => Vec::new(),
+                };
+                Pending { event: e.clone(), missing }
+            })
+            .collect();
+        out.sort_by_key(|p| (p.event.pos, p.event.id));
+        debug_assert_eq!(out.len(), self.pending_count);
+        out
+    }
+
+    /// Follow update, state-change, refinement and reframe edges to the
+    /// current state of `id` (itself if nothing supersedes it).
+    pub fn latest_in_chain(&self, id: &EntryId) -> Option<EntryId> {
+        let mut cur = *self.nodes.get(id)?.id();
+        let mut steps = 0;
+        while let Some(next) = self.nodes.get(&cur).and_then(|n| n.superseded_by) {
+            cur = next;
+            steps += 1;
+            if steps > self.nodes.len() {
+                break;
+            }
+        }
+        Some(cur)
+    }
+
+    /// The canonical bytes of the derived graph: every node sorted by id with
+    /// its kind, status, settled flag and the events that made it so, plus the
+    /// pending set. Two graphs with equal snapshots are equal views.
+    pub fn snapshot(&self) -> Vec<u8> {
+        let sorted: BTreeMap<&EntryId, &Node> = self.nodes.iter().collect();
+        let mut out = Vec::new();
+        for (id, n) in sorted {
+            out.extend_from_slice(id.as_bytes());
+            out.extend_from_slice(n.kind.as_bytes());
+            out.push(0);
+            out.push(n.status() as u8);
+            out.push(n.settled() as u8);
+            for list in [&n.touched_by, &n.why(), &n.open_challenges, &n.tensions, &n.frame_children] {
+                out.extend_from_slice(&(list.len() as u32).to_be_bytes());
+                for x in list.iter() {
+                    out.extend_from_slice(x.as_bytes());
+                }
+            }
+            for (rel, to) in &n.edges {
+                out.extend_from_slice(rel.as_bytes());
+                out.extend_from_slice(to.as_bytes());
+            }
+            out.push(n.frame_state.map_or(0xff, |s| s as u8));
+            out.push(n.task_state.map_or(0xff, |s| s as u8));
+            out.extend_from_slice(&n.successes.to_be_bytes());
+            out.extend_from_slice(&n.failures.to_be_bytes());
+            out.push(n.confirmed as u8);
+        }
+        for p in self.pending() {
+            out.extend_from_slice(p.event.id.as_bytes());
+        }
+        out
+    }
+
+    /// SHA-256 of [`Graph::snapshot`]: a short fingerprint of the view.
+    pub fn view_hash(&self) -> [u8; 32] {
+        agora_core::sha256(&self.snapshot())
+    }
+}
+
+impl Node {
+    /// The entry id.
+    pub fn id(&self) -> &EntryId {
+        &self.id
+    }
+}

@@ -1,0 +1,20 @@
+//! Typed reasoning events and the reasoning graph derived from them.
+//!
+//! Events ([`event::Event`]) travel in entry payloads; the graph
+//! ([`graph::Graph`]) is a pure, deterministic function of the events, rebuilt
+//! by replay and updated incrementally as events arrive in log order. The log
+//! is the truth and the graph is a view: statuses are computed, never stored.
+//!
+//! This crate knows nothing about RocksDB, the network, files or clocks (a
+//! caller that asks about expiry passes `now_ms`).
+#![deny(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![allow(clippy::result_large_err)]
+
+pub mod event;
+pub mod export;
+pub mod graph;
+pub mod query;
+
+pub use event::{Event, EventDecodeError, MemoryKind, Relation, TaskState};
+pub use graph::{Body, FrameState, Graph, LogEvent, LogPosition, Node, RuleError, Status};

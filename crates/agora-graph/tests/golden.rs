@@ -1,0 +1,441 @@
+//! Golden scenarios from the seed essays, with exact expected statuses, plus
+//! every bad input issue 3 lists, pending references, and determinism.
+
+use agora_core::{AgentId, EntryId};
+use agora_graph::event::{Confidence, EventDecodeError};
+use agora_graph::query::{as_of_entry, as_of_time};
+use agora_graph::*;
+use proptest::prelude::*;
+
+/// A log under construction: each event gets an id and a log position.
+struct Log {
+    events: Vec<LogEvent>,
+    clock: u64,
+}
+
+impl Log {
+    fn new() -> Self {
+        Self { events: Vec::new(), clock: 1_000 }
+    }
+    fn at(&mut self, author: u8, time_ms: u64, ev: Event) -> EntryId {
+        self.clock = time_ms;
+        self.push_as(author, ev)
+    }
+    fn push(&mut self, ev: Event) -> EntryId {
+        self.clock += 1_000;
+        self.push_as(1, ev)
+    }
+    fn push_as(&mut self, author: u8, ev: Event) -> EntryId {
+        let seq = self.events.iter().filter(|e| e.pos.author == AgentId([author; 32])).count() as u64 + 1;
+        let mut seed = vec![author];
+        seed.extend_from_slice(&seq.to_be_bytes());
+        let id = EntryId(agora_core::sha256(&seed));
+        let pos = LogPosition { timestamp_ms: self.clock, author: AgentId([author; 32]), seq };
+        self.events.push(LogEvent::from_payload(id, pos, Some(&ev.encode())));
+        id
+    }
+    fn graph(&self) -> Graph {
+        Graph::replay(self.events.clone())
+    }
+}
+
+fn status(g: &Graph, id: &EntryId) -> Status {
+    g.node(id).unwrap_or_else(|| panic!("no node {id}")).status()
+}
+
+fn text(t: &str) -> String {
+    t.to_string()
+}
+
+/// 000: the pricing decision.
+#[test]
+fn pricing_example() {
+    let mut log = Log::new();
+    let e1 = log.push(Event::Proposition { text: text("Usage-based pricing aligns incentives and reduces low-end friction") });
+    let e2 = log.push(Event::Contradiction {
+        target: e1,
+        text: text("Enterprise procurement requires predictable costs; usage-based is a blocker"),
+    });
+    let after_contradiction = log.graph();
+    assert_eq!(status(&after_contradiction, &e1), Status::Contested);
+    let d = after_contradiction.disagreements();
+    assert_eq!(d.len(), 1);
+    assert_eq!((d[0].node, d[0].challenges.clone()), (e1, vec![e2]));
+
+    let e3 = log.push(Event::Refinement {
+        target: e1,
+        resolves: vec![e2],
+        text: text("Two-track model: seat-based for enterprise, usage-based for self-serve"),
+    });
+    let e4 = log.push(Event::Synthesis {
+        sources: vec![e1, e3],
+        text: text("Pricing should track how value is realized; the two-track model is an instance"),
+    });
+    let g = log.graph();
+    assert_eq!(status(&g, &e1), Status::Superseded);
+    assert_eq!(g.node(&e1).unwrap().why(), vec![e3]);
+    assert_eq!(status(&g, &e2), Status::Resolved);
+    assert_eq!(status(&g, &e3), Status::Resolved);
+    assert_eq!(status(&g, &e4), Status::Active);
+    // "Should we reconsider usage-based pricing?" -> it was replaced by e3.
+    assert_eq!(g.latest_in_chain(&e1), Some(e3));
+    assert!(g.disagreements().is_empty());
+    let decided: Vec<EntryId> = g.decisions().iter().map(|d| d.node).collect();
+    assert_eq!(decided, vec![e2, e3]);
+    // The trace of e1: itself, the contradiction, the refinement, the synthesis.
+    assert_eq!(g.node(&e1).unwrap().touched_by, vec![e1, e2, e3, e4]);
+}
+
+/// 000: order matters. A proposition made after a contradiction (of an
+/// earlier proposition) is made in light of it, and is not defeated by it.
+#[test]
+fn order_matters_and_settled_is_derived() {
+    let mut log = Log::new();
+    let p1 = log.push(Event::Proposition { text: text("usage-based pricing") });
+    let c = log.push(Event::Contradiction { target: p1, text: text("procurement can't budget variable costs") });
+    let p2 = log.push(Event::Proposition { text: text("usage-based pricing with a spend cap") });
+    let g = log.graph();
+    assert_eq!(status(&g, &p1), Status::Contested);
+    assert_eq!(status(&g, &p2), Status::Active);
+    assert!(!g.node(&p2).unwrap().settled());
+
+    // p1 survives: the challenge is answered without replacing p1.
+    let r = log.push(Event::Resolve { target: c, text: text("caps make it budgetable") });
+    let g = log.graph();
+    assert_eq!(status(&g, &p1), Status::Active);
+    assert!(g.node(&p1).unwrap().settled(), "survived a challenge, nothing open");
+    assert_eq!(g.node(&p1).unwrap().why(), vec![c]);
+    assert_eq!(status(&g, &c), Status::Resolved);
+    assert_eq!(g.node(&c).unwrap().why(), vec![r]);
+    // A new challenge unsettles it.
+    log.push(Event::Contradiction { target: p1, text: text("caps annoy power users") });
+    let g = log.graph();
+    assert_eq!(status(&g, &p1), Status::Contested);
+    assert!(!g.node(&p1).unwrap().settled());
+}
+
+/// 001: Alex's dog, with typed relations.
+#[test]
+fn dog_example() {
+    let mut log = Log::new();
+    let claim = |t: &str| Event::Claim {
+        text: text(t),
+        kind: MemoryKind::Semantic,
+        sources: vec![],
+        owner_scope: text("contact:alex"),
+        confirmed: true,
+        expires_at_ms: None,
+    };
+    let jan = 1_704_067_200_000; // 2024-01-01
+    let feb = 1_706_745_600_000;
+    let mar = 1_709_251_200_000;
+    let jun = 1_717_200_000_000;
+    let f12 = log.at(1, jan, claim("Alex has a pet"));
+    let f14 = log.at(1, feb, claim("Alex has a dog named Rex"));
+    log.at(1, feb + 1, Event::Relate { from: f14, to: f12, relation: Relation::Expands, reason: text("more specific") });
+    let f47 = log.at(1, jun, claim("Rex passed away last week"));
+    let sc = log.at(1, jun + 1, Event::Relate { from: f47, to: f14, relation: Relation::StateChange, reason: text("Rex died") });
+    let g = log.graph();
+    assert_eq!(status(&g, &f12), Status::Active, "expands keeps both true");
+    assert_eq!(status(&g, &f14), Status::Superseded);
+    assert_eq!(status(&g, &f47), Status::Active);
+    assert_eq!(g.node(&f14).unwrap().why(), vec![f47]);
+    assert!(g.node(&f47).unwrap().touched_by.contains(&sc));
+    assert_eq!(g.latest_in_chain(&f14), Some(f47));
+    assert_eq!(g.latest_in_chain(&f12), Some(f12));
+    // "Did Alex have a dog last March?" Yes: as of March, f14 was current.
+    let march = as_of_time(&log.events, mar + 15 * 86_400_000);
+    assert_eq!(status(&march, &f14), Status::Active);
+    assert!(march.node(&f47).is_none());
+    // As of the entry that recorded the death, the dog fact is superseded.
+    assert_eq!(status(&as_of_entry(&log.events, &sc).unwrap(), &f14), Status::Superseded);
+
+    // contradicts picks no winner; retracts hides; same_as de-duplicates.
+    let rome = log.push(claim("Alex lives in Rome"));
+    let milan = log.push(claim("Alex lives in Milan"));
+    let conflict = log.push(Event::Relate { from: milan, to: rome, relation: Relation::Contradicts, reason: text("both asserted") });
+    let cat = log.push(claim("Alex has a cat"));
+    let fix = log.push(Event::Relate { from: f14, to: cat, relation: Relation::Retracts, reason: text("extractor hallucinated; it is a dog") });
+    let again = log.push(claim("Alex has a dog named Rex (second extraction)"));
+    log.push(Event::Relate { from: again, to: f14, relation: Relation::SameAs, reason: text("same event") });
+    let g = log.graph();
+    assert_eq!(status(&g, &rome), Status::Contested);
+    assert_eq!(status(&g, &milan), Status::Contested);
+    assert_eq!(g.node(&rome).unwrap().why(), vec![conflict]);
+    assert_eq!(status(&g, &cat), Status::Retracted);
+    assert_eq!(g.node(&cat).unwrap().why(), vec![fix]);
+    assert_eq!(status(&g, &again), Status::Duplicate);
+    // Resolving the conflict settles both sides.
+    log.push(Event::Resolve { target: conflict, text: text("moved from Rome to Milan in May") });
+    let g = log.graph();
+    assert_eq!(status(&g, &rome), Status::Active);
+    assert!(g.node(&milan).unwrap().settled());
+}
+
+/// 002: the JWT frames: a call tree, a pivot, invalidation, resumption.
+#[test]
+fn jwt_frames() {
+    let mut log = Log::new();
+    let open = |parent: Option<EntryId>, q: &str, branched_from: Option<EntryId>, inv: &str| Event::FrameOpen {
+        parent,
+        query: text(q),
+        branched_from,
+        invalidation_condition: text(inv),
+    };
+    let root = log.push(open(None, "find auth problem", None, "refresh logic exists elsewhere"));
+    let auth = log.push(open(Some(root), "focus on JWT", None, ""));
+    let logs = log.push(open(Some(auth), "analyze prod logs", None, ""));
+    log.push(Event::FrameEvidence { frame: logs, text: text("401 patterns found") });
+    log.push(Event::FrameConclude { frame: logs, conclusion: text("401s cluster after token lifetime"), confidence_bp: 8000 });
+    let code = log.push(open(Some(auth), "trace code", None, ""));
+    log.push(Event::FrameEvidence { frame: code, text: text("line 47, no expiry check") });
+    log.push(Event::FrameConclude { frame: code, conclusion: text("no expiry check at line 47"), confidence_bp: 9000 });
+    let g = log.graph();
+    // Verification walks post-order: leaves first, root last.
+    assert_eq!(g.frames_post_order(&root), vec![logs, code, auth, root]);
+    assert_eq!(status(&g, &auth), Status::Active);
+    assert_eq!(status(&g, &logs), Status::Resolved);
+
+    // Pattern B: a pivot. The JWT frame is suspended, not deleted.
+    let db = log.push(open(Some(root), "wait, could be DB", Some(auth), ""));
+    log.push(Event::FrameConclude { frame: root, conclusion: text("auth module does not handle JWT expiry"), confidence_bp: 9000 });
+    let g = log.graph();
+    assert_eq!(g.node(&root).unwrap().frame_state(), Some(FrameState::Completed));
+    assert_eq!(g.node(&auth).unwrap().frame_state(), Some(FrameState::Suspended));
+    assert_eq!(g.node(&db).unwrap().frame_state(), Some(FrameState::Active));
+    assert_eq!((status(&g, &root), status(&g, &auth), status(&g, &db)), (Status::Resolved, Status::Parked, Status::Active));
+
+    // Invalidation cascades top-down from the JWT frame to its children, and
+    // leaves its sibling branch alone.
+    log.push(Event::FrameInvalidate { frame: auth, reason: text("refresh logic exists in the gateway") });
+    let g = log.graph();
+    for f in [auth, logs, code] {
+        assert_eq!(g.node(&f).unwrap().frame_state(), Some(FrameState::Invalidated));
+        assert_eq!(status(&g, &f), Status::Retracted);
+    }
+    assert_eq!(g.node(&db).unwrap().frame_state(), Some(FrameState::Active));
+    assert_eq!(g.node(&root).unwrap().frame_state(), Some(FrameState::Completed));
+    // The invalidated (suspended) frame can be resumed when the condition no longer holds.
+    log.push(Event::FrameResume { frame: auth });
+    let g = log.graph();
+    assert_eq!(g.node(&auth).unwrap().frame_state(), Some(FrameState::Active));
+    assert_eq!(g.node(&logs).unwrap().frame_state(), Some(FrameState::Invalidated));
+}
+
+/// 003: the 7 a.m. preference: a sarcastic episode written as an unconfirmed
+/// preference, later contradicted and retracted; orphans and expiry.
+#[test]
+fn seven_am_preference() {
+    let mut log = Log::new();
+    let claim = |t: &str, kind, sources: Vec<EntryId>, confirmed, expires_at_ms| Event::Claim {
+        text: text(t),
+        kind,
+        sources,
+        owner_scope: text("user:8831"),
+        confirmed,
+        expires_at_ms,
+    };
+    let ep = log.push(claim("Sure, because I love 7 a.m. meetings", MemoryKind::Episodic, vec![], true, None));
+    let pref = log.push(claim("Default meeting time: morning", MemoryKind::Preference, vec![ep], false, None));
+    let orphan = log.push(claim("Prefers aisle seats", MemoryKind::Preference, vec![], false, None));
+    let env = log.push(claim("staging is down", MemoryKind::Environmental, vec![ep], true, Some(50_000)));
+    let g = log.graph();
+    let p = g.node(&pref).unwrap();
+    assert_eq!(p.status(), Status::Active);
+    assert!(p.unconfirmed() && !p.orphan(), "the field whose absence caused the incident");
+    assert!(g.node(&orphan).unwrap().orphan());
+    assert_eq!(g.orphans().iter().map(|n| n.id).collect::<Vec<_>>(), vec![orphan]);
+    assert!(!g.node(&ep).unwrap().orphan(), "episodes are the source, never orphans");
+    assert!(g.node(&env).unwrap().expired(50_000) && !g.node(&env).unwrap().expired(49_999));
+
+    let ep2 = log.push(claim("Can we move this to the afternoon? I hate early meetings", MemoryKind::Episodic, vec![], true, None));
+    let c = log.push(Event::Contradiction { target: pref, text: text("the user reschedules early meetings") });
+    assert_eq!(status(&log.graph(), &pref), Status::Contested);
+    assert_eq!(log.graph().node(&pref).unwrap().why(), vec![c]);
+    let r = log.push(Event::Relate { from: ep2, to: pref, relation: Relation::Retracts, reason: text("sarcasm, not a preference") });
+    let g = log.graph();
+    assert_eq!(status(&g, &pref), Status::Retracted);
+    assert_eq!(g.node(&pref).unwrap().why(), vec![r]);
+    // Confirmation is recorded on the claim.
+    log.push(Event::Confirm { target: orphan });
+    assert!(!log.graph().node(&orphan).unwrap().unconfirmed());
+}
+
+/// 003: task lifecycle.
+#[test]
+fn task_lifecycle() {
+    let mut log = Log::new();
+    let t = log.push(Event::Task { objective: text("Migrate billing service to new schema"), owner_scope: text("user:8831") });
+    assert_eq!(log.graph().node(&t).unwrap().task_state(), Some(TaskState::Created));
+    log.push(Event::TaskUpdate { task: t, state: TaskState::Blocked, note: text("staging env unavailable") });
+    assert_eq!(status(&log.graph(), &t), Status::Active);
+    log.push(Event::TaskUpdate { task: t, state: TaskState::Done, note: text("cut over") });
+    let g = log.graph();
+    assert_eq!(status(&g, &t), Status::Resolved);
+    // A closed task does not come back as open: further updates are refused.
+    assert!(matches!(g.check(EntryId([0; 32]), &Event::TaskUpdate { task: t, state: TaskState::InProgress, note: text("") }), Err(RuleError::WrongState { .. })));
+    let t2 = log.push(Event::Task { objective: text("old idea"), owner_scope: text("user:8831") });
+    log.push(Event::TaskUpdate { task: t2, state: TaskState::Abandoned, note: text("") });
+    assert_eq!(status(&log.graph(), &t2), Status::Parked);
+}
+
+/// 004: outcome learning: trajectories, judgments, memory items, usage.
+#[test]
+fn outcome_learning() {
+    let mut log = Log::new();
+    let traj = |q: &str| Event::Trajectory { task_query: text(q), final_answer: text("done"), iterations: 3, converged: true };
+    let item = |src| Event::MemoryItem {
+        title: text("Check filings first"),
+        description: text("When researching a company"),
+        content: text("Read the latest 10-K before the news"),
+        scope: text("research"),
+        source_trajectory: src,
+    };
+    let t1 = log.push(traj("research ACME"));
+    log.push(Event::Judgment { trajectory: t1, success: true, reason: text("found revenue"), confidence: Confidence::High });
+    let a = log.push(item(Some(t1)));
+    let t2 = log.push(traj("research Globex"));
+    log.push(Event::Usage { trajectory: t2, item: a, rank: 1, score_bp: 8200 });
+    log.push(Event::Judgment { trajectory: t2, success: false, reason: text("missed the merger"), confidence: Confidence::Medium });
+    let t3 = log.push(traj("research Initech"));
+    log.push(Event::Judgment { trajectory: t3, success: true, reason: text("ok"), confidence: Confidence::Low });
+    log.push(Event::Usage { trajectory: t3, item: a, rank: 2, score_bp: 6100 });
+    // Re-extracting the same lesson de-duplicates by content hash.
+    let again = log.push(item(Some(t3)));
+    let g = log.graph();
+    assert_eq!(g.node(&a).unwrap().outcomes(), (1, 1, 2));
+    assert_eq!(status(&g, &again), Status::Duplicate);
+    assert_eq!(g.node(&again).unwrap().why()[1], a);
+    assert_eq!(g.node(&t2).unwrap().judged(), Some(false));
+    // A second judgment of one trajectory is refused.
+    assert!(g.check(EntryId([0; 32]), &Event::Judgment { trajectory: t1, success: false, reason: text(""), confidence: Confidence::Low }).is_err());
+}
+
+/// Every bad input issue 3 lists is refused by the rules, and arrives from a
+/// peer as an invalid node (kept, reported, never a panic or a wrong status).
+#[test]
+fn bad_inputs_are_refused_locally_and_invalid_from_peers() {
+    let mut log = Log::new();
+    let a = log.push(Event::Proposition { text: text("a") });
+    let b = log.push(Event::Refinement { target: a, resolves: vec![], text: text("b") });
+    let frame = log.push(Event::FrameOpen { parent: None, query: text("q"), branched_from: None, invalidation_condition: text("") });
+    let g = log.graph();
+    let fresh = EntryId([7; 32]);
+    // Refers to itself.
+    assert!(matches!(g.check(fresh, &Event::Relate { from: a, to: a, relation: Relation::Expands, reason: text("") }), Err(RuleError::SelfReference(_))));
+    assert!(matches!(g.check(fresh, &Event::Support { target: fresh, text: text("") }), Err(RuleError::SelfReference(_))));
+    // A cycle of refinements: b refines a, so a may not supersede b.
+    assert!(matches!(g.check(fresh, &Event::Relate { from: a, to: b, relation: Relation::Update, reason: text("") }), Err(RuleError::Cycle { .. })));
+    // A synthesis of one source.
+    assert!(matches!(g.check(fresh, &Event::Synthesis { sources: vec![a], text: text("") }), Err(RuleError::SynthesisArity(1))));
+    // A relation not allowed between those node types.
+    assert!(matches!(g.check(fresh, &Event::Relate { from: frame, to: a, relation: Relation::Expands, reason: text("") }), Err(RuleError::WrongKind { .. })));
+    assert!(matches!(g.check(fresh, &Event::Resolve { target: a, text: text("") }), Err(RuleError::WrongKind { .. })));
+    // An unknown kind from a newer format version.
+    let mut newer = Event::Proposition { text: text("x") }.encode();
+    newer[5] = 99; // kind code
+    assert_eq!(Event::decode(&newer), Err(EventDecodeError::UnknownKind(99)));
+    let mut v2 = Event::Proposition { text: text("x") }.encode();
+    v2[4] = 2;
+    assert_eq!(Event::decode(&v2), Err(EventDecodeError::UnknownVersion(2)));
+
+    // The same events arriving from a peer: kept and reported as invalid.
+    let mut peer = Log::new();
+    peer.events = log.events.clone();
+    let cyc = peer.push_as(2, Event::Relate { from: a, to: b, relation: Relation::Update, reason: text("") });
+    let one = peer.push_as(2, Event::Synthesis { sources: vec![a], text: text("") });
+    let newer_id = EntryId([9; 32]);
+    peer.events.push(LogEvent::from_payload(
+        newer_id,
+        LogPosition { timestamp_ms: 999_999, author: AgentId([2; 32]), seq: 99 },
+        Some(&newer),
+    ));
+    let g = peer.graph();
+    for id in [cyc, one, newer_id] {
+        assert_eq!(status(&g, &id), Status::Invalid, "{id}");
+        assert!(g.node(&id).unwrap().invalid.is_some());
+    }
+    // The invalid update had no effect: a is still superseded by b only.
+    assert_eq!(g.node(&a).unwrap().why(), vec![b]);
+    assert_eq!(status(&g, &b), Status::Active);
+    assert_eq!(g.invalid().len(), 3);
+}
+
+/// References to events not yet known are held, never dropped.
+#[test]
+fn pending_references_resolve_on_arrival() {
+    let mut log = Log::new();
+    let p = log.push(Event::Proposition { text: text("p") });
+    let c = log.push_as(2, Event::Contradiction { target: p, text: text("no") });
+    // Apply the contradiction first (as if the proposition had not synced yet).
+    let mut g = Graph::new();
+    let mut events = log.events.clone();
+    let (ev_p, ev_c) = (events.remove(0), events.remove(0));
+    // Give the contradiction the earlier position so apply() accepts this order.
+    let mut ev_c_early = ev_c.clone();
+    ev_c_early.pos.timestamp_ms = 0;
+    assert!(g.apply(ev_c_early));
+    assert!(g.node(&c).is_none());
+    let pending = g.pending();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].missing, vec![p]);
+    assert!(g.apply(ev_p));
+    assert!(g.pending().is_empty());
+    assert_eq!(status(&g, &p), Status::Contested);
+    assert_eq!(status(&g, &c), Status::Active);
+}
+
+fn golden_log() -> Log {
+    let mut log = Log::new();
+    let e1 = log.push(Event::Proposition { text: text("usage-based") });
+    let e2 = log.push_as(2, Event::Contradiction { target: e1, text: text("procurement") });
+    let e3 = log.push(Event::Refinement { target: e1, resolves: vec![e2], text: text("two-track") });
+    log.push_as(3, Event::Synthesis { sources: vec![e1, e3], text: text("value realized") });
+    let q = log.push_as(3, Event::Question { text: text("what about EU VAT?") });
+    log.push_as(2, Event::Tension { a: e3, b: q, text: text("tracks differ by region") });
+    let r = log.push(Event::Claim { text: text("rome"), kind: MemoryKind::Semantic, sources: vec![e1], owner_scope: text("x"), confirmed: false, expires_at_ms: None });
+    let m = log.push_as(2, Event::Claim { text: text("milan"), kind: MemoryKind::Semantic, sources: vec![], owner_scope: text("x"), confirmed: false, expires_at_ms: None });
+    log.push_as(3, Event::Relate { from: m, to: r, relation: Relation::Contradicts, reason: text("") });
+    log.push(Event::Park { target: q, reason: text("later") });
+    log
+}
+
+proptest! {
+    /// The graph depends only on the set of events: any arrival order gives
+    /// the same snapshot, byte for byte.
+    #[test]
+    fn replay_is_independent_of_arrival_order(perm in Just(golden_log().events).prop_shuffle()) {
+        let sorted = golden_log().graph();
+        let shuffled = Graph::replay(perm);
+        prop_assert_eq!(shuffled.snapshot(), sorted.snapshot());
+        prop_assert_eq!(shuffled.view_hash(), sorted.view_hash());
+    }
+}
+
+/// Incremental application in log order gives the same bytes as a full replay.
+#[test]
+fn incremental_equals_replay() {
+    let log = golden_log();
+    let mut g = Graph::new();
+    let mut events = log.events.clone();
+    events.sort_by_key(|e| (e.pos, e.id));
+    for e in events {
+        assert!(g.apply(e));
+    }
+    assert_eq!(g.snapshot(), log.graph().snapshot());
+    // An event older than the last applied one is refused (the caller replays).
+    let mut old = log.events[0].clone();
+    old.id = EntryId([0xee; 32]);
+    old.pos.timestamp_ms = 0;
+    assert!(!g.apply(old));
+}
+
+#[test]
+fn dot_and_mermaid_show_statuses() {
+    let g = golden_log().graph();
+    let dot = agora_graph::export::to_dot(&g);
+    assert!(dot.starts_with("digraph agora {") && dot.contains("[superseded]") && dot.contains("#fbe3c8"));
+    assert!(dot.contains("-> ") && dot.contains("label=\"refines\""));
+    let mermaid = agora_graph::export::to_mermaid(&g);
+    assert!(mermaid.starts_with("flowchart BT") && mermaid.contains(":::contested") && mermaid.contains("classDef superseded"));
+}
