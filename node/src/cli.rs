@@ -90,4 +90,201 @@ pub enum Command {
         /// The proof, hex.
         proof: String,
     },
+
+    // ---- Recording reasoning events. Target ids come first, text last. ----
+    /// Propose a position.
+    Propose { text: String },
+    /// Support a node with evidence: <id> "text".
+    Support { target: String, text: String },
+    /// Contradict a node: <id> "text".
+    Contradict { target: String, text: String },
+    /// Refine a node into a successor: <id> "text" [--resolves <contradiction>...].
+    Refine {
+        target: String,
+        text: String,
+        /// Contradictions this refinement answers.
+        #[arg(long, num_args = 1..)]
+        resolves: Vec<String>,
+    },
+    /// Synthesize two or more nodes: <id> <id> [<id>...] "text".
+    Synthesize {
+        /// Source ids followed by the text.
+        #[arg(num_args = 2.., value_name = "ID... TEXT")]
+        args: Vec<String>,
+    },
+    /// Ask a question.
+    Ask { text: String },
+    /// Resolve a question, contradiction, tension or contradicts-relation: <id> "text".
+    Resolve { target: String, text: String },
+    /// Connect two nodes: <id> <id> "text".
+    Connect { a: String, b: String, text: String },
+    /// Note a tension between two nodes: <id> <id> "text".
+    Tension { a: String, b: String, text: String },
+    /// Reframe a position or question: <id> "text".
+    Reframe { target: String, text: String },
+    /// Park (abandon for now) a node: <id> ["reason"].
+    Park {
+        target: String,
+        #[arg(default_value = "")]
+        reason: String,
+    },
+    /// Resume a parked node.
+    Resume { target: String },
+    /// Record a memory claim with its kind and provenance.
+    Claim {
+        text: String,
+        /// episodic, semantic, preference, procedural, task, environmental, shared, system, audit.
+        #[arg(long, default_value = "semantic")]
+        kind: String,
+        /// Source events (repeatable).
+        #[arg(long = "source")]
+        sources: Vec<String>,
+        /// Owner scope, e.g. user:8831.
+        #[arg(long, default_value = "")]
+        owner: String,
+        /// Confirmed by its owner.
+        #[arg(long)]
+        confirmed: bool,
+        /// Expiry, ms since the Unix epoch.
+        #[arg(long)]
+        expires_at_ms: Option<u64>,
+    },
+    /// Relate two claims: <from> <to> <relation> ["reason"]; relation is one of
+    /// update, state_change, expands, qualifies, contradicts, retracts, same_as.
+    Relate {
+        from: String,
+        to: String,
+        relation: String,
+        #[arg(default_value = "")]
+        reason: String,
+    },
+    /// Confirm a claim.
+    Confirm { target: String },
+    /// Causal frames: open, evidence, conclude, suspend, resume, invalidate, tree.
+    #[command(subcommand)]
+    Frame(FrameCommand),
+    /// Tasks: new, update.
+    #[command(subcommand)]
+    Task(TaskCommand),
+    /// Record a trajectory (one attempt at a task).
+    Trajectory {
+        task_query: String,
+        final_answer: String,
+        #[arg(long, default_value_t = 1)]
+        iterations: u32,
+        #[arg(long)]
+        converged: bool,
+    },
+    /// Judge a trajectory: <trajectory> success|failure "reason" [--confidence low|medium|high].
+    Judge {
+        trajectory: String,
+        outcome: String,
+        reason: String,
+        #[arg(long, default_value = "medium")]
+        confidence: String,
+    },
+    /// Record a memory item: "title" "description" "content" [--scope S] [--from <trajectory>].
+    Item {
+        title: String,
+        description: String,
+        content: String,
+        #[arg(long, default_value = "")]
+        scope: String,
+        #[arg(long)]
+        from: Option<String>,
+    },
+    /// Record that an item was retrieved for a trajectory: <trajectory> <item> --rank N [--score 0.82].
+    Use {
+        trajectory: String,
+        item: String,
+        #[arg(long)]
+        rank: u32,
+        #[arg(long, default_value_t = 0.0)]
+        score: f64,
+    },
+
+    // ---- Reading the reasoning graph. ----
+    /// A node's status and the events that made it so.
+    Status { target: String },
+    /// Every event that touched a node, in order, each verified against its chain.
+    Trace { target: String },
+    /// The graph as of a time (ms, or YYYY-MM-DD in UTC) or an entry: all nodes, or one.
+    History {
+        #[arg(long, value_name = "MS|DATE|ENTRY")]
+        as_of: String,
+        target: Option<String>,
+    },
+    /// The current state of a node: follow updates, state changes, refinements.
+    Latest { target: String },
+    /// What was decided, and why.
+    Decisions,
+    /// Open questions.
+    Questions,
+    /// Contested nodes and what contests them.
+    Disagreements,
+    /// BM25 full-text search over node text; hides superseded and retracted unless --all.
+    Search {
+        query: String,
+        #[arg(long)]
+        all: bool,
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Derived claims with no source (orphans).
+    Orphans,
+    /// Success and failure counts of memory items.
+    Outcomes,
+    /// Export the graph: --format dot|mermaid.
+    Graph {
+        #[arg(long, default_value = "dot")]
+        format: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum FrameCommand {
+    /// Open a frame: "query" [--parent <frame>] [--branched-from <frame>] [--invalidate-if "condition"].
+    Open {
+        query: String,
+        #[arg(long)]
+        parent: Option<String>,
+        #[arg(long)]
+        branched_from: Option<String>,
+        #[arg(long, default_value = "")]
+        invalidate_if: String,
+    },
+    /// Record evidence: <frame> "text".
+    Evidence { frame: String, text: String },
+    /// Conclude: <frame> "conclusion" [--confidence 0.9].
+    Conclude {
+        frame: String,
+        conclusion: String,
+        #[arg(long, default_value_t = 1.0)]
+        confidence: f64,
+    },
+    /// Suspend a frame.
+    Suspend { frame: String },
+    /// Resume a suspended or invalidated frame.
+    Resume { frame: String },
+    /// Invalidate a frame and every frame under it: <frame> "reason".
+    Invalidate { frame: String, reason: String },
+    /// The frame tree under <frame>, in verification (post-) order.
+    Tree { frame: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TaskCommand {
+    /// Create a task: "objective" [--owner S].
+    New {
+        objective: String,
+        #[arg(long, default_value = "")]
+        owner: String,
+    },
+    /// Move a task: <task> created|in_progress|blocked|done|abandoned ["note"].
+    Update {
+        task: String,
+        state: String,
+        #[arg(default_value = "")]
+        note: String,
+    },
 }

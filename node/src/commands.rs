@@ -15,6 +15,9 @@ use std::process::ExitCode;
 pub fn run(args: Args) -> Result<ExitCode> {
     let home = Home::resolve(args.home)?;
     let json = args.json;
+    if let Some(code) = reasoning_command(&home, &args.command, json)? {
+        return Ok(code);
+    }
     match args.command {
         Command::Init => init(&home, json),
         Command::Id => {
@@ -32,6 +35,25 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Command::Authors => authors(&home, json),
         Command::Forks { author } => forks(&home, author.as_deref(), json),
         Command::CheckProof { proof } => check_proof(&proof, json),
+        other => bail!("internal error: command {other:?} has no handler"),
+    }
+}
+
+fn reasoning_command(home: &Home, command: &Command, json: bool) -> Result<Option<ExitCode>> {
+    match command {
+        Command::Init
+        | Command::Id
+        | Command::Append { .. }
+        | Command::Log { .. }
+        | Command::Show { .. }
+        | Command::Verify { .. }
+        | Command::Redact { .. }
+        | Command::Export { .. }
+        | Command::Import { .. }
+        | Command::Authors
+        | Command::Forks { .. }
+        | Command::CheckProof { .. } => Ok(None),
+        other => crate::reasoning::run(home, other, json),
     }
 }
 
@@ -79,6 +101,7 @@ fn append(home: &Home, file: Option<&Path>, json: bool) -> Result<ExitCode> {
     let key = home.load_key()?;
     let payload = read_payload(file)?;
     let store = home.open_store()?;
+    crate::reasoning::check_appended_payload(&store, &payload)?;
     let entry = store.append(&key, &payload, now_ms())?;
     print(json, &output::entry_header_json(&entry), || entry.id().to_string());
     Ok(ExitCode::SUCCESS)

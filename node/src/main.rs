@@ -14,6 +14,7 @@ mod cli;
 mod commands;
 mod home;
 mod output;
+mod reasoning;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -151,6 +151,8 @@ pub struct Node {
     open_challenges: Vec<EntryId>,
     /// Challenges it survived (answered without it being replaced).
     survived: Vec<EntryId>,
+    /// Challenges this node closed (a refinement's `resolves`).
+    closed: Vec<EntryId>,
     /// Open tensions involving it.
     tensions: Vec<EntryId>,
     confirmed: bool,
@@ -181,6 +183,7 @@ impl Node {
             resolved_by: None,
             open_challenges: Vec::new(),
             survived: Vec::new(),
+            closed: Vec::new(),
             tensions: Vec::new(),
             confirmed: false,
             frame_state: None,
@@ -230,7 +233,13 @@ impl Node {
             Status::Superseded => self.superseded_by.into_iter().collect(),
             Status::Parked => self.parked_by.into_iter().collect(),
             Status::Contested => self.open_challenges.clone(),
-            Status::Resolved => self.resolved_by.into_iter().chain(self.survived.iter().copied()).collect(),
+            Status::Resolved => self
+                .resolved_by
+                .filter(|by| *by != self.id)
+                .into_iter()
+                .chain(self.closed.iter().copied())
+                .chain(self.survived.iter().copied())
+                .collect(),
         }
     }
 
@@ -670,6 +679,7 @@ impl Graph {
                 for c in resolves {
                     self.edge(id, "resolves", *c);
                     self.close_challenge(c, id);
+                    self.node_mut(&id).closed.push(*c);
                 }
                 if !resolves.is_empty() {
                     self.node_mut(&id).resolved_by = Some(id);

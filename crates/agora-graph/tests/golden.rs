@@ -76,6 +76,8 @@ fn pricing_example() {
     assert_eq!(g.node(&e1).unwrap().why(), vec![e3]);
     assert_eq!(status(&g, &e2), Status::Resolved);
     assert_eq!(status(&g, &e3), Status::Resolved);
+    assert_eq!(g.node(&e3).unwrap().why(), vec![e2], "it resolved the contradiction");
+    assert_eq!(g.node(&e2).unwrap().why(), vec![e3]);
     assert_eq!(status(&g, &e4), Status::Active);
     // "Should we reconsider usage-based pricing?" -> it was replaced by e3.
     assert_eq!(g.latest_in_chain(&e1), Some(e3));

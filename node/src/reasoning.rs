@@ -1,0 +1,493 @@
+//! The reasoning commands: record typed events as entries, and read the
+//! reasoning graph, which is rebuilt from the store's entries by replay on each
+//! invocation (the graph is a view; nothing about it is stored).
+
+use crate::cli::{Command, FrameCommand, TaskCommand};
+use crate::home::Home;
+use crate::output::print;
+use agora_core::verify::{verify_link, verify_payload, verify_signatures};
+use agora_core::EntryId;
+use agora_graph::event::Confidence;
+use agora_graph::query::{as_of_entry, as_of_time};
+use agora_graph::{Event, Graph, LogEvent, LogPosition, MemoryKind, Node, Relation, TaskState};
+use agora_store::{PayloadState, Store};
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+use std::process::ExitCode;
+
+/// Every entry in the store as the graph sees it.
+pub fn load_events(store: &Store) -> Result<Vec<LogEvent>> {
+    let mut events = Vec::new();
+    store.for_each_entry(None, |e| {
+        let h = e.signed.header();
+        let pos = LogPosition { timestamp_ms: h.timestamp_ms, author: h.author, seq: h.seq };
+        let payload = match &e.payload {
+            PayloadState::Held(p) => Some(p.as_slice()),
+            _ => None,
+        };
+        events.push(LogEvent::from_payload(e.signed.id(), pos, payload));
+        Ok(())
+    })?;
+    Ok(events)
+}
+
+/// A reference given on the command line: a stored entry (full id or unique
+/// prefix), or a full id not stored yet, which is recorded as pending.
+fn reference(store: &Store, text: &str) -> Result<EntryId> {
+    match store.resolve(text) {
+        Ok(id) => Ok(id),
+        Err(agora_store::StoreError::NotFound(_)) if text.len() == 64 => {
+            text.parse::<EntryId>().with_context(|| format!("{text:?} is not an entry id"))
+        }
+        Err(e) => Err(e).with_context(|| format!("reference {text:?}")),
+    }
+}
+
+fn now_ms() -> u64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn basis_points(x: f64, what: &str) -> Result<u16> {
+    if !(0.0..=1.0).contains(&x) {
+        bail!("{what} must be between 0 and 1, got {x}");
+    }
+    Ok((x * 10_000.0).round() as u16)
+}
+
+fn parse_kind(text: &str) -> Result<MemoryKind> {
+    MemoryKind::ALL.into_iter().find(|k| k.name() == text).with_context(|| {
+        format!("unknown memory kind {text:?}; one of {}", MemoryKind::ALL.map(|k| k.name()).join(", "))
+    })
+}
+
+fn parse_relation(text: &str) -> Result<Relation> {
+    Relation::ALL.into_iter().find(|r| r.name() == text).with_context(|| {
+        format!("unknown relation {text:?}; one of {}", Relation::ALL.map(|r| r.name()).join(", "))
+    })
+}
+
+fn parse_task_state(text: &str) -> Result<TaskState> {
+    [TaskState::Created, TaskState::InProgress, TaskState::Blocked, TaskState::Done, TaskState::Abandoned]
+        .into_iter()
+        .find(|s| s.name() == text)
+        .with_context(|| format!("unknown task state {text:?}; one of created, in_progress, blocked, done, abandoned"))
+}
+
+/// Build the event a recording command describes. `None` for read commands.
+fn event_for(store: &Store, command: &Command) -> Result<Option<Event>> {
+    let r = |t: &String| reference(store, t);
+    let ev = match command {
+        Command::Propose { text } => Event::Proposition { text: text.clone() },
+        Command::Support { target, text } => Event::Support { target: r(target)?, text: text.clone() },
+        Command::Contradict { target, text } => Event::Contradiction { target: r(target)?, text: text.clone() },
+        Command::Refine { target, text, resolves } => Event::Refinement {
+            target: r(target)?,
+            resolves: resolves.iter().map(r).collect::<Result<_>>()?,
+            text: text.clone(),
+        },
+        Command::Synthesize { args } => {
+            let (text, ids) = args.split_last().context("synthesize needs ids and a text")?;
+            Event::Synthesis { sources: ids.iter().map(r).collect::<Result<_>>()?, text: text.clone() }
+        }
+        Command::Ask { text } => Event::Question { text: text.clone() },
+        Command::Resolve { target, text } => Event::Resolve { target: r(target)?, text: text.clone() },
+        Command::Connect { a, b, text } => Event::Connection { a: r(a)?, b: r(b)?, text: text.clone() },
+        Command::Tension { a, b, text } => Event::Tension { a: r(a)?, b: r(b)?, text: text.clone() },
+        Command::Reframe { target, text } => Event::Reframe { target: r(target)?, text: text.clone() },
+        Command::Park { target, reason } => Event::Park { target: r(target)?, reason: reason.clone() },
+        Command::Resume { target } => Event::Resume { target: r(target)? },
+        Command::Claim { text, kind, sources, owner, confirmed, expires_at_ms } => Event::Claim {
+            text: text.clone(),
+            kind: parse_kind(kind)?,
+            sources: sources.iter().map(r).collect::<Result<_>>()?,
+            owner_scope: owner.clone(),
+            confirmed: *confirmed,
+            expires_at_ms: *expires_at_ms,
+        },
+        Command::Relate { from, to, relation, reason } => {
+            Event::Relate { from: r(from)?, to: r(to)?, relation: parse_relation(relation)?, reason: reason.clone() }
+        }
+        Command::Confirm { target } => Event::Confirm { target: r(target)? },
+        Command::Frame(f) => match f {
+            FrameCommand::Open { query, parent, branched_from, invalidate_if } => Event::FrameOpen {
+                parent: parent.as_ref().map(r).transpose()?,
+                query: query.clone(),
+                branched_from: branched_from.as_ref().map(r).transpose()?,
+                invalidation_condition: invalidate_if.clone(),
+            },
+            FrameCommand::Evidence { frame, text } => Event::FrameEvidence { frame: r(frame)?, text: text.clone() },
+            FrameCommand::Conclude { frame, conclusion, confidence } => Event::FrameConclude {
+                frame: r(frame)?,
+                conclusion: conclusion.clone(),
+                confidence_bp: basis_points(*confidence, "--confidence")?,
+            },
+            FrameCommand::Suspend { frame } => Event::FrameSuspend { frame: r(frame)? },
+            FrameCommand::Resume { frame } => Event::FrameResume { frame: r(frame)? },
+            FrameCommand::Invalidate { frame, reason } => Event::FrameInvalidate { frame: r(frame)?, reason: reason.clone() },
+            FrameCommand::Tree { .. } => return Ok(None),
+        },
+        Command::Task(t) => match t {
+            TaskCommand::New { objective, owner } => Event::Task { objective: objective.clone(), owner_scope: owner.clone() },
+            TaskCommand::Update { task, state, note } => {
+                Event::TaskUpdate { task: r(task)?, state: parse_task_state(state)?, note: note.clone() }
+            }
+        },
+        Command::Trajectory { task_query, final_answer, iterations, converged } => Event::Trajectory {
+            task_query: task_query.clone(),
+            final_answer: final_answer.clone(),
+            iterations: *iterations,
+            converged: *converged,
+        },
+        Command::Judge { trajectory, outcome, reason, confidence } => Event::Judgment {
+            trajectory: r(trajectory)?,
+            success: match outcome.as_str() {
+                "success" => true,
+                "failure" => false,
+                other => bail!("outcome must be success or failure, got {other:?}"),
+            },
+            reason: reason.clone(),
+            confidence: match confidence.as_str() {
+                "low" => Confidence::Low,
+                "medium" => Confidence::Medium,
+                "high" => Confidence::High,
+                other => bail!("confidence must be low, medium or high, got {other:?}"),
+            },
+        },
+        Command::Item { title, description, content, scope, from } => Event::MemoryItem {
+            title: title.clone(),
+            description: description.clone(),
+            content: content.clone(),
+            scope: scope.clone(),
+            source_trajectory: from.as_ref().map(r).transpose()?,
+        },
+        Command::Use { trajectory, item, rank, score } => Event::Usage {
+            trajectory: r(trajectory)?,
+            item: r(item)?,
+            rank: *rank,
+            score_bp: basis_points(*score, "--score")?,
+        },
+        _ => return Ok(None),
+    };
+    Ok(Some(ev))
+}
+
+/// Run a reasoning command, if `command` is one. `Ok(None)`: not ours.
+pub fn run(home: &Home, command: &Command, json: bool) -> Result<Option<ExitCode>> {
+    let store = home.open_store()?;
+    if let Some(event) = event_for(&store, command)? {
+        return record(home, &store, event, json).map(Some);
+    }
+    let events = load_events(&store)?;
+    let graph = Graph::replay(events.clone());
+    let value_text: (Value, String) = match command {
+        Command::Status { target } => {
+            let id = reference(&store, target)?;
+            match graph.node(&id) {
+                Some(n) => (status_json(&graph, n), status_text(&graph, n)),
+                None => match graph.pending().into_iter().find(|p| p.event.id == id) {
+                    Some(p) => {
+                        let missing: Vec<String> = p.missing.iter().map(|m| m.to_string()).collect();
+                        (json!({ "id": id.to_string(), "status": "pending", "missing": missing }), format!("{id}: pending, waiting for {}", missing.join(", ")))
+                    }
+                    None => bail!("no event {id} in the log"),
+                },
+            }
+        }
+        Command::Trace { target } => trace(&store, &graph, &reference(&store, target)?)?,
+        Command::History { as_of, target } => {
+            let past = if let Some(ms) = parse_time(as_of) {
+                as_of_time(&events, ms)
+            } else {
+                let entry = reference(&store, as_of).with_context(|| format!("--as-of {as_of:?}: not a time (ms or YYYY-MM-DD) or an entry"))?;
+                as_of_entry(&events, &entry).with_context(|| format!("entry {entry} is not in the log"))?
+            };
+            match target {
+                Some(t) => {
+                    let id = reference(&store, t)?;
+                    match past.node(&id) {
+                        Some(n) => (status_json(&past, n), status_text(&past, n)),
+                        None => (json!({ "id": id.to_string(), "status": "not_yet_recorded" }), format!("{id}: not yet recorded at that point")),
+                    }
+                }
+                None => nodes_listing(past.nodes().filter(|n| n.event.is_some())),
+            }
+        }
+        Command::Latest { target } => {
+            let id = reference(&store, target)?;
+            let latest = graph.latest_in_chain(&id).with_context(|| format!("no event {id} in the graph"))?;
+            let n = graph.node(&latest).context("latest node vanished")?;
+            (json!({ "id": id.to_string(), "latest": latest.to_string(), "text": n.text, "status": n.status().name() }), format!("{latest}  [{}]  {}", n.status().name(), n.text))
+        }
+        Command::Decisions => {
+            let rows: Vec<Value> = graph
+                .decisions()
+                .iter()
+                .filter_map(|d| graph.node(&d.node).map(|n| (n, d)))
+                .map(|(n, d)| json!({ "id": n.id.to_string(), "kind": n.kind, "text": n.text, "because": refs_json(&graph, &d.because) }))
+                .collect();
+            let text = graph
+                .decisions()
+                .iter()
+                .filter_map(|d| graph.node(&d.node).map(|n| (n, d)))
+                .map(|(n, d)| format!("{} {} {}\n{}", n.id.short(), n.kind, n.text, refs_text(&graph, &d.because, "  because")))
+                .collect::<Vec<_>>()
+                .join("\n");
+            (json!(rows), text)
+        }
+        Command::Questions => nodes_listing(graph.open_questions().into_iter()),
+        Command::Orphans => nodes_listing(graph.orphans().into_iter()),
+        Command::Disagreements => {
+            let d = graph.disagreements();
+            let rows: Vec<Value> = d
+                .iter()
+                .filter_map(|x| graph.node(&x.node).map(|n| (n, x)))
+                .map(|(n, x)| json!({ "id": n.id.to_string(), "kind": n.kind, "text": n.text, "status": n.status().name(), "contested_by": refs_json(&graph, &x.challenges), "tensions": refs_json(&graph, &x.tensions) }))
+                .collect();
+            let text = d
+                .iter()
+                .filter_map(|x| graph.node(&x.node).map(|n| (n, x)))
+                .map(|(n, x)| format!("{} [{}] {}\n{}{}", n.id.short(), n.status().name(), n.text, refs_text(&graph, &x.challenges, "  contested by"), refs_text(&graph, &x.tensions, "  tension")))
+                .collect::<Vec<_>>()
+                .join("\n");
+            (json!(rows), text)
+        }
+        Command::Search { query, all, limit } => {
+            let index = agora_search::SearchIndex::build(&graph)?;
+            let hits = index.search(&graph, query, *all, *limit)?;
+            let rows: Vec<Value> = hits.iter().map(|h| json!({ "id": h.id.to_string(), "score": h.score, "status": h.status.name(), "kind": h.kind, "text": h.text })).collect();
+            let text = hits.iter().map(|h| format!("{:>7.3} {} [{}] {}: {}", h.score, h.id.short(), h.status.name(), h.kind, h.text)).collect::<Vec<_>>().join("\n");
+            (json!(rows), text)
+        }
+        Command::Outcomes => {
+            let rows: Vec<(Value, String)> = graph
+                .memory_item_outcomes()
+                .into_iter()
+                .filter_map(|(id, s, f, u)| graph.node(&id).map(|n| (n, s, f, u)))
+                .map(|(n, s, f, u)| {
+                    (
+                        json!({ "id": n.id.to_string(), "status": n.status().name(), "successes": s, "failures": f, "uses": u, "text": n.text }),
+                        format!("{} [{}] success {s} failure {f} uses {u}: {}", n.id.short(), n.status().name(), n.text.lines().next().unwrap_or("")),
+                    )
+                })
+                .collect();
+            (json!(rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>()), rows.iter().map(|r| r.1.clone()).collect::<Vec<_>>().join("\n"))
+        }
+        Command::Graph { format } => {
+            let text = match format.as_str() {
+                "dot" => agora_graph::export::to_dot(&graph),
+                "mermaid" => agora_graph::export::to_mermaid(&graph),
+                other => bail!("--format must be dot or mermaid, got {other:?}"),
+            };
+            (json!({ "format": format, "graph": text }), text.trim_end().to_string())
+        }
+        Command::Frame(FrameCommand::Tree { frame }) => {
+            let root = reference(&store, frame)?;
+            let order = graph.frames_post_order(&root);
+            if order.is_empty() {
+                bail!("no frame {root}");
+            }
+            nodes_listing(order.iter().filter_map(|id| graph.node(id)))
+        }
+        _ => return Ok(None),
+    };
+    print(json, &value_text.0, || value_text.1);
+    Ok(Some(ExitCode::SUCCESS))
+}
+
+/// The rules for a locally written event: decodable, within limits, and (when
+/// every reference is known) allowed by the graph's rules. Returns the
+/// references not known yet, which the event will wait for as pending.
+fn check_local(store: &Store, event: &Event) -> Result<Vec<EntryId>> {
+    event.check_limits()?;
+    let graph = Graph::replay(load_events(store)?);
+    let missing: Vec<EntryId> = event.refs().into_iter().filter(|r| graph.node(r).is_none()).collect();
+    if missing.is_empty() {
+        // The new entry's id is not known before signing; no stored id can equal it.
+        graph.check(EntryId::default(), event).with_context(|| format!("refused: this {} breaks a rule", event.kind_name()))?;
+    } else {
+        // The rules that need no referenced node still apply.
+        let refs = event.refs();
+        if let Some((_, r)) = refs.iter().enumerate().find(|(i, r)| refs[..*i].contains(r)) {
+            bail!("refused: this {} breaks a rule: refers to itself: {r} is named more than once", event.kind_name());
+        }
+        if let Event::Synthesis { sources, .. } = event {
+            if sources.len() < 2 {
+                bail!("refused: this synthesis breaks a rule: a synthesis needs at least two sources, found {}", sources.len());
+            }
+        }
+    }
+    Ok(missing)
+}
+
+/// `agora append` of a payload that claims to be an event (it starts with the
+/// event magic) is held to the same rules as the recording verbs.
+pub fn check_appended_payload(store: &Store, payload: &[u8]) -> Result<()> {
+    if Event::is_event_payload(payload) {
+        let event = Event::decode(payload).context("refused: the payload is an event this version cannot accept")?;
+        check_local(store, &event)?;
+    }
+    Ok(())
+}
+
+fn record(home: &Home, store: &Store, event: Event, json: bool) -> Result<ExitCode> {
+    let key = home.load_key()?;
+    let missing = check_local(store, &event)?;
+    let entry = store.append(&key, &event.encode(), now_ms())?;
+    let pending: Vec<String> = missing.iter().map(|m| m.to_string()).collect();
+    let value = json!({ "id": entry.id().to_string(), "kind": event.kind_name(), "seq": entry.header().seq, "pending": pending });
+    print(json, &value, || {
+        let mut t = entry.id().to_string();
+        if !pending.is_empty() {
+            t.push_str(&format!("\n(pending: waiting for {})", pending.join(", ")));
+        }
+        t
+    });
+    Ok(ExitCode::SUCCESS)
+}
+
+fn refs_json(g: &Graph, ids: &[EntryId]) -> Vec<Value> {
+    ids.iter()
+        .map(|id| match g.node(id) {
+            Some(n) => json!({ "id": id.to_string(), "kind": n.kind, "text": n.text, "status": n.status().name() }),
+            None => json!({ "id": id.to_string() }),
+        })
+        .collect()
+}
+
+fn refs_text(g: &Graph, ids: &[EntryId], label: &str) -> String {
+    ids.iter()
+        .map(|id| match g.node(id) {
+            Some(n) => format!("{label} {} {}: {}\n", id.short(), n.kind, n.text),
+            None => format!("{label} {}\n", id.short()),
+        })
+        .collect()
+}
+
+fn status_json(g: &Graph, n: &Node) -> Value {
+    json!({
+        "id": n.id.to_string(),
+        "kind": n.kind,
+        "text": n.text,
+        "author": n.pos.author.to_string(),
+        "seq": n.pos.seq,
+        "timestamp_ms": n.pos.timestamp_ms,
+        "status": n.status().name(),
+        "settled": n.settled(),
+        "why": refs_json(g, &n.why()),
+        "orphan": n.orphan(),
+        "unconfirmed": n.unconfirmed(),
+        "expired": n.expired(now_ms()),
+        "memory_kind": n.memory_kind().map(|k| k.name()),
+        "frame_state": n.frame_state().map(|s| s.name()),
+        "task_state": n.task_state().map(|s| s.name()),
+        "latest": g.latest_in_chain(&n.id).map(|l| l.to_string()),
+        "invalid": n.invalid,
+    })
+}
+
+fn status_text(g: &Graph, n: &Node) -> String {
+    let mut flags = Vec::new();
+    if n.settled() {
+        flags.push("settled".to_string());
+    }
+    if n.orphan() {
+        flags.push("orphan".into());
+    }
+    if n.unconfirmed() {
+        flags.push("unconfirmed".into());
+    }
+    if n.expired(now_ms()) {
+        flags.push("expired".into());
+    }
+    if let Some(s) = n.frame_state() {
+        flags.push(format!("frame {}", s.name()));
+    }
+    if let Some(s) = n.task_state() {
+        flags.push(format!("task {}", s.name()));
+    }
+    if let Some(reason) = &n.invalid {
+        flags.push(format!("invalid: {reason}"));
+    }
+    let flags = if flags.is_empty() { String::new() } else { format!(" ({})", flags.join(", ")) };
+    format!("{} {} {}{}\n{}\n{}", n.id, n.kind, n.status().name(), flags, n.text, refs_text(g, &n.why(), "  why:")).trim_end().to_string()
+}
+
+fn nodes_listing<'a>(nodes: impl Iterator<Item = &'a Node>) -> (Value, String) {
+    let nodes: Vec<&Node> = nodes.collect();
+    let rows: Vec<Value> = nodes
+        .iter()
+        .map(|n| json!({ "id": n.id.to_string(), "kind": n.kind, "status": n.status().name(), "text": n.text, "frame_state": n.frame_state().map(|s| s.name()) }))
+        .collect();
+    let text = nodes.iter().map(|n| format!("{} {:<12} [{}] {}", n.id.short(), n.kind, n.status().name(), n.text)).collect::<Vec<_>>().join("\n");
+    (json!(rows), text)
+}
+
+/// `trace`: every event that touched the node, in order, each checked: its
+/// signature (batched), its payload against its hash, and its link to the
+/// previous entry of its author's chain.
+fn trace(store: &Store, g: &Graph, id: &EntryId) -> Result<(Value, String)> {
+    let node = g.node(id).with_context(|| format!("no event {id} in the graph"))?;
+    let mut stored = Vec::new();
+    for t in &node.touched_by {
+        stored.push(store.get(t)?.with_context(|| format!("event {t} is not stored"))?);
+    }
+    let signed: Vec<&agora_core::SignedEntry> = stored.iter().map(|s| &s.signed).collect();
+    verify_signatures(&signed).context("trace: signature check failed")?;
+    let mut rows = Vec::new();
+    let mut text = Vec::new();
+    for s in &stored {
+        if let PayloadState::Held(p) = &s.payload {
+            verify_payload(&s.signed, p).context("trace: payload check failed")?;
+        }
+        if let Some(back) = s.signed.header().backlink {
+            let prev = store.get(&back)?.with_context(|| format!("trace: predecessor {back} of {} is missing", s.signed.id()))?;
+            verify_link(&prev.signed, &s.signed).context("trace: chain link check failed")?;
+        }
+        let n = g.node(&s.signed.id());
+        let h = s.signed.header();
+        rows.push(json!({
+            "id": s.signed.id().to_string(), "author": h.author.to_string(), "seq": h.seq, "timestamp_ms": h.timestamp_ms,
+            "kind": n.map(|n| n.kind), "text": n.map(|n| n.text.clone()), "status": n.map(|n| n.status().name()), "verified": true,
+        }));
+        text.push(format!("{} {}/{} {:<14} {}", s.signed.id().short(), h.author.short(), h.seq, n.map_or("?", |n| n.kind), n.map_or(String::new(), |n| n.text.clone())));
+    }
+    text.push(format!("verified: {} events, signatures, payload hashes and chain links", stored.len()));
+    Ok((json!({ "id": id.to_string(), "status": node.status().name(), "events": rows }), text.join("\n")))
+}
+
+/// Milliseconds since the epoch, or a UTC date `YYYY-MM-DD` (its first millisecond).
+fn parse_time(text: &str) -> Option<u64> {
+    if !text.is_empty() && text.len() < 16 && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text.parse().ok();
+    }
+    let parts: Vec<&str> = text.split('-').collect();
+    let [y, m, d] = parts.as_slice() else { return None };
+    if y.len() != 4 || m.len() != 2 || d.len() != 2 {
+        return None;
+    }
+    let (y, m, d): (i64, i64, i64) = (y.parse().ok()?, m.parse().ok()?, d.parse().ok()?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || y < 1970 {
+        return None;
+    }
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    u64::try_from(days * 86_400_000).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn dates_parse_to_utc_midnight() {
+        assert_eq!(super::parse_time("1970-01-01"), Some(0));
+        assert_eq!(super::parse_time("2024-03-15"), Some(1_710_460_800_000));
+        assert_eq!(super::parse_time("1710460800000"), Some(1_710_460_800_000));
+        assert_eq!(super::parse_time("2024-13-01"), None);
+        assert_eq!(super::parse_time("abcd"), None);
+    }
+}
