@@ -5,30 +5,17 @@
 use crate::cli::{Command, FrameCommand, TaskCommand};
 use crate::home::Home;
 use crate::output::print;
-use agora_core::verify::{verify_link, verify_payload, verify_signatures};
 use agora_core::EntryId;
 use agora_graph::event::Confidence;
 use agora_graph::query::{as_of_entry, as_of_time};
-use agora_graph::{Event, Graph, LogEvent, LogPosition, MemoryKind, Node, Relation, TaskState};
-use agora_store::{PayloadState, Store};
+use agora_graph::{Event, Graph, LogEvent, MemoryKind, Node, Relation, TaskState};
+use agora_store::Store;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 use std::process::ExitCode;
 
-/// Every entry in the store as the graph sees it.
-pub fn load_events(store: &Store) -> Result<Vec<LogEvent>> {
-    let mut events = Vec::new();
-    store.for_each_entry(None, |e| {
-        let h = e.signed.header();
-        let pos = LogPosition { timestamp_ms: h.timestamp_ms, author: h.author, seq: h.seq };
-        let payload = match &e.payload {
-            PayloadState::Held(p) => Some(p.as_slice()),
-            _ => None,
-        };
-        events.push(LogEvent::from_payload(e.signed.id(), pos, payload));
-        Ok(())
-    })?;
-    Ok(events)
+fn load_events(store: &Store) -> Result<Vec<LogEvent>> {
+    Ok(agora_view::load_events(store)?)
 }
 
 /// A reference given on the command line: a stored entry (full id or unique
@@ -210,7 +197,7 @@ pub fn run(home: &Home, command: &Command, json: bool) -> Result<Option<ExitCode
                         None => (json!({ "id": id.to_string(), "status": "not_yet_recorded" }), format!("{id}: not yet recorded at that point")),
                     }
                 }
-                None => nodes_listing(past.nodes().filter(|n| n.event.is_some())),
+                None => nodes_listing(past.nodes().filter(|n| n.is_event())),
             }
         }
         Command::Latest { target } => {
@@ -423,36 +410,24 @@ fn nodes_listing<'a>(nodes: impl Iterator<Item = &'a Node>) -> (Value, String) {
     (json!(rows), text)
 }
 
-/// `trace`: every event that touched the node, in order, each checked: its
-/// signature (batched), its payload against its hash, and its link to the
-/// previous entry of its author's chain.
+/// `trace`: every event that touched the node, in order, each verified
+/// against its chain (see `agora_view::trace`).
 fn trace(store: &Store, g: &Graph, id: &EntryId) -> Result<(Value, String)> {
     let node = g.node(id).with_context(|| format!("no event {id} in the graph"))?;
-    let mut stored = Vec::new();
-    for t in &node.touched_by {
-        stored.push(store.get(t)?.with_context(|| format!("event {t} is not stored"))?);
-    }
-    let signed: Vec<&agora_core::SignedEntry> = stored.iter().map(|s| &s.signed).collect();
-    verify_signatures(&signed).context("trace: signature check failed")?;
+    let traced = agora_view::trace(store, g, id)?;
     let mut rows = Vec::new();
     let mut text = Vec::new();
-    for s in &stored {
-        if let PayloadState::Held(p) = &s.payload {
-            verify_payload(&s.signed, p).context("trace: payload check failed")?;
-        }
-        if let Some(back) = s.signed.header().backlink {
-            let prev = store.get(&back)?.with_context(|| format!("trace: predecessor {back} of {} is missing", s.signed.id()))?;
-            verify_link(&prev.signed, &s.signed).context("trace: chain link check failed")?;
-        }
-        let n = g.node(&s.signed.id());
-        let h = s.signed.header();
+    for t in &traced {
+        let n = g.node(&t.entry.id());
+        let h = t.entry.header();
         rows.push(json!({
-            "id": s.signed.id().to_string(), "author": h.author.to_string(), "seq": h.seq, "timestamp_ms": h.timestamp_ms,
-            "kind": n.map(|n| n.kind), "text": n.map(|n| n.text.clone()), "status": n.map(|n| n.status().name()), "verified": true,
+            "id": t.entry.id().to_string(), "author": h.author.to_string(), "seq": h.seq, "timestamp_ms": h.timestamp_ms,
+            "kind": n.map(|n| n.kind), "text": n.map(|n| n.text.clone()), "status": n.map(|n| n.status().name()),
+            "payload_held": t.payload_held, "verified": true,
         }));
-        text.push(format!("{} {}/{} {:<14} {}", s.signed.id().short(), h.author.short(), h.seq, n.map_or("?", |n| n.kind), n.map_or(String::new(), |n| n.text.clone())));
+        text.push(format!("{} {}/{} {:<14} {}", t.entry.id().short(), h.author.short(), h.seq, n.map_or("?", |n| n.kind), n.map_or(String::new(), |n| n.text.clone())));
     }
-    text.push(format!("verified: {} events, signatures, payload hashes and chain links", stored.len()));
+    text.push(format!("verified: {} events, signatures, payload hashes and chain links", traced.len()));
     Ok((json!({ "id": id.to_string(), "status": node.status().name(), "events": rows }), text.join("\n")))
 }
 

@@ -2,7 +2,8 @@
 //! entries, each printed beside this machine's raw Ed25519 rates measured in the
 //! same run, so every figure is also a ratio to what the hardware allows.
 //!
-//! Run: `cargo run --release -p agora-bench -- --entries 100000`
+//! Run: `cargo run --release -p agora-bench -- store --entries 100000`
+//! and `cargo run --release -p agora-bench -- graph --events 1000000`.
 
 use agora_core::AgentKey;
 use agora_store::{Store, StoreOptions};
@@ -11,8 +12,18 @@ use clap::Parser;
 use ed25519_dalek::{Signer, SigningKey};
 use std::time::{Duration, Instant};
 
+mod graph_bench;
+
 #[derive(Parser)]
-#[command(about = "Benchmarks Agora appends and verification against raw ed25519 rates")]
+#[command(about = "Agora benchmarks: store (appends, verification) and graph (replay, lookups, trace)")]
+enum Bench {
+    /// Durable appends and verification of stored entries, against raw ed25519 rates.
+    Store(Args),
+    /// Reasoning-graph replay, status lookups and verified traces.
+    Graph(graph_bench::GraphArgs),
+}
+
+#[derive(clap::Args)]
 struct Args {
     /// Entries in the stored chain used for batch-append and verification.
     #[arg(long, default_value_t = 100_000)]
@@ -52,7 +63,13 @@ struct Row {
 }
 
 fn main() -> Result<()> {
-    let args = Args::parse();
+    match Bench::parse() {
+        Bench::Store(args) => store_bench(args),
+        Bench::Graph(args) => graph_bench::run(args),
+    }
+}
+
+fn store_bench(args: Args) -> Result<()> {
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let min = Duration::from_secs(2);
 

@@ -350,6 +350,25 @@ impl Event {
         }
     }
 
+    /// [`Event::text`], moving the string out where there is just one.
+    pub fn into_text(self) -> String {
+        match self {
+            Event::Proposition { text }
+            | Event::Support { text, .. }
+            | Event::Contradiction { text, .. }
+            | Event::Refinement { text, .. }
+            | Event::Synthesis { text, .. }
+            | Event::Question { text }
+            | Event::Resolve { text, .. }
+            | Event::Connection { text, .. }
+            | Event::Tension { text, .. }
+            | Event::Reframe { text, .. }
+            | Event::Claim { text, .. }
+            | Event::FrameEvidence { text, .. } => text,
+            other => other.text(),
+        }
+    }
+
     fn texts(&self) -> Vec<&str> {
         let mut out = Vec::new();
         match self {

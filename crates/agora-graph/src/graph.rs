@@ -10,6 +10,32 @@
 use crate::event::{memory_item_content_id, Event, EventDecodeError, MemoryKind, Relation, TaskState};
 use agora_core::{AgentId, EntryId};
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Entry ids are SHA-256 outputs, already uniformly distributed, so the index
+/// hashes them by their first eight bytes instead of running SipHash over all
+/// 32 (a third of the replay time went to hashing). Grinding ids that collide
+/// in a table of a million buckets costs about a million SHA-256 evaluations
+/// per entry, and every entry must be signed by an admitted author.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // `EntryId` hashes as its 32-byte array: a length prefix, then the bytes.
+        if bytes.len() >= 8 {
+            let mut first = [0u8; 8];
+            first.copy_from_slice(&bytes[..8]);
+            self.0 ^= u64::from_le_bytes(first);
+        }
+    }
+    fn write_usize(&mut self, _: usize) {}
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type IdMap<V> = HashMap<EntryId, V, BuildHasherDefault<IdHasher>>;
 
 /// Where an event sits in the log: the order in which it is applied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -123,30 +149,25 @@ impl FrameState {
     }
 }
 
-/// A node of the reasoning graph: one applied event, with what later events did to it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Node {
-    /// The entry id.
-    pub id: EntryId,
-    /// Position in the log.
-    pub pos: LogPosition,
-    /// Kind name (`proposition`, ..., or `raw`, `redacted`, `invalid`).
-    pub kind: &'static str,
-    /// Searchable text.
-    pub text: String,
-    /// The event, when the payload is held and valid.
-    pub event: Option<Event>,
-    /// Why it is invalid, if it is.
-    pub invalid: Option<String>,
-    /// Every event that touched this node, in log order, starting with itself.
-    pub touched_by: Vec<EntryId>,
-    /// Outgoing typed edges: (relation name, target).
-    pub edges: Vec<(&'static str, EntryId)>,
-    superseded_by: Option<EntryId>,
+/// What a node keeps of its event beyond its text: just what later rules and
+/// reads need. (Keeping whole events would double the graph's memory.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Meta {
+    None,
+    Claim { kind: MemoryKind, has_sources: bool, confirmed: bool, expires_at_ms: Option<u64> },
+    Relate(Relation),
+    Usage { item: EntryId },
+}
+
+/// Per-node state that most nodes never have, boxed so that a node stays small:
+/// replaying a million events touches every node's memory, and on this
+/// machine a page fault costs microseconds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Extra {
     retracted_by: Option<EntryId>,
+    /// (the node it duplicates, the event that said so)
     duplicate_of: Option<(EntryId, EntryId)>,
     parked_by: Option<EntryId>,
-    resolved_by: Option<EntryId>,
     /// Challenges (contradictions, `contradicts` relations) open against it.
     open_challenges: Vec<EntryId>,
     /// Challenges it survived (answered without it being replaced).
@@ -165,59 +186,79 @@ pub struct Node {
     failures: u64,
 }
 
+static NO_EXTRA: std::sync::LazyLock<Extra> = std::sync::LazyLock::new(Extra::default);
+
+/// A node of the reasoning graph: one applied event, with what later events did to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Node {
+    /// The entry id.
+    pub id: EntryId,
+    /// Position in the log.
+    pub pos: LogPosition,
+    /// Kind name (`proposition`, ..., or `raw`, `redacted`, `invalid`).
+    pub kind: &'static str,
+    /// Searchable text.
+    pub text: String,
+    /// Why it is invalid, if it is.
+    pub invalid: Option<String>,
+    /// Every later event that touched this node, in log order (see [`Node::touched_by`]).
+    touched: Vec<EntryId>,
+    /// Outgoing typed edges: (relation name, target).
+    pub edges: Vec<(&'static str, EntryId)>,
+    superseded_by: Option<EntryId>,
+    resolved_by: Option<EntryId>,
+    meta: Meta,
+    extra: Option<Box<Extra>>,
+}
+
 impl Node {
-    fn new(id: EntryId, pos: LogPosition, kind: &'static str, text: String, event: Option<Event>) -> Self {
+    fn new(id: EntryId, pos: LogPosition, kind: &'static str) -> Self {
         Self {
             id,
             pos,
             kind,
-            text,
-            event,
+            text: String::new(),
             invalid: None,
-            touched_by: vec![id],
+            touched: Vec::new(),
             edges: Vec::new(),
             superseded_by: None,
-            retracted_by: None,
-            duplicate_of: None,
-            parked_by: None,
             resolved_by: None,
-            open_challenges: Vec::new(),
-            survived: Vec::new(),
-            closed: Vec::new(),
-            tensions: Vec::new(),
-            confirmed: false,
-            frame_state: None,
-            frame_children: Vec::new(),
-            task_state: None,
-            judged: None,
-            usages: Vec::new(),
-            successes: 0,
-            failures: 0,
+            meta: Meta::None,
+            extra: None,
         }
+    }
+
+    /// Every event that touched this node, in log order, starting with itself.
+    pub fn touched_by(&self) -> Vec<EntryId> {
+        std::iter::once(self.id).chain(self.touched.iter().copied()).collect()
+    }
+
+    fn x(&self) -> &Extra {
+        self.extra.as_deref().unwrap_or(&NO_EXTRA)
+    }
+
+    /// True for nodes made by a valid, held event (not raw, redacted or invalid).
+    pub fn is_event(&self) -> bool {
+        self.invalid.is_none() && !matches!(self.kind, "raw" | "redacted" | "invalid")
     }
 
     /// The node's status, by the rules in order: invalid, retracted, duplicate,
     /// superseded, parked, contested, resolved, active.
     pub fn status(&self) -> Status {
+        let x = self.x();
         if self.invalid.is_some() {
             Status::Invalid
-        } else if self.retracted_by.is_some() || self.frame_state == Some(FrameState::Invalidated) {
+        } else if x.retracted_by.is_some() || x.frame_state == Some(FrameState::Invalidated) {
             Status::Retracted
-        } else if self.duplicate_of.is_some() {
+        } else if x.duplicate_of.is_some() {
             Status::Duplicate
         } else if self.superseded_by.is_some() {
             Status::Superseded
-        } else if self.parked_by.is_some()
-            || self.frame_state == Some(FrameState::Suspended)
-            || self.task_state == Some(TaskState::Abandoned)
-        {
+        } else if x.parked_by.is_some() || x.frame_state == Some(FrameState::Suspended) || x.task_state == Some(TaskState::Abandoned) {
             Status::Parked
-        } else if !self.open_challenges.is_empty() {
+        } else if !x.open_challenges.is_empty() {
             Status::Contested
-        } else if self.resolved_by.is_some()
-            || self.frame_state == Some(FrameState::Completed)
-            || self.task_state == Some(TaskState::Done)
-        {
+        } else if self.resolved_by.is_some() || x.frame_state == Some(FrameState::Completed) || x.task_state == Some(TaskState::Done) {
             Status::Resolved
         } else {
             Status::Active
@@ -226,70 +267,72 @@ impl Node {
 
     /// The events that make the status what it is.
     pub fn why(&self) -> Vec<EntryId> {
+        let x = self.x();
         match self.status() {
-            Status::Invalid | Status::Active => self.survived.clone(),
-            Status::Retracted => self.retracted_by.into_iter().collect(),
-            Status::Duplicate => self.duplicate_of.map(|(of, by)| vec![by, of]).unwrap_or_default(),
+            Status::Invalid | Status::Active => x.survived.clone(),
+            Status::Retracted => x.retracted_by.into_iter().collect(),
+            Status::Duplicate => x.duplicate_of.map(|(of, by)| vec![by, of]).unwrap_or_default(),
             Status::Superseded => self.superseded_by.into_iter().collect(),
-            Status::Parked => self.parked_by.into_iter().collect(),
-            Status::Contested => self.open_challenges.clone(),
+            Status::Parked => x.parked_by.into_iter().collect(),
+            Status::Contested => x.open_challenges.clone(),
             Status::Resolved => self
                 .resolved_by
                 .filter(|by| *by != self.id)
                 .into_iter()
-                .chain(self.closed.iter().copied())
-                .chain(self.survived.iter().copied())
+                .chain(x.closed.iter().copied())
+                .chain(x.survived.iter().copied())
                 .collect(),
         }
     }
 
     /// Survived at least one challenge, and nothing is open against it.
     pub fn settled(&self) -> bool {
-        matches!(self.status(), Status::Active | Status::Resolved) && !self.survived.is_empty() && self.open_challenges.is_empty()
+        let x = self.x();
+        matches!(self.status(), Status::Active | Status::Resolved) && !x.survived.is_empty() && x.open_challenges.is_empty()
     }
 
     /// A derived claim (semantic, preference, procedural) with no source events.
     pub fn orphan(&self) -> bool {
-        matches!(&self.event, Some(Event::Claim { kind, sources, .. }) if kind.is_derived() && sources.is_empty())
+        matches!(self.meta, Meta::Claim { kind, has_sources: false, .. } if kind.is_derived())
     }
 
     /// A claim that is not confirmed (by its event or a later `confirm`).
     pub fn unconfirmed(&self) -> bool {
-        matches!(&self.event, Some(Event::Claim { confirmed, .. }) if !*confirmed && !self.confirmed)
+        matches!(self.meta, Meta::Claim { confirmed: false, .. }) && !self.x().confirmed
     }
 
     /// A claim whose expiry is at or before `now_ms`.
     pub fn expired(&self, now_ms: u64) -> bool {
-        matches!(&self.event, Some(Event::Claim { expires_at_ms: Some(t), .. }) if *t <= now_ms)
+        matches!(self.meta, Meta::Claim { expires_at_ms: Some(t), .. } if t <= now_ms)
     }
 
     /// The memory kind of a claim.
     pub fn memory_kind(&self) -> Option<MemoryKind> {
-        match &self.event {
-            Some(Event::Claim { kind, .. }) => Some(*kind),
+        match self.meta {
+            Meta::Claim { kind, .. } => Some(kind),
             _ => None,
         }
     }
 
     /// Frame state, for frames.
     pub fn frame_state(&self) -> Option<FrameState> {
-        self.frame_state
+        self.x().frame_state
     }
     /// Child frames, for frames.
     pub fn frame_children(&self) -> &[EntryId] {
-        &self.frame_children
+        &self.x().frame_children
     }
     /// Task state, for tasks.
     pub fn task_state(&self) -> Option<TaskState> {
-        self.task_state
+        self.x().task_state
     }
     /// Open challenges.
     pub fn open_challenges(&self) -> &[EntryId] {
-        &self.open_challenges
+        &self.x().open_challenges
     }
     /// Open tensions.
     pub fn tensions(&self) -> &[EntryId] {
-        &self.tensions
+        &self.x().tensions
     }
     /// The node that supersedes this one, if any.
     pub fn superseded_by(&self) -> Option<EntryId> {
@@ -297,11 +340,12 @@ impl Node {
     }
     /// For memory items: (successes, failures, uses) over judged trajectories.
     pub fn outcomes(&self) -> (u64, u64, usize) {
-        (self.successes, self.failures, self.usages.len())
+        let x = self.x();
+        (x.successes, x.failures, x.usages.len())
     }
     /// For trajectories: the judgment (success?), if judged.
     pub fn judged(&self) -> Option<bool> {
-        self.judged
+        self.x().judged
     }
 }
 
@@ -361,11 +405,13 @@ pub struct Pending {
 /// The reasoning graph derived from a set of events.
 #[derive(Clone, Debug, Default)]
 pub struct Graph {
-    nodes: HashMap<EntryId, Node>,
-    /// Application order (log order, with pending events placed where they were released).
-    order: Vec<EntryId>,
+    /// Nodes in application order (log order, with pending events placed where
+    /// they were released). Stored in a Vec and indexed by id, so growing the
+    /// index never moves the (large) nodes.
+    nodes: Vec<Node>,
+    index: IdMap<u32>,
     /// Held events, by one of the ids they still miss.
-    waiting: HashMap<EntryId, Vec<LogEvent>>,
+    waiting: IdMap<Vec<LogEvent>>,
     pending_count: usize,
     /// Memory item content id -> first item with that content.
     content_ids: HashMap<[u8; 32], EntryId>,
@@ -402,6 +448,8 @@ impl Graph {
     pub fn replay(mut events: Vec<LogEvent>) -> Self {
         events.sort_by_key(|e| (e.pos, e.id));
         let mut g = Graph::new();
+        g.nodes.reserve(events.len());
+        g.index.reserve(events.len());
         for e in events {
             g.apply(e);
         }
@@ -412,7 +460,7 @@ impl Graph {
     /// returns `false`, applying nothing, if `event` sorts before the last one
     /// applied, in which case the caller replays. Applying an id twice is a no-op.
     pub fn apply(&mut self, event: LogEvent) -> bool {
-        if self.nodes.contains_key(&event.id) {
+        if self.index.contains_key(&event.id) {
             return true;
         }
         if self.last_pos.is_some_and(|last| event.pos < last) {
@@ -422,11 +470,11 @@ impl Graph {
         let mut queue = vec![event];
         while let Some(e) = queue.pop() {
             let id = e.id;
-            if self.nodes.contains_key(&id) {
+            if self.index.contains_key(&id) {
                 continue;
             }
             if let Body::Event(ev) = &e.body {
-                let missing: Vec<EntryId> = ev.refs().into_iter().filter(|r| !self.nodes.contains_key(r)).collect();
+                let missing: Vec<EntryId> = ev.refs().into_iter().filter(|r| !self.index.contains_key(r)).collect();
                 if let Some(first) = missing.first() {
                     self.pending_count += 1;
                     self.waiting.entry(*first).or_default().push(e);
@@ -445,27 +493,41 @@ impl Graph {
     }
 
     fn apply_ready(&mut self, e: LogEvent) {
-        let (kind, text, event, invalid) = match e.body {
-            Body::Raw => ("raw", String::new(), None, None),
-            Body::Redacted => ("redacted", String::new(), None, None),
-            Body::Undecodable(err) => ("invalid", String::new(), None, Some(err.to_string())),
-            Body::Event(ev) => match self.check(e.id, &ev) {
-                Ok(()) => (ev.kind_name(), ev.text(), Some(ev), None),
-                Err(err) => (ev.kind_name(), ev.text(), Some(ev), Some(err.to_string())),
-            },
+        let kind = match &e.body {
+            Body::Raw => "raw",
+            Body::Redacted => "redacted",
+            Body::Undecodable(_) => "invalid",
+            Body::Event(ev) => ev.kind_name(),
         };
-        let mut node = Node::new(e.id, e.pos, kind, text, event.clone());
-        node.invalid = invalid;
-        let valid = node.invalid.is_none();
-        self.order.push(e.id);
-        self.nodes.insert(e.id, node);
-        if let (true, Some(ev)) = (valid, event) {
-            self.effects(e.id, &ev);
+        let mut node = Node::new(e.id, e.pos, kind);
+        let event = match e.body {
+            Body::Raw | Body::Redacted => None,
+            Body::Undecodable(err) => {
+                node.invalid = Some(err.to_string());
+                None
+            }
+            Body::Event(ev) => {
+                if let Err(err) = self.check(e.id, &ev) {
+                    node.invalid = Some(err.to_string());
+                }
+                Some(ev)
+            }
+        };
+        self.index.insert(e.id, self.nodes.len() as u32);
+        self.nodes.push(node);
+        if let Some(ev) = event {
+            if self.nodes.last().is_some_and(|n| n.invalid.is_none()) {
+                self.effects(e.id, &ev);
+            }
+            let text = ev.into_text();
+            if let Some(n) = self.nodes.last_mut() {
+                n.text = text;
+            }
         }
     }
 
     fn kind_of(&self, id: &EntryId) -> &'static str {
-        self.nodes.get(id).map_or("unknown", |n| if n.invalid.is_some() { "invalid" } else { n.kind })
+        self.node(id).map_or("unknown", |n| if n.invalid.is_some() { "invalid" } else { n.kind })
     }
 
     fn expect(&self, event: &'static str, target: &EntryId, kinds: &[&str], expected: &'static str) -> Result<(), RuleError> {
@@ -509,7 +571,7 @@ impl Graph {
             Event::Resolve { target, .. } => {
                 let kind = self.kind_of(target);
                 let resolvable = matches!(kind, "question" | "contradiction" | "tension")
-                    || matches!(self.nodes.get(target).and_then(|n| n.event.as_ref()), Some(Event::Relate { relation: Relation::Contradicts, .. }));
+                    || matches!(self.node(target).map(|n| n.meta), Some(Meta::Relate(Relation::Contradicts)));
                 if !resolvable {
                     return Err(RuleError::WrongKind {
                         event: name,
@@ -518,7 +580,7 @@ impl Graph {
                         expected: "a question, contradiction, tension or contradicts relation",
                     });
                 }
-                match self.nodes.get(target).and_then(|n| n.resolved_by) {
+                match self.node(target).and_then(|n| n.resolved_by) {
                     Some(by) => wrong_state(target, format!("already resolved by {by}")),
                     None => Ok(()),
                 }
@@ -534,14 +596,14 @@ impl Graph {
             }
             Event::Park { target, .. } => {
                 self.expect(name, target, CONTENT_KINDS, "a content node")?;
-                match self.nodes.get(target).and_then(|n| n.parked_by) {
+                match self.node(target).and_then(|n| n.x().parked_by) {
                     Some(_) => wrong_state(target, "already parked".into()),
                     None => Ok(()),
                 }
             }
             Event::Resume { target } => {
                 self.expect(name, target, CONTENT_KINDS, "a content node")?;
-                match self.nodes.get(target).and_then(|n| n.parked_by) {
+                match self.node(target).and_then(|n| n.x().parked_by) {
                     Some(_) => Ok(()),
                     None => wrong_state(target, "not parked".into()),
                 }
@@ -561,7 +623,7 @@ impl Graph {
             }
             Event::FrameEvidence { frame, .. } | Event::FrameConclude { frame, .. } => {
                 self.expect(name, frame, &["frame_open"], "a frame")?;
-                match self.nodes.get(frame).and_then(|n| n.frame_state) {
+                match self.node(frame).and_then(|n| n.x().frame_state) {
                     Some(FrameState::Active) => Ok(()),
                     Some(s) => wrong_state(frame, format!("a {} frame", s.name())),
                     None => Ok(()),
@@ -569,14 +631,14 @@ impl Graph {
             }
             Event::FrameSuspend { frame } => {
                 self.expect(name, frame, &["frame_open"], "a frame")?;
-                match self.nodes.get(frame).and_then(|n| n.frame_state) {
+                match self.node(frame).and_then(|n| n.x().frame_state) {
                     Some(FrameState::Active) => Ok(()),
                     s => wrong_state(frame, format!("a {} frame", s.map_or("unknown", |s| s.name()))),
                 }
             }
             Event::FrameResume { frame } => {
                 self.expect(name, frame, &["frame_open"], "a frame")?;
-                match self.nodes.get(frame).and_then(|n| n.frame_state) {
+                match self.node(frame).and_then(|n| n.x().frame_state) {
                     Some(FrameState::Suspended | FrameState::Invalidated) => Ok(()),
                     s => wrong_state(frame, format!("a {} frame", s.map_or("unknown", |s| s.name()))),
                 }
@@ -584,14 +646,14 @@ impl Graph {
             Event::FrameInvalidate { frame, .. } => self.expect(name, frame, &["frame_open"], "a frame"),
             Event::TaskUpdate { task, .. } => {
                 self.expect(name, task, &["task"], "a task")?;
-                match self.nodes.get(task).and_then(|n| n.task_state) {
+                match self.node(task).and_then(|n| n.x().task_state) {
                     Some(s @ (TaskState::Done | TaskState::Abandoned)) => wrong_state(task, format!("a {} task", s.name())),
                     _ => Ok(()),
                 }
             }
             Event::Judgment { trajectory, .. } => {
                 self.expect(name, trajectory, &["trajectory"], "a trajectory")?;
-                match self.nodes.get(trajectory).and_then(|n| n.judged) {
+                match self.node(trajectory).and_then(|n| n.x().judged) {
                     Some(_) => wrong_state(trajectory, "already judged".into()),
                     None => Ok(()),
                 }
@@ -610,7 +672,7 @@ impl Graph {
     fn supersedes_transitively(&self, a: &EntryId, b: &EntryId) -> bool {
         let mut cur = *b;
         let mut steps = 0usize;
-        while let Some(next) = self.nodes.get(&cur).and_then(|n| n.superseded_by) {
+        while let Some(next) = self.node(&cur).and_then(|n| n.superseded_by) {
             if next == *a {
                 return true;
             }
@@ -625,13 +687,18 @@ impl Graph {
 
     fn node_mut(&mut self, id: &EntryId) -> &mut Node {
         // Effects run only after `check`, which proved every reference exists.
-        self.nodes.get_mut(id).unwrap_or_else(|| panic!("reference {id} checked but missing"))
+        let i = *self.index.get(id).unwrap_or_else(|| panic!("reference {id} checked but missing"));
+        &mut self.nodes[i as usize]
+    }
+
+    fn extra_mut(&mut self, id: &EntryId) -> &mut Extra {
+        self.node_mut(id).extra.get_or_insert_with(Box::default)
     }
 
     fn touch(&mut self, target: &EntryId, by: EntryId) {
         let n = self.node_mut(target);
-        if n.touched_by.last() != Some(&by) {
-            n.touched_by.push(by);
+        if n.touched.last() != Some(&by) && n.id != by {
+            n.touched.push(by);
         }
     }
 
@@ -651,9 +718,9 @@ impl Graph {
     /// survived it.
     fn close_challenge(&mut self, c: &EntryId, by: EntryId) {
         self.node_mut(c).resolved_by = Some(by);
-        let challenged: Vec<EntryId> = self.nodes[c].edges.iter().filter(|(r, _)| matches!(*r, "contradicts" | "tension")).map(|(_, t)| *t).collect();
+        let challenged: Vec<EntryId> = self.node_mut(c).edges.iter().filter(|(r, _)| matches!(*r, "contradicts" | "tension")).map(|(_, t)| *t).collect();
         for t in challenged {
-            let n = self.node_mut(&t);
+            let n = self.extra_mut(&t);
             let before = n.open_challenges.len() + n.tensions.len();
             n.open_challenges.retain(|x| x != c);
             n.tensions.retain(|x| x != c);
@@ -665,13 +732,21 @@ impl Graph {
     }
 
     fn effects(&mut self, id: EntryId, ev: &Event) {
+        self.node_mut(&id).meta = match ev {
+            Event::Claim { kind, sources, confirmed, expires_at_ms, .. } => {
+                Meta::Claim { kind: *kind, has_sources: !sources.is_empty(), confirmed: *confirmed, expires_at_ms: *expires_at_ms }
+            }
+            Event::Relate { relation, .. } => Meta::Relate(*relation),
+            Event::Usage { item, .. } => Meta::Usage { item: *item },
+            _ => Meta::None,
+        };
         match ev {
             Event::Proposition { .. } | Event::Question { .. } | Event::Trajectory { .. } => {}
-            Event::Task { .. } => self.node_mut(&id).task_state = Some(TaskState::Created),
+            Event::Task { .. } => self.extra_mut(&id).task_state = Some(TaskState::Created),
             Event::Support { target, .. } => self.edge(id, "supports", *target),
             Event::Contradiction { target, .. } => {
                 self.edge(id, "contradicts", *target);
-                self.node_mut(target).open_challenges.push(id);
+                self.extra_mut(target).open_challenges.push(id);
             }
             Event::Refinement { target, resolves, .. } => {
                 self.edge(id, "refines", *target);
@@ -679,7 +754,7 @@ impl Graph {
                 for c in resolves {
                     self.edge(id, "resolves", *c);
                     self.close_challenge(c, id);
-                    self.node_mut(&id).closed.push(*c);
+                    self.extra_mut(&id).closed.push(*c);
                 }
                 if !resolves.is_empty() {
                     self.node_mut(&id).resolved_by = Some(id);
@@ -701,7 +776,7 @@ impl Graph {
             Event::Tension { a, b, .. } => {
                 for t in [a, b] {
                     self.edge(id, "tension", *t);
-                    self.node_mut(t).tensions.push(id);
+                    self.extra_mut(t).tensions.push(id);
                 }
             }
             Event::Reframe { target, .. } => {
@@ -710,11 +785,11 @@ impl Graph {
             }
             Event::Park { target, .. } => {
                 self.touch(target, id);
-                self.node_mut(target).parked_by = Some(id);
+                self.extra_mut(target).parked_by = Some(id);
             }
             Event::Resume { target } => {
                 self.touch(target, id);
-                self.node_mut(target).parked_by = None;
+                self.extra_mut(target).parked_by = None;
             }
             Event::Claim { sources, .. } => {
                 for s in sources {
@@ -731,26 +806,26 @@ impl Graph {
                     Relation::Contradicts => {
                         // No winner: both sides are challenged by this relation.
                         self.node_mut(&id).edges.push(("contradicts", *from));
-                        self.node_mut(from).open_challenges.push(id);
-                        self.node_mut(to).open_challenges.push(id);
+                        self.extra_mut(from).open_challenges.push(id);
+                        self.extra_mut(to).open_challenges.push(id);
                     }
-                    Relation::Retracts => self.node_mut(to).retracted_by = Some(id),
-                    Relation::SameAs => self.node_mut(from).duplicate_of = Some((*to, id)),
+                    Relation::Retracts => self.extra_mut(to).retracted_by = Some(id),
+                    Relation::SameAs => self.extra_mut(from).duplicate_of = Some((*to, id)),
                 }
             }
             Event::Confirm { target } => {
                 self.touch(target, id);
-                self.node_mut(target).confirmed = true;
+                self.extra_mut(target).confirmed = true;
             }
             Event::FrameOpen { parent, branched_from, .. } => {
-                self.node_mut(&id).frame_state = Some(FrameState::Active);
+                self.extra_mut(&id).frame_state = Some(FrameState::Active);
                 if let Some(p) = parent {
                     self.edge(id, "child_of", *p);
-                    self.node_mut(p).frame_children.push(id);
+                    self.extra_mut(p).frame_children.push(id);
                 }
                 if let Some(b) = branched_from {
                     self.edge(id, "branched_from", *b);
-                    let n = self.node_mut(b);
+                    let n = self.extra_mut(b);
                     if n.frame_state == Some(FrameState::Active) {
                         n.frame_state = Some(FrameState::Suspended);
                     }
@@ -759,36 +834,36 @@ impl Graph {
             Event::FrameEvidence { frame, .. } => self.edge(id, "evidence_for", *frame),
             Event::FrameConclude { frame, .. } => {
                 self.edge(id, "concludes", *frame);
-                self.node_mut(frame).frame_state = Some(FrameState::Completed);
+                self.extra_mut(frame).frame_state = Some(FrameState::Completed);
             }
             Event::FrameSuspend { frame } => {
                 self.touch(frame, id);
-                self.node_mut(frame).frame_state = Some(FrameState::Suspended);
+                self.extra_mut(frame).frame_state = Some(FrameState::Suspended);
             }
             Event::FrameResume { frame } => {
                 self.touch(frame, id);
-                self.node_mut(frame).frame_state = Some(FrameState::Active);
+                self.extra_mut(frame).frame_state = Some(FrameState::Active);
             }
             Event::FrameInvalidate { frame, .. } => {
                 // Top-down cascade: the frame, then every frame under it.
                 let mut stack = vec![*frame];
                 while let Some(f) = stack.pop() {
                     self.touch(&f, id);
-                    let n = self.node_mut(&f);
+                    let n = self.extra_mut(&f);
                     n.frame_state = Some(FrameState::Invalidated);
                     stack.extend(n.frame_children.iter().rev().copied());
                 }
             }
             Event::TaskUpdate { task, state, .. } => {
                 self.touch(task, id);
-                self.node_mut(task).task_state = Some(*state);
+                self.extra_mut(task).task_state = Some(*state);
             }
             Event::Judgment { trajectory, success, .. } => {
                 self.edge(id, "judges", *trajectory);
-                self.node_mut(trajectory).judged = Some(*success);
-                let usages: Vec<EntryId> = self.nodes[trajectory].usages.clone();
+                self.extra_mut(trajectory).judged = Some(*success);
+                let usages: Vec<EntryId> = self.extra_mut(trajectory).usages.clone();
                 for u in usages {
-                    if let Some(Event::Usage { item, .. }) = self.nodes[&u].event.clone() {
+                    if let Meta::Usage { item } = self.node_mut(&u).meta {
                         self.count_outcome(&item, *success);
                     }
                 }
@@ -801,7 +876,7 @@ impl Graph {
                 match self.content_ids.get(&cid) {
                     Some(first) => {
                         let first = *first;
-                        self.node_mut(&id).duplicate_of = Some((first, id));
+                        self.extra_mut(&id).duplicate_of = Some((first, id));
                         self.touch(&first, id);
                     }
                     None => {
@@ -812,9 +887,9 @@ impl Graph {
             Event::Usage { trajectory, item, .. } => {
                 self.edge(id, "used_in", *trajectory);
                 self.edge(id, "uses", *item);
-                self.node_mut(trajectory).usages.push(id);
-                self.node_mut(item).usages.push(id);
-                if let Some(success) = self.nodes[trajectory].judged {
+                self.extra_mut(trajectory).usages.push(id);
+                self.extra_mut(item).usages.push(id);
+                if let Some(success) = self.extra_mut(trajectory).judged {
                     self.count_outcome(item, success);
                 }
             }
@@ -822,7 +897,7 @@ impl Graph {
     }
 
     fn count_outcome(&mut self, item: &EntryId, success: bool) {
-        let n = self.node_mut(item);
+        let n = self.extra_mut(item);
         if success {
             n.successes += 1;
         } else {
@@ -832,12 +907,12 @@ impl Graph {
 
     /// A node by id.
     pub fn node(&self, id: &EntryId) -> Option<&Node> {
-        self.nodes.get(id)
+        self.index.get(id).map(|i| &self.nodes[*i as usize])
     }
 
     /// Nodes in application order.
     pub fn nodes(&self) -> impl Iterator<Item = &Node> {
-        self.order.iter().filter_map(|id| self.nodes.get(id))
+        self.nodes.iter()
     }
 
     /// Number of applied nodes.
@@ -858,7 +933,7 @@ impl Graph {
             .flatten()
             .map(|e| {
                 let missing = match &e.body {
-                    Body::Event(ev) => ev.refs().into_iter().filter(|r| !self.nodes.contains_key(r)).collect(),
+                    Body::Event(ev) => ev.refs().into_iter().filter(|r| !self.index.contains_key(r)).collect(),
                     _ => Vec::new(),
                 };
                 Pending { event: e.clone(), missing }
@@ -872,9 +947,9 @@ impl Graph {
     /// Follow update, state-change, refinement and reframe edges to the
     /// current state of `id` (itself if nothing supersedes it).
     pub fn latest_in_chain(&self, id: &EntryId) -> Option<EntryId> {
-        let mut cur = *self.nodes.get(id)?.id();
+        let mut cur = *self.node(id)?.id();
         let mut steps = 0;
-        while let Some(next) = self.nodes.get(&cur).and_then(|n| n.superseded_by) {
+        while let Some(next) = self.node(&cur).and_then(|n| n.superseded_by) {
             cur = next;
             steps += 1;
             if steps > self.nodes.len() {
@@ -888,7 +963,7 @@ impl Graph {
     /// its kind, status, settled flag and the events that made it so, plus the
     /// pending set. Two graphs with equal snapshots are equal views.
     pub fn snapshot(&self) -> Vec<u8> {
-        let sorted: BTreeMap<&EntryId, &Node> = self.nodes.iter().collect();
+        let sorted: BTreeMap<&EntryId, &Node> = self.nodes.iter().map(|n| (&n.id, n)).collect();
         let mut out = Vec::new();
         for (id, n) in sorted {
             out.extend_from_slice(id.as_bytes());
@@ -896,7 +971,8 @@ impl Graph {
             out.push(0);
             out.push(n.status() as u8);
             out.push(n.settled() as u8);
-            for list in [&n.touched_by, &n.why(), &n.open_challenges, &n.tensions, &n.frame_children] {
+            let x = n.x();
+            for list in [&n.touched_by(), &n.why(), &x.open_challenges, &x.tensions, &x.frame_children] {
                 out.extend_from_slice(&(list.len() as u32).to_be_bytes());
                 for x in list.iter() {
                     out.extend_from_slice(x.as_bytes());
@@ -906,11 +982,11 @@ impl Graph {
                 out.extend_from_slice(rel.as_bytes());
                 out.extend_from_slice(to.as_bytes());
             }
-            out.push(n.frame_state.map_or(0xff, |s| s as u8));
-            out.push(n.task_state.map_or(0xff, |s| s as u8));
-            out.extend_from_slice(&n.successes.to_be_bytes());
-            out.extend_from_slice(&n.failures.to_be_bytes());
-            out.push(n.confirmed as u8);
+            out.push(x.frame_state.map_or(0xff, |s| s as u8));
+            out.push(x.task_state.map_or(0xff, |s| s as u8));
+            out.extend_from_slice(&x.successes.to_be_bytes());
+            out.extend_from_slice(&x.failures.to_be_bytes());
+            out.push(x.confirmed as u8);
         }
         for p in self.pending() {
             out.extend_from_slice(p.event.id.as_bytes());

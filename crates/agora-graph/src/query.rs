@@ -1,7 +1,6 @@
 //! Read-side questions over a graph: decisions, open questions, the
 //! disagreement map, state as of a time or an entry.
 
-use crate::event::Event;
 use crate::graph::{Graph, LogEvent, Node, Status};
 use agora_core::EntryId;
 
@@ -81,7 +80,7 @@ impl Graph {
     /// Memory items with their outcome counts: (item, successes, failures, uses).
     pub fn memory_item_outcomes(&self) -> Vec<(EntryId, u64, u64, usize)> {
         self.nodes()
-            .filter(|n| matches!(n.event, Some(Event::MemoryItem { .. })))
+            .filter(|n| n.kind == "memory_item" && n.is_event())
             .map(|n| {
                 let (s, f, u) = n.outcomes();
                 (n.id, s, f, u)

@@ -85,7 +85,7 @@ fn pricing_example() {
     let decided: Vec<EntryId> = g.decisions().iter().map(|d| d.node).collect();
     assert_eq!(decided, vec![e2, e3]);
     // The trace of e1: itself, the contradiction, the refinement, the synthesis.
-    assert_eq!(g.node(&e1).unwrap().touched_by, vec![e1, e2, e3, e4]);
+    assert_eq!(g.node(&e1).unwrap().touched_by(), vec![e1, e2, e3, e4]);
 }
 
 /// 000: order matters. A proposition made after a contradiction (of an
@@ -142,7 +142,7 @@ fn dog_example() {
     assert_eq!(status(&g, &f14), Status::Superseded);
     assert_eq!(status(&g, &f47), Status::Active);
     assert_eq!(g.node(&f14).unwrap().why(), vec![f47]);
-    assert!(g.node(&f47).unwrap().touched_by.contains(&sc));
+    assert!(g.node(&f47).unwrap().touched_by().contains(&sc));
     assert_eq!(g.latest_in_chain(&f14), Some(f47));
     assert_eq!(g.latest_in_chain(&f12), Some(f12));
     // "Did Alex have a dog last March?" Yes: as of March, f14 was current.

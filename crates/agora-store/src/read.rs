@@ -67,6 +67,14 @@ impl Store {
         Ok(Some(StoredEntry { signed, payload }))
     }
 
+    /// The signed entry with this id, without its payload.
+    pub fn get_signed(&self, id: &EntryId) -> Result<Option<SignedEntry>, StoreError> {
+        match self.locate(id)? {
+            Some((author, seq)) => self.load_signed(&author, seq, id),
+            None => Ok(None),
+        }
+    }
+
     pub(crate) fn payload_state(&self, key: &[u8]) -> Result<PayloadState, StoreError> {
         if let Some(p) = self.db.get_cf(self.cf(CF_PAYLOADS)?, key).map_err(db("reading a payload"))? {
             return Ok(PayloadState::Held(p));

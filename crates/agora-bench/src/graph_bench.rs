@@ -1,0 +1,283 @@
+//! Reasoning-graph benchmarks: replay rate, status lookup latency, and the
+//! latency of a trace that verifies its own entries.
+
+use agora_core::{AgentId, AgentKey, EntryId};
+use agora_graph::{Event, Graph, LogEvent, LogPosition, MemoryKind, Relation};
+use agora_store::{Store, StoreOptions};
+use anyhow::Result;
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args)]
+pub struct GraphArgs {
+    /// Events in the in-memory log for replay and lookups.
+    #[arg(long, default_value_t = 1_000_000)]
+    events: usize,
+    /// Entries in the on-disk store used for trace latency.
+    #[arg(long, default_value_t = 100_000)]
+    store_entries: usize,
+    /// Status lookups to time.
+    #[arg(long, default_value_t = 1_000_000)]
+    lookups: usize,
+    /// Traces to time.
+    #[arg(long, default_value_t = 2_000)]
+    traces: usize,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// xorshift64*: deterministic, so every run benchmarks the same log.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// Ids seen so far, by what they can be referred to as.
+#[derive(Default)]
+struct Known {
+    positions: Vec<EntryId>,
+    claims: Vec<EntryId>,
+    open_contradictions: Vec<EntryId>,
+    open_questions: Vec<EntryId>,
+}
+
+impl Known {
+    /// A recent position: references cluster near the head, as in a debate.
+    fn recent(v: &[EntryId], rng: &mut Rng) -> Option<EntryId> {
+        if v.is_empty() {
+            return None;
+        }
+        let window = v.len().min(10_000);
+        Some(v[v.len() - 1 - rng.below(window)])
+    }
+
+    fn make(&mut self, rng: &mut Rng, i: usize) -> Event {
+        let text = format!("position {i} about pricing tier {} and hiring plan {}", i % 97, i % 13);
+        let r = rng.below(100);
+        let pos = Self::recent(&self.positions, rng);
+        let pos2 = Self::recent(&self.positions, rng);
+        match (r, pos, pos2) {
+            (0..30, _, _) | (_, None, _) => Event::Proposition { text },
+            (30..45, Some(t), _) => Event::Support { target: t, text },
+            (45..55, Some(t), _) => Event::Contradiction { target: t, text },
+            (55..63, Some(t), _) => {
+                let resolves = self.open_contradictions.pop().into_iter().collect();
+                Event::Refinement { target: t, resolves, text }
+            }
+            (63..68, Some(a), Some(b)) if a != b => Event::Synthesis { sources: vec![a, b], text },
+            (68..73, _, _) => Event::Question { text },
+            (73..78, _, _) => match self.open_questions.pop().or_else(|| self.open_contradictions.pop()) {
+                Some(t) => Event::Resolve { target: t, text },
+                None => Event::Proposition { text },
+            },
+            (78..85, Some(t), _) => Event::Claim {
+                text,
+                kind: MemoryKind::Semantic,
+                sources: vec![t],
+                owner_scope: "user:1".into(),
+                confirmed: true,
+                expires_at_ms: None,
+            },
+            (85..90, _, _) => match (Self::recent(&self.claims, rng), Self::recent(&self.claims, rng)) {
+                (Some(a), Some(b)) if a != b => Event::Relate { from: a, to: b, relation: Relation::Expands, reason: text },
+                _ => Event::Proposition { text },
+            },
+            (_, Some(a), Some(b)) if a != b => Event::Connection { a, b, text },
+            _ => Event::Proposition { text },
+        }
+    }
+
+    fn record(&mut self, id: EntryId, ev: &Event) {
+        match ev {
+            Event::Proposition { .. } | Event::Refinement { .. } | Event::Synthesis { .. } | Event::Claim { .. } => {
+                self.positions.push(id);
+                self.claims.push(id);
+            }
+            Event::Support { .. } => self.positions.push(id),
+            Event::Contradiction { .. } => {
+                self.positions.push(id);
+                self.open_contradictions.push(id);
+            }
+            Event::Question { .. } => self.open_questions.push(id),
+            _ => {}
+        }
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// This machine's rate of bringing fresh memory into use: allocate a buffer and
+/// touch every page once. Replay builds a node per event in fresh memory, so
+/// this is the limit it runs into on a virtual machine with slow page faults.
+fn fresh_memory_mb_per_s() -> f64 {
+    let bytes = 512 << 20;
+    let start = Instant::now();
+    let mut buf: Vec<u8> = Vec::with_capacity(bytes);
+    buf.resize(bytes, 0);
+    for i in (0..bytes).step_by(4096) {
+        buf[i] = 1;
+    }
+    std::hint::black_box(&buf);
+    let secs = start.elapsed().as_secs_f64();
+    drop(buf);
+    (bytes as f64 / 1e6) / secs
+}
+
+/// Bytes of heap the graph holds per node: measured as the growth of the
+/// process's resident set while a replay runs is noisy, so count the parts.
+fn graph_bytes_per_node() -> usize {
+    std::mem::size_of::<agora_graph::Node>() + 48 /* index slot */ + 32 /* edge list */
+}
+
+pub fn run(args: GraphArgs) -> Result<()> {
+    let fresh_mb_s = fresh_memory_mb_per_s();
+    // 1. An in-memory log of `events` events by 16 authors.
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut known = Known::default();
+    let mut log: Vec<(EntryId, LogPosition, Vec<u8>)> = Vec::with_capacity(args.events);
+    for i in 0..args.events {
+        let ev = known.make(&mut rng, i);
+        let id = EntryId(agora_core::sha256(&(i as u64).to_be_bytes()));
+        let author = AgentId([(i % 16) as u8; 32]);
+        let pos = LogPosition { timestamp_ms: 1_700_000_000_000 + i as u64, author, seq: (i / 16) as u64 + 1 };
+        known.record(id, &ev);
+        log.push((id, pos, ev.encode()));
+    }
+    let payload_bytes: usize = log.iter().map(|(_, _, p)| p.len()).sum();
+
+    // 2. Replay: decode every payload and apply every event, one core.
+    let start = Instant::now();
+    let events: Vec<LogEvent> = log.iter().map(|(id, pos, p)| LogEvent::from_payload(*id, *pos, Some(p))).collect();
+    let decode = start.elapsed();
+    let for_incremental = events.clone();
+    let start = Instant::now();
+    let graph = Graph::replay(events);
+    let apply = start.elapsed();
+    assert_eq!(graph.len(), args.events, "every event applied");
+    let invalid = graph.invalid().len();
+    let replay_rate = args.events as f64 / (decode + apply).as_secs_f64();
+    let apply_rate = args.events as f64 / apply.as_secs_f64();
+
+    // Incremental application in log order gives the same view, bit for bit.
+    let mut incremental = Graph::new();
+    let mut sorted = for_incremental;
+    sorted.sort_by_key(|e| (e.pos, e.id));
+    for e in sorted {
+        incremental.apply(e);
+    }
+    assert_eq!(incremental.view_hash(), graph.view_hash(), "incremental view differs from replay");
+
+    // 3. Status lookups with the whole log loaded.
+    let mut lat = Vec::with_capacity(args.lookups);
+    let mut sink = 0usize;
+    for _ in 0..args.lookups {
+        let id = log[rng.below(log.len())].0;
+        let t = Instant::now();
+        let n = graph.node(&id).expect("node exists");
+        sink += n.status() as usize + n.why().len() + n.settled() as usize;
+        lat.push(t.elapsed());
+    }
+    std::hint::black_box(sink);
+    lat.sort();
+
+    // 4. Traces against a real store: a node touched by 10 events, verified.
+    let dir = tempfile::tempdir()?;
+    let store = Store::open(dir.path().join("store"), &StoreOptions { create: true, sync: false })?;
+    let key = AgentKey::from_seed([3; 32]);
+    let mut known = Known::default();
+    let mut rng = Rng(42);
+    let mut target: Option<EntryId> = None;
+    let mut touches = 0;
+    let mut written = 0;
+    let batch = 1000;
+    while written < args.store_entries {
+        let n = batch.min(args.store_entries - written);
+        let mut evs = Vec::with_capacity(n);
+        for j in 0..n {
+            let i = written + j;
+            // Every 10,000 entries, one more event touches the target node.
+            let ev = match target {
+                Some(t) if i % 10_000 == 5_000 && touches < 9 => {
+                    touches += 1;
+                    Event::Support { target: t, text: format!("support {touches}") }
+                }
+                _ => known.make(&mut rng, i),
+            };
+            evs.push(ev);
+        }
+        let payloads: Vec<Vec<u8>> = evs.iter().map(Event::encode).collect();
+        let refs: Vec<&[u8]> = payloads.iter().map(|p| &p[..]).collect();
+        let entries = store.append_batch(&key, &refs, written as u64)?;
+        for (e, ev) in entries.iter().zip(&evs) {
+            known.record(e.id(), ev);
+            if target.is_none() && matches!(ev, Event::Proposition { .. }) {
+                target = Some(e.id());
+            }
+        }
+        written += n;
+    }
+    let target = target.expect("a proposition was written");
+    let graph_on_disk = agora_view::load_graph(&store)?;
+    let touched = graph_on_disk.node(&target).map_or(0, |n| n.touched_by().len());
+    let mut trace_lat = Vec::with_capacity(args.traces);
+    for _ in 0..args.traces {
+        let t = Instant::now();
+        let traced = agora_view::trace(&store, &graph_on_disk, &target)?;
+        trace_lat.push(t.elapsed());
+        assert_eq!(traced.len(), touched);
+    }
+    trace_lat.sort();
+
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "events": args.events, "payload_bytes": payload_bytes, "invalid_events": invalid,
+                "replay_events_per_s": replay_rate.round(), "apply_only_events_per_s": apply_rate.round(),
+                "fresh_memory_mb_per_s": fresh_mb_s.round(), "graph_bytes_per_node": graph_bytes_per_node(),
+                "status_lookup_us": { "p50": us(percentile(&lat, 0.5)), "p99": us(percentile(&lat, 0.99)), "max": us(*lat.last().expect("lookups")) },
+                "trace": { "store_entries": written, "events_in_trace": touched,
+                           "p50_us": us(percentile(&trace_lat, 0.5)), "p99_us": us(percentile(&trace_lat, 0.99)) },
+            })
+        );
+    } else {
+        println!("graph of {} events ({} MB of payloads, {} invalid by the rules), one core", args.events, payload_bytes / 1_000_000, invalid);
+        println!("replay from payload bytes (decode + apply): {:>10.0} events/s  (decode {:.2} s, apply {:.2} s)", replay_rate, decode.as_secs_f64(), apply.as_secs_f64());
+        println!("apply only (decoded events):                {:>10.0} events/s", apply_rate);
+        let bound = fresh_mb_s * 1e6 / graph_bytes_per_node() as f64;
+        println!(
+            "machine: fresh memory (allocate + first touch) {:.0} MB/s; at {} bytes per node that alone bounds replay at {:.0} events/s (apply runs at {:.2} of it)",
+            fresh_mb_s,
+            graph_bytes_per_node(),
+            bound,
+            apply_rate / bound
+        );
+        println!(
+            "status lookup (status + why + settled), {} lookups: p50 {:.2} us, p99 {:.2} us, max {:.1} us",
+            args.lookups,
+            us(percentile(&lat, 0.5)),
+            us(percentile(&lat, 0.99)),
+            us(*lat.last().expect("lookups"))
+        );
+        println!(
+            "trace of a node touched by {} events in a {}-entry store, verified (batch signatures, payload hashes, chain links), {} runs: p50 {:.0} us, p99 {:.0} us",
+            touched,
+            written,
+            args.traces,
+            us(percentile(&trace_lat, 0.5)),
+            us(percentile(&trace_lat, 0.99))
+        );
+    }
+    Ok(())
+}
