@@ -298,10 +298,10 @@ fn check_local(store: &Store, event: &Event) -> Result<Vec<EntryId>> {
         if let Some((_, r)) = refs.iter().enumerate().find(|(i, r)| refs[..*i].contains(r)) {
             bail!("refused: this {} breaks a rule: refers to itself: {r} is named more than once", event.kind_name());
         }
-        if let Event::Synthesis { sources, .. } = event {
-            if sources.len() < 2 {
-                bail!("refused: this synthesis breaks a rule: a synthesis needs at least two sources, found {}", sources.len());
-            }
+        if let Event::Synthesis { sources, .. } = event
+            && sources.len() < 2
+        {
+            bail!("refused: this synthesis breaks a rule: a synthesis needs at least two sources, found {}", sources.len());
         }
     }
     Ok(missing)

@@ -405,10 +405,10 @@ impl Event {
         if self.refs().len() > REFS_MAX {
             return Err(EventDecodeError::Limit(format!("{} references, more than {REFS_MAX}", self.refs().len())));
         }
-        if let Event::FrameConclude { confidence_bp, .. } | Event::Usage { score_bp: confidence_bp, .. } = self {
-            if *confidence_bp > 10_000 {
-                return Err(EventDecodeError::Limit(format!("basis points {confidence_bp} > 10000")));
-            }
+        if let Event::FrameConclude { confidence_bp, .. } | Event::Usage { score_bp: confidence_bp, .. } = self
+            && *confidence_bp > 10_000
+        {
+            return Err(EventDecodeError::Limit(format!("basis points {confidence_bp} > 10000")));
         }
         Ok(())
     }
