@@ -369,7 +369,7 @@ fn status_json(g: &Graph, n: &Node) -> Value {
         "frame_state": n.frame_state().map(|s| s.name()),
         "task_state": n.task_state().map(|s| s.name()),
         "latest": g.latest_in_chain(&n.id).map(|l| l.to_string()),
-        "invalid": n.invalid,
+        "invalid": n.invalid(),
     })
 }
 
@@ -393,7 +393,7 @@ fn status_text(g: &Graph, n: &Node) -> String {
     if let Some(s) = n.task_state() {
         flags.push(format!("task {}", s.name()));
     }
-    if let Some(reason) = &n.invalid {
+    if let Some(reason) = n.invalid() {
         flags.push(format!("invalid: {reason}"));
     }
     let flags = if flags.is_empty() { String::new() } else { format!(" ({})", flags.join(", ")) };

@@ -156,7 +156,6 @@ enum Meta {
     None,
     Claim { kind: MemoryKind, has_sources: bool, confirmed: bool, expires_at_ms: Option<u64> },
     Relate(Relation),
-    Usage { item: EntryId },
 }
 
 /// Per-node state that most nodes never have, boxed so that a node stays small:
@@ -164,6 +163,10 @@ enum Meta {
 /// machine a page fault costs microseconds.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Extra {
+    invalid: Option<String>,
+    superseded_by: Option<EntryId>,
+    resolved_by: Option<EntryId>,
+    usage_item: Option<EntryId>,
     retracted_by: Option<EntryId>,
     /// (the node it duplicates, the event that said so)
     duplicate_of: Option<(EntryId, EntryId)>,
@@ -199,14 +202,10 @@ pub struct Node {
     pub kind: &'static str,
     /// Searchable text.
     pub text: String,
-    /// Why it is invalid, if it is.
-    pub invalid: Option<String>,
     /// Every later event that touched this node, in log order (see [`Node::touched_by`]).
     touched: Vec<EntryId>,
     /// Outgoing typed edges: (relation name, target).
     pub edges: Vec<(&'static str, EntryId)>,
-    superseded_by: Option<EntryId>,
-    resolved_by: Option<EntryId>,
     meta: Meta,
     extra: Option<Box<Extra>>,
 }
@@ -218,11 +217,8 @@ impl Node {
             pos,
             kind,
             text: String::new(),
-            invalid: None,
             touched: Vec::new(),
             edges: Vec::new(),
-            superseded_by: None,
-            resolved_by: None,
             meta: Meta::None,
             extra: None,
         }
@@ -237,28 +233,33 @@ impl Node {
         self.extra.as_deref().unwrap_or(&NO_EXTRA)
     }
 
+    /// Why it is invalid (it broke a rule, or could not be decoded), if it is.
+    pub fn invalid(&self) -> Option<&str> {
+        self.x().invalid.as_deref()
+    }
+
     /// True for nodes made by a valid, held event (not raw, redacted or invalid).
     pub fn is_event(&self) -> bool {
-        self.invalid.is_none() && !matches!(self.kind, "raw" | "redacted" | "invalid")
+        self.x().invalid.is_none() && !matches!(self.kind, "raw" | "redacted" | "invalid")
     }
 
     /// The node's status, by the rules in order: invalid, retracted, duplicate,
     /// superseded, parked, contested, resolved, active.
     pub fn status(&self) -> Status {
         let x = self.x();
-        if self.invalid.is_some() {
+        if x.invalid.is_some() {
             Status::Invalid
         } else if x.retracted_by.is_some() || x.frame_state == Some(FrameState::Invalidated) {
             Status::Retracted
         } else if x.duplicate_of.is_some() {
             Status::Duplicate
-        } else if self.superseded_by.is_some() {
+        } else if x.superseded_by.is_some() {
             Status::Superseded
         } else if x.parked_by.is_some() || x.frame_state == Some(FrameState::Suspended) || x.task_state == Some(TaskState::Abandoned) {
             Status::Parked
         } else if !x.open_challenges.is_empty() {
             Status::Contested
-        } else if self.resolved_by.is_some() || x.frame_state == Some(FrameState::Completed) || x.task_state == Some(TaskState::Done) {
+        } else if x.resolved_by.is_some() || x.frame_state == Some(FrameState::Completed) || x.task_state == Some(TaskState::Done) {
             Status::Resolved
         } else {
             Status::Active
@@ -272,10 +273,10 @@ impl Node {
             Status::Invalid | Status::Active => x.survived.clone(),
             Status::Retracted => x.retracted_by.into_iter().collect(),
             Status::Duplicate => x.duplicate_of.map(|(of, by)| vec![by, of]).unwrap_or_default(),
-            Status::Superseded => self.superseded_by.into_iter().collect(),
+            Status::Superseded => x.superseded_by.into_iter().collect(),
             Status::Parked => x.parked_by.into_iter().collect(),
             Status::Contested => x.open_challenges.clone(),
-            Status::Resolved => self
+            Status::Resolved => x
                 .resolved_by
                 .filter(|by| *by != self.id)
                 .into_iter()
@@ -336,7 +337,7 @@ impl Node {
     }
     /// The node that supersedes this one, if any.
     pub fn superseded_by(&self) -> Option<EntryId> {
-        self.superseded_by
+        self.x().superseded_by
     }
     /// For memory items: (successes, failures, uses) over judged trajectories.
     pub fn outcomes(&self) -> (u64, u64, usize) {
@@ -467,8 +468,10 @@ impl Graph {
             return false;
         }
         self.last_pos = Some(event.pos);
-        let mut queue = vec![event];
-        while let Some(e) = queue.pop() {
+        // Usually nothing is released, so avoid allocating a queue for one event.
+        let mut next = Some(event);
+        let mut queue: Vec<LogEvent> = Vec::new();
+        while let Some(e) = next.take().or_else(|| queue.pop()) {
             let id = e.id;
             if self.index.contains_key(&id) {
                 continue;
@@ -503,12 +506,12 @@ impl Graph {
         let event = match e.body {
             Body::Raw | Body::Redacted => None,
             Body::Undecodable(err) => {
-                node.invalid = Some(err.to_string());
+                node.extra.get_or_insert_with(Box::default).invalid = Some(err.to_string());
                 None
             }
             Body::Event(ev) => {
                 if let Err(err) = self.check(e.id, &ev) {
-                    node.invalid = Some(err.to_string());
+                    node.extra.get_or_insert_with(Box::default).invalid = Some(err.to_string());
                 }
                 Some(ev)
             }
@@ -516,7 +519,7 @@ impl Graph {
         self.index.insert(e.id, self.nodes.len() as u32);
         self.nodes.push(node);
         if let Some(ev) = event {
-            if self.nodes.last().is_some_and(|n| n.invalid.is_none()) {
+            if self.nodes.last().is_some_and(|n| n.invalid().is_none()) {
                 self.effects(e.id, &ev);
             }
             let text = ev.into_text();
@@ -527,7 +530,7 @@ impl Graph {
     }
 
     fn kind_of(&self, id: &EntryId) -> &'static str {
-        self.node(id).map_or("unknown", |n| if n.invalid.is_some() { "invalid" } else { n.kind })
+        self.node(id).map_or("unknown", |n| if n.invalid().is_some() { "invalid" } else { n.kind })
     }
 
     fn expect(&self, event: &'static str, target: &EntryId, kinds: &[&str], expected: &'static str) -> Result<(), RuleError> {
@@ -580,7 +583,7 @@ impl Graph {
                         expected: "a question, contradiction, tension or contradicts relation",
                     });
                 }
-                match self.node(target).and_then(|n| n.resolved_by) {
+                match self.node(target).and_then(|n| n.x().resolved_by) {
                     Some(by) => wrong_state(target, format!("already resolved by {by}")),
                     None => Ok(()),
                 }
@@ -672,7 +675,7 @@ impl Graph {
     fn supersedes_transitively(&self, a: &EntryId, b: &EntryId) -> bool {
         let mut cur = *b;
         let mut steps = 0usize;
-        while let Some(next) = self.node(&cur).and_then(|n| n.superseded_by) {
+        while let Some(next) = self.node(&cur).and_then(|n| n.x().superseded_by) {
             if next == *a {
                 return true;
             }
@@ -708,7 +711,7 @@ impl Graph {
     }
 
     fn supersede(&mut self, target: &EntryId, by: EntryId) {
-        let n = self.node_mut(target);
+        let n = self.extra_mut(target);
         if n.superseded_by.is_none() {
             n.superseded_by = Some(by);
         }
@@ -717,7 +720,7 @@ impl Graph {
     /// Close challenge `c` (answered by `by`): every node it challenged
     /// survived it.
     fn close_challenge(&mut self, c: &EntryId, by: EntryId) {
-        self.node_mut(c).resolved_by = Some(by);
+        self.extra_mut(c).resolved_by = Some(by);
         let challenged: Vec<EntryId> = self.node_mut(c).edges.iter().filter(|(r, _)| matches!(*r, "contradicts" | "tension")).map(|(_, t)| *t).collect();
         for t in challenged {
             let n = self.extra_mut(&t);
@@ -737,7 +740,6 @@ impl Graph {
                 Meta::Claim { kind: *kind, has_sources: !sources.is_empty(), confirmed: *confirmed, expires_at_ms: *expires_at_ms }
             }
             Event::Relate { relation, .. } => Meta::Relate(*relation),
-            Event::Usage { item, .. } => Meta::Usage { item: *item },
             _ => Meta::None,
         };
         match ev {
@@ -757,7 +759,7 @@ impl Graph {
                     self.extra_mut(&id).closed.push(*c);
                 }
                 if !resolves.is_empty() {
-                    self.node_mut(&id).resolved_by = Some(id);
+                    self.extra_mut(&id).resolved_by = Some(id);
                 }
             }
             Event::Synthesis { sources, .. } => {
@@ -863,7 +865,7 @@ impl Graph {
                 self.extra_mut(trajectory).judged = Some(*success);
                 let usages: Vec<EntryId> = self.extra_mut(trajectory).usages.clone();
                 for u in usages {
-                    if let Meta::Usage { item } = self.node_mut(&u).meta {
+                    if let Some(item) = self.node_mut(&u).x().usage_item {
                         self.count_outcome(&item, *success);
                     }
                 }
@@ -885,6 +887,7 @@ impl Graph {
                 }
             }
             Event::Usage { trajectory, item, .. } => {
+                self.extra_mut(&id).usage_item = Some(*item);
                 self.edge(id, "used_in", *trajectory);
                 self.edge(id, "uses", *item);
                 self.extra_mut(trajectory).usages.push(id);
@@ -949,7 +952,7 @@ impl Graph {
     pub fn latest_in_chain(&self, id: &EntryId) -> Option<EntryId> {
         let mut cur = *self.node(id)?.id();
         let mut steps = 0;
-        while let Some(next) = self.node(&cur).and_then(|n| n.superseded_by) {
+        while let Some(next) = self.node(&cur).and_then(|n| n.x().superseded_by) {
             cur = next;
             steps += 1;
             if steps > self.nodes.len() {

@@ -355,7 +355,7 @@ fn bad_inputs_are_refused_locally_and_invalid_from_peers() {
     let g = peer.graph();
     for id in [cyc, one, newer_id] {
         assert_eq!(status(&g, &id), Status::Invalid, "{id}");
-        assert!(g.node(&id).unwrap().invalid.is_some());
+        assert!(g.node(&id).unwrap().invalid().is_some());
     }
     // The invalid update had no effect: a is still superseded by b only.
     assert_eq!(g.node(&a).unwrap().why(), vec![b]);
