@@ -2,7 +2,7 @@
 //! latency of a trace that verifies its own entries.
 
 use agora_core::{AgentId, AgentKey, EntryId};
-use agora_graph::{Event, Graph, LogEvent, LogPosition, MemoryKind, Relation};
+use agora_graph::{Event, Graph, LogEvent, LogPosition, MemoryKind, Relation, TaskState};
 use agora_store::{Store, StoreOptions};
 use anyhow::Result;
 use std::time::{Duration, Instant};
@@ -116,31 +116,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-/// This machine's rate of bringing fresh memory into use: allocate a buffer and
-/// touch every page once. Replay builds a node per event in fresh memory, so
-/// this is the limit it runs into on a virtual machine with slow page faults.
-fn fresh_memory_mb_per_s() -> f64 {
-    let bytes = 512 << 20;
-    let start = Instant::now();
-    // calloc'd pages are mapped lazily; the loop below faults each one in.
-    let mut buf: Vec<u8> = vec![0; bytes];
-    for i in (0..bytes).step_by(4096) {
-        buf[i] = 1;
-    }
-    std::hint::black_box(&buf);
-    let secs = start.elapsed().as_secs_f64();
-    drop(buf);
-    (bytes as f64 / 1e6) / secs
-}
-
-/// Bytes of heap the graph holds per node: measured as the growth of the
-/// process's resident set while a replay runs is noisy, so count the parts.
-fn graph_bytes_per_node() -> usize {
-    std::mem::size_of::<agora_graph::Node>() + 48 /* index slot */ + 32 /* edge list */
-}
-
 pub fn run(args: GraphArgs) -> Result<()> {
-    let fresh_mb_s = fresh_memory_mb_per_s();
     // 1. An in-memory log of `events` events by 16 authors.
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut known = Known::default();
@@ -205,11 +181,15 @@ pub fn run(args: GraphArgs) -> Result<()> {
         let mut evs = Vec::with_capacity(n);
         for j in 0..n {
             let i = written + j;
-            // Every 10,000 entries, one more event touches the target node.
+            // The traced node is a task, which the random debate never refers
+            // to; every 10,000 entries one more update touches it, so its
+            // trace is exactly 10 events, spread across the store.
             let ev = match target {
+                None if i == 1_000 => Event::Task { objective: "ship pricing v2".into(), owner_scope: "team:growth".into() },
                 Some(t) if i % 10_000 == 5_000 && touches < 9 => {
                     touches += 1;
-                    Event::Support { target: t, text: format!("support {touches}") }
+                    let state = if touches % 2 == 0 { TaskState::Blocked } else { TaskState::InProgress };
+                    Event::TaskUpdate { task: t, state, note: format!("update {touches}") }
                 }
                 _ => known.make(&mut rng, i),
             };
@@ -220,13 +200,13 @@ pub fn run(args: GraphArgs) -> Result<()> {
         let entries = store.append_batch(&key, &refs, written as u64)?;
         for (e, ev) in entries.iter().zip(&evs) {
             known.record(e.id(), ev);
-            if target.is_none() && matches!(ev, Event::Proposition { .. }) {
+            if target.is_none() && matches!(ev, Event::Task { .. }) {
                 target = Some(e.id());
             }
         }
         written += n;
     }
-    let target = target.expect("a proposition was written");
+    let target = target.expect("the traced task was written");
     let graph_on_disk = agora_view::load_graph(&store)?;
     let touched = graph_on_disk.node(&target).map_or(0, |n| n.touched_by().len());
     let mut trace_lat = Vec::with_capacity(args.traces);
@@ -245,7 +225,7 @@ pub fn run(args: GraphArgs) -> Result<()> {
             serde_json::json!({
                 "events": args.events, "payload_bytes": payload_bytes, "invalid_events": invalid,
                 "replay_events_per_s": replay_rate.round(), "apply_only_events_per_s": apply_rate.round(),
-                "fresh_memory_mb_per_s": fresh_mb_s.round(), "graph_bytes_per_node": graph_bytes_per_node(),
+                "node_bytes": std::mem::size_of::<agora_graph::Node>(),
                 "status_lookup_us": { "p50": us(percentile(&lat, 0.5)), "p99": us(percentile(&lat, 0.99)), "max": us(*lat.last().expect("lookups")) },
                 "trace": { "store_entries": written, "events_in_trace": touched,
                            "p50_us": us(percentile(&trace_lat, 0.5)), "p99_us": us(percentile(&trace_lat, 0.99)) },
@@ -255,14 +235,6 @@ pub fn run(args: GraphArgs) -> Result<()> {
         println!("graph of {} events ({} MB of payloads, {} invalid by the rules), one core", args.events, payload_bytes / 1_000_000, invalid);
         println!("replay from payload bytes (decode + apply): {:>10.0} events/s  (decode {:.2} s, apply {:.2} s)", replay_rate, decode.as_secs_f64(), apply.as_secs_f64());
         println!("apply only (decoded events):                {:>10.0} events/s", apply_rate);
-        let bound = fresh_mb_s * 1e6 / graph_bytes_per_node() as f64;
-        println!(
-            "machine: fresh memory (allocate + first touch) {:.0} MB/s; at {} bytes per node that alone bounds replay at {:.0} events/s (apply runs at {:.2} of it)",
-            fresh_mb_s,
-            graph_bytes_per_node(),
-            bound,
-            apply_rate / bound
-        );
         println!(
             "status lookup (status + why + settled), {} lookups: p50 {:.2} us, p99 {:.2} us, max {:.1} us",
             args.lookups,
