@@ -43,4 +43,19 @@ step "$AGORA" --home "$BOB" forks
 PROOF=$("$AGORA" --home "$BOB" --json forks | sed -E 's/.*"proof":"([0-9a-f]+)".*/\1/')
 step "$AGORA" check-proof "$PROOF"
 step "$AGORA" --home "$BOB" verify
+
+echo; echo "--- reasoning: the pricing debate (seed 000) as typed events ---"
+E1=$("$AGORA" --home "$BOB" propose "Usage-based pricing aligns incentives and reduces low-end friction")
+echo "proposition $E1"
+E2=$("$AGORA" --home "$BOB" contradict "$E1" "Enterprise procurement requires predictable costs; usage-based is a blocker")
+step "$AGORA" --home "$BOB" status "$E1"
+step "$AGORA" --home "$BOB" disagreements
+E3=$("$AGORA" --home "$BOB" refine "$E1" "Two-track model: seat-based for enterprise, usage-based for self-serve" --resolves "$E2")
+E4=$("$AGORA" --home "$BOB" synthesize "$E1" "$E3" "Pricing should track how value is realized; the two-track model is an instance")
+step "$AGORA" --home "$BOB" status "$E1"
+step "$AGORA" --home "$BOB" decisions
+step "$AGORA" --home "$BOB" trace "$E1"
+step "$AGORA" --home "$BOB" search "usage-based pricing"
+step "$AGORA" --home "$BOB" synthesize "$E1" "a synthesis of one source is refused" || true
+step "$AGORA" --home "$BOB" graph --format mermaid
 echo; echo "demo home: $DEMO"
