@@ -275,9 +275,12 @@ fn import(home: &Home, file: &Path, json: bool) -> Result<ExitCode> {
     let forks: Vec<_> = report.forks.iter().map(|(a, s)| json!({ "author": a.to_string(), "seq": s })).collect();
     print(
         json,
-        &json!({ "imported": report.imported, "already_present": report.already_present, "forks": forks }),
+        &json!({ "imported": report.imported, "already_present": report.already_present, "payloads_filled": report.payloads_filled, "forks": forks }),
         || {
             let mut t = format!("imported {} entries, {} already present", report.imported, report.already_present);
+            if report.payloads_filled > 0 {
+                t.push_str(&format!(", {} missing payloads filled in", report.payloads_filled));
+            }
             for (a, s) in &report.forks {
                 t.push_str(&format!("\nfork detected: author {a} at seq {s} (proof stored)"));
             }

@@ -363,6 +363,27 @@ fn bad_inputs_are_refused_locally_and_invalid_from_peers() {
     assert_eq!(g.invalid().len(), 3);
 }
 
+/// Redacting a payload removes its text, not its place in the graph: events
+/// that refer to it keep their effect.
+#[test]
+fn redacted_events_keep_their_effects() {
+    let mut log = Log::new();
+    let p = log.push(Event::Proposition { text: text("a private position") });
+    let c = log.push(Event::Contradiction { target: p, text: text("no") });
+    let r = log.push(Event::Refinement { target: p, resolves: vec![c], text: text("better") });
+    let full = log.graph();
+    // The same log with p's payload redacted.
+    let mut redacted = log.events.clone();
+    redacted[0] = LogEvent::from_payload(p, redacted[0].pos, None);
+    let g = Graph::replay(redacted);
+    assert_eq!(g.node(&p).unwrap().kind, "redacted");
+    assert!(g.node(&p).unwrap().text.is_empty());
+    for id in [p, c, r] {
+        assert_eq!(status(&g, &id), status(&full, &id), "{id}");
+    }
+    assert!(g.invalid().is_empty());
+}
+
 /// References to events not yet known are held, never dropped.
 #[test]
 fn pending_references_resolve_on_arrival() {

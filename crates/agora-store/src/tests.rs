@@ -122,8 +122,24 @@ fn import_is_verified_whole_idempotent_and_rebuilds_indexes_bit_identically() {
     for cf in [CF_ENTRIES, CF_IDS, CF_HEADS, CF_FORKS] {
         assert_eq!(dump(&src, cf), dump(&dst, cf), "column family {cf} differs after replay");
     }
-    let again = dst.import(items).unwrap();
-    assert_eq!((again.imported, again.already_present), (0, 67));
+    let again = dst.import(items.clone()).unwrap();
+    assert_eq!((again.imported, again.already_present, again.payloads_filled), (0, 67, 0));
+
+    // An entry imported without its payload gets it when a pack carries it;
+    // a payload redacted here is never restored by an import.
+    let c = tempfile::tempdir().unwrap();
+    let third = open_new(c.path());
+    let stripped: Vec<ImportItem> = items.iter().map(|i| ImportItem { payload: None, ..i.clone() }).collect();
+    third.import(stripped).unwrap();
+    let first = items[0].entry.id();
+    third.redact(&first, 5).unwrap_err(); // not held, so nothing to redact
+    let filled = third.import(items.clone()).unwrap();
+    assert_eq!(filled.payloads_filled, 66, "every held payload filled in");
+    assert!(matches!(third.get(&first).unwrap().unwrap().payload, PayloadState::Held(_)));
+    third.redact(&first, 6).unwrap();
+    assert_eq!(third.import(items).unwrap().payloads_filled, 0);
+    assert_eq!(third.get(&first).unwrap().unwrap().payload, PayloadState::Redacted { at_ms: 6 });
+    assert!(third.audit(None, 1).unwrap().is_clean());
     let audit = dst.audit(None, 1).unwrap();
     assert!(audit.is_clean());
     assert_eq!(audit.authors.iter().map(|a| a.payloads_not_held).sum::<u64>(), 1);

@@ -39,6 +39,10 @@ pub struct ImportReport {
     pub imported: usize,
     /// Entries skipped because their id was already stored (or repeated).
     pub already_present: usize,
+    /// Already stored entries whose payload was not held (redacted at the
+    /// source) and arrived now: filled in, after checking it against the hash.
+    /// A payload redacted *here* is never restored.
+    pub payloads_filled: usize,
     /// Fork proofs created: (author, seq) of each conflicting pair found.
     pub forks: Vec<(AgentId, u64)>,
 }
@@ -211,10 +215,22 @@ impl Store {
         let mut report = ImportReport::default();
         let mut fresh: Vec<ImportItem> = Vec::with_capacity(items.len());
         let mut seen: std::collections::HashSet<EntryId> = std::collections::HashSet::new();
+        let mut fills: Vec<([u8; ENTRY_KEY_LEN], Vec<u8>)> = Vec::new();
         for item in items {
             let id = item.entry.id();
-            if !seen.insert(id) || self.locate(&id)?.is_some() {
+            if !seen.insert(id) {
                 report.already_present += 1;
+                continue;
+            }
+            if let Some((author, seq)) = self.locate(&id)? {
+                report.already_present += 1;
+                let key = entry_key(&author, seq, &id);
+                if let Some(p) = &item.payload
+                    && self.payload_state(&key)? == crate::PayloadState::NotHeld
+                {
+                    verify_payload(&item.entry, p).map_err(|e| fail(&item, e.to_string()))?;
+                    fills.push((key, p.clone()));
+                }
                 continue;
             }
             if let Some(p) = &item.payload {
@@ -256,6 +272,10 @@ impl Store {
             staging.stage(item.entry.clone(), item.payload.as_deref())?;
             report.imported += 1;
         }
+        for (key, payload) in &fills {
+            staging.batch.put_cf(self.cf(CF_PAYLOADS)?, key, payload);
+        }
+        report.payloads_filled = fills.len();
         report.forks = staging.commit()?;
         Ok(report)
     }
