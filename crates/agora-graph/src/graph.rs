@@ -457,6 +457,26 @@ impl Graph {
         g
     }
 
+    /// Build the graph straight from stored payloads: sorts only the (position,
+    /// id) keys, then decodes each payload just before applying it, so no
+    /// decoded copy of the whole log is ever held. Same result as
+    /// [`Graph::replay`] over the decoded events.
+    pub fn replay_encoded(items: &[(EntryId, LogPosition, Option<&[u8]>)]) -> Self {
+        let mut order: Vec<u32> = (0..items.len() as u32).collect();
+        order.sort_unstable_by_key(|&i| {
+            let (id, pos, _) = &items[i as usize];
+            (*pos, *id)
+        });
+        let mut g = Graph::new();
+        g.nodes.reserve(items.len());
+        g.index.reserve(items.len());
+        for i in order {
+            let (id, pos, payload) = items[i as usize];
+            g.apply(LogEvent::from_payload(id, pos, payload));
+        }
+        g
+    }
+
     /// Apply one event. Events must come in log order (see [`Graph::replay`]);
     /// returns `false`, applying nothing, if `event` sorts before the last one
     /// applied, in which case the caller replays. Applying an id twice is a no-op.

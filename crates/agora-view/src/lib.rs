@@ -43,9 +43,22 @@ pub fn load_events(store: &Store) -> Result<Vec<LogEvent>, StoreError> {
     Ok(events)
 }
 
-/// The reasoning graph of everything in the store.
+/// The reasoning graph of everything in the store, decoding each payload just
+/// before it is applied.
 pub fn load_graph(store: &Store) -> Result<Graph, StoreError> {
-    Ok(Graph::replay(load_events(store)?))
+    let mut items: Vec<(agora_core::EntryId, LogPosition, Option<Vec<u8>>)> = Vec::new();
+    store.for_each_entry(None, |e| {
+        let h = e.signed.header();
+        let pos = LogPosition { timestamp_ms: h.timestamp_ms, author: h.author, seq: h.seq };
+        let payload = match e.payload {
+            PayloadState::Held(p) => Some(p),
+            _ => None,
+        };
+        items.push((e.signed.id(), pos, payload));
+        Ok(())
+    })?;
+    let borrowed: Vec<_> = items.iter().map(|(id, pos, p)| (*id, *pos, p.as_deref())).collect();
+    Ok(Graph::replay_encoded(&borrowed))
 }
 
 /// One verified event of a trace.
