@@ -259,6 +259,35 @@ pub enum EventDecodeError {
 /// Number of kinds defined in version 1.
 pub const KIND_COUNT: u32 = 27;
 
+/// The one field that is a kind's node text, by shared or mutable reference
+/// (match ergonomics give `&String` or `&mut String`); `None` for kinds whose
+/// text combines fields or that have none.
+macro_rules! single_text_field {
+    ($event:expr) => {
+        match $event {
+            Event::Proposition { text }
+            | Event::Support { text, .. }
+            | Event::Contradiction { text, .. }
+            | Event::Refinement { text, .. }
+            | Event::Synthesis { text, .. }
+            | Event::Question { text }
+            | Event::Resolve { text, .. }
+            | Event::Connection { text, .. }
+            | Event::Tension { text, .. }
+            | Event::Reframe { text, .. }
+            | Event::Claim { text, .. }
+            | Event::FrameEvidence { text, .. } => Some(text),
+            Event::Park { reason, .. } | Event::Relate { reason, .. } | Event::FrameInvalidate { reason, .. } => Some(reason),
+            Event::FrameOpen { query, .. } => Some(query),
+            Event::FrameConclude { conclusion, .. } => Some(conclusion),
+            Event::Task { objective, .. } => Some(objective),
+            Event::TaskUpdate { note, .. } => Some(note),
+            Event::Judgment { reason, .. } => Some(reason),
+            _ => None,
+        }
+    };
+}
+
 impl Event {
     /// The kind's stable name (snake_case).
     pub fn kind_name(&self) -> &'static str {
@@ -323,49 +352,35 @@ impl Event {
 
     /// The node's searchable text (empty for control events).
     pub fn text(&self) -> String {
-        match self {
-            Event::Proposition { text }
-            | Event::Support { text, .. }
-            | Event::Contradiction { text, .. }
-            | Event::Refinement { text, .. }
-            | Event::Synthesis { text, .. }
-            | Event::Question { text }
-            | Event::Resolve { text, .. }
-            | Event::Connection { text, .. }
-            | Event::Tension { text, .. }
-            | Event::Reframe { text, .. }
-            | Event::Claim { text, .. }
-            | Event::FrameEvidence { text, .. } => text.clone(),
-            Event::Park { reason, .. } | Event::Relate { reason, .. } | Event::FrameInvalidate { reason, .. } => reason.clone(),
-            Event::FrameOpen { query, .. } => query.clone(),
-            Event::FrameConclude { conclusion, .. } => conclusion.clone(),
-            Event::Task { objective, .. } => objective.clone(),
-            Event::TaskUpdate { note, .. } => note.clone(),
-            Event::Trajectory { task_query, final_answer, .. } => format!("{task_query}\n{final_answer}"),
-            Event::Judgment { reason, .. } => reason.clone(),
-            Event::MemoryItem { title, description, content, .. } => format!("{title}\n{description}\n{content}"),
-            Event::Resume { .. } | Event::Confirm { .. } | Event::FrameSuspend { .. } | Event::FrameResume { .. } | Event::Usage { .. } => {
-                String::new()
-            }
+        match self.single_text() {
+            Some(t) => t.to_string(),
+            None => self.composite_text(),
         }
     }
 
     /// [`Event::text`], moving the string out where there is just one.
-    pub fn into_text(self) -> String {
+    pub fn into_text(mut self) -> String {
+        match self.single_text_mut() {
+            Some(t) => std::mem::take(t),
+            None => self.composite_text(),
+        }
+    }
+
+    /// The text of kinds whose node text is one field.
+    fn single_text(&self) -> Option<&String> {
+        single_text_field!(self)
+    }
+
+    fn single_text_mut(&mut self) -> Option<&mut String> {
+        single_text_field!(self)
+    }
+
+    /// Text of kinds whose node text combines fields, or has none.
+    fn composite_text(&self) -> String {
         match self {
-            Event::Proposition { text }
-            | Event::Support { text, .. }
-            | Event::Contradiction { text, .. }
-            | Event::Refinement { text, .. }
-            | Event::Synthesis { text, .. }
-            | Event::Question { text }
-            | Event::Resolve { text, .. }
-            | Event::Connection { text, .. }
-            | Event::Tension { text, .. }
-            | Event::Reframe { text, .. }
-            | Event::Claim { text, .. }
-            | Event::FrameEvidence { text, .. } => text,
-            other => other.text(),
+            Event::Trajectory { task_query, final_answer, .. } => format!("{task_query}\n{final_answer}"),
+            Event::MemoryItem { title, description, content, .. } => format!("{title}\n{description}\n{content}"),
+            _ => String::new(),
         }
     }
 
