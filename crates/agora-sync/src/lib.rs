@@ -1,0 +1,31 @@
+//! Sans-IO chain replication.
+//!
+//! [`Replicator`] holds the replication logic of one node as a state machine,
+//! in the style of `quinn-proto`: the driver feeds it events (a peer connected,
+//! a message arrived, time passed, the store changed) and drains its outputs
+//! (messages to send, verified entries to store, requests to serve from the
+//! store, peers to ban). It owns no sockets, no clock, no store and no threads;
+//! time is an argument. The libp2p node and the deterministic simulator drive
+//! the same code.
+//!
+//! The protocol, per pair of connected peers:
+//! 1. both send their [`Message::Frontier`]: for every author, each tip
+//!    (seq, id) they hold;
+//! 2. for each author where the peer holds more, a node sends
+//!    [`Message::Request`] for a range of seqs, and verifies the
+//!    [`Message::Response`] (decoding, authors, seqs, signatures in batches,
+//!    payload hashes, links inside the range) before emitting
+//!    [`Output::Import`]; a response marked `more` is followed by the next
+//!    request from where it stopped, so long syncs resume where they stopped;
+//! 3. a peer that sends a bad entry is banned for [`Config::ban_ms`].
+//!
+//! Call order for a driver: `connected` / `handle` / `respond` /
+//! `set_local_frontier` / `handle_timeout` as things happen, then drain
+//! `poll` until it returns `None`, and wake up at `poll_timeout`.
+#![deny(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![allow(clippy::result_large_err)]
+
+mod replicator;
+
+pub use replicator::{Config, Head, Message, Output, PeerId, Replicator, VerifiedEntry, WireEntry};
