@@ -158,35 +158,65 @@ enum Meta {
     Relate(Relation),
 }
 
-/// Per-node state that most nodes never have, boxed so that a node stays small:
-/// replaying a million events touches every node's memory, and on this
-/// machine a page fault costs microseconds.
+/// What a later event did to a node, recorded as (mark, the other event).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mark {
+    SupersededBy,
+    ResolvedBy,
+    RetractedBy,
+    ParkedBy,
+    DuplicateOf,
+    DuplicateBy,
+    OpenChallenge,
+    Survived,
+    Closed,
+    Tension,
+    FrameChild,
+    Usage,
+    UsageItem,
+}
+
+/// Per-node state that most nodes never have, boxed so that a node stays
+/// small: replaying a million events touches every node's memory, and on this
+/// machine fresh memory is the dominant cost. Relations to other events are one
+/// list of marks rather than a field (and a list) per relation.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Extra {
-    invalid: Option<String>,
-    superseded_by: Option<EntryId>,
-    resolved_by: Option<EntryId>,
-    usage_item: Option<EntryId>,
-    retracted_by: Option<EntryId>,
-    /// (the node it duplicates, the event that said so)
-    duplicate_of: Option<(EntryId, EntryId)>,
-    parked_by: Option<EntryId>,
-    /// Challenges (contradictions, `contradicts` relations) open against it.
-    open_challenges: Vec<EntryId>,
-    /// Challenges it survived (answered without it being replaced).
-    survived: Vec<EntryId>,
-    /// Challenges this node closed (a refinement's `resolves`).
-    closed: Vec<EntryId>,
-    /// Open tensions involving it.
-    tensions: Vec<EntryId>,
+    invalid: Option<Box<str>>,
+    marks: Vec<(Mark, EntryId)>,
     confirmed: bool,
     frame_state: Option<FrameState>,
-    frame_children: Vec<EntryId>,
     task_state: Option<TaskState>,
     judged: Option<bool>,
-    usages: Vec<EntryId>,
-    successes: u64,
-    failures: u64,
+    successes: u32,
+    failures: u32,
+}
+
+impl Extra {
+    fn first(&self, mark: Mark) -> Option<EntryId> {
+        self.marks.iter().find(|(m, _)| *m == mark).map(|(_, id)| *id)
+    }
+    fn last(&self, mark: Mark) -> Option<EntryId> {
+        self.marks.iter().rev().find(|(m, _)| *m == mark).map(|(_, id)| *id)
+    }
+    fn all(&self, mark: Mark) -> Vec<EntryId> {
+        self.marks.iter().filter(|(m, _)| *m == mark).map(|(_, id)| *id).collect()
+    }
+    fn has(&self, mark: Mark) -> bool {
+        self.marks.iter().any(|(m, _)| *m == mark)
+    }
+    fn push(&mut self, mark: Mark, id: EntryId) {
+        self.marks.push((mark, id));
+    }
+    /// Remove `(mark, id)`; true if it was there.
+    fn remove(&mut self, mark: Mark, id: EntryId) -> bool {
+        let before = self.marks.len();
+        self.marks.retain(|(m, x)| !(*m == mark && *x == id));
+        self.marks.len() < before
+    }
+    fn clear(&mut self, mark: Mark) {
+        self.marks.retain(|(m, _)| *m != mark);
+    }
 }
 
 static NO_EXTRA: std::sync::LazyLock<Extra> = std::sync::LazyLock::new(Extra::default);
@@ -249,17 +279,17 @@ impl Node {
         let x = self.x();
         if x.invalid.is_some() {
             Status::Invalid
-        } else if x.retracted_by.is_some() || x.frame_state == Some(FrameState::Invalidated) {
+        } else if x.has(Mark::RetractedBy) || x.frame_state == Some(FrameState::Invalidated) {
             Status::Retracted
-        } else if x.duplicate_of.is_some() {
+        } else if x.has(Mark::DuplicateOf) {
             Status::Duplicate
-        } else if x.superseded_by.is_some() {
+        } else if x.has(Mark::SupersededBy) {
             Status::Superseded
-        } else if x.parked_by.is_some() || x.frame_state == Some(FrameState::Suspended) || x.task_state == Some(TaskState::Abandoned) {
+        } else if x.has(Mark::ParkedBy) || x.frame_state == Some(FrameState::Suspended) || x.task_state == Some(TaskState::Abandoned) {
             Status::Parked
-        } else if !x.open_challenges.is_empty() {
+        } else if x.has(Mark::OpenChallenge) {
             Status::Contested
-        } else if x.resolved_by.is_some() || x.frame_state == Some(FrameState::Completed) || x.task_state == Some(TaskState::Done) {
+        } else if x.has(Mark::ResolvedBy) || x.frame_state == Some(FrameState::Completed) || x.task_state == Some(TaskState::Done) {
             Status::Resolved
         } else {
             Status::Active
@@ -270,18 +300,18 @@ impl Node {
     pub fn why(&self) -> Vec<EntryId> {
         let x = self.x();
         match self.status() {
-            Status::Invalid | Status::Active => x.survived.clone(),
-            Status::Retracted => x.retracted_by.into_iter().collect(),
-            Status::Duplicate => x.duplicate_of.map(|(of, by)| vec![by, of]).unwrap_or_default(),
-            Status::Superseded => x.superseded_by.into_iter().collect(),
-            Status::Parked => x.parked_by.into_iter().collect(),
-            Status::Contested => x.open_challenges.clone(),
+            Status::Invalid | Status::Active => x.all(Mark::Survived),
+            Status::Retracted => x.last(Mark::RetractedBy).into_iter().collect(),
+            Status::Duplicate => x.last(Mark::DuplicateBy).into_iter().chain(x.last(Mark::DuplicateOf)).collect(),
+            Status::Superseded => x.first(Mark::SupersededBy).into_iter().collect(),
+            Status::Parked => x.last(Mark::ParkedBy).into_iter().collect(),
+            Status::Contested => x.all(Mark::OpenChallenge),
             Status::Resolved => x
-                .resolved_by
+                .last(Mark::ResolvedBy)
                 .filter(|by| *by != self.id)
                 .into_iter()
-                .chain(x.closed.iter().copied())
-                .chain(x.survived.iter().copied())
+                .chain(x.all(Mark::Closed))
+                .chain(x.all(Mark::Survived))
                 .collect(),
         }
     }
@@ -289,7 +319,7 @@ impl Node {
     /// Survived at least one challenge, and nothing is open against it.
     pub fn settled(&self) -> bool {
         let x = self.x();
-        matches!(self.status(), Status::Active | Status::Resolved) && !x.survived.is_empty() && x.open_challenges.is_empty()
+        matches!(self.status(), Status::Active | Status::Resolved) && x.has(Mark::Survived) && !x.has(Mark::OpenChallenge)
     }
 
     /// A derived claim (semantic, preference, procedural) with no source events.
@@ -320,29 +350,29 @@ impl Node {
         self.x().frame_state
     }
     /// Child frames, for frames.
-    pub fn frame_children(&self) -> &[EntryId] {
-        &self.x().frame_children
+    pub fn frame_children(&self) -> Vec<EntryId> {
+        self.x().all(Mark::FrameChild)
     }
     /// Task state, for tasks.
     pub fn task_state(&self) -> Option<TaskState> {
         self.x().task_state
     }
     /// Open challenges.
-    pub fn open_challenges(&self) -> &[EntryId] {
-        &self.x().open_challenges
+    pub fn open_challenges(&self) -> Vec<EntryId> {
+        self.x().all(Mark::OpenChallenge)
     }
     /// Open tensions.
-    pub fn tensions(&self) -> &[EntryId] {
-        &self.x().tensions
+    pub fn tensions(&self) -> Vec<EntryId> {
+        self.x().all(Mark::Tension)
     }
     /// The node that supersedes this one, if any.
     pub fn superseded_by(&self) -> Option<EntryId> {
-        self.x().superseded_by
+        self.x().first(Mark::SupersededBy)
     }
     /// For memory items: (successes, failures, uses) over judged trajectories.
     pub fn outcomes(&self) -> (u64, u64, usize) {
         let x = self.x();
-        (x.successes, x.failures, x.usages.len())
+        (u64::from(x.successes), u64::from(x.failures), x.all(Mark::Usage).len())
     }
     /// For trajectories: the judgment (success?), if judged.
     pub fn judged(&self) -> Option<bool> {
@@ -526,12 +556,12 @@ impl Graph {
         let event = match e.body {
             Body::Raw | Body::Redacted => None,
             Body::Undecodable(err) => {
-                node.extra.get_or_insert_with(Box::default).invalid = Some(err.to_string());
+                node.extra.get_or_insert_with(Box::default).invalid = Some(err.to_string().into_boxed_str());
                 None
             }
             Body::Event(ev) => {
                 if let Err(err) = self.check(e.id, &ev) {
-                    node.extra.get_or_insert_with(Box::default).invalid = Some(err.to_string());
+                    node.extra.get_or_insert_with(Box::default).invalid = Some(err.to_string().into_boxed_str());
                 }
                 Some(ev)
             }
@@ -605,7 +635,7 @@ impl Graph {
                         expected: "a question, contradiction, tension or contradicts relation",
                     });
                 }
-                match self.node(target).and_then(|n| n.x().resolved_by) {
+                match self.node(target).and_then(|n| n.x().last(Mark::ResolvedBy)) {
                     Some(by) => wrong_state(target, format!("already resolved by {by}")),
                     None => Ok(()),
                 }
@@ -621,14 +651,14 @@ impl Graph {
             }
             Event::Park { target, .. } => {
                 self.expect(name, target, CONTENT_KINDS, "a content node")?;
-                match self.node(target).and_then(|n| n.x().parked_by) {
+                match self.node(target).and_then(|n| n.x().last(Mark::ParkedBy)) {
                     Some(_) => wrong_state(target, "already parked".into()),
                     None => Ok(()),
                 }
             }
             Event::Resume { target } => {
                 self.expect(name, target, CONTENT_KINDS, "a content node")?;
-                match self.node(target).and_then(|n| n.x().parked_by) {
+                match self.node(target).and_then(|n| n.x().last(Mark::ParkedBy)) {
                     Some(_) => Ok(()),
                     None => wrong_state(target, "not parked".into()),
                 }
@@ -697,7 +727,7 @@ impl Graph {
     fn supersedes_transitively(&self, a: &EntryId, b: &EntryId) -> bool {
         let mut cur = *b;
         let mut steps = 0usize;
-        while let Some(next) = self.node(&cur).and_then(|n| n.x().superseded_by) {
+        while let Some(next) = self.node(&cur).and_then(|n| n.x().first(Mark::SupersededBy)) {
             if next == *a {
                 return true;
             }
@@ -734,23 +764,22 @@ impl Graph {
 
     fn supersede(&mut self, target: &EntryId, by: EntryId) {
         let n = self.extra_mut(target);
-        if n.superseded_by.is_none() {
-            n.superseded_by = Some(by);
+        if !n.has(Mark::SupersededBy) {
+            n.push(Mark::SupersededBy, by);
         }
     }
 
     /// Close challenge `c` (answered by `by`): every node it challenged
     /// survived it.
     fn close_challenge(&mut self, c: &EntryId, by: EntryId) {
-        self.extra_mut(c).resolved_by = Some(by);
+        self.extra_mut(c).push(Mark::ResolvedBy, by);
         let challenged: Vec<EntryId> = self.node_mut(c).edges.iter().filter(|(r, _)| matches!(*r, "contradicts" | "tension")).map(|(_, t)| *t).collect();
         for t in challenged {
             let n = self.extra_mut(&t);
-            let before = n.open_challenges.len() + n.tensions.len();
-            n.open_challenges.retain(|x| x != c);
-            n.tensions.retain(|x| x != c);
-            if n.open_challenges.len() + n.tensions.len() < before {
-                n.survived.push(*c);
+            let was_challenge = n.remove(Mark::OpenChallenge, *c);
+            let was_tension = n.remove(Mark::Tension, *c);
+            if was_challenge || was_tension {
+                n.push(Mark::Survived, *c);
             }
             self.touch(&t, by);
         }
@@ -770,7 +799,7 @@ impl Graph {
             Event::Support { target, .. } => self.edge(id, "supports", *target),
             Event::Contradiction { target, .. } => {
                 self.edge(id, "contradicts", *target);
-                self.extra_mut(target).open_challenges.push(id);
+                self.extra_mut(target).push(Mark::OpenChallenge, id);
             }
             Event::Refinement { target, resolves, .. } => {
                 self.edge(id, "refines", *target);
@@ -778,10 +807,10 @@ impl Graph {
                 for c in resolves {
                     self.edge(id, "resolves", *c);
                     self.close_challenge(c, id);
-                    self.extra_mut(&id).closed.push(*c);
+                    self.extra_mut(&id).push(Mark::Closed, *c);
                 }
                 if !resolves.is_empty() {
-                    self.extra_mut(&id).resolved_by = Some(id);
+                    self.extra_mut(&id).push(Mark::ResolvedBy, id);
                 }
             }
             Event::Synthesis { sources, .. } => {
@@ -800,7 +829,7 @@ impl Graph {
             Event::Tension { a, b, .. } => {
                 for t in [a, b] {
                     self.edge(id, "tension", *t);
-                    self.extra_mut(t).tensions.push(id);
+                    self.extra_mut(t).push(Mark::Tension, id);
                 }
             }
             Event::Reframe { target, .. } => {
@@ -809,11 +838,11 @@ impl Graph {
             }
             Event::Park { target, .. } => {
                 self.touch(target, id);
-                self.extra_mut(target).parked_by = Some(id);
+                self.extra_mut(target).push(Mark::ParkedBy, id);
             }
             Event::Resume { target } => {
                 self.touch(target, id);
-                self.extra_mut(target).parked_by = None;
+                self.extra_mut(target).clear(Mark::ParkedBy);
             }
             Event::Claim { sources, .. } => {
                 for s in sources {
@@ -830,11 +859,15 @@ impl Graph {
                     Relation::Contradicts => {
                         // No winner: both sides are challenged by this relation.
                         self.node_mut(&id).edges.push(("contradicts", *from));
-                        self.extra_mut(from).open_challenges.push(id);
-                        self.extra_mut(to).open_challenges.push(id);
+                        self.extra_mut(from).push(Mark::OpenChallenge, id);
+                        self.extra_mut(to).push(Mark::OpenChallenge, id);
                     }
-                    Relation::Retracts => self.extra_mut(to).retracted_by = Some(id),
-                    Relation::SameAs => self.extra_mut(from).duplicate_of = Some((*to, id)),
+                    Relation::Retracts => self.extra_mut(to).push(Mark::RetractedBy, id),
+                    Relation::SameAs => {
+                        let n = self.extra_mut(from);
+                        n.push(Mark::DuplicateOf, *to);
+                        n.push(Mark::DuplicateBy, id);
+                    }
                 }
             }
             Event::Confirm { target } => {
@@ -845,7 +878,7 @@ impl Graph {
                 self.extra_mut(&id).frame_state = Some(FrameState::Active);
                 if let Some(p) = parent {
                     self.edge(id, "child_of", *p);
-                    self.extra_mut(p).frame_children.push(id);
+                    self.extra_mut(p).push(Mark::FrameChild, id);
                 }
                 if let Some(b) = branched_from {
                     self.edge(id, "branched_from", *b);
@@ -875,7 +908,7 @@ impl Graph {
                     self.touch(&f, id);
                     let n = self.extra_mut(&f);
                     n.frame_state = Some(FrameState::Invalidated);
-                    stack.extend(n.frame_children.iter().rev().copied());
+                    stack.extend(n.all(Mark::FrameChild).into_iter().rev());
                 }
             }
             Event::TaskUpdate { task, state, .. } => {
@@ -885,9 +918,9 @@ impl Graph {
             Event::Judgment { trajectory, success, .. } => {
                 self.edge(id, "judges", *trajectory);
                 self.extra_mut(trajectory).judged = Some(*success);
-                let usages: Vec<EntryId> = self.extra_mut(trajectory).usages.clone();
+                let usages: Vec<EntryId> = self.extra_mut(trajectory).all(Mark::Usage);
                 for u in usages {
-                    if let Some(item) = self.node_mut(&u).x().usage_item {
+                    if let Some(item) = self.node_mut(&u).x().first(Mark::UsageItem) {
                         self.count_outcome(&item, *success);
                     }
                 }
@@ -900,7 +933,9 @@ impl Graph {
                 match self.content_ids.get(&cid) {
                     Some(first) => {
                         let first = *first;
-                        self.extra_mut(&id).duplicate_of = Some((first, id));
+                        let n = self.extra_mut(&id);
+                        n.push(Mark::DuplicateOf, first);
+                        n.push(Mark::DuplicateBy, id);
                         self.touch(&first, id);
                     }
                     None => {
@@ -909,11 +944,11 @@ impl Graph {
                 }
             }
             Event::Usage { trajectory, item, .. } => {
-                self.extra_mut(&id).usage_item = Some(*item);
+                self.extra_mut(&id).push(Mark::UsageItem, *item);
                 self.edge(id, "used_in", *trajectory);
                 self.edge(id, "uses", *item);
-                self.extra_mut(trajectory).usages.push(id);
-                self.extra_mut(item).usages.push(id);
+                self.extra_mut(trajectory).push(Mark::Usage, id);
+                self.extra_mut(item).push(Mark::Usage, id);
                 if let Some(success) = self.extra_mut(trajectory).judged {
                     self.count_outcome(item, success);
                 }
@@ -974,7 +1009,7 @@ impl Graph {
     pub fn latest_in_chain(&self, id: &EntryId) -> Option<EntryId> {
         let mut cur = *self.node(id)?.id();
         let mut steps = 0;
-        while let Some(next) = self.node(&cur).and_then(|n| n.x().superseded_by) {
+        while let Some(next) = self.node(&cur).and_then(|n| n.x().first(Mark::SupersededBy)) {
             cur = next;
             steps += 1;
             if steps > self.nodes.len() {
@@ -997,7 +1032,7 @@ impl Graph {
             out.push(n.status() as u8);
             out.push(n.settled() as u8);
             let x = n.x();
-            for list in [&n.touched_by(), &n.why(), &x.open_challenges, &x.tensions, &x.frame_children] {
+            for list in [&n.touched_by(), &n.why(), &x.all(Mark::OpenChallenge), &x.all(Mark::Tension), &x.all(Mark::FrameChild)] {
                 out.extend_from_slice(&(list.len() as u32).to_be_bytes());
                 for x in list.iter() {
                     out.extend_from_slice(x.as_bytes());
