@@ -413,12 +413,19 @@ impl Event {
 
     /// Check the limits on text lengths and reference counts.
     pub fn check_limits(&self) -> Result<(), EventDecodeError> {
-        let text = self.text();
-        if text.len() > TEXT_BYTES_MAX || self.texts().iter().any(|t| t.len() > TEXT_BYTES_MAX) {
+        let single = self.single_text().map_or(0, String::len);
+        if single > TEXT_BYTES_MAX || self.texts().iter().any(|t| t.len() > TEXT_BYTES_MAX) {
             return Err(EventDecodeError::Limit(format!("a text field is longer than {TEXT_BYTES_MAX} bytes")));
         }
-        if self.refs().len() > REFS_MAX {
-            return Err(EventDecodeError::Limit(format!("{} references, more than {REFS_MAX}", self.refs().len())));
+        // Only the list-valued kinds can exceed the limit; counted without
+        // collecting the references.
+        let refs = match self {
+            Event::Refinement { resolves, .. } => 1 + resolves.len(),
+            Event::Synthesis { sources, .. } | Event::Claim { sources, .. } => sources.len(),
+            _ => 0,
+        };
+        if refs > REFS_MAX {
+            return Err(EventDecodeError::Limit(format!("{refs} references, more than {REFS_MAX}")));
         }
         if let Event::FrameConclude { confidence_bp, .. } | Event::Usage { score_bp: confidence_bp, .. } = self
             && *confidence_bp > 10_000
@@ -458,11 +465,44 @@ impl Event {
         if !trailing.is_empty() {
             return Err(EventDecodeError::Malformed(format!("{} trailing bytes", trailing.len())));
         }
-        if event.encode() != payload {
+        // Canonical: re-encoding gives the body back exactly. Compared while
+        // serializing, so no copy of the payload is made.
+        let canonical = postcard::serialize_with_flavor(&event, CompareFlavor { expected: body, pos: 0, equal: true })
+            .unwrap_or(false);
+        if !canonical {
             return Err(EventDecodeError::Malformed("non-canonical encoding".into()));
         }
         event.check_limits()?;
         Ok(event)
+    }
+}
+
+/// A postcard output that compares what would be written with `expected`
+/// instead of storing it.
+struct CompareFlavor<'a> {
+    expected: &'a [u8],
+    pos: usize,
+    equal: bool,
+}
+
+impl postcard::ser_flavors::Flavor for CompareFlavor<'_> {
+    type Output = bool;
+
+    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        let end = self.pos + data.len();
+        self.equal = self.equal && self.expected.get(self.pos..end) == Some(data);
+        self.pos = end;
+        Ok(())
+    }
+
+    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+        self.equal = self.equal && self.expected.get(self.pos) == Some(&data);
+        self.pos += 1;
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<bool> {
+        Ok(self.equal && self.pos == self.expected.len())
     }
 }
 

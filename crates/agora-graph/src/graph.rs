@@ -158,6 +158,16 @@ enum Meta {
     Relate(Relation),
 }
 
+/// Push without the default growth to 4 elements on the first push: most
+/// nodes get one or two edges, touches or marks, and a million nodes with room
+/// for four would triple the graph's memory.
+fn push_tight<T>(v: &mut Vec<T>, item: T) {
+    if v.len() == v.capacity() {
+        v.reserve_exact(v.len().max(1));
+    }
+    v.push(item);
+}
+
 /// What a later event did to a node, recorded as (mark, the other event).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mark {
@@ -206,7 +216,7 @@ impl Extra {
         self.marks.iter().any(|(m, _)| *m == mark)
     }
     fn push(&mut self, mark: Mark, id: EntryId) {
-        self.marks.push((mark, id));
+        push_tight(&mut self.marks, (mark, id));
     }
     /// Remove `(mark, id)`; true if it was there.
     fn remove(&mut self, mark: Mark, id: EntryId) -> bool {
@@ -526,15 +536,16 @@ impl Graph {
             if self.index.contains_key(&id) {
                 continue;
             }
-            if let Body::Event(ev) = &e.body {
-                let missing: Vec<EntryId> = ev.refs().into_iter().filter(|r| !self.index.contains_key(r)).collect();
-                if let Some(first) = missing.first() {
-                    self.pending_count += 1;
-                    self.waiting.entry(*first).or_default().push(e);
-                    continue;
-                }
+            let refs = match &e.body {
+                Body::Event(ev) => ev.refs(),
+                _ => Vec::new(),
+            };
+            if let Some(first) = refs.iter().find(|r| !self.index.contains_key(*r)) {
+                self.pending_count += 1;
+                self.waiting.entry(*first).or_default().push(e);
+                continue;
             }
-            self.apply_ready(e);
+            self.apply_ready(e, &refs);
             if let Some(mut released) = self.waiting.remove(&id) {
                 self.pending_count -= released.len();
                 // Apply released events in log order: push in reverse onto the stack.
@@ -545,7 +556,7 @@ impl Graph {
         true
     }
 
-    fn apply_ready(&mut self, e: LogEvent) {
+    fn apply_ready(&mut self, e: LogEvent, refs: &[EntryId]) {
         let kind = match &e.body {
             Body::Raw => "raw",
             Body::Redacted => "redacted",
@@ -560,7 +571,7 @@ impl Graph {
                 None
             }
             Body::Event(ev) => {
-                if let Err(err) = self.check(e.id, &ev) {
+                if let Err(err) = self.check_refs(e.id, &ev, refs) {
                     node.extra.get_or_insert_with(Box::default).invalid = Some(err.to_string().into_boxed_str());
                 }
                 Some(ev)
@@ -597,7 +608,11 @@ impl Graph {
     /// Check an event against the rules, given that all its references are known.
     /// Used for local writes (refuse) and for arrivals (mark invalid).
     pub fn check(&self, id: EntryId, ev: &Event) -> Result<(), RuleError> {
-        let refs = ev.refs();
+        self.check_refs(id, ev, &ev.refs())
+    }
+
+    /// [`Graph::check`] with the event's references already collected.
+    fn check_refs(&self, id: EntryId, ev: &Event, refs: &[EntryId]) -> Result<(), RuleError> {
         for (i, r) in refs.iter().enumerate() {
             if *r == id || refs[..i].contains(r) {
                 return Err(RuleError::SelfReference(*r));
@@ -753,12 +768,12 @@ impl Graph {
     fn touch(&mut self, target: &EntryId, by: EntryId) {
         let n = self.node_mut(target);
         if n.touched.last() != Some(&by) && n.id != by {
-            n.touched.push(by);
+            push_tight(&mut n.touched, by);
         }
     }
 
     fn edge(&mut self, from: EntryId, relation: &'static str, to: EntryId) {
-        self.node_mut(&from).edges.push((relation, to));
+        push_tight(&mut self.node_mut(&from).edges, (relation, to));
         self.touch(&to, from);
     }
 
@@ -852,13 +867,13 @@ impl Graph {
             Event::Relate { from, to, relation, .. } => {
                 self.touch(from, id);
                 self.edge(id, relation.name(), *to);
-                self.node_mut(from).edges.push((relation.name(), *to));
+                push_tight(&mut self.node_mut(from).edges, (relation.name(), *to));
                 match relation {
                     Relation::Update | Relation::StateChange => self.supersede(to, *from),
                     Relation::Expands | Relation::Qualifies => {}
                     Relation::Contradicts => {
                         // No winner: both sides are challenged by this relation.
-                        self.node_mut(&id).edges.push(("contradicts", *from));
+                        push_tight(&mut self.node_mut(&id).edges, ("contradicts", *from));
                         self.extra_mut(from).push(Mark::OpenChallenge, id);
                         self.extra_mut(to).push(Mark::OpenChallenge, id);
                     }
