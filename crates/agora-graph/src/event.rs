@@ -324,30 +324,50 @@ impl Event {
 
     /// Every entry id this event refers to, in field order.
     pub fn refs(&self) -> Vec<EntryId> {
+        self.ref_list().to_vec()
+    }
+
+    /// [`Event::refs`] without a heap allocation for events with at most two
+    /// references (all kinds but synthesis, refinement and claim lists).
+    pub fn ref_list(&self) -> RefList {
+        let mut out = RefList::default();
         match self {
-            Event::Proposition { .. } | Event::Question { .. } | Event::Task { .. } | Event::Trajectory { .. } => vec![],
+            Event::Proposition { .. } | Event::Question { .. } | Event::Task { .. } | Event::Trajectory { .. } => {}
             Event::Support { target, .. }
             | Event::Contradiction { target, .. }
             | Event::Resolve { target, .. }
             | Event::Reframe { target, .. }
             | Event::Park { target, .. }
             | Event::Resume { target }
-            | Event::Confirm { target } => vec![*target],
-            Event::Refinement { target, resolves, .. } => std::iter::once(*target).chain(resolves.iter().copied()).collect(),
-            Event::Synthesis { sources, .. } | Event::Claim { sources, .. } => sources.clone(),
-            Event::Connection { a, b, .. } | Event::Tension { a, b, .. } => vec![*a, *b],
-            Event::Relate { from, to, .. } => vec![*from, *to],
-            Event::FrameOpen { parent, branched_from, .. } => parent.iter().chain(branched_from.iter()).copied().collect(),
+            | Event::Confirm { target } => out.push(*target),
+            Event::Refinement { target, resolves, .. } => {
+                out.push(*target);
+                resolves.iter().for_each(|r| out.push(*r));
+            }
+            Event::Synthesis { sources, .. } | Event::Claim { sources, .. } => sources.iter().for_each(|r| out.push(*r)),
+            Event::Connection { a, b, .. } | Event::Tension { a, b, .. } => {
+                out.push(*a);
+                out.push(*b);
+            }
+            Event::Relate { from, to, .. } => {
+                out.push(*from);
+                out.push(*to);
+            }
+            Event::FrameOpen { parent, branched_from, .. } => parent.iter().chain(branched_from.iter()).for_each(|r| out.push(*r)),
             Event::FrameEvidence { frame, .. }
             | Event::FrameConclude { frame, .. }
             | Event::FrameSuspend { frame }
             | Event::FrameResume { frame }
-            | Event::FrameInvalidate { frame, .. } => vec![*frame],
-            Event::TaskUpdate { task, .. } => vec![*task],
-            Event::Judgment { trajectory, .. } => vec![*trajectory],
-            Event::MemoryItem { source_trajectory, .. } => source_trajectory.iter().copied().collect(),
-            Event::Usage { trajectory, item, .. } => vec![*trajectory, *item],
+            | Event::FrameInvalidate { frame, .. } => out.push(*frame),
+            Event::TaskUpdate { task, .. } => out.push(*task),
+            Event::Judgment { trajectory, .. } => out.push(*trajectory),
+            Event::MemoryItem { source_trajectory, .. } => source_trajectory.iter().for_each(|r| out.push(*r)),
+            Event::Usage { trajectory, item, .. } => {
+                out.push(*trajectory);
+                out.push(*item);
+            }
         }
+        out
     }
 
     /// The node's searchable text (empty for control events).
@@ -503,6 +523,35 @@ impl postcard::ser_flavors::Flavor for CompareFlavor<'_> {
 
     fn finalize(self) -> postcard::Result<bool> {
         Ok(self.equal && self.pos == self.expected.len())
+    }
+}
+
+/// An event's references: up to two inline, more on the heap.
+#[derive(Clone, Debug, Default)]
+pub struct RefList {
+    inline: [EntryId; 2],
+    len: usize,
+    more: Vec<EntryId>,
+}
+
+impl RefList {
+    fn push(&mut self, id: EntryId) {
+        if self.len < 2 && self.more.is_empty() {
+            self.inline[self.len] = id;
+            self.len += 1;
+        } else {
+            if self.more.is_empty() {
+                self.more.extend_from_slice(&self.inline[..self.len]);
+            }
+            self.more.push(id);
+        }
+    }
+}
+
+impl std::ops::Deref for RefList {
+    type Target = [EntryId];
+    fn deref(&self) -> &[EntryId] {
+        if self.more.is_empty() { &self.inline[..self.len] } else { &self.more }
     }
 }
 

@@ -186,6 +186,18 @@ enum Mark {
     UsageItem,
 }
 
+impl Meta {
+    fn of(ev: &Event) -> Self {
+        match ev {
+            Event::Claim { kind, sources, confirmed, expires_at_ms, .. } => {
+                Meta::Claim { kind: *kind, has_sources: !sources.is_empty(), confirmed: *confirmed, expires_at_ms: *expires_at_ms }
+            }
+            Event::Relate { relation, .. } => Meta::Relate(*relation),
+            _ => Meta::None,
+        }
+    }
+}
+
 /// Per-node state that most nodes never have, boxed so that a node stays
 /// small: replaying a million events touches every node's memory, and on this
 /// machine fresh memory is the dominant cost. Relations to other events are one
@@ -537,8 +549,8 @@ impl Graph {
                 continue;
             }
             let refs = match &e.body {
-                Body::Event(ev) => ev.refs(),
-                _ => Vec::new(),
+                Body::Event(ev) => ev.ref_list(),
+                _ => crate::event::RefList::default(),
             };
             if let Some(first) = refs.iter().find(|r| !self.index.contains_key(*r)) {
                 self.pending_count += 1;
@@ -571,8 +583,9 @@ impl Graph {
                 None
             }
             Body::Event(ev) => {
-                if let Err(err) = self.check_refs(e.id, &ev, refs) {
-                    node.extra.get_or_insert_with(Box::default).invalid = Some(err.to_string().into_boxed_str());
+                match self.check_refs(e.id, &ev, refs) {
+                    Err(err) => node.extra.get_or_insert_with(Box::default).invalid = Some(err.to_string().into_boxed_str()),
+                    Ok(()) => node.meta = Meta::of(&ev),
                 }
                 Some(ev)
             }
@@ -608,7 +621,7 @@ impl Graph {
     /// Check an event against the rules, given that all its references are known.
     /// Used for local writes (refuse) and for arrivals (mark invalid).
     pub fn check(&self, id: EntryId, ev: &Event) -> Result<(), RuleError> {
-        self.check_refs(id, ev, &ev.refs())
+        self.check_refs(id, ev, &ev.ref_list())
     }
 
     /// [`Graph::check`] with the event's references already collected.
@@ -756,6 +769,11 @@ impl Graph {
     }
 
     fn node_mut(&mut self, id: &EntryId) -> &mut Node {
+        // The event being applied is the newest node: skip the index for it.
+        let newest = self.nodes.len().wrapping_sub(1);
+        if self.nodes.last().is_some_and(|n| n.id == *id) {
+            return &mut self.nodes[newest];
+        }
         // Effects run only after `check`, which proved every reference exists.
         let i = *self.index.get(id).unwrap_or_else(|| panic!("reference {id} checked but missing"));
         &mut self.nodes[i as usize]
@@ -801,13 +819,6 @@ impl Graph {
     }
 
     fn effects(&mut self, id: EntryId, ev: &Event) {
-        self.node_mut(&id).meta = match ev {
-            Event::Claim { kind, sources, confirmed, expires_at_ms, .. } => {
-                Meta::Claim { kind: *kind, has_sources: !sources.is_empty(), confirmed: *confirmed, expires_at_ms: *expires_at_ms }
-            }
-            Event::Relate { relation, .. } => Meta::Relate(*relation),
-            _ => Meta::None,
-        };
         match ev {
             Event::Proposition { .. } | Event::Question { .. } | Event::Trajectory { .. } => {}
             Event::Task { .. } => self.extra_mut(&id).task_state = Some(TaskState::Created),
