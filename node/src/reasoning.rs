@@ -165,8 +165,7 @@ pub fn run(home: &Home, command: &Command, json: bool) -> Result<Option<ExitCode
     if let Some(event) = event_for(&store, command)? {
         return record(home, &store, event, json).map(Some);
     }
-    let events = load_events(&store)?;
-    let graph = Graph::replay(events.clone());
+    let graph = agora_view::load_graph(&store)?;
     let value_text: (Value, String) = match command {
         Command::Status { target } => {
             let id = reference(&store, target)?;
@@ -183,6 +182,7 @@ pub fn run(home: &Home, command: &Command, json: bool) -> Result<Option<ExitCode
         }
         Command::Trace { target } => trace(&store, &graph, &reference(&store, target)?)?,
         Command::History { as_of, target } => {
+            let events = load_events(&store)?;
             let past = if let Some(ms) = parse_time(as_of) {
                 as_of_time(&events, ms)
             } else {
@@ -287,7 +287,7 @@ pub fn run(home: &Home, command: &Command, json: bool) -> Result<Option<ExitCode
 /// references not known yet, which the event will wait for as pending.
 fn check_local(store: &Store, event: &Event) -> Result<Vec<EntryId>> {
     event.check_limits()?;
-    let graph = Graph::replay(load_events(store)?);
+    let graph = agora_view::load_graph(store)?;
     let missing: Vec<EntryId> = event.refs().into_iter().filter(|r| graph.node(r).is_none()).collect();
     if missing.is_empty() {
         // The new entry's id is not known before signing; no stored id can equal it.
