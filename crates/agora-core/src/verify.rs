@@ -166,6 +166,39 @@ pub fn verify_signatures(entries: &[&SignedEntry]) -> Result<(), VerifyError> {
     Ok(())
 }
 
+/// An entry whose signature has been verified. Only [`check_signatures`]
+/// makes one, so a function that takes it (the store's import of entries a
+/// peer sent, which the replicator verified in batches) can skip checking the
+/// signature again without trusting its caller's word.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignatureChecked(SignedEntry);
+
+impl SignatureChecked {
+    /// The entry.
+    pub fn entry(&self) -> &SignedEntry {
+        &self.0
+    }
+    /// The entry, giving up the proof of verification.
+    pub fn into_entry(self) -> SignedEntry {
+        self.0
+    }
+}
+
+impl std::ops::Deref for SignatureChecked {
+    type Target = SignedEntry;
+    fn deref(&self) -> &SignedEntry {
+        &self.0
+    }
+}
+
+/// Verify signatures in batches of [`VERIFY_BATCH_LEN`] and wrap each entry
+/// as [`SignatureChecked`]. Returns the first invalid entry, in input order.
+pub fn check_signatures(entries: Vec<SignedEntry>) -> Result<Vec<SignatureChecked>, VerifyError> {
+    let refs: Vec<&SignedEntry> = entries.iter().collect();
+    verify_signatures(&refs)?;
+    Ok(entries.into_iter().map(SignatureChecked).collect())
+}
+
 /// Check that `payload` is the one `entry` binds.
 pub fn verify_payload(entry: &SignedEntry, payload: &[u8]) -> Result<(), VerifyError> {
     let header = entry.header();

@@ -17,7 +17,15 @@
 //!    payload hashes, links inside the range) before emitting
 //!    [`Output::Import`]; a response marked `more` is followed by the next
 //!    request from where it stopped, so long syncs resume where they stopped;
-//! 3. a peer that sends a bad entry is banned for [`Config::ban_ms`].
+//! 3. new entries also arrive by gossip ([`Replicator::gossip`]): verified
+//!    one by one, offered to the store, and when they do not link to what we
+//!    hold, the missing range is requested from the peer that relayed them;
+//! 4. a peer that sends a bad entry is banned for [`Config::ban_ms`]; a peer
+//!    over its message rate has its messages dropped, and a flooder is banned;
+//! 5. only authors admitted to the workspace roster are requested, served or
+//!    accepted ([`Replicator::set_admitted`]).
+//!
+//! The bytes of these messages are in [`wire`] (`protocol-spec/replication.md`).
 //!
 //! Call order for a driver: `connected` / `handle` / `respond` /
 //! `set_local_frontier` / `handle_timeout` as things happen, then drain
@@ -26,6 +34,9 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![allow(clippy::result_large_err)]
 
+mod limiter;
 mod replicator;
+pub mod wire;
 
-pub use replicator::{Config, Head, Message, Output, PeerId, Replicator, VerifiedEntry, WireEntry};
+pub use replicator::{Config, Gossip, GossipVerdict, Head, Message, Output, PeerId, Replicator, Stats, VerifiedEntry, WireEntry};
+pub use wire::{WireError, WireRequest, WireResponse, WorkspaceId};

@@ -1,11 +1,14 @@
 //! The replication state machine.
 
-use agora_core::verify::{verify_payload, verify_signatures};
-use agora_core::{AgentId, EntryId, SignedEntry};
+use crate::limiter::TokenBucket;
+use agora_core::verify::{check_signatures, verify_payload, SignatureChecked};
+use agora_core::{AgentId, EntryId, ForkProof, SignedEntry};
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-/// A verified entry with its payload, when the sender held it.
-pub type VerifiedEntry = (SignedEntry, Option<Vec<u8>>);
+/// A verified entry (its signature checked; the proof is in the type) with
+/// its payload, when the sender held it (checked against the header's hash).
+pub type VerifiedEntry = (SignatureChecked, Option<Vec<u8>>);
 
 /// A peer, as the driver names it (a libp2p peer id, or a simulator index).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -16,34 +19,54 @@ pub struct PeerId(pub u64);
 pub struct Config {
     /// Most entries asked for (and served) in one response.
     pub range_limit: u32,
+    /// Most bytes (entries and payloads) served in one response; a response
+    /// is cut at a seq boundary to fit and marked `more`.
+    pub response_bytes_max: usize,
     /// Most requests in flight to one peer.
     pub in_flight_per_peer: usize,
+    /// Most requests in flight in all (bounds the memory that responses can
+    /// occupy: `in_flight_max * response_bytes_max`).
+    pub in_flight_max: usize,
     /// A request unanswered for this long is sent again (to any peer that has the range).
     pub request_timeout_ms: u64,
     /// How long a peer that sent invalid data is ignored.
     pub ban_ms: u64,
-    /// Most authors listed in one frontier.
+    /// Most heads listed in one frontier.
     pub frontier_authors_max: usize,
     /// Most outputs queued before the driver drains them; beyond it, new
-    /// requests wait (never dropped silently: they are re-planned on timeout).
+    /// requests wait (never dropped silently: they are re-planned on timeout)
+    /// and requests from peers are refused (the peer asks again on its timeout).
     pub outputs_max: usize,
+    /// Unsolicited messages (frontiers, requests, gossip) a peer may send per
+    /// second, sustained. Excess messages are dropped and counted.
+    pub peer_messages_per_s: u32,
+    /// Burst allowance on top of the sustained rate.
+    pub peer_messages_burst: u32,
+    /// A peer that keeps sending after its budget ran out, this many messages
+    /// beyond it within one burst window, is banned as a flooder.
+    pub peer_flood_ban_after: u32,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Self {
             range_limit: 1000,
+            response_bytes_max: 2 << 20,
             in_flight_per_peer: 4,
+            in_flight_max: 32,
             request_timeout_ms: 10_000,
             ban_ms: 600_000,
             frontier_authors_max: 100_000,
             outputs_max: 10_000,
+            peer_messages_per_s: 500,
+            peer_messages_burst: 2_000,
+            peer_flood_ban_after: 10_000,
         }
     }
 }
 
 /// One tip of an author's chain.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Head {
     /// The author.
     pub author: AgentId,
@@ -54,12 +77,19 @@ pub struct Head {
 }
 
 /// A signed entry with its payload, as bytes on the wire.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireEntry {
     /// Signed entry bytes (see protocol-spec/entry-format.md).
     pub entry: Vec<u8>,
     /// The payload, if the sender holds it.
     pub payload: Option<Vec<u8>>,
+}
+
+impl WireEntry {
+    /// Bytes this entry occupies in a response (entry, payload, framing).
+    pub fn wire_len(&self) -> usize {
+        self.entry.len() + self.payload.as_ref().map_or(0, Vec::len) + 8
+    }
 }
 
 /// A replication message.
@@ -89,6 +119,30 @@ pub enum Message {
         /// The sender holds entries beyond this range.
         more: bool,
     },
+}
+
+/// What gossip carries (one message per new entry, or a fork proof).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Gossip {
+    /// A new entry with its payload inline.
+    Entry(WireEntry),
+    /// A new head whose payload is too large to carry inline: fetch it.
+    Head(Head),
+    /// A standalone fork proof (encoded, see protocol-spec/fork-proofs.md).
+    ForkProof(Vec<u8>),
+}
+
+/// What the gossip layer should do with a message ([`Replicator::gossip`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GossipVerdict {
+    /// Valid: deliver and forward it.
+    Accept,
+    /// Not invalid, but not for us (an author outside the roster, a peer over
+    /// its rate): do not forward, do not penalise the sender.
+    Ignore,
+    /// Invalid (bad signature, malformed, forged proof): do not forward, and
+    /// penalise the peer that sent it. The peer is banned as well.
+    Reject(String),
 }
 
 /// Something the driver must do.
@@ -127,6 +181,32 @@ pub enum Output {
         /// Until when.
         until_ms: u64,
     },
+    /// Data by an author outside the workspace roster arrived and was refused.
+    Refused {
+        /// Who sent it.
+        peer: PeerId,
+        /// The author.
+        author: AgentId,
+        /// What it was.
+        what: &'static str,
+    },
+}
+
+/// Counters of what was refused, for status displays. Monotonic.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Stats {
+    /// Peers banned for bad data or flooding.
+    pub bans: u64,
+    /// Entries and heads refused because their author is not admitted.
+    pub refused_not_admitted: u64,
+    /// Unsolicited messages dropped because the peer was over its rate.
+    pub rate_limited: u64,
+    /// Gossip messages rejected as invalid.
+    pub gossip_rejected: u64,
+    /// Requests from peers refused because the output queue was full.
+    pub requests_shed: u64,
+    /// Entries verified in responses and gossip.
+    pub entries_verified: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -137,10 +217,14 @@ struct InFlight {
     deadline_ms: u64,
 }
 
-#[derive(Default, Debug)]
+#[derive(Debug)]
 struct PeerState {
     /// The peer's tips, by author.
     frontier: BTreeMap<AgentId, Vec<Head>>,
+    /// Budget for unsolicited messages.
+    bucket: TokenBucket,
+    /// Messages sent while the budget was exhausted, since it last had tokens.
+    overdraft: u32,
 }
 
 /// The replication state of one node.
@@ -149,57 +233,111 @@ pub struct Replicator {
     config: Config,
     /// What the local store holds: tips by author.
     local: BTreeMap<AgentId, Vec<Head>>,
+    /// Authors whose entries are replicated; `None`: everyone.
+    admitted: Option<BTreeSet<AgentId>>,
     peers: BTreeMap<PeerId, PeerState>,
     banned: BTreeMap<PeerId, u64>,
     in_flight: BTreeMap<u64, InFlight>,
     next_req: u64,
     outputs: VecDeque<Output>,
+    stats: Stats,
 }
 
 fn max_seq(heads: &[Head]) -> u64 {
     heads.iter().map(|h| h.seq).max().unwrap_or(0)
 }
 
+fn group(heads: Vec<Head>) -> BTreeMap<AgentId, Vec<Head>> {
+    let mut out: BTreeMap<AgentId, Vec<Head>> = BTreeMap::new();
+    for h in heads {
+        out.entry(h.author).or_default().push(h);
+    }
+    for tips in out.values_mut() {
+        tips.sort();
+        tips.dedup();
+    }
+    out
+}
+
 impl Replicator {
     /// A replicator with nothing known.
     pub fn new(config: Config) -> Self {
+        assert!(config.range_limit > 0 && config.in_flight_per_peer > 0 && config.in_flight_max > 0, "config limits must be positive");
         Self {
             config,
             local: BTreeMap::new(),
+            admitted: None,
             peers: BTreeMap::new(),
             banned: BTreeMap::new(),
             in_flight: BTreeMap::new(),
             next_req: 1,
             outputs: VecDeque::new(),
+            stats: Stats::default(),
         }
     }
 
-    /// The store's tips changed (after an import or a local append). Plans
-    /// further requests from connected peers that hold more.
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Replicate only these authors (the workspace roster); `None` replicates
+    /// everyone. Entries and heads of anyone else are refused and reported.
+    /// Newly admitted authors are requested from peers that hold them.
+    pub fn set_admitted(&mut self, admitted: Option<BTreeSet<AgentId>>, now_ms: u64) {
+        self.admitted = admitted;
+        self.plan_all(now_ms);
+    }
+
+    fn is_admitted(&self, author: &AgentId) -> bool {
+        self.admitted.as_ref().is_none_or(|a| a.contains(author))
+    }
+
+    /// Replace everything known about the local store's tips (at start-up).
+    /// Announces changed authors and plans requests.
     pub fn set_local_frontier(&mut self, heads: Vec<Head>, now_ms: u64) {
-        let mut next: BTreeMap<AgentId, Vec<Head>> = BTreeMap::new();
-        for h in heads {
-            next.entry(h.author).or_default().push(h);
-        }
-        for tips in next.values_mut() {
-            tips.sort();
-        }
-        // Announce the authors whose tips changed to every connected peer.
+        let next = group(heads);
         let changed: Vec<Head> =
             next.iter().filter(|(a, tips)| self.local.get(*a) != Some(*tips)).flat_map(|(_, tips)| tips.iter().copied()).collect();
         self.local = next;
-        let peers: Vec<PeerId> = self.peers.keys().copied().collect();
-        if !changed.is_empty() {
-            for p in &peers {
-                self.outputs.push_back(Output::Send(*p, Message::Frontier(changed.clone())));
-            }
+        self.announce(changed);
+        self.plan_all(now_ms);
+    }
+
+    /// One author's tips in the local store changed (after an import or a
+    /// local append): announce them to every peer and plan further requests
+    /// for that author only.
+    pub fn set_local_heads(&mut self, author: AgentId, mut tips: Vec<Head>, now_ms: u64) {
+        debug_assert!(tips.iter().all(|h| h.author == author), "tips of another author");
+        tips.sort();
+        tips.dedup();
+        if self.local.get(&author) == Some(&tips) {
+            return;
         }
+        self.announce(tips.clone());
+        if tips.is_empty() {
+            self.local.remove(&author);
+        } else {
+            self.local.insert(author, tips);
+        }
+        let peers: Vec<PeerId> = self.peers.keys().copied().collect();
         for p in peers {
-            self.plan(p, now_ms);
+            self.plan_author(p, author, now_ms);
         }
     }
 
-    fn local_heads(&self) -> Vec<Head> {
+    fn announce(&mut self, changed: Vec<Head>) {
+        if changed.is_empty() {
+            return;
+        }
+        let peers: Vec<PeerId> = self.peers.keys().copied().collect();
+        for p in &peers {
+            self.outputs.push_back(Output::Send(*p, Message::Frontier(changed.clone())));
+        }
+    }
+
+    /// Every local tip.
+    pub fn local_heads(&self) -> Vec<Head> {
         self.local.values().flatten().copied().collect()
     }
 
@@ -207,12 +345,18 @@ impl Replicator {
         self.banned.get(&peer).is_some_and(|until| *until > now_ms)
     }
 
+    /// Is this peer banned at `now_ms` (the driver refuses its connections)?
+    pub fn banned_until(&self, peer: PeerId, now_ms: u64) -> Option<u64> {
+        self.banned.get(&peer).copied().filter(|until| *until > now_ms)
+    }
+
     /// A peer connected: send it our frontier.
     pub fn connected(&mut self, peer: PeerId, now_ms: u64) {
         if self.is_banned(peer, now_ms) {
             return;
         }
-        self.peers.insert(peer, PeerState::default());
+        let bucket = TokenBucket::new(self.config.peer_messages_per_s, self.config.peer_messages_burst, now_ms);
+        self.peers.insert(peer, PeerState { frontier: BTreeMap::new(), bucket, overdraft: 0 });
         let frontier = self.local_heads();
         self.outputs.push_back(Output::Send(peer, Message::Frontier(frontier)));
     }
@@ -225,12 +369,41 @@ impl Replicator {
         }
     }
 
+    /// Peers currently connected (and not banned).
+    pub fn peers(&self) -> Vec<PeerId> {
+        self.peers.keys().copied().collect()
+    }
+
+    /// The frontier a peer announced, for status displays (sync lag).
+    pub fn peer_frontier(&self, peer: PeerId) -> Vec<Head> {
+        self.peers.get(&peer).map(|s| s.frontier.values().flatten().copied().collect()).unwrap_or_default()
+    }
+
     fn ban(&mut self, peer: PeerId, reason: String, now_ms: u64) {
         let until_ms = now_ms.saturating_add(self.config.ban_ms);
         self.banned.insert(peer, until_ms);
         self.peers.remove(&peer);
-        self.in_flight.retain(|_, f| f.peer != peer);
+        self.stats.bans += 1;
         self.outputs.push_back(Output::Ban { peer, reason, until_ms });
+        // Requests to the banned peer are asked again of others at once.
+        self.in_flight.retain(|_, f| f.peer != peer);
+        self.plan_all(now_ms);
+    }
+
+    /// Charge one unsolicited message to `peer`'s budget. `false`: drop it.
+    fn admit_message(&mut self, peer: PeerId, now_ms: u64) -> bool {
+        let Some(state) = self.peers.get_mut(&peer) else { return false };
+        if state.bucket.take(now_ms) {
+            state.overdraft = 0;
+            return true;
+        }
+        state.overdraft = state.overdraft.saturating_add(1);
+        self.stats.rate_limited += 1;
+        if state.overdraft > self.config.peer_flood_ban_after {
+            let n = state.overdraft;
+            self.ban(peer, format!("flooding: {n} messages beyond its rate limit"), now_ms);
+        }
+        false
     }
 
     /// A message arrived from `peer`.
@@ -240,21 +413,40 @@ impl Replicator {
         }
         match message {
             Message::Frontier(heads) => {
+                if !self.admit_message(peer, now_ms) {
+                    return;
+                }
                 if heads.len() > self.config.frontier_authors_max {
                     return self.ban(peer, format!("frontier of {} heads exceeds the limit", heads.len()), now_ms);
                 }
-                let mut update: BTreeMap<AgentId, Vec<Head>> = BTreeMap::new();
-                for h in heads {
-                    update.entry(h.author).or_default().push(h);
-                }
+                let update = group(heads);
+                // Heads of authors outside the roster are remembered (they
+                // are requested if the author is admitted later) but never
+                // planned while it is not.
+                self.stats.refused_not_admitted += update.keys().filter(|a| !self.is_admitted(a)).count() as u64;
+                let authors: Vec<AgentId> = update.keys().copied().collect();
                 if let Some(state) = self.peers.get_mut(&peer) {
                     state.frontier.extend(update);
                 }
-                self.plan(peer, now_ms);
+                for author in authors {
+                    self.plan_author(peer, author, now_ms);
+                }
             }
             Message::Request { req, author, from_seq, limit } => {
+                if !self.admit_message(peer, now_ms) {
+                    return;
+                }
                 if limit == 0 || limit > self.config.range_limit || from_seq == 0 {
                     return self.ban(peer, format!("request {req}: limit {limit} from seq {from_seq} out of bounds"), now_ms);
+                }
+                if self.outputs.len() >= self.config.outputs_max {
+                    // Overloaded: the peer asks again on its timeout.
+                    self.stats.requests_shed += 1;
+                    return;
+                }
+                if !self.is_admitted(&author) {
+                    // We do not hold (or serve) authors outside the roster.
+                    return self.respond(peer, req, Vec::new(), false);
                 }
                 self.outputs.push_back(Output::Serve { peer, req, author, from_seq, limit });
             }
@@ -262,42 +454,99 @@ impl Replicator {
         }
     }
 
-    /// The driver read the entries for a [`Output::Serve`].
-    pub fn respond(&mut self, peer: PeerId, req: u64, entries: Vec<WireEntry>, more: bool) {
-        if self.peers.contains_key(&peer) {
-            self.outputs.push_back(Output::Send(peer, Message::Response { req, entries, more }));
+    /// The driver read the entries for a [`Output::Serve`], in (seq, id)
+    /// order. The response is cut to [`Config::response_bytes_max`] at a seq
+    /// boundary (keeping at least one seq) and then marked `more`.
+    pub fn respond(&mut self, peer: PeerId, req: u64, mut entries: Vec<WireEntry>, mut more: bool) {
+        if !self.peers.contains_key(&peer) {
+            return;
+        }
+        let mut bytes = 0usize;
+        let mut cut = None;
+        for (i, w) in entries.iter().enumerate() {
+            bytes += w.wire_len();
+            if bytes > self.config.response_bytes_max && i > 0 {
+                // Back up to the first entry of this seq, so no seq is split.
+                let seq_of = |w: &WireEntry| SignedEntry::decode(&w.entry).map(|e| e.header().seq).ok();
+                let this = seq_of(w);
+                let mut j = i;
+                while j > 0 && seq_of(&entries[j - 1]) == this {
+                    j -= 1;
+                }
+                cut = Some(if j == 0 { i } else { j });
+                break;
+            }
+        }
+        if let Some(at) = cut {
+            entries.truncate(at);
+            more = true;
+        }
+        self.outputs.push_back(Output::Send(peer, Message::Response { req, entries, more }));
+    }
+
+    fn plan_all(&mut self, now_ms: u64) {
+        let peers: Vec<PeerId> = self.peers.keys().copied().collect();
+        for p in peers {
+            self.plan(p, now_ms);
         }
     }
 
+    /// What we want of `author` from a peer whose tips are `theirs`: the seq
+    /// to request from, if any.
+    fn want(&self, author: &AgentId, theirs: &[Head]) -> Option<u64> {
+        if !self.is_admitted(author) {
+            return None;
+        }
+        let ours = self.local.get(author).map(Vec::as_slice).unwrap_or(&[]);
+        let our_max = max_seq(ours);
+        if max_seq(theirs) > our_max {
+            return Some(our_max + 1);
+        }
+        // A branch we lack (a fork below our head): fetch its range; imports
+        // skip what we hold, and once stored its tip is known, so a proven
+        // fork is not requested again.
+        let tip = theirs.iter().filter(|h| !ours.iter().any(|o| o.id == h.id) && h.seq <= our_max).min()?;
+        Some(tip.seq.saturating_sub(u64::from(self.config.range_limit) - 1).max(1))
+    }
+
     /// For each author where `peer` holds what we lack, ask for it, within
-    /// the per-peer in-flight limit, unless the range is already asked for.
+    /// the in-flight limits, unless the range is already asked for.
     fn plan(&mut self, peer: PeerId, now_ms: u64) {
         let Some(state) = self.peers.get(&peer) else { return };
-        let mut wants: Vec<(AgentId, u64)> = Vec::new();
-        for (author, theirs) in &state.frontier {
-            let ours = self.local.get(author).map(Vec::as_slice).unwrap_or(&[]);
-            let our_max = max_seq(ours);
-            let known: BTreeSet<EntryId> = ours.iter().map(|h| h.id).collect();
-            if max_seq(theirs) > our_max {
-                wants.push((*author, our_max + 1));
-            } else if let Some(tip) = theirs.iter().filter(|h| !known.contains(&h.id) && h.seq <= our_max).min() {
-                // A branch we lack (a fork below our head): fetch its range;
-                // imports skip what we hold, and once stored its tip is known,
-                // so a proven fork is not requested again.
-                let from = tip.seq.saturating_sub(u64::from(self.config.range_limit) - 1).max(1);
-                wants.push((*author, from));
-            }
-        }
+        let wants: Vec<(AgentId, u64)> =
+            state.frontier.iter().filter_map(|(author, theirs)| self.want(author, theirs).map(|from| (*author, from))).collect();
         for (author, from_seq) in wants {
-            let busy = self.in_flight.values().filter(|f| f.peer == peer).count();
-            if busy >= self.config.in_flight_per_peer || self.outputs.len() >= self.config.outputs_max {
+            if !self.may_request(peer) {
                 break;
             }
-            if self.in_flight.values().any(|f| f.author == author && f.from_seq == from_seq) {
-                continue;
-            }
-            self.request(peer, author, from_seq, now_ms);
+            self.request_unless_asked(peer, author, from_seq, now_ms);
         }
+    }
+
+    fn plan_author(&mut self, peer: PeerId, author: AgentId, now_ms: u64) {
+        let Some(theirs) = self.peers.get(&peer).and_then(|s| s.frontier.get(&author)) else { return };
+        if let Some(from_seq) = self.want(&author, theirs)
+            && self.may_request(peer)
+        {
+            self.request_unless_asked(peer, author, from_seq, now_ms);
+        }
+    }
+
+    fn may_request(&self, peer: PeerId) -> bool {
+        let busy = self.in_flight.values().filter(|f| f.peer == peer).count();
+        busy < self.config.in_flight_per_peer
+            && self.in_flight.len() < self.config.in_flight_max
+            && self.outputs.len() < self.config.outputs_max
+    }
+
+    fn request_unless_asked(&mut self, peer: PeerId, author: AgentId, from_seq: u64, now_ms: u64) {
+        // One request per (author, range start) at a time; and while a range
+        // of this author is in flight from the same peer, the next one is
+        // planned when its response arrives (responses resume where they stop).
+        if self.in_flight.values().any(|f| f.author == author && (f.from_seq == from_seq || f.peer == peer)) {
+            return;
+        }
+        self.request(peer, author, from_seq, now_ms);
     }
 
     fn request(&mut self, peer: PeerId, author: AgentId, from_seq: u64, now_ms: u64) {
@@ -318,13 +567,15 @@ impl Replicator {
         match self.verify_response(&asked, entries) {
             Ok(verified) => {
                 self.in_flight.remove(&req);
+                self.stats.entries_verified += verified.len() as u64;
                 let last = verified.last().map(|(e, _)| e.header().seq);
                 if !verified.is_empty() {
                     self.outputs.push_back(Output::Import { from: peer, entries: verified });
                 }
-                if let (true, Some(last)) = (more, last) {
+                match (more, last) {
                     // Resume where this response stopped.
-                    self.request(peer, asked.author, last + 1, now_ms);
+                    (true, Some(last)) => self.request(peer, asked.author, last + 1, now_ms),
+                    _ => self.plan_author(peer, asked.author, now_ms),
                 }
             }
             Err(reason) => self.ban(peer, format!("response to request {req}: {reason}"), now_ms),
@@ -337,7 +588,7 @@ impl Replicator {
         if entries.len() as u64 > limit.saturating_mul(4) {
             return Err(format!("{} entries for a range of {limit} seqs", entries.len()));
         }
-        let mut out: Vec<VerifiedEntry> = Vec::with_capacity(entries.len());
+        let mut out: Vec<(SignedEntry, Option<Vec<u8>>)> = Vec::with_capacity(entries.len());
         for (i, w) in entries.into_iter().enumerate() {
             let e = SignedEntry::decode(&w.entry).map_err(|err| format!("entry {i}: {err}"))?;
             let h = e.header();
@@ -357,8 +608,9 @@ impl Replicator {
             }
             out.push((e, w.payload));
         }
-        let refs: Vec<&SignedEntry> = out.iter().map(|(e, _)| e).collect();
-        verify_signatures(&refs).map_err(|err| err.to_string())?;
+        let (entries, payloads): (Vec<SignedEntry>, Vec<Option<Vec<u8>>>) = out.into_iter().unzip();
+        let out: Vec<VerifiedEntry> =
+            check_signatures(entries).map_err(|err| err.to_string())?.into_iter().zip(payloads).collect();
         // Links inside the batch: every entry after the first seq links to one
         // entry of the previous seq in the batch.
         let ids: BTreeSet<EntryId> = out.iter().map(|(e, _)| e.id()).collect();
@@ -372,11 +624,105 @@ impl Replicator {
         Ok(out)
     }
 
+    /// A gossip message arrived, relayed by `peer` (the propagation source).
+    /// A valid entry is offered to the store at once (the store checks its
+    /// link; if its predecessor is missing the driver calls
+    /// [`Replicator::import_failed`], which asks `peer` for the range). The
+    /// verdict tells the gossip layer whether to forward it.
+    pub fn gossip(&mut self, peer: PeerId, message: Gossip, now_ms: u64) -> GossipVerdict {
+        if self.is_banned(peer, now_ms) || !self.peers.contains_key(&peer) {
+            return GossipVerdict::Ignore;
+        }
+        if !self.admit_message(peer, now_ms) {
+            return GossipVerdict::Ignore;
+        }
+        let checked = match message {
+            Gossip::Entry(w) => self.gossip_entry(peer, w),
+            Gossip::Head(head) => {
+                if !self.is_admitted(&head.author) {
+                    self.refuse(peer, head.author, "gossiped head");
+                    return GossipVerdict::Ignore;
+                }
+                self.learn_heads(peer, &[head], now_ms);
+                Ok(GossipVerdict::Accept)
+            }
+            Gossip::ForkProof(bytes) => match ForkProof::decode(&bytes) {
+                Ok(proof) => {
+                    if !self.is_admitted(&proof.author()) {
+                        self.refuse(peer, proof.author(), "fork proof");
+                        return GossipVerdict::Ignore;
+                    }
+                    // Fetch both branches; the store proves the fork itself.
+                    let (a, b) = proof.entries();
+                    let heads: Vec<Head> =
+                        [a, b].iter().map(|e| Head { author: e.header().author, seq: e.header().seq, id: e.id() }).collect();
+                    self.learn_heads(peer, &heads, now_ms);
+                    Ok(GossipVerdict::Accept)
+                }
+                Err(e) => Err(format!("fork proof rejected: {e}")),
+            },
+        };
+        match checked {
+            Ok(v) => v,
+            Err(reason) => {
+                self.stats.gossip_rejected += 1;
+                self.ban(peer, format!("gossip: {reason}"), now_ms);
+                GossipVerdict::Reject(reason)
+            }
+        }
+    }
+
+    fn gossip_entry(&mut self, peer: PeerId, w: WireEntry) -> Result<GossipVerdict, String> {
+        let e = SignedEntry::decode(&w.entry).map_err(|err| format!("entry: {err}"))?;
+        let h = e.header();
+        if !self.is_admitted(&h.author) {
+            self.refuse(peer, h.author, "gossiped entry");
+            return Ok(GossipVerdict::Ignore);
+        }
+        if let Some(p) = &w.payload {
+            verify_payload(&e, p).map_err(|err| err.to_string())?;
+        }
+        let head = Head { author: h.author, seq: h.seq, id: e.id() };
+        let author = h.author;
+        let mut checked = check_signatures(vec![e]).map_err(|err| err.to_string())?;
+        let Some(e) = checked.pop() else { return Err("no entry".into()) };
+        self.stats.entries_verified += 1;
+        let known = self.local.get(&author).is_some_and(|tips| tips.iter().any(|t| t.id == head.id));
+        if let Some(state) = self.peers.get_mut(&peer) {
+            merge_head(&mut state.frontier, head);
+        }
+        if !known {
+            self.outputs.push_back(Output::Import { from: peer, entries: vec![(e, w.payload)] });
+        }
+        Ok(GossipVerdict::Accept)
+    }
+
+    /// `peer` holds these heads: remember them and plan requests.
+    fn learn_heads(&mut self, peer: PeerId, heads: &[Head], now_ms: u64) {
+        if let Some(state) = self.peers.get_mut(&peer) {
+            for h in heads {
+                merge_head(&mut state.frontier, *h);
+            }
+        }
+        let authors: BTreeSet<AgentId> = heads.iter().map(|h| h.author).collect();
+        for a in authors {
+            self.plan_author(peer, a, now_ms);
+        }
+    }
+
+    fn refuse(&mut self, peer: PeerId, author: AgentId, what: &'static str) {
+        self.stats.refused_not_admitted += 1;
+        if self.outputs.len() < self.config.outputs_max {
+            self.outputs.push_back(Output::Refused { peer, author, what });
+        }
+    }
+
     /// The store refused an [`Output::Import`] from `from` because the entry at
     /// `missing_seq` links to something it does not hold: the sender's branch
-    /// diverges from ours further back. Ask for the range before it; entries
-    /// already held are skipped by the store. A peer whose chain cannot be
-    /// linked even from seq 1 sent entries that cannot be valid: banned.
+    /// diverges from ours further back (or, for gossip, we are behind). Ask for
+    /// the range before it; entries already held are skipped by the store. A
+    /// peer whose chain cannot be linked even from seq 1 sent entries that
+    /// cannot be valid: banned.
     pub fn import_failed(&mut self, from: PeerId, author: AgentId, missing_seq: u64, now_ms: u64) {
         if !self.peers.contains_key(&from) {
             return;
@@ -384,31 +730,31 @@ impl Replicator {
         if missing_seq <= 1 {
             return self.ban(from, format!("entries of {author} do not link to any chain start"), now_ms);
         }
-        let back = u64::from(self.config.range_limit);
-        let from_seq = missing_seq.saturating_sub(back).max(1);
+        let our_max = self.local.get(&author).map_or(0, |t| max_seq(t));
+        let from_seq = if missing_seq > our_max + 1 {
+            // Gossip ran ahead of us: fetch what lies between.
+            our_max + 1
+        } else {
+            missing_seq.saturating_sub(u64::from(self.config.range_limit)).max(1)
+        };
         if !self.in_flight.values().any(|f| f.author == author && f.from_seq == from_seq) {
             self.request(from, author, from_seq, now_ms);
         }
     }
 
     /// Time passed: requests past their deadline are asked again, of any
-    /// connected peer that holds the range.
+    /// connected peer that holds the range; expired bans are lifted.
     pub fn handle_timeout(&mut self, now_ms: u64) {
-        let expired: Vec<(u64, InFlight)> =
-            self.in_flight.iter().filter(|(_, f)| f.deadline_ms <= now_ms).map(|(r, f)| (*r, f.clone())).collect();
-        for (req, _) in &expired {
-            self.in_flight.remove(req);
-        }
+        self.in_flight.retain(|_, f| f.deadline_ms > now_ms);
         self.banned.retain(|_, until| *until > now_ms);
-        let peers: Vec<PeerId> = self.peers.keys().copied().collect();
-        for p in peers {
-            self.plan(p, now_ms);
-        }
+        self.plan_all(now_ms);
     }
 
     /// When the driver should call [`Replicator::handle_timeout`] next.
     pub fn poll_timeout(&self) -> Option<u64> {
-        self.in_flight.values().map(|f| f.deadline_ms).min()
+        let requests = self.in_flight.values().map(|f| f.deadline_ms).min();
+        let bans = self.banned.values().copied().min();
+        requests.into_iter().chain(bans).min()
     }
 
     /// The next thing to do, if any.
@@ -420,4 +766,25 @@ impl Replicator {
     pub fn in_flight(&self) -> usize {
         self.in_flight.len()
     }
+
+    /// Counters of refused input.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+}
+
+/// Add `head` to a peer's view of an author: it replaces the tip it extends
+/// or equals; other branches stay.
+fn merge_head(frontier: &mut BTreeMap<AgentId, Vec<Head>>, head: Head) {
+    let tips = frontier.entry(head.author).or_default();
+    if tips.iter().any(|t| t.id == head.id) {
+        return;
+    }
+    // Without the backlink we cannot tell which branch it extends; a lower
+    // tip on a single-branch view is replaced, forks keep their tips.
+    if tips.len() <= 1 {
+        tips.retain(|t| t.seq >= head.seq);
+    }
+    tips.push(head);
+    tips.sort();
 }

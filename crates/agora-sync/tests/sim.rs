@@ -3,9 +3,9 @@
 //! timeouts, with no sockets and no clock.
 
 use agora_core::entry::next_header;
-use agora_core::verify::verify_link;
+use agora_core::verify::{check_signatures, verify_link};
 use agora_core::{AgentId, AgentKey, EntryId, SignedEntry};
-use agora_sync::{Config, Head, Message, Output, PeerId, Replicator, VerifiedEntry, WireEntry};
+use agora_sync::{Config, Gossip, GossipVerdict, Head, Message, Output, PeerId, Replicator, VerifiedEntry, WireEntry};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// An in-memory stand-in for agora-store: verified entries, all branches kept.
@@ -35,7 +35,7 @@ impl MemStore {
             let h = e.header();
             if let Some(back) = h.backlink {
                 let (a, s) = *self.ids.get(&back).expect("checked above");
-                let prev = &self.entries[&(a, s, back)].0;
+                let prev: &SignedEntry = &self.entries[&(a, s, back)].0;
                 verify_link(prev, &e).expect("links verified by the replicator");
             }
             self.ids.insert(e.id(), (h.author, h.seq));
@@ -45,8 +45,9 @@ impl MemStore {
     }
     fn append(&mut self, key: &AgentKey, payload: &[u8]) -> SignedEntry {
         let prev = self.heads().into_iter().filter(|h| h.author == key.agent_id()).max().map(|h| self.entries[&(h.author, h.seq, h.id)].0.clone());
-        let e = SignedEntry::sign(next_header(key.agent_id(), prev.as_ref(), 1, payload).unwrap(), key);
-        self.import(vec![(e.clone(), Some(payload.to_vec()))]).unwrap();
+        let e = SignedEntry::sign(next_header(key.agent_id(), prev.as_deref(), 1, payload).unwrap(), key);
+        let checked = check_signatures(vec![e.clone()]).unwrap().pop().unwrap();
+        self.import(vec![(checked, Some(payload.to_vec()))]).unwrap();
         e
     }
     fn heads(&self) -> Vec<Head> {
@@ -79,6 +80,7 @@ struct Net {
     wire: VecDeque<(PeerId, PeerId, Message)>,
     links: BTreeSet<(u64, u64)>,
     bans: Vec<(u64, u64, String)>,
+    refused: Vec<(u64, u64, AgentId, &'static str)>,
     delivered: usize,
     now: u64,
 }
@@ -86,7 +88,7 @@ struct Net {
 impl Net {
     fn new(n: usize, config: Config) -> Self {
         let nodes = (0..n).map(|_| Node { rep: Replicator::new(config.clone()), store: MemStore::default(), evil: false, silent: false }).collect();
-        Self { nodes, wire: VecDeque::new(), links: BTreeSet::new(), bans: Vec::new(), delivered: 0, now: 0 }
+        Self { nodes, wire: VecDeque::new(), links: BTreeSet::new(), bans: Vec::new(), refused: Vec::new(), delivered: 0, now: 0 }
     }
     fn connect(&mut self, a: u64, b: u64) {
         self.links.insert((a.min(b), a.max(b)));
@@ -128,8 +130,8 @@ impl Net {
                 let author = entries[0].0.header().author;
                 match self.nodes[i].store.import(entries) {
                     Ok(()) => {
-                        let heads = self.nodes[i].store.heads();
-                        self.nodes[i].rep.set_local_frontier(heads, self.now);
+                        let tips: Vec<Head> = self.nodes[i].store.heads().into_iter().filter(|h| h.author == author).collect();
+                        self.nodes[i].rep.set_local_heads(author, tips, self.now);
                     }
                     Err(missing_seq) => self.nodes[i].rep.import_failed(from, author, missing_seq, self.now),
                 }
@@ -152,7 +154,33 @@ impl Net {
                 self.links.remove(&((i as u64).min(peer.0), (i as u64).max(peer.0)));
                 self.nodes[peer.0 as usize].rep.disconnected(PeerId(i as u64));
             }
+            Output::Refused { peer, author, what } => self.refused.push((i as u64, peer.0, author, what)),
         }
+    }
+    /// Flood a gossip message from node `origin` the way gossipsub does: each
+    /// node that accepts it forwards it to its other neighbours once.
+    fn gossip(&mut self, origin: u64, message: Gossip) -> Vec<(u64, GossipVerdict)> {
+        let mut seen = BTreeSet::from([origin]);
+        let mut queue = VecDeque::from([origin]);
+        let mut verdicts = Vec::new();
+        while let Some(from) = queue.pop_front() {
+            let neighbours: Vec<u64> = self.links.iter().filter_map(|&(a, b)| if a == from { Some(b) } else if b == from { Some(a) } else { None }).collect();
+            for to in neighbours {
+                if !seen.insert(to) {
+                    continue;
+                }
+                let v = self.nodes[to as usize].rep.gossip(PeerId(from), message.clone(), self.now);
+                verdicts.push((to, v.clone()));
+                if v == GossipVerdict::Accept {
+                    queue.push_back(to);
+                }
+                // Let the node store what it accepted before it forwards.
+                while let Some(out) = self.nodes[to as usize].rep.poll() {
+                    self.output(to as usize, out);
+                }
+            }
+        }
+        verdicts
     }
 }
 
@@ -310,4 +338,188 @@ fn seeded_random_swarms_converge() {
         }
         assert!(net.bans.is_empty(), "seed {seed}: {:?}", net.bans);
     }
+}
+
+fn gossip_of(store: &MemStore, e: &SignedEntry) -> Gossip {
+    let h = e.header();
+    let (_, payload) = &store.entries[&(h.author, h.seq, e.id())];
+    Gossip::for_entry(e, payload.as_deref())
+}
+
+#[test]
+fn gossip_delivers_a_new_entry_to_every_node_and_fills_gaps_by_range_sync() {
+    let mut net = Net::new(5, small());
+    let alice = AgentKey::from_seed([1; 32]);
+    for i in 0..4 {
+        net.connect(i, i + 1);
+    }
+    net.run();
+    // Node 0 appends 3 entries, gossiping only the last: the others learn the
+    // head, cannot link it, and fetch the range from whoever relayed it.
+    chain(&mut net.nodes[0].store, &alice, 3);
+    let tips = net.nodes[0].store.heads();
+    let last: SignedEntry = net.nodes[0].store.entries[&(tips[0].author, tips[0].seq, tips[0].id)].0.clone().into_entry();
+    let message = gossip_of(&net.nodes[0].store, &last);
+    let verdicts = net.gossip(0, message.clone());
+    assert!(verdicts.iter().all(|(_, v)| *v == GossipVerdict::Accept), "{verdicts:?}");
+    net.run();
+    for n in 1..5 {
+        assert_eq!(net.nodes[n].store.entries.len(), 3, "node {n}");
+    }
+    // The next entry links to what everyone holds: gossip alone delivers it,
+    // with no range request at all.
+    let e = net.nodes[0].store.append(&alice, b"fourth");
+    let message = gossip_of(&net.nodes[0].store, &e);
+    net.gossip(0, message);
+    for n in 1..5 {
+        assert_eq!(net.nodes[n].store.entries.len(), 4, "node {n} without any request");
+    }
+    assert!(net.bans.is_empty());
+}
+
+#[test]
+fn gossip_with_a_bad_signature_or_a_forged_fork_proof_is_rejected_and_its_relay_banned() {
+    let mut net = Net::new(2, small());
+    let alice = AgentKey::from_seed([1; 32]);
+    net.connect(0, 1);
+    net.run();
+    let e = net.nodes[0].store.append(&alice, b"x");
+    let Gossip::Entry(mut w) = gossip_of(&net.nodes[0].store, &e) else { panic!("small payload travels inline") };
+    let n = w.entry.len();
+    w.entry[n - 1] ^= 1;
+    let v = net.nodes[1].rep.gossip(PeerId(0), Gossip::Entry(w), 0);
+    assert!(matches!(v, GossipVerdict::Reject(ref r) if r.contains("signature")), "{v:?}");
+    while let Some(out) = net.nodes[1].rep.poll() {
+        net.output(1, out);
+    }
+    assert_eq!(net.bans.len(), 1);
+    assert!(net.nodes[1].store.entries.is_empty());
+
+    // A "fork proof" of two entries that do not conflict is forged.
+    let mut net = Net::new(2, small());
+    net.connect(0, 1);
+    net.run();
+    let a = net.nodes[0].store.append(&alice, b"a");
+    let b = net.nodes[0].store.append(&alice, b"b");
+    let mut forged = vec![1u8];
+    let wire = (a.encode(), b.encode());
+    forged.extend(postcard_like(&wire.0));
+    forged.extend(postcard_like(&wire.1));
+    let v = net.nodes[1].rep.gossip(PeerId(0), Gossip::ForkProof(forged), 0);
+    assert!(matches!(v, GossipVerdict::Reject(ref r) if r.contains("fork proof")), "{v:?}");
+    assert_eq!(net.nodes[1].rep.stats().gossip_rejected, 1);
+}
+
+/// A length-prefixed byte string as postcard writes it (lengths < 128).
+fn postcard_like(bytes: &[u8]) -> Vec<u8> {
+    assert!(bytes.len() < 128 * 128);
+    let mut out = Vec::new();
+    let mut n = bytes.len();
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+    out.extend_from_slice(bytes);
+    out
+}
+
+#[test]
+fn a_genuine_fork_proof_makes_nodes_fetch_both_branches() {
+    let mut net = Net::new(3, small());
+    let alice = AgentKey::from_seed([1; 32]);
+    // Node 0 holds two branches of alice's chain (an equivocation it stored).
+    chain(&mut net.nodes[0].store, &alice, 3);
+    let first: Vec<_> = net.nodes[0].store.entries.values().take(2).cloned().collect();
+    let mut other = MemStore::default();
+    other.import(first).unwrap();
+    let rival = other.append(&alice, b"rival at seq 3");
+    let checked = check_signatures(vec![rival.clone()]).unwrap().pop().unwrap();
+    net.nodes[0].store.import(vec![(checked, Some(b"rival at seq 3".to_vec()))]).unwrap();
+    let tips = net.nodes[0].store.heads();
+    assert_eq!(tips.len(), 2);
+    let x: SignedEntry = net.nodes[0].store.entries[&(tips[0].author, tips[0].seq, tips[0].id)].0.clone().into_entry();
+    let y = if x.id() == rival.id() {
+        net.nodes[0].store.entries[&(tips[1].author, tips[1].seq, tips[1].id)].0.clone().into_entry()
+    } else {
+        rival.clone()
+    };
+    let proof = agora_core::ForkProof::new(x, y).unwrap();
+    net.connect(0, 1);
+    net.connect(1, 2);
+    net.run();
+    let verdicts = net.gossip(0, Gossip::ForkProof(proof.encode()));
+    assert!(verdicts.iter().all(|(_, v)| *v == GossipVerdict::Accept));
+    net.run();
+    for n in 1..3 {
+        assert_eq!(net.nodes[n].store.heads().len(), 2, "node {n} holds both branches");
+    }
+    assert!(net.bans.is_empty());
+}
+
+#[test]
+fn authors_outside_the_roster_are_neither_requested_nor_accepted() {
+    let mut net = Net::new(2, small());
+    let (alice, mallory) = (AgentKey::from_seed([1; 32]), AgentKey::from_seed([9; 32]));
+    chain(&mut net.nodes[0].store, &alice, 5);
+    chain(&mut net.nodes[0].store, &mallory, 5);
+    net.nodes[1].rep.set_admitted(Some(BTreeSet::from([alice.agent_id()])), 0);
+    net.connect(0, 1);
+    net.run();
+    assert_eq!(net.nodes[1].store.entries.len(), 5, "only alice's chain");
+    assert!(net.nodes[1].store.entries.keys().all(|(a, _, _)| *a == alice.agent_id()));
+    assert!(net.nodes[1].rep.stats().refused_not_admitted >= 1);
+    // Gossip of mallory's entry is ignored (not forwarded) and reported.
+    let e = net.nodes[0].store.append(&mallory, b"let me in");
+    let message = gossip_of(&net.nodes[0].store, &e);
+    assert_eq!(net.gossip(0, message), vec![(1, GossipVerdict::Ignore)]);
+    assert!(net.refused.iter().any(|(node, _, a, _)| *node == 1 && *a == mallory.agent_id()));
+    assert!(net.bans.is_empty(), "refusing is not banning");
+    // Admitting mallory later fetches the chain from the peer that has it.
+    net.nodes[1].rep.set_admitted(Some(BTreeSet::from([alice.agent_id(), mallory.agent_id()])), 0);
+    net.run();
+    assert_eq!(net.nodes[1].store.entries.len(), 11);
+}
+
+#[test]
+fn a_flooding_peer_is_rate_limited_then_banned() {
+    let config = Config { peer_messages_per_s: 10, peer_messages_burst: 20, peer_flood_ban_after: 50, ..small() };
+    let mut net = Net::new(2, config);
+    net.connect(0, 1);
+    net.run();
+    // Connecting already spent one message (node 0's frontier).
+    for _ in 0..19 {
+        net.nodes[1].rep.handle(PeerId(0), Message::Frontier(Vec::new()), 0);
+    }
+    assert_eq!(net.nodes[1].rep.stats().rate_limited, 0, "within the burst");
+    for _ in 0..50 {
+        net.nodes[1].rep.handle(PeerId(0), Message::Frontier(Vec::new()), 0);
+    }
+    assert_eq!(net.nodes[1].rep.stats().rate_limited, 50);
+    assert_eq!(net.nodes[1].rep.stats().bans, 0);
+    // A second later ten more are allowed again.
+    for _ in 0..10 {
+        net.nodes[1].rep.handle(PeerId(0), Message::Frontier(Vec::new()), 1_000);
+    }
+    assert_eq!(net.nodes[1].rep.stats().rate_limited, 50);
+    for _ in 0..52 {
+        net.nodes[1].rep.handle(PeerId(0), Message::Frontier(Vec::new()), 1_000);
+    }
+    assert_eq!(net.nodes[1].rep.stats().bans, 1);
+    assert!(matches!(net.nodes[1].rep.poll_timeout(), Some(t) if t > 1_000), "the ban expires later");
+}
+
+#[test]
+fn large_responses_are_cut_at_a_seq_boundary_and_resumed() {
+    let config = Config { range_limit: 100, response_bytes_max: 4_000, ..Config::default() };
+    let mut net = Net::new(2, config);
+    let alice = AgentKey::from_seed([1; 32]);
+    for i in 0..60 {
+        net.nodes[0].store.append(&alice, format!("{i:0>200}").as_bytes());
+    }
+    net.connect(0, 1);
+    net.run();
+    assert_eq!(net.nodes[1].store.entries.len(), 60);
+    assert!(net.delivered > 10, "60 entries of ~400 bytes need several 4 kB responses");
+    assert!(net.bans.is_empty());
 }
