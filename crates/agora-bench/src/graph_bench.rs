@@ -187,7 +187,7 @@ pub fn run(args: GraphArgs) -> Result<()> {
 
     // 4. Traces against a real store: a node touched by 10 events, verified.
     let dir = tempfile::tempdir()?;
-    let store = Store::open(dir.path().join("store"), &StoreOptions { create: true, sync: false })?;
+    let store = Store::open(dir.path().join("store"), &StoreOptions { create: true, sync: false, ..Default::default() })?;
     let key = AgentKey::from_seed([3; 32]);
     let mut known = Known::default();
     let mut rng = Rng(42);

@@ -23,13 +23,41 @@ pub struct StoreOptions {
     /// crash of the machine (not of the process) can lose the latest writes;
     /// RocksDB never loses or tears an acknowledged batch on a process crash.
     pub sync: bool,
+    /// Most bytes all column families' memtables may hold together before
+    /// RocksDB flushes them. With the block cache, this bounds the store's
+    /// memory, whatever the number of entries held.
+    pub memtable_bytes_max: usize,
+    /// Size of the one block cache shared by every column family (data,
+    /// index and filter blocks all count against it).
+    pub block_cache_bytes: usize,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        Self { create: false, sync: true }
+        Self { create: false, sync: true, memtable_bytes_max: 48 << 20, block_cache_bytes: 32 << 20 }
     }
 }
+
+/// What a committed write changed, as told to the [`Store::set_observer`]
+/// observer (the node daemon gossips new entries and keeps its in-memory
+/// views current with it).
+#[derive(Clone, Debug, Default)]
+pub struct CommitNotice {
+    /// The entries were appended here (signed by a local key), not imported.
+    pub appended: bool,
+    /// Entries newly stored, in the order they were written (a chain's
+    /// entries in seq order), with their payloads when held.
+    pub entries: Vec<(SignedEntry, Option<Vec<u8>>)>,
+    /// Entries whose payload changed (redacted here, or filled in by an
+    /// import): views built from payloads must re-read them.
+    pub payloads_changed: Vec<EntryId>,
+    /// Forks found: (author, seq), with their proofs stored.
+    pub forks: Vec<(AgentId, u64)>,
+}
+
+/// Called after every committed write, with the write lock held, so notices
+/// arrive in commit order. It must not block (send to a channel).
+pub type Observer = std::sync::Arc<dyn Fn(CommitNotice) + Send + Sync>;
 
 /// An open store. One process at a time: RocksDB's lock file refuses a second
 /// opener, and within the process, writes are serialised by a mutex so that
@@ -39,6 +67,7 @@ pub struct Store {
     pub(crate) path: PathBuf,
     pub(crate) sync: bool,
     pub(crate) write_lock: Mutex<()>,
+    pub(crate) observer: Mutex<Option<Observer>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -47,14 +76,18 @@ impl std::fmt::Debug for Store {
     }
 }
 
-fn db_options() -> Options {
+fn db_options(options: &StoreOptions) -> Options {
     let mut opts = Options::default();
     opts.create_if_missing(false);
     opts.create_missing_column_families(false);
     opts.set_paranoid_checks(true);
     opts.increase_parallelism(2);
     opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
-    opts.set_write_buffer_size(64 << 20);
+    // One memtable budget across all column families: the busiest (entries,
+    // payloads) may use most of it, and the total stays bounded.
+    opts.set_db_write_buffer_size(options.memtable_bytes_max);
+    opts.set_write_buffer_size((options.memtable_bytes_max / 3).max(1 << 20));
+    opts.set_max_write_buffer_number(2);
     opts.set_max_open_files(512);
     opts.set_keep_log_file_num(4);
     opts
@@ -89,10 +122,10 @@ impl Store {
 
     fn create(path: &Path, options: &StoreOptions) -> Result<Self, StoreError> {
         std::fs::create_dir_all(path).map_err(|e| not_a_store(path, format!("cannot create directory: {e}")))?;
-        let mut opts = db_options();
+        let mut opts = db_options(options);
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
-        let db = Self::open_db(path, &opts)?;
+        let db = Self::open_db(path, &opts, options)?;
         let store = Self::wrap(db, path, options);
         let mut batch = rocksdb::WriteBatch::default();
         batch.put_cf(store.cf(CF_META)?, META_FORMAT_KEY, STORE_FORMAT);
@@ -115,7 +148,7 @@ impl Store {
         if found != expected {
             return Err(not_a_store(path, format!("a RocksDB database with column families {found:?}, expected {expected:?}")));
         }
-        let database = Self::open_db(path, &db_options())?;
+        let database = Self::open_db(path, &db_options(options), options)?;
         let store = Self::wrap(database, path, options);
         let format = store.db.get_cf(store.cf(CF_META)?, META_FORMAT_KEY).map_err(db("reading meta/format"))?;
         match format.as_deref() {
@@ -125,15 +158,21 @@ impl Store {
         }
     }
 
-    fn open_db(path: &Path, opts: &Options) -> Result<DB, StoreError> {
+    fn open_db(path: &Path, opts: &Options, options: &StoreOptions) -> Result<DB, StoreError> {
+        let cache = rocksdb::Cache::new_lru_cache(options.block_cache_bytes);
         let cfs = COLUMN_FAMILIES.iter().map(|name| {
-            let mut cf_opts = db_options();
+            let mut cf_opts = db_options(options);
+            let mut block = rocksdb::BlockBasedOptions::default();
+            block.set_block_cache(&cache);
+            // Index and filter blocks count against the cache too, so their
+            // memory does not grow with the number of entries held.
+            block.set_cache_index_and_filter_blocks(true);
+            block.set_pin_l0_filter_and_index_blocks_in_cache(true);
             if *name == CF_ENTRIES || *name == CF_IDS || *name == CF_HEADS {
                 // Small, hot values: bloom filters make point lookups cheap.
-                let mut block = rocksdb::BlockBasedOptions::default();
                 block.set_bloom_filter(10.0, false);
-                cf_opts.set_block_based_table_factory(&block);
             }
+            cf_opts.set_block_based_table_factory(&block);
             ColumnFamilyDescriptor::new(*name, cf_opts)
         });
         DB::open_cf_descriptors(opts, path, cfs).map_err(|e| {
@@ -149,12 +188,32 @@ impl Store {
     }
 
     fn wrap(db: DB, path: &Path, options: &StoreOptions) -> Self {
-        Self { db, path: path.to_path_buf(), sync: options.sync, write_lock: Mutex::new(()) }
+        Self { db, path: path.to_path_buf(), sync: options.sync, write_lock: Mutex::new(()), observer: Mutex::new(None) }
     }
 
     /// The directory.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Be told of every committed write from now on (replaces any earlier
+    /// observer). See [`CommitNotice`].
+    pub fn set_observer(&self, observer: Option<Observer>) {
+        *self.observer.lock().unwrap_or_else(|p| p.into_inner()) = observer;
+    }
+
+    /// Is anyone observing? Writers build a [`CommitNotice`] only then.
+    pub(crate) fn observed(&self) -> bool {
+        self.observer.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+    }
+
+    /// Tell the observer; called by writers after their batch is committed,
+    /// with the write lock held.
+    pub(crate) fn notify(&self, notice: CommitNotice) {
+        let observer = self.observer.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(f) = observer {
+            f(notice);
+        }
     }
 
     pub(crate) fn cf(&self, name: &'static str) -> Result<&ColumnFamily, StoreError> {

@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use std::path::Path;
 
 fn open_new(dir: &Path) -> Store {
-    Store::open(dir, &StoreOptions { create: true, sync: false }).unwrap()
+    Store::open(dir, &StoreOptions { create: true, sync: false, ..Default::default() }).unwrap()
 }
 
 fn reopen(dir: &Path) -> Result<Store, StoreError> {
@@ -242,7 +242,7 @@ fn foreign_directories_are_refused_untouched() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("notes.txt"), b"hello").unwrap();
     let before = tree_snapshot(d.path());
-    let err = Store::open(d.path(), &StoreOptions { create: true, sync: true }).unwrap_err();
+    let err = Store::open(d.path(), &StoreOptions { create: true, sync: true, ..Default::default() }).unwrap_err();
     assert!(matches!(err, StoreError::NotAStore { .. }), "{err}");
     assert_eq!(tree_snapshot(d.path()), before);
 
@@ -312,4 +312,65 @@ proptest! {
         let report = store.audit(None, 1).unwrap();
         prop_assert!(!report.is_clean(), "flip of bit {} in {} of entry {} not detected", i, cf, which);
     }
+}
+
+#[test]
+fn the_observer_hears_every_commit_in_order() {
+    use std::sync::{Arc, Mutex};
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_new(dir.path());
+    let heard: Arc<Mutex<Vec<CommitNotice>>> = Arc::default();
+    let sink = heard.clone();
+    store.set_observer(Some(Arc::new(move |n: CommitNotice| sink.lock().unwrap().push(n))));
+    let key = AgentKey::from_seed([1; 32]);
+    let e1 = store.append(&key, b"one", 1).unwrap();
+    let batch = store.append_batch(&key, &[b"two", b"three"], 2).unwrap();
+    // An import from another store, with a fork at seq 2.
+    let other_dir = tempfile::tempdir().unwrap();
+    let other = open_new(other_dir.path());
+    other.import(vec![item(&e1, b"one", 1)]).unwrap();
+    let rival = other.append(&key, b"rival two", 3).unwrap();
+    store.import(vec![item(&rival, b"rival two", 1)]).unwrap();
+    store.redact(&e1.id(), 4).unwrap();
+    // A failed import tells nothing.
+    let unknown = AgentKey::from_seed([2; 32]);
+    let orphan = SignedEntry::sign(next_header(unknown.agent_id(), Some(&rival), 5, b"x").unwrap(), &unknown);
+    assert!(store.import(vec![item(&orphan, b"x", 1)]).is_err());
+
+    let heard = heard.lock().unwrap();
+    assert_eq!(heard.len(), 4, "{heard:?}");
+    assert_eq!(heard[0].entries.iter().map(|(e, _)| e.id()).collect::<Vec<_>>(), vec![e1.id()]);
+    assert_eq!(heard[0].entries[0].1.as_deref(), Some(&b"one"[..]));
+    assert!(heard[0].appended && heard[1].appended && !heard[2].appended);
+    assert_eq!(heard[1].entries.iter().map(|(e, _)| e.id()).collect::<Vec<_>>(), batch.iter().map(|e| e.id()).collect::<Vec<_>>());
+    assert_eq!(heard[2].entries[0].0.id(), rival.id());
+    assert_eq!(heard[2].forks, vec![(key.agent_id(), 2)]);
+    assert!(heard[3].entries.is_empty());
+    assert_eq!(heard[3].payloads_changed, vec![e1.id()]);
+}
+
+#[test]
+fn import_checked_skips_signatures_but_still_checks_links_and_payloads() {
+    use agora_core::verify::check_signatures;
+    let src_dir = tempfile::tempdir().unwrap();
+    let src = open_new(src_dir.path());
+    let key = AgentKey::from_seed([1; 32]);
+    let entries = src.append_batch(&key, &[b"a", b"b", b"c"], 1).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_new(dir.path());
+    // A missing predecessor is refused, naming the item.
+    let tail = check_signatures(entries[1..].to_vec()).unwrap();
+    let items: Vec<_> = tail.into_iter().zip([Some(b"b".to_vec()), Some(b"c".to_vec())]).collect();
+    let err = store.import_checked(items, "peer X").unwrap_err().to_string();
+    assert!(err.contains("peer X item 0") && err.contains("predecessor"), "{err}");
+    // A payload that is not the one bound is refused.
+    let all = check_signatures(entries.clone()).unwrap();
+    let bad: Vec<_> = all.iter().cloned().zip([Some(b"a".to_vec()), Some(b"B".to_vec()), Some(b"c".to_vec())]).collect();
+    assert!(store.import_checked(bad, "peer X").is_err());
+    assert!(dump_all(&store).iter().skip(1).all(Vec::is_empty), "nothing written by failed imports");
+    let good: Vec<_> = all.into_iter().zip([Some(b"a".to_vec()), None, Some(b"c".to_vec())]).collect();
+    let report = store.import_checked(good, "peer X").unwrap();
+    assert_eq!(report.imported, 3);
+    assert_eq!(store.tips(&key.agent_id()).unwrap(), vec![entries[2].entry_ref()]);
+    assert!(store.audit(None, 1).unwrap().is_clean());
 }

@@ -6,10 +6,10 @@
 
 use crate::error::{db, ImportFailure, StoreError};
 use crate::keys::*;
-use crate::store::Store;
+use crate::store::{CommitNotice, Store};
 use agora_core::entry::next_header_after;
 use agora_core::limits::VERIFY_BATCH_LEN;
-use agora_core::verify::{verify_link, verify_payload, verify_signatures};
+use agora_core::verify::{verify_link, verify_payload, verify_signatures, SignatureChecked};
 use agora_core::{AgentId, AgentKey, EntryId, ForkProof, SignedEntry};
 use rayon::prelude::*;
 use agora_core::verify::EntryRef;
@@ -55,12 +55,14 @@ pub(crate) struct Staging<'s> {
     staged_at: HashMap<(AgentId, u64), Vec<EntryId>>,
     /// Tips of every author touched by this batch, as they will be after it.
     heads: BTreeMap<AgentId, Vec<EntryRef>>,
+    /// Highest seq stored (before this batch) per author touched.
+    stored_max: HashMap<AgentId, u64>,
     forks: Vec<(AgentId, u64)>,
 }
 
 impl<'s> Staging<'s> {
     pub(crate) fn new(store: &'s Store) -> Self {
-        Self { store, batch: rocksdb::WriteBatch::default(), staged: HashMap::new(), staged_at: HashMap::new(), heads: BTreeMap::new(), forks: Vec::new() }
+        Self { store, batch: rocksdb::WriteBatch::default(), staged: HashMap::new(), staged_at: HashMap::new(), heads: BTreeMap::new(), stored_max: HashMap::new(), forks: Vec::new() }
     }
 
     /// Is this id stored or staged?
@@ -96,7 +98,17 @@ impl<'s> Staging<'s> {
         }
         tips.push(entry.entry_ref());
         // A second entry at this position is a fork: keep both, store the proof.
-        let mut rivals = s.entries_at(&author, seq)?;
+        // Nothing stored can sit above the author's highest stored seq, so a
+        // chain that only grows (the common case of sync) costs no seek here.
+        let stored_max = match self.stored_max.get(&author) {
+            Some(m) => *m,
+            None => {
+                let m = s.tips(&author)?.iter().map(|t| t.seq).max().unwrap_or(0);
+                self.stored_max.insert(author, m);
+                m
+            }
+        };
+        let mut rivals = if seq <= stored_max { s.entries_at(&author, seq)? } else { Vec::new() };
         for rival_id in self.staged_at.get(&(author, seq)).into_iter().flatten() {
             if let Some(r) = self.staged.get(rival_id) {
                 rivals.push(r.clone());
@@ -198,6 +210,10 @@ impl Store {
             batch.put_cf(self.cf(CF_HEADS)?, author.as_bytes(), encode_heads(&[last.entry_ref()]));
         }
         self.write(batch)?;
+        if self.observed() {
+            let entries = signed.iter().cloned().zip(payloads.iter().map(|p| Some(p.to_vec()))).collect();
+            self.notify(CommitNotice { appended: true, entries, ..CommitNotice::default() });
+        }
         Ok(signed)
     }
 
@@ -207,6 +223,23 @@ impl Store {
     /// anything fails, nothing is written and the error names the item's origin.
     /// Entries already stored are skipped, so importing twice is a no-op.
     pub fn import(&self, items: Vec<ImportItem>) -> Result<ImportReport, StoreError> {
+        self.import_items(items, false)
+    }
+
+    /// [`Store::import`] for entries whose signatures were already verified
+    /// (by the replicator, in batches, as they arrived): the proof is in the
+    /// type, so signatures are not checked twice. Payload bindings and links
+    /// are still checked here, against what is stored.
+    pub fn import_checked(&self, items: Vec<(SignatureChecked, Option<Vec<u8>>)>, origin: &str) -> Result<ImportReport, StoreError> {
+        let items = items
+            .into_iter()
+            .enumerate()
+            .map(|(i, (entry, payload))| ImportItem { entry: entry.into_entry(), payload, origin: format!("{origin} item {i}") })
+            .collect();
+        self.import_items(items, true)
+    }
+
+    fn import_items(&self, items: Vec<ImportItem>, signatures_checked: bool) -> Result<ImportReport, StoreError> {
         if items.len() > IMPORT_ITEMS_MAX {
             return Err(StoreError::Limit(format!("{} entries in one import (max {IMPORT_ITEMS_MAX})", items.len())));
         }
@@ -239,7 +272,8 @@ impl Store {
             fresh.push(item);
         }
         // Signatures, batched and in parallel. Report the first bad one in input order.
-        let bad = fresh
+        let unchecked: &[ImportItem] = if signatures_checked { &[] } else { &fresh };
+        let bad = unchecked
             .par_chunks(VERIFY_BATCH_LEN)
             .enumerate()
             .filter_map(|(i, chunk)| {
@@ -277,6 +311,11 @@ impl Store {
         }
         report.payloads_filled = fills.len();
         report.forks = staging.commit()?;
+        if self.observed() && (report.imported > 0 || !fills.is_empty()) {
+            let payloads_changed = fills.iter().filter_map(|(key, _)| crate::keys::split_entry_key(key).map(|(_, _, id)| id)).collect();
+            let entries = fresh.into_iter().map(|it| (it.entry, it.payload)).collect();
+            self.notify(CommitNotice { appended: false, entries, payloads_changed, forks: report.forks.clone() });
+        }
         Ok(report)
     }
 
@@ -296,6 +335,9 @@ impl Store {
         batch.delete_cf(payloads, key);
         batch.put_cf(self.cf(CF_REDACTIONS)?, key, now_ms.to_be_bytes());
         self.write(batch)?;
+        if self.observed() {
+            self.notify(CommitNotice { payloads_changed: vec![*id], ..CommitNotice::default() });
+        }
         let mut end = key.to_vec();
         end.push(0);
         self.db.compact_range_cf(payloads, Some(&key[..]), Some(&end[..]));
