@@ -31,8 +31,9 @@ pub struct Config {
     pub request_timeout_ms: u64,
     /// How long a peer that sent invalid data is ignored.
     pub ban_ms: u64,
-    /// Most heads listed in one frontier.
-    pub frontier_authors_max: usize,
+    /// Most heads in one frontier message. Longer frontiers are sent as
+    /// several messages; a peer that sends a longer one is banned.
+    pub frontier_heads_max: usize,
     /// Most outputs queued before the driver drains them; beyond it, new
     /// requests wait (never dropped silently: they are re-planned on timeout)
     /// and requests from peers are refused (the peer asks again on its timeout).
@@ -42,8 +43,8 @@ pub struct Config {
     pub peer_messages_per_s: u32,
     /// Burst allowance on top of the sustained rate.
     pub peer_messages_burst: u32,
-    /// A peer that keeps sending after its budget ran out, this many messages
-    /// beyond it within one burst window, is banned as a flooder.
+    /// A peer that sends this many messages beyond its budget within one
+    /// second is banned as a flooder.
     pub peer_flood_ban_after: u32,
 }
 
@@ -56,7 +57,7 @@ impl Default for Config {
             in_flight_max: 32,
             request_timeout_ms: 10_000,
             ban_ms: 600_000,
-            frontier_authors_max: 100_000,
+            frontier_heads_max: 50_000,
             outputs_max: 10_000,
             peer_messages_per_s: 500,
             peer_messages_burst: 2_000,
@@ -126,8 +127,9 @@ pub enum Message {
 pub enum Gossip {
     /// A new entry with its payload inline.
     Entry(WireEntry),
-    /// A new head whose payload is too large to carry inline: fetch it.
-    Head(Head),
+    /// A new entry (signed entry bytes) whose payload is too large to carry
+    /// inline: verified like any entry, then fetched by range sync.
+    Announce(Vec<u8>),
     /// A standalone fork proof (encoded, see protocol-spec/fork-proofs.md).
     ForkProof(Vec<u8>),
 }
@@ -157,6 +159,10 @@ pub enum Output {
         from: PeerId,
         /// The entries, in (seq, id) order, with payloads when sent.
         entries: Vec<VerifiedEntry>,
+        /// They arrived by gossip, relayed by `from`, which could check
+        /// signatures but not links: if the store finds a chain rule broken,
+        /// the author is at fault, not the relay, so `from` is not banned.
+        relayed: bool,
     },
     /// Read `author`'s entries with seq in `from_seq..from_seq + limit` (all
     /// branches) from the store and call [`Replicator::respond`].
@@ -180,6 +186,14 @@ pub enum Output {
         reason: String,
         /// Until when.
         until_ms: u64,
+    },
+    /// A request from `peer` will not be served (over its rate, or this node
+    /// is overloaded): tell it so at once, so it asks again later.
+    Decline {
+        /// Who asked.
+        peer: PeerId,
+        /// Their request id.
+        req: u64,
     },
     /// Data by an author outside the workspace roster arrived and was refused.
     Refused {
@@ -214,8 +228,13 @@ struct InFlight {
     peer: PeerId,
     author: AgentId,
     from_seq: u64,
+    /// For a branch fetch: the head it was for (see `Replicator::sought`).
+    branch: Option<EntryId>,
     deadline_ms: u64,
 }
+
+/// Most branch heads remembered as already fetched.
+const SOUGHT_MAX: usize = 100_000;
 
 #[derive(Debug)]
 struct PeerState {
@@ -223,8 +242,10 @@ struct PeerState {
     frontier: BTreeMap<AgentId, Vec<Head>>,
     /// Budget for unsolicited messages.
     bucket: TokenBucket,
-    /// Messages sent while the budget was exhausted, since it last had tokens.
-    overdraft: u32,
+    /// Messages dropped for being over budget in the current one-second window.
+    dropped_in_window: u32,
+    /// Start of that window.
+    window_start_ms: u64,
 }
 
 /// The replication state of one node.
@@ -238,6 +259,9 @@ pub struct Replicator {
     peers: BTreeMap<PeerId, PeerState>,
     banned: BTreeMap<PeerId, u64>,
     in_flight: BTreeMap<u64, InFlight>,
+    /// Branch heads (below our highest seq) already fetched once: not
+    /// fetched again however often peers announce them.
+    sought: BTreeSet<EntryId>,
     next_req: u64,
     outputs: VecDeque<Output>,
     stats: Stats,
@@ -270,6 +294,7 @@ impl Replicator {
             peers: BTreeMap::new(),
             banned: BTreeMap::new(),
             in_flight: BTreeMap::new(),
+            sought: BTreeSet::new(),
             next_req: 1,
             outputs: VecDeque::new(),
             stats: Stats::default(),
@@ -331,8 +356,18 @@ impl Replicator {
             return;
         }
         let peers: Vec<PeerId> = self.peers.keys().copied().collect();
-        for p in &peers {
-            self.outputs.push_back(Output::Send(*p, Message::Frontier(changed.clone())));
+        for p in peers {
+            self.send_frontier(p, changed.clone());
+        }
+    }
+
+    /// A frontier, in messages of at most [`Config::frontier_heads_max`] heads.
+    fn send_frontier(&mut self, peer: PeerId, heads: Vec<Head>) {
+        if heads.is_empty() {
+            return self.outputs.push_back(Output::Send(peer, Message::Frontier(heads)));
+        }
+        for chunk in heads.chunks(self.config.frontier_heads_max.max(1)) {
+            self.outputs.push_back(Output::Send(peer, Message::Frontier(chunk.to_vec())));
         }
     }
 
@@ -356,9 +391,9 @@ impl Replicator {
             return;
         }
         let bucket = TokenBucket::new(self.config.peer_messages_per_s, self.config.peer_messages_burst, now_ms);
-        self.peers.insert(peer, PeerState { frontier: BTreeMap::new(), bucket, overdraft: 0 });
+        self.peers.insert(peer, PeerState { frontier: BTreeMap::new(), bucket, dropped_in_window: 0, window_start_ms: now_ms });
         let frontier = self.local_heads();
-        self.outputs.push_back(Output::Send(peer, Message::Frontier(frontier)));
+        self.send_frontier(peer, frontier);
     }
 
     /// A peer went away: its in-flight requests are re-planned on timeout.
@@ -390,18 +425,30 @@ impl Replicator {
         self.plan_all(now_ms);
     }
 
+    /// The driver found `peer`'s input invalid where the replicator could not
+    /// see it (undecodable wire bytes, entries that break a chain rule against
+    /// what the store holds): ban it like any other bad input.
+    pub fn report_invalid(&mut self, peer: PeerId, reason: String, now_ms: u64) {
+        if self.peers.contains_key(&peer) && !self.is_banned(peer, now_ms) {
+            self.ban(peer, reason, now_ms);
+        }
+    }
+
     /// Charge one unsolicited message to `peer`'s budget. `false`: drop it.
     fn admit_message(&mut self, peer: PeerId, now_ms: u64) -> bool {
         let Some(state) = self.peers.get_mut(&peer) else { return false };
         if state.bucket.take(now_ms) {
-            state.overdraft = 0;
             return true;
         }
-        state.overdraft = state.overdraft.saturating_add(1);
+        if now_ms.saturating_sub(state.window_start_ms) >= 1_000 {
+            state.window_start_ms = now_ms;
+            state.dropped_in_window = 0;
+        }
+        state.dropped_in_window = state.dropped_in_window.saturating_add(1);
         self.stats.rate_limited += 1;
-        if state.overdraft > self.config.peer_flood_ban_after {
-            let n = state.overdraft;
-            self.ban(peer, format!("flooding: {n} messages beyond its rate limit"), now_ms);
+        if state.dropped_in_window > self.config.peer_flood_ban_after {
+            let n = state.dropped_in_window;
+            self.ban(peer, format!("flooding: {n} messages beyond its rate limit within one second"), now_ms);
         }
         false
     }
@@ -416,7 +463,7 @@ impl Replicator {
                 if !self.admit_message(peer, now_ms) {
                     return;
                 }
-                if heads.len() > self.config.frontier_authors_max {
+                if heads.len() > self.config.frontier_heads_max {
                     return self.ban(peer, format!("frontier of {} heads exceeds the limit", heads.len()), now_ms);
                 }
                 let update = group(heads);
@@ -434,14 +481,18 @@ impl Replicator {
             }
             Message::Request { req, author, from_seq, limit } => {
                 if !self.admit_message(peer, now_ms) {
+                    if self.peers.contains_key(&peer) {
+                        self.outputs.push_back(Output::Decline { peer, req });
+                    }
                     return;
                 }
                 if limit == 0 || limit > self.config.range_limit || from_seq == 0 {
                     return self.ban(peer, format!("request {req}: limit {limit} from seq {from_seq} out of bounds"), now_ms);
                 }
                 if self.outputs.len() >= self.config.outputs_max {
-                    // Overloaded: the peer asks again on its timeout.
+                    // Overloaded: the peer asks again later.
                     self.stats.requests_shed += 1;
+                    self.outputs.push_back(Output::Decline { peer, req });
                     return;
                 }
                 if !self.is_admitted(&author) {
@@ -456,30 +507,42 @@ impl Replicator {
 
     /// The driver read the entries for a [`Output::Serve`], in (seq, id)
     /// order. The response is cut to [`Config::response_bytes_max`] at a seq
-    /// boundary (keeping at least one seq) and then marked `more`.
+    /// boundary and then marked `more`, so a resumed request (from the last
+    /// seq sent + 1) never skips an entry. If the first seq alone is over the
+    /// budget (many forked entries with large payloads), all its entries are
+    /// sent, with payloads only as far as the budget allows: the rest arrive
+    /// as "payload not held", rather than never.
     pub fn respond(&mut self, peer: PeerId, req: u64, mut entries: Vec<WireEntry>, mut more: bool) {
         if !self.peers.contains_key(&peer) {
             return;
         }
+        let budget = self.config.response_bytes_max;
+        let seqs: Vec<Option<u64>> = entries.iter().map(|w| SignedEntry::decode(&w.entry).map(|e| e.header().seq).ok()).collect();
         let mut bytes = 0usize;
-        let mut cut = None;
-        for (i, w) in entries.iter().enumerate() {
-            bytes += w.wire_len();
-            if bytes > self.config.response_bytes_max && i > 0 {
-                // Back up to the first entry of this seq, so no seq is split.
-                let seq_of = |w: &WireEntry| SignedEntry::decode(&w.entry).map(|e| e.header().seq).ok();
-                let this = seq_of(w);
-                let mut j = i;
-                while j > 0 && seq_of(&entries[j - 1]) == this {
-                    j -= 1;
-                }
-                cut = Some(if j == 0 { i } else { j });
-                break;
+        for i in 0..entries.len() {
+            bytes += entries[i].wire_len();
+            if bytes <= budget || i == 0 {
+                continue;
             }
-        }
-        if let Some(at) = cut {
-            entries.truncate(at);
-            more = true;
+            let first_of_seq = (0..=i).rev().take_while(|&j| seqs[j] == seqs[i]).last().unwrap_or(i);
+            let end = if first_of_seq > 0 {
+                first_of_seq
+            } else {
+                // The first seq alone is over budget: keep it whole, drop
+                // payloads past the budget (never the first entry's).
+                let end = (0..entries.len()).take_while(|&j| seqs[j] == seqs[0]).count();
+                let mut used = 0usize;
+                for (j, w) in entries.iter_mut().enumerate().take(end) {
+                    used += w.wire_len();
+                    if used > budget && j > 0 {
+                        used -= w.payload.take().map_or(0, |p| p.len());
+                    }
+                }
+                end
+            };
+            more = more || end < entries.len();
+            entries.truncate(end);
+            break;
         }
         self.outputs.push_back(Output::Send(peer, Message::Response { req, entries, more }));
     }
@@ -493,42 +556,46 @@ impl Replicator {
 
     /// What we want of `author` from a peer whose tips are `theirs`: the seq
     /// to request from, if any.
-    fn want(&self, author: &AgentId, theirs: &[Head]) -> Option<u64> {
+    fn want(&self, author: &AgentId, theirs: &[Head]) -> Option<(u64, Option<EntryId>)> {
         if !self.is_admitted(author) {
             return None;
         }
         let ours = self.local.get(author).map(Vec::as_slice).unwrap_or(&[]);
         let our_max = max_seq(ours);
         if max_seq(theirs) > our_max {
-            return Some(our_max + 1);
+            return Some((our_max + 1, None));
         }
-        // A branch we lack (a fork below our head): fetch its range; imports
-        // skip what we hold, and once stored its tip is known, so a proven
-        // fork is not requested again.
-        let tip = theirs.iter().filter(|h| !ours.iter().any(|o| o.id == h.id) && h.seq <= our_max).min()?;
-        Some(tip.seq.saturating_sub(u64::from(self.config.range_limit) - 1).max(1))
+        // A branch we lack (a fork below our head): fetch its range once.
+        // Imports skip what we hold; once stored its tip is one of ours. A
+        // head that is not one of our tips may also be an entry we hold that
+        // has successors, which no fetch changes: hence "once" (`sought`).
+        let tip = theirs
+            .iter()
+            .filter(|h| h.seq <= our_max && !ours.iter().any(|o| o.id == h.id) && !self.sought.contains(&h.id))
+            .min()?;
+        Some((tip.seq.saturating_sub(u64::from(self.config.range_limit) - 1).max(1), Some(tip.id)))
     }
 
     /// For each author where `peer` holds what we lack, ask for it, within
     /// the in-flight limits, unless the range is already asked for.
     fn plan(&mut self, peer: PeerId, now_ms: u64) {
         let Some(state) = self.peers.get(&peer) else { return };
-        let wants: Vec<(AgentId, u64)> =
-            state.frontier.iter().filter_map(|(author, theirs)| self.want(author, theirs).map(|from| (*author, from))).collect();
-        for (author, from_seq) in wants {
+        let wants: Vec<(AgentId, (u64, Option<EntryId>))> =
+            state.frontier.iter().filter_map(|(author, theirs)| self.want(author, theirs).map(|w| (*author, w))).collect();
+        for (author, (from_seq, branch)) in wants {
             if !self.may_request(peer) {
                 break;
             }
-            self.request_unless_asked(peer, author, from_seq, now_ms);
+            self.request_unless_asked(peer, author, from_seq, branch, now_ms);
         }
     }
 
     fn plan_author(&mut self, peer: PeerId, author: AgentId, now_ms: u64) {
         let Some(theirs) = self.peers.get(&peer).and_then(|s| s.frontier.get(&author)) else { return };
-        if let Some(from_seq) = self.want(&author, theirs)
+        if let Some((from_seq, branch)) = self.want(&author, theirs)
             && self.may_request(peer)
         {
-            self.request_unless_asked(peer, author, from_seq, now_ms);
+            self.request_unless_asked(peer, author, from_seq, branch, now_ms);
         }
     }
 
@@ -539,21 +606,29 @@ impl Replicator {
             && self.outputs.len() < self.config.outputs_max
     }
 
-    fn request_unless_asked(&mut self, peer: PeerId, author: AgentId, from_seq: u64, now_ms: u64) {
+    fn request_unless_asked(&mut self, peer: PeerId, author: AgentId, from_seq: u64, branch: Option<EntryId>, now_ms: u64) {
         // One request per (author, range start) at a time; and while a range
         // of this author is in flight from the same peer, the next one is
         // planned when its response arrives (responses resume where they stop).
         if self.in_flight.values().any(|f| f.author == author && (f.from_seq == from_seq || f.peer == peer)) {
             return;
         }
-        self.request(peer, author, from_seq, now_ms);
+        self.request(peer, author, from_seq, branch, now_ms);
     }
 
-    fn request(&mut self, peer: PeerId, author: AgentId, from_seq: u64, now_ms: u64) {
+    fn request(&mut self, peer: PeerId, author: AgentId, from_seq: u64, branch: Option<EntryId>, now_ms: u64) {
         let req = self.next_req;
         self.next_req += 1;
         let limit = self.config.range_limit;
-        self.in_flight.insert(req, InFlight { peer, author, from_seq, deadline_ms: now_ms.saturating_add(self.config.request_timeout_ms) });
+        if let Some(tip) = branch {
+            if self.sought.len() >= SOUGHT_MAX {
+                // Forget the oldest marks; at worst a branch is fetched twice.
+                self.sought.clear();
+            }
+            self.sought.insert(tip);
+        }
+        let deadline_ms = now_ms.saturating_add(self.config.request_timeout_ms);
+        self.in_flight.insert(req, InFlight { peer, author, from_seq, branch, deadline_ms });
         self.outputs.push_back(Output::Send(peer, Message::Request { req, author, from_seq, limit }));
     }
 
@@ -569,13 +644,20 @@ impl Replicator {
                 self.in_flight.remove(&req);
                 self.stats.entries_verified += verified.len() as u64;
                 let last = verified.last().map(|(e, _)| e.header().seq);
-                if !verified.is_empty() {
-                    self.outputs.push_back(Output::Import { from: peer, entries: verified });
+                if !verified.is_empty() && self.is_admitted(&asked.author) {
+                    self.outputs.push_back(Output::Import { from: peer, entries: verified, relayed: false });
                 }
                 match (more, last) {
                     // Resume where this response stopped.
-                    (true, Some(last)) => self.request(peer, asked.author, last + 1, now_ms),
-                    _ => self.plan_author(peer, asked.author, now_ms),
+                    (true, Some(last)) => self.request(peer, asked.author, last + 1, None, now_ms),
+                    (_, None) => {
+                        // Nothing from where it claimed to have more: forget
+                        // the claim rather than ask again and again.
+                        if let Some(tips) = self.peers.get_mut(&peer).and_then(|s| s.frontier.get_mut(&asked.author)) {
+                            tips.retain(|h| h.seq < asked.from_seq);
+                        }
+                    }
+                    (false, Some(_)) => self.plan_author(peer, asked.author, now_ms),
                 }
             }
             Err(reason) => self.ban(peer, format!("response to request {req}: {reason}"), now_ms),
@@ -638,14 +720,7 @@ impl Replicator {
         }
         let checked = match message {
             Gossip::Entry(w) => self.gossip_entry(peer, w),
-            Gossip::Head(head) => {
-                if !self.is_admitted(&head.author) {
-                    self.refuse(peer, head.author, "gossiped head");
-                    return GossipVerdict::Ignore;
-                }
-                self.learn_heads(peer, &[head], now_ms);
-                Ok(GossipVerdict::Accept)
-            }
+            Gossip::Announce(bytes) => self.gossip_announce(peer, &bytes, now_ms),
             Gossip::ForkProof(bytes) => match ForkProof::decode(&bytes) {
                 Ok(proof) => {
                     if !self.is_admitted(&proof.author()) {
@@ -689,19 +764,34 @@ impl Replicator {
         self.stats.entries_verified += 1;
         let known = self.local.get(&author).is_some_and(|tips| tips.iter().any(|t| t.id == head.id));
         if let Some(state) = self.peers.get_mut(&peer) {
-            merge_head(&mut state.frontier, head);
+            merge_head(&mut state.frontier, head, false);
         }
         if !known {
-            self.outputs.push_back(Output::Import { from: peer, entries: vec![(e, w.payload)] });
+            self.outputs.push_back(Output::Import { from: peer, entries: vec![(e, w.payload)], relayed: true });
         }
+        Ok(GossipVerdict::Accept)
+    }
+
+    fn gossip_announce(&mut self, peer: PeerId, bytes: &[u8], now_ms: u64) -> Result<GossipVerdict, String> {
+        let e = SignedEntry::decode(bytes).map_err(|err| format!("announced entry: {err}"))?;
+        let head = Head { author: e.header().author, seq: e.header().seq, id: e.id() };
+        if !self.is_admitted(&head.author) {
+            self.refuse(peer, head.author, "announced entry");
+            return Ok(GossipVerdict::Ignore);
+        }
+        // Signed by its author, so the head is real (not that `peer` holds it).
+        check_signatures(vec![e]).map_err(|err| err.to_string())?;
+        self.stats.entries_verified += 1;
+        self.learn_heads(peer, &[head], now_ms);
         Ok(GossipVerdict::Accept)
     }
 
     /// `peer` holds these heads: remember them and plan requests.
     fn learn_heads(&mut self, peer: PeerId, heads: &[Head], now_ms: u64) {
+        let fork = heads.len() > 1;
         if let Some(state) = self.peers.get_mut(&peer) {
             for h in heads {
-                merge_head(&mut state.frontier, *h);
+                merge_head(&mut state.frontier, *h, fork);
             }
         }
         let authors: BTreeSet<AgentId> = heads.iter().map(|h| h.author).collect();
@@ -738,13 +828,18 @@ impl Replicator {
             missing_seq.saturating_sub(u64::from(self.config.range_limit)).max(1)
         };
         if !self.in_flight.values().any(|f| f.author == author && f.from_seq == from_seq) {
-            self.request(from, author, from_seq, now_ms);
+            self.request(from, author, from_seq, None, now_ms);
         }
     }
 
     /// Time passed: requests past their deadline are asked again, of any
     /// connected peer that holds the range; expired bans are lifted.
     pub fn handle_timeout(&mut self, now_ms: u64) {
+        let expired: Vec<Option<EntryId>> = self.in_flight.values().filter(|f| f.deadline_ms <= now_ms).map(|f| f.branch).collect();
+        for tip in expired.into_iter().flatten() {
+            // Unanswered: the branch may be fetched again.
+            self.sought.remove(&tip);
+        }
         self.in_flight.retain(|_, f| f.deadline_ms > now_ms);
         self.banned.retain(|_, until| *until > now_ms);
         self.plan_all(now_ms);
@@ -773,17 +868,21 @@ impl Replicator {
     }
 }
 
-/// Add `head` to a peer's view of an author: it replaces the tip it extends
-/// or equals; other branches stay.
-fn merge_head(frontier: &mut BTreeMap<AgentId, Vec<Head>>, head: Head) {
+/// Add a head learnt from gossip to a peer's view of an author. A head above
+/// everything known replaces a single-branch view (it extends it, as far as
+/// we can tell without the backlink); a head at or below it is old news and
+/// is ignored unless `fork` says it is a proven branch.
+fn merge_head(frontier: &mut BTreeMap<AgentId, Vec<Head>>, head: Head, fork: bool) {
     let tips = frontier.entry(head.author).or_default();
     if tips.iter().any(|t| t.id == head.id) {
         return;
     }
-    // Without the backlink we cannot tell which branch it extends; a lower
-    // tip on a single-branch view is replaced, forks keep their tips.
-    if tips.len() <= 1 {
-        tips.retain(|t| t.seq >= head.seq);
+    let max = max_seq(tips);
+    if head.seq <= max && !fork {
+        return;
+    }
+    if tips.len() <= 1 && head.seq > max {
+        tips.clear();
     }
     tips.push(head);
     tips.sort();

@@ -6,7 +6,7 @@
 //! input back) and bounded in size before decoding:
 //! - [`WireRequest`]: a libp2p request-response request (frontier, range);
 //! - [`WireResponse`]: its response (ack, entries, wrong workspace);
-//! - [`Gossip`]: a gossipsub message (one entry, one head, one fork proof).
+//! - [`Gossip`]: a gossipsub message (one entry, one announcement, one fork proof).
 
 use crate::replicator::{Gossip, Head, Message, WireEntry};
 use agora_core::{sha256, AgentId, SignedEntry};
@@ -18,8 +18,8 @@ pub const WIRE_VERSION: u8 = 1;
 /// The libp2p request-response protocol name of range sync.
 pub const SYNC_PROTOCOL: &str = "/agora/sync/1";
 
-/// Largest request: a full frontier of 100,000 heads (at most 83 bytes
-/// each) fits with room to spare.
+/// Largest request: a frontier message of `Config::frontier_heads_max`
+/// (50,000) heads of at most 74 bytes each fits with room to spare.
 pub const REQUEST_BYTES_MAX: usize = 9 << 20;
 
 /// Largest response. Responses are cut at [`crate::Config::response_bytes_max`]
@@ -219,22 +219,19 @@ impl Gossip {
         decode("gossip", bytes, GOSSIP_BYTES_MAX)
     }
     /// The gossip message announcing a new entry: inline when its payload is
-    /// small, as a head otherwise.
+    /// small, as the signed entry alone (an announcement) otherwise.
     pub fn for_entry(entry: &SignedEntry, payload: Option<&[u8]>) -> Self {
         match payload {
             Some(p) if p.len() <= GOSSIP_INLINE_PAYLOAD_MAX => {
                 Gossip::Entry(WireEntry { entry: entry.encode(), payload: Some(p.to_vec()) })
             }
-            _ => {
-                let h = entry.header();
-                Gossip::Head(Head { author: h.author, seq: h.seq, id: entry.id() })
-            }
+            _ => Gossip::Announce(entry.encode()),
         }
     }
 }
 
-/// The gossipsub message id of gossip bytes: the entry id for an entry or a
-/// head (so one entry relayed by many nodes is delivered once), SHA-256 of the
+/// The gossipsub message id of gossip bytes: the entry id for an entry or an
+/// announcement (so one entry relayed by many nodes is delivered once), SHA-256 of the
 /// proof for a fork proof, SHA-256 of the bytes for anything undecodable.
 pub fn gossip_message_id(bytes: &[u8]) -> [u8; 32] {
     match Gossip::decode(bytes) {
@@ -242,7 +239,10 @@ pub fn gossip_message_id(bytes: &[u8]) -> [u8; 32] {
             Ok(e) => e.id().0,
             Err(_) => sha256(bytes),
         },
-        Ok(Gossip::Head(h)) => h.id.0,
+        Ok(Gossip::Announce(bytes)) => match SignedEntry::decode(&bytes) {
+            Ok(e) => e.id().0,
+            Err(_) => sha256(&bytes),
+        },
         Ok(Gossip::ForkProof(p)) => sha256(&p),
         Err(_) => sha256(bytes),
     }

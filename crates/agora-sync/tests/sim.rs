@@ -126,7 +126,7 @@ impl Net {
     fn output(&mut self, i: usize, out: Output) {
         match out {
             Output::Send(to, msg) => self.wire.push_back((PeerId(i as u64), to, msg)),
-            Output::Import { from, entries } => {
+            Output::Import { from, entries, .. } => {
                 let author = entries[0].0.header().author;
                 match self.nodes[i].store.import(entries) {
                     Ok(()) => {
@@ -154,6 +154,7 @@ impl Net {
                 self.links.remove(&((i as u64).min(peer.0), (i as u64).max(peer.0)));
                 self.nodes[peer.0 as usize].rep.disconnected(PeerId(i as u64));
             }
+            Output::Decline { .. } => {}
             Output::Refused { peer, author, what } => self.refused.push((i as u64, peer.0, author, what)),
         }
     }
@@ -506,6 +507,23 @@ fn a_flooding_peer_is_rate_limited_then_banned() {
         net.nodes[1].rep.handle(PeerId(0), Message::Frontier(Vec::new()), 1_000);
     }
     assert_eq!(net.nodes[1].rep.stats().bans, 1);
+
+    // A steady flood far above the rate is banned too, although tokens keep
+    // trickling in between its messages.
+    let config = Config { peer_messages_per_s: 500, peer_messages_burst: 1_000, peer_flood_ban_after: 10_000, ..small() };
+    let mut net = Net::new(2, config);
+    net.connect(0, 1);
+    net.run();
+    'flood: for ms in 0..10_000u64 {
+        for _ in 0..100 {
+            net.nodes[1].rep.handle(PeerId(0), Message::Frontier(Vec::new()), ms);
+            if net.nodes[1].rep.stats().bans == 1 {
+                assert!(ms < 2_000, "banned only after {ms} ms");
+                break 'flood;
+            }
+        }
+    }
+    assert_eq!(net.nodes[1].rep.stats().bans, 1, "a 100 messages/ms flood is banned");
     assert!(matches!(net.nodes[1].rep.poll_timeout(), Some(t) if t > 1_000), "the ban expires later");
 }
 
@@ -521,5 +539,51 @@ fn large_responses_are_cut_at_a_seq_boundary_and_resumed() {
     net.run();
     assert_eq!(net.nodes[1].store.entries.len(), 60);
     assert!(net.delivered > 10, "60 entries of ~400 bytes need several 4 kB responses");
+    assert!(net.bans.is_empty());
+}
+
+#[test]
+fn stale_or_false_heads_never_cause_a_request_loop() {
+    let mut net = Net::new(2, small());
+    let alice = AgentKey::from_seed([1; 32]);
+    chain(&mut net.nodes[0].store, &alice, 30);
+    net.connect(0, 1);
+    net.run();
+    assert_eq!(net.nodes[1].store.entries.len(), 30);
+    // Gossip of an old entry (seq 5) after the frontier announced seq 30.
+    let old = net.nodes[0].store.entries.values().nth(4).unwrap().0.clone().into_entry();
+    let message = gossip_of(&net.nodes[0].store, &old);
+    net.gossip(0, message);
+    assert!(net.run() < 10, "old news must not start a fetch loop");
+    // A peer claims heads it does not hold (frontiers are not signed): one
+    // above our head, one branch below it. Each is asked for at most once.
+    let fake_above = Head { author: alice.agent_id(), seq: 40, id: EntryId([7; 32]) };
+    let fake_branch = Head { author: alice.agent_id(), seq: 10, id: EntryId([8; 32]) };
+    net.nodes[1].rep.handle(PeerId(0), Message::Frontier(vec![fake_above, fake_branch]), 0);
+    assert!(net.run() < 10, "false claims are asked about once, then forgotten");
+    net.connect(0, 1);
+    assert!(net.run() < 10);
+    assert!(net.bans.is_empty());
+}
+
+#[test]
+fn forked_entries_over_the_response_budget_all_arrive() {
+    let config = Config { range_limit: 100, response_bytes_max: 2 << 20, ..Config::default() };
+    let mut net = Net::new(2, config);
+    let alice = AgentKey::from_seed([1; 32]);
+    // Seq 1, then three rival entries at seq 2 with 1 MiB payloads each.
+    let first = net.nodes[0].store.append(&alice, b"genesis");
+    for i in 0..3u8 {
+        let payload = vec![i; 1 << 20];
+        let e = SignedEntry::sign(next_header(alice.agent_id(), Some(&first), 2 + u64::from(i), &payload).unwrap(), &alice);
+        let checked = check_signatures(vec![e]).unwrap().pop().unwrap();
+        net.nodes[0].store.import(vec![(checked, Some(payload))]).unwrap();
+    }
+    assert_eq!(net.nodes[0].store.entries.len(), 4);
+    net.connect(0, 1);
+    net.run();
+    assert_eq!(net.nodes[1].store.entries.len(), 4, "every branch arrives");
+    let with_payload = net.nodes[1].store.entries.values().filter(|(_, p)| p.is_some()).count();
+    assert!(with_payload >= 2, "payloads within the budget travel; the rest arrive as not held");
     assert!(net.bans.is_empty());
 }

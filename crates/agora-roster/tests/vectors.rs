@@ -1,0 +1,541 @@
+//! Roster test vectors in `protocol-spec/vectors/roster.json`
+//! (`protocol-spec/roster.md`).
+//!
+//! 1. `roster_vectors_are_current`: regenerates every vector from fixed seeds
+//!    and requires the committed file to match byte for byte. After a
+//!    deliberate format change, rewrite it with
+//!    `AGORA_BLESS_VECTORS=1 cargo test --release -p agora-roster --test vectors`
+//!    (and update protocol-spec/roster.md in the same commit).
+//! 2. `roster_vectors_check`: reads the committed file as an outside
+//!    implementation would: payloads decode to the stated events (and are
+//!    rebuilt byte for byte from the spec's layout), invalid payloads give the
+//!    stated error, and each founder chain derives the stated roster.
+//! 3. Property tests: round trips, arbitrary bytes, and derivation that does
+//!    not depend on the order entries are handed over.
+
+use agora_core::entry::next_header;
+use agora_core::verify::verify_signature;
+use agora_core::{AgentId, AgentKey, EntryId, SignedEntry};
+use agora_roster::{FounderEntry, Roster, RosterError, RosterEvent, NOTE_BYTES_MAX};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+
+fn path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../protocol-spec/vectors/roster.json")
+}
+
+const T0: u64 = 1_700_000_000_000;
+
+fn seed(name: &str) -> u8 {
+    match name {
+        "alice" => 0x11,
+        "bob" => 0x22,
+        "carol" => 0x33,
+        "dave" => 0x44,
+        "erin" => 0x55,
+        other => panic!("no key {other}"),
+    }
+}
+
+fn key(name: &str) -> AgentKey {
+    AgentKey::from_seed([seed(name); 32])
+}
+
+fn agent(name: &str) -> AgentId {
+    key(name).agent_id()
+}
+
+const NAMES: [&str; 5] = ["alice", "bob", "carol", "dave", "erin"];
+
+fn name_of(a: &AgentId) -> String {
+    NAMES.iter().find(|n| agent(n) == *a).map_or_else(|| a.to_string(), |n| (*n).to_string())
+}
+
+fn admit(who: &str, note: &str) -> Vec<u8> {
+    RosterEvent::Admit { agent: agent(who), note: note.into() }.encode()
+}
+
+fn remove(who: &str, reason: &str) -> Vec<u8> {
+    RosterEvent::Remove { agent: agent(who), reason: reason.into() }.encode()
+}
+
+/// Replace `replace` bytes at `at` by `insert`.
+fn with(bytes: &[u8], at: usize, replace: usize, insert: &[u8]) -> Vec<u8> {
+    let mut v = bytes.to_vec();
+    v.splice(at..at + replace, insert.iter().copied());
+    v
+}
+
+// ---------------------------------------------------------------------------
+// The layout, written from protocol-spec/roster.md alone.
+
+fn varint(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+fn spec_encode(e: &RosterEvent) -> Vec<u8> {
+    let mut out = b"agrs\x01".to_vec();
+    let (kind, agent, text) = match e {
+        RosterEvent::Admit { agent, note } => (0, agent, note),
+        RosterEvent::Remove { agent, reason } => (1, agent, reason),
+    };
+    varint(&mut out, kind);
+    out.extend_from_slice(agent.as_bytes());
+    varint(&mut out, text.len() as u64);
+    out.extend_from_slice(text.as_bytes());
+    out
+}
+
+fn event_json(e: &RosterEvent) -> Value {
+    match e {
+        RosterEvent::Admit { agent, note } => json!({ "kind": "admit", "code": 0, "agent": agent.to_string(), "note": note }),
+        RosterEvent::Remove { agent, reason } => json!({ "kind": "remove", "code": 1, "agent": agent.to_string(), "reason": reason }),
+    }
+}
+
+fn code(e: &RosterError) -> &'static str {
+    match e {
+        RosterError::NotRoster => "not_roster",
+        RosterError::Version(_) => "unsupported_version",
+        RosterError::Malformed(_) => "malformed",
+        RosterError::NoteTooLong(_) => "note_too_long",
+        RosterError::RemoveFounder => "remove_founder",
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Vectors.
+
+fn valid_events() -> Vec<(&'static str, RosterEvent)> {
+    vec![
+        ("admit", RosterEvent::Admit { agent: agent("bob"), note: "bob, pricing analyst".into() }),
+        ("admit_empty_note", RosterEvent::Admit { agent: agent("carol"), note: String::new() }),
+        ("remove", RosterEvent::Remove { agent: agent("bob"), reason: "left the team".into() }),
+        ("admit_note_at_limit", RosterEvent::Admit { agent: agent("dave"), note: "n".repeat(NOTE_BYTES_MAX) }),
+        ("admit_utf8_note", RosterEvent::Admit { agent: agent("erin"), note: "équipe".into() }),
+        // Decodes; refused when written (check_local) and skipped when derived.
+        ("remove_founder", RosterEvent::Remove { agent: agent("alice"), reason: String::new() }),
+    ]
+}
+
+fn invalid_payloads() -> Vec<(&'static str, Vec<u8>, &'static str)> {
+    let a = admit("bob", "x");
+    // Offsets in `a`: magic 0..4, version 4, kind 5, agent 6..38, note length 38, note 39.
+    assert_eq!(a.len(), 40);
+    let long = admit("bob", &"n".repeat(NOTE_BYTES_MAX + 1));
+    vec![
+        ("empty", Vec::new(), "not_roster"),
+        ("event_payload", b"agev\x01\x05\x01x".to_vec(), "not_roster"),
+        ("magic_only", b"agrs".to_vec(), "malformed"),
+        ("version_only", b"agrs\x01".to_vec(), "malformed"),
+        ("version_0", with(&a, 4, 1, &[0]), "unsupported_version"),
+        ("version_2", with(&a, 4, 1, &[2]), "unsupported_version"),
+        ("unknown_kind", with(&a, 5, 1, &[2]), "malformed"),
+        ("trailing_byte", with(&a, a.len(), 0, &[0]), "malformed"),
+        ("overlong_kind", with(&a, 5, 1, &[0x80, 0x00]), "malformed"),
+        ("overlong_note_length", with(&a, 38, 1, &[0x81, 0x00]), "malformed"),
+        ("truncated_agent", a[..20].to_vec(), "malformed"),
+        ("note_length_beyond_input", with(&a, 38, 1, &[5]), "malformed"),
+        ("note_not_utf8", with(&a, 39, 1, &[0xff]), "malformed"),
+        ("note_over_limit", long, "note_too_long"),
+    ]
+}
+
+/// One founder chain: (payload or None when not held) per seq, optionally
+/// with a rival branch from some seq, and entries by other agents that must
+/// be ignored.
+struct Scenario {
+    name: &'static str,
+    note: &'static str,
+    main: Vec<Option<Vec<u8>>>,
+    /// (seq of the first rival entry, payloads of the rival branch)
+    rival: Option<(u64, Vec<Option<Vec<u8>>>)>,
+    others: Vec<(&'static str, Vec<u8>)>,
+}
+
+fn scenarios() -> Vec<Scenario> {
+    let some = |p: Vec<u8>| Some(p);
+    vec![
+        Scenario { name: "nothing_written", note: "the founder alone is a member", main: vec![], rival: None, others: vec![] },
+        Scenario {
+            name: "admit_and_remove_in_seq_order",
+            note: "non-roster payloads are ignored; roster events by other agents have no effect",
+            main: vec![
+                some(admit("bob", "")),
+                some(b"agev\x01\x00\x05hello".to_vec()),
+                some(b"a raw note".to_vec()),
+                some(admit("carol", "")),
+                some(remove("bob", "left")),
+            ],
+            rival: None,
+            others: vec![("bob", admit("dave", "bob cannot admit anyone")), ("carol", remove("carol", "nor remove"))],
+        },
+        Scenario {
+            name: "readmitted",
+            note: "a later admit undoes a remove",
+            main: vec![some(admit("bob", "")), some(remove("bob", "")), some(admit("bob", "back"))],
+            rival: None,
+            others: vec![],
+        },
+        Scenario {
+            name: "admitted_twice",
+            note: "the latest admitting entry is recorded",
+            main: vec![some(admit("bob", "")), some(admit("bob", "again"))],
+            rival: None,
+            others: vec![],
+        },
+        Scenario {
+            name: "remove_non_member",
+            note: "removing an agent that is not a member has no effect and is not reported",
+            main: vec![some(remove("dave", ""))],
+            rival: None,
+            others: vec![],
+        },
+        Scenario {
+            name: "founder_cannot_be_removed",
+            note: "a remove naming the founder is skipped",
+            main: vec![some(remove("alice", "")), some(admit("bob", ""))],
+            rival: None,
+            others: vec![],
+        },
+        Scenario {
+            name: "admit_founder",
+            note: "admitting the founder records the admitting entry (the founder is a member regardless)",
+            main: vec![some(admit("alice", ""))],
+            rival: None,
+            others: vec![],
+        },
+        Scenario {
+            name: "unreadable_roster_entries_are_skipped",
+            note: "payloads not held (whatever they were), unknown versions, malformed and oversized events are reported and have no effect",
+            main: vec![
+                None,
+                some(with(&admit("bob", ""), 4, 1, &[2])),
+                some(with(&admit("bob", ""), 5, 1, &[7])),
+                some(admit("bob", &"n".repeat(NOTE_BYTES_MAX + 1))),
+                some(admit("carol", "")),
+                None,
+            ],
+            rival: None,
+            others: vec![],
+        },
+        Scenario {
+            name: "fork_freezes_the_roster",
+            note: "two entries at seq 2: only seq 1 counts, on either branch",
+            main: vec![some(admit("bob", "")), some(admit("carol", "")), some(admit("erin", ""))],
+            rival: Some((2, vec![some(admit("dave", "")), some(remove("bob", ""))])),
+            others: vec![],
+        },
+    ]
+}
+
+/// The signed entries of a scenario: (author name, entry, payload or None).
+fn chain_of(s: &Scenario) -> Vec<(&'static str, SignedEntry, Option<Vec<u8>>)> {
+    let alice = key("alice");
+    let mut out = Vec::new();
+    let mut main: Vec<SignedEntry> = Vec::new();
+    let mut ts = T0;
+    for p in &s.main {
+        // A payload not held was still bound by the header when it was written.
+        let bytes = p.clone().unwrap_or_else(|| format!("redacted {ts}").into_bytes());
+        let e = SignedEntry::sign(next_header(alice.agent_id(), main.last(), ts, &bytes).unwrap(), &alice);
+        ts += 1000;
+        out.push(("alice", e.clone(), p.clone()));
+        main.push(e);
+    }
+    if let Some((from, rival)) = &s.rival {
+        let mut prev = main.get(*from as usize - 2).cloned();
+        for p in rival {
+            let bytes = p.clone().unwrap_or_default();
+            let e = SignedEntry::sign(next_header(alice.agent_id(), prev.as_ref(), ts, &bytes).unwrap(), &alice);
+            ts += 1000;
+            out.push(("alice", e.clone(), p.clone()));
+            prev = Some(e);
+        }
+    }
+    for (who, p) in &s.others {
+        let k = key(who);
+        let e = SignedEntry::sign(next_header(k.agent_id(), None, ts, p).unwrap(), &k);
+        out.push((who, e, Some(p.clone())));
+    }
+    out
+}
+
+fn roster_json(r: &Roster) -> Value {
+    json!({
+        "founder": r.founder.to_string(),
+        "members": r.members.iter().map(|(a, by)| json!({ "agent": a.to_string(), "name": name_of(a), "admitted_by": by.map(|e| e.to_string()) })).collect::<Vec<_>>(),
+        "removed": r.removed.iter().map(|(a, by)| json!({ "agent": a.to_string(), "name": name_of(a), "removed_by": by.to_string() })).collect::<Vec<_>>(),
+        "frozen_at_fork_seq": r.frozen_at_fork_seq,
+        "skipped": r.skipped.iter().map(|k| json!({ "entry": k.id.to_string() })).collect::<Vec<_>>(),
+    })
+}
+
+/// Derive as a node does: only the founder's entries count.
+fn derive(founder: AgentId, entries: &[(AgentId, SignedEntry, Option<Vec<u8>>)]) -> Roster {
+    Roster::derive(
+        founder,
+        entries
+            .iter()
+            .filter(|(author, _, _)| *author == founder)
+            .map(|(_, e, p)| FounderEntry { seq: e.header().seq, id: e.id(), payload: p.as_deref() }),
+    )
+}
+
+/// Why a skipped entry had no effect, as an error code.
+fn skip_code(payload: Option<&[u8]>, founder: &AgentId) -> &'static str {
+    match payload {
+        None => "payload_not_held",
+        Some(p) => code(&RosterEvent::decode(p).and_then(|ev| ev.check_local(founder)).expect_err("a skipped payload is refused")),
+    }
+}
+
+fn generate() -> Value {
+    let founder = agent("alice");
+    let keys: Vec<Value> = NAMES.iter().map(|n| json!({ "name": n, "seed": hex::encode([seed(n); 32]), "public": agent(n).to_string() })).collect();
+    let events: Vec<Value> = valid_events()
+        .iter()
+        .map(|(name, e)| json!({ "name": name, "event": event_json(e), "payload": hex::encode(e.encode()) }))
+        .collect();
+    let invalid: Vec<Value> =
+        invalid_payloads().into_iter().map(|(name, p, error)| json!({ "name": name, "payload": hex::encode(p), "error": error })).collect();
+    let checks = json!([
+        { "name": "remove_founder", "founder": founder.to_string(), "payload": hex::encode(remove("alice", "")), "error": "remove_founder" },
+        { "name": "remove_other", "founder": founder.to_string(), "payload": hex::encode(remove("bob", "")), "error": null },
+        { "name": "admit_founder", "founder": founder.to_string(), "payload": hex::encode(admit("alice", "")), "error": null },
+    ]);
+    let derivations: Vec<Value> = scenarios()
+        .iter()
+        .map(|s| {
+            let chain = chain_of(s);
+            let held: Vec<(AgentId, SignedEntry, Option<Vec<u8>>)> = chain.iter().map(|(w, e, p)| (agent(w), e.clone(), p.clone())).collect();
+            let roster = derive(founder, &held);
+            let mut expected = roster_json(&roster);
+            let by_id = |id: &str| chain.iter().find(|(_, e, _)| e.id().to_string() == id).map(|(_, _, p)| p.clone()).unwrap();
+            for k in expected["skipped"].as_array_mut().unwrap() {
+                let p = by_id(k["entry"].as_str().unwrap());
+                k["reason"] = json!(skip_code(p.as_deref(), &founder));
+            }
+            json!({
+                "name": s.name,
+                "note": s.note,
+                "founder": founder.to_string(),
+                "entries": chain.iter().map(|(who, e, p)| json!({
+                    "author": who, "seq": e.header().seq, "id": e.id().to_string(),
+                    "signed_entry": hex::encode(e.encode()), "payload": p.as_ref().map(hex::encode),
+                })).collect::<Vec<_>>(),
+                "roster": expected,
+            })
+        })
+        .collect();
+    json!({
+        "description": "Agora workspace roster vectors; see protocol-spec/roster.md. Regenerate with AGORA_BLESS_VECTORS=1 cargo test --release -p agora-roster --test vectors",
+        "magic": hex::encode(agora_roster::ROSTER_MAGIC),
+        "version": agora_roster::ROSTER_VERSION,
+        "note_bytes_max": NOTE_BYTES_MAX,
+        "keys": keys,
+        "events": events,
+        "invalid": invalid,
+        "checks": checks,
+        "derivations": derivations,
+    })
+}
+
+#[test]
+fn roster_vectors_are_current() {
+    let text = serde_json::to_string_pretty(&generate()).unwrap() + "\n";
+    if std::env::var_os("AGORA_BLESS_VECTORS").is_some() {
+        // Write then rename, so the checking test running alongside reads
+        // either the old file or the new one, never half of it.
+        let tmp = path().with_extension("json.tmp");
+        std::fs::write(&tmp, &text).unwrap();
+        std::fs::rename(&tmp, path()).unwrap();
+    }
+    let committed = std::fs::read_to_string(path()).expect("protocol-spec/vectors/roster.json exists");
+    assert!(committed == text, "roster vectors differ from the implementation; rerun with AGORA_BLESS_VECTORS=1 after a deliberate format change");
+}
+
+fn hx(v: &Value) -> Vec<u8> {
+    hex::decode(v.as_str().unwrap()).unwrap()
+}
+
+#[test]
+fn roster_vectors_check() {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path()).unwrap()).unwrap();
+    assert_eq!(hx(&v["magic"]), b"agrs");
+    assert_eq!(v["version"], 1);
+    assert_eq!(v["note_bytes_max"], 1024);
+    for k in v["keys"].as_array().unwrap() {
+        let seed: [u8; 32] = hx(&k["seed"]).try_into().unwrap();
+        assert_eq!(AgentKey::from_seed(seed).agent_id().to_string(), k["public"].as_str().unwrap());
+    }
+    let events = v["events"].as_array().unwrap();
+    for kind in 0..2 {
+        assert!(events.iter().any(|e| e["event"]["code"] == kind), "kind {kind}");
+    }
+    for case in events {
+        let p = hx(&case["payload"]);
+        assert!(RosterEvent::is_roster_payload(&p));
+        let e = RosterEvent::decode(&p).unwrap_or_else(|err| panic!("{}: {err}", case["name"]));
+        assert_eq!(event_json(&e), case["event"], "{}", case["name"]);
+        assert_eq!(spec_encode(&e), p, "{}: spec layout", case["name"]);
+        assert_eq!(e.encode(), p);
+    }
+    for case in v["invalid"].as_array().unwrap() {
+        let p = hx(&case["payload"]);
+        let err = RosterEvent::decode(&p).expect_err(case["name"].as_str().unwrap());
+        assert_eq!(code(&err), case["error"].as_str().unwrap(), "{}: {err}", case["name"]);
+    }
+    for case in v["checks"].as_array().unwrap() {
+        let founder: AgentId = case["founder"].as_str().unwrap().parse().unwrap();
+        let e = RosterEvent::decode(&hx(&case["payload"])).unwrap();
+        let got = e.check_local(&founder).err().map(|err| code(&err));
+        assert_eq!(got, case["error"].as_str(), "{}", case["name"]);
+    }
+    let derivations = v["derivations"].as_array().unwrap();
+    assert!(!derivations.is_empty());
+    for case in derivations {
+        let founder: AgentId = case["founder"].as_str().unwrap().parse().unwrap();
+        let mut held = Vec::new();
+        for e in case["entries"].as_array().unwrap() {
+            let entry = SignedEntry::decode(&hx(&e["signed_entry"])).unwrap();
+            verify_signature(&entry).unwrap();
+            assert_eq!(entry.id().to_string(), e["id"].as_str().unwrap());
+            assert_eq!(entry.header().seq, e["seq"].as_u64().unwrap());
+            let payload = e["payload"].as_str().map(|p| hex::decode(p).unwrap());
+            if let Some(p) = &payload {
+                agora_core::verify::verify_payload(&entry, p).unwrap();
+            }
+            held.push((entry.header().author, entry, payload));
+        }
+        let expected = &case["roster"];
+        let roster = derive(founder, &held);
+        let mut got = roster_json(&roster);
+        // Reasons as codes; the text is the error's own message.
+        for (k, s) in got["skipped"].as_array_mut().unwrap().iter_mut().zip(&roster.skipped) {
+            let payload = held.iter().find(|(_, e, _)| e.id() == s.id).and_then(|(_, _, p)| p.as_deref());
+            let reason = skip_code(payload, &founder);
+            match payload {
+                None => assert_eq!(s.reason, "payload not held"),
+                Some(p) => assert_eq!(
+                    s.reason,
+                    RosterEvent::decode(p).and_then(|ev| ev.check_local(&founder)).unwrap_err().to_string()
+                ),
+            }
+            k["reason"] = json!(reason);
+        }
+        assert_eq!(&got, expected, "{}", case["name"]);
+        assert!(roster.admits(&founder), "{}: the founder is always a member", case["name"]);
+        // Any order of arrival derives the same roster.
+        held.reverse();
+        assert_eq!(derive(founder, &held), roster, "{}: reversed input", case["name"]);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Properties.
+
+fn arb_event() -> impl Strategy<Value = RosterEvent> {
+    (any::<bool>(), prop::array::uniform32(any::<u8>()), "\\PC{0,200}").prop_map(|(admit, a, text)| {
+        let agent = AgentId(a);
+        if admit { RosterEvent::Admit { agent, note: text } } else { RosterEvent::Remove { agent, reason: text } }
+    })
+}
+
+fn accepted_bytes_are_canonical(p: &[u8]) {
+    if let Ok(e) = RosterEvent::decode(p) {
+        assert_eq!(e.encode(), p, "accepted payloads re-encode to themselves");
+        assert_eq!(spec_encode(&e), p);
+    }
+}
+
+/// Test founder entries: (seq, id byte, kind, agent index 0..4, held).
+fn arb_chain() -> impl Strategy<Value = Vec<(u64, u8, u8, u8, bool)>> {
+    prop::collection::vec((0u8..3, 0u8..5, prop::bool::weighted(0.9)), 0..12).prop_flat_map(|steps| {
+        // seqs 1..=n, plus maybe one rival entry at a random seq.
+        let n = steps.len() as u64;
+        (Just(steps), prop::option::weighted(0.3, 1..=n.max(1)))
+            .prop_map(move |(steps, fork)| {
+                let mut out: Vec<(u64, u8, u8, u8, bool)> =
+                    steps.iter().enumerate().map(|(i, (k, a, held))| (i as u64 + 1, i as u8, *k, *a, *held)).collect();
+                if let (Some(seq), true) = (fork, n > 0) {
+                    out.push((seq, 200, 0, 4, true));
+                }
+                out
+            })
+            .prop_shuffle()
+    })
+}
+
+fn payload_of(kind: u8, who: u8) -> Vec<u8> {
+    let a = AgentId([who; 32]);
+    match kind {
+        0 => RosterEvent::Admit { agent: a, note: String::new() }.encode(),
+        1 => RosterEvent::Remove { agent: a, reason: String::new() }.encode(),
+        _ => b"a raw note".to_vec(),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn events_round_trip(e in arb_event()) {
+        let p = e.encode();
+        prop_assert_eq!(&spec_encode(&e), &p);
+        prop_assert_eq!(RosterEvent::decode(&p), Ok(e));
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic_and_accepted_ones_are_canonical(body in prop::collection::vec(any::<u8>(), 0..120), prefix in 0usize..3) {
+        let mut p = [&b""[..], &b"agrs"[..], &b"agrs\x01"[..]][prefix].to_vec();
+        p.extend(body);
+        accepted_bytes_are_canonical(&p);
+    }
+
+    #[test]
+    fn edited_payloads_never_panic_and_accepted_ones_are_canonical(
+        e in arb_event(), at in any::<prop::sample::Index>(), byte in any::<u8>(), kind in 0u8..3,
+    ) {
+        let mut p = e.encode();
+        let i = at.index(p.len() + 1);
+        match kind {
+            0 if i < p.len() => p[i] = byte,
+            1 => p.insert(i, byte),
+            _ if i < p.len() => { p.remove(i); }
+            _ => p.push(byte),
+        }
+        accepted_bytes_are_canonical(&p);
+    }
+
+    #[test]
+    fn derivation_does_not_depend_on_arrival_order(chain in arb_chain()) {
+        let founder = AgentId([0; 32]);
+        let payloads: Vec<Vec<u8>> = chain.iter().map(|(_, _, k, a, _)| payload_of(*k, *a)).collect();
+        let entries = |order: &[usize]| {
+            order.iter().map(|&i| {
+                let (seq, id, _, _, held) = chain[i];
+                FounderEntry { seq, id: EntryId([id; 32]), payload: held.then_some(payloads[i].as_slice()) }
+            }).collect::<Vec<_>>()
+        };
+        let forward: Vec<usize> = (0..chain.len()).collect();
+        let mut sorted = forward.clone();
+        sorted.sort_by_key(|&i| (chain[i].0, chain[i].1));
+        let a = Roster::derive(founder, entries(&forward));
+        let b = Roster::derive(founder, entries(&sorted));
+        prop_assert_eq!(&a, &b);
+        prop_assert!(a.admits(&founder));
+        // A fork freezes the roster at its seq: nothing at or after it counts.
+        if let Some(f) = a.frozen_at_fork_seq {
+            let before: Vec<usize> = sorted.iter().copied().filter(|&i| chain[i].0 < f).collect();
+            let c = Roster::derive(founder, entries(&before));
+            prop_assert_eq!(&c.members, &a.members);
+            prop_assert_eq!(&c.removed, &a.removed);
+        }
+    }
+}
