@@ -91,6 +91,24 @@ pub enum Command {
         proof: String,
     },
 
+    /// Admit an agent to this workspace (founder only): <agent> ["note"].
+    Admit {
+        agent: String,
+        #[arg(default_value = "")]
+        note: String,
+    },
+    /// Remove an agent from this workspace (founder only): <agent> ["reason"].
+    Remove {
+        agent: String,
+        #[arg(default_value = "")]
+        reason: String,
+    },
+    /// The workspace roster, derived from the founder's chain.
+    Roster,
+    /// The node daemon: run, status.
+    #[command(subcommand)]
+    Node(NodeCommand),
+
     // ---- Recording reasoning events. Target ids come first, text last. ----
     /// Propose a position.
     Propose { text: String },
@@ -287,4 +305,41 @@ pub enum TaskCommand {
         #[arg(default_value = "")]
         note: String,
     },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum NodeCommand {
+    /// Run the node: replicate the workspace's chains with peers and serve
+    /// this home's commands until SIGINT or SIGTERM.
+    Run(NodeRunArgs),
+    /// The running node's peers, per-author frontiers, sync lag and refused input.
+    Status,
+}
+
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct NodeRunArgs {
+    /// TOML configuration file (see `agora.example.toml`); default: <home>/agora.toml if present.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Data directory (the home: key and store); overrides --home.
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Listen address (repeatable), e.g. /ip4/0.0.0.0/tcp/4001; port 0 picks one.
+    #[arg(long = "listen", value_name = "MULTIADDR")]
+    pub listen: Vec<String>,
+    /// Bootstrap peer (repeatable), e.g. /ip4/10.0.0.2/tcp/4001/p2p/12D3Koo...
+    #[arg(long = "bootstrap", value_name = "MULTIADDR")]
+    pub bootstrap: Vec<String>,
+    /// Workspace (swarm) name.
+    #[arg(long)]
+    pub workspace: Option<String>,
+    /// The workspace founder's agent id (default: this node's agent).
+    #[arg(long)]
+    pub founder: Option<String>,
+    /// Turn mDNS discovery on the local network off.
+    #[arg(long)]
+    pub no_mdns: bool,
+    /// Write the status JSON (peer id, addresses) to this file once listening.
+    #[arg(long, value_name = "FILE")]
+    pub ready_file: Option<PathBuf>,
 }

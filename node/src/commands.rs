@@ -1,8 +1,8 @@
 //! One function per command. Each returns the exit code on success.
 
-use crate::cli::{Args, Command};
-use crate::home::Home;
-use crate::output::{self, print};
+use crate::cli::Command;
+use crate::output;
+use crate::session::Session;
 use agora_core::pack;
 use agora_core::{AgentId, ForkProof};
 use agora_store::{ImportItem, PayloadState, Store};
@@ -12,72 +12,57 @@ use std::io::{BufRead, BufWriter, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
-pub fn run(args: Args) -> Result<ExitCode> {
-    let home = Home::resolve(args.home)?;
-    let json = args.json;
-    if let Some(code) = reasoning_command(&home, &args.command, json)? {
+/// Run one command in a session. `init`, `check-proof` and `node` commands
+/// never reach here through a node (see `main.rs`).
+pub fn run(s: &Session, command: Command) -> Result<ExitCode> {
+    if let Some(code) = crate::reasoning::run(s, &command)? {
         return Ok(code);
     }
-    match args.command {
-        Command::Init => init(&home, json),
+    match command {
+        Command::Init => init(s),
         Command::Id => {
-            let key = home.load_key()?;
-            print(json, &json!({ "agent": key.agent_id().to_string() }), || key.agent_id().to_string());
+            let key = s.home.load_key()?;
+            s.print(&json!({ "agent": key.agent_id().to_string() }), || key.agent_id().to_string())?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Append { file } => append(&home, file.as_deref(), json),
-        Command::Log { author, all, from, limit } => log(&home, author.as_deref(), all, from, limit, json),
-        Command::Show { entry } => show(&home, &entry, json),
-        Command::Verify { author, threads } => verify(&home, author.as_deref(), threads, json),
-        Command::Redact { entry } => redact(&home, &entry, json),
-        Command::Export { author, output } => export(&home, author.as_deref(), output.as_deref(), json),
-        Command::Import { file } => import(&home, &file, json),
-        Command::Authors => authors(&home, json),
-        Command::Forks { author } => forks(&home, author.as_deref(), json),
-        Command::CheckProof { proof } => check_proof(&proof, json),
-        other => bail!("internal error: command {other:?} has no handler"),
+        Command::Append { file } => append(s, file.as_deref()),
+        Command::Log { author, all, from, limit } => log(s, author.as_deref(), all, from, limit),
+        Command::Show { entry } => show(s, &entry),
+        Command::Verify { author, threads } => verify(s, author.as_deref(), threads),
+        Command::Redact { entry } => redact(s, &entry),
+        Command::Export { author, output } => export(s, author.as_deref(), output.as_deref()),
+        Command::Import { file } => import(s, &file),
+        Command::Authors => authors(s),
+        Command::Forks { author } => forks(s, author.as_deref()),
+        Command::CheckProof { proof } => check_proof(s, &proof),
+        Command::Admit { agent, note } => crate::membership::admit(s, &agent, &note),
+        Command::Remove { agent, reason } => crate::membership::remove(s, &agent, &reason),
+        Command::Roster => crate::membership::roster(s),
+        other => bail!("internal error: command {other:?} has no handler here"),
     }
 }
 
-fn reasoning_command(home: &Home, command: &Command, json: bool) -> Result<Option<ExitCode>> {
-    match command {
-        Command::Init
-        | Command::Id
-        | Command::Append { .. }
-        | Command::Log { .. }
-        | Command::Show { .. }
-        | Command::Verify { .. }
-        | Command::Redact { .. }
-        | Command::Export { .. }
-        | Command::Import { .. }
-        | Command::Authors
-        | Command::Forks { .. }
-        | Command::CheckProof { .. } => Ok(None),
-        other => crate::reasoning::run(home, other, json),
-    }
-}
-
-fn now_ms() -> u64 {
+pub fn now_ms() -> u64 {
     let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
 }
 
-fn parse_author(text: &str) -> Result<AgentId> {
+pub fn parse_author(text: &str) -> Result<AgentId> {
     text.parse::<AgentId>().with_context(|| format!("--author {text:?} is not an agent id"))
 }
 
-fn init(home: &Home, json: bool) -> Result<ExitCode> {
-    let key = home.init()?;
+fn init(s: &Session) -> Result<ExitCode> {
+    let key = s.home.init()?;
     let id = key.agent_id().to_string();
-    print(json, &json!({ "agent": id, "home": home.dir.display().to_string() }), || {
-        format!("initialised {}\nagent {id}", home.dir.display())
-    });
+    s.print(&json!({ "agent": id, "home": s.home.dir.display().to_string() }), || {
+        format!("initialised {}\nagent {id}", s.home.dir.display())
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// Read at most `PAYLOAD_BYTES_MAX + 1` bytes, so an oversized input is
 /// refused without being read whole.
-fn read_payload(file: Option<&Path>) -> Result<Vec<u8>> {
+fn read_payload(s: &Session, file: Option<&Path>) -> Result<Vec<u8>> {
     let max = agora_core::limits::PAYLOAD_BYTES_MAX as u64;
     let mut buf = Vec::new();
     let source = match file {
@@ -85,36 +70,35 @@ fn read_payload(file: Option<&Path>) -> Result<Vec<u8>> {
         Some(p) if p == Path::new("-") => "stdin".to_string(),
         Some(p) => p.display().to_string(),
     };
-    let reader: Box<dyn Read> = if source == "stdin" {
-        Box::new(std::io::stdin().lock())
+    if source == "stdin" {
+        s.with_input(|input| input.take(max + 1).read_to_end(&mut buf)).context("reading payload from stdin")?;
     } else {
-        Box::new(std::fs::File::open(&source).with_context(|| format!("opening payload {source}"))?)
-    };
-    reader.take(max + 1).read_to_end(&mut buf).with_context(|| format!("reading payload from {source}"))?;
+        let file = std::fs::File::open(&source).with_context(|| format!("opening payload {source}"))?;
+        file.take(max + 1).read_to_end(&mut buf).with_context(|| format!("reading payload from {source}"))?;
+    }
     if buf.len() as u64 > max {
         bail!("payload from {source} is larger than the limit of {max} bytes");
     }
     Ok(buf)
 }
 
-fn append(home: &Home, file: Option<&Path>, json: bool) -> Result<ExitCode> {
-    let key = home.load_key()?;
-    let payload = read_payload(file)?;
-    let store = home.open_store()?;
-    crate::reasoning::check_appended_payload(&store, &payload)?;
-    let entry = store.append(&key, &payload, now_ms())?;
-    print(json, &output::entry_header_json(&entry), || entry.id().to_string());
+fn append(s: &Session, file: Option<&Path>) -> Result<ExitCode> {
+    let key = s.home.load_key()?;
+    let payload = read_payload(s, file)?;
+    crate::reasoning::check_appended_payload(s, &payload)?;
+    let entry = s.store()?.append(&key, &payload, now_ms())?;
+    s.print(&output::entry_header_json(&entry), || entry.id().to_string())?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn log(home: &Home, author: Option<&str>, all: bool, from: u64, limit: usize, json: bool) -> Result<ExitCode> {
-    let store = home.open_store()?;
+fn log(s: &Session, author: Option<&str>, all: bool, from: u64, limit: usize) -> Result<ExitCode> {
+    let (store, json) = (s.store()?, s.json);
     let authors: Vec<AgentId> = if all {
         store.authors()?.into_iter().map(|a| a.author).collect()
     } else if let Some(a) = author {
         vec![parse_author(a)?]
     } else {
-        vec![home.load_key().context("no --author given and no agent key to default to")?.agent_id()]
+        vec![s.home.load_key().context("no --author given and no agent key to default to")?.agent_id()]
     };
     let mut rows = Vec::new();
     let mut text = Vec::new();
@@ -128,16 +112,16 @@ fn log(home: &Home, author: Option<&str>, all: bool, from: u64, limit: usize, js
             }
         }
     }
-    print(json, &json!(rows), || text.join("\n"));
+    s.print(&json!(rows), || text.join("\n"));
     Ok(ExitCode::SUCCESS)
 }
 
-fn show(home: &Home, entry: &str, json: bool) -> Result<ExitCode> {
-    let store = home.open_store()?;
+fn show(s: &Session, entry: &str) -> Result<ExitCode> {
+    let store = s.store()?;
     let id = store.resolve(entry)?;
     let e = store.get(&id)?.with_context(|| format!("entry {id} vanished while reading"))?;
     let value = output::stored_entry_json(&e, true);
-    print(json, &value, || {
+    s.print(&value, || {
         let h = e.signed.header();
         let mut out = vec![
             format!("id            {}", e.signed.id()),
@@ -162,8 +146,8 @@ fn show(home: &Home, entry: &str, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn verify(home: &Home, author: Option<&str>, threads: usize, json: bool) -> Result<ExitCode> {
-    let store = home.open_store()?;
+fn verify(s: &Session, author: Option<&str>, threads: usize) -> Result<ExitCode> {
+    let store = s.store()?;
     let author = author.map(parse_author).transpose()?;
     let report = store.audit(author.as_ref(), threads)?;
     let authors: Vec<_> = report
@@ -179,7 +163,7 @@ fn verify(home: &Home, author: Option<&str>, threads: usize, json: bool) -> Resu
         })
         .collect();
     let clean = report.is_clean();
-    print(json, &json!({ "ok": clean, "entries": report.entries(), "authors": authors }), || {
+    s.print(&json!({ "ok": clean, "entries": report.entries(), "authors": authors }), || {
         let mut out = Vec::new();
         for a in &report.authors {
             let fork = if a.fork_seqs.is_empty() { String::new() } else { format!(", FORKED at seq {:?}", a.fork_seqs) };
@@ -197,27 +181,35 @@ fn verify(home: &Home, author: Option<&str>, threads: usize, json: bool) -> Resu
     Ok(if clean { ExitCode::SUCCESS } else { ExitCode::from(3) })
 }
 
-fn redact(home: &Home, entry: &str, json: bool) -> Result<ExitCode> {
-    let store = home.open_store()?;
+fn redact(s: &Session, entry: &str) -> Result<ExitCode> {
+    let store = s.store()?;
     let id = store.resolve(entry)?;
     store.redact(&id, now_ms())?;
-    print(json, &json!({ "id": id.to_string(), "redacted": true }), || format!("redacted payload of {id}"));
+    s.print(&json!({ "id": id.to_string(), "redacted": true }), || format!("redacted payload of {id}"));
     Ok(ExitCode::SUCCESS)
 }
 
-fn export(home: &Home, author: Option<&str>, output: Option<&Path>, json: bool) -> Result<ExitCode> {
-    let store = home.open_store()?;
+fn export(s: &Session, author: Option<&str>, output: Option<&Path>) -> Result<ExitCode> {
+    let store = s.store()?;
     let author = author.map(parse_author).transpose()?;
-    let sink: Box<dyn Write> = match output {
-        Some(p) if p != Path::new("-") => {
-            Box::new(std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?)
+    let to_file = output.filter(|p| *p != Path::new("-"));
+    let count = match to_file {
+        Some(p) => {
+            let file = std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?;
+            write_pack(store, author.as_ref(), &mut BufWriter::new(file))?
         }
-        _ => Box::new(std::io::stdout().lock()),
+        None => s.with_out(|out| write_pack(store, author.as_ref(), &mut BufWriter::new(out)))?,
     };
-    let mut out = BufWriter::new(sink);
+    if let Some(p) = to_file {
+        s.print(&json!({ "entries": count, "output": p.display().to_string() }), || format!("exported {count} entries to {}", p.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_pack(store: &Store, author: Option<&AgentId>, out: &mut impl Write) -> Result<u64> {
     writeln!(out, "{}", pack::header_line())?;
     let mut count = 0u64;
-    store.for_each_entry(author.as_ref(), |e| {
+    store.for_each_entry(author, |e| {
         let payload = match &e.payload {
             PayloadState::Held(p) => Some(p.as_slice()),
             _ => None,
@@ -228,11 +220,7 @@ fn export(home: &Home, author: Option<&str>, output: Option<&Path>, json: bool) 
         Ok(())
     })?;
     out.flush().context("writing the pack")?;
-    drop(out);
-    if let Some(p) = output.filter(|p| *p != Path::new("-")) {
-        print(json, &json!({ "entries": count, "output": p.display().to_string() }), || format!("exported {count} entries to {}", p.display()));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(count)
 }
 
 /// Read one line of at most `max` bytes (without the newline). `None` at EOF.
@@ -250,31 +238,18 @@ fn read_line_bounded(reader: &mut impl BufRead, max: usize, line_no: usize) -> R
     String::from_utf8(buf).map(Some).with_context(|| format!("pack line {line_no}: not UTF-8"))
 }
 
-fn import(home: &Home, file: &Path, json: bool) -> Result<ExitCode> {
-    let name = file.display().to_string();
-    let mut reader: Box<dyn BufRead> = if file == Path::new("-") {
-        Box::new(std::io::stdin().lock())
+fn import(s: &Session, file: &Path) -> Result<ExitCode> {
+    let items = if file == Path::new("-") {
+        s.with_input(|input| read_pack("stdin", &mut std::io::BufReader::new(input)))?
     } else {
-        Box::new(std::io::BufReader::new(std::fs::File::open(file).with_context(|| format!("opening {name}"))?))
+        let name = file.display().to_string();
+        let f = std::fs::File::open(file).with_context(|| format!("opening {name}"))?;
+        read_pack(&name, &mut std::io::BufReader::new(f))?
     };
-    let max = agora_core::limits::PACK_LINE_BYTES_MAX;
-    let first = read_line_bounded(&mut reader, max, 1)?.with_context(|| format!("{name}: empty file, not a pack"))?;
-    pack::parse_header_line(&first).with_context(|| name.clone())?;
-    let mut items = Vec::new();
-    let mut line_no = 1;
-    while let Some(line) = read_line_bounded(&mut reader, max, line_no + 1)? {
-        line_no += 1;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let (entry, payload) = pack::parse_entry_line(line_no, &line).with_context(|| name.clone())?;
-        items.push(ImportItem { entry, payload, origin: format!("{name} line {line_no}") });
-    }
-    let store: Store = home.open_store()?;
+    let store = s.store()?;
     let report = store.import(items)?;
     let forks: Vec<_> = report.forks.iter().map(|(a, s)| json!({ "author": a.to_string(), "seq": s })).collect();
-    print(
-        json,
+    s.print(
         &json!({ "imported": report.imported, "already_present": report.already_present, "payloads_filled": report.payloads_filled, "forks": forks }),
         || {
             let mut t = format!("imported {} entries, {} already present", report.imported, report.already_present);
@@ -286,12 +261,31 @@ fn import(home: &Home, file: &Path, json: bool) -> Result<ExitCode> {
             }
             t
         },
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn authors(home: &Home, json: bool) -> Result<ExitCode> {
-    let store = home.open_store()?;
+/// Read and parse a whole pack; nothing is stored until it all parses.
+fn read_pack(name: &str, reader: &mut impl BufRead) -> Result<Vec<ImportItem>> {
+    let name = name.to_string();
+    let max = agora_core::limits::PACK_LINE_BYTES_MAX;
+    let first = read_line_bounded(reader, max, 1)?.with_context(|| format!("{name}: empty file, not a pack"))?;
+    pack::parse_header_line(&first).with_context(|| name.clone())?;
+    let mut items = Vec::new();
+    let mut line_no = 1;
+    while let Some(line) = read_line_bounded(reader, max, line_no + 1)? {
+        line_no += 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (entry, payload) = pack::parse_entry_line(line_no, &line).with_context(|| name.clone())?;
+        items.push(ImportItem { entry, payload, origin: format!("{name} line {line_no}") });
+    }
+    Ok(items)
+}
+
+fn authors(s: &Session) -> Result<ExitCode> {
+    let store = s.store()?;
     let list = store.authors()?;
     let rows: Vec<_> = list
         .iter()
@@ -303,7 +297,7 @@ fn authors(home: &Home, json: bool) -> Result<ExitCode> {
             })
         })
         .collect();
-    print(json, &json!(rows), || {
+    s.print(&json!(rows), || {
         list.iter()
             .map(|a| {
                 let tips: Vec<String> = a.tips.iter().map(|t| format!("{}@{}", t.id.short(), t.seq)).collect();
@@ -315,8 +309,8 @@ fn authors(home: &Home, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn forks(home: &Home, author: Option<&str>, json: bool) -> Result<ExitCode> {
-    let store = home.open_store()?;
+fn forks(s: &Session, author: Option<&str>) -> Result<ExitCode> {
+    let store = s.store()?;
     let author = author.map(parse_author).transpose()?;
     let proofs = store.fork_proofs(author.as_ref())?;
     let rows: Vec<_> = proofs
@@ -326,7 +320,7 @@ fn forks(home: &Home, author: Option<&str>, json: bool) -> Result<ExitCode> {
             json!({ "author": p.author().to_string(), "seq": p.seq(), "a": a.id().to_string(), "b": b.id().to_string(), "proof": hex::encode(p.encode()) })
         })
         .collect();
-    print(json, &json!(rows), || {
+    s.print(&json!(rows), || {
         proofs
             .iter()
             .map(|p| {
@@ -339,13 +333,11 @@ fn forks(home: &Home, author: Option<&str>, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn check_proof(text: &str, json: bool) -> Result<ExitCode> {
+fn check_proof(s: &Session, text: &str) -> Result<ExitCode> {
     let bytes = hex::decode(text.trim()).context("fork proof is not hex")?;
     let proof = ForkProof::decode(&bytes).context("fork proof rejected")?;
     let (a, b) = proof.entries();
-    print(
-        json,
-        &json!({ "valid": true, "author": proof.author().to_string(), "seq": proof.seq(), "a": a.id().to_string(), "b": b.id().to_string() }),
+    s.print(&json!({ "valid": true, "author": proof.author().to_string(), "seq": proof.seq(), "a": a.id().to_string(), "b": b.id().to_string() }),
         || format!("valid fork proof: author {} signed both {} and {} at seq {}", proof.author(), a.id(), b.id(), proof.seq()),
     );
     Ok(ExitCode::SUCCESS)

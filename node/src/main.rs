@@ -1,8 +1,12 @@
-//! `agora`: the command-line front of an Agora node.
+//! `agora`: the command-line front of an Agora node, and the node itself.
 //!
 //! This binary is thin: it parses arguments ([`cli`]), resolves the home
-//! directory ([`home`]), runs one command ([`commands`]) and maps errors to
-//! exit codes. Formats, verification and storage live in the library crates.
+//! directory ([`home`]), and runs one command ([`commands`], [`reasoning`],
+//! [`membership`]) in a [`session::Session`], mapping errors to exit codes.
+//! `agora node run` starts the long-running node ([`daemon`]); while one runs
+//! on the home, every other command is forwarded to it over the local control
+//! channel ([`control`]) instead of opening the store a second time.
+//! Formats, verification, storage and replication live in the library crates.
 //!
 //! Exit codes: 0 success; 1 refused or failed (bad input, I/O, a store that is
 //! not ours); 2 usage error; 3 `verify` found problems in stored data.
@@ -12,21 +16,121 @@
 
 mod cli;
 mod commands;
+mod control;
+mod daemon;
+mod graph_cache;
 mod home;
+mod membership;
 mod output;
 mod reasoning;
+mod session;
 
 use clap::Parser;
+use cli::{Command, NodeCommand};
+use std::io::Read;
+use std::path::Path;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// How long a command run by hand waits for a store that another short-lived
+/// command holds open.
+const STORE_BUSY_WAIT: Duration = Duration::from_secs(10);
 
 fn main() -> ExitCode {
     let args = cli::Args::parse();
     let json = args.json;
-    match commands::run(args) {
-        Ok(code) => code,
-        Err(error) => {
-            output::print_error(&error, json);
-            ExitCode::from(1)
+    let home = match home::Home::resolve(args.home.clone()) {
+        Ok(h) => h,
+        Err(e) => return fail(&e, json),
+    };
+    match &args.command {
+        Command::Node(NodeCommand::Run(run)) => {
+            return daemon::run(home.dir.clone(), run, json).unwrap_or_else(|e| fail(&e, json));
+        }
+        Command::Node(NodeCommand::Status) => return node_status(&home, json).unwrap_or_else(|e| fail(&e, json)),
+        _ => {}
+    }
+    // Standard input is read up front when the command uses it, so that the
+    // command can be forwarded to a node, or retried, with it.
+    let stdin = match reads_stdin(&args.command) {
+        Some(max) => match read_stdin(max) {
+            Ok(bytes) => bytes,
+            Err(e) => return fail(&e, json),
+        },
+        None => Vec::new(),
+    };
+    let local_only = matches!(args.command, Command::Init | Command::CheckProof { .. });
+    drop(args);
+    let started = Instant::now();
+    loop {
+        if !local_only
+            && let Some(node) = control::find_node(&home.dir)
+        {
+            let request = control::CommandRequest {
+                argv: std::env::args().collect(),
+                cwd: std::env::current_dir().unwrap_or_default(),
+            };
+            match control::forward(&node, &request, &stdin) {
+                Ok(code) => return code,
+                Err(control::ForwardError::Failed(e)) => return fail(&e, json),
+                // A node that died without cleaning up: run here.
+                Err(control::ForwardError::Unreachable) => {}
+            }
+        }
+        // Commands consume their arguments; a retry parses them again.
+        let command = cli::Args::parse().command;
+        let result = {
+            let mut out = std::io::stdout().lock();
+            let mut input = std::io::Cursor::new(&stdin[..]);
+            let session = session::Session::local(&home, json, &mut out, &mut input);
+            commands::run(&session, command)
+        };
+        match result {
+            Ok(code) => return code,
+            // Another short-lived command holds the store: it never wrote
+            // anything of ours yet (opening is the first step), so wait.
+            Err(e) if is_locked(&e) && started.elapsed() < STORE_BUSY_WAIT => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => return fail(&e, json),
         }
     }
+}
+
+fn is_locked(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| matches!(c.downcast_ref::<agora_store::StoreError>(), Some(agora_store::StoreError::Locked { .. })))
+}
+
+/// Does the command read standard input, and up to how many bytes?
+fn reads_stdin(command: &Command) -> Option<usize> {
+    let dash = |p: &Path| p == Path::new("-");
+    match command {
+        Command::Append { file } if file.as_deref().is_none_or(dash) => Some(agora_core::limits::PAYLOAD_BYTES_MAX as usize + 1),
+        Command::Import { file } if dash(file) => Some(control::STDIN_BYTES_MAX + 1),
+        _ => None,
+    }
+}
+
+fn read_stdin(max: usize) -> anyhow::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    std::io::stdin().lock().take(max as u64).read_to_end(&mut buf)?;
+    if buf.len() >= max && max > agora_core::limits::PAYLOAD_BYTES_MAX as usize + 1 {
+        anyhow::bail!("standard input is larger than {} bytes; pass a file path instead", max - 1);
+    }
+    Ok(buf)
+}
+
+fn node_status(home: &home::Home, json: bool) -> anyhow::Result<ExitCode> {
+    let node = control::find_node(&home.dir)
+        .ok_or_else(|| anyhow::anyhow!("no node is running on {} (no {})", home.dir.display(), control::NODE_FILE))?;
+    let status = control::status(&node)?;
+    if json {
+        println!("{status}");
+    } else {
+        println!("{}", serde_json::to_string_pretty(&status)?);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn fail(error: &anyhow::Error, json: bool) -> ExitCode {
+    output::write_error(error, json, &mut std::io::stdout().lock(), &mut std::io::stderr().lock());
+    ExitCode::from(1)
 }

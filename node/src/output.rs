@@ -4,25 +4,17 @@ use agora_core::SignedEntry;
 use agora_store::{PayloadState, StoredEntry};
 use base64::Engine;
 use serde_json::{json, Value};
+use std::io::Write;
 
-pub fn print_error(error: &anyhow::Error, json: bool) {
+/// Report an error: as `{"error": ...}` on `out` with `--json`, and always as
+/// `error: ...` on `err`, with the whole chain of causes.
+pub fn write_error(error: &anyhow::Error, json: bool, out: &mut dyn Write, err: &mut dyn Write) {
     let chain: Vec<String> = error.chain().map(|e| e.to_string()).collect();
     let text = chain.join(": ");
     if json {
-        println!("{}", json!({ "error": text }));
+        let _ = writeln!(out, "{}", json!({ "error": text }));
     }
-    eprintln!("error: {text}");
-}
-
-pub fn print(json: bool, value: &Value, text: impl FnOnce() -> String) {
-    if json {
-        println!("{value}");
-    } else {
-        let t = text();
-        if !t.is_empty() {
-            println!("{t}");
-        }
-    }
+    let _ = writeln!(err, "error: {text}");
 }
 
 pub fn entry_header_json(e: &SignedEntry) -> Value {

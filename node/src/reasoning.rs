@@ -1,10 +1,11 @@
 //! The reasoning commands: record typed events as entries, and read the
-//! reasoning graph, which is rebuilt from the store's entries by replay on each
-//! invocation (the graph is a view; nothing about it is stored).
+//! reasoning graph. The graph is a view; nothing about it is stored. Run by
+//! hand it is rebuilt from the store's entries by replay for each command;
+//! inside a running node it is the node's live graph, updated incrementally
+//! as entries are committed (see `graph_cache.rs`).
 
 use crate::cli::{Command, FrameCommand, TaskCommand};
-use crate::home::Home;
-use crate::output::print;
+use crate::session::Session;
 use agora_core::EntryId;
 use agora_graph::event::Confidence;
 use agora_graph::query::{as_of_entry, as_of_time};
@@ -159,18 +160,51 @@ fn event_for(store: &Store, command: &Command) -> Result<Option<Event>> {
     Ok(Some(ev))
 }
 
+/// Is this a reasoning command (recording an event or reading the graph)?
+fn is_reasoning(command: &Command) -> bool {
+    !matches!(
+        command,
+        Command::Init
+            | Command::Id
+            | Command::Append { .. }
+            | Command::Log { .. }
+            | Command::Show { .. }
+            | Command::Verify { .. }
+            | Command::Redact { .. }
+            | Command::Export { .. }
+            | Command::Import { .. }
+            | Command::Authors
+            | Command::Forks { .. }
+            | Command::CheckProof { .. }
+            | Command::Admit { .. }
+            | Command::Remove { .. }
+            | Command::Roster
+            | Command::Node(_)
+    )
+}
+
 /// Run a reasoning command, if `command` is one. `Ok(None)`: not ours.
-pub fn run(home: &Home, command: &Command, json: bool) -> Result<Option<ExitCode>> {
-    let store = home.open_store()?;
-    if let Some(event) = event_for(&store, command)? {
-        return record(home, &store, event, json).map(Some);
+pub fn run(s: &Session, command: &Command) -> Result<Option<ExitCode>> {
+    if !is_reasoning(command) {
+        return Ok(None);
     }
-    let graph = agora_view::load_graph(&store)?;
+    let store = s.store()?;
+    if let Some(event) = event_for(store, command)? {
+        return record(s, event).map(Some);
+    }
+    let value_text = s.with_graph(|store, graph| read(store, graph, command))?;
+    let Some((value, text)) = value_text else { return Ok(None) };
+    s.print(&value, || text)?;
+    Ok(Some(ExitCode::SUCCESS))
+}
+
+/// Answer a read command from the graph. `Ok(None)`: not a read command.
+fn read(store: &Store, graph: &Graph, command: &Command) -> Result<Option<(Value, String)>> {
     let value_text: (Value, String) = match command {
         Command::Status { target } => {
-            let id = reference(&store, target)?;
+            let id = reference(store, target)?;
             match graph.node(&id) {
-                Some(n) => (status_json(&graph, n), status_text(&graph, n)),
+                Some(n) => (status_json(graph, n), status_text(graph, n)),
                 None => match graph.pending().into_iter().find(|p| p.event.id == id) {
                     Some(p) => {
                         let missing: Vec<String> = p.missing.iter().map(|m| m.to_string()).collect();
@@ -180,18 +214,18 @@ pub fn run(home: &Home, command: &Command, json: bool) -> Result<Option<ExitCode
                 },
             }
         }
-        Command::Trace { target } => trace(&store, &graph, &reference(&store, target)?)?,
+        Command::Trace { target } => trace(store, graph, &reference(store, target)?)?,
         Command::History { as_of, target } => {
-            let events = load_events(&store)?;
+            let events = load_events(store)?;
             let past = if let Some(ms) = parse_time(as_of) {
                 as_of_time(&events, ms)
             } else {
-                let entry = reference(&store, as_of).with_context(|| format!("--as-of {as_of:?}: not a time (ms or YYYY-MM-DD) or an entry"))?;
+                let entry = reference(store, as_of).with_context(|| format!("--as-of {as_of:?}: not a time (ms or YYYY-MM-DD) or an entry"))?;
                 as_of_entry(&events, &entry).with_context(|| format!("entry {entry} is not in the log"))?
             };
             match target {
                 Some(t) => {
-                    let id = reference(&store, t)?;
+                    let id = reference(store, t)?;
                     match past.node(&id) {
                         Some(n) => (status_json(&past, n), status_text(&past, n)),
                         None => (json!({ "id": id.to_string(), "status": "not_yet_recorded" }), format!("{id}: not yet recorded at that point")),
@@ -201,7 +235,7 @@ pub fn run(home: &Home, command: &Command, json: bool) -> Result<Option<ExitCode
             }
         }
         Command::Latest { target } => {
-            let id = reference(&store, target)?;
+            let id = reference(store, target)?;
             let latest = graph.latest_in_chain(&id).with_context(|| format!("no event {id} in the graph"))?;
             let n = graph.node(&latest).context("latest node vanished")?;
             (json!({ "id": id.to_string(), "latest": latest.to_string(), "text": n.text, "status": n.status().name() }), format!("{latest}  [{}]  {}", n.status().name(), n.text))
@@ -211,13 +245,13 @@ pub fn run(home: &Home, command: &Command, json: bool) -> Result<Option<ExitCode
                 .decisions()
                 .iter()
                 .filter_map(|d| graph.node(&d.node).map(|n| (n, d)))
-                .map(|(n, d)| json!({ "id": n.id.to_string(), "kind": n.kind, "text": n.text, "because": refs_json(&graph, &d.because) }))
+                .map(|(n, d)| json!({ "id": n.id.to_string(), "kind": n.kind, "text": n.text, "because": refs_json(graph, &d.because) }))
                 .collect();
             let text = graph
                 .decisions()
                 .iter()
                 .filter_map(|d| graph.node(&d.node).map(|n| (n, d)))
-                .map(|(n, d)| format!("{} {} {}\n{}", n.id.short(), n.kind, n.text, refs_text(&graph, &d.because, "  because")))
+                .map(|(n, d)| format!("{} {} {}\n{}", n.id.short(), n.kind, n.text, refs_text(graph, &d.because, "  because")))
                 .collect::<Vec<_>>()
                 .join("\n");
             (json!(rows), text)
@@ -229,19 +263,19 @@ pub fn run(home: &Home, command: &Command, json: bool) -> Result<Option<ExitCode
             let rows: Vec<Value> = d
                 .iter()
                 .filter_map(|x| graph.node(&x.node).map(|n| (n, x)))
-                .map(|(n, x)| json!({ "id": n.id.to_string(), "kind": n.kind, "text": n.text, "status": n.status().name(), "contested_by": refs_json(&graph, &x.challenges), "tensions": refs_json(&graph, &x.tensions) }))
+                .map(|(n, x)| json!({ "id": n.id.to_string(), "kind": n.kind, "text": n.text, "status": n.status().name(), "contested_by": refs_json(graph, &x.challenges), "tensions": refs_json(graph, &x.tensions) }))
                 .collect();
             let text = d
                 .iter()
                 .filter_map(|x| graph.node(&x.node).map(|n| (n, x)))
-                .map(|(n, x)| format!("{} [{}] {}\n{}{}", n.id.short(), n.status().name(), n.text, refs_text(&graph, &x.challenges, "  contested by"), refs_text(&graph, &x.tensions, "  tension")))
+                .map(|(n, x)| format!("{} [{}] {}\n{}{}", n.id.short(), n.status().name(), n.text, refs_text(graph, &x.challenges, "  contested by"), refs_text(graph, &x.tensions, "  tension")))
                 .collect::<Vec<_>>()
                 .join("\n");
             (json!(rows), text)
         }
         Command::Search { query, all, limit } => {
-            let index = agora_search::SearchIndex::build(&graph)?;
-            let hits = index.search(&graph, query, *all, *limit)?;
+            let index = agora_search::SearchIndex::build(graph)?;
+            let hits = index.search(graph, query, *all, *limit)?;
             let rows: Vec<Value> = hits.iter().map(|h| json!({ "id": h.id.to_string(), "score": h.score, "status": h.status.name(), "kind": h.kind, "text": h.text })).collect();
             let text = hits.iter().map(|h| format!("{:>7.3} {} [{}] {}: {}", h.score, h.id.short(), h.status.name(), h.kind, h.text)).collect::<Vec<_>>().join("\n");
             (json!(rows), text)
@@ -262,14 +296,14 @@ pub fn run(home: &Home, command: &Command, json: bool) -> Result<Option<ExitCode
         }
         Command::Graph { format } => {
             let text = match format.as_str() {
-                "dot" => agora_graph::export::to_dot(&graph),
-                "mermaid" => agora_graph::export::to_mermaid(&graph),
+                "dot" => agora_graph::export::to_dot(graph),
+                "mermaid" => agora_graph::export::to_mermaid(graph),
                 other => bail!("--format must be dot or mermaid, got {other:?}"),
             };
             (json!({ "format": format, "graph": text }), text.trim_end().to_string())
         }
         Command::Frame(FrameCommand::Tree { frame }) => {
-            let root = reference(&store, frame)?;
+            let root = reference(store, frame)?;
             let order = graph.frames_post_order(&root);
             if order.is_empty() {
                 bail!("no frame {root}");
@@ -278,16 +312,18 @@ pub fn run(home: &Home, command: &Command, json: bool) -> Result<Option<ExitCode
         }
         _ => return Ok(None),
     };
-    print(json, &value_text.0, || value_text.1);
-    Ok(Some(ExitCode::SUCCESS))
+    Ok(Some(value_text))
 }
 
 /// The rules for a locally written event: decodable, within limits, and (when
 /// every reference is known) allowed by the graph's rules. Returns the
 /// references not known yet, which the event will wait for as pending.
-fn check_local(store: &Store, event: &Event) -> Result<Vec<EntryId>> {
+fn check_local(s: &Session, event: &Event) -> Result<Vec<EntryId>> {
     event.check_limits()?;
-    let graph = agora_view::load_graph(store)?;
+    s.with_graph(|_, graph| check_against(graph, event))
+}
+
+fn check_against(graph: &Graph, event: &Event) -> Result<Vec<EntryId>> {
     let missing: Vec<EntryId> = event.refs().into_iter().filter(|r| graph.node(r).is_none()).collect();
     if missing.is_empty() {
         // The new entry's id is not known before signing; no stored id can equal it.
@@ -309,27 +345,27 @@ fn check_local(store: &Store, event: &Event) -> Result<Vec<EntryId>> {
 
 /// `agora append` of a payload that claims to be an event (it starts with the
 /// event magic) is held to the same rules as the recording verbs.
-pub fn check_appended_payload(store: &Store, payload: &[u8]) -> Result<()> {
+pub fn check_appended_payload(s: &Session, payload: &[u8]) -> Result<()> {
     if Event::is_event_payload(payload) {
         let event = Event::decode(payload).context("refused: the payload is an event this version cannot accept")?;
-        check_local(store, &event)?;
+        check_local(s, &event)?;
     }
     Ok(())
 }
 
-fn record(home: &Home, store: &Store, event: Event, json: bool) -> Result<ExitCode> {
-    let key = home.load_key()?;
-    let missing = check_local(store, &event)?;
-    let entry = store.append(&key, &event.encode(), now_ms())?;
+fn record(s: &Session, event: Event) -> Result<ExitCode> {
+    let key = s.home.load_key()?;
+    let missing = check_local(s, &event)?;
+    let entry = s.store()?.append(&key, &event.encode(), now_ms())?;
     let pending: Vec<String> = missing.iter().map(|m| m.to_string()).collect();
     let value = json!({ "id": entry.id().to_string(), "kind": event.kind_name(), "seq": entry.header().seq, "pending": pending });
-    print(json, &value, || {
+    s.print(&value, || {
         let mut t = entry.id().to_string();
         if !pending.is_empty() {
             t.push_str(&format!("\n(pending: waiting for {})", pending.join(", ")));
         }
         t
-    });
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -13,6 +13,7 @@ use ed25519_dalek::{Signer, SigningKey};
 use std::time::{Duration, Instant};
 
 mod graph_bench;
+mod node_bench;
 
 #[derive(Parser)]
 #[command(about = "Agora benchmarks: store (appends, verification) and graph (replay, lookups, trace)")]
@@ -21,6 +22,8 @@ enum Bench {
     Store(Args),
     /// Reasoning-graph replay, status lookups and verified traces.
     Graph(graph_bench::GraphArgs),
+    /// Real node processes: full sync, gossip latency, memory.
+    Node(node_bench::NodeArgs),
 }
 
 #[derive(clap::Args)]
@@ -66,6 +69,7 @@ fn main() -> Result<()> {
     match Bench::parse() {
         Bench::Store(args) => store_bench(args),
         Bench::Graph(args) => graph_bench::run(args),
+        Bench::Node(args) => node_bench::run(args),
     }
 }
 
@@ -131,7 +135,7 @@ fn store_bench(args: Args) -> Result<()> {
 
     // Single durable appends: one synced WAL write each.
     {
-        let store = Store::open(dir.path().join("single"), &StoreOptions { create: true, sync: true })?;
+        let store = Store::open(dir.path().join("single"), &StoreOptions { create: true, sync: true, ..Default::default() })?;
         let start = Instant::now();
         for i in 0..args.single_appends {
             store.append(&key, &payload, i as u64)?;
@@ -142,7 +146,7 @@ fn store_bench(args: Args) -> Result<()> {
     }
 
     // Batched durable appends (group commit), then verification of that store.
-    let store = Store::open(dir.path().join("batched"), &StoreOptions { create: true, sync: true })?;
+    let store = Store::open(dir.path().join("batched"), &StoreOptions { create: true, sync: true, ..Default::default() })?;
     let payload_refs: Vec<&[u8]> = vec![&payload[..]; args.batch];
     let start = Instant::now();
     let mut written = 0;

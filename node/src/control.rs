@@ -1,0 +1,190 @@
+//! The local control channel: how the `agora` command line reaches a running
+//! node on the same home directory.
+//!
+//! While a node runs it listens on an HTTP port of 127.0.0.1 and writes
+//! `<home>/node.json` (mode 0600: its pid, control address, a random bearer
+//! token, peer id and listen addresses). A command line invocation that finds
+//! the file sends its arguments (and its standard input, when the command
+//! reads it) to `POST /v1/command`; the node runs the command on its own open
+//! store and streams back frames of standard output, standard error and the
+//! exit code. `GET /v1/status` answers `agora node status`. Only the home's
+//! owner can read the token, so only they can drive the node.
+//!
+//! Frame: one kind byte (1 stdout, 2 stderr, 3 exit code), a u32 big-endian
+//! length, the bytes.
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// The file a running node writes into its home.
+pub const NODE_FILE: &str = "node.json";
+/// Largest standard input forwarded to a node (a pack piped into `import`).
+pub const STDIN_BYTES_MAX: usize = 256 << 20;
+
+/// Frame kinds.
+pub const FRAME_STDOUT: u8 = 1;
+/// Standard error.
+pub const FRAME_STDERR: u8 = 2;
+/// The exit code (one byte).
+pub const FRAME_EXIT: u8 = 3;
+
+/// Contents of `node.json`.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct NodeFile {
+    /// The node's process id.
+    pub pid: u32,
+    /// `127.0.0.1:PORT` of the control channel.
+    pub control: String,
+    /// Bearer token for the control channel.
+    pub token: String,
+    /// The node's libp2p peer id.
+    pub peer_id: String,
+    /// Addresses it listens on, each ending in /p2p/<peer id>.
+    pub listen: Vec<String>,
+    /// Workspace name.
+    pub workspace: String,
+}
+
+/// The first line of a `POST /v1/command` body (standard input follows).
+#[derive(Serialize, Deserialize, Debug)]
+pub struct CommandRequest {
+    /// The arguments, program name first.
+    pub argv: Vec<String>,
+    /// The caller's working directory, against which relative paths resolve.
+    pub cwd: PathBuf,
+}
+
+/// Encode one frame.
+pub fn frame(kind: u8, bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(5 + bytes.len());
+    out.push(kind);
+    out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
+    out.extend_from_slice(bytes);
+    out
+}
+
+/// Write `node.json` atomically with mode 0600.
+pub fn write_node_file(home: &Path, file: &NodeFile) -> Result<()> {
+    let tmp = home.join(format!("{NODE_FILE}.tmp"));
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .with_context(|| format!("creating {}", tmp.display()))?;
+    f.write_all(serde_json::to_string_pretty(file)?.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, home.join(NODE_FILE)).with_context(|| format!("writing {}", home.join(NODE_FILE).display()))?;
+    Ok(())
+}
+
+/// Remove `node.json` if it is ours (same pid).
+pub fn remove_node_file(home: &Path) {
+    let path = home.join(NODE_FILE);
+    if let Ok(text) = std::fs::read_to_string(&path)
+        && let Ok(f) = serde_json::from_str::<NodeFile>(&text)
+        && f.pid == std::process::id()
+    {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// A node found through `node.json` (it may have died without removing it).
+pub fn find_node(home: &Path) -> Option<NodeFile> {
+    let text = std::fs::read_to_string(home.join(NODE_FILE)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+fn agent(timeout: Option<Duration>) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .proxy(None)
+        .timeout_connect(Some(Duration::from_secs(2)))
+        .timeout_global(timeout)
+        .http_status_as_error(false)
+        .build()
+        .new_agent()
+}
+
+/// Why a forward did not happen.
+pub enum ForwardError {
+    /// Nothing listens at the address: the node is gone (run locally).
+    Unreachable,
+    /// The node answered with an error.
+    Failed(anyhow::Error),
+}
+
+/// Run a command in the node and copy its output here. Returns the exit code.
+pub fn forward(node: &NodeFile, request: &CommandRequest, stdin: &[u8]) -> Result<ExitCode, ForwardError> {
+    let mut body = serde_json::to_vec(request).map_err(|e| ForwardError::Failed(e.into()))?;
+    body.push(b'\n');
+    body.extend_from_slice(stdin);
+    let response = agent(None)
+        .post(format!("http://{}/v1/command", node.control))
+        .header("authorization", format!("Bearer {}", node.token))
+        .send(&body[..]);
+    let mut response = match response {
+        Ok(r) => r,
+        Err(ureq::Error::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => return Err(ForwardError::Unreachable),
+        Err(ureq::Error::ConnectionFailed) => return Err(ForwardError::Unreachable),
+        Err(e) => return Err(ForwardError::Failed(anyhow::anyhow!("control channel of the node at {}: {e}", node.control))),
+    };
+    if response.status() != 200 {
+        let text = response.body_mut().read_to_string().unwrap_or_default();
+        return Err(ForwardError::Failed(anyhow::anyhow!("the node refused the command ({}): {}", response.status(), text.trim())));
+    }
+    let mut reader = response.body_mut().as_reader();
+    copy_frames(&mut reader).map_err(ForwardError::Failed)
+}
+
+fn copy_frames(reader: &mut impl Read) -> Result<ExitCode> {
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    loop {
+        let mut head = [0u8; 5];
+        if let Err(e) = reader.read_exact(&mut head) {
+            bail!("the node closed the control stream before the command finished: {e}");
+        }
+        let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+        if len > 64 << 20 {
+            bail!("control frame of {len} bytes from the node exceeds 64 MiB");
+        }
+        let mut bytes = vec![0u8; len];
+        reader.read_exact(&mut bytes).context("reading a control frame")?;
+        match head[0] {
+            FRAME_STDOUT => {
+                let mut out = stdout.lock();
+                out.write_all(&bytes)?;
+                out.flush()?;
+            }
+            FRAME_STDERR => stderr.lock().write_all(&bytes)?,
+            FRAME_EXIT => return Ok(ExitCode::from(bytes.first().copied().unwrap_or(1))),
+            other => bail!("unknown control frame kind {other}"),
+        }
+    }
+}
+
+/// `GET /v1/status` of a running node.
+pub fn status(node: &NodeFile) -> Result<serde_json::Value> {
+    let mut response = agent(Some(Duration::from_secs(10)))
+        .get(format!("http://{}/v1/status", node.control))
+        .header("authorization", format!("Bearer {}", node.token))
+        .call()
+        .with_context(|| format!("no node answers at {} (is it running?)", node.control))?;
+    let text = response.body_mut().read_to_string()?;
+    if response.status() != 200 {
+        bail!("the node refused the status request ({}): {text}", response.status());
+    }
+    Ok(serde_json::from_str(&text)?)
+}
+
+/// Compare two tokens in time independent of where they differ.
+pub fn token_matches(given: &str, expected: &str) -> bool {
+    let (a, b) = (given.as_bytes(), expected.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

@@ -1,0 +1,228 @@
+//! `agora node run`: the long-running node.
+//!
+//! It opens the home's store once and keeps it open; replicates the
+//! workspace's chains with peers over libp2p ([`driver`], [`network`]); keeps
+//! the reasoning graph in memory, updated as entries are committed; and serves
+//! this home's command line over the local control channel ([`server`]), so
+//! no other process opens the store while it runs. SIGINT or SIGTERM stop it
+//! cleanly: the control channel stops taking commands, verified entries
+//! already queued are stored, and the store is closed (every acknowledged
+//! write was synced when it was made).
+
+pub mod config;
+mod driver;
+mod network;
+mod server;
+
+use crate::cli::NodeRunArgs;
+use crate::control::{remove_node_file, write_node_file, NodeFile};
+use crate::graph_cache::GraphCache;
+use crate::home::Home;
+use agora_core::AgentId;
+use agora_store::Store;
+use agora_sync::WorkspaceId;
+use anyhow::{bail, Context, Result};
+use config::NodeConfig;
+use libp2p::identity::Keypair;
+use network::NetworkSettings;
+use std::io::{IsTerminal, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tracing::info;
+
+/// The node's libp2p key file inside the home (mode 0600). Separate from
+/// the agent key: the transport identity can be rotated without touching
+/// the chain.
+pub const NODE_KEY_FILE: &str = "node.key";
+
+/// What the event loop and the control server share.
+#[derive(Clone)]
+pub struct NodeContext {
+    pub config: NodeConfig,
+    pub store: Arc<Store>,
+    pub graph: Arc<GraphCache>,
+    pub agent: AgentId,
+    pub founder: AgentId,
+    pub workspace: WorkspaceId,
+    pub node_key: Keypair,
+}
+
+fn load_or_create_node_key(home: &Path) -> Result<Keypair> {
+    let path = home.join(NODE_KEY_FILE);
+    match std::fs::read(&path) {
+        Ok(bytes) => Keypair::from_protobuf_encoding(&bytes).with_context(|| format!("node key {} is damaged", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let key = Keypair::generate_ed25519();
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .with_context(|| format!("creating {}", path.display()))?;
+            f.write_all(&key.to_protobuf_encoding()?)?;
+            f.sync_all()?;
+            Ok(key)
+        }
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+/// A sync progress bar on standard error, when it is a terminal.
+pub(crate) fn progress_bar() -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(1);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("sync {bar:40} {pos}/{len} entries ({per_sec}, eta {eta})")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    Some(bar)
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("AGORA_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("agora=info,warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
+}
+
+fn random_token() -> Result<String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("OS random source failed: {e}"))?;
+    Ok(hex::encode(bytes))
+}
+
+/// `agora node run`.
+pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode> {
+    init_tracing();
+    let config = config::resolve(args, home_dir)?;
+    let home = Home { dir: config.home.clone() };
+    let key = home.load_key()?;
+    if let Some(other) = crate::control::find_node(&home.dir)
+        && crate::control::status(&other).is_ok()
+    {
+        bail!("a node (pid {}) is already running on {}", other.pid, home.dir.display());
+    }
+    let store = Arc::new(home.open_store().context("opening the store for the node")?);
+    let agent = key.agent_id();
+    let own_tips = store.tips(&agent)?;
+    if own_tips.len() > 1 {
+        tracing::warn!(
+            tips = own_tips.len(),
+            "this agent's own chain is forked: appends are refused until its author signs a fork resolution"
+        );
+    }
+    let founder = config.founder.unwrap_or(agent);
+    let workspace = WorkspaceId::new(&founder, &config.workspace);
+    let node_key = load_or_create_node_key(&home.dir)?;
+    let peer_id = node_key.public().to_peer_id();
+    let graph = Arc::new(GraphCache::default());
+    let ctx = NodeContext { config: config.clone(), store: store.clone(), graph: graph.clone(), agent, founder, workspace, node_key };
+    let settings = NetworkSettings { mdns: config.mdns, heartbeat: config.gossip_heartbeat, ..NetworkSettings::default() };
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let result = runtime.block_on(async move {
+        let (commit_tx, commits) = mpsc::channel(1024);
+        let commits_missed = Arc::new(AtomicBool::new(false));
+        store.set_observer(Some(driver::observer(graph.clone(), commit_tx, commits_missed.clone())));
+        let (status_tx, status) = mpsc::channel(16);
+        let (stop_loop, shutdown) = oneshot::channel();
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let inbox = driver::Inbox { commits, commits_missed, status, shutdown };
+        let loop_task = tokio::spawn(driver::run(ctx.clone(), settings, inbox, ready_tx));
+        let listen = match ready_rx.await {
+            Ok(listen) => listen,
+            Err(_) => {
+                return loop_task.await.context("the node's event loop")?.and(Err(anyhow::anyhow!("the node did not start")));
+            }
+        };
+        let token = random_token()?;
+        let control = tokio::net::TcpListener::bind("127.0.0.1:0").await.context("binding the control channel on 127.0.0.1")?;
+        let control_addr = control.local_addr()?;
+        let state = Arc::new(server::ControlState {
+            store: store.clone(),
+            graph: graph.clone(),
+            home: Home { dir: ctx.config.home.clone() },
+            founder,
+            token: token.clone(),
+            status: status_tx,
+        });
+        let (stop_control, control_stopped) = oneshot::channel::<()>();
+        let server = tokio::spawn(async move {
+            axum::serve(control, server::router(state))
+                .with_graceful_shutdown(async move {
+                    let _ = control_stopped.await;
+                })
+                .await
+        });
+        let listen_full: Vec<String> = listen.iter().map(|a| format!("{a}/p2p/{peer_id}")).collect();
+        let node_file = NodeFile {
+            pid: std::process::id(),
+            control: control_addr.to_string(),
+            token,
+            peer_id: peer_id.to_string(),
+            listen: listen_full.clone(),
+            workspace: ctx.config.workspace.clone(),
+        };
+        write_node_file(&ctx.config.home, &node_file)?;
+        let ready = serde_json::json!({
+            "peer_id": peer_id.to_string(), "agent": agent.to_string(), "listen": listen_full,
+            "control": control_addr.to_string(), "workspace": ctx.config.workspace, "workspace_id": workspace.to_string(),
+            "founder": founder.to_string(),
+        });
+        if let Some(path) = &ctx.config.ready_file {
+            std::fs::write(path, ready.to_string()).with_context(|| format!("writing {}", path.display()))?;
+        }
+        {
+            let mut out = std::io::stdout().lock();
+            if json {
+                writeln!(out, "{ready}")?;
+            } else {
+                writeln!(out, "peer id {peer_id}")?;
+                for a in &listen_full {
+                    writeln!(out, "listening on {a}")?;
+                }
+                writeln!(out, "workspace {} ({workspace}), founder {founder}", ctx.config.workspace)?;
+            }
+            out.flush()?;
+        }
+        info!(%peer_id, "node running");
+
+        let mut loop_task = loop_task;
+        let early = tokio::select! {
+            signal = wait_for_signal() => { signal?; None }
+            ended = &mut loop_task => Some(ended),
+        };
+        // Stop taking commands first, then the network loop.
+        let _ = stop_control.send(());
+        let _ = tokio::time::timeout(Duration::from_secs(30), server).await;
+        let loop_result = match early {
+            Some(ended) => ended.context("the node's event loop")?.and(Err(anyhow::anyhow!("the node's event loop stopped"))),
+            None => {
+                info!("signal received; stopped taking commands");
+                let _ = stop_loop.send(());
+                loop_task.await.context("the node's event loop")?
+            }
+        };
+        store.set_observer(None);
+        loop_result
+    });
+    remove_node_file(&config.home);
+    result?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn wait_for_signal() -> Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    Ok(())
+}

@@ -1,0 +1,189 @@
+//! The libp2p side of the node: transport, behaviours and the sync codec.
+//!
+//! TCP + noise + yamux (QUIC with the `quic` feature); identify; ping; mDNS
+//! (switchable); Kademlia for discovery through bootstrap peers; gossipsub
+//! (one topic per workspace, message id = entry id, messages validated by the
+//! replicator before they are forwarded, peer scoring on); request-response
+//! for range sync (raw bytes, size-limited; `agora_sync::wire` decodes them);
+//! a block list for banned peers; connection limits.
+
+use agora_sync::wire::{gossip_message_id, GOSSIP_BYTES_MAX, REQUEST_BYTES_MAX, RESPONSE_BYTES_MAX, SYNC_PROTOCOL};
+use futures::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use libp2p::swarm::behaviour::toggle::Toggle;
+use libp2p::swarm::NetworkBehaviour;
+use libp2p::{allow_block_list, connection_limits, gossipsub, identify, kad, mdns, noise, ping, request_response, tcp, yamux};
+use libp2p::{identity::Keypair, StreamProtocol, Swarm};
+use std::io;
+use std::time::Duration;
+
+/// Settings of the network layer that tests and deployments change.
+#[derive(Clone, Debug)]
+pub struct NetworkSettings {
+    /// mDNS discovery on the local network.
+    pub mdns: bool,
+    /// Gossipsub heartbeat (the default 1 s delays the mesh; tests lower it).
+    pub heartbeat: Duration,
+    /// Request-response timeout.
+    pub request_timeout: Duration,
+    /// Most established connections in all.
+    pub max_connections: u32,
+    /// Close connections idle for this long.
+    pub idle_timeout: Duration,
+}
+
+impl Default for NetworkSettings {
+    fn default() -> Self {
+        Self {
+            mdns: true,
+            heartbeat: Duration::from_millis(700),
+            request_timeout: Duration::from_secs(30),
+            max_connections: 256,
+            idle_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// Every behaviour the node runs.
+#[derive(NetworkBehaviour)]
+pub struct Behaviour {
+    pub blocked: allow_block_list::Behaviour<allow_block_list::BlockedPeers>,
+    pub limits: connection_limits::Behaviour,
+    pub identify: identify::Behaviour,
+    pub ping: ping::Behaviour,
+    pub mdns: Toggle<mdns::tokio::Behaviour>,
+    pub kad: kad::Behaviour<kad::store::MemoryStore>,
+    pub gossip: gossipsub::Behaviour,
+    pub sync: request_response::Behaviour<SyncCodec>,
+}
+
+/// Length-prefixed raw bytes for [`SYNC_PROTOCOL`], with the wire limits
+/// enforced before a buffer is allocated.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SyncCodec;
+
+async fn read_frame<T: AsyncRead + Unpin + Send>(io: &mut T, max: usize) -> io::Result<Vec<u8>> {
+    let mut len = [0u8; 4];
+    io.read_exact(&mut len).await?;
+    let len = u32::from_be_bytes(len) as usize;
+    if len > max {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("frame of {len} bytes exceeds the limit of {max}")));
+    }
+    let mut buf = vec![0u8; len];
+    io.read_exact(&mut buf).await?;
+    Ok(buf)
+}
+
+async fn write_frame<T: AsyncWrite + Unpin + Send>(io: &mut T, bytes: &[u8], max: usize) -> io::Result<()> {
+    if bytes.len() > max {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("frame of {} bytes exceeds the limit of {max}", bytes.len())));
+    }
+    io.write_all(&(bytes.len() as u32).to_be_bytes()).await?;
+    io.write_all(bytes).await?;
+    io.close().await
+}
+
+impl request_response::Codec for SyncCodec {
+    type Protocol = StreamProtocol;
+    type Request = Vec<u8>;
+    type Response = Vec<u8>;
+
+    async fn read_request<T: AsyncRead + Unpin + Send>(&mut self, _: &StreamProtocol, io: &mut T) -> io::Result<Vec<u8>> {
+        read_frame(io, REQUEST_BYTES_MAX).await
+    }
+    async fn read_response<T: AsyncRead + Unpin + Send>(&mut self, _: &StreamProtocol, io: &mut T) -> io::Result<Vec<u8>> {
+        read_frame(io, RESPONSE_BYTES_MAX).await
+    }
+    async fn write_request<T: AsyncWrite + Unpin + Send>(&mut self, _: &StreamProtocol, io: &mut T, req: Vec<u8>) -> io::Result<()> {
+        write_frame(io, &req, REQUEST_BYTES_MAX).await
+    }
+    async fn write_response<T: AsyncWrite + Unpin + Send>(&mut self, _: &StreamProtocol, io: &mut T, res: Vec<u8>) -> io::Result<()> {
+        write_frame(io, &res, RESPONSE_BYTES_MAX).await
+    }
+}
+
+/// Gossipsub peer scoring for the workspace topic: invalid messages (P4)
+/// weigh heavily, so a peer relaying bad entries is graylisted well before
+/// its ban would have to be enforced by hand.
+fn peer_score(topic: &gossipsub::IdentTopic) -> (gossipsub::PeerScoreParams, gossipsub::PeerScoreThresholds) {
+    let mut params = gossipsub::PeerScoreParams::default();
+    let topic_params = gossipsub::TopicScoreParams {
+        topic_weight: 1.0,
+        invalid_message_deliveries_weight: -100.0,
+        invalid_message_deliveries_decay: 0.9,
+        // Reward timely first deliveries a little.
+        first_message_deliveries_weight: 1.0,
+        first_message_deliveries_decay: 0.9,
+        first_message_deliveries_cap: 100.0,
+        // Small swarms cannot promise a delivery rate: no P3 penalty.
+        mesh_message_deliveries_weight: 0.0,
+        mesh_failure_penalty_weight: 0.0,
+        ..Default::default()
+    };
+    params.topics.insert(topic.hash(), topic_params);
+    let thresholds = gossipsub::PeerScoreThresholds {
+        gossip_threshold: -100.0,
+        publish_threshold: -500.0,
+        graylist_threshold: -1000.0,
+        ..Default::default()
+    };
+    (params, thresholds)
+}
+
+/// Build the swarm for `key`, subscribed to `topic`.
+pub fn build_swarm(key: Keypair, topic: &gossipsub::IdentTopic, settings: &NetworkSettings) -> anyhow::Result<Swarm<Behaviour>> {
+    let settings = settings.clone();
+    let topic = topic.clone();
+    let builder = libp2p::SwarmBuilder::with_existing_identity(key)
+        .with_tokio()
+        .with_tcp(tcp::Config::default().nodelay(true), noise::Config::new, yamux::Config::default)?;
+    #[cfg(feature = "quic")]
+    let builder = builder.with_quic();
+    let mut swarm = builder
+        .with_behaviour(|key| -> Result<Behaviour, Box<dyn std::error::Error + Send + Sync>> {
+            let peer_id = key.public().to_peer_id();
+            let gossip_config = gossipsub::ConfigBuilder::default()
+                .heartbeat_interval(settings.heartbeat)
+                .heartbeat_initial_delay(Duration::from_millis(100))
+                .validation_mode(gossipsub::ValidationMode::Strict)
+                .validate_messages()
+                .max_transmit_size(GOSSIP_BYTES_MAX)
+                .message_id_fn(|m: &gossipsub::Message| gossipsub::MessageId::from(gossip_message_id(&m.data).to_vec()))
+                .duplicate_cache_time(Duration::from_secs(120))
+                // Small swarms: publish to every subscribed peer, not only the mesh.
+                .flood_publish(true)
+                .build()
+                .map_err(|e| format!("gossipsub config: {e}"))?;
+            let mut gossip = gossipsub::Behaviour::new(gossipsub::MessageAuthenticity::Signed(key.clone()), gossip_config)?;
+            let (params, thresholds) = peer_score(&topic);
+            gossip.with_peer_score(params, thresholds)?;
+            gossip.subscribe(&topic)?;
+            let mut kad_config = kad::Config::new(StreamProtocol::new("/agora/kad/1.0.0"));
+            kad_config.set_query_timeout(Duration::from_secs(30));
+            let mut kad = kad::Behaviour::with_config(peer_id, kad::store::MemoryStore::new(peer_id), kad_config);
+            kad.set_mode(Some(kad::Mode::Server));
+            let mdns = if settings.mdns { Some(mdns::tokio::Behaviour::new(mdns::Config::default(), peer_id)?) } else { None };
+            let sync = request_response::Behaviour::with_codec(
+                SyncCodec,
+                [(StreamProtocol::new(SYNC_PROTOCOL), request_response::ProtocolSupport::Full)],
+                request_response::Config::default().with_request_timeout(settings.request_timeout).with_max_concurrent_streams(64),
+            );
+            let limits = connection_limits::ConnectionLimits::default()
+                .with_max_established(Some(settings.max_connections))
+                .with_max_established_per_peer(Some(2))
+                .with_max_pending_incoming(Some(32));
+            Ok(Behaviour {
+                blocked: allow_block_list::Behaviour::default(),
+                limits: connection_limits::Behaviour::new(limits),
+                identify: identify::Behaviour::new(identify::Config::new("/agora/1.0.0".into(), key.public())),
+                ping: ping::Behaviour::default(),
+                mdns: Toggle::from(mdns),
+                kad,
+                gossip,
+                sync,
+            })
+        })?
+        .with_swarm_config(|c| c.with_idle_connection_timeout(settings.idle_timeout))
+        .build();
+    swarm.behaviour_mut().kad.set_mode(Some(kad::Mode::Server));
+    Ok(swarm)
+}

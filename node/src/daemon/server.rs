@@ -1,0 +1,163 @@
+//! The control channel's server side: runs forwarded commands on the node's
+//! open store and answers status requests. See `control.rs` for the protocol.
+
+use crate::cli::{Args, Command, NodeCommand};
+use crate::control::{frame, token_matches, CommandRequest, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT, STDIN_BYTES_MAX};
+use crate::graph_cache::GraphCache;
+use crate::home::Home;
+use crate::session::Session;
+use agora_core::AgentId;
+use agora_store::Store;
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use clap::Parser;
+use std::convert::Infallible;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
+
+/// What the handlers share.
+pub struct ControlState {
+    pub store: Arc<Store>,
+    pub graph: Arc<GraphCache>,
+    pub home: Home,
+    pub founder: AgentId,
+    pub token: String,
+    /// Asks the event loop for a status snapshot.
+    pub status: mpsc::Sender<oneshot::Sender<serde_json::Value>>,
+}
+
+pub fn router(state: Arc<ControlState>) -> Router {
+    Router::new()
+        .route("/v1/command", post(command))
+        .route("/v1/status", get(status))
+        .layer(DefaultBodyLimit::max(STDIN_BYTES_MAX + (1 << 20)))
+        .with_state(state)
+}
+
+fn authorized(state: &ControlState, headers: &HeaderMap) -> bool {
+    headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|t| token_matches(t, &state.token))
+}
+
+async fn status(State(state): State<Arc<ControlState>>, headers: HeaderMap) -> Response {
+    if !authorized(&state, &headers) {
+        return (StatusCode::UNAUTHORIZED, "bad or missing token").into_response();
+    }
+    let (tx, rx) = oneshot::channel();
+    if state.status.send(tx).await.is_err() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down").into_response();
+    }
+    match rx.await {
+        Ok(v) => (StatusCode::OK, v.to_string()).into_response(),
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down").into_response(),
+    }
+}
+
+/// Standard output or error of a command running on a blocking thread,
+/// sent as frames. A closed channel (the client went away) fails the write,
+/// which stops the command at its next output.
+struct FrameWriter {
+    kind: u8,
+    tx: mpsc::Sender<Vec<u8>>,
+}
+
+impl Write for FrameWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.tx
+            .blocking_send(frame(self.kind, buf))
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away"))?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Make the command's relative paths relative to the caller's directory.
+fn absolutize(command: &mut Command, cwd: &Path) {
+    let fix = |p: &mut std::path::PathBuf| {
+        if p.is_relative() && p.as_os_str() != "-" {
+            *p = cwd.join(&*p);
+        }
+    };
+    match command {
+        Command::Append { file: Some(p) } => fix(p),
+        Command::Import { file } => fix(file),
+        Command::Export { output: Some(p), .. } => fix(p),
+        _ => {}
+    }
+}
+
+async fn command(State(state): State<Arc<ControlState>>, headers: HeaderMap, body: Bytes) -> Response {
+    if !authorized(&state, &headers) {
+        return (StatusCode::UNAUTHORIZED, "bad or missing token").into_response();
+    }
+    let Some(split) = body.iter().position(|b| *b == b'\n') else {
+        return (StatusCode::BAD_REQUEST, "no request line").into_response();
+    };
+    let request: CommandRequest = match serde_json::from_slice(&body[..split]) {
+        Ok(r) => r,
+        Err(e) => return (StatusCode::BAD_REQUEST, format!("request line: {e}")).into_response(),
+    };
+    let stdin = body.slice(split + 1..);
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(32);
+    tokio::task::spawn_blocking(move || run_forwarded(&state, request, stdin, tx));
+    let stream = futures::stream::poll_fn(move |cx| rx.poll_recv(cx).map(|f| f.map(|f| Ok::<_, Infallible>(Bytes::from(f)))));
+    Response::builder().status(StatusCode::OK).body(Body::from_stream(stream)).unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+fn run_forwarded(state: &ControlState, request: CommandRequest, stdin: Bytes, tx: mpsc::Sender<Vec<u8>>) {
+    let mut out = FrameWriter { kind: FRAME_STDOUT, tx: tx.clone() };
+    let mut err = FrameWriter { kind: FRAME_STDERR, tx: tx.clone() };
+    let code: u8 = match Args::try_parse_from(&request.argv) {
+        Err(e) => {
+            let _ = write!(err, "{}", e.render());
+            e.exit_code().clamp(0, 255) as u8
+        }
+        Ok(args) => {
+            let json = args.json;
+            let mut command = args.command;
+            if matches!(command, Command::Init | Command::Node(NodeCommand::Run(_))) {
+                let _ = writeln!(err, "error: a node is already running on {}", state.home.dir.display());
+                1
+            } else {
+                absolutize(&mut command, &request.cwd);
+                let mut input = std::io::Cursor::new(&stdin[..]);
+                let result = {
+                    let session = Session::in_node(&state.home, json, &mut out, &mut input, &state.store, &state.graph, state.founder);
+                    crate::commands::run(&session, command)
+                };
+                match result {
+                    Ok(code) => exit_code_byte(code),
+                    Err(e) => {
+                        crate::output::write_error(&e, json, &mut out, &mut err);
+                        1
+                    }
+                }
+            }
+        }
+    };
+    let _ = tx.blocking_send(frame(FRAME_EXIT, &[code]));
+}
+
+/// `ExitCode` hides its value; the commands only return these.
+fn exit_code_byte(code: std::process::ExitCode) -> u8 {
+    if code == std::process::ExitCode::SUCCESS {
+        0
+    } else if code == std::process::ExitCode::from(3) {
+        3
+    } else if code == std::process::ExitCode::from(2) {
+        2
+    } else {
+        1
+    }
+}

@@ -1,0 +1,340 @@
+//! The merge layer's commands: take positions on other agents' reasoning
+//! (`accept`, `dispute`, `withdraw`, `resolve-fork`) and read the merged views
+//! (`perspective`, `consensus`, `disputes`, `audit`, `view-hash`).
+//!
+//! Every view is computed from the store's entries by `agora_merge::Merge`, a
+//! pure function of the set of entries: two nodes holding the same entries
+//! print the same view hash, whatever order the entries arrived in.
+
+use crate::commands::{now_ms, parse_author};
+use crate::session::Session;
+use agora_core::{AgentId, EntryId, ForkProof, SignedEntry};
+use agora_merge::{Merge, MergeEntry, MergeEvent, MergeRecord};
+use agora_store::{PayloadState, Store};
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+use std::process::ExitCode;
+
+/// Everything the merge layer reads: every stored entry with its payload, and
+/// the stored fork proofs.
+pub fn load(store: &Store) -> Result<(Vec<MergeEntry>, Vec<ForkProof>)> {
+    let mut entries = Vec::new();
+    store.for_each_entry(None, |e| {
+        let payload = match e.payload {
+            PayloadState::Held(p) => Some(p),
+            _ => None,
+        };
+        // The store verified the payload against its hash when it stored it;
+        // `from_owned` checks again, which also guards against damaged data.
+        let entry = MergeEntry::from_owned(e.signed, payload).map_err(agora_store::StoreError::Verify)?;
+        entries.push(entry);
+        Ok(())
+    })?;
+    let proofs = store.fork_proofs(None)?;
+    Ok((entries, proofs))
+}
+
+/// Append `payload` to this agent's own chain. A chain with one tip is
+/// extended as usual. A forked chain is extended only after the branch its
+/// author chose with a fork resolution, and refused while no resolution
+/// decides the fork (the store refuses it too).
+pub fn append_own(s: &Session, payload: &[u8]) -> Result<SignedEntry> {
+    let key = s.home.load_key()?;
+    let store = s.store()?;
+    let me = key.agent_id();
+    if store.tips(&me)?.len() <= 1 {
+        return Ok(store.append(&key, payload, now_ms())?);
+    }
+    let (entries, proofs) = load(store)?;
+    let m = Merge::compute(&entries, &proofs)?;
+    if let Some(fork) = m.chain(&me).and_then(|c| c.frozen()) {
+        bail!(
+            "refused: this agent's own chain is forked at seq {} and no fork resolution decides it; \
+             choose the branch that continues with `agora resolve-fork <entry at seq {} on that branch>`",
+            fork.seq,
+            fork.seq
+        );
+    }
+    let (_, head) = m.view_head(&me).context("this agent's chain has no head in the merged view")?;
+    Ok(store.append_after(&key, &head, payload, now_ms())?)
+}
+
+fn entry_ref(store: &Store, text: &str) -> Result<EntryId> {
+    match store.resolve(text) {
+        Ok(id) => Ok(id),
+        // A full id not held yet: the event waits for it (pending).
+        Err(agora_store::StoreError::NotFound(_)) if text.len() == 64 => text.parse::<EntryId>().with_context(|| format!("{text:?} is not an entry id")),
+        Err(e) => Err(e).with_context(|| format!("entry {text:?}")),
+    }
+}
+
+fn record_event(s: &Session, event: MergeEvent) -> Result<ExitCode> {
+    let me = s.home.load_key()?.agent_id();
+    let store = s.store()?;
+    {
+        let (entries, proofs) = load(store)?;
+        let m = Merge::compute(&entries, &proofs)?;
+        m.check(&me, &event).with_context(|| format!("refused: this {} breaks a rule", event.kind_name()))?;
+    }
+    let entry = append_own(s, &event.encode())?;
+    s.print(&json!({ "id": entry.id().to_string(), "kind": event.kind_name(), "seq": entry.header().seq }), || entry.id().to_string())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `agora accept <author> <seq | entry id>`.
+pub fn accept(s: &Session, author: &str, up_to: &str) -> Result<ExitCode> {
+    let author = parse_author(author)?;
+    let store = s.store()?;
+    let (up_to_seq, head) = if let Ok(seq) = up_to.parse::<u64>() {
+        // A seq: the entry at that seq on the author's view chain.
+        let (entries, proofs) = load(store)?;
+        let m = Merge::compute(&entries, &proofs)?;
+        let chain = m.view_chain(&author);
+        let head = chain
+            .get(usize::try_from(seq).unwrap_or(usize::MAX).wrapping_sub(1))
+            .copied()
+            .with_context(|| format!("refused: {author}'s chain holds {} entries here, not seq {seq}; give the entry id to accept beyond the known head (held as pending)", chain.len()))?;
+        (seq, head)
+    } else {
+        let id = entry_ref(store, up_to)?;
+        let seq = match store.get(&id)? {
+            Some(e) => e.signed.header().seq,
+            None => bail!("entry {id} is not held here: accept it by seq once it arrives"),
+        };
+        (seq, id)
+    };
+    record_event(s, MergeEvent::Accept { author, up_to_seq, head })
+}
+
+/// `agora dispute <entry> "reason" [--counter "claim"]`.
+pub fn dispute(s: &Session, target: &str, reason: &str, counter: Option<&str>) -> Result<ExitCode> {
+    let target = entry_ref(s.store()?, target)?;
+    record_event(s, MergeEvent::Dispute { target, reason: reason.to_string(), counter_claim: counter.map(str::to_string) })
+}
+
+/// `agora withdraw <dispute>`.
+pub fn withdraw(s: &Session, dispute: &str) -> Result<ExitCode> {
+    let dispute = entry_ref(s.store()?, dispute)?;
+    record_event(s, MergeEvent::Withdraw { dispute })
+}
+
+/// `agora resolve-fork <entry on the branch that continues>`.
+pub fn resolve_fork(s: &Session, keep: &str) -> Result<ExitCode> {
+    let key = s.home.load_key()?;
+    let me = key.agent_id();
+    let store = s.store()?;
+    let keep = entry_ref(store, keep)?;
+    let (entries, proofs) = load(store)?;
+    let m = Merge::compute(&entries, &proofs)?;
+    let plan = m.plan_resolution(&me, &keep).context("refused: this fork resolution breaks a rule")?;
+    let entry = store.append_after(&key, &plan.append_after, &plan.event.encode(), now_ms())?;
+    s.print(&json!({ "id": entry.id().to_string(), "kind": plan.event.kind_name(), "seq": entry.header().seq, "after": plan.append_after.to_string() }), || {
+        format!("{}\n(fork resolved: the chain continues after {})", entry.id(), plan.append_after)
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn agents_arg(list: &[String]) -> Result<Option<Vec<AgentId>>> {
+    if list.is_empty() {
+        return Ok(None);
+    }
+    list.iter().flat_map(|l| l.split(',')).filter(|t| !t.is_empty()).map(parse_author).collect::<Result<Vec<_>>>().map(Some)
+}
+
+fn ids(list: &[AgentId]) -> Vec<String> {
+    list.iter().map(ToString::to_string).collect()
+}
+
+fn record_json(r: &MergeRecord) -> Value {
+    json!({
+        "entry": r.entry.to_string(), "signer": r.signer.to_string(), "seq": r.seq,
+        "kind": r.event.as_ref().map(MergeEvent::kind_name), "status": r.status.name(),
+        "event": r.event.as_ref().map(|e| format!("{e:?}")),
+    })
+}
+
+/// `agora perspective [<agent>]`.
+pub fn perspective(s: &Session, agent: Option<&str>) -> Result<ExitCode> {
+    let agent = match agent {
+        Some(a) => parse_author(a)?,
+        None => s.home.load_key()?.agent_id(),
+    };
+    let (entries, proofs) = load(s.store()?)?;
+    let m = Merge::compute(&entries, &proofs)?;
+    let p = m.perspective(&agent);
+    let nodes: Vec<Value> = p
+        .graph
+        .nodes()
+        .filter(|n| n.is_event())
+        .map(|n| json!({ "id": n.id.to_string(), "kind": n.kind, "text": n.text, "status": n.status().name(), "disputed": p.disputed(&n.id) }))
+        .collect();
+    let value = json!({
+        "agent": agent.to_string(),
+        "hash": hex::encode(p.hash()),
+        "included": p.included.iter().map(|(a, seq)| json!({ "author": a.to_string(), "through_seq": seq })).collect::<Vec<_>>(),
+        "disputes": p.disputes.iter().map(|d| json!({ "dispute": d.dispute.to_string(), "by": d.by.to_string(), "target": d.target.to_string(), "reason": d.reason, "counter_claim": d.counter_claim })).collect::<Vec<_>>(),
+        "excluded": p.excluded.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "nodes": nodes,
+    });
+    s.print(&value, || {
+        let mut out = vec![format!("perspective of {agent} (hash {})", hex::encode(&p.hash()[..8]))];
+        for (a, seq) in &p.included {
+            out.push(format!("  includes {} through seq {seq}", a.short()));
+        }
+        for n in p.graph.nodes().filter(|n| n.is_event()) {
+            let mark = if p.disputed(&n.id) { " DISPUTED" } else { "" };
+            out.push(format!("{} {:<13} [{}{mark}] {}", n.id.short(), n.kind, n.status().name(), n.text));
+        }
+        out.join("\n")
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `agora consensus --quorum k [--agents a,b,c]`.
+pub fn consensus(s: &Session, quorum: usize, agents: &[String]) -> Result<ExitCode> {
+    let (entries, proofs) = load(s.store()?)?;
+    let m = Merge::compute(&entries, &proofs)?;
+    let agents = agents_arg(agents)?.unwrap_or_else(|| m.agents());
+    let c = m.consensus(&agents, quorum)?;
+    let chains: Vec<Value> = c
+        .chains
+        .iter()
+        .map(|ch| {
+            json!({
+                "author": ch.author.to_string(), "view_len": ch.view_len, "frozen_at": ch.frozen_at,
+                "accepted_seq": ch.accepted_seq, "accepted_head": ch.accepted_head.map(|h| h.to_string()),
+                "frontiers": ch.frontiers.iter().map(|(a, seq)| json!({ "agent": a.to_string(), "seq": seq })).collect::<Vec<_>>(),
+                "disputed": ch.disputed.iter().map(|d| json!({
+                    "target": d.target.to_string(), "seq": d.seq, "on_view": d.on_view,
+                    "by": d.by.iter().map(|(a, e)| json!({ "agent": a.to_string(), "dispute": e.to_string() })).collect::<Vec<_>>(),
+                })).collect::<Vec<_>>(),
+                "first_disputed": ch.first_disputed.map(|(seq, id)| json!({ "seq": seq, "id": id.to_string() })),
+            })
+        })
+        .collect();
+    s.print(&json!({ "quorum": c.quorum, "agents": ids(&c.agents), "view_hash": hex::encode(m.view_hash()), "chains": chains }), || {
+        let mut out = vec![format!("consensus with quorum {} of {} agents", c.quorum, c.agents.len())];
+        for ch in &c.chains {
+            let frozen = ch.frozen_at.map_or(String::new(), |f| format!(", FROZEN at fork seq {f}"));
+            let first = ch.first_disputed.map_or(String::new(), |(seq, id)| format!(", first disputed: seq {seq} ({})", id.short()));
+            out.push(format!("{}: accepted through seq {} of {}{frozen}{first}", ch.author.short(), ch.accepted_seq, ch.view_len));
+        }
+        out.join("\n")
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `agora disputes [--agents a,b,c]`: the disagreement map across agents.
+pub fn disputes(s: &Session, agents: &[String]) -> Result<ExitCode> {
+    let (entries, proofs) = load(s.store()?)?;
+    let m = Merge::compute(&entries, &proofs)?;
+    let agents = agents_arg(agents)?;
+    let map = m.disagreements(agents.as_deref());
+    let disputed: Vec<Value> = map
+        .disputed
+        .iter()
+        .map(|d| {
+            json!({
+                "target": d.target.to_string(), "author": d.author.to_string(), "seq": d.seq, "on_view": d.on_view,
+                "kind": d.kind, "text": d.text,
+                "ancestors": d.ancestors.iter().map(ToString::to_string).collect::<Vec<_>>(), "ancestors_truncated": d.ancestors_truncated,
+                "accepted_by": ids(&d.accepted_by),
+                "disputes": d.disputes.iter().map(|x| json!({ "dispute": x.dispute.to_string(), "by": x.by.to_string(), "reason": x.reason, "counter_claim": x.counter_claim })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let forks: Vec<Value> = map
+        .forks
+        .iter()
+        .map(|f| {
+            json!({
+                "author": f.author.to_string(), "seq": f.fork.seq, "shared": f.fork.shared.map(|s| s.to_string()),
+                "branches": f.branches.iter().map(|b| json!({
+                    "first": b.first.to_string(), "held": b.held, "kept": b.kept,
+                    "tips": b.tips.iter().map(|(seq, id)| json!({ "seq": seq, "id": id.to_string() })).collect::<Vec<_>>(),
+                    "accepted_by": ids(&b.accepted_by), "built_on_by": ids(&b.built_on_by),
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    s.print(&json!({ "disputed": disputed, "forks": forks }), || {
+        let mut out = Vec::new();
+        for d in &map.disputed {
+            out.push(format!("{} by {} seq {} [{}] {}", d.target.short(), d.author.short(), d.seq, d.kind, d.text));
+            out.push(format!("  led to by {} earlier event(s); accepted by {}", d.ancestors.len(), d.accepted_by.iter().map(|a| a.short()).collect::<Vec<_>>().join(", ")));
+            for x in &d.disputes {
+                let counter = x.counter_claim.as_deref().map_or(String::new(), |c| format!(" (counter-claim: {c})"));
+                out.push(format!("  disputed by {}: {}{counter}", x.by.short(), x.reason));
+            }
+        }
+        for f in &map.forks {
+            out.push(format!("fork of {} at seq {}:", f.author.short(), f.fork.seq));
+            for b in &f.branches {
+                let kept = if b.kept { " (kept)" } else { "" };
+                out.push(format!(
+                    "  branch {}{kept}: accepted by [{}], built on by [{}]",
+                    b.first.short(),
+                    b.accepted_by.iter().map(|a| a.short()).collect::<Vec<_>>().join(", "),
+                    b.built_on_by.iter().map(|a| a.short()).collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
+        if out.is_empty() {
+            out.push("no disputes and no forks".into());
+        }
+        out.join("\n")
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `agora audit <agent>`: exit 3 when the chain has problems.
+pub fn audit(s: &Session, agent: &str) -> Result<ExitCode> {
+    let agent = parse_author(agent)?;
+    let (entries, proofs) = load(s.store()?)?;
+    let m = Merge::compute(&entries, &proofs)?;
+    let a = m.audit(&agent);
+    let clean = a.is_clean();
+    let value = json!({
+        "agent": agent.to_string(), "clean": clean, "held": a.held, "max_seq": a.max_seq, "view_len": a.view_len,
+        "problems": a.problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "gaps": a.gaps.iter().map(|(from, to)| json!({ "from": from, "to": to })).collect::<Vec<_>>(),
+        "detached": a.detached.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "missing": a.missing.iter().map(|(seq, id)| json!({ "seq": seq, "id": id.to_string() })).collect::<Vec<_>>(),
+        "fork_seqs": a.fork_seqs,
+        "fork_proofs": a.proofs.iter().map(|p| hex::encode(p.encode())).collect::<Vec<_>>(),
+        "resolutions": a.resolutions.iter().map(record_json).collect::<Vec<_>>(),
+        "disputes_against": a.disputes_against.iter().map(record_json).collect::<Vec<_>>(),
+        "disputes_made": a.disputes_made.iter().map(record_json).collect::<Vec<_>>(),
+        "accepts_made": a.accepts_made.iter().map(record_json).collect::<Vec<_>>(),
+        "frontiers": a.frontiers.iter().map(|(x, f)| json!({ "author": x.to_string(), "seq": f.seq, "head": f.head.to_string() })).collect::<Vec<_>>(),
+        "accepted_by": a.accepted_by.iter().map(|(x, f)| json!({ "agent": x.to_string(), "seq": f.seq, "head": f.head.to_string() })).collect::<Vec<_>>(),
+    });
+    s.print(&value, || {
+        let mut out = vec![format!(
+            "audit of {agent}: {} entries held, max seq {}, view length {}; {}",
+            a.held,
+            a.max_seq,
+            a.view_len,
+            if clean { "chain verifies" } else { "PROBLEMS FOUND" }
+        )];
+        out.extend(a.problems.iter().map(|p| format!("  problem: {p}")));
+        out.extend(a.gaps.iter().map(|(f, t)| format!("  gap: seqs {f}..={t} not held")));
+        out.extend(a.fork_seqs.iter().map(|s| format!("  fork at seq {s}")));
+        out.extend(a.resolutions.iter().map(|r| format!("  fork resolution {} [{}]", r.entry.short(), r.status.name())));
+        out.extend(a.disputes_against.iter().map(|r| format!("  disputed by {} in {} [{}]", r.signer.short(), r.entry.short(), r.status.name())));
+        out.extend(a.disputes_made.iter().map(|r| format!("  disputes: {} [{}]", r.entry.short(), r.status.name())));
+        out.extend(a.frontiers.iter().map(|(x, f)| format!("  accepts {} through seq {}", x.short(), f.seq)));
+        out.extend(a.accepted_by.iter().map(|(x, f)| format!("  accepted by {} through seq {}", x.short(), f.seq)));
+        out.join("\n")
+    })?;
+    Ok(if clean { ExitCode::SUCCESS } else { ExitCode::from(3) })
+}
+
+/// `agora view-hash`: the merged view's hash (equal on nodes holding the same entries).
+pub fn view_hash(s: &Session) -> Result<ExitCode> {
+    let (entries, proofs) = load(s.store()?)?;
+    let m = Merge::compute(&entries, &proofs)?;
+    let h = hex::encode(m.view_hash());
+    s.print(&json!({ "view_hash": h, "entries": entries.len() }), || h.clone())?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,133 @@
+//! Where a command runs: which store it uses, where its output goes and where
+//! its input comes from.
+//!
+//! The same command code runs in two places. Run by hand with no node, a
+//! command opens the store itself (waiting briefly if another short-lived
+//! command holds it). While a node runs on the home directory, the `agora`
+//! process forwards the command to it over the control channel and the node
+//! runs it on its own open store, with output streamed back; the store is
+//! never opened a second time, so one process writes each chain.
+
+use crate::graph_cache::GraphCache;
+use crate::home::Home;
+use agora_core::AgentId;
+use agora_graph::Graph;
+use agora_store::Store;
+use anyhow::Result;
+use serde_json::Value;
+use std::cell::{OnceCell, RefCell};
+use std::io::{Read, Write};
+
+/// One command's context.
+pub struct Session<'a> {
+    /// The home directory (key, store, node files).
+    pub home: &'a Home,
+    /// Print JSON instead of text.
+    pub json: bool,
+    out: RefCell<&'a mut dyn Write>,
+    input: RefCell<&'a mut dyn Read>,
+    shared: Option<&'a Store>,
+    opened: OnceCell<Store>,
+    graph: Option<&'a GraphCache>,
+    own_graph: GraphCache,
+    founder: Option<AgentId>,
+}
+
+impl<'a> Session<'a> {
+    /// A session that opens the store itself when a command needs it.
+    pub fn local(home: &'a Home, json: bool, out: &'a mut dyn Write, input: &'a mut dyn Read) -> Self {
+        Self {
+            home,
+            json,
+            out: RefCell::new(out),
+            input: RefCell::new(input),
+            shared: None,
+            opened: OnceCell::new(),
+            graph: None,
+            own_graph: GraphCache::default(),
+            founder: None,
+        }
+    }
+
+    /// A session inside the node: its open store and its live graph.
+    pub fn in_node(
+        home: &'a Home,
+        json: bool,
+        out: &'a mut dyn Write,
+        input: &'a mut dyn Read,
+        store: &'a Store,
+        graph: &'a GraphCache,
+        founder: AgentId,
+    ) -> Self {
+        Self {
+            home,
+            json,
+            out: RefCell::new(out),
+            input: RefCell::new(input),
+            shared: Some(store),
+            opened: OnceCell::new(),
+            graph: Some(graph),
+            own_graph: GraphCache::default(),
+            founder: Some(founder),
+        }
+    }
+
+    /// The workspace founder: the node's, else the one in `<home>/agora.toml`,
+    /// else this agent (a workspace of its own).
+    pub fn founder(&self) -> Result<AgentId> {
+        if let Some(f) = self.founder {
+            return Ok(f);
+        }
+        match crate::daemon::config::workspace_of_home(&self.home.dir)?.founder {
+            Some(f) => Ok(f),
+            None => Ok(self.home.load_key()?.agent_id()),
+        }
+    }
+
+    /// The store (opened on first use when running by hand).
+    pub fn store(&self) -> Result<&Store> {
+        if let Some(s) = self.shared {
+            return Ok(s);
+        }
+        if let Some(s) = self.opened.get() {
+            return Ok(s);
+        }
+        let store = self.home.open_store()?;
+        Ok(self.opened.get_or_init(|| store))
+    }
+
+    /// Run `f` on the reasoning graph of the store: the node's live graph, or
+    /// one replayed for this command.
+    pub fn with_graph<R>(&self, f: impl FnOnce(&Store, &Graph) -> Result<R>) -> Result<R> {
+        let store = self.store()?;
+        let cache = self.graph.unwrap_or(&self.own_graph);
+        cache.with(store, |g| f(store, g))?
+    }
+
+    /// Print a result: `value` as one JSON line with `--json`, else `text()`
+    /// (nothing when empty).
+    pub fn print(&self, value: &Value, text: impl FnOnce() -> String) -> Result<()> {
+        let mut out = self.out.borrow_mut();
+        if self.json {
+            writeln!(out, "{value}")?;
+        } else {
+            let t = text();
+            if !t.is_empty() {
+                writeln!(out, "{t}")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Standard output, for commands that stream (export).
+    pub fn with_out<R>(&self, f: impl FnOnce(&mut dyn Write) -> R) -> R {
+        let mut out = self.out.borrow_mut();
+        f(&mut **out)
+    }
+
+    /// Standard input (payloads, packs).
+    pub fn with_input<R>(&self, f: impl FnOnce(&mut dyn Read) -> R) -> R {
+        let mut input = self.input.borrow_mut();
+        f(&mut **input)
+    }
+}

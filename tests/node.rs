@@ -1,0 +1,445 @@
+//! The node daemon with real processes and real sockets on 127.0.0.1: gossip,
+//! late catch-up, crash and restart, a garbage-sending peer, the roster, and
+//! one writer per chain.
+//!
+//! Every wait is on an observable condition (a node's status, a command's
+//! output) in a bounded loop, never a bare sleep.
+
+use agora_core::entry::next_header;
+use agora_core::{pack, AgentKey, SignedEntry};
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(60);
+const WORKSPACE: &str = "it";
+
+fn agora(home: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_agora"))
+        .arg("--home")
+        .arg(home)
+        .args(args)
+        .env_remove("AGORA_HOME")
+        .stdin(Stdio::null())
+        .output()
+        .expect("agora runs")
+}
+
+fn ok(home: &Path, args: &[&str]) -> String {
+    let out = agora(home, args);
+    assert!(out.status.success(), "agora {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn json(home: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    serde_json::from_str(&ok(home, &all)).expect("JSON output")
+}
+
+fn wait_for<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(start.elapsed() < WAIT, "timed out after {WAIT:?} waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A home with an agent key.
+struct Agent {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    id: String,
+}
+
+impl Agent {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let id = json(&home, &["init"])["agent"].as_str().unwrap().to_string();
+        Self { _dir: dir, home, id }
+    }
+    fn key(&self) -> AgentKey {
+        AgentKey::from_key_file_bytes(&std::fs::read(self.home.join("agent.key")).unwrap()).unwrap()
+    }
+}
+
+/// A running `agora node run`, killed when dropped.
+struct Node {
+    child: Child,
+    home: PathBuf,
+    addr: String,
+}
+
+impl Node {
+    fn start(agent: &Agent, founder: &str, bootstrap: &[&str]) -> Self {
+        let ready = agent.home.join("ready.json");
+        let _ = std::fs::remove_file(&ready);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agora"));
+        cmd.arg("--home")
+            .arg(&agent.home)
+            .args(["node", "run", "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns", "--workspace", WORKSPACE, "--founder", founder])
+            .arg("--ready-file")
+            .arg(&ready)
+            .env_remove("AGORA_HOME")
+            .env("AGORA_LOG", "agora=debug,warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(std::fs::File::create(agent.home.with_extension("log")).unwrap()));
+        for b in bootstrap {
+            cmd.args(["--bootstrap", b]);
+        }
+        let mut child = cmd.spawn().expect("agora node runs");
+        let addr = wait_for("the node to be ready", || {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("node exited early with {status}: {}", std::fs::read_to_string(agent.home.with_extension("log")).unwrap_or_default());
+            }
+            let text = std::fs::read_to_string(&ready).ok()?;
+            let v: Value = serde_json::from_str(&text).ok()?;
+            Some(v["listen"][0].as_str()?.to_string())
+        });
+        Self { child, home: agent.home.clone(), addr }
+    }
+
+    fn status(&self) -> Value {
+        json(&self.home, &["node", "status"])
+    }
+
+    fn peers(&self) -> usize {
+        self.status()["peers"].as_array().map_or(0, Vec::len)
+    }
+
+    fn max_seq(&self, author: &str) -> u64 {
+        let authors = json(&self.home, &["authors"]);
+        authors.as_array().unwrap().iter().find(|a| a["author"] == author).map_or(0, |a| a["max_seq"].as_u64().unwrap())
+    }
+
+    fn holds(&self, id: &str) -> bool {
+        agora(&self.home, &["show", id]).status.success()
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        wait_for("the node to exit", || self.child.try_wait().ok().flatten())
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// `founder` admits every agent in `others` (before any node runs, or through its node).
+fn admit(founder: &Agent, others: &[&Agent]) {
+    for a in others {
+        ok(&founder.home, &["admit", &a.id, "test member"]);
+    }
+}
+
+/// A pack of `n` entries extending `key`'s chain from nothing, 256-byte payloads.
+fn pack_of(key: &AgentKey, n: usize, dir: &Path) -> PathBuf {
+    let path = dir.join("pack.jsonl");
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    writeln!(out, "{}", pack::header_line()).unwrap();
+    let mut prev: Option<SignedEntry> = None;
+    for i in 0..n {
+        let payload = format!("{i:0>256}");
+        let e = SignedEntry::sign(next_header(key.agent_id(), prev.as_ref(), 1_000 + i as u64, payload.as_bytes()).unwrap(), key);
+        writeln!(out, "{}", pack::entry_line(&e, Some(payload.as_bytes()))).unwrap();
+        prev = Some(e);
+    }
+    out.flush().unwrap();
+    path
+}
+
+#[test]
+fn an_event_appended_on_one_node_reaches_every_node() {
+    let agents: Vec<Agent> = (0..4).map(|_| Agent::new()).collect();
+    let founder = agents[0].id.clone();
+    admit(&agents[0], &agents[1..].iter().collect::<Vec<_>>());
+    // Nodes 1 and 2 bootstrap from node 0; node 3 only knows node 2 and
+    // finds the rest through discovery (identify and Kademlia).
+    let nodes = {
+        let n0 = Node::start(&agents[0], &founder, &[]);
+        let n1 = Node::start(&agents[1], &founder, &[&n0.addr]);
+        let n2 = Node::start(&agents[2], &founder, &[&n0.addr]);
+        let n3 = Node::start(&agents[3], &founder, &[&n2.addr]);
+        vec![n0, n1, n2, n3]
+    };
+    wait_for("every node to have a peer and the roster", || {
+        nodes.iter().all(|n| n.peers() >= 1 && n.max_seq(&founder) == 3).then_some(())
+    });
+    // Recorded through node 1's control channel: no other process opens its store.
+    let id = json(&agents[1].home, &["propose", "Usage-based pricing aligns incentives"])["id"].as_str().unwrap().to_string();
+    wait_for("the proposition to reach all 4 nodes", || nodes.iter().all(|n| n.holds(&id)).then_some(()));
+    // Every node derives the same status for it.
+    for n in &nodes {
+        assert_eq!(json(&n.home, &["status", &id])["status"], "active");
+    }
+    // A reply on another node reaches the author.
+    let reply = json(&agents[3].home, &["contradict", &id, "Procurement needs predictable costs"])["id"].as_str().unwrap().to_string();
+    wait_for("the contradiction to reach node 1", || nodes[1].holds(&reply).then_some(()));
+    wait_for("node 1 to see its proposition contested", || (json(&agents[1].home, &["status", &id])["status"] == "contested").then_some(()));
+}
+
+#[test]
+fn a_node_started_late_catches_up_and_a_killed_node_loses_nothing() {
+    let (a, b, c) = (Agent::new(), Agent::new(), Agent::new());
+    let founder = a.id.clone();
+    admit(&a, &[&b, &c]);
+    // Node A starts holding a 2,000-entry chain of another admitted member.
+    let writer = AgentKey::from_seed([42; 32]);
+    let pack_w = pack_of(&writer, 2_000, b.home.parent().unwrap());
+    ok(&a.home, &["admit", &writer.agent_id().to_string(), "bulk writer"]);
+    ok(&a.home, &["import", pack_w.to_str().unwrap()]);
+    let node_a = Node::start(&a, &founder, &[]);
+    let mut node_b = Node::start(&b, &founder, &[&node_a.addr]);
+    let writer_id = writer.agent_id().to_string();
+    wait_for("node B to catch up 2,000 entries", || (node_b.max_seq(&writer_id) == 2_000).then_some(()));
+
+    // Appends acknowledged by B, then SIGKILL: every one of them survives.
+    let mut ids = Vec::new();
+    for i in 0..20 {
+        ids.push(json(&b.home, &["propose", &format!("claim {i}")])["id"].as_str().unwrap().to_string());
+    }
+    node_b.kill();
+    // While B is down, A records more.
+    let late = json(&a.home, &["ask", "What did we miss?"])["id"].as_str().unwrap().to_string();
+    let node_b = Node::start(&b, &founder, &[&node_a.addr]);
+    for id in &ids {
+        assert!(node_b.holds(id), "entry {id} acknowledged before SIGKILL is gone");
+    }
+    assert_eq!(json(&b.home, &["verify"])["ok"], true, "the store verifies after a crash");
+    wait_for("restarted node B to catch up what it missed", || node_b.holds(&late).then_some(()));
+
+    // A node that starts last, bootstrapping from B only, gets everything.
+    let node_c = Node::start(&c, &founder, &[&node_b.addr]);
+    wait_for("late node C to catch up", || {
+        (node_c.max_seq(&writer_id) == 2_000 && node_c.holds(&late) && ids.iter().all(|id| node_c.holds(id))).then_some(())
+    });
+    let status = node_c.status();
+    assert_eq!(status["rejected"]["bans"], 0, "{status}");
+}
+
+#[test]
+fn sigterm_stops_the_node_cleanly_and_commands_run_by_hand_again() {
+    let a = Agent::new();
+    let mut node = Node::start(&a, &a.id, &[]);
+    let id = json(&a.home, &["propose", "before shutdown"])["id"].as_str().unwrap().to_string();
+    assert!(a.home.join("node.json").exists());
+    let status = node.terminate();
+    assert!(status.success(), "exit status {status}");
+    assert!(!a.home.join("node.json").exists(), "node.json is removed on a clean stop");
+    // Without a node, the command line opens the store itself.
+    assert_eq!(json(&a.home, &["status", &id])["status"], "active");
+}
+
+#[test]
+fn only_one_process_writes_a_chain() {
+    let a = Agent::new();
+    let node = Node::start(&a, &a.id, &[]);
+    // A second node on the same home is refused.
+    let second = agora(&a.home, &["node", "run", "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns"]);
+    assert!(!second.status.success());
+    assert!(String::from_utf8_lossy(&second.stderr).contains("already running"), "{}", String::from_utf8_lossy(&second.stderr));
+    // Many processes record at once: all go through the node, none forks the chain.
+    let procs: Vec<Child> = (0..8)
+        .map(|i| {
+            Command::new(env!("CARGO_BIN_EXE_agora"))
+                .arg("--home")
+                .arg(&a.home)
+                .args(["propose", &format!("concurrent {i}")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for p in procs {
+        let out = p.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let authors = json(&a.home, &["authors"]);
+    let me = authors.as_array().unwrap().iter().find(|x| x["author"] == a.id.as_str()).unwrap();
+    assert_eq!(me["max_seq"], 8);
+    assert_eq!(me["tips"].as_array().unwrap().len(), 1, "no fork: {me}");
+    drop(node);
+    // Without a node, concurrent processes wait for the store in turn.
+    let procs: Vec<Child> = (0..6)
+        .map(|i| {
+            Command::new(env!("CARGO_BIN_EXE_agora"))
+                .arg("--home")
+                .arg(&a.home)
+                .args(["propose", &format!("by hand {i}")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for p in procs {
+        let out = p.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let authors = json(&a.home, &["authors"]);
+    let me = authors.as_array().unwrap().iter().find(|x| x["author"] == a.id.as_str()).unwrap();
+    assert_eq!((me["max_seq"].as_u64(), me["tips"].as_array().unwrap().len()), (Some(14), 1), "{me}");
+    assert_eq!(json(&a.home, &["verify"])["ok"], true);
+}
+
+#[test]
+fn an_author_outside_the_roster_is_refused_everywhere() {
+    let (a, b, mallory) = (Agent::new(), Agent::new(), Agent::new());
+    let founder = a.id.clone();
+    admit(&a, &[&b]);
+    let node_a = Node::start(&a, &founder, &[]);
+    let node_b = Node::start(&b, &founder, &[&node_a.addr]);
+    let node_m = Node::start(&mallory, &founder, &[&node_a.addr, &node_b.addr]);
+    let intruder = json(&mallory.home, &["propose", "let me in"])["id"].as_str().unwrap().to_string();
+    let member = json(&b.home, &["propose", "members only"])["id"].as_str().unwrap().to_string();
+    wait_for("the member's entry to reach A", || node_a.holds(&member).then_some(()));
+    wait_for("both nodes to report refusing the intruder", || {
+        [&node_a, &node_b].iter().all(|n| n.status()["rejected"]["refused_not_admitted"].as_u64().unwrap_or(0) > 0).then_some(())
+    });
+    // The refusal is stable: more traffic does not let it in.
+    let again = json(&mallory.home, &["propose", "please"])["id"].as_str().unwrap().to_string();
+    let member2 = json(&b.home, &["propose", "still members only"])["id"].as_str().unwrap().to_string();
+    wait_for("the second member entry to reach A", || node_a.holds(&member2).then_some(()));
+    for n in [&node_a, &node_b] {
+        assert!(!n.holds(&intruder) && !n.holds(&again), "an entry by a non-member was stored");
+        assert_eq!(n.max_seq(&mallory.id), 0);
+    }
+    drop(node_m);
+}
+
+mod garbage {
+    //! A libp2p peer that speaks the sync protocol's framing but sends garbage.
+    use futures::{AsyncReadExt, AsyncWriteExt, StreamExt};
+    use libp2p::request_response::{self, ProtocolSupport};
+    use libp2p::swarm::SwarmEvent;
+    use libp2p::{noise, tcp, yamux, Multiaddr, StreamProtocol};
+    use std::time::Duration;
+
+    #[derive(Clone, Default)]
+    pub struct RawCodec;
+
+    impl request_response::Codec for RawCodec {
+        type Protocol = StreamProtocol;
+        type Request = Vec<u8>;
+        type Response = Vec<u8>;
+        async fn read_request<T: futures::AsyncRead + Unpin + Send>(&mut self, _: &StreamProtocol, io: &mut T) -> std::io::Result<Vec<u8>> {
+            let mut buf = Vec::new();
+            io.read_to_end(&mut buf).await?;
+            Ok(buf)
+        }
+        async fn read_response<T: futures::AsyncRead + Unpin + Send>(&mut self, _: &StreamProtocol, io: &mut T) -> std::io::Result<Vec<u8>> {
+            let mut buf = Vec::new();
+            io.read_to_end(&mut buf).await?;
+            Ok(buf)
+        }
+        async fn write_request<T: futures::AsyncWrite + Unpin + Send>(&mut self, _: &StreamProtocol, io: &mut T, req: Vec<u8>) -> std::io::Result<()> {
+            io.write_all(&(req.len() as u32).to_be_bytes()).await?;
+            io.write_all(&req).await?;
+            io.close().await
+        }
+        async fn write_response<T: futures::AsyncWrite + Unpin + Send>(&mut self, _: &StreamProtocol, io: &mut T, res: Vec<u8>) -> std::io::Result<()> {
+            io.write_all(&(res.len() as u32).to_be_bytes()).await?;
+            io.write_all(&res).await?;
+            io.close().await
+        }
+    }
+
+    /// What happened to a connection attempt.
+    #[derive(Debug, PartialEq, Eq)]
+    pub enum Outcome {
+        /// The node closed the connection after our garbage.
+        ClosedAfterGarbage,
+        /// The node refused the connection outright (a banned peer).
+        Refused,
+        /// Nothing happened within the time limit.
+        TimedOut,
+    }
+
+    /// Connect to `addr` as `key`, send a garbage sync request, and see what
+    /// the node does.
+    pub fn attack(addr: &str, key: &libp2p::identity::Keypair) -> Outcome {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let mut swarm = libp2p::SwarmBuilder::with_existing_identity(key.clone())
+                .with_tokio()
+                .with_tcp(tcp::Config::default().nodelay(true), noise::Config::new, yamux::Config::default)
+                .unwrap()
+                .with_behaviour(|_| {
+                    request_response::Behaviour::with_codec(
+                        RawCodec,
+                        [(StreamProtocol::new("/agora/sync/1"), ProtocolSupport::Full)],
+                        request_response::Config::default(),
+                    )
+                })
+                .unwrap()
+                .with_swarm_config(|c| c.with_idle_connection_timeout(Duration::from_secs(30)))
+                .build();
+            let target: Multiaddr = addr.parse().unwrap();
+            let Some(libp2p::multiaddr::Protocol::P2p(peer)) = target.iter().last() else { panic!("address without /p2p") };
+            swarm.dial(target).unwrap();
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            let mut sent = false;
+            loop {
+                let event = match tokio::time::timeout_at(deadline, swarm.select_next_some()).await {
+                    Ok(e) => e,
+                    Err(_) => return Outcome::TimedOut,
+                };
+                match event {
+                    SwarmEvent::ConnectionEstablished { .. } => {
+                        // Version 1, then a variant index no request has.
+                        swarm.behaviour_mut().send_request(&peer, vec![1, 0xff, 0xff, 0xff, 0xff, 0x0f, 9, 9, 9]);
+                        sent = true;
+                    }
+                    SwarmEvent::ConnectionClosed { num_established: 0, .. } => {
+                        return if sent { Outcome::ClosedAfterGarbage } else { Outcome::Refused };
+                    }
+                    SwarmEvent::OutgoingConnectionError { .. } => return Outcome::Refused,
+                    _ => {}
+                }
+            }
+        })
+    }
+}
+
+#[test]
+fn a_peer_sending_garbage_is_banned_while_the_others_keep_working() {
+    let (a, b) = (Agent::new(), Agent::new());
+    let founder = a.id.clone();
+    admit(&a, &[&b]);
+    let node_a = Node::start(&a, &founder, &[]);
+    let node_b = Node::start(&b, &founder, &[&node_a.addr]);
+    let key = libp2p::identity::Keypair::generate_ed25519();
+    let attacker = key.public().to_peer_id().to_string();
+    assert_eq!(garbage::attack(&node_a.addr, &key), garbage::Outcome::ClosedAfterGarbage, "the node disconnects the garbage peer");
+    let status = wait_for("the ban to show in the status", || {
+        let s = node_a.status();
+        (s["rejected"]["bans"].as_u64().unwrap_or(0) >= 1).then_some(s)
+    });
+    let bans = status["rejected"]["recent_bans"].as_array().unwrap();
+    assert!(bans.iter().any(|b| b["peer_id"] == attacker.as_str() && b["reason"].as_str().unwrap().contains("malformed")), "{status}");
+    assert!(status["rejected"]["malformed_messages"].as_u64().unwrap() >= 1);
+    // Banned means refused when it comes back.
+    let again = garbage::attack(&node_a.addr, &key);
+    assert!(matches!(again, garbage::Outcome::Refused | garbage::Outcome::ClosedAfterGarbage), "{again:?}");
+    assert_eq!(node_a.status()["rejected"]["bans"], status["rejected"]["bans"], "no second ban: it never got in");
+    // The honest peers keep replicating.
+    let id = json(&b.home, &["propose", "still working"])["id"].as_str().unwrap().to_string();
+    wait_for("B's entry to reach A after the ban", || node_a.holds(&id).then_some(()));
+}
