@@ -1,0 +1,735 @@
+//! The merge computation: chains, forks, and what every merge event did.
+//!
+//! [`Merge::compute`] is a pure function of a *set* of entries and fork
+//! proofs: it sorts them into canonical order first, so two nodes holding the
+//! same set compute the same [`Merge`] (and the same [`Merge::view_hash`])
+//! whatever order the entries arrived in.
+//!
+//! Steps, each over the result of the one before:
+//! 1. index: every entry (held, or carried by a proof) once, by (author, seq, id);
+//! 2. chains: per author, links to held predecessors, the rooted tree, every
+//!    seq where two entries are known (a fork), fork resolutions, and the
+//!    *view chain*: the path from seq 1 that views follow, frozen at the last
+//!    entry both branches share when a fork is unresolved;
+//! 3. merge events on each signer's view chain, in seq order: accepts
+//!    (frontiers), disputes, withdrawals.
+
+use crate::input::{InputError, MergeEntry, MERGE_ENTRIES_MAX, MERGE_PROOFS_MAX};
+use crate::payload::MergeEvent;
+use crate::rules::{MergeRuleError, MergeStatus};
+use agora_core::{AgentId, EntryId, ForkProof, SignedEntry};
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+
+pub(crate) const NONE: u32 = u32::MAX;
+const ROOTED: u8 = 1;
+const ON_VIEW: u8 = 2;
+const BROKEN: u8 = 4;
+
+/// Entry ids are SHA-256 outputs: hash them by their first eight bytes.
+#[derive(Default)]
+pub(crate) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        if bytes.len() >= 8 {
+            let mut first = [0u8; 8];
+            first.copy_from_slice(&bytes[..8]);
+            self.0 ^= u64::from_le_bytes(first);
+        }
+    }
+    fn write_usize(&mut self, _: usize) {}
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+pub(crate) type IdMap<V> = HashMap<EntryId, V, BuildHasherDefault<IdHasher>>;
+
+/// One known entry, by position in [`Merge`]'s canonical order.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Item<'a> {
+    pub(crate) signed: &'a SignedEntry,
+    pub(crate) payload: Option<&'a [u8]>,
+    /// Index into [`Merge::chains`].
+    pub(crate) author: u32,
+    /// The held predecessor this entry links to, or [`NONE`].
+    pub(crate) parent: u32,
+    /// Index into the merge records, or [`NONE`] for other payloads.
+    pub(crate) record: u32,
+    flags: u8,
+}
+
+impl Item<'_> {
+    pub(crate) fn id(&self) -> EntryId {
+        self.signed.id()
+    }
+    pub(crate) fn seq(&self) -> u64 {
+        self.signed.header().seq
+    }
+    pub(crate) fn rooted(&self) -> bool {
+        self.flags & ROOTED != 0
+    }
+    pub(crate) fn on_view(&self) -> bool {
+        self.flags & ON_VIEW != 0
+    }
+    pub(crate) fn broken(&self) -> bool {
+        self.flags & BROKEN != 0
+    }
+}
+
+/// How a fork on a view chain was settled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ForkOutcome {
+    /// No valid resolution: the chain is frozen at the shared entry.
+    Frozen,
+    /// The author's highest-numbered valid resolution names the branch.
+    Resolved {
+        /// The resolution entry (the first, by id, if several say the same).
+        resolution: EntryId,
+        /// Its fork number.
+        fork_number: u64,
+        /// The entry at the fork seq on the kept branch.
+        continue_with: EntryId,
+    },
+    /// Resolutions with the same highest number name different branches: the
+    /// author equivocated about the resolution too. Frozen.
+    Conflicting {
+        /// The conflicting resolution entries, by id.
+        resolutions: Vec<EntryId>,
+    },
+}
+
+/// A fork met while following a chain from seq 1.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForkPoint {
+    /// The first seq with more than one known entry after `shared`.
+    pub seq: u64,
+    /// The last entry both branches share (`None`: they part at seq 1).
+    pub shared: Option<EntryId>,
+    /// Every entry known at `seq` that may continue `shared`: held children,
+    /// and ids that later entries name as predecessor but that are not held.
+    pub candidates: Vec<EntryId>,
+    /// How it was settled.
+    pub outcome: ForkOutcome,
+}
+
+/// One author's chain as the merge layer sees it.
+#[derive(Clone, Debug)]
+pub struct Chain {
+    /// The author.
+    pub author: AgentId,
+    pub(crate) start: u32,
+    pub(crate) end: u32,
+    /// Item positions of the view chain: `view[i]` is at seq `i + 1`.
+    pub(crate) view: Vec<u32>,
+    /// Forks met along the view chain, in seq order; the last one is the
+    /// freeze point if its outcome is not `Resolved`.
+    pub forks: Vec<ForkPoint>,
+    /// Every seq at which two or more entries of this author are known
+    /// (held, carried by a proof, or named as a predecessor), plus the seq of
+    /// every fork proof given, anywhere in the tree.
+    pub fork_seqs: Vec<u64>,
+    /// Ids named as predecessors that are not held (the chain has gaps below
+    /// the entries that name them).
+    pub missing: Vec<(u64, EntryId)>,
+}
+
+impl Chain {
+    /// Entries held of this author (including entries carried by fork proofs).
+    pub fn len(&self) -> usize {
+        (self.end - self.start) as usize
+    }
+    /// Never true for a chain in a [`Merge`] (authors appear with their entries).
+    pub fn is_empty(&self) -> bool {
+        self.end == self.start
+    }
+    /// Length of the view chain (its head's seq; 0 when empty).
+    pub fn view_len(&self) -> u64 {
+        self.view.len() as u64
+    }
+    /// The fork that freezes this chain, if it is frozen.
+    pub fn frozen(&self) -> Option<&ForkPoint> {
+        self.forks.last().filter(|f| !matches!(f.outcome, ForkOutcome::Resolved { .. }))
+    }
+}
+
+/// A merge event and what became of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MergeRecord {
+    /// The entry carrying it.
+    pub entry: EntryId,
+    /// Who signed it.
+    pub signer: AgentId,
+    /// Its seq on the signer's chain.
+    pub seq: u64,
+    /// The event, when the payload decodes.
+    pub event: Option<MergeEvent>,
+    /// Its status.
+    pub status: MergeStatus,
+    pub(crate) item: u32,
+}
+
+/// An agent's accept frontier on one chain: the last seq its accepts count for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frontier {
+    /// Last seq accepted (≥ 1).
+    pub seq: u64,
+    /// The view chain's entry at that seq.
+    pub head: EntryId,
+    /// The accept that reaches furthest (the first, by seq, if several tie).
+    pub accept: EntryId,
+}
+
+/// The merged state of a set of entries. See the module docs.
+pub struct Merge<'a> {
+    pub(crate) items: Vec<Item<'a>>,
+    pub(crate) by_id: IdMap<u32>,
+    pub(crate) chains: Vec<Chain>,
+    pub(crate) chain_index: HashMap<AgentId, u32>,
+    pub(crate) records: Vec<MergeRecord>,
+    pub(crate) proofs: Vec<&'a ForkProof>,
+    /// (acceptor, author) -> frontier.
+    pub(crate) frontiers: BTreeMap<(AgentId, AgentId), Frontier>,
+    /// Open disputes: (target item, record), sorted by target item.
+    pub(crate) open_disputes: Vec<(u32, u32)>,
+    /// Accepts whose head is past a fork: (head item, record).
+    pub(crate) branch_accepts: Vec<(u32, u32)>,
+}
+
+impl<'a> Merge<'a> {
+    /// Compute the merged state of `entries` plus the entries carried by
+    /// `proofs` (each already checked: see [`crate::decode_fork_proof`]).
+    /// Duplicates (by id) count once. Order does not matter.
+    pub fn compute(entries: &'a [MergeEntry], proofs: &'a [ForkProof]) -> Result<Self, InputError> {
+        if entries.len() > MERGE_ENTRIES_MAX {
+            return Err(InputError::TooMany { what: "entries", len: entries.len(), max: MERGE_ENTRIES_MAX });
+        }
+        if proofs.len() > MERGE_PROOFS_MAX {
+            return Err(InputError::TooMany { what: "fork proofs", len: proofs.len(), max: MERGE_PROOFS_MAX });
+        }
+        let mut m = Merge {
+            items: Vec::new(),
+            by_id: IdMap::default(),
+            chains: Vec::new(),
+            chain_index: HashMap::new(),
+            records: Vec::new(),
+            proofs: proofs.iter().collect(),
+            frontiers: BTreeMap::new(),
+            open_disputes: Vec::new(),
+            branch_accepts: Vec::new(),
+        };
+        m.index(entries, proofs);
+        m.decode_records();
+        let mut proof_seqs: Vec<(AgentId, u64)> = proofs.iter().map(|p| (p.author(), p.seq())).collect();
+        proof_seqs.sort_unstable();
+        proof_seqs.dedup();
+        for c in 0..m.chains.len() {
+            let author = m.chains[c].author;
+            let lo = proof_seqs.partition_point(|(a, _)| *a < author);
+            let hi = proof_seqs.partition_point(|(a, _)| *a <= author);
+            let seqs: Vec<u64> = proof_seqs[lo..hi].iter().map(|(_, s)| *s).collect();
+            m.analyse_chain(c, &seqs);
+        }
+        for c in 0..m.chains.len() {
+            m.evaluate_signer(c);
+        }
+        m.open_disputes.sort_unstable();
+        m.branch_accepts.sort_unstable();
+        Ok(m)
+    }
+
+    /// Step 1: every entry once, in (author, seq, id) order, indexed by id.
+    fn index(&mut self, entries: &'a [MergeEntry], proofs: &'a [ForkProof]) {
+        let mut items: Vec<Item<'a>> = Vec::with_capacity(entries.len() + 2 * proofs.len());
+        let item = |signed: &'a SignedEntry, payload: Option<&'a [u8]>| Item { signed, payload, author: 0, parent: NONE, record: NONE, flags: 0 };
+        items.extend(entries.iter().map(|e| item(e.signed(), e.payload())));
+        for p in proofs {
+            let (a, b) = p.entries();
+            items.extend([item(a, None), item(b, None)]);
+        }
+        // Held payloads sort first among equal ids, so dedup keeps them.
+        items.sort_unstable_by(|x, y| {
+            let (hx, hy) = (x.signed.header(), y.signed.header());
+            hx.author
+                .cmp(&hy.author)
+                .then(hx.seq.cmp(&hy.seq))
+                .then_with(|| x.signed.id().cmp(&y.signed.id()))
+                .then(x.payload.is_none().cmp(&y.payload.is_none()))
+        });
+        items.dedup_by(|later, earlier| later.signed.id() == earlier.signed.id());
+        let mut by_id = IdMap::with_capacity_and_hasher(items.len(), Default::default());
+        let mut start = 0usize;
+        for i in 0..items.len() {
+            let author = items[i].signed.header().author;
+            if i > 0 && author != items[i - 1].signed.header().author {
+                self.push_chain(items[start].signed.header().author, start, i);
+                start = i;
+            }
+            items[i].author = self.chains.len() as u32;
+            by_id.insert(items[i].signed.id(), i as u32);
+        }
+        if !items.is_empty() {
+            self.push_chain(items[start].signed.header().author, start, items.len());
+        }
+        self.items = items;
+        self.by_id = by_id;
+    }
+
+    fn push_chain(&mut self, author: AgentId, start: usize, end: usize) {
+        self.chain_index.insert(author, self.chains.len() as u32);
+        self.chains.push(Chain {
+            author,
+            start: start as u32,
+            end: end as u32,
+            view: Vec::new(),
+            forks: Vec::new(),
+            fork_seqs: Vec::new(),
+            missing: Vec::new(),
+        });
+    }
+
+    /// Decode every payload that carries the merge magic.
+    fn decode_records(&mut self) {
+        for i in 0..self.items.len() {
+            let it = self.items[i];
+            let Some(p) = it.payload.filter(|p| MergeEvent::is_merge_payload(p)) else { continue };
+            let (event, status) = match MergeEvent::decode(p) {
+                Ok(e) => (Some(e), MergeStatus::OffView),
+                Err(e) => (None, MergeStatus::Invalid(MergeRuleError::Decode(e))),
+            };
+            self.items[i].record = self.records.len() as u32;
+            let h = it.signed.header();
+            self.records.push(MergeRecord { entry: it.id(), signer: h.author, seq: h.seq, event, status, item: i as u32 });
+        }
+    }
+
+    /// Step 2 for one author. `proof_seqs`: seqs of the fork proofs given for it.
+    fn analyse_chain(&mut self, c: usize, proof_seqs: &[u64]) {
+        let (start, end) = (self.chains[c].start as usize, self.chains[c].end as usize);
+        let author = self.chains[c].author;
+        // Links, rootedness, and ids named as predecessors but not held.
+        let mut missing: Vec<(u64, EntryId)> = Vec::new();
+        let mut prev_group = (start, start, 0u64); // (lo, hi, seq)
+        let mut group = (start, start, 0u64);
+        for i in start..end {
+            let seq = self.items[i].seq();
+            if seq != group.2 {
+                prev_group = group;
+                group = (i, i, seq);
+            }
+            group.1 = i + 1;
+            if seq == 1 {
+                self.items[i].flags |= ROOTED;
+                continue;
+            }
+            let Some(back) = self.items[i].signed.header().backlink else { continue };
+            let parent = if prev_group.2 + 1 == seq {
+                (prev_group.0..prev_group.1).find(|&p| self.items[p].signed.id() == back)
+            } else {
+                None
+            };
+            match parent {
+                Some(p) if self.items[i].signed.header().timestamp_ms < self.items[p].signed.header().timestamp_ms => {
+                    self.items[i].flags |= BROKEN;
+                }
+                Some(p) => {
+                    self.items[i].parent = p as u32;
+                    if self.items[p].rooted() {
+                        self.items[i].flags |= ROOTED;
+                    }
+                }
+                None => missing.push((seq - 1, back)),
+            }
+        }
+        missing.sort_unstable();
+        missing.dedup();
+        // Seqs with two or more known entries: two held, or a held one and an
+        // id named as predecessor (never the held one: that would have linked),
+        // or two named ones.
+        let mut fork_seqs: Vec<u64> = proof_seqs.to_vec();
+        for i in start + 1..end {
+            if self.items[i].seq() == self.items[i - 1].seq() {
+                fork_seqs.push(self.items[i].seq());
+            }
+        }
+        for (k, &(seq, _)) in missing.iter().enumerate() {
+            let p = start + self.items[start..end].partition_point(|it| it.seq() < seq);
+            let held = p < end && self.items[p].seq() == seq;
+            if held || (k > 0 && missing[k - 1].0 == seq) {
+                fork_seqs.push(seq);
+            }
+        }
+        fork_seqs.sort_unstable();
+        fork_seqs.dedup();
+
+        let resolutions = self.check_resolutions(start, end, author);
+        self.walk_view(c, &missing, &resolutions);
+        let chain = &mut self.chains[c];
+        chain.fork_seqs = fork_seqs;
+        chain.missing = missing;
+    }
+
+    /// Validate the author's fork resolutions that are in its rooted tree.
+    /// Returns the valid ones as (record, fork number, fork seq, continue_with item).
+    fn check_resolutions(&mut self, start: usize, end: usize, author: AgentId) -> Vec<(u32, u64, u64, u32)> {
+        let is_resolution = |r: u32, records: &[MergeRecord]| {
+            r != NONE && matches!(records[r as usize].event, Some(MergeEvent::ForkResolution { .. }))
+        };
+        if !(start..end).any(|i| is_resolution(self.items[i].record, &self.records)) {
+            return Vec::new();
+        }
+        // Highest fork number signed on each entry's ancestry, excluding itself.
+        let mut before = vec![0u64; end - start];
+        let own_number = |it: &Item<'_>, records: &[MergeRecord]| match it.record {
+            NONE => 0,
+            r => match records[r as usize].event {
+                Some(MergeEvent::ForkResolution { fork_number, .. }) => fork_number,
+                _ => 0,
+            },
+        };
+        let mut valid = Vec::new();
+        for i in start..end {
+            let it = self.items[i];
+            if it.parent != NONE {
+                let p = it.parent as usize;
+                before[i - start] = before[p - start].max(own_number(&self.items[p], &self.records));
+            }
+            if !is_resolution(it.record, &self.records) || !it.rooted() {
+                continue;
+            }
+            let r = it.record as usize;
+            let Some(MergeEvent::ForkResolution { fork_number, fork_seq, continue_with }) = self.records[r].event.clone() else { continue };
+            let status = match self.by_id.get(&continue_with).copied() {
+                None => MergeStatus::Pending { missing: continue_with },
+                Some(t) => {
+                    let h = self.items[t as usize].signed.header();
+                    if h.author != author {
+                        MergeStatus::Invalid(MergeRuleError::ResolutionForeign { signer: author, continue_with, author: h.author })
+                    } else if h.seq != fork_seq {
+                        MergeStatus::Invalid(MergeRuleError::ResolutionSeq { continue_with, fork_seq, found_seq: h.seq })
+                    } else if fork_number <= before[i - start] {
+                        MergeStatus::Invalid(MergeRuleError::ForkNumberNotIncreasing { fork_number, previous: before[i - start] })
+                    } else {
+                        valid.push((r as u32, fork_number, fork_seq, t));
+                        MergeStatus::Idle
+                    }
+                }
+            };
+            self.records[r].status = status;
+        }
+        valid
+    }
+
+    /// Follow the chain from seq 1; stop at its head, or freeze at an
+    /// unresolved fork.
+    fn walk_view(&mut self, c: usize, missing: &[(u64, EntryId)], resolutions: &[(u32, u64, u64, u32)]) {
+        let (start, end) = (self.chains[c].start as usize, self.chains[c].end as usize);
+        let mut view: Vec<u32> = Vec::new();
+        let mut forks: Vec<ForkPoint> = Vec::new();
+        let mut cur: u32 = NONE;
+        let mut seq = 1u64;
+        let mut i = start;
+        let mut m = 0usize;
+        loop {
+            while i < end && self.items[i].seq() < seq {
+                i += 1;
+            }
+            while m < missing.len() && missing[m].0 < seq {
+                m += 1;
+            }
+            let mut children: Vec<u32> = Vec::new();
+            let mut j = i;
+            while j < end && self.items[j].seq() == seq {
+                let it = &self.items[j];
+                if !it.broken() && (it.parent == cur || (seq == 1 && cur == NONE)) {
+                    children.push(j as u32);
+                }
+                j += 1;
+            }
+            if children.is_empty() {
+                break;
+            }
+            let named: Vec<EntryId> = missing[m..].iter().take_while(|(s, _)| *s == seq).map(|(_, id)| *id).collect();
+            if children.len() + named.len() < 2 {
+                cur = children[0];
+                view.push(cur);
+                seq += 1;
+                continue;
+            }
+            let mut candidates: Vec<EntryId> = children.iter().map(|&k| self.items[k as usize].id()).chain(named).collect();
+            candidates.sort_unstable();
+            let shared = (cur != NONE).then(|| self.items[cur as usize].id());
+            let outcome = self.settle_fork(seq, &children, resolutions);
+            let next = match &outcome {
+                ForkOutcome::Resolved { continue_with, .. } => self.by_id.get(continue_with).copied(),
+                _ => None,
+            };
+            forks.push(ForkPoint { seq, shared, candidates, outcome });
+            match next {
+                Some(n) => {
+                    cur = n;
+                    view.push(cur);
+                    seq += 1;
+                }
+                None => break,
+            }
+        }
+        for &k in &view {
+            self.items[k as usize].flags |= ON_VIEW;
+        }
+        let chain = &mut self.chains[c];
+        chain.view = view;
+        chain.forks = forks;
+    }
+
+    /// The outcome of a fork at `seq` among `children`, by the author's valid
+    /// resolutions for that seq: the highest fork number wins.
+    fn settle_fork(&mut self, seq: u64, children: &[u32], resolutions: &[(u32, u64, u64, u32)]) -> ForkOutcome {
+        let at_seq: Vec<&(u32, u64, u64, u32)> = resolutions.iter().filter(|r| r.2 == seq).collect();
+        let Some(top) = at_seq.iter().map(|r| r.1).max() else { return ForkOutcome::Frozen };
+        let winners: Vec<&(u32, u64, u64, u32)> = at_seq.into_iter().filter(|r| r.1 == top).collect();
+        let mut choices: Vec<u32> = winners.iter().map(|r| r.3).collect();
+        choices.sort_unstable();
+        choices.dedup();
+        if choices.len() > 1 {
+            let mut ids: Vec<EntryId> = winners.iter().map(|r| self.records[r.0 as usize].entry).collect();
+            ids.sort_unstable();
+            return ForkOutcome::Conflicting { resolutions: ids };
+        }
+        let chosen = choices[0];
+        if !children.contains(&chosen) {
+            return ForkOutcome::Frozen;
+        }
+        let mut ids: Vec<EntryId> = Vec::new();
+        for r in &winners {
+            self.records[r.0 as usize].status = MergeStatus::Applied;
+            ids.push(self.records[r.0 as usize].entry);
+        }
+        ids.sort_unstable();
+        ForkOutcome::Resolved { resolution: ids[0], fork_number: top, continue_with: self.items[chosen as usize].id() }
+    }
+
+    /// Step 3 for one signer: its merge events on its view chain, in seq order.
+    fn evaluate_signer(&mut self, c: usize) {
+        let view = std::mem::take(&mut self.chains[c].view);
+        for &k in &view {
+            let r = self.items[k as usize].record;
+            if r == NONE {
+                continue;
+            }
+            let Some(event) = self.records[r as usize].event.clone() else { continue };
+            let status = match event {
+                MergeEvent::Accept { author, up_to_seq, head } => self.eval_accept(r, author, up_to_seq, head),
+                MergeEvent::Dispute { target, .. } => self.eval_dispute(r, target),
+                MergeEvent::Withdraw { dispute } => self.eval_withdraw(r, dispute),
+                // Decided by the chain analysis of the signer.
+                MergeEvent::ForkResolution { .. } => continue,
+            };
+            self.records[r as usize].status = status;
+        }
+        // Entries of this signer not on its view chain keep `OffView`; fork
+        // resolutions keep what the chain analysis decided.
+        self.chains[c].view = view;
+    }
+
+    /// The first id missing below `item` (it is held but not rooted).
+    pub(crate) fn missing_below(&self, item: u32) -> EntryId {
+        let mut k = item as usize;
+        while self.items[k].parent != NONE {
+            k = self.items[k].parent as usize;
+        }
+        self.items[k].signed.header().backlink.unwrap_or_else(|| self.items[k].id())
+    }
+
+    /// The deepest view-chain entry that is `item` or one of its ancestors.
+    pub(crate) fn view_ancestor(&self, item: u32) -> Option<u32> {
+        let mut k = item;
+        loop {
+            let it = &self.items[k as usize];
+            if it.on_view() {
+                return Some(k);
+            }
+            if it.parent == NONE {
+                return None;
+            }
+            k = it.parent;
+        }
+    }
+
+    /// Is `ancestor` the item `item` or one of its ancestors?
+    pub(crate) fn descends_from(&self, item: u32, ancestor: u32) -> bool {
+        let target_seq = self.items[ancestor as usize].seq();
+        let mut k = item;
+        loop {
+            if k == ancestor {
+                return true;
+            }
+            let it = &self.items[k as usize];
+            if it.parent == NONE || it.seq() <= target_seq {
+                return false;
+            }
+            k = it.parent;
+        }
+    }
+
+    /// The status an accept has, and (for a peer's) its effective seq.
+    /// Shared by evaluation and the local check.
+    pub(crate) fn judge_accept(&self, signer: AgentId, author: AgentId, up_to_seq: u64, head: EntryId) -> Result<(u64, u32), MergeStatus> {
+        if author == signer {
+            return Err(MergeStatus::Invalid(MergeRuleError::SelfAccept(author)));
+        }
+        if up_to_seq == 0 {
+            return Err(MergeStatus::Invalid(MergeRuleError::ZeroSeq));
+        }
+        let Some(h) = self.by_id.get(&head).copied() else { return Err(MergeStatus::Pending { missing: head }) };
+        let hh = self.items[h as usize].signed.header();
+        if hh.author != author || hh.seq != up_to_seq {
+            return Err(MergeStatus::Invalid(MergeRuleError::HeadMismatch {
+                head,
+                author,
+                up_to_seq,
+                found_author: hh.author,
+                found_seq: hh.seq,
+            }));
+        }
+        let it = self.items[h as usize];
+        if !it.rooted() {
+            return Err(MergeStatus::Pending { missing: self.missing_below(h) });
+        }
+        if it.on_view() {
+            return Ok((up_to_seq, h));
+        }
+        let chain = &self.chains[it.author as usize];
+        let shared = self.view_ancestor(h);
+        let effective_seq = shared.map_or(0, |s| self.items[s as usize].seq());
+        let fork_seq = effective_seq + 1;
+        let rule = if effective_seq == chain.view_len() && chain.frozen().is_some() {
+            MergeRuleError::CrossesFork { author, up_to_seq, fork_seq }
+        } else {
+            MergeRuleError::DroppedBranch { author, up_to_seq, fork_seq }
+        };
+        Err(MergeStatus::Clipped { effective_seq, rule })
+    }
+
+    fn eval_accept(&mut self, r: u32, author: AgentId, up_to_seq: u64, head: EntryId) -> MergeStatus {
+        let signer = self.records[r as usize].signer;
+        let entry = self.records[r as usize].entry;
+        let (effective, status) = match self.judge_accept(signer, author, up_to_seq, head) {
+            Ok((seq, _)) => (seq, MergeStatus::Applied),
+            Err(status @ MergeStatus::Clipped { effective_seq, .. }) => {
+                if let Some(h) = self.by_id.get(&head).copied() {
+                    self.branch_accepts.push((h, r));
+                }
+                (effective_seq, status)
+            }
+            Err(status) => return status,
+        };
+        if effective > 0 {
+            let chain = &self.chains[self.chain_index[&author] as usize];
+            let head_item = chain.view[(effective - 1) as usize];
+            let head_id = self.items[head_item as usize].id();
+            let f = self.frontiers.entry((signer, author)).or_insert(Frontier { seq: 0, head: head_id, accept: entry });
+            if effective > f.seq {
+                *f = Frontier { seq: effective, head: head_id, accept: entry };
+            }
+        }
+        status
+    }
+
+    fn eval_dispute(&mut self, r: u32, target: EntryId) -> MergeStatus {
+        let signer = self.records[r as usize].signer;
+        let Some(t) = self.by_id.get(&target).copied() else { return MergeStatus::Pending { missing: target } };
+        if self.items[t as usize].signed.header().author == signer {
+            return MergeStatus::Invalid(MergeRuleError::SelfDispute(target));
+        }
+        self.open_disputes.push((t, r));
+        MergeStatus::Applied
+    }
+
+    fn eval_withdraw(&mut self, r: u32, dispute: EntryId) -> MergeStatus {
+        let signer = self.records[r as usize].signer;
+        let withdraw_id = self.records[r as usize].entry;
+        let Some(d) = self.by_id.get(&dispute).copied() else { return MergeStatus::Pending { missing: dispute } };
+        let di = self.items[d as usize];
+        let d_author = di.signed.header().author;
+        if d_author != signer {
+            return MergeStatus::Invalid(MergeRuleError::NotOwnDispute { dispute, author: d_author });
+        }
+        let is_dispute = di.record != NONE && matches!(self.records[di.record as usize].event, Some(MergeEvent::Dispute { .. }));
+        if !is_dispute || !di.on_view() || di.seq() >= self.records[r as usize].seq {
+            return MergeStatus::Invalid(MergeRuleError::NotADispute(dispute));
+        }
+        let dr = di.record as usize;
+        if let MergeStatus::Withdrawn { by } = self.records[dr].status {
+            return MergeStatus::Invalid(MergeRuleError::AlreadyWithdrawn { dispute, by });
+        }
+        if self.records[dr].status == MergeStatus::Applied {
+            self.open_disputes.retain(|&(_, rr)| rr as usize != dr);
+        }
+        self.records[dr].status = MergeStatus::Withdrawn { by: withdraw_id };
+        MergeStatus::Applied
+    }
+}
+
+// Read access.
+impl<'a> Merge<'a> {
+    /// Every chain, in ascending author order.
+    pub fn chains(&self) -> &[Chain] {
+        &self.chains
+    }
+    /// One author's chain.
+    pub fn chain(&self, author: &AgentId) -> Option<&Chain> {
+        self.chain_index.get(author).map(|&c| &self.chains[c as usize])
+    }
+    /// Every merge event held, in (signer, seq, id) order, with its status.
+    pub fn records(&self) -> &[MergeRecord] {
+        &self.records
+    }
+    /// The merge event carried by this entry, if it is one.
+    pub fn record(&self, entry: &EntryId) -> Option<&MergeRecord> {
+        let it = self.items[*self.by_id.get(entry)? as usize];
+        (it.record != NONE).then(|| &self.records[it.record as usize])
+    }
+    /// Accept frontiers: (acceptor, author) → frontier, ascending.
+    pub fn frontiers(&self) -> &BTreeMap<(AgentId, AgentId), Frontier> {
+        &self.frontiers
+    }
+    /// `acceptor`'s frontier on `author`'s chain.
+    pub fn frontier(&self, acceptor: &AgentId, author: &AgentId) -> Option<Frontier> {
+        self.frontiers.get(&(*acceptor, *author)).copied()
+    }
+    /// The fork proofs given as input.
+    pub fn fork_proofs(&self) -> &[&'a ForkProof] {
+        &self.proofs
+    }
+    /// Is this entry known (held, or carried by a proof)?
+    pub fn contains(&self, id: &EntryId) -> bool {
+        self.by_id.contains_key(id)
+    }
+    /// The signed header of a known entry.
+    pub fn entry(&self, id: &EntryId) -> Option<&'a SignedEntry> {
+        self.by_id.get(id).map(|&i| self.items[i as usize].signed)
+    }
+    /// Is this entry on its author's view chain?
+    pub fn on_view(&self, id: &EntryId) -> bool {
+        self.by_id.get(id).is_some_and(|&i| self.items[i as usize].on_view())
+    }
+    /// The view chain of `author`, seq 1 first (empty when unknown).
+    pub fn view_chain(&self, author: &AgentId) -> Vec<EntryId> {
+        self.chain(author).map_or_else(Vec::new, |c| c.view.iter().map(|&k| self.items[k as usize].id()).collect())
+    }
+    /// The head of `author`'s view chain: (seq, id).
+    pub fn view_head(&self, author: &AgentId) -> Option<(u64, EntryId)> {
+        let c = self.chain(author)?;
+        c.view.last().map(|&k| (c.view_len(), self.items[k as usize].id()))
+    }
+    /// Number of distinct entries known.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+    /// True when no entry is known.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+}
