@@ -3,7 +3,8 @@
 //! same run, so every figure is also a ratio to what the hardware allows.
 //!
 //! Run: `cargo run --release -p agora-bench -- store --entries 100000`
-//! and `cargo run --release -p agora-bench -- graph --events 1000000`.
+//! and `cargo run --release -p agora-bench -- graph --events 1000000`
+//! and `cargo run --release -p agora-bench -- merge --agents 100 --events-per-agent 10000`.
 
 use agora_core::AgentKey;
 use agora_store::{Store, StoreOptions};
@@ -13,14 +14,17 @@ use ed25519_dalek::{Signer, SigningKey};
 use std::time::{Duration, Instant};
 
 mod graph_bench;
+mod merge_bench;
 
 #[derive(Parser)]
-#[command(about = "Agora benchmarks: store (appends, verification) and graph (replay, lookups, trace)")]
+#[command(about = "Agora benchmarks: store (appends, verification), graph (replay, lookups, trace) and merge (merged-view recompute)")]
 enum Bench {
     /// Durable appends and verification of stored entries, against raw ed25519 rates.
     Store(Args),
     /// Reasoning-graph replay, status lookups and verified traces.
     Graph(graph_bench::GraphArgs),
+    /// Recompute of the merged view (merge layer) of a synthetic swarm.
+    Merge(merge_bench::MergeArgs),
 }
 
 #[derive(clap::Args)]
@@ -66,6 +70,7 @@ fn main() -> Result<()> {
     match Bench::parse() {
         Bench::Store(args) => store_bench(args),
         Bench::Graph(args) => graph_bench::run(args),
+        Bench::Merge(args) => merge_bench::run(args),
     }
 }
 

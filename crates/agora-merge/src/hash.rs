@@ -2,6 +2,7 @@
 //! normative (`protocol-spec/merge.md`, "View hash"): two implementations
 //! holding the same set of entries must produce the same bytes.
 
+
 use crate::merge::{ForkOutcome, Merge};
 use crate::rules::MergeStatus;
 
@@ -46,10 +47,9 @@ impl Merge<'_> {
                 out.extend_from_slice(id.as_bytes());
             }
         }
-        let mut records: Vec<&crate::merge::MergeRecord> = self.records.iter().collect();
-        records.sort_unstable_by_key(|r| r.entry);
-        out.extend_from_slice(&(records.len() as u32).to_be_bytes());
-        for r in records {
+        // Records are in (signer, seq, id) order already.
+        out.extend_from_slice(&(self.records.len() as u32).to_be_bytes());
+        for r in &self.records {
             out.extend_from_slice(r.entry.as_bytes());
             out.push(r.status.code_byte());
             match &r.status {

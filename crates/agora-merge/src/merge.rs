@@ -51,6 +51,8 @@ pub(crate) type IdMap<V> = HashMap<EntryId, V, BuildHasherDefault<IdHasher>>;
 pub(crate) struct Item<'a> {
     pub(crate) signed: &'a SignedEntry,
     pub(crate) payload: Option<&'a [u8]>,
+    /// The header's seq (read often; the header is behind a pointer).
+    seq: u64,
     /// Index into [`Merge::chains`].
     pub(crate) author: u32,
     /// The held predecessor this entry links to, or [`NONE`].
@@ -65,7 +67,7 @@ impl Item<'_> {
         self.signed.id()
     }
     pub(crate) fn seq(&self) -> u64 {
-        self.signed.header().seq
+        self.seq
     }
     pub(crate) fn rooted(&self) -> bool {
         self.flags & ROOTED != 0
@@ -234,6 +236,7 @@ impl<'a> Merge<'a> {
         for c in 0..m.chains.len() {
             m.evaluate_signer(c);
         }
+        m.open_disputes.retain(|&(_, r)| m.records[r as usize].status == MergeStatus::Applied);
         m.open_disputes.sort_unstable();
         m.branch_accepts.sort_unstable();
         Ok(m)
@@ -241,28 +244,27 @@ impl<'a> Merge<'a> {
 
     /// Step 1: every entry once, in (author, seq, id) order, indexed by id.
     fn index(&mut self, entries: &'a [MergeEntry], proofs: &'a [ForkProof]) {
-        let mut items: Vec<Item<'a>> = Vec::with_capacity(entries.len() + 2 * proofs.len());
-        let item = |signed: &'a SignedEntry, payload: Option<&'a [u8]>| Item { signed, payload, author: 0, parent: NONE, record: NONE, flags: 0 };
-        items.extend(entries.iter().map(|e| item(e.signed(), e.payload())));
+        let item = |signed: &'a SignedEntry, payload: Option<&'a [u8]>| Item {
+            signed,
+            payload,
+            seq: signed.header().seq,
+            author: 0,
+            parent: NONE,
+            record: NONE,
+            flags: 0,
+        };
+        let mut unsorted: Vec<Item<'a>> = Vec::with_capacity(entries.len() + 2 * proofs.len());
+        unsorted.extend(entries.iter().map(|e| item(e.signed(), e.payload())));
         for p in proofs {
             let (a, b) = p.entries();
-            items.extend([item(a, None), item(b, None)]);
+            unsorted.extend([item(a, None), item(b, None)]);
         }
-        // Held payloads sort first among equal ids, so dedup keeps them.
-        items.sort_unstable_by(|x, y| {
-            let (hx, hy) = (x.signed.header(), y.signed.header());
-            hx.author
-                .cmp(&hy.author)
-                .then(hx.seq.cmp(&hy.seq))
-                .then_with(|| x.signed.id().cmp(&y.signed.id()))
-                .then(x.payload.is_none().cmp(&y.payload.is_none()))
-        });
-        items.dedup_by(|later, earlier| later.signed.id() == earlier.signed.id());
+        let mut items = if in_canonical_order(&unsorted) { unsorted } else { canonical_order(unsorted) };
+        items.dedup_by(|later, earlier| later.seq == earlier.seq && later.signed.id() == earlier.signed.id());
         let mut by_id = IdMap::with_capacity_and_hasher(items.len(), Default::default());
         let mut start = 0usize;
         for i in 0..items.len() {
-            let author = items[i].signed.header().author;
-            if i > 0 && author != items[i - 1].signed.header().author {
+            if i > 0 && items[i].signed.header().author != items[i - 1].signed.header().author {
                 self.push_chain(items[start].signed.header().author, start, i);
                 start = i;
             }
@@ -438,25 +440,30 @@ impl<'a> Merge<'a> {
             while m < missing.len() && missing[m].0 < seq {
                 m += 1;
             }
-            let mut children: Vec<u32> = Vec::new();
-            let mut j = i;
-            while j < end && self.items[j].seq() == seq {
-                let it = &self.items[j];
-                if !it.broken() && (it.parent == cur || (seq == 1 && cur == NONE)) {
-                    children.push(j as u32);
+            // Count first: allocate only at a fork.
+            let is_child = |it: &Item<'_>| !it.broken() && (it.parent == cur || (seq == 1 && cur == NONE));
+            let mut end_of_seq = i;
+            let mut count = 0usize;
+            let mut only = NONE;
+            while end_of_seq < end && self.items[end_of_seq].seq() == seq {
+                if is_child(&self.items[end_of_seq]) {
+                    count += 1;
+                    only = end_of_seq as u32;
                 }
-                j += 1;
+                end_of_seq += 1;
             }
-            if children.is_empty() {
+            if count == 0 {
                 break;
             }
-            let named: Vec<EntryId> = missing[m..].iter().take_while(|(s, _)| *s == seq).map(|(_, id)| *id).collect();
-            if children.len() + named.len() < 2 {
-                cur = children[0];
+            let named_len = missing[m..].iter().take_while(|(s, _)| *s == seq).count();
+            if count + named_len < 2 {
+                cur = only;
                 view.push(cur);
                 seq += 1;
                 continue;
             }
+            let children: Vec<u32> = (i..end_of_seq).filter(|&k| is_child(&self.items[k])).map(|k| k as u32).collect();
+            let named = missing[m..m + named_len].iter().map(|(_, id)| *id);
             let mut candidates: Vec<EntryId> = children.iter().map(|&k| self.items[k as usize].id()).chain(named).collect();
             candidates.sort_unstable();
             let shared = (cur != NONE).then(|| self.items[cur as usize].id());
@@ -518,13 +525,12 @@ impl<'a> Merge<'a> {
             if r == NONE {
                 continue;
             }
-            let Some(event) = self.records[r as usize].event.clone() else { continue };
-            let status = match event {
-                MergeEvent::Accept { author, up_to_seq, head } => self.eval_accept(r, author, up_to_seq, head),
-                MergeEvent::Dispute { target, .. } => self.eval_dispute(r, target),
-                MergeEvent::Withdraw { dispute } => self.eval_withdraw(r, dispute),
+            let status = match self.records[r as usize].event {
+                Some(MergeEvent::Accept { author, up_to_seq, head }) => self.eval_accept(r, author, up_to_seq, head),
+                Some(MergeEvent::Dispute { target, .. }) => self.eval_dispute(r, target),
+                Some(MergeEvent::Withdraw { dispute }) => self.eval_withdraw(r, dispute),
                 // Decided by the chain analysis of the signer.
-                MergeEvent::ForkResolution { .. } => continue,
+                Some(MergeEvent::ForkResolution { .. }) | None => continue,
             };
             self.records[r as usize].status = status;
         }
@@ -664,12 +670,62 @@ impl<'a> Merge<'a> {
         if let MergeStatus::Withdrawn { by } = self.records[dr].status {
             return MergeStatus::Invalid(MergeRuleError::AlreadyWithdrawn { dispute, by });
         }
-        if self.records[dr].status == MergeStatus::Applied {
-            self.open_disputes.retain(|&(_, rr)| rr as usize != dr);
-        }
+        // `open_disputes` drops withdrawn ones once every signer is evaluated.
         self.records[dr].status = MergeStatus::Withdrawn { by: withdraw_id };
         MergeStatus::Applied
     }
+}
+
+/// Is `items` already in (author, seq, id) order, held payloads first among
+/// equal ids? A store hands its entries over in this order, so the sort is
+/// usually skipped.
+fn in_canonical_order(items: &[Item<'_>]) -> bool {
+    items.windows(2).all(|w| {
+        let (a, b) = (w[0].signed.header(), w[1].signed.header());
+        match a.author.cmp(&b.author).then(w[0].seq.cmp(&w[1].seq)) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Greater => false,
+            std::cmp::Ordering::Equal => (w[0].signed.id(), w[0].payload.is_none()) <= (w[1].signed.id(), w[1].payload.is_none()),
+        }
+    })
+}
+
+/// Sort into (author, seq, id) order, held payloads first among equal ids (so
+/// dedup keeps them). Sorts compact keys (author rank, seq, position) rather
+/// than chasing pointers to headers in every comparison.
+fn canonical_order(unsorted: Vec<Item<'_>>) -> Vec<Item<'_>> {
+    let mut ranks: HashMap<AgentId, u32> = HashMap::new();
+    let mut last: Option<(AgentId, u32)> = None;
+    let mut keys: Vec<(u32, u64, u32)> = Vec::with_capacity(unsorted.len());
+    for (i, it) in unsorted.iter().enumerate() {
+        let author = it.signed.header().author;
+        let rank = match last {
+            Some((a, r)) if a == author => r,
+            _ => {
+                let next = ranks.len() as u32;
+                let r = *ranks.entry(author).or_insert(next);
+                last = Some((author, r));
+                r
+            }
+        };
+        keys.push((rank, it.seq, i as u32));
+    }
+    let mut by_rank: Vec<(AgentId, u32)> = ranks.into_iter().collect();
+    by_rank.sort_unstable();
+    let mut order = vec![0u32; by_rank.len()];
+    for (pos, (_, r)) in by_rank.iter().enumerate() {
+        order[*r as usize] = pos as u32;
+    }
+    for k in &mut keys {
+        k.0 = order[k.0 as usize];
+    }
+    keys.sort_unstable_by(|x, y| {
+        (x.0, x.1).cmp(&(y.0, y.1)).then_with(|| {
+            let (a, b) = (&unsorted[x.2 as usize], &unsorted[y.2 as usize]);
+            a.signed.id().cmp(&b.signed.id()).then(a.payload.is_none().cmp(&b.payload.is_none()))
+        })
+    });
+    keys.iter().map(|k| unsorted[k.2 as usize]).collect()
 }
 
 // Read access.

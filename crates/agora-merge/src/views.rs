@@ -8,11 +8,12 @@ use crate::rules::MergeStatus;
 use agora_core::verify::{verify_link, verify_payload, verify_signatures, VerifyError};
 use agora_core::{AgentId, EntryId, ForkProof};
 use agora_graph::{Event, Graph, LogPosition, Status};
-use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 /// Most ancestors listed for one disputed event in the disagreement map
-/// (breadth first, nearest first); the rest is marked truncated.
-pub const ANCESTORS_MAX: usize = 1_000;
+/// (breadth first, nearest first); the rest is marked truncated. Follow a
+/// listed ancestor's own references (the merged view's edges) to go further.
+pub const ANCESTORS_MAX: usize = 256;
 /// Most agents a consensus may be computed over.
 pub const AGENTS_MAX: usize = 100_000;
 
@@ -413,20 +414,26 @@ impl Merge<'_> {
         }
     }
 
+    /// Held references of an item's reasoning event, decoded once per query.
+    fn refs_of<'c>(&self, memo: &'c mut HashMap<u32, Vec<u32>>, k: u32) -> &'c [u32] {
+        memo.entry(k).or_insert_with(|| match self.reasoning_event(k) {
+            Some(ev) => ev.ref_list().iter().filter_map(|r| self.by_id.get(r).copied()).collect(),
+            None => Vec::new(),
+        })
+    }
+
     /// Reasoning ancestors of an item: breadth first over event references.
-    fn ancestors(&self, k: u32) -> (Vec<EntryId>, bool) {
+    fn ancestors(&self, memo: &mut HashMap<u32, Vec<u32>>, k: u32) -> (Vec<EntryId>, bool) {
         let mut out = Vec::new();
         let mut seen: HashSet<u32> = HashSet::from([k]);
         let mut queue = VecDeque::from([k]);
         while let Some(x) = queue.pop_front() {
-            let Some(ev) = self.reasoning_event(x) else { continue };
-            for r in ev.ref_list().iter() {
-                let Some(&y) = self.by_id.get(r) else { continue };
+            for &y in self.refs_of(memo, x) {
                 if seen.insert(y) {
                     if out.len() == ANCESTORS_MAX {
                         return (out, true);
                     }
-                    out.push(*r);
+                    out.push(self.items[y as usize].id());
                     queue.push_back(y);
                 }
             }
@@ -471,11 +478,12 @@ impl Merge<'_> {
             }
         }
         let mut disputed = Vec::with_capacity(grouped.len());
+        let mut memo: HashMap<u32, Vec<u32>> = HashMap::new();
         for (t, mut marks) in grouped {
             marks.sort_by(|a, b| (a.by, a.dispute).cmp(&(b.by, b.dispute)));
             let it = &self.items[t as usize];
             let (kind, text) = self.kind_and_text(t);
-            let (ancestors, ancestors_truncated) = self.ancestors(t);
+            let (ancestors, ancestors_truncated) = self.ancestors(&mut memo, t);
             disputed.push(DisputedEventView {
                 target: it.id(),
                 author: it.signed.header().author,
@@ -547,12 +555,28 @@ impl Merge<'_> {
             return out;
         }
         // Who builds on which side: viewed reasoning that refers into a branch.
+        // A reference is the 32 id bytes inside the payload, so a payload that
+        // contains no 8-byte prefix of a branch entry's id is not decoded.
+        let mut first = [false; 256];
+        let mut prefixes: HashSet<[u8; 8]> = HashSet::new();
+        for id in member.keys() {
+            first[id.as_bytes()[0] as usize] = true;
+            let mut p = [0u8; 8];
+            p.copy_from_slice(&id.as_bytes()[..8]);
+            prefixes.insert(p);
+        }
+        let may_refer = |payload: &[u8]| {
+            payload.windows(8).any(|w| first[w[0] as usize] && w.try_into().is_ok_and(|p: [u8; 8]| prefixes.contains(&p)))
+        };
         let mut built: BTreeSet<(usize, usize, AgentId)> = BTreeSet::new();
         for chain in &self.chains {
             if !counts(&chain.author) {
                 continue;
             }
             for &k in &chain.view {
+                if !self.items[k as usize].payload.is_some_and(may_refer) {
+                    continue;
+                }
                 let Some(ev) = self.reasoning_event(k) else { continue };
                 for r in ev.ref_list().iter() {
                     if let Some(&(f, b)) = member.get(r)
