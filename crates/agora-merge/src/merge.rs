@@ -222,7 +222,6 @@ impl<'a> Merge<'a> {
             branch_accepts: Vec::new(),
         };
         m.index(entries, proofs);
-        m.decode_records();
         let mut proof_seqs: Vec<(AgentId, u64)> = proofs.iter().map(|p| (p.author(), p.seq())).collect();
         proof_seqs.sort_unstable();
         proof_seqs.dedup();
@@ -261,24 +260,58 @@ impl<'a> Merge<'a> {
         }
         let mut items = if in_canonical_order(&unsorted) { unsorted } else { canonical_order(unsorted) };
         items.dedup_by(|later, earlier| later.seq == earlier.seq && later.signed.id() == earlier.signed.id());
+        // One pass over the (large) entries: chains, the id index, and links
+        // to held predecessors, while each header is in cache.
         let mut by_id = IdMap::with_capacity_and_hasher(items.len(), Default::default());
         let mut start = 0usize;
+        let mut missing: Vec<(u64, EntryId)> = Vec::new();
+        let mut prev_group = (0usize, 0usize, 0u64); // (lo, hi, seq)
+        let mut group = (0usize, 0usize, 0u64);
         for i in 0..items.len() {
-            if i > 0 && items[i].signed.header().author != items[i - 1].signed.header().author {
-                self.push_chain(items[start].signed.header().author, start, i);
+            let h = items[i].signed.header();
+            if i > 0 && h.author != items[i - 1].signed.header().author {
+                self.push_chain(items[start].signed.header().author, start, i, std::mem::take(&mut missing));
                 start = i;
+                prev_group = (i, i, 0);
+                group = (i, i, 0);
             }
             items[i].author = self.chains.len() as u32;
             by_id.insert(items[i].signed.id(), i as u32);
+            if let Some(p) = items[i].payload.filter(|p| MergeEvent::is_merge_payload(p)) {
+                items[i].record = self.records.len() as u32;
+                self.records.push(decode_record(&items[i], p, i));
+            }
+            let seq = items[i].seq;
+            if seq != group.2 {
+                prev_group = group;
+                group = (i, i, seq);
+            }
+            group.1 = i + 1;
+            if seq == 1 {
+                items[i].flags |= ROOTED;
+                continue;
+            }
+            let Some(back) = h.backlink else { continue };
+            let parent = if prev_group.2 + 1 == seq { (prev_group.0..prev_group.1).find(|&p| items[p].signed.id() == back) } else { None };
+            match parent {
+                Some(p) if h.timestamp_ms < items[p].signed.header().timestamp_ms => items[i].flags |= BROKEN,
+                Some(p) => {
+                    items[i].parent = p as u32;
+                    if items[p].rooted() {
+                        items[i].flags |= ROOTED;
+                    }
+                }
+                None => missing.push((seq - 1, back)),
+            }
         }
         if !items.is_empty() {
-            self.push_chain(items[start].signed.header().author, start, items.len());
+            self.push_chain(items[start].signed.header().author, start, items.len(), missing);
         }
         self.items = items;
         self.by_id = by_id;
     }
 
-    fn push_chain(&mut self, author: AgentId, start: usize, end: usize) {
+    fn push_chain(&mut self, author: AgentId, start: usize, end: usize, missing: Vec<(u64, EntryId)>) {
         self.chain_index.insert(author, self.chains.len() as u32);
         self.chains.push(Chain {
             author,
@@ -287,63 +320,15 @@ impl<'a> Merge<'a> {
             view: Vec::new(),
             forks: Vec::new(),
             fork_seqs: Vec::new(),
-            missing: Vec::new(),
+            missing,
         });
-    }
-
-    /// Decode every payload that carries the merge magic.
-    fn decode_records(&mut self) {
-        for i in 0..self.items.len() {
-            let it = self.items[i];
-            let Some(p) = it.payload.filter(|p| MergeEvent::is_merge_payload(p)) else { continue };
-            let (event, status) = match MergeEvent::decode(p) {
-                Ok(e) => (Some(e), MergeStatus::OffView),
-                Err(e) => (None, MergeStatus::Invalid(MergeRuleError::Decode(e))),
-            };
-            self.items[i].record = self.records.len() as u32;
-            let h = it.signed.header();
-            self.records.push(MergeRecord { entry: it.id(), signer: h.author, seq: h.seq, event, status, item: i as u32 });
-        }
     }
 
     /// Step 2 for one author. `proof_seqs`: seqs of the fork proofs given for it.
     fn analyse_chain(&mut self, c: usize, proof_seqs: &[u64]) {
         let (start, end) = (self.chains[c].start as usize, self.chains[c].end as usize);
         let author = self.chains[c].author;
-        // Links, rootedness, and ids named as predecessors but not held.
-        let mut missing: Vec<(u64, EntryId)> = Vec::new();
-        let mut prev_group = (start, start, 0u64); // (lo, hi, seq)
-        let mut group = (start, start, 0u64);
-        for i in start..end {
-            let seq = self.items[i].seq();
-            if seq != group.2 {
-                prev_group = group;
-                group = (i, i, seq);
-            }
-            group.1 = i + 1;
-            if seq == 1 {
-                self.items[i].flags |= ROOTED;
-                continue;
-            }
-            let Some(back) = self.items[i].signed.header().backlink else { continue };
-            let parent = if prev_group.2 + 1 == seq {
-                (prev_group.0..prev_group.1).find(|&p| self.items[p].signed.id() == back)
-            } else {
-                None
-            };
-            match parent {
-                Some(p) if self.items[i].signed.header().timestamp_ms < self.items[p].signed.header().timestamp_ms => {
-                    self.items[i].flags |= BROKEN;
-                }
-                Some(p) => {
-                    self.items[i].parent = p as u32;
-                    if self.items[p].rooted() {
-                        self.items[i].flags |= ROOTED;
-                    }
-                }
-                None => missing.push((seq - 1, back)),
-            }
-        }
+        let mut missing = std::mem::take(&mut self.chains[c].missing);
         missing.sort_unstable();
         missing.dedup();
         // Seqs with two or more known entries: two held, or a held one and an
@@ -589,17 +574,11 @@ impl<'a> Merge<'a> {
             return Err(MergeStatus::Invalid(MergeRuleError::ZeroSeq));
         }
         let Some(h) = self.by_id.get(&head).copied() else { return Err(MergeStatus::Pending { missing: head }) };
-        let hh = self.items[h as usize].signed.header();
-        if hh.author != author || hh.seq != up_to_seq {
-            return Err(MergeStatus::Invalid(MergeRuleError::HeadMismatch {
-                head,
-                author,
-                up_to_seq,
-                found_author: hh.author,
-                found_seq: hh.seq,
-            }));
-        }
         let it = self.items[h as usize];
+        let found_author = self.chains[it.author as usize].author;
+        if found_author != author || it.seq() != up_to_seq {
+            return Err(MergeStatus::Invalid(MergeRuleError::HeadMismatch { head, author, up_to_seq, found_author, found_seq: it.seq() }));
+        }
         if !it.rooted() {
             return Err(MergeStatus::Pending { missing: self.missing_below(h) });
         }
@@ -646,7 +625,7 @@ impl<'a> Merge<'a> {
     fn eval_dispute(&mut self, r: u32, target: EntryId) -> MergeStatus {
         let signer = self.records[r as usize].signer;
         let Some(t) = self.by_id.get(&target).copied() else { return MergeStatus::Pending { missing: target } };
-        if self.items[t as usize].signed.header().author == signer {
+        if self.chains[self.items[t as usize].author as usize].author == signer {
             return MergeStatus::Invalid(MergeRuleError::SelfDispute(target));
         }
         self.open_disputes.push((t, r));
@@ -674,6 +653,16 @@ impl<'a> Merge<'a> {
         self.records[dr].status = MergeStatus::Withdrawn { by: withdraw_id };
         MergeStatus::Applied
     }
+}
+
+/// The record of an entry whose payload carries the merge magic.
+fn decode_record(it: &Item<'_>, payload: &[u8], i: usize) -> MergeRecord {
+    let (event, status) = match MergeEvent::decode(payload) {
+        Ok(e) => (Some(e), MergeStatus::OffView),
+        Err(e) => (None, MergeStatus::Invalid(MergeRuleError::Decode(e))),
+    };
+    let h = it.signed.header();
+    MergeRecord { entry: it.signed.id(), signer: h.author, seq: h.seq, event, status, item: i as u32 }
 }
 
 /// Is `items` already in (author, seq, id) order, held payloads first among
