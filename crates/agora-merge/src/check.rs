@@ -121,7 +121,7 @@ impl Merge<'_> {
 
     /// Position of a known entry, or the local refusal naming it.
     fn known(&self, id: &EntryId, what: &'static str) -> Result<u32, MergeRuleError> {
-        self.by_id.get(id).copied().ok_or(MergeRuleError::UnknownEntry { what, id: *id })
+        self.lookup(id).ok_or(MergeRuleError::UnknownEntry { what, id: *id })
     }
 
     pub(crate) fn target_of(&self, r: &crate::merge::MergeRecord) -> Option<EntryId> {

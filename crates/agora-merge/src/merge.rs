@@ -46,6 +46,20 @@ impl Hasher for IdHasher {
 
 pub(crate) type IdMap<V> = HashMap<EntryId, V, BuildHasherDefault<IdHasher>>;
 
+fn id_hash(id: &EntryId) -> u64 {
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&id.as_bytes()[..8]);
+    u64::from_le_bytes(first)
+}
+
+/// Item positions by entry id. Only the `u32` position is stored (the id is
+/// read from the entry), so the table of a million entries is about 5 MB
+/// instead of 46 and mostly stays in cache while it is built.
+#[derive(Default)]
+pub(crate) struct IdIndex {
+    table: hashbrown::HashTable<u32>,
+}
+
 /// One known entry, by position in [`Merge`]'s canonical order.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Item<'a> {
@@ -186,7 +200,7 @@ pub struct Frontier {
 /// The merged state of a set of entries. See the module docs.
 pub struct Merge<'a> {
     pub(crate) items: Vec<Item<'a>>,
-    pub(crate) by_id: IdMap<u32>,
+    pub(crate) by_id: IdIndex,
     pub(crate) chains: Vec<Chain>,
     pub(crate) chain_index: HashMap<AgentId, u32>,
     pub(crate) records: Vec<MergeRecord>,
@@ -212,7 +226,7 @@ impl<'a> Merge<'a> {
         }
         let mut m = Merge {
             items: Vec::new(),
-            by_id: IdMap::default(),
+            by_id: IdIndex::default(),
             chains: Vec::new(),
             chain_index: HashMap::new(),
             records: Vec::new(),
@@ -262,7 +276,7 @@ impl<'a> Merge<'a> {
         items.dedup_by(|later, earlier| later.seq == earlier.seq && later.signed.id() == earlier.signed.id());
         // One pass over the (large) entries: chains, the id index, and links
         // to held predecessors, while each header is in cache.
-        let mut by_id = IdMap::with_capacity_and_hasher(items.len(), Default::default());
+        let mut by_id = IdIndex { table: hashbrown::HashTable::with_capacity(items.len()) };
         let mut start = 0usize;
         let mut missing: Vec<(u64, EntryId)> = Vec::new();
         let mut prev_group = (0usize, 0usize, 0u64); // (lo, hi, seq)
@@ -276,7 +290,8 @@ impl<'a> Merge<'a> {
                 group = (i, i, 0);
             }
             items[i].author = self.chains.len() as u32;
-            by_id.insert(items[i].signed.id(), i as u32);
+            let hash = id_hash(&items[i].signed.id());
+            by_id.table.insert_unique(hash, i as u32, |&j| id_hash(&items[j as usize].signed.id()));
             if let Some(p) = items[i].payload.filter(|p| MergeEvent::is_merge_payload(p)) {
                 items[i].record = self.records.len() as u32;
                 self.records.push(decode_record(&items[i], p, i));
@@ -387,7 +402,7 @@ impl<'a> Merge<'a> {
             }
             let r = it.record as usize;
             let Some(MergeEvent::ForkResolution { fork_number, fork_seq, continue_with }) = self.records[r].event.clone() else { continue };
-            let status = match self.by_id.get(&continue_with).copied() {
+            let status = match self.lookup(&continue_with) {
                 None => MergeStatus::Pending { missing: continue_with },
                 Some(t) => {
                     let h = self.items[t as usize].signed.header();
@@ -454,7 +469,7 @@ impl<'a> Merge<'a> {
             let shared = (cur != NONE).then(|| self.items[cur as usize].id());
             let outcome = self.settle_fork(seq, &children, resolutions);
             let next = match &outcome {
-                ForkOutcome::Resolved { continue_with, .. } => self.by_id.get(continue_with).copied(),
+                ForkOutcome::Resolved { continue_with, .. } => self.lookup(continue_with),
                 _ => None,
             };
             forks.push(ForkPoint { seq, shared, candidates, outcome });
@@ -573,7 +588,7 @@ impl<'a> Merge<'a> {
         if up_to_seq == 0 {
             return Err(MergeStatus::Invalid(MergeRuleError::ZeroSeq));
         }
-        let Some(h) = self.by_id.get(&head).copied() else { return Err(MergeStatus::Pending { missing: head }) };
+        let Some(h) = self.lookup(&head) else { return Err(MergeStatus::Pending { missing: head }) };
         let it = self.items[h as usize];
         let found_author = self.chains[it.author as usize].author;
         if found_author != author || it.seq() != up_to_seq {
@@ -603,7 +618,7 @@ impl<'a> Merge<'a> {
         let (effective, status) = match self.judge_accept(signer, author, up_to_seq, head) {
             Ok((seq, _)) => (seq, MergeStatus::Applied),
             Err(status @ MergeStatus::Clipped { effective_seq, .. }) => {
-                if let Some(h) = self.by_id.get(&head).copied() {
+                if let Some(h) = self.lookup(&head) {
                     self.branch_accepts.push((h, r));
                 }
                 (effective_seq, status)
@@ -624,7 +639,7 @@ impl<'a> Merge<'a> {
 
     fn eval_dispute(&mut self, r: u32, target: EntryId) -> MergeStatus {
         let signer = self.records[r as usize].signer;
-        let Some(t) = self.by_id.get(&target).copied() else { return MergeStatus::Pending { missing: target } };
+        let Some(t) = self.lookup(&target) else { return MergeStatus::Pending { missing: target } };
         if self.chains[self.items[t as usize].author as usize].author == signer {
             return MergeStatus::Invalid(MergeRuleError::SelfDispute(target));
         }
@@ -635,7 +650,7 @@ impl<'a> Merge<'a> {
     fn eval_withdraw(&mut self, r: u32, dispute: EntryId) -> MergeStatus {
         let signer = self.records[r as usize].signer;
         let withdraw_id = self.records[r as usize].entry;
-        let Some(d) = self.by_id.get(&dispute).copied() else { return MergeStatus::Pending { missing: dispute } };
+        let Some(d) = self.lookup(&dispute) else { return MergeStatus::Pending { missing: dispute } };
         let di = self.items[d as usize];
         let d_author = di.signed.header().author;
         if d_author != signer {
@@ -719,6 +734,11 @@ fn canonical_order(unsorted: Vec<Item<'_>>) -> Vec<Item<'_>> {
 
 // Read access.
 impl<'a> Merge<'a> {
+    /// Position of a known entry.
+    pub(crate) fn lookup(&self, id: &EntryId) -> Option<u32> {
+        self.by_id.table.find(id_hash(id), |&i| self.items[i as usize].signed.id() == *id).copied()
+    }
+
     /// Every chain, in ascending author order.
     pub fn chains(&self) -> &[Chain] {
         &self.chains
@@ -733,7 +753,7 @@ impl<'a> Merge<'a> {
     }
     /// The merge event carried by this entry, if it is one.
     pub fn record(&self, entry: &EntryId) -> Option<&MergeRecord> {
-        let it = self.items[*self.by_id.get(entry)? as usize];
+        let it = self.items[self.lookup(entry)? as usize];
         (it.record != NONE).then(|| &self.records[it.record as usize])
     }
     /// Accept frontiers: (acceptor, author) → frontier, ascending.
@@ -750,15 +770,15 @@ impl<'a> Merge<'a> {
     }
     /// Is this entry known (held, or carried by a proof)?
     pub fn contains(&self, id: &EntryId) -> bool {
-        self.by_id.contains_key(id)
+        self.lookup(id).is_some()
     }
     /// The signed header of a known entry.
     pub fn entry(&self, id: &EntryId) -> Option<&'a SignedEntry> {
-        self.by_id.get(id).map(|&i| self.items[i as usize].signed)
+        self.lookup(id).map(|i| self.items[i as usize].signed)
     }
     /// Is this entry on its author's view chain?
     pub fn on_view(&self, id: &EntryId) -> bool {
-        self.by_id.get(id).is_some_and(|&i| self.items[i as usize].on_view())
+        self.lookup(id).is_some_and(|i| self.items[i as usize].on_view())
     }
     /// The view chain of `author`, seq 1 first (empty when unknown).
     pub fn view_chain(&self, author: &AgentId) -> Vec<EntryId> {

@@ -275,7 +275,7 @@ impl Merge<'_> {
     /// Open disputes (status applied), as marks, in (target, disputer) order.
     pub fn open_disputes(&self) -> Vec<DisputeMark> {
         let mut out: Vec<DisputeMark> = self.open_disputes.iter().filter_map(|&(_, r)| self.dispute_mark(&self.records[r as usize])).collect();
-        out.sort_by(|a, b| (a.target, a.by, a.dispute).cmp(&(b.target, b.by, b.dispute)));
+        out.sort_by_key(|a| (a.target, a.by, a.dispute));
         out
     }
 
@@ -344,7 +344,7 @@ impl Merge<'_> {
             }
         }
         let mut chains = Vec::with_capacity(self.chains.len());
-        for (ci, chain) in self.chains.iter().enumerate() {
+        for chain in &self.chains {
             let mut frontiers: Vec<(AgentId, u64)> = Vec::new();
             for a in &agents {
                 let f = if *a == chain.author { chain.view_len() } else { self.frontier(a, &chain.author).map_or(0, |f| f.seq) };
@@ -363,7 +363,6 @@ impl Merge<'_> {
                 })
                 .collect();
             disputed.sort_by_key(|d| (d.seq, d.target));
-            debug_assert!(disputed.iter().all(|d| self.items[self.by_id[&d.target] as usize].author as usize == ci));
             let mut sorted: Vec<u64> = frontiers.iter().map(|(_, f)| *f).collect();
             sorted.sort_unstable_by(|a, b| b.cmp(a));
             let mut accepted = if sorted.len() >= k { sorted[k - 1] } else { 0 };
@@ -417,7 +416,7 @@ impl Merge<'_> {
     /// Held references of an item's reasoning event, decoded once per query.
     fn refs_of<'c>(&self, memo: &'c mut HashMap<u32, Vec<u32>>, k: u32) -> &'c [u32] {
         memo.entry(k).or_insert_with(|| match self.reasoning_event(k) {
-            Some(ev) => ev.ref_list().iter().filter_map(|r| self.by_id.get(r).copied()).collect(),
+            Some(ev) => ev.ref_list().iter().filter_map(|r| self.lookup(r)).collect(),
             None => Vec::new(),
         })
     }
@@ -480,7 +479,7 @@ impl Merge<'_> {
         let mut disputed = Vec::with_capacity(grouped.len());
         let mut memo: HashMap<u32, Vec<u32>> = HashMap::new();
         for (t, mut marks) in grouped {
-            marks.sort_by(|a, b| (a.by, a.dispute).cmp(&(b.by, b.dispute)));
+            marks.sort_by_key(|a| (a.by, a.dispute));
             let it = &self.items[t as usize];
             let (kind, text) = self.kind_and_text(t);
             let (ancestors, ancestors_truncated) = self.ancestors(&mut memo, t);
@@ -514,7 +513,7 @@ impl Merge<'_> {
                 };
                 let mut branches = Vec::new();
                 for first in &fork.candidates {
-                    let Some(&root) = self.by_id.get(first) else {
+                    let Some(root) = self.lookup(first) else {
                         branches.push(Branch { first: *first, held: false, kept: false, tips: vec![], accepted_by: vec![], built_on_by: vec![] });
                         continue;
                     };
@@ -634,8 +633,8 @@ impl Merge<'_> {
                 problems.push(e);
             }
             if it.seq() > 1 && it.parent == NONE {
-                let prev = it.signed.header().backlink.and_then(|b| self.by_id.get(&b));
-                if let Some(&p) = prev
+                let prev = it.signed.header().backlink.and_then(|b| self.lookup(&b));
+                if let Some(p) = prev
                     && let Err(e) = verify_link(self.items[p as usize].signed, it.signed)
                 {
                     problems.push(e);
@@ -693,8 +692,8 @@ impl Merge<'_> {
             .iter()
             .filter(|r| {
                 self.target_of(r)
-                    .and_then(|t| self.by_id.get(&t))
-                    .is_some_and(|&k| self.items[k as usize].signed.header().author == *author)
+                    .and_then(|t| self.lookup(&t))
+                    .is_some_and(|k| self.items[k as usize].signed.header().author == *author)
             })
             .cloned()
             .collect()
