@@ -440,15 +440,24 @@ impl Merge<'_> {
         (out, false)
     }
 
+    /// Frontiers grouped by the chain they are on: (acceptor, seq).
+    fn frontiers_by_chain(&self) -> HashMap<AgentId, Vec<(AgentId, u64)>> {
+        let mut out: HashMap<AgentId, Vec<(AgentId, u64)>> = HashMap::new();
+        for ((acceptor, author), f) in &self.frontiers {
+            out.entry(*author).or_default().push((*acceptor, f.seq));
+        }
+        out
+    }
+
     /// Agents whose accepts cover item `t`.
-    fn acceptors_of(&self, t: u32) -> Vec<AgentId> {
+    fn acceptors_of(&self, t: u32, by_chain: &HashMap<AgentId, Vec<(AgentId, u64)>>) -> Vec<AgentId> {
         let it = &self.items[t as usize];
         let chain = &self.chains[it.author as usize];
         let mut out: BTreeSet<AgentId> = BTreeSet::new();
         if it.on_view() {
             out.insert(chain.author);
-            for ((acceptor, author), f) in &self.frontiers {
-                if *author == chain.author && f.seq >= it.seq() {
+            for (acceptor, seq) in by_chain.get(&chain.author).into_iter().flatten() {
+                if *seq >= it.seq() {
                     out.insert(*acceptor);
                 }
             }
@@ -478,6 +487,7 @@ impl Merge<'_> {
         }
         let mut disputed = Vec::with_capacity(grouped.len());
         let mut memo: HashMap<u32, Vec<u32>> = HashMap::new();
+        let by_chain = self.frontiers_by_chain();
         for (t, mut marks) in grouped {
             marks.sort_by_key(|a| (a.by, a.dispute));
             let it = &self.items[t as usize];
@@ -492,7 +502,7 @@ impl Merge<'_> {
                 text,
                 ancestors,
                 ancestors_truncated,
-                accepted_by: self.acceptors_of(t).into_iter().filter(|a| counts(a)).collect(),
+                accepted_by: self.acceptors_of(t, &by_chain).into_iter().filter(|a| counts(a)).collect(),
                 disputes: marks,
             });
         }
