@@ -77,8 +77,14 @@ impl Merge<'_> {
                 if *fork_number <= previous {
                     return Err(MergeRuleError::ForkNumberNotIncreasing { fork_number: *fork_number, previous });
                 }
-                let forks_here = self.chain(signer).is_some_and(|c| c.fork_seqs.binary_search(fork_seq).is_ok());
-                if !forks_here {
+                // The fork must be one the view meets (the freezing one, or one
+                // already resolved, to change the branch), and the entry one
+                // of its sides; otherwise the resolution would decide nothing.
+                let decides = self
+                    .chain(signer)
+                    .and_then(|c| c.forks.iter().find(|f| f.seq == *fork_seq))
+                    .is_some_and(|f| f.candidates.contains(continue_with));
+                if !decides {
                     return Err(MergeRuleError::NoFork { author: *signer, fork_seq: *fork_seq });
                 }
                 Ok(())

@@ -134,8 +134,10 @@ pub enum MergeRuleError {
         /// The highest earlier number.
         previous: u64,
     },
-    /// Locally: there is no known fork of the signer's chain at that seq.
-    #[error("the chain of {author} is not known to fork at seq {fork_seq}")]
+    /// Locally: the views meet no fork of the signer's chain at that seq (none
+    /// is known there, or it lies past an earlier unresolved fork or on a
+    /// dropped branch), or the entry named is not one of its sides.
+    #[error("the chain of {author} has no fork at seq {fork_seq} that a resolution naming that entry would decide")]
     NoFork {
         /// The chain.
         author: AgentId,

@@ -144,3 +144,52 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// What `Merge::check` accepts locally is applied by every node once it is
+    /// written; what it refuses is never applied.
+    #[test]
+    fn local_check_agrees_with_peer_evaluation(n in 2usize..4, actions in prop::collection::vec(action(3), 1..40), probes in prop::collection::vec((0usize..3, 0u8..4, any::<usize>()), 1..8)) {
+        let actions: Vec<Action> = actions.into_iter().map(|a| Action { agent: a.agent % n, ..a }).collect();
+        let s = build(n, &actions);
+        let ids: Vec<EntryId> = s.entries.iter().map(|e| e.id()).collect();
+        for (agent, kind, pick) in probes {
+            let agent = agent % n;
+            if ids.is_empty() {
+                break;
+            }
+            let target = ids[pick % ids.len()];
+            let ev = match kind {
+                0 => s.accept_of(&target),
+                1 => MergeEvent::Dispute { target, reason: "probe".into(), counter_claim: None },
+                2 => MergeEvent::Withdraw { dispute: target },
+                _ => MergeEvent::ForkResolution { fork_number: 1 + (pick as u64 % 3), fork_seq: s.seq(&target), continue_with: target },
+            };
+            let m = Merge::compute(&s.entries, &[]).unwrap();
+            let verdict = m.check(&s.agent(agent), &ev);
+            // Written after the agent's view head, as the CLI does.
+            let head = m.view_head(&s.agent(agent)).map(|(_, id)| id);
+            drop(m);
+            let mut probe = build(n, &actions);
+            let written = match &ev {
+                MergeEvent::ForkResolution { .. } => {
+                    // A resolution goes after the kept branch's tip.
+                    let m = Merge::compute(&probe.entries, &[]).unwrap();
+                    match m.plan_resolution(&probe.agent(agent), &target) {
+                        Ok(plan) if plan.event == ev => { drop(m); probe.append_after(agent, Some(plan.append_after), ev.encode()) }
+                        _ => continue,
+                    }
+                }
+                _ => probe.append_after(agent, head, ev.encode()),
+            };
+            let after = Merge::compute(&probe.entries, &[]).unwrap();
+            let status = after.record(&written).unwrap().status.clone();
+            match verdict {
+                Ok(()) => prop_assert!(matches!(status, MergeStatus::Applied), "{:?} checked ok but is {:?}", ev, status),
+                Err(e) => prop_assert!(!matches!(status, MergeStatus::Applied) || matches!(ev, MergeEvent::ForkResolution { .. }) || matches!(e, MergeRuleError::AlreadyDisputed { .. } | MergeRuleError::SignerForked { .. }), "{:?} refused ({}) but applied", ev, e),
+            }
+        }
+    }
+}
