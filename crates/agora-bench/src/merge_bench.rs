@@ -156,9 +156,19 @@ pub fn swarm(agents: usize, per_agent: usize) -> Vec<MergeEntry> {
                 .collect::<Vec<_>>()
         })
         .collect();
-    // In the order a store hands them over: by author, seq, id.
+    // As a store hands them over (`Store::for_each_entry`): by author, seq,
+    // id, each read (so allocated) in that order.
     entries.sort_unstable_by(|a, b| (a.author(), a.seq(), a.id()).cmp(&(b.author(), b.seq(), b.id())));
-    entries
+    // (Copied while the originals are alive, so the copies get fresh memory.)
+    let copies: Vec<MergeEntry> = entries
+        .iter()
+        .map(|e| {
+            let copy = agora_core::SignedEntry::decode(&e.signed().encode()).expect("re-decoding a signed entry");
+            MergeEntry::from_owned(copy, e.payload().map(<[u8]>::to_vec)).expect("payload matches its header")
+        })
+        .collect();
+    drop(entries);
+    copies
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {

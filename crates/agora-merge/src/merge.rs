@@ -211,6 +211,8 @@ pub struct Merge<'a> {
     pub(crate) open_disputes: Vec<(u32, u32)>,
     /// Accepts whose head is past a fork: (head item, record).
     pub(crate) branch_accepts: Vec<(u32, u32)>,
+    /// While evaluating: (signer chain, author chain) -> (furthest seq, accept record).
+    reach: HashMap<(u32, u32), (u64, u32)>,
 }
 
 impl<'a> Merge<'a> {
@@ -234,6 +236,7 @@ impl<'a> Merge<'a> {
             frontiers: BTreeMap::new(),
             open_disputes: Vec::new(),
             branch_accepts: Vec::new(),
+            reach: HashMap::new(),
         };
         m.index(entries, proofs);
         let mut proof_seqs: Vec<(AgentId, u64)> = proofs.iter().map(|p| (p.author(), p.seq())).collect();
@@ -249,6 +252,7 @@ impl<'a> Merge<'a> {
         for c in 0..m.chains.len() {
             m.evaluate_signer(c);
         }
+        m.build_frontiers();
         m.open_disputes.retain(|&(_, r)| m.records[r as usize].status == MergeStatus::Applied);
         m.open_disputes.sort_unstable();
         m.branch_accepts.sort_unstable();
@@ -266,13 +270,24 @@ impl<'a> Merge<'a> {
             record: NONE,
             flags: 0,
         };
+        // Checked for canonical order while each header is in cache.
         let mut unsorted: Vec<Item<'a>> = Vec::with_capacity(entries.len() + 2 * proofs.len());
-        unsorted.extend(entries.iter().map(|e| item(e.signed(), e.payload())));
+        let mut ordered = true;
+        let mut push = |it: Item<'a>| {
+            if ordered && let Some(prev) = unsorted.last() {
+                ordered = in_order(prev, &it);
+            }
+            unsorted.push(it);
+        };
+        for e in entries {
+            push(item(e.signed(), e.payload()));
+        }
         for p in proofs {
             let (a, b) = p.entries();
-            unsorted.extend([item(a, None), item(b, None)]);
+            push(item(a, None));
+            push(item(b, None));
         }
-        let mut items = if in_canonical_order(&unsorted) { unsorted } else { canonical_order(unsorted) };
+        let mut items = if ordered { unsorted } else { canonical_order(unsorted) };
         items.dedup_by(|later, earlier| later.seq == earlier.seq && later.signed.id() == earlier.signed.id());
         // One pass over the (large) entries: chains, the id index, and links
         // to held predecessors, while each header is in cache.
@@ -526,7 +541,7 @@ impl<'a> Merge<'a> {
                 continue;
             }
             let status = match self.records[r as usize].event {
-                Some(MergeEvent::Accept { author, up_to_seq, head }) => self.eval_accept(r, author, up_to_seq, head),
+                Some(MergeEvent::Accept { author, up_to_seq, head }) => self.eval_accept(r, c as u32, author, up_to_seq, head),
                 Some(MergeEvent::Dispute { target, .. }) => self.eval_dispute(r, target),
                 Some(MergeEvent::Withdraw { dispute }) => self.eval_withdraw(r, dispute),
                 // Decided by the chain analysis of the signer.
@@ -612,29 +627,37 @@ impl<'a> Merge<'a> {
         Err(MergeStatus::Clipped { effective_seq, rule })
     }
 
-    fn eval_accept(&mut self, r: u32, author: AgentId, up_to_seq: u64, head: EntryId) -> MergeStatus {
+    fn eval_accept(&mut self, r: u32, signer_chain: u32, author: AgentId, up_to_seq: u64, head: EntryId) -> MergeStatus {
         let signer = self.records[r as usize].signer;
-        let entry = self.records[r as usize].entry;
-        let (effective, status) = match self.judge_accept(signer, author, up_to_seq, head) {
-            Ok((seq, _)) => (seq, MergeStatus::Applied),
+        let (effective, h, status) = match self.judge_accept(signer, author, up_to_seq, head) {
+            Ok((seq, h)) => (seq, h, MergeStatus::Applied),
             Err(status @ MergeStatus::Clipped { effective_seq, .. }) => {
-                if let Some(h) = self.lookup(&head) {
-                    self.branch_accepts.push((h, r));
-                }
-                (effective_seq, status)
+                let Some(h) = self.lookup(&head) else { return status };
+                self.branch_accepts.push((h, r));
+                (effective_seq, h, status)
             }
             Err(status) => return status,
         };
         if effective > 0 {
-            let chain = &self.chains[self.chain_index[&author] as usize];
-            let head_item = chain.view[(effective - 1) as usize];
-            let head_id = self.items[head_item as usize].id();
-            let f = self.frontiers.entry((signer, author)).or_insert(Frontier { seq: 0, head: head_id, accept: entry });
-            if effective > f.seq {
-                *f = Frontier { seq: effective, head: head_id, accept: entry };
+            // Strictly greater only: among equal reaches, the first (by seq) stays.
+            let key = (signer_chain, self.items[h as usize].author);
+            let f = self.reach.entry(key).or_insert((0, r));
+            if effective > f.0 {
+                *f = (effective, r);
             }
         }
         status
+    }
+
+    /// Turn the reach of every (signer, chain) pair into frontiers.
+    fn build_frontiers(&mut self) {
+        let reach = std::mem::take(&mut self.reach);
+        for ((s, a), (seq, r)) in reach {
+            let chain = &self.chains[a as usize];
+            let head = self.items[chain.view[(seq - 1) as usize] as usize].id();
+            let f = Frontier { seq, head, accept: self.records[r as usize].entry };
+            self.frontiers.insert((self.chains[s as usize].author, chain.author), f);
+        }
     }
 
     fn eval_dispute(&mut self, r: u32, target: EntryId) -> MergeStatus {
@@ -680,18 +703,15 @@ fn decode_record(it: &Item<'_>, payload: &[u8], i: usize) -> MergeRecord {
     MergeRecord { entry: it.signed.id(), signer: h.author, seq: h.seq, event, status, item: i as u32 }
 }
 
-/// Is `items` already in (author, seq, id) order, held payloads first among
-/// equal ids? A store hands its entries over in this order, so the sort is
-/// usually skipped.
-fn in_canonical_order(items: &[Item<'_>]) -> bool {
-    items.windows(2).all(|w| {
-        let (a, b) = (w[0].signed.header(), w[1].signed.header());
-        match a.author.cmp(&b.author).then(w[0].seq.cmp(&w[1].seq)) {
-            std::cmp::Ordering::Less => true,
-            std::cmp::Ordering::Greater => false,
-            std::cmp::Ordering::Equal => (w[0].signed.id(), w[0].payload.is_none()) <= (w[1].signed.id(), w[1].payload.is_none()),
-        }
-    })
+/// Are two items in (author, seq, id) order, held payloads first among equal
+/// ids? A store hands its entries over in this order, so the sort is usually
+/// skipped.
+fn in_order(a: &Item<'_>, b: &Item<'_>) -> bool {
+    match a.signed.header().author.cmp(&b.signed.header().author).then(a.seq.cmp(&b.seq)) {
+        std::cmp::Ordering::Less => true,
+        std::cmp::Ordering::Greater => false,
+        std::cmp::Ordering::Equal => (a.signed.id(), a.payload.is_none()) <= (b.signed.id(), b.payload.is_none()),
+    }
 }
 
 /// Sort into (author, seq, id) order, held payloads first among equal ids (so
