@@ -18,6 +18,7 @@ use crate::input::{InputError, MergeEntry, MERGE_ENTRIES_MAX, MERGE_PROOFS_MAX};
 use crate::payload::MergeEvent;
 use crate::rules::{MergeRuleError, MergeStatus};
 use agora_core::{AgentId, EntryId, ForkProof, SignedEntry};
+use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -211,8 +212,6 @@ pub struct Merge<'a> {
     pub(crate) open_disputes: Vec<(u32, u32)>,
     /// Accepts whose head is past a fork: (head item, record).
     pub(crate) branch_accepts: Vec<(u32, u32)>,
-    /// While evaluating: (signer chain, author chain) -> (furthest seq, accept record).
-    reach: HashMap<(u32, u32), (u64, u32)>,
 }
 
 impl<'a> Merge<'a> {
@@ -236,7 +235,6 @@ impl<'a> Merge<'a> {
             frontiers: BTreeMap::new(),
             open_disputes: Vec::new(),
             branch_accepts: Vec::new(),
-            reach: HashMap::new(),
         };
         m.index(entries, proofs);
         let mut proof_seqs: Vec<(AgentId, u64)> = proofs.iter().map(|p| (p.author(), p.seq())).collect();
@@ -249,10 +247,8 @@ impl<'a> Merge<'a> {
             let seqs: Vec<u64> = proof_seqs[lo..hi].iter().map(|(_, s)| *s).collect();
             m.analyse_chain(c, &seqs);
         }
-        for c in 0..m.chains.len() {
-            m.evaluate_signer(c);
-        }
-        m.build_frontiers();
+        let outcomes: Vec<SignerOutcome> = (0..m.chains.len()).into_par_iter().map(|c| m.evaluate_signer(c)).collect();
+        m.apply(outcomes);
         m.open_disputes.retain(|&(_, r)| m.records[r as usize].status == MergeStatus::Applied);
         m.open_disputes.sort_unstable();
         m.branch_accepts.sort_unstable();
@@ -292,6 +288,7 @@ impl<'a> Merge<'a> {
         // One pass over the (large) entries: chains, the id index, and links
         // to held predecessors, while each header is in cache.
         let mut by_id = IdIndex { table: hashbrown::HashTable::with_capacity(items.len()) };
+        let mut merge_items: Vec<u32> = Vec::new();
         let mut start = 0usize;
         let mut missing: Vec<(u64, EntryId)> = Vec::new();
         let mut prev_group = (0usize, 0usize, 0u64); // (lo, hi, seq)
@@ -307,9 +304,9 @@ impl<'a> Merge<'a> {
             items[i].author = self.chains.len() as u32;
             let hash = id_hash(&items[i].signed.id());
             by_id.table.insert_unique(hash, i as u32, |&j| id_hash(&items[j as usize].signed.id()));
-            if let Some(p) = items[i].payload.filter(|p| MergeEvent::is_merge_payload(p)) {
-                items[i].record = self.records.len() as u32;
-                self.records.push(decode_record(&items[i], p, i));
+            if items[i].payload.is_some_and(MergeEvent::is_merge_payload) {
+                items[i].record = merge_items.len() as u32;
+                merge_items.push(i as u32);
             }
             let seq = items[i].seq;
             if seq != group.2 {
@@ -337,6 +334,15 @@ impl<'a> Merge<'a> {
         if !items.is_empty() {
             self.push_chain(items[start].signed.header().author, start, items.len(), missing);
         }
+        // Merge payloads decoded in parallel, kept in item order.
+        self.records = merge_items
+            .par_iter()
+            .with_min_len(1024)
+            .map(|&i| {
+                let it = &items[i as usize];
+                decode_record(it, it.payload.unwrap_or_default(), i as usize)
+            })
+            .collect();
         self.items = items;
         self.by_id = by_id;
     }
@@ -532,26 +538,51 @@ impl<'a> Merge<'a> {
         ForkOutcome::Resolved { resolution: ids[0], fork_number: top, continue_with: self.items[chosen as usize].id() }
     }
 
-    /// Step 3 for one signer: its merge events on its view chain, in seq order.
-    fn evaluate_signer(&mut self, c: usize) {
-        let view = std::mem::take(&mut self.chains[c].view);
-        for &k in &view {
+    /// Step 3 for one signer: its merge events on its view chain, in seq
+    /// order. Reads the finished chains only, so signers are evaluated in
+    /// parallel; the outcomes are applied in signer order.
+    fn evaluate_signer(&self, c: usize) -> SignerOutcome {
+        let mut out = SignerOutcome::default();
+        let mut reach: HashMap<u32, (u64, u32)> = HashMap::new();
+        let mut statuses: HashMap<u32, MergeStatus> = HashMap::new();
+        for &k in &self.chains[c].view {
             let r = self.items[k as usize].record;
             if r == NONE {
                 continue;
             }
             let status = match self.records[r as usize].event {
-                Some(MergeEvent::Accept { author, up_to_seq, head }) => self.eval_accept(r, c as u32, author, up_to_seq, head),
-                Some(MergeEvent::Dispute { target, .. }) => self.eval_dispute(r, target),
-                Some(MergeEvent::Withdraw { dispute }) => self.eval_withdraw(r, dispute),
+                Some(MergeEvent::Accept { author, up_to_seq, head }) => self.eval_accept(r, author, up_to_seq, head, &mut reach, &mut out),
+                Some(MergeEvent::Dispute { target, .. }) => self.eval_dispute(r, target, &mut out),
+                Some(MergeEvent::Withdraw { dispute }) => self.eval_withdraw(r, dispute, &mut statuses),
                 // Decided by the chain analysis of the signer.
                 Some(MergeEvent::ForkResolution { .. }) | None => continue,
             };
-            self.records[r as usize].status = status;
+            statuses.insert(r, status);
         }
         // Entries of this signer not on its view chain keep `OffView`; fork
         // resolutions keep what the chain analysis decided.
-        self.chains[c].view = view;
+        out.statuses = statuses.into_iter().collect();
+        out.reach = reach.into_iter().map(|(a, v)| ((c as u32, a), v)).collect();
+        out
+    }
+
+    /// Apply every signer's outcome, in signer order.
+    fn apply(&mut self, outcomes: Vec<SignerOutcome>) {
+        let mut reach = Vec::new();
+        for o in outcomes {
+            for (r, status) in o.statuses {
+                self.records[r as usize].status = status;
+            }
+            reach.extend(o.reach);
+            self.open_disputes.extend(o.open);
+            self.branch_accepts.extend(o.branch);
+        }
+        for ((s, a), (seq, r)) in reach {
+            let chain = &self.chains[a as usize];
+            let head = self.items[chain.view[(seq - 1) as usize] as usize].id();
+            let f = Frontier { seq, head, accept: self.records[r as usize].entry };
+            self.frontiers.insert((self.chains[s as usize].author, chain.author), f);
+        }
     }
 
     /// The first id missing below `item` (it is held but not rooted).
@@ -627,21 +658,20 @@ impl<'a> Merge<'a> {
         Err(MergeStatus::Clipped { effective_seq, rule })
     }
 
-    fn eval_accept(&mut self, r: u32, signer_chain: u32, author: AgentId, up_to_seq: u64, head: EntryId) -> MergeStatus {
+    fn eval_accept(&self, r: u32, author: AgentId, up_to_seq: u64, head: EntryId, reach: &mut HashMap<u32, (u64, u32)>, out: &mut SignerOutcome) -> MergeStatus {
         let signer = self.records[r as usize].signer;
         let (effective, h, status) = match self.judge_accept(signer, author, up_to_seq, head) {
             Ok((seq, h)) => (seq, h, MergeStatus::Applied),
             Err(status @ MergeStatus::Clipped { effective_seq, .. }) => {
                 let Some(h) = self.lookup(&head) else { return status };
-                self.branch_accepts.push((h, r));
+                out.branch.push((h, r));
                 (effective_seq, h, status)
             }
             Err(status) => return status,
         };
         if effective > 0 {
             // Strictly greater only: among equal reaches, the first (by seq) stays.
-            let key = (signer_chain, self.items[h as usize].author);
-            let f = self.reach.entry(key).or_insert((0, r));
+            let f = reach.entry(self.items[h as usize].author).or_insert((0, r));
             if effective > f.0 {
                 *f = (effective, r);
             }
@@ -649,33 +679,23 @@ impl<'a> Merge<'a> {
         status
     }
 
-    /// Turn the reach of every (signer, chain) pair into frontiers.
-    fn build_frontiers(&mut self) {
-        let reach = std::mem::take(&mut self.reach);
-        for ((s, a), (seq, r)) in reach {
-            let chain = &self.chains[a as usize];
-            let head = self.items[chain.view[(seq - 1) as usize] as usize].id();
-            let f = Frontier { seq, head, accept: self.records[r as usize].entry };
-            self.frontiers.insert((self.chains[s as usize].author, chain.author), f);
-        }
-    }
-
-    fn eval_dispute(&mut self, r: u32, target: EntryId) -> MergeStatus {
+    fn eval_dispute(&self, r: u32, target: EntryId, out: &mut SignerOutcome) -> MergeStatus {
         let signer = self.records[r as usize].signer;
         let Some(t) = self.lookup(&target) else { return MergeStatus::Pending { missing: target } };
         if self.chains[self.items[t as usize].author as usize].author == signer {
             return MergeStatus::Invalid(MergeRuleError::SelfDispute(target));
         }
-        self.open_disputes.push((t, r));
+        out.open.push((t, r));
         MergeStatus::Applied
     }
 
-    fn eval_withdraw(&mut self, r: u32, dispute: EntryId) -> MergeStatus {
+    /// `statuses`: what this signer's earlier events became in this pass.
+    fn eval_withdraw(&self, r: u32, dispute: EntryId, statuses: &mut HashMap<u32, MergeStatus>) -> MergeStatus {
         let signer = self.records[r as usize].signer;
         let withdraw_id = self.records[r as usize].entry;
         let Some(d) = self.lookup(&dispute) else { return MergeStatus::Pending { missing: dispute } };
         let di = self.items[d as usize];
-        let d_author = di.signed.header().author;
+        let d_author = self.chains[di.author as usize].author;
         if d_author != signer {
             return MergeStatus::Invalid(MergeRuleError::NotOwnDispute { dispute, author: d_author });
         }
@@ -683,14 +703,26 @@ impl<'a> Merge<'a> {
         if !is_dispute || !di.on_view() || di.seq() >= self.records[r as usize].seq {
             return MergeStatus::Invalid(MergeRuleError::NotADispute(dispute));
         }
-        let dr = di.record as usize;
-        if let MergeStatus::Withdrawn { by } = self.records[dr].status {
-            return MergeStatus::Invalid(MergeRuleError::AlreadyWithdrawn { dispute, by });
+        if let Some(MergeStatus::Withdrawn { by }) = statuses.get(&di.record) {
+            return MergeStatus::Invalid(MergeRuleError::AlreadyWithdrawn { dispute, by: *by });
         }
-        // `open_disputes` drops withdrawn ones once every signer is evaluated.
-        self.records[dr].status = MergeStatus::Withdrawn { by: withdraw_id };
+        // `open_disputes` drops withdrawn ones once every signer is applied.
+        statuses.insert(di.record, MergeStatus::Withdrawn { by: withdraw_id });
         MergeStatus::Applied
     }
+}
+
+/// What evaluating one signer produced.
+#[derive(Default)]
+struct SignerOutcome {
+    /// (record, status) of its merge events on its view chain.
+    statuses: Vec<(u32, MergeStatus)>,
+    /// ((signer chain, author chain), (furthest seq, accept record)).
+    reach: Vec<((u32, u32), (u64, u32))>,
+    /// Open disputes: (target item, record).
+    open: Vec<(u32, u32)>,
+    /// Accepts past a fork: (head item, record).
+    branch: Vec<(u32, u32)>,
 }
 
 /// The record of an entry whose payload carries the merge magic.
