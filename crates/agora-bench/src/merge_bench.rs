@@ -112,7 +112,7 @@ pub fn swarm(agents: usize, per_agent: usize) -> Vec<MergeEntry> {
                     }
                 }
                 88..=94 => match pick(&mut rng, &recent) {
-                    Some(t) => MergeEvent::Dispute { target: t, reason: format!("disputed at step {step}"), counter_claim: (r % 2 == 0).then(|| text.clone()) }.encode(),
+                    Some(t) => MergeEvent::Dispute { target: t, reason: format!("disputed at step {step}"), counter_claim: r.is_multiple_of(2).then(|| text.clone()) }.encode(),
                     None => Event::Proposition { text }.encode(),
                 },
                 _ => match chains[a].disputes.pop() {
@@ -158,7 +158,7 @@ pub fn swarm(agents: usize, per_agent: usize) -> Vec<MergeEntry> {
         .collect();
     // As a store hands them over (`Store::for_each_entry`): by author, seq,
     // id, each read (so allocated) in that order.
-    entries.sort_unstable_by(|a, b| (a.author(), a.seq(), a.id()).cmp(&(b.author(), b.seq(), b.id())));
+    entries.sort_unstable_by_key(|e| (e.author(), e.seq(), e.id()));
     // (Copied while the originals are alive, so the copies get fresh memory.)
     let copies: Vec<MergeEntry> = entries
         .iter()
