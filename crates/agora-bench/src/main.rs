@@ -3,7 +3,8 @@
 //! same run, so every figure is also a ratio to what the hardware allows.
 //!
 //! Run: `cargo run --release -p agora-bench -- store --entries 100000`
-//! and `cargo run --release -p agora-bench -- graph --events 1000000`.
+//! and `cargo run --release -p agora-bench -- graph --events 1000000`
+//! and `cargo run --release -p agora-bench -- merge --agents 100 --events-per-agent 10000`.
 
 use agora_core::AgentKey;
 use agora_store::{Store, StoreOptions};
@@ -14,9 +15,10 @@ use std::time::{Duration, Instant};
 
 mod graph_bench;
 mod node_bench;
+mod merge_bench;
 
 #[derive(Parser)]
-#[command(about = "Agora benchmarks: store (appends, verification) and graph (replay, lookups, trace)")]
+#[command(about = "Agora benchmarks: store (appends, verification), graph (replay, lookups, trace) and merge (merged-view recompute)")]
 enum Bench {
     /// Durable appends and verification of stored entries, against raw ed25519 rates.
     Store(Args),
@@ -24,6 +26,8 @@ enum Bench {
     Graph(graph_bench::GraphArgs),
     /// Real node processes: full sync, gossip latency, memory.
     Node(node_bench::NodeArgs),
+    /// Recompute of the merged view (merge layer) of a synthetic swarm.
+    Merge(merge_bench::MergeArgs),
 }
 
 #[derive(clap::Args)]
@@ -70,6 +74,7 @@ fn main() -> Result<()> {
         Bench::Store(args) => store_bench(args),
         Bench::Graph(args) => graph_bench::run(args),
         Bench::Node(args) => node_bench::run(args),
+        Bench::Merge(args) => merge_bench::run(args),
     }
 }
 

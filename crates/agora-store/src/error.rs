@@ -64,6 +64,17 @@ pub enum StoreError {
         /// Number of tips.
         tips: usize,
     },
+    /// [`crate::Store::append_after`] was given an entry that is not a current
+    /// tip of the key's own chain (unknown, interior, or another author's).
+    #[error("{tip} is not a tip of the chain of {author} ({tips} tips); only a current tip can be extended")]
+    NotATip {
+        /// The chain's author (the signing key's agent).
+        author: AgentId,
+        /// The entry named as the tip.
+        tip: EntryId,
+        /// Number of current tips of the chain.
+        tips: usize,
+    },
     /// The entry could not be built.
     #[error(transparent)]
     Build(#[from] agora_core::entry::BuildError),

@@ -373,4 +373,53 @@ fn import_checked_skips_signatures_but_still_checks_links_and_payloads() {
     assert_eq!(report.imported, 3);
     assert_eq!(store.tips(&key.agent_id()).unwrap(), vec![entries[2].entry_ref()]);
     assert!(store.audit(None, 1).unwrap().is_clean());
+
+/// `append_after` extends exactly the named tip of the key's own chain, also
+/// when it is forked, and refuses anything that is not a current tip.
+#[test]
+fn append_after_extends_the_named_tip_only() {
+    let a = tempfile::tempdir().unwrap();
+    let store = open_new(a.path());
+    let alice = AgentKey::from_seed([1; 32]);
+    let bob = AgentKey::from_seed([2; 32]);
+    let e1 = store.append(&alice, b"root", 1).unwrap();
+    // Unforked: the single tip behaves like append.
+    let e2 = store.append_after(&alice, &e1.id(), b"two", 2).unwrap();
+    assert_eq!((e2.header().seq, e2.header().backlink), (2, Some(e1.id())));
+    assert_eq!(store.tips(&alice.agent_id()).unwrap().len(), 1);
+
+    // Fork at seq 2 (a restored backup): branches e2 and rival.
+    let rival = SignedEntry::sign(next_header(alice.agent_id(), Some(&e1), 3, b"right").unwrap(), &alice);
+    store.import(vec![item(&rival, b"right", 1)]).unwrap();
+    assert!(matches!(store.append(&alice, b"x", 4), Err(StoreError::Forked { tips: 2, .. })));
+
+    // Not a tip: interior entry, unknown id, another author's tip. Nothing written.
+    let bob1 = store.append(&bob, b"bob", 1).unwrap();
+    let before = dump_all(&store);
+    for bad in [e1.id(), EntryId([7; 32]), bob1.id()] {
+        let err = store.append_after(&alice, &bad, b"x", 5).unwrap_err();
+        assert!(matches!(err, StoreError::NotATip { tip, tips: 2, .. } if tip == bad), "{err}");
+    }
+    assert_eq!(dump_all(&store), before);
+
+    // Extending the kept branch: seq 3 after rival; e2 stays a tip.
+    let kept = store.append_after(&alice, &rival.id(), b"resolution", 6).unwrap();
+    assert_eq!((kept.header().seq, kept.header().backlink), (3, Some(rival.id())));
+    let tips = store.tips(&alice.agent_id()).unwrap();
+    assert_eq!(tips.len(), 2);
+    assert!(tips.iter().any(|t| t.id == e2.id()) && tips.iter().any(|t| t.id == kept.id()));
+    assert_eq!(store.get(&kept.id()).unwrap().unwrap().payload, PayloadState::Held(b"resolution".to_vec()));
+    assert_eq!(store.fork_proofs(None).unwrap().len(), 1, "no new fork: seq 3 was free");
+
+    // Extending the other branch to the same seq is a second entry at seq 3:
+    // kept beside the first, with a proof, like any other.
+    let other = store.append_after(&alice, &e2.id(), b"other", 7).unwrap();
+    assert_eq!(other.header().seq, 3);
+    let proofs = store.fork_proofs(Some(&alice.agent_id())).unwrap();
+    assert_eq!(proofs.len(), 2);
+    assert!(proofs.iter().any(|p| p.seq() == 3));
+    let audit = store.audit(None, 1).unwrap();
+    assert!(audit.is_clean(), "{audit:?}");
+    drop(store);
+    reopen(a.path()).unwrap();
 }

@@ -343,4 +343,33 @@ impl Store {
         self.db.compact_range_cf(payloads, Some(&key[..]), Some(&end[..]));
         Ok(())
     }
+
+    /// Sign and durably append one entry to `key`'s own chain directly after
+    /// `tip`, which must be one of that chain's current tips. Unlike
+    /// [`Store::append`] this works on a forked chain: the caller names the
+    /// branch, so nothing is picked silently. It is how an author extends the
+    /// branch it keeps (for example with a signed fork resolution); what the
+    /// payload means is not the store's business.
+    ///
+    /// The write is one atomic batch on the same path as an import: if the new
+    /// seq is already taken on another branch, the new entry is kept beside it
+    /// with a fork proof, exactly as for any other second entry at a position.
+    pub fn append_after(&self, key: &AgentKey, tip: &EntryId, payload: &[u8], now_ms: u64) -> Result<SignedEntry, StoreError> {
+        let _guard = self.lock();
+        let author = key.agent_id();
+        let tips = self.tips(&author)?;
+        let Some(named) = tips.iter().find(|t| t.id == *tip) else {
+            return Err(StoreError::NotATip { author, tip: *tip, tips: tips.len() });
+        };
+        let prev = self.load_signed(&author, named.seq, &named.id)?.ok_or_else(|| StoreError::Corrupt {
+            location: format!("tip {}", named.id),
+            problem: "tip names an entry that is not stored".into(),
+        })?;
+        let header = next_header_after(author, Some((prev.header(), prev.id())), now_ms, payload)?;
+        let entry = SignedEntry::sign(header, key);
+        let mut staging = Staging::new(self);
+        staging.stage(entry.clone(), Some(payload))?;
+        staging.commit()?;
+        Ok(entry)
+    }
 }

@@ -1,0 +1,93 @@
+//! What the merge layer is given: entries (signed headers, payloads when held)
+//! and standalone fork proofs.
+//!
+//! The caller (the store, a replication driver, a test) hands over entries it
+//! has verified: signature and chain link are the store's invariants. The
+//! payload binding is checked here again when a [`MergeEntry`] is built, so a
+//! payload that does not match its header can never be read as an event.
+
+use agora_core::verify::{verify_payload, VerifyError};
+use agora_core::{AgentId, EntryId, ForkProof, ForkProofError, SignedEntry};
+
+/// Most entries one merge computation takes (positions are `u32`).
+pub const MERGE_ENTRIES_MAX: usize = 16_000_000;
+/// Most fork proofs one merge computation takes.
+pub const MERGE_PROOFS_MAX: usize = 1_000_000;
+
+/// One entry as the merge layer sees it: the signed header and, when held, the
+/// payload (already checked against the header's hash and length).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MergeEntry {
+    signed: SignedEntry,
+    payload: Option<Vec<u8>>,
+}
+
+impl MergeEntry {
+    /// Build from a signed entry and its payload (`None` when redacted or not
+    /// received). The payload must be the one the header binds.
+    pub fn new(signed: SignedEntry, payload: Option<&[u8]>) -> Result<Self, VerifyError> {
+        Self::from_owned(signed, payload.map(<[u8]>::to_vec))
+    }
+
+    /// [`MergeEntry::new`] taking ownership of the payload (no copy).
+    pub fn from_owned(signed: SignedEntry, payload: Option<Vec<u8>>) -> Result<Self, VerifyError> {
+        if let Some(p) = &payload {
+            verify_payload(&signed, p)?;
+        }
+        Ok(Self { signed, payload })
+    }
+
+    /// The signed header.
+    pub fn signed(&self) -> &SignedEntry {
+        &self.signed
+    }
+    /// The payload, when held.
+    pub fn payload(&self) -> Option<&[u8]> {
+        self.payload.as_deref()
+    }
+    /// The entry id.
+    pub fn id(&self) -> EntryId {
+        self.signed.id()
+    }
+    /// The author.
+    pub fn author(&self) -> AgentId {
+        self.signed.header().author
+    }
+    /// Position in the author's chain.
+    pub fn seq(&self) -> u64 {
+        self.signed.header().seq
+    }
+    /// Id of the predecessor (`None` at seq 1).
+    pub fn backlink(&self) -> Option<EntryId> {
+        self.signed.header().backlink
+    }
+    /// The author's timestamp.
+    pub fn timestamp_ms(&self) -> u64 {
+        self.signed.header().timestamp_ms
+    }
+}
+
+/// Why input was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InputError {
+    /// More entries or proofs than the limits allow.
+    #[error("{what}: {len} given, the limit is {max}")]
+    TooMany {
+        /// "entries" or "fork proofs".
+        what: &'static str,
+        /// How many were given.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A fork proof from a peer does not check (forged, malformed, not a fork).
+    #[error("fork proof refused: {0}")]
+    ForkProof(#[from] ForkProofError),
+}
+
+/// Decode and check a fork proof received from a peer. A forged proof (a bad
+/// signature, two entries that do not conflict, two authors, bad bytes) is
+/// refused here and never reaches a view.
+pub fn decode_fork_proof(bytes: &[u8]) -> Result<ForkProof, InputError> {
+    Ok(ForkProof::decode(bytes)?)
+}

@@ -1,0 +1,46 @@
+//! The merge layer: how agents take positions on each other's reasoning.
+//!
+//! Agents write *merge events* on their own chains (a payload format of its
+//! own, [`payload`]): **accept** another agent's chain up to an event,
+//! **dispute** exactly one event (and later **withdraw** the dispute), and, for
+//! an author whose own chain forked, a **fork resolution** naming the branch
+//! that continues. Nothing is co-signed: each event is unilateral and signed
+//! like any other entry.
+//!
+//! [`Merge::compute`] derives from a *set* of entries (and standalone fork
+//! proofs) everything the views need: each chain's tree, its forks, the view
+//! chain (frozen at the last shared entry while a fork is unresolved), and the
+//! status of every merge event. The views are functions of it:
+//! [`Merge::perspective`], [`Merge::consensus`], [`Merge::disagreements`],
+//! [`Merge::audit`], [`Merge::merged_view`], and [`Merge::view_hash`], which is
+//! equal on every node holding the same set, whatever the arrival order.
+//!
+//! Local writes go through [`Merge::check`] (refuses with a typed
+//! [`MergeRuleError`]); the same event from a peer is kept and reported with a
+//! [`MergeStatus`] (pending, invalid, clipped), never silently applied.
+//!
+//! Pure: no store, no clock, no I/O, no randomness. It does not depend on
+//! `agora-store`; the caller builds [`MergeEntry`]s from what it holds.
+#![deny(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![allow(clippy::result_large_err)]
+
+mod check;
+mod hash;
+pub mod input;
+mod merge;
+pub mod payload;
+mod published;
+pub mod rules;
+mod views;
+
+pub use check::ResolutionPlan;
+pub use input::{decode_fork_proof, InputError, MergeEntry};
+pub use merge::{Chain, ForkOutcome, ForkPoint, Frontier, Merge, MergeRecord};
+pub use payload::{MergeDecodeError, MergeEvent};
+pub use published::{ChainSummary, MergedView, ViewNode};
+pub use rules::{MergeRuleError, MergeStatus};
+pub use views::{
+    Audit, Branch, ChainConsensus, Consensus, ConsensusError, DisagreementMap, DisputeMark, DisputedEvent, DisputedEventView,
+    ForkBranches, Perspective, ANCESTORS_MAX, AGENTS_MAX,
+};

@@ -1,0 +1,716 @@
+//! The views: an agent's perspective, consensus with a quorum, the
+//! disagreement map with the branch view of forks, and the audit of an agent.
+//! Each is a pure function of the [`Merge`] (so of the set of entries).
+
+use crate::merge::{ForkOutcome, ForkPoint, Frontier, Merge, MergeRecord, NONE};
+use crate::payload::MergeEvent;
+use crate::rules::MergeStatus;
+use agora_core::verify::{verify_link, verify_payload, verify_signatures, VerifyError};
+use agora_core::{AgentId, EntryId, ForkProof};
+use agora_graph::{Event, Graph, LogPosition, Status};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+
+/// Most ancestors listed for one disputed event in the disagreement map
+/// (breadth first, nearest first); the rest is marked truncated. Follow a
+/// listed ancestor's own references (the merged view's edges) to go further.
+pub const ANCESTORS_MAX: usize = 256;
+/// Most agents a consensus may be computed over.
+pub const AGENTS_MAX: usize = 100_000;
+
+/// An open dispute, as a mark on its target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DisputeMark {
+    /// The dispute entry.
+    pub dispute: EntryId,
+    /// Who disputes.
+    pub by: AgentId,
+    /// The disputed entry.
+    pub target: EntryId,
+    /// Why.
+    pub reason: String,
+    /// What the disputer holds instead.
+    pub counter_claim: Option<String>,
+}
+
+/// What agent X sees: its own chain, plus what it accepted, minus what it
+/// disputes, with every node's reasoning status computed over exactly that.
+#[derive(Debug)]
+pub struct Perspective {
+    /// The agent.
+    pub agent: AgentId,
+    /// Per chain, the prefix included: X's own view chain, and X's accept
+    /// frontier on each other chain. Ascending by author.
+    pub included: Vec<(AgentId, u64)>,
+    /// X's open disputes.
+    pub disputes: Vec<DisputeMark>,
+    /// Events inside the included prefixes that X disputes: left out of the
+    /// graph (events that refer to them are held as pending by the graph).
+    pub excluded: Vec<EntryId>,
+    /// The reasoning graph replayed over the included events (merge events
+    /// are not reasoning and are not in it).
+    pub graph: Graph,
+}
+
+impl Perspective {
+    /// A node's status as X sees it (`None`: not in X's perspective).
+    pub fn status(&self, id: &EntryId) -> Option<Status> {
+        self.graph.node(id).map(|n| n.status())
+    }
+    /// Does X dispute this event?
+    pub fn disputed(&self, id: &EntryId) -> bool {
+        self.disputes.iter().any(|d| d.target == *id)
+    }
+    /// Canonical bytes: the agent, the included prefixes, the dispute marks,
+    /// then the graph snapshot.
+    pub fn canonical_bytes(&self) -> Vec<u8> {
+        let mut out = b"agora-perspective/1".to_vec();
+        out.extend_from_slice(self.agent.as_bytes());
+        out.extend_from_slice(&(self.included.len() as u32).to_be_bytes());
+        for (a, s) in &self.included {
+            out.extend_from_slice(a.as_bytes());
+            out.extend_from_slice(&s.to_be_bytes());
+        }
+        out.extend_from_slice(&(self.disputes.len() as u32).to_be_bytes());
+        for d in &self.disputes {
+            out.extend_from_slice(d.dispute.as_bytes());
+            out.extend_from_slice(d.target.as_bytes());
+        }
+        out.extend_from_slice(&self.graph.snapshot());
+        out
+    }
+    /// SHA-256 of [`Perspective::canonical_bytes`].
+    pub fn hash(&self) -> [u8; 32] {
+        agora_core::sha256(&self.canonical_bytes())
+    }
+}
+
+/// A disputed event, with who disputes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DisputedEvent {
+    /// The disputed entry.
+    pub target: EntryId,
+    /// Its seq.
+    pub seq: u64,
+    /// Is it on its author's view chain?
+    pub on_view: bool,
+    /// (disputer, dispute entry), ascending.
+    pub by: Vec<(AgentId, EntryId)>,
+}
+
+/// Consensus on one chain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChainConsensus {
+    /// The chain.
+    pub author: AgentId,
+    /// Length of its view chain.
+    pub view_len: u64,
+    /// Where it forks, if it is frozen.
+    pub frozen_at: Option<u64>,
+    /// The prefix at least k agents accept: its last seq (0 for none).
+    pub accepted_seq: u64,
+    /// The entry at `accepted_seq`.
+    pub accepted_head: Option<EntryId>,
+    /// Each counted agent's frontier on this chain (the author's is its view
+    /// length: an author accepts its own chain), ascending by agent.
+    pub frontiers: Vec<(AgentId, u64)>,
+    /// Disputed events of this chain (by the counted agents), by seq.
+    pub disputed: Vec<DisputedEvent>,
+    /// The first disputed event on the view chain: where the provenance forks.
+    pub first_disputed: Option<(u64, EntryId)>,
+}
+
+/// Consensus with a quorum of k of the n agents.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Consensus {
+    /// k.
+    pub quorum: usize,
+    /// The n agents counted, ascending.
+    pub agents: Vec<AgentId>,
+    /// Every chain, ascending by author.
+    pub chains: Vec<ChainConsensus>,
+}
+
+/// Why a consensus cannot be computed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConsensusError {
+    /// k is 0 or more than n.
+    #[error("quorum {quorum} is not between 1 and the number of agents ({agents})")]
+    Quorum {
+        /// k.
+        quorum: usize,
+        /// n.
+        agents: usize,
+    },
+    /// Too many agents.
+    #[error("{0} agents, more than the limit of {AGENTS_MAX}")]
+    TooManyAgents(usize),
+}
+
+/// One disputed event in the disagreement map.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DisputedEventView {
+    /// The disputed entry.
+    pub target: EntryId,
+    /// Its author.
+    pub author: AgentId,
+    /// Its seq.
+    pub seq: u64,
+    /// Is it on its author's view chain?
+    pub on_view: bool,
+    /// Its kind (a reasoning kind, a merge kind, `raw`, `redacted`, `invalid`).
+    pub kind: String,
+    /// Its text, when it is a reasoning event.
+    pub text: String,
+    /// The reasoning that led to it: events it refers to, transitively,
+    /// nearest first (held ones only), at most [`ANCESTORS_MAX`].
+    pub ancestors: Vec<EntryId>,
+    /// More ancestors exist than listed.
+    pub ancestors_truncated: bool,
+    /// Agents whose accepts cover it (its author included when it is on the
+    /// view chain), ascending.
+    pub accepted_by: Vec<AgentId>,
+    /// The open disputes of it, by disputer.
+    pub disputes: Vec<DisputeMark>,
+}
+
+/// One side of a fork.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Branch {
+    /// Its entry at the fork seq.
+    pub first: EntryId,
+    /// Is that entry held (or only named by a later entry)?
+    pub held: bool,
+    /// Does the view follow it (the resolution kept it)?
+    pub kept: bool,
+    /// Its tips: (seq, id).
+    pub tips: Vec<(u64, EntryId)>,
+    /// Agents with an accept whose head is on it, ascending.
+    pub accepted_by: Vec<AgentId>,
+    /// Agents (other than the author) whose viewed reasoning refers to an
+    /// entry on it, ascending.
+    pub built_on_by: Vec<AgentId>,
+}
+
+/// The branch view of one fork.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForkBranches {
+    /// The forked author.
+    pub author: AgentId,
+    /// The fork.
+    pub fork: ForkPoint,
+    /// Its sides, by first entry id.
+    pub branches: Vec<Branch>,
+}
+
+/// Disagreement across agents.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DisagreementMap {
+    /// Every event with an open dispute, by (author, seq, id).
+    pub disputed: Vec<DisputedEventView>,
+    /// Every fork met on a view chain, with who accepts and builds on each side.
+    pub forks: Vec<ForkBranches>,
+}
+
+/// The audit of one agent's chain and of its merge events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Audit {
+    /// The agent.
+    pub agent: AgentId,
+    /// Entries held (including ones carried by fork proofs).
+    pub held: usize,
+    /// Highest seq held.
+    pub max_seq: u64,
+    /// Length of its view chain.
+    pub view_len: u64,
+    /// Verification failures: signatures, payload bindings, links.
+    pub problems: Vec<VerifyError>,
+    /// Seq ranges below `max_seq` with no entry held (inclusive).
+    pub gaps: Vec<(u64, u64)>,
+    /// Held entries not connected to seq 1 through held entries.
+    pub detached: Vec<EntryId>,
+    /// Ids named as predecessors but not held: (seq, id).
+    pub missing: Vec<(u64, EntryId)>,
+    /// Every seq where two entries are known.
+    pub fork_seqs: Vec<u64>,
+    /// Forks met along its view chain and how they were settled.
+    pub forks: Vec<ForkPoint>,
+    /// Standalone proofs of its forks: one per seq with two held entries,
+    /// plus any given as input.
+    pub proofs: Vec<ForkProof>,
+    /// Its fork resolutions and their status.
+    pub resolutions: Vec<MergeRecord>,
+    /// Disputes of its events by others (any status).
+    pub disputes_against: Vec<MergeRecord>,
+    /// The disputes it made (any status).
+    pub disputes_made: Vec<MergeRecord>,
+    /// Its accepts (any status).
+    pub accepts_made: Vec<MergeRecord>,
+    /// Its accept frontiers on other chains, ascending by author.
+    pub frontiers: Vec<(AgentId, Frontier)>,
+    /// Other agents' frontiers on its chain, ascending by agent.
+    pub accepted_by: Vec<(AgentId, Frontier)>,
+}
+
+impl Audit {
+    /// Nothing wrong: no verification problem, gap, detached entry or fork.
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty() && self.gaps.is_empty() && self.detached.is_empty() && self.fork_seqs.is_empty()
+    }
+}
+
+impl Merge<'_> {
+    fn dispute_mark(&self, r: &MergeRecord) -> Option<DisputeMark> {
+        match &r.event {
+            Some(MergeEvent::Dispute { target, reason, counter_claim }) => Some(DisputeMark {
+                dispute: r.entry,
+                by: r.signer,
+                target: *target,
+                reason: reason.clone(),
+                counter_claim: counter_claim.clone(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Open disputes (status applied), as marks, in (target, disputer) order.
+    pub fn open_disputes(&self) -> Vec<DisputeMark> {
+        let mut out: Vec<DisputeMark> = self.open_disputes.iter().filter_map(|&(_, r)| self.dispute_mark(&self.records[r as usize])).collect();
+        out.sort_by_key(|a| (a.target, a.by, a.dispute));
+        out
+    }
+
+    fn log_item(&self, k: u32) -> (EntryId, LogPosition, Option<&[u8]>) {
+        let it = &self.items[k as usize];
+        let h = it.signed.header();
+        (it.id(), LogPosition { timestamp_ms: h.timestamp_ms, author: h.author, seq: h.seq }, it.payload)
+    }
+
+    /// The perspective of `agent`.
+    pub fn perspective(&self, agent: &AgentId) -> Perspective {
+        let mut included: Vec<(AgentId, u64)> = Vec::new();
+        for chain in &self.chains {
+            let upto = if chain.author == *agent { chain.view_len() } else { self.frontier(agent, &chain.author).map_or(0, |f| f.seq) };
+            if upto > 0 {
+                included.push((chain.author, upto));
+            }
+        }
+        let disputes: Vec<DisputeMark> = self.open_disputes().into_iter().filter(|d| d.by == *agent).collect();
+        let disputed: HashSet<EntryId> = disputes.iter().map(|d| d.target).collect();
+        let mut excluded = Vec::new();
+        let mut log = Vec::new();
+        for (author, upto) in &included {
+            let chain = &self.chains[self.chain_index[author] as usize];
+            for &k in &chain.view[..*upto as usize] {
+                let it = &self.items[k as usize];
+                if it.record != NONE {
+                    continue;
+                }
+                if disputed.contains(&it.id()) {
+                    excluded.push(it.id());
+                    continue;
+                }
+                log.push(self.log_item(k));
+            }
+        }
+        excluded.sort_unstable();
+        Perspective { agent: *agent, included, disputes, excluded, graph: Graph::replay_encoded(&log) }
+    }
+
+    /// Every author with a view chain (the default n for a consensus).
+    pub fn agents(&self) -> Vec<AgentId> {
+        self.chains.iter().map(|c| c.author).collect()
+    }
+
+    /// Consensus with quorum `k` of `agents` (the n agents counted: their
+    /// accepts, disputes, and each one's implicit acceptance of its own view
+    /// chain). An agent counts for an event of a chain when its frontier covers
+    /// the event and it does not dispute it; the accepted prefix is the longest
+    /// prefix whose every event at least `k` agents count for.
+    pub fn consensus(&self, agents: &[AgentId], k: usize) -> Result<Consensus, ConsensusError> {
+        if agents.len() > AGENTS_MAX {
+            return Err(ConsensusError::TooManyAgents(agents.len()));
+        }
+        let agents: Vec<AgentId> = agents.iter().copied().collect::<BTreeSet<_>>().into_iter().collect();
+        if k == 0 || k > agents.len() {
+            return Err(ConsensusError::Quorum { quorum: k, agents: agents.len() });
+        }
+        let counted: HashSet<AgentId> = agents.iter().copied().collect();
+        // Open disputes by counted agents, grouped by target item.
+        let mut by_target: BTreeMap<u32, Vec<(AgentId, EntryId)>> = BTreeMap::new();
+        for &(t, r) in &self.open_disputes {
+            let rec = &self.records[r as usize];
+            if counted.contains(&rec.signer) {
+                by_target.entry(t).or_default().push((rec.signer, rec.entry));
+            }
+        }
+        let mut chains = Vec::with_capacity(self.chains.len());
+        for chain in &self.chains {
+            let mut frontiers: Vec<(AgentId, u64)> = Vec::new();
+            for a in &agents {
+                let f = if *a == chain.author { chain.view_len() } else { self.frontier(a, &chain.author).map_or(0, |f| f.seq) };
+                if f > 0 {
+                    frontiers.push((*a, f));
+                }
+            }
+            let lo = chain.start;
+            let mut disputed: Vec<DisputedEvent> = by_target
+                .range(lo..chain.end)
+                .map(|(&t, by)| {
+                    let mut by = by.clone();
+                    by.sort_unstable();
+                    let it = &self.items[t as usize];
+                    DisputedEvent { target: it.id(), seq: it.seq(), on_view: it.on_view(), by }
+                })
+                .collect();
+            disputed.sort_by_key(|d| (d.seq, d.target));
+            let mut sorted: Vec<u64> = frontiers.iter().map(|(_, f)| *f).collect();
+            sorted.sort_unstable_by(|a, b| b.cmp(a));
+            let mut accepted = if sorted.len() >= k { sorted[k - 1] } else { 0 };
+            for d in disputed.iter().filter(|d| d.on_view) {
+                if d.seq > accepted {
+                    break;
+                }
+                let covering = frontiers.iter().filter(|(_, f)| *f >= d.seq).count();
+                let disputing = d.by.iter().filter(|(a, _)| frontiers.iter().any(|(b, f)| b == a && *f >= d.seq)).count();
+                if covering - disputing < k {
+                    accepted = d.seq - 1;
+                    break;
+                }
+            }
+            let first_disputed = disputed.iter().find(|d| d.on_view).map(|d| (d.seq, d.target));
+            chains.push(ChainConsensus {
+                author: chain.author,
+                view_len: chain.view_len(),
+                frozen_at: chain.frozen().map(|f| f.seq),
+                accepted_seq: accepted,
+                accepted_head: (accepted > 0).then(|| self.items[chain.view[(accepted - 1) as usize] as usize].id()),
+                frontiers,
+                disputed,
+                first_disputed,
+            });
+        }
+        Ok(Consensus { quorum: k, agents, chains })
+    }
+
+    /// The reasoning event carried by an item, if its payload is one.
+    fn reasoning_event(&self, k: u32) -> Option<Event> {
+        self.items[k as usize].payload.filter(|p| Event::is_event_payload(p)).and_then(|p| Event::decode(p).ok())
+    }
+
+    fn kind_and_text(&self, k: u32) -> (String, String) {
+        let it = &self.items[k as usize];
+        if it.record != NONE {
+            let r = &self.records[it.record as usize];
+            return (r.event.as_ref().map_or("invalid", |e| e.kind_name()).to_string(), String::new());
+        }
+        match it.payload {
+            None => ("redacted".into(), String::new()),
+            Some(p) if !Event::is_event_payload(p) => ("raw".into(), String::new()),
+            Some(p) => match Event::decode(p) {
+                Ok(e) => (e.kind_name().to_string(), e.into_text()),
+                Err(_) => ("invalid".into(), String::new()),
+            },
+        }
+    }
+
+    /// Held references of an item's reasoning event, decoded once per query.
+    fn refs_of<'c>(&self, memo: &'c mut HashMap<u32, Vec<u32>>, k: u32) -> &'c [u32] {
+        memo.entry(k).or_insert_with(|| match self.reasoning_event(k) {
+            Some(ev) => ev.ref_list().iter().filter_map(|r| self.lookup(r)).collect(),
+            None => Vec::new(),
+        })
+    }
+
+    /// Reasoning ancestors of an item: breadth first over event references.
+    fn ancestors(&self, memo: &mut HashMap<u32, Vec<u32>>, k: u32) -> (Vec<EntryId>, bool) {
+        let mut out = Vec::new();
+        let mut seen: HashSet<u32> = HashSet::from([k]);
+        let mut queue = VecDeque::from([k]);
+        while let Some(x) = queue.pop_front() {
+            for &y in self.refs_of(memo, x) {
+                if seen.insert(y) {
+                    if out.len() == ANCESTORS_MAX {
+                        return (out, true);
+                    }
+                    out.push(self.items[y as usize].id());
+                    queue.push_back(y);
+                }
+            }
+        }
+        (out, false)
+    }
+
+    /// Frontiers grouped by the chain they are on: (acceptor, seq).
+    fn frontiers_by_chain(&self) -> HashMap<AgentId, Vec<(AgentId, u64)>> {
+        let mut out: HashMap<AgentId, Vec<(AgentId, u64)>> = HashMap::new();
+        for ((acceptor, author), f) in &self.frontiers {
+            out.entry(*author).or_default().push((*acceptor, f.seq));
+        }
+        out
+    }
+
+    /// Agents whose accepts cover item `t`.
+    fn acceptors_of(&self, t: u32, by_chain: &HashMap<AgentId, Vec<(AgentId, u64)>>) -> Vec<AgentId> {
+        let it = &self.items[t as usize];
+        let chain = &self.chains[it.author as usize];
+        let mut out: BTreeSet<AgentId> = BTreeSet::new();
+        if it.on_view() {
+            out.insert(chain.author);
+            for (acceptor, seq) in by_chain.get(&chain.author).into_iter().flatten() {
+                if *seq >= it.seq() {
+                    out.insert(*acceptor);
+                }
+            }
+        } else {
+            for &(h, r) in &self.branch_accepts {
+                if self.items[h as usize].author == it.author && self.descends_from(h, t) {
+                    out.insert(self.records[r as usize].signer);
+                }
+            }
+        }
+        out.into_iter().collect()
+    }
+
+    /// The disagreement map. With `agents`, only their disputes, accepts and
+    /// reasoning are counted.
+    pub fn disagreements(&self, agents: Option<&[AgentId]>) -> DisagreementMap {
+        let counted: Option<HashSet<AgentId>> = agents.map(|a| a.iter().copied().collect());
+        let counts = |a: &AgentId| counted.as_ref().is_none_or(|c| c.contains(a));
+        let mut grouped: BTreeMap<u32, Vec<DisputeMark>> = BTreeMap::new();
+        for &(t, r) in &self.open_disputes {
+            let rec = &self.records[r as usize];
+            if counts(&rec.signer)
+                && let Some(m) = self.dispute_mark(rec)
+            {
+                grouped.entry(t).or_default().push(m);
+            }
+        }
+        let mut disputed = Vec::with_capacity(grouped.len());
+        let mut memo: HashMap<u32, Vec<u32>> = HashMap::new();
+        let by_chain = self.frontiers_by_chain();
+        for (t, mut marks) in grouped {
+            marks.sort_by_key(|a| (a.by, a.dispute));
+            let it = &self.items[t as usize];
+            let (kind, text) = self.kind_and_text(t);
+            let (ancestors, ancestors_truncated) = self.ancestors(&mut memo, t);
+            disputed.push(DisputedEventView {
+                target: it.id(),
+                author: it.signed.header().author,
+                seq: it.seq(),
+                on_view: it.on_view(),
+                kind,
+                text,
+                ancestors,
+                ancestors_truncated,
+                accepted_by: self.acceptors_of(t, &by_chain).into_iter().filter(|a| counts(a)).collect(),
+                disputes: marks,
+            });
+        }
+        let forks = self.branch_view(&counts);
+        DisagreementMap { disputed, forks }
+    }
+
+    /// Every fork on a view chain, with each side's tips, acceptors and builders.
+    fn branch_view(&self, counts: &dyn Fn(&AgentId) -> bool) -> Vec<ForkBranches> {
+        let mut out = Vec::new();
+        // Entry id -> (fork index, branch index), for the "built on" scan.
+        let mut member: crate::merge::IdMap<(usize, usize)> = Default::default();
+        for chain in &self.chains {
+            for fork in &chain.forks {
+                let kept = match &fork.outcome {
+                    ForkOutcome::Resolved { continue_with, .. } => Some(*continue_with),
+                    _ => None,
+                };
+                let mut branches = Vec::new();
+                for first in &fork.candidates {
+                    let Some(root) = self.lookup(first) else {
+                        branches.push(Branch { first: *first, held: false, kept: false, tips: vec![], accepted_by: vec![], built_on_by: vec![] });
+                        continue;
+                    };
+                    let sub = self.subtree(root);
+                    for &k in &sub {
+                        member.insert(self.items[k as usize].id(), (out.len(), branches.len()));
+                    }
+                    let mut tips: Vec<(u64, EntryId)> = self.subtree_tips(root).into_iter().map(|k| (self.items[k as usize].seq(), self.items[k as usize].id())).collect();
+                    tips.sort_unstable();
+                    let inside: HashSet<u32> = sub.into_iter().collect();
+                    let mut accepted_by: BTreeSet<AgentId> = BTreeSet::new();
+                    for &(h, r) in &self.branch_accepts {
+                        if inside.contains(&h) {
+                            accepted_by.insert(self.records[r as usize].signer);
+                        }
+                    }
+                    if kept == Some(*first) {
+                        // Accepts on the kept side past the fork are applied ones.
+                        for ((acceptor, author), f) in &self.frontiers {
+                            if *author == chain.author && f.seq >= fork.seq {
+                                accepted_by.insert(*acceptor);
+                            }
+                        }
+                    }
+                    branches.push(Branch {
+                        first: *first,
+                        held: true,
+                        kept: kept == Some(*first),
+                        tips,
+                        accepted_by: accepted_by.into_iter().filter(|a| counts(a)).collect(),
+                        built_on_by: Vec::new(),
+                    });
+                }
+                out.push(ForkBranches { author: chain.author, fork: fork.clone(), branches });
+            }
+        }
+        if member.is_empty() {
+            return out;
+        }
+        // Who builds on which side: viewed reasoning that refers into a branch.
+        // A reference is the 32 id bytes inside the payload, so a payload that
+        // contains no 8-byte prefix of a branch entry's id is not decoded.
+        let mut first = [false; 256];
+        let mut prefixes: HashSet<[u8; 8]> = HashSet::new();
+        for id in member.keys() {
+            first[id.as_bytes()[0] as usize] = true;
+            let mut p = [0u8; 8];
+            p.copy_from_slice(&id.as_bytes()[..8]);
+            prefixes.insert(p);
+        }
+        let may_refer = |payload: &[u8]| {
+            payload.windows(8).any(|w| first[w[0] as usize] && w.try_into().is_ok_and(|p: [u8; 8]| prefixes.contains(&p)))
+        };
+        let mut built: BTreeSet<(usize, usize, AgentId)> = BTreeSet::new();
+        for chain in &self.chains {
+            if !counts(&chain.author) {
+                continue;
+            }
+            for &k in &chain.view {
+                if !self.items[k as usize].payload.is_some_and(may_refer) {
+                    continue;
+                }
+                let Some(ev) = self.reasoning_event(k) else { continue };
+                for r in ev.ref_list().iter() {
+                    if let Some(&(f, b)) = member.get(r)
+                        && out[f].author != chain.author
+                    {
+                        built.insert((f, b, chain.author));
+                    }
+                }
+            }
+        }
+        for (f, b, a) in built {
+            out[f].branches[b].built_on_by.push(a);
+        }
+        out
+    }
+
+    /// The audit of `agent`: its chain verified end to end (signatures,
+    /// payload bindings, links), gaps, forks with standalone proofs, and its
+    /// merge events both ways.
+    pub fn audit(&self, agent: &AgentId) -> Audit {
+        let Some(chain) = self.chain(agent) else {
+            return Audit {
+                agent: *agent,
+                held: 0,
+                max_seq: 0,
+                view_len: 0,
+                problems: vec![],
+                gaps: vec![],
+                detached: vec![],
+                missing: vec![],
+                fork_seqs: vec![],
+                forks: vec![],
+                proofs: vec![],
+                resolutions: vec![],
+                disputes_against: self.disputes_of_author(agent),
+                disputes_made: vec![],
+                accepts_made: vec![],
+                frontiers: vec![],
+                accepted_by: vec![],
+            };
+        };
+        let range = chain.start as usize..chain.end as usize;
+        let items = &self.items[range.clone()];
+        let mut problems = Vec::new();
+        let signed: Vec<&agora_core::SignedEntry> = items.iter().map(|it| it.signed).collect();
+        for chunk in signed.chunks(agora_core::limits::VERIFY_BATCH_LEN) {
+            if verify_signatures(chunk).is_err() {
+                problems.extend(chunk.iter().filter_map(|e| agora_core::verify::verify_signature(e).err()));
+            }
+        }
+        for it in items {
+            if let Some(p) = it.payload
+                && let Err(e) = verify_payload(it.signed, p)
+            {
+                problems.push(e);
+            }
+            if it.seq() > 1 && it.parent == NONE {
+                let prev = it.signed.header().backlink.and_then(|b| self.lookup(&b));
+                if let Some(p) = prev
+                    && let Err(e) = verify_link(self.items[p as usize].signed, it.signed)
+                {
+                    problems.push(e);
+                }
+            }
+        }
+        let mut gaps = Vec::new();
+        let mut expect = 1u64;
+        for it in items {
+            if it.seq() > expect {
+                gaps.push((expect, it.seq() - 1));
+            }
+            expect = expect.max(it.seq() + 1);
+        }
+        let detached = items.iter().filter(|it| !it.rooted()).map(|it| it.id()).collect();
+        let mut proofs: Vec<ForkProof> = Vec::new();
+        for w in items.windows(2) {
+            if w[0].seq() == w[1].seq() && !proofs.iter().any(|p| p.seq() == w[0].seq()) {
+                proofs.extend(ForkProof::new(w[0].signed.clone(), w[1].signed.clone()).ok());
+            }
+        }
+        for p in &self.proofs {
+            if p.author() == *agent && !proofs.contains(p) {
+                proofs.push((*p).clone());
+            }
+        }
+        proofs.sort_by_key(|p| (p.seq(), p.entries().0.id()));
+        let mine = |kind: fn(&MergeEvent) -> bool| -> Vec<MergeRecord> {
+            self.records.iter().filter(|r| r.signer == *agent && r.event.as_ref().is_some_and(kind)).cloned().collect()
+        };
+        Audit {
+            agent: *agent,
+            held: items.len(),
+            max_seq: items.last().map_or(0, |it| it.seq()),
+            view_len: chain.view_len(),
+            problems,
+            gaps,
+            detached,
+            missing: chain.missing.clone(),
+            fork_seqs: chain.fork_seqs.clone(),
+            forks: chain.forks.clone(),
+            proofs,
+            resolutions: mine(|e| matches!(e, MergeEvent::ForkResolution { .. })),
+            disputes_against: self.disputes_of_author(agent),
+            disputes_made: mine(|e| matches!(e, MergeEvent::Dispute { .. })),
+            accepts_made: mine(|e| matches!(e, MergeEvent::Accept { .. })),
+            frontiers: self.frontiers.iter().filter(|((a, _), _)| a == agent).map(|((_, author), f)| (*author, *f)).collect(),
+            accepted_by: self.frontiers.iter().filter(|((_, b), _)| b == agent).map(|((a, _), f)| (*a, *f)).collect(),
+        }
+    }
+
+    /// Disputes (any status) whose target is an entry of `author`.
+    fn disputes_of_author(&self, author: &AgentId) -> Vec<MergeRecord> {
+        self.records
+            .iter()
+            .filter(|r| {
+                self.target_of(r)
+                    .and_then(|t| self.lookup(&t))
+                    .is_some_and(|k| self.items[k as usize].signed.header().author == *author)
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// The status of every merge event of `agent`, for reports.
+    pub fn statuses_of(&self, agent: &AgentId) -> Vec<(EntryId, MergeStatus)> {
+        self.records.iter().filter(|r| r.signer == *agent).map(|r| (r.entry, r.status.clone())).collect()
+    }
+}

@@ -1,0 +1,195 @@
+//! Convergence: the merged view (and its hash) is a function of the set of
+//! entries, whatever order they arrive in, over random swarms with accepts,
+//! disputes, withdrawals, forks and resolutions.
+
+mod common;
+
+use agora_core::{EntryId, ForkProof};
+use agora_graph::Event;
+use agora_merge::*;
+use common::Swarm;
+use proptest::prelude::*;
+
+#[derive(Clone, Debug)]
+struct Action {
+    agent: usize,
+    kind: u8,
+    a: usize,
+    b: u64,
+}
+
+fn action(n: usize) -> impl Strategy<Value = Action> {
+    (0..n, 0u8..10, any::<usize>(), any::<u64>()).prop_map(|(agent, kind, a, b)| Action { agent, kind, a, b })
+}
+
+/// Play the actions into a swarm. Every choice is derived from the action, so
+/// a failing case shrinks and replays exactly.
+fn build(n: usize, actions: &[Action]) -> Swarm {
+    let mut s = Swarm::new(n);
+    let mut reasoning: Vec<EntryId> = Vec::new();
+    let mut all: Vec<EntryId> = Vec::new();
+    let mut own: Vec<Vec<EntryId>> = vec![Vec::new(); n];
+    for (i, act) in actions.iter().enumerate() {
+        let pick = |v: &[EntryId]| (!v.is_empty()).then(|| v[act.a % v.len()]);
+        let id = match act.kind {
+            0 | 1 => Some(s.event(act.agent, Event::Proposition { text: format!("p{i}") })),
+            2 => pick(&reasoning).map(|t| s.event(act.agent, Event::Contradiction { target: t, text: format!("c{i}") })),
+            3 => pick(&reasoning).map(|t| s.event(act.agent, Event::Support { target: t, text: format!("s{i}") })),
+            4 => pick(&all).map(|t| {
+                let ev = s.accept_of(&t);
+                s.merge(act.agent, ev)
+            }),
+            5 => pick(&all).map(|t| s.merge(act.agent, MergeEvent::Dispute { target: t, reason: format!("r{i}"), counter_claim: (act.b % 2 == 0).then(|| format!("cc{i}")) })),
+            6 => pick(&own[act.agent]).map(|d| s.merge(act.agent, MergeEvent::Withdraw { dispute: d })),
+            7 => pick(&own[act.agent]).map(|p| s.append_after(act.agent, Some(p), Event::Proposition { text: format!("f{i}") }.encode())),
+            8 => pick(&own[act.agent]).map(|c| {
+                let ev = MergeEvent::ForkResolution { fork_number: act.b % 4, fork_seq: s.seq(&c), continue_with: c };
+                s.merge(act.agent, ev)
+            }),
+            _ => pick(&all).map(|t| s.merge(act.agent, MergeEvent::Dispute { target: t, reason: String::new(), counter_claim: None })),
+        };
+        if let Some(id) = id {
+            if matches!(act.kind, 0..=3 | 7) {
+                reasoning.push(id);
+            }
+            all.push(id);
+            own[act.agent].push(id);
+        }
+    }
+    s
+}
+
+/// Fisher-Yates with a small LCG: a deterministic arrival order per seed.
+fn shuffled<T: Clone>(v: &[T], mut seed: u64) -> Vec<T> {
+    let mut out = v.to_vec();
+    for i in (1..out.len()).rev() {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        out.swap(i, (seed >> 33) as usize % (i + 1));
+    }
+    out
+}
+
+/// Everything a node would publish or answer, as bytes.
+fn fingerprint(m: &Merge<'_>) -> Vec<u8> {
+    let mut out = m.canonical_bytes();
+    let view = m.merged_view();
+    out.extend_from_slice(&view.graph_hash);
+    out.extend_from_slice(format!("{:?}", view.nodes).as_bytes());
+    for a in m.agents() {
+        out.extend_from_slice(&m.perspective(&a).hash());
+        out.extend_from_slice(format!("{:?}", m.audit(&a)).as_bytes());
+    }
+    if !m.agents().is_empty() {
+        out.extend_from_slice(format!("{:?}", m.consensus(&m.agents(), 1.max(m.agents().len() / 2)).unwrap()).as_bytes());
+    }
+    out.extend_from_slice(format!("{:?}", m.disagreements(None)).as_bytes());
+    out
+}
+
+/// Proofs for every pair of held entries at one (author, seq).
+fn proofs_of(s: &Swarm) -> Vec<ForkProof> {
+    let mut out = Vec::new();
+    for (i, x) in s.entries.iter().enumerate() {
+        for y in &s.entries[i + 1..] {
+            if x.author() == y.author() && x.seq() == y.seq() {
+                out.push(ForkProof::new(x.signed().clone(), y.signed().clone()).unwrap());
+            }
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Same set, any arrival order: same view, byte for byte.
+    #[test]
+    fn view_is_independent_of_arrival_order(n in 2usize..5, actions in prop::collection::vec(action(4), 1..60), seeds in prop::collection::vec(any::<u64>(), 3)) {
+        let actions: Vec<Action> = actions.into_iter().map(|a| Action { agent: a.agent % n, ..a }).collect();
+        let s = build(n, &actions);
+        let reference = Merge::compute(&s.entries, &[]).unwrap();
+        let (hash, print) = (reference.view_hash(), fingerprint(&reference));
+        for seed in seeds {
+            let order = shuffled(&s.entries, seed);
+            let m = Merge::compute(&order, &[]).unwrap();
+            prop_assert_eq!(m.view_hash(), hash);
+            prop_assert!(fingerprint(&m) == print, "views differ for seed {}", seed);
+        }
+        // Duplicates count once.
+        let mut twice = s.entries.clone();
+        twice.extend(s.entries.iter().cloned());
+        prop_assert_eq!(Merge::compute(&twice, &[]).unwrap().view_hash(), hash);
+        // Proofs of forks whose entries are already held add nothing.
+        let proofs = proofs_of(&s);
+        prop_assert_eq!(Merge::compute(&s.entries, &proofs).unwrap().view_hash(), hash);
+    }
+
+    /// Any subset (a node that has received part of the swarm) computes
+    /// without panicking, and two nodes holding the same subset agree.
+    #[test]
+    fn partial_sets_agree(n in 2usize..5, actions in prop::collection::vec(action(4), 1..50), seed in any::<u64>(), keep in 0usize..50) {
+        let actions: Vec<Action> = actions.into_iter().map(|a| Action { agent: a.agent % n, ..a }).collect();
+        let s = build(n, &actions);
+        let order = shuffled(&s.entries, seed);
+        let part = &order[..keep.min(order.len())];
+        let a = Merge::compute(part, &[]).unwrap();
+        let other = shuffled(part, seed ^ 0x5555);
+        let b = Merge::compute(&other, &[]).unwrap();
+        prop_assert!(fingerprint(&a) == fingerprint(&b));
+        // Nothing pending refers to something held; nothing applied refers to something missing.
+        for r in a.records() {
+            if let MergeStatus::Pending { missing } = r.status {
+                prop_assert!(!a.contains(&missing) || !a.on_view(&missing));
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// What `Merge::check` accepts locally is applied by every node once it is
+    /// written; what it refuses is never applied.
+    #[test]
+    fn local_check_agrees_with_peer_evaluation(n in 2usize..4, actions in prop::collection::vec(action(3), 1..40), probes in prop::collection::vec((0usize..3, 0u8..4, any::<usize>()), 1..8)) {
+        let actions: Vec<Action> = actions.into_iter().map(|a| Action { agent: a.agent % n, ..a }).collect();
+        let s = build(n, &actions);
+        let ids: Vec<EntryId> = s.entries.iter().map(|e| e.id()).collect();
+        for (agent, kind, pick) in probes {
+            let agent = agent % n;
+            if ids.is_empty() {
+                break;
+            }
+            let target = ids[pick % ids.len()];
+            let ev = match kind {
+                0 => s.accept_of(&target),
+                1 => MergeEvent::Dispute { target, reason: "probe".into(), counter_claim: None },
+                2 => MergeEvent::Withdraw { dispute: target },
+                _ => MergeEvent::ForkResolution { fork_number: 1 + (pick as u64 % 3), fork_seq: s.seq(&target), continue_with: target },
+            };
+            let m = Merge::compute(&s.entries, &[]).unwrap();
+            let verdict = m.check(&s.agent(agent), &ev);
+            // Written after the agent's view head, as the CLI does.
+            let head = m.view_head(&s.agent(agent)).map(|(_, id)| id);
+            drop(m);
+            let mut probe = build(n, &actions);
+            let written = match &ev {
+                MergeEvent::ForkResolution { .. } => {
+                    // A resolution goes after the kept branch's tip.
+                    let m = Merge::compute(&probe.entries, &[]).unwrap();
+                    match m.plan_resolution(&probe.agent(agent), &target) {
+                        Ok(plan) if plan.event == ev => { drop(m); probe.append_after(agent, Some(plan.append_after), ev.encode()) }
+                        _ => continue,
+                    }
+                }
+                _ => probe.append_after(agent, head, ev.encode()),
+            };
+            let after = Merge::compute(&probe.entries, &[]).unwrap();
+            let status = after.record(&written).unwrap().status.clone();
+            match verdict {
+                Ok(()) => prop_assert!(matches!(status, MergeStatus::Applied), "{:?} checked ok but is {:?}", ev, status),
+                Err(e) => prop_assert!(!matches!(status, MergeStatus::Applied) || matches!(ev, MergeEvent::ForkResolution { .. }) || matches!(e, MergeRuleError::AlreadyDisputed { .. } | MergeRuleError::SignerForked { .. }), "{:?} refused ({}) but applied", ev, e),
+            }
+        }
+    }
+}
