@@ -105,9 +105,49 @@ pub enum Command {
     },
     /// The workspace roster, derived from the founder's chain.
     Roster,
+    // ---- The merge layer: positions on other agents' reasoning. ----
+    /// Accept another agent's chain up to an event: <author> <seq | entry id>.
+    Accept { author: String, up_to: String },
+    /// Dispute exactly one event: <entry> "reason" [--counter "counter-claim"].
+    Dispute {
+        target: String,
+        reason: String,
+        /// A counter-claim to the disputed event.
+        #[arg(long)]
+        counter: Option<String>,
+    },
+    /// Withdraw one of this agent's disputes: <dispute entry>.
+    Withdraw { dispute: String },
+    /// Resolve a fork of this agent's own chain: <entry at the fork seq on the branch that continues>.
+    ResolveFork { keep: String },
+    /// An agent's perspective: its chain, what it accepts, minus what it disputes, with statuses (default: this agent).
+    Perspective { agent: Option<String> },
+    /// Which prefix of each chain at least k agents accept, what is disputed and by whom.
+    Consensus {
+        /// k: how many agents must accept.
+        #[arg(long, short = 'k')]
+        quorum: usize,
+        /// The agents counted (comma-separated or repeated; default: every agent that wrote).
+        #[arg(long)]
+        agents: Vec<String>,
+    },
+    /// The disagreement map across agents: each disputed event, what led to it,
+    /// who accepts and who disputes it, counter-claims; and forked chains by branch.
+    Disputes {
+        /// Only these agents' accepts and disputes (comma-separated or repeated).
+        #[arg(long)]
+        agents: Vec<String>,
+    },
+    /// Verify an agent's replicated chain end to end: forks, gaps, disputes, accept frontiers. Exit 3 on problems.
+    Audit { agent: String },
+    /// The merged view's hash: equal on every node that holds the same entries.
+    ViewHash,
     /// The node daemon: run, status.
     #[command(subcommand)]
     Node(NodeCommand),
+    /// The running node's merged view as an Automerge document.
+    #[command(subcommand)]
+    Automerge(AutomergeCommand),
 
     // ---- Recording reasoning events. Target ids come first, text last. ----
     /// Propose a position.
@@ -342,4 +382,18 @@ pub struct NodeRunArgs {
     /// Write the status JSON (peer id, addresses) to this file once listening.
     #[arg(long, value_name = "FILE")]
     pub ready_file: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AutomergeCommand {
+    /// Bring an Automerge document file up to date with the running node's
+    /// merged view, through Automerge's sync protocol (only changes travel).
+    Pull {
+        /// The document file (created if missing).
+        #[arg(long)]
+        doc: PathBuf,
+        /// This client's id, which lets the node keep its sync state between pulls.
+        #[arg(long, default_value = "cli")]
+        client: String,
+    },
 }

@@ -38,6 +38,15 @@ pub fn run(s: &Session, command: Command) -> Result<ExitCode> {
         Command::Admit { agent, note } => crate::membership::admit(s, &agent, &note),
         Command::Remove { agent, reason } => crate::membership::remove(s, &agent, &reason),
         Command::Roster => crate::membership::roster(s),
+        Command::Accept { author, up_to } => crate::merge_cmds::accept(s, &author, &up_to),
+        Command::Dispute { target, reason, counter } => crate::merge_cmds::dispute(s, &target, &reason, counter.as_deref()),
+        Command::Withdraw { dispute } => crate::merge_cmds::withdraw(s, &dispute),
+        Command::ResolveFork { keep } => crate::merge_cmds::resolve_fork(s, &keep),
+        Command::Perspective { agent } => crate::merge_cmds::perspective(s, agent.as_deref()),
+        Command::Consensus { quorum, agents } => crate::merge_cmds::consensus(s, quorum, &agents),
+        Command::Disputes { agents } => crate::merge_cmds::disputes(s, &agents),
+        Command::Audit { agent } => crate::merge_cmds::audit(s, &agent),
+        Command::ViewHash => crate::merge_cmds::view_hash(s),
         other => bail!("internal error: command {other:?} has no handler here"),
     }
 }
@@ -83,10 +92,10 @@ fn read_payload(s: &Session, file: Option<&Path>) -> Result<Vec<u8>> {
 }
 
 fn append(s: &Session, file: Option<&Path>) -> Result<ExitCode> {
-    let key = s.home.load_key()?;
+    s.home.load_key()?;
     let payload = read_payload(s, file)?;
     crate::reasoning::check_appended_payload(s, &payload)?;
-    let entry = s.store()?.append(&key, &payload, now_ms())?;
+    let entry = crate::merge_cmds::append_own(s, &payload)?;
     s.print(&output::entry_header_json(&entry), || entry.id().to_string())?;
     Ok(ExitCode::SUCCESS)
 }
@@ -112,7 +121,7 @@ fn log(s: &Session, author: Option<&str>, all: bool, from: u64, limit: usize) ->
             }
         }
     }
-    s.print(&json!(rows), || text.join("\n"));
+    s.print(&json!(rows), || text.join("\n"))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -142,7 +151,7 @@ fn show(s: &Session, entry: &str) -> Result<ExitCode> {
             });
         }
         out.join("\n")
-    });
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -177,7 +186,7 @@ fn verify(s: &Session, author: Option<&str>, threads: usize) -> Result<ExitCode>
         }
         out.push(if clean { format!("ok: {} entries verified", report.entries()) } else { "FAILED: problems found".into() });
         out.join("\n")
-    });
+    })?;
     Ok(if clean { ExitCode::SUCCESS } else { ExitCode::from(3) })
 }
 
@@ -185,7 +194,7 @@ fn redact(s: &Session, entry: &str) -> Result<ExitCode> {
     let store = s.store()?;
     let id = store.resolve(entry)?;
     store.redact(&id, now_ms())?;
-    s.print(&json!({ "id": id.to_string(), "redacted": true }), || format!("redacted payload of {id}"));
+    s.print(&json!({ "id": id.to_string(), "redacted": true }), || format!("redacted payload of {id}"))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -305,7 +314,7 @@ fn authors(s: &Session) -> Result<ExitCode> {
             })
             .collect::<Vec<_>>()
             .join("\n")
-    });
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -329,7 +338,7 @@ fn forks(s: &Session, author: Option<&str>) -> Result<ExitCode> {
             })
             .collect::<Vec<_>>()
             .join("\n")
-    });
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -339,6 +348,6 @@ fn check_proof(s: &Session, text: &str) -> Result<ExitCode> {
     let (a, b) = proof.entries();
     s.print(&json!({ "valid": true, "author": proof.author().to_string(), "seq": proof.seq(), "a": a.id().to_string(), "b": b.id().to_string() }),
         || format!("valid fork proof: author {} signed both {} and {} at seq {}", proof.author(), a.id(), b.id(), proof.seq()),
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }

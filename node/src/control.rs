@@ -188,3 +188,22 @@ pub fn token_matches(given: &str, expected: &str) -> bool {
     let (a, b) = (given.as_bytes(), expected.as_bytes());
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
+
+/// One round of Automerge sync with the node's published merged view.
+pub fn automerge_sync(node: &NodeFile, client: &str, message: &[u8]) -> Result<Vec<u8>> {
+    let mut body = client.as_bytes().to_vec();
+    body.push(b'\n');
+    body.extend_from_slice(message);
+    let mut response = agent(Some(Duration::from_secs(60)))
+        .post(format!("http://{}/v1/automerge/sync", node.control))
+        .header("authorization", format!("Bearer {}", node.token))
+        .send(&body[..])
+        .with_context(|| format!("no node answers at {} (is it running?)", node.control))?;
+    if response.status() != 200 {
+        let text = response.body_mut().read_to_string().unwrap_or_default();
+        bail!("the node refused the sync message ({}): {}", response.status(), text.trim());
+    }
+    let mut out = Vec::new();
+    response.body_mut().as_reader().take(64 << 20).read_to_end(&mut out)?;
+    Ok(out)
+}

@@ -15,12 +15,14 @@
 #![allow(clippy::result_large_err)]
 
 mod cli;
+mod automerge_view;
 mod commands;
 mod control;
 mod daemon;
 mod graph_cache;
 mod home;
 mod membership;
+mod merge_cmds;
 mod output;
 mod reasoning;
 mod session;
@@ -48,6 +50,9 @@ fn main() -> ExitCode {
             return daemon::run(home.dir.clone(), run, json).unwrap_or_else(|e| fail(&e, json));
         }
         Command::Node(NodeCommand::Status) => return node_status(&home, json).unwrap_or_else(|e| fail(&e, json)),
+        Command::Automerge(cli::AutomergeCommand::Pull { doc, client }) => {
+            return automerge_pull(&home, doc, client, json).unwrap_or_else(|e| fail(&e, json));
+        }
         _ => {}
     }
     // Standard input is read up front when the command uses it, so that the
@@ -126,6 +131,38 @@ fn node_status(home: &home::Home, json: bool) -> anyhow::Result<ExitCode> {
         println!("{status}");
     } else {
         println!("{}", serde_json::to_string_pretty(&status)?);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn automerge_pull(home: &home::Home, doc: &Path, client: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let node = control::find_node(&home.dir)
+        .ok_or_else(|| anyhow::anyhow!("no node is running on {}: the Automerge view is served by `agora node run`", home.dir.display()))?;
+    let (sent, received, rounds, doc_now) = automerge_view::pull(&node, doc, client)?;
+    let tree = agora_automerge::read_tree(&doc_now).map_err(|e| anyhow::anyhow!("reading the document: {e:?}"))?;
+    let text = |k: &str| match tree.get(k) {
+        Some(agora_automerge::Tree::Str(s)) => s.clone(),
+        _ => String::new(),
+    };
+    let count = |k: &str| match tree.get(k) {
+        Some(agora_automerge::Tree::Map(m)) => m.len(),
+        _ => 0,
+    };
+    let value = serde_json::json!({
+        "doc": doc.display().to_string(), "view_hash": text("view_hash"), "nodes": count("nodes"), "chains": count("chains"),
+        "disputes": count("disputes"), "bytes_sent": sent, "bytes_received": received, "rounds": rounds,
+    });
+    if json {
+        println!("{value}");
+    } else {
+        println!(
+            "{}: view {} ({} nodes, {} chains, {} disputes); sync sent {sent} B, received {received} B in {rounds} round(s)",
+            doc.display(),
+            text("view_hash"),
+            count("nodes"),
+            count("chains"),
+            count("disputes")
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,7 @@
 //! `agora admit`, `remove` and `roster`: workspace membership, recorded as
 //! roster events in the founder's own chain (see `agora-roster`).
 
-use crate::commands::{now_ms, parse_author};
+use crate::commands::parse_author;
 use crate::session::Session;
 use agora_core::AgentId;
 use agora_roster::{FounderEntry, Roster, RosterEvent};
@@ -35,7 +35,7 @@ fn record(s: &Session, event: RosterEvent) -> Result<ExitCode> {
         );
     }
     event.check_local(&founder)?;
-    let entry = s.store()?.append(&key, &event.encode(), now_ms())?;
+    let entry = crate::merge_cmds::append_own(s, &event.encode())?;
     s.print(&json!({ "id": entry.id().to_string(), "seq": entry.header().seq }), || entry.id().to_string())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -179,7 +179,17 @@ fn is_reasoning(command: &Command) -> bool {
             | Command::Admit { .. }
             | Command::Remove { .. }
             | Command::Roster
+            | Command::Accept { .. }
+            | Command::Dispute { .. }
+            | Command::Withdraw { .. }
+            | Command::ResolveFork { .. }
+            | Command::Perspective { .. }
+            | Command::Consensus { .. }
+            | Command::Disputes { .. }
+            | Command::Audit { .. }
+            | Command::ViewHash
             | Command::Node(_)
+            | Command::Automerge(_)
     )
 }
 
@@ -354,9 +364,9 @@ pub fn check_appended_payload(s: &Session, payload: &[u8]) -> Result<()> {
 }
 
 fn record(s: &Session, event: Event) -> Result<ExitCode> {
-    let key = s.home.load_key()?;
+    s.home.load_key()?;
     let missing = check_local(s, &event)?;
-    let entry = s.store()?.append(&key, &event.encode(), now_ms())?;
+    let entry = crate::merge_cmds::append_own(s, &event.encode())?;
     let pending: Vec<String> = missing.iter().map(|m| m.to_string()).collect();
     let value = json!({ "id": entry.id().to_string(), "kind": event.kind_name(), "seq": entry.header().seq, "pending": pending });
     s.print(&value, || {

@@ -373,6 +373,7 @@ fn import_checked_skips_signatures_but_still_checks_links_and_payloads() {
     assert_eq!(report.imported, 3);
     assert_eq!(store.tips(&key.agent_id()).unwrap(), vec![entries[2].entry_ref()]);
     assert!(store.audit(None, 1).unwrap().is_clean());
+}
 
 /// `append_after` extends exactly the named tip of the key's own chain, also
 /// when it is forked, and refuses anything that is not a current tip.

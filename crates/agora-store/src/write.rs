@@ -369,7 +369,10 @@ impl Store {
         let entry = SignedEntry::sign(header, key);
         let mut staging = Staging::new(self);
         staging.stage(entry.clone(), Some(payload))?;
-        staging.commit()?;
+        let forks = staging.commit()?;
+        if self.observed() {
+            self.notify(CommitNotice { appended: true, entries: vec![(entry.clone(), Some(payload.to_vec()))], payloads_changed: Vec::new(), forks });
+        }
         Ok(entry)
     }
 }

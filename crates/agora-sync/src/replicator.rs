@@ -495,10 +495,9 @@ impl Replicator {
                     self.outputs.push_back(Output::Decline { peer, req });
                     return;
                 }
-                if !self.is_admitted(&author) {
-                    // We do not hold (or serve) authors outside the roster.
-                    return self.respond(peer, req, Vec::new(), false);
-                }
+                // Served whatever the roster says here: our roster may lag the
+                // peer's (it is itself replicated), and the peer filters what
+                // it receives by its own.
                 self.outputs.push_back(Output::Serve { peer, req, author, from_seq, limit });
             }
             Message::Response { req, entries, more } => self.on_response(peer, req, entries, more, now_ms),
@@ -652,9 +651,15 @@ impl Replicator {
                     (true, Some(last)) => self.request(peer, asked.author, last + 1, None, now_ms),
                     (_, None) => {
                         // Nothing from where it claimed to have more: forget
-                        // the claim rather than ask again and again.
+                        // the claim rather than ask again and again. A branch
+                        // it did not deliver was not fetched: a new
+                        // announcement of it (charged to the announcer's rate)
+                        // may ask again.
                         if let Some(tips) = self.peers.get_mut(&peer).and_then(|s| s.frontier.get_mut(&asked.author)) {
                             tips.retain(|h| h.seq < asked.from_seq);
+                        }
+                        if let Some(tip) = asked.branch {
+                            self.sought.remove(&tip);
                         }
                     }
                     (false, Some(_)) => self.plan_author(peer, asked.author, now_ms),

@@ -468,6 +468,8 @@ fn authors_outside_the_roster_are_neither_requested_nor_accepted() {
     net.connect(0, 1);
     net.run();
     assert_eq!(net.nodes[1].store.entries.len(), 5, "only alice's chain");
+    // Node 0 admits only alice too: it still serves mallory's chain when asked
+    // (its roster may lag); node 1 never asks.
     assert!(net.nodes[1].store.entries.keys().all(|(a, _, _)| *a == alice.agent_id()));
     assert!(net.nodes[1].rep.stats().refused_not_admitted >= 1);
     // Gossip of mallory's entry is ignored (not forwarded) and reported.
@@ -585,5 +587,34 @@ fn forked_entries_over_the_response_budget_all_arrive() {
     assert_eq!(net.nodes[1].store.entries.len(), 4, "every branch arrives");
     let with_payload = net.nodes[1].store.entries.values().filter(|(_, p)| p.is_some()).count();
     assert!(with_payload >= 2, "payloads within the budget travel; the rest arrive as not held");
+    assert!(net.bans.is_empty());
+}
+
+#[test]
+fn a_branch_a_peer_failed_to_deliver_is_asked_for_again_when_announced_again() {
+    let mut net = Net::new(3, small());
+    let alice = AgentKey::from_seed([1; 32]);
+    // Node 0 holds two branches of alice's chain at seq 2; node 1 one of them.
+    chain(&mut net.nodes[0].store, &alice, 2);
+    let first: Vec<_> = net.nodes[0].store.entries.values().take(1).cloned().collect();
+    net.nodes[1].store.import(first.clone()).unwrap();
+    let mut other = MemStore::default();
+    other.import(first).unwrap();
+    let rival = other.append(&alice, b"rival");
+    let checked = check_signatures(vec![rival.clone()]).unwrap().pop().unwrap();
+    net.nodes[0].store.import(vec![(checked, Some(b"rival".to_vec()))]).unwrap();
+    net.nodes[1].store.append(&alice, b"node 1's own second entry");
+    // Node 2 holds nothing but claims the rival branch (frontiers are not
+    // signed): asked once, it answers with nothing.
+    net.connect(1, 2);
+    net.run();
+    let rival_head = Head { author: alice.agent_id(), seq: 2, id: rival.id() };
+    net.nodes[1].rep.handle(PeerId(2), Message::Frontier(vec![rival_head]), 0);
+    assert!(net.run() < 10);
+    assert!(!net.nodes[1].store.ids.contains_key(&rival.id()));
+    // Announced by a peer that has it: fetched after all.
+    net.connect(0, 1);
+    net.run();
+    assert!(net.nodes[1].store.ids.contains_key(&rival.id()), "the branch was fetched");
     assert!(net.bans.is_empty());
 }

@@ -59,8 +59,6 @@ struct WorkspaceSection {
 /// The workspace part of a home's `agora.toml`, for commands run by hand.
 #[derive(Debug, Default, Clone)]
 pub struct WorkspaceSettings {
-    /// Name, if configured.
-    pub name: Option<String>,
     /// Founder, if configured.
     pub founder: Option<AgentId>,
 }
@@ -109,7 +107,7 @@ pub fn workspace_of_home(home: &Path) -> Result<WorkspaceSettings> {
         return Ok(WorkspaceSettings::default());
     }
     let file = read_file(&path)?;
-    Ok(WorkspaceSettings { name: file.workspace.name, founder: file.workspace.founder.as_deref().map(parse_founder).transpose()? })
+    Ok(WorkspaceSettings { founder: file.workspace.founder.as_deref().map(parse_founder).transpose()? })
 }
 
 /// Resolve flags over the file over defaults. `home` is the global --home.

@@ -102,9 +102,15 @@ pub struct Inbox {
 /// that wrote sees its write in the next read) and hands the notice to the
 /// loop. If the loop is behind, the notice is dropped and the loop resyncs
 /// from the store instead (bounded memory under any write rate).
-pub fn observer(graph: Arc<GraphCache>, tx: mpsc::Sender<CommitNotice>, missed: Arc<AtomicBool>) -> agora_store::Observer {
+pub fn observer(
+    graph: Arc<GraphCache>,
+    tx: mpsc::Sender<CommitNotice>,
+    missed: Arc<AtomicBool>,
+    generation: Arc<std::sync::atomic::AtomicU64>,
+) -> agora_store::Observer {
     Arc::new(move |notice: CommitNotice| {
         graph.observe(&notice);
+        generation.fetch_add(1, Ordering::Release);
         if tx.try_send(notice).is_err() {
             missed.store(true, Ordering::Relaxed);
         }
@@ -374,7 +380,11 @@ impl Driver {
                     GossipVerdict::Ignore
                 } else {
                     match Gossip::decode(&message.data) {
-                        Ok(g) => self.rep.gossip(p, g, now),
+                        Ok(g) => {
+                            let v = self.rep.gossip(p, g, now);
+                            debug!(%propagation_source, verdict = ?v, "gossip");
+                            v
+                        }
                         Err(e) => {
                             self.counters.invalid_wire += 1;
                             self.rep.report_invalid(p, format!("gossip: {e}"), now);
@@ -430,6 +440,7 @@ impl Driver {
                     request_response::Message::Request { request, channel, .. } => self.on_request(peer, p, request, channel, now),
                     request_response::Message::Response { response, .. } => match WireResponse::decode(&response) {
                         Ok(WireResponse::Entries { req, entries, more }) => {
+                            debug!(%peer, req, entries = entries.len(), more, "range received");
                             self.rep.handle(p, Message::Response { req, entries, more }, now);
                         }
                         Ok(WireResponse::Ack | WireResponse::Busy) => {}
@@ -504,6 +515,9 @@ impl Driver {
                 }
                 Output::Send(p, message) => {
                     let Some(peer) = self.peers_by_id.get(&p).copied() else { continue };
+                    if let Message::Request { req, author, from_seq, .. } = &message {
+                        debug!(%peer, req, %author, from_seq, "requesting a range");
+                    }
                     if let Ok(request) = WireRequest::from_message(self.ctx.workspace, message) {
                         self.swarm.behaviour_mut().sync.send_request(&peer, request.encode());
                     }
@@ -559,14 +573,20 @@ impl Driver {
                     let _ = self.swarm.behaviour_mut().sync.send_response(channel, WireResponse::Busy.encode());
                 }
             }
-            Done::Unlinked { from, author, seq } => self.rep.import_failed(from, author, seq, now),
+            Done::Unlinked { from, author, seq } => {
+                debug!(peer = from.0, %author, seq, "entries do not link to what is stored");
+                self.rep.import_failed(from, author, seq, now)
+            }
             // A relay checked the signature, not the link: the author is at fault.
             Done::Invalid { from, reason, relayed: true } => {
                 self.counters.relayed_refused += 1;
                 debug!(peer = from.0, "refused a relayed entry: {reason}");
             }
             Done::Invalid { from, reason, relayed: false } => self.rep.report_invalid(from, reason, now),
-            Done::Imported { count } => self.counters.entries_imported += count as u64,
+            Done::Imported { count } => {
+                debug!(count, "imported");
+                self.counters.entries_imported += count as u64
+            }
             Done::ImportFailed { error } => warn!("storing entries failed: {error}"),
         }
     }

@@ -128,7 +128,8 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
     let result = runtime.block_on(async move {
         let (commit_tx, commits) = mpsc::channel(1024);
         let commits_missed = Arc::new(AtomicBool::new(false));
-        store.set_observer(Some(driver::observer(graph.clone(), commit_tx, commits_missed.clone())));
+        let generation = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        store.set_observer(Some(driver::observer(graph.clone(), commit_tx, commits_missed.clone(), generation.clone())));
         let (status_tx, status) = mpsc::channel(16);
         let (stop_loop, shutdown) = oneshot::channel();
         let (ready_tx, ready_rx) = oneshot::channel();
@@ -150,6 +151,8 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
             founder,
             token: token.clone(),
             status: status_tx,
+            published: std::sync::Mutex::new(crate::automerge_view::PublishedView::default()),
+            generation,
         });
         let (stop_control, control_stopped) = oneshot::channel::<()>();
         let server = tokio::spawn(async move {

@@ -30,12 +30,18 @@ pub struct ControlState {
     pub token: String,
     /// Asks the event loop for a status snapshot.
     pub status: mpsc::Sender<oneshot::Sender<serde_json::Value>>,
+    /// The merged view published as an Automerge document.
+    pub published: std::sync::Mutex<crate::automerge_view::PublishedView>,
+    /// Counts committed writes (set by the store observer), so the document
+    /// is republished only when something changed.
+    pub generation: Arc<std::sync::atomic::AtomicU64>,
 }
 
 pub fn router(state: Arc<ControlState>) -> Router {
     Router::new()
         .route("/v1/command", post(command))
         .route("/v1/status", get(status))
+        .route("/v1/automerge/sync", post(automerge_sync))
         .layer(DefaultBodyLimit::max(STDIN_BYTES_MAX + (1 << 20)))
         .with_state(state)
 }
@@ -159,5 +165,31 @@ fn exit_code_byte(code: std::process::ExitCode) -> u8 {
         2
     } else {
         1
+    }
+}
+
+async fn automerge_sync(State(state): State<Arc<ControlState>>, headers: HeaderMap, body: Bytes) -> Response {
+    if !authorized(&state, &headers) {
+        return (StatusCode::UNAUTHORIZED, "bad or missing token").into_response();
+    }
+    let Some(split) = body.iter().position(|b| *b == b'\n') else {
+        return (StatusCode::BAD_REQUEST, "no client id line").into_response();
+    };
+    let client = match std::str::from_utf8(&body[..split]) {
+        Ok(c) if !c.is_empty() && c.len() <= crate::automerge_view::CLIENT_ID_MAX => c.to_string(),
+        _ => return (StatusCode::BAD_REQUEST, "client id must be 1 to 64 bytes of UTF-8").into_response(),
+    };
+    let message = body.slice(split + 1..);
+    let result = tokio::task::spawn_blocking(move || {
+        let generation = state.generation.load(std::sync::atomic::Ordering::Acquire);
+        let mut published = state.published.lock().unwrap_or_else(|p| p.into_inner());
+        published.refresh(&state.store, generation)?;
+        published.sync(&client, &message)
+    })
+    .await;
+    match result {
+        Ok(Ok(reply)) => (StatusCode::OK, reply).into_response(),
+        Ok(Err(e)) => (StatusCode::BAD_REQUEST, format!("{e:#}")).into_response(),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
 }

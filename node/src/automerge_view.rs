@@ -1,0 +1,118 @@
+//! The merged view as an Automerge document, kept in sync with outside
+//! clients through Automerge's own sync protocol.
+//!
+//! The node holds one document ([`PublishedView`]). Before answering a sync
+//! message it republishes the merged view into the document if the store
+//! changed since the last time (`agora_automerge::publish` changes only what
+//! differs, so clients receive small diffs). Clients talk to
+//! `POST /v1/automerge/sync` of the control channel: the body is one line
+//! with the client's id, then the client's sync message (possibly empty); the
+//! answer is the node's next sync message (empty when it has nothing to send).
+//! `agora automerge pull --doc FILE` is such a client.
+//!
+//! The document is a view derived from the signed log and holds no authority:
+//! Automerge changes are unsigned (see `protocol-spec/merge.md`).
+
+use agora_merge::Merge;
+use agora_store::Store;
+use anyhow::{Context, Result};
+use automerge::sync::{Message, State, SyncDoc};
+use automerge::AutoCommit;
+use std::collections::{HashMap, VecDeque};
+
+/// Most clients whose sync state the node keeps; the oldest is forgotten
+/// (it then syncs from scratch, which Automerge handles).
+pub const CLIENTS_MAX: usize = 64;
+/// Longest client id.
+pub const CLIENT_ID_MAX: usize = 64;
+
+/// The node's published document and its clients' sync states.
+pub struct PublishedView {
+    doc: AutoCommit,
+    /// The store generation the document was last published at.
+    published_generation: Option<u64>,
+    states: HashMap<String, State>,
+    order: VecDeque<String>,
+}
+
+impl Default for PublishedView {
+    fn default() -> Self {
+        Self { doc: AutoCommit::new(), published_generation: None, states: HashMap::new(), order: VecDeque::new() }
+    }
+}
+
+impl PublishedView {
+    /// Republish if the store changed since (`generation` counts commits).
+    pub fn refresh(&mut self, store: &Store, generation: u64) -> Result<()> {
+        if self.published_generation == Some(generation) {
+            return Ok(());
+        }
+        let (entries, proofs) = crate::merge_cmds::load(store)?;
+        let m = Merge::compute(&entries, &proofs)?;
+        let stats =
+            agora_automerge::publish(&mut self.doc, &m.merged_view()).map_err(|e| anyhow::anyhow!("publishing the merged view: {e:?}"))?;
+        tracing::debug!(puts = stats.puts, deletes = stats.deletes, generation, "merged view republished");
+        self.published_generation = Some(generation);
+        Ok(())
+    }
+
+    /// One round of the sync protocol with `client`.
+    pub fn sync(&mut self, client: &str, message: &[u8]) -> Result<Vec<u8>> {
+        if !self.states.contains_key(client) {
+            if self.order.len() >= CLIENTS_MAX
+                && let Some(old) = self.order.pop_front()
+            {
+                self.states.remove(&old);
+            }
+            self.order.push_back(client.to_string());
+            self.states.insert(client.to_string(), State::new());
+        }
+        let state = self.states.get_mut(client).context("client state vanished")?;
+        if !message.is_empty() {
+            let msg = Message::decode(message).context("not an Automerge sync message")?;
+            self.doc.sync().receive_sync_message(state, msg).context("applying the client's sync message")?;
+        }
+        let reply = self.doc.sync().generate_sync_message(state).map(Message::encode).unwrap_or_default();
+        tracing::debug!(client, received = message.len(), sent = reply.len(), "automerge sync round");
+        Ok(reply)
+    }
+}
+
+/// Client side: bring the document in `doc_path` up to date with the node.
+/// Returns (bytes sent, bytes received, rounds).
+pub fn pull(node: &crate::control::NodeFile, doc_path: &std::path::Path, client: &str) -> Result<(usize, usize, usize, AutoCommit)> {
+    let mut doc = match std::fs::read(doc_path) {
+        Ok(bytes) => AutoCommit::load(&bytes).with_context(|| format!("{} is not an Automerge document", doc_path.display()))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => AutoCommit::new(),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", doc_path.display())),
+    };
+    // The sync state (the heads both sides are known to share) is kept
+    // beside the document, so the next pull sends only what changed.
+    let state_path = doc_path.with_extension("syncstate");
+    let mut state = match std::fs::read(&state_path) {
+        Ok(bytes) => State::decode(&bytes).unwrap_or_else(|_| State::new()),
+        Err(_) => State::new(),
+    };
+    let (mut sent, mut received, mut rounds) = (0usize, 0usize, 0usize);
+    // Bounded: each round either moves data or ends the exchange.
+    for _ in 0..64 {
+        let outgoing = doc.sync().generate_sync_message(&mut state).map(Message::encode).unwrap_or_default();
+        let reply = crate::control::automerge_sync(node, client, &outgoing)?;
+        rounds += 1;
+        sent += outgoing.len();
+        received += reply.len();
+        if !reply.is_empty() {
+            let msg = Message::decode(&reply).context("the node's sync message")?;
+            doc.sync().receive_sync_message(&mut state, msg)?;
+        }
+        if outgoing.is_empty() && reply.is_empty() {
+            break;
+        }
+    }
+    let bytes = doc.save();
+    let tmp = doc_path.with_extension("tmp");
+    std::fs::write(&tmp, &bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, doc_path).with_context(|| format!("writing {}", doc_path.display()))?;
+    std::fs::write(&state_path, state.encode()).with_context(|| format!("writing {}", state_path.display()))?;
+    Ok((sent, received, rounds, doc))
+}

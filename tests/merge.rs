@@ -1,0 +1,238 @@
+//! The merge layer across real node processes on 127.0.0.1: the pricing
+//! debate between three agents with a dispute and a later synthesis, an honest
+//! fork that its author resolves, and a malicious equivocation that every
+//! honest node detects and proves. Every node must compute the same merged
+//! view (same view hash) once it holds the same entries.
+
+mod support;
+
+use serde_json::Value;
+use std::path::Path;
+use support::*;
+
+fn id_of(v: &Value) -> String {
+    v["id"].as_str().expect("an id").to_string()
+}
+
+/// Wait until every node prints the same view hash, and return it.
+fn converged(nodes: &[&Node]) -> String {
+    wait_for("every node to compute the same merged view", || {
+        let hashes: Vec<String> = nodes.iter().map(|n| json(&n.home, &["view-hash"])["view_hash"].as_str().unwrap().to_string()).collect();
+        hashes.iter().all(|h| *h == hashes[0]).then(|| hashes[0].clone())
+    })
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn the_pricing_debate_between_three_agents_with_a_dispute_and_a_synthesis() {
+    let (a, b, c) = (Agent::new(), Agent::new(), Agent::new());
+    let founder = a.id.clone();
+    admit(&a, &[&b, &c]);
+    let na = Node::start(&a, &founder, &[]);
+    let nb = Node::start(&b, &founder, &[&na.addr]);
+    let nc = Node::start(&c, &founder, &[&na.addr]);
+    let p1 = id_of(&json(&a.home, &["propose", "Usage-based pricing aligns our incentives with customers"]));
+    wait_for("B and C to hold the proposition", || (nb.holds(&p1) && nc.holds(&p1)).then_some(()));
+    let c1 = id_of(&json(&b.home, &["contradict", &p1, "Enterprise procurement needs predictable costs"]));
+    let s1 = id_of(&json(&c.home, &["support", &p1, "Competitors bill by usage and win deals"]));
+    wait_for("A to hold the contradiction", || na.holds(&c1).then_some(()));
+    // A reads B's contradiction, accepts B's chain through it, and refines.
+    json(&a.home, &["accept", &b.id, &c1]);
+    let r1 = id_of(&json(&a.home, &["refine", &p1, "Two-track: seats for enterprise, usage for self-serve", "--resolves", &c1]));
+    wait_for("B to hold the refinement", || nb.holds(&r1).then_some(()));
+    // B accepts A's reasoning through the proposition and disputes the refinement.
+    let p1_seq = json(&a.home, &["show", &p1])["seq"].as_u64().unwrap().to_string();
+    let r1_seq = json(&a.home, &["show", &r1])["seq"].as_u64().unwrap();
+    json(&b.home, &["accept", &a.id, &p1_seq]);
+    let d1 = id_of(&json(&b.home, &["dispute", &r1, "Two tracks double billing operations", "--counter", "One plan with usage caps"]));
+    // C accepts all of A's chain so far and B's contradiction, then synthesizes.
+    json(&c.home, &["accept", &a.id, &r1]);
+    wait_for("C to hold B's contradiction", || nc.holds(&c1).then_some(()));
+    json(&c.home, &["accept", &b.id, &c1]);
+    let syn = id_of(&json(&c.home, &["synthesize", &p1, &c1, "Price should track realized value, with a predictable cap"]));
+    let hash = converged(&[&na, &nb, &nc]);
+    assert_eq!(hash.len(), 64);
+    for n in [&na, &nb, &nc] {
+        assert!(n.holds(&d1) && n.holds(&syn) && n.holds(&s1));
+        // The disagreement map: the refinement, disputed by B with a counter-claim,
+        // with the reasoning that led to it.
+        let map = json(&n.home, &["disputes"]);
+        let disputed = map["disputed"].as_array().unwrap();
+        assert_eq!(disputed.len(), 1, "{map}");
+        let d = &disputed[0];
+        assert_eq!(d["target"], r1.as_str());
+        assert_eq!(d["disputes"][0]["by"], b.id.as_str());
+        assert_eq!(d["disputes"][0]["counter_claim"], "One plan with usage caps");
+        let ancestors: Vec<&str> = d["ancestors"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+        assert!(ancestors.contains(&p1.as_str()) && ancestors.contains(&c1.as_str()), "{d}");
+        let accepted_by: Vec<&str> = d["accepted_by"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+        assert!(accepted_by.contains(&c.id.as_str()), "C accepted through the refinement: {d}");
+        // A (its own chain) and C accept the refinement; B accepts up to it and
+        // disputes it. With 2 of 3 it is accepted; with 3 of 3, A's chain is
+        // accepted only up to the event before it. Either way the first disputed
+        // event of A's chain (the fork point of the provenance) is the refinement.
+        let p1_seq: u64 = p1_seq.parse().unwrap();
+        for (k, accepted) in [("2", r1_seq), ("3", p1_seq)] {
+            let cons = json(&n.home, &["consensus", "--quorum", k]);
+            let chain_a = cons["chains"].as_array().unwrap().iter().find(|ch| ch["author"] == a.id.as_str()).unwrap();
+            assert_eq!(chain_a["first_disputed"]["id"], r1.as_str(), "{chain_a}");
+            assert_eq!(chain_a["first_disputed"]["seq"].as_u64(), Some(r1_seq));
+            assert_eq!(chain_a["accepted_seq"].as_u64(), Some(accepted), "quorum {k}: {chain_a}");
+            assert_eq!(chain_a["disputed"][0]["by"][0]["agent"], b.id.as_str());
+        }
+        // Statuses as each agent sees them. B accepted A only through the
+        // proposition: for B it is still contested by B's own contradiction,
+        // and the refinement is not part of B's view. A and C accepted the
+        // contradiction and the refinement: the proposition is superseded and
+        // the contradiction answered.
+        let status_in = |view: &Value, id: &str| {
+            view["nodes"].as_array().unwrap().iter().find(|x| x["id"] == id).map(|x| x["status"].as_str().unwrap().to_string())
+        };
+        let pb = json(&n.home, &["perspective", &b.id]);
+        assert_eq!(status_in(&pb, &p1).as_deref(), Some("contested"), "{pb}");
+        assert_eq!(status_in(&pb, &r1), None, "{pb}");
+        for agent in [&a.id, &c.id] {
+            let view = json(&n.home, &["perspective", agent]);
+            assert_eq!(status_in(&view, &p1).as_deref(), Some("superseded"), "{view}");
+            assert_eq!(status_in(&view, &c1).as_deref(), Some("resolved"), "{view}");
+            assert!(status_in(&view, &r1).is_some(), "{view}");
+        }
+        let pc = json(&n.home, &["perspective", &c.id]);
+        assert!(status_in(&pc, &syn).is_some(), "C's synthesis is in C's view: {pc}");
+    }
+    // B withdraws: every node agrees on the new view.
+    json(&b.home, &["withdraw", &d1]);
+    let after = converged(&[&na, &nb, &nc]);
+    assert_ne!(after, hash);
+    assert!(json(&nc.home, &["disputes"])["disputed"].as_array().unwrap().is_empty());
+    // The Automerge document follows the node's merged view.
+    let doc = a.home.parent().unwrap().join("view.automerge");
+    let pulled = json(&a.home, &["automerge", "pull", "--doc", doc.to_str().unwrap()]);
+    assert_eq!(pulled["view_hash"], after.as_str(), "{pulled}");
+    assert!(pulled["nodes"].as_u64().unwrap() >= 5);
+    let first_bytes = pulled["bytes_received"].as_u64().unwrap();
+    // Each pull after a change brings the document up to date. Automerge sends
+    // the whole document while one change is more than a third of its history,
+    // and only the changes after that: the last pulls are small.
+    let mut last = pulled.clone();
+    for i in 0..5 {
+        json(&a.home, &["ask", &format!("Open question {i}: do we grandfather existing customers?")]);
+        last = json(&a.home, &["automerge", "pull", "--doc", doc.to_str().unwrap()]);
+        assert_eq!(last["view_hash"], json(&a.home, &["view-hash"])["view_hash"], "{last}");
+    }
+    assert!(last["bytes_received"].as_u64().unwrap() * 2 < first_bytes, "only the change travels: {last} after {pulled}");
+}
+
+#[test]
+fn an_honest_fork_is_resolved_by_its_author() {
+    let (h, p) = (Agent::new(), Agent::new());
+    let founder = h.id.clone();
+    admit(&h, &[&p]);
+    json(&h.home, &["propose", "first"]);
+    // A backup of H's home, taken now.
+    let backup = h.home.parent().unwrap().join("backup");
+    copy_dir(&h.home, &backup);
+    let mut nh = Node::start(&h, &founder, &[]);
+    let np = Node::start(&p, &founder, &[&nh.addr]);
+    let later = id_of(&json(&h.home, &["propose", "second, before the restore"]));
+    wait_for("P to hold the entry made before the restore", || np.holds(&later).then_some(()));
+    // H loses its disk and restores the backup, then writes on.
+    nh.kill();
+    std::fs::remove_dir_all(&h.home).unwrap();
+    copy_dir(&backup, &h.home);
+    let _ = std::fs::remove_file(h.home.join("node.json"));
+    let restored = id_of(&json(&h.home, &["propose", "second, after the restore"]));
+    let nh = Node::start(&h, &founder, &[&np.addr]);
+    // Both branches meet: each node holds both and a proof of the fork.
+    wait_for("both nodes to hold both branches", || {
+        (nh.holds(&later) && np.holds(&restored)).then_some(())
+    });
+    for n in [&nh, &np] {
+        wait_for("the fork proof", || (!json(&n.home, &["forks"]).as_array().unwrap().is_empty()).then_some(()));
+        let cons = json(&n.home, &["consensus", "--quorum", "1"]);
+        let chain = cons["chains"].as_array().unwrap().iter().find(|c| c["author"] == h.id.as_str()).unwrap().clone();
+        // H's chain: seq 1 admits P, seq 2 "first", seq 3 forked.
+        assert_eq!(chain["frozen_at"].as_u64(), Some(3), "frozen at the fork until resolved: {chain}");
+    }
+    // H cannot extend its forked chain until it chooses a branch.
+    let refused = agora(&h.home, &["propose", "third"]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("resolve-fork"), "{}", String::from_utf8_lossy(&refused.stderr));
+    let resolution = id_of(&json(&h.home, &["resolve-fork", &restored]));
+    let third = id_of(&json(&h.home, &["propose", "third, on the kept branch"]));
+    wait_for("P to hold the resolution and what follows", || (np.holds(&resolution) && np.holds(&third)).then_some(()));
+    converged(&[&nh, &np]);
+    let cons = json(&np.home, &["consensus", "--quorum", "1"]);
+    let chain = cons["chains"].as_array().unwrap().iter().find(|c| c["author"] == h.id.as_str()).unwrap().clone();
+    assert!(chain["frozen_at"].is_null(), "resolved: {chain}");
+    assert_eq!(chain["view_len"].as_u64(), Some(5), "admit, first, restored second, resolution, third: {chain}");
+    // Both branches stay stored and inspectable.
+    assert!(np.holds(&later) && np.holds(&restored));
+    // The audit reports the fork (exit 3: a forked chain is a finding).
+    let out = agora(&np.home, &["--json", "audit", &h.id]);
+    let audit: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(audit["fork_seqs"], serde_json::json!([3]), "{audit}");
+    assert_eq!(audit["resolutions"].as_array().unwrap().len(), 1, "{audit}");
+}
+
+#[test]
+fn a_malicious_equivocation_is_detected_and_proven_by_every_honest_node() {
+    let (a, b, m) = (Agent::new(), Agent::new(), Agent::new());
+    let founder = a.id.clone();
+    admit(&a, &[&b, &m]);
+    json(&m.home, &["propose", "shared start"]);
+    // M copies its key and store to a second machine and says two different
+    // things at the same seq.
+    let twin_dir = tempfile::tempdir().unwrap();
+    let twin = twin_dir.path().join("home");
+    copy_dir(&m.home, &twin);
+    let x = id_of(&json(&m.home, &["propose", "to A: the deal is signed"]));
+    let y = id_of(&json(&twin, &["propose", "to B: the deal fell through"]));
+    let na = Node::start(&a, &founder, &[]);
+    let nb = Node::start(&b, &founder, &[&na.addr]);
+    let nm = Node::start(&m, &founder, &[&na.addr]);
+    let twin_agent = Agent::existing(twin.clone(), m.id.clone());
+    let nt = Node::start(&twin_agent, &founder, &[&nb.addr]);
+    let mut proofs = Vec::new();
+    for n in [&na, &nb] {
+        wait_for("the honest node to hold both statements", || (n.holds(&x) && n.holds(&y)).then_some(()));
+        let forks = wait_for("a fork proof", || {
+            let f = json(&n.home, &["forks", "--author", &m.id]);
+            (!f.as_array().unwrap().is_empty()).then_some(f)
+        });
+        let proof = forks[0]["proof"].as_str().unwrap().to_string();
+        // The proof stands alone: checked with no other data.
+        let checked = json(&n.home, &["check-proof", &proof]);
+        assert_eq!(checked["valid"], true);
+        assert_eq!(checked["author"], m.id.as_str());
+        proofs.push(proof);
+        let audit = agora(&n.home, &["--json", "audit", &m.id]);
+        let report: Value = serde_json::from_slice(&audit.stdout).unwrap();
+        assert_eq!(report["fork_seqs"], serde_json::json!([2]), "{report}");
+    }
+    assert_eq!(proofs[0], proofs[1], "every honest node proves the same equivocation");
+    // Views freeze M's chain at the last shared entry.
+    let hash = converged(&[&na, &nb]);
+    assert_eq!(hash.len(), 64);
+    let cons = json(&na.home, &["consensus", "--quorum", "1"]);
+    let chain = cons["chains"].as_array().unwrap().iter().find(|c| c["author"] == m.id.as_str()).unwrap().clone();
+    assert_eq!(chain["frozen_at"].as_u64(), Some(2), "{chain}");
+    // A forged proof is refused.
+    let mut forged = proofs[0].clone().into_bytes();
+    let last = forged.len() - 3;
+    forged[last] = if forged[last] == b'0' { b'1' } else { b'0' };
+    assert!(!agora(&na.home, &["check-proof", std::str::from_utf8(&forged).unwrap()]).status.success());
+    drop((nm, nt));
+}
