@@ -140,6 +140,9 @@ fn main() {
     );
     println!("on-cpu: {:.0} events/s ({:.3} s on this thread)", events as f64 / (cpu as f64 / 1e9), cpu as f64 / 1e9);
     println!("replay grew the resident set by {} MB ({} minor page faults)", (rss_after - rss_before) >> 20, faults_after - faults_before);
+    if args.iter().any(|a| a == "--hist") {
+        histogram(&graph);
+    }
     if args.iter().any(|a| a == "--hash") {
         let hash: String = graph.view_hash().iter().map(|b| format!("{b:02x}")).collect();
         println!("view hash {hash} ({} invalid)", graph.invalid().len());
@@ -177,4 +180,16 @@ fn memory() -> (u64, u64) {
 fn cpu_ns() -> u64 {
     let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
     s.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+fn histogram(graph: &Graph) {
+    let mut touched = [0usize; 6];
+    let mut edges = [0usize; 6];
+    let mut text = 0usize;
+    for n in graph.nodes() {
+        touched[(n.touched_by().len() - 1).min(5)] += 1;
+        edges[n.edges.len().min(5)] += 1;
+        text += n.text.len();
+    }
+    println!("touched (excluding self) 0..5+: {touched:?}\nedges 0..5+: {edges:?}\ntext bytes {text}");
 }
