@@ -66,7 +66,7 @@ const CONTENT: &[&str] = &["proposition", "contradiction", "question", "claim", 
 
 fn event(rng: &mut Rng, p: &Pools, total: usize, i: usize) -> Event {
     let t = format!("text {i} about {}", rng.below(50));
-    let mut of = |kinds: &[&str], rng: &mut Rng| p.of(kinds, rng, total, i);
+    let of = |kinds: &[&str], rng: &mut Rng| p.of(kinds, rng, total, i);
     match rng.below(27) {
         0 => Event::Proposition { text: t },
         1 => Event::Support { target: of(POSITIONS, rng), text: t },
@@ -167,7 +167,7 @@ fn log(seed: u64, n: usize) -> Vec<LogEvent> {
 /// Everything a reader can ask of every node, as bytes.
 fn reads(g: &Graph) -> Vec<u8> {
     let mut out = Vec::new();
-    let mut ids = |list: &[EntryId], out: &mut Vec<u8>| {
+    let ids = |list: &[EntryId], out: &mut Vec<u8>| {
         out.extend_from_slice(&(list.len() as u32).to_be_bytes());
         list.iter().for_each(|i| out.extend_from_slice(i.as_bytes()));
     };
