@@ -386,6 +386,15 @@ impl Event {
         }
     }
 
+    /// [`Event::into_text`] without moving the event: the single text field
+    /// is left empty.
+    pub(crate) fn take_text(&mut self) -> String {
+        match self.single_text_mut() {
+            Some(t) => std::mem::take(t),
+            None => self.composite_text(),
+        }
+    }
+
     /// The text of kinds whose node text is one field.
     fn single_text(&self) -> Option<&String> {
         single_text_field!(self)

@@ -12,11 +12,13 @@ use agora_core::{AgentId, EntryId};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// Entry ids are SHA-256 outputs, already uniformly distributed, so the index
-/// hashes them by their first eight bytes instead of running SipHash over all
-/// 32 (a third of the replay time went to hashing). Grinding ids that collide
-/// in a table of a million buckets costs about a million SHA-256 evaluations
-/// per entry, and every entry must be signed by an admitted author.
+/// Entry ids are SHA-256 outputs and author keys Ed25519 public keys, both
+/// already uniformly distributed, so the maps keyed by them (held events,
+/// authors) hash their first eight bytes instead of running SipHash over all
+/// 32 (when the node index was such a map, a third of the replay time went to
+/// hashing). Grinding ids that collide in a table of a million buckets costs
+/// about a million SHA-256 evaluations per entry, and every entry and author
+/// must be admitted.
 #[derive(Default)]
 struct IdHasher(u64);
 
@@ -35,7 +37,7 @@ impl Hasher for IdHasher {
     }
 }
 
-type IdMap<V> = HashMap<EntryId, V, BuildHasherDefault<IdHasher>>;
+type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 /// A node's place in [`Graph::nodes`] (application order). Every relation
 /// between nodes inside the graph is one of these instead of a 32-byte id.
@@ -720,9 +722,10 @@ pub struct Graph {
     index: NodeIndex,
     /// Every author seen, in order of first appearance; nodes refer to them by index.
     authors: Vec<AgentId>,
-    author_index: HashMap<AgentId, u32>,
+    /// Author keys are Ed25519 public keys, uniform like ids: hashed by prefix.
+    author_index: IdMap<AgentId, u32>,
     /// Held events, by one of the ids they still miss.
-    waiting: IdMap<Vec<LogEvent>>,
+    waiting: IdMap<EntryId, Vec<LogEvent>>,
     pending_count: usize,
     /// Memory item content id -> first item with that content.
     content_ids: HashMap<[u8; 32], Ix>,
@@ -833,96 +836,115 @@ impl Graph {
             return false;
         }
         self.last_pos = Some(event.pos);
-        // Usually nothing is released, so avoid allocating a queue for one event.
-        let mut next = Some(event);
-        let mut queue: Vec<LogEvent> = Vec::new();
-        while let Some(e) = next.take().or_else(|| queue.pop()) {
-            let id = e.id;
-            if !queue.is_empty() && self.index.contains(&self.nodes, &id) {
-                continue;
-            }
-            let refs = match &e.body {
-                Body::Event(ev) => ev.ref_list(),
-                _ => crate::event::RefList::default(),
-            };
-            // Each reference is looked up once, here; the rules and effects
-            // then reach its node by position.
-            let mut targets = Targets::default();
-            let mut missing = None;
-            for r in refs.iter() {
-                match self.index.get(&self.nodes, r) {
-                    Some(ix) => targets.push(ix),
-                    None => {
-                        missing = Some(*r);
-                        break;
-                    }
-                }
-            }
-            if let Some(first) = missing {
-                self.pending_count += 1;
-                self.waiting.entry(first).or_default().push(e);
-                continue;
-            }
-            self.apply_ready(e, &refs, &targets);
-            if let Some(mut released) = self.waiting.remove(&id) {
-                self.pending_count -= released.len();
-                // Apply released events in log order: push in reverse onto the stack.
-                released.sort_by_key(|r| std::cmp::Reverse((r.pos, r.id)));
-                queue.extend(released);
-            }
+        let id = event.id;
+        if self.try_apply(event) && !self.waiting.is_empty() {
+            self.release(id);
         }
         true
+    }
+
+    /// Apply `e` if every event it refers to is known; otherwise hold it as
+    /// pending under the first one missing. True if applied.
+    fn try_apply(&mut self, e: LogEvent) -> bool {
+        let refs = match &e.body {
+            Body::Event(ev) => ev.ref_list(),
+            _ => crate::event::RefList::default(),
+        };
+        // Each reference is looked up once, here; the rules and effects then
+        // reach its node by position.
+        let mut targets = Targets::default();
+        for r in refs.iter() {
+            match self.index.get(&self.nodes, r) {
+                Some(ix) => targets.push(ix),
+                None => {
+                    self.pending_count += 1;
+                    self.waiting.entry(*r).or_default().push(e);
+                    return false;
+                }
+            }
+        }
+        self.apply_ready(e, &refs, &targets);
+        true
+    }
+
+    /// Apply the events that waited for `id` (just applied), in log order,
+    /// each followed at once by those that waited for it.
+    fn release(&mut self, id: EntryId) {
+        let mut stack: Vec<LogEvent> = Vec::new();
+        self.take_waiting(&id, &mut stack);
+        while let Some(e) = stack.pop() {
+            let id = e.id;
+            if self.index.contains(&self.nodes, &id) {
+                continue;
+            }
+            if self.try_apply(e) {
+                self.take_waiting(&id, &mut stack);
+            }
+        }
+    }
+
+    /// Move the events waiting for `id` onto `stack`, the earliest on top.
+    fn take_waiting(&mut self, id: &EntryId, stack: &mut Vec<LogEvent>) {
+        if let Some(mut released) = self.waiting.remove(id) {
+            self.pending_count -= released.len();
+            released.sort_by_key(|r| std::cmp::Reverse((r.pos, r.id)));
+            stack.extend(released);
+        }
     }
 
     /// Add the node for `e`, whose references `refs` are all known, at
     /// `targets`; then, if it keeps the rules, its effects.
     fn apply_ready(&mut self, e: LogEvent, refs: &[EntryId], targets: &[Ix]) {
         debug_assert_eq!(refs.len(), targets.len());
-        let kind = match &e.body {
+        let LogEvent { id, pos, mut body } = e;
+        let kind = match &body {
             Body::Raw => "raw",
             Body::Redacted => "redacted",
             Body::Undecodable(_) => "invalid",
             Body::Event(ev) => ev.kind_name(),
         };
-        let author = match self.author_index.get(&e.pos.author) {
-            Some(a) => *a,
-            None => {
-                let a = self.authors.len() as u32;
-                self.authors.push(e.pos.author);
-                self.author_index.insert(e.pos.author, a);
-                a
-            }
-        };
-        let mut node = Node::new(e.id, e.pos, author, kind);
-        let event = match e.body {
+        let mut node = Node::new(id, pos, self.author(&pos.author), kind);
+        let invalid = match &body {
             Body::Raw | Body::Redacted => None,
-            Body::Undecodable(err) => {
-                node.extra.get_or_insert_with(Box::default).invalid = Some(err.to_string().into_boxed_str());
-                None
-            }
-            Body::Event(ev) => {
-                match self.check_refs(e.id, &ev, refs, targets) {
-                    Err(err) => node.extra.get_or_insert_with(Box::default).invalid = Some(err.to_string().into_boxed_str()),
-                    Ok(()) => {
-                        node.meta = Meta::of(&ev);
-                        if let Event::Claim { expires_at_ms: Some(t), .. } = ev {
-                            node.extra.get_or_insert_with(Box::default).expires_at_ms = Some(t);
-                        }
+            Body::Undecodable(err) => Some(err.to_string()),
+            Body::Event(ev) => match self.check_refs(id, ev, refs, targets) {
+                Err(err) => Some(err.to_string()),
+                Ok(()) => {
+                    node.meta = Meta::of(ev);
+                    if let Event::Claim { expires_at_ms: Some(t), .. } = ev {
+                        node.extra.get_or_insert_with(Box::default).expires_at_ms = Some(*t);
                     }
+                    None
                 }
-                Some(ev)
-            }
+            },
         };
+        let valid = invalid.is_none();
+        if let Some(reason) = invalid {
+            node.extra.get_or_insert_with(Box::default).invalid = Some(reason.into_boxed_str());
+        }
         assert!(self.nodes.len() < NODES_MAX, "more than {NODES_MAX} nodes");
         let me = self.nodes.len() as Ix;
         self.nodes.push(node);
-        self.index.insert(&e.id, me);
-        if let Some(ev) = event {
-            if self.nodes[me as usize].invalid().is_none() {
-                self.effects(me, &ev, targets);
+        self.index.insert(&id, me);
+        if let Body::Event(ev) = &mut body {
+            if valid {
+                self.effects(me, ev, targets);
             }
-            self.nodes[me as usize].text = ev.into_text();
+            self.nodes[me as usize].text = ev.take_text();
         }
+    }
+
+    /// The author's index in the author table, adding it on first sight.
+    fn author(&mut self, author: &AgentId) -> u32 {
+        if let Some(a) = self.author_index.get(author) {
+            return *a;
+        }
+        // At most one new author a node, so this fits as positions do.
+        assert!(self.authors.len() < NODES_MAX);
+        let a = self.authors.len() as u32;
+        self.authors.push(*author);
+        self.author_index.insert(*author, a);
+        a
     }
 
     /// The node at `ix`; `None` for [`UNKNOWN`].
@@ -1252,14 +1274,14 @@ impl Graph {
             Event::FrameOpen { parent, branched_from, .. } => {
                 self.extra_at(me).frame_state = Some(FrameState::Active);
                 // `t` holds the parent first when there is one, then the frame branched from.
-                let mut refs = t.iter().copied();
+                let branched = usize::from(parent.is_some());
                 if parent.is_some() {
-                    let p = refs.next().expect("a reference for the parent");
+                    let p = t[0];
                     self.edge(me, EdgeKind::ChildOf, p);
                     self.extra_at(p).push(Mark::FrameChild, id);
                 }
                 if branched_from.is_some() {
-                    let b = refs.next().expect("a reference for branched_from");
+                    let b = t[branched];
                     self.edge(me, EdgeKind::BranchedFrom, b);
                     let n = self.extra_at(b);
                     if n.frame_state == Some(FrameState::Active) {
