@@ -42,8 +42,10 @@ pub fn to_dot(g: &Graph) -> String {
         ));
     }
     for n in g.nodes().filter(|n| shown(n)) {
-        for (rel, to) in g.edges(n).filter(|(_, to)| shown(to)) {
-            out.push_str(&format!("  \"{}\" -> \"{}\" [label=\"{rel}\"];\n", n.id, to.id));
+        for (rel, to) in &n.edges {
+            if g.node(to).is_some_and(shown) {
+                out.push_str(&format!("  \"{}\" -> \"{}\" [label=\"{rel}\"];\n", n.id, to));
+            }
         }
     }
     out.push_str("}\n");
@@ -59,8 +61,10 @@ pub fn to_mermaid(g: &Graph) -> String {
         out.push_str(&format!("  {}[\"{}\"]:::{}\n", id(n), text, n.status().name()));
     }
     for n in g.nodes().filter(|n| shown(n)) {
-        for (rel, t) in g.edges(n).filter(|(_, t)| shown(t)) {
-            out.push_str(&format!("  {} -- {} --> {}\n", id(n), rel, id(t)));
+        for (rel, to) in &n.edges {
+            if let Some(t) = g.node(to).filter(|t| shown(t)) {
+                out.push_str(&format!("  {} -- {} --> {}\n", id(n), rel, id(t)));
+            }
         }
     }
     for s in [

@@ -283,137 +283,6 @@ fn push_tight<T>(v: &mut Vec<T>, item: T) {
     v.push(item);
 }
 
-/// The relation an outgoing edge stands for. Relations with one name share a
-/// kind (a `contradiction`'s edge and a `contradicts` relation are both
-/// [`EdgeKind::Contradicts`]), so rules that ask for a name see what they saw
-/// when edges carried their names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum EdgeKind {
-    Supports,
-    Contradicts,
-    Refines,
-    Resolves,
-    Synthesizes,
-    Connects,
-    Tension,
-    Reframes,
-    DerivedFrom,
-    Update,
-    StateChange,
-    Expands,
-    Qualifies,
-    Retracts,
-    SameAs,
-    ChildOf,
-    BranchedFrom,
-    EvidenceFor,
-    Concludes,
-    Judges,
-    ExtractedFrom,
-    UsedIn,
-    Uses,
-}
-
-impl EdgeKind {
-    /// The relation's name, as exports and the snapshot write it.
-    fn name(self) -> &'static str {
-        match self {
-            EdgeKind::Supports => "supports",
-            EdgeKind::Contradicts => "contradicts",
-            EdgeKind::Refines => "refines",
-            EdgeKind::Resolves => "resolves",
-            EdgeKind::Synthesizes => "synthesizes",
-            EdgeKind::Connects => "connects",
-            EdgeKind::Tension => "tension",
-            EdgeKind::Reframes => "reframes",
-            EdgeKind::DerivedFrom => "derived_from",
-            EdgeKind::Update => "update",
-            EdgeKind::StateChange => "state_change",
-            EdgeKind::Expands => "expands",
-            EdgeKind::Qualifies => "qualifies",
-            EdgeKind::Retracts => "retracts",
-            EdgeKind::SameAs => "same_as",
-            EdgeKind::ChildOf => "child_of",
-            EdgeKind::BranchedFrom => "branched_from",
-            EdgeKind::EvidenceFor => "evidence_for",
-            EdgeKind::Concludes => "concludes",
-            EdgeKind::Judges => "judges",
-            EdgeKind::ExtractedFrom => "extracted_from",
-            EdgeKind::UsedIn => "used_in",
-            EdgeKind::Uses => "uses",
-        }
-    }
-
-    fn of(relation: Relation) -> Self {
-        let kind = match relation {
-            Relation::Update => EdgeKind::Update,
-            Relation::StateChange => EdgeKind::StateChange,
-            Relation::Expands => EdgeKind::Expands,
-            Relation::Qualifies => EdgeKind::Qualifies,
-            Relation::Contradicts => EdgeKind::Contradicts,
-            Relation::Retracts => EdgeKind::Retracts,
-            Relation::SameAs => EdgeKind::SameAs,
-        };
-        debug_assert_eq!(kind.name(), relation.name());
-        kind
-    }
-}
-
-/// A node's outgoing edges, in the order they were added: the first two
-/// inline, since 98% of the nodes of a debate have at most two and a vector
-/// each cost a heap allocation (48 bytes an edge with a name and an id; 5
-/// inline here).
-#[derive(Clone, Debug)]
-enum Edges {
-    Inline { len: u8, kinds: [EdgeKind; 2], targets: [Ix; 2] },
-    Spilled(Box<(Vec<EdgeKind>, Vec<Ix>)>),
-}
-
-impl Default for Edges {
-    fn default() -> Self {
-        Edges::Inline { len: 0, kinds: [EdgeKind::Supports; 2], targets: [0; 2] }
-    }
-}
-
-impl Edges {
-    fn push(&mut self, kind: EdgeKind, to: Ix) {
-        match self {
-            Edges::Inline { len, kinds, targets } if usize::from(*len) < kinds.len() => {
-                kinds[usize::from(*len)] = kind;
-                targets[usize::from(*len)] = to;
-                *len += 1;
-            }
-            Edges::Inline { kinds, targets, .. } => {
-                let (mut k, mut t) = (kinds.to_vec(), targets.to_vec());
-                k.push(kind);
-                t.push(to);
-                *self = Edges::Spilled(Box::new((k, t)));
-            }
-            Edges::Spilled(lists) => {
-                lists.0.push(kind);
-                lists.1.push(to);
-            }
-        }
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (EdgeKind, Ix)> + '_ {
-        let (kinds, targets) = match self {
-            Edges::Inline { len, kinds, targets } => (&kinds[..usize::from(*len)], &targets[..usize::from(*len)]),
-            Edges::Spilled(lists) => (&lists.0[..], &lists.1[..]),
-        };
-        debug_assert_eq!(kinds.len(), targets.len());
-        kinds.iter().copied().zip(targets.iter().copied())
-    }
-}
-
-impl PartialEq for Edges {
-    fn eq(&self, other: &Self) -> bool {
-        self.iter().eq(other.iter())
-    }
-}
-
-impl Eq for Edges {}
-
 /// What a later event did to a node, recorded as (mark, the other event).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mark {
@@ -511,8 +380,9 @@ pub struct Node {
     /// [`Node::touched_by`]). Ids, not positions, because `touched_by` answers
     /// from the node alone.
     touched: Vec<EntryId>,
-    /// Outgoing typed edges, to node positions (see [`Graph::edges`]).
-    edges: Edges,
+    /// Outgoing typed edges: (relation name, target). Ids, not positions, for
+    /// the same reason: readers take them from the node alone.
+    pub edges: Vec<(&'static str, EntryId)>,
     meta: Meta,
     extra: Option<Box<Extra>>,
 }
@@ -527,7 +397,7 @@ impl Node {
             kind,
             text: String::new(),
             touched: Vec::new(),
-            edges: Edges::default(),
+            edges: Vec::new(),
             meta: Meta::None,
             extra: None,
         }
@@ -1150,8 +1020,9 @@ impl Graph {
         }
     }
 
-    fn edge(&mut self, from: Ix, kind: EdgeKind, to: Ix) {
-        self.nodes[from as usize].edges.push(kind, to);
+    fn edge(&mut self, from: Ix, relation: &'static str, to: Ix) {
+        let to_id = self.nodes[to as usize].id;
+        push_tight(&mut self.nodes[from as usize].edges, (relation, to_id));
         self.touch(to, from);
     }
 
@@ -1170,8 +1041,8 @@ impl Graph {
         let challenged: Vec<Ix> = self.nodes[c as usize]
             .edges
             .iter()
-            .filter(|(k, _)| matches!(k, EdgeKind::Contradicts | EdgeKind::Tension))
-            .map(|(_, t)| t)
+            .filter(|(r, _)| matches!(*r, "contradicts" | "tension"))
+            .map(|(_, t)| self.ix_of(t))
             .collect();
         for t in challenged {
             let n = self.extra_at(t);
@@ -1191,16 +1062,16 @@ impl Graph {
         match ev {
             Event::Proposition { .. } | Event::Question { .. } | Event::Trajectory { .. } => {}
             Event::Task { .. } => self.extra_at(me).task_state = Some(TaskState::Created),
-            Event::Support { .. } => self.edge(me, EdgeKind::Supports, t[0]),
+            Event::Support { .. } => self.edge(me, "supports", t[0]),
             Event::Contradiction { .. } => {
-                self.edge(me, EdgeKind::Contradicts, t[0]);
+                self.edge(me, "contradicts", t[0]);
                 self.extra_at(t[0]).push(Mark::OpenChallenge, id);
             }
             Event::Refinement { resolves, .. } => {
-                self.edge(me, EdgeKind::Refines, t[0]);
+                self.edge(me, "refines", t[0]);
                 self.supersede(t[0], id);
                 for (c, &cx) in resolves.iter().zip(&t[1..]) {
-                    self.edge(me, EdgeKind::Resolves, cx);
+                    self.edge(me, "resolves", cx);
                     self.close_challenge(cx, me);
                     self.extra_at(me).push(Mark::Closed, *c);
                 }
@@ -1210,25 +1081,25 @@ impl Graph {
             }
             Event::Synthesis { .. } => {
                 for &s in t {
-                    self.edge(me, EdgeKind::Synthesizes, s);
+                    self.edge(me, "synthesizes", s);
                 }
             }
             Event::Resolve { .. } => {
-                self.edge(me, EdgeKind::Resolves, t[0]);
+                self.edge(me, "resolves", t[0]);
                 self.close_challenge(t[0], me);
             }
             Event::Connection { .. } => {
-                self.edge(me, EdgeKind::Connects, t[0]);
-                self.edge(me, EdgeKind::Connects, t[1]);
+                self.edge(me, "connects", t[0]);
+                self.edge(me, "connects", t[1]);
             }
             Event::Tension { .. } => {
                 for &x in &t[..2] {
-                    self.edge(me, EdgeKind::Tension, x);
+                    self.edge(me, "tension", x);
                     self.extra_at(x).push(Mark::Tension, id);
                 }
             }
             Event::Reframe { .. } => {
-                self.edge(me, EdgeKind::Reframes, t[0]);
+                self.edge(me, "reframes", t[0]);
                 self.supersede(t[0], id);
             }
             Event::Park { .. } => {
@@ -1241,21 +1112,20 @@ impl Graph {
             }
             Event::Claim { .. } => {
                 for &s in t {
-                    self.edge(me, EdgeKind::DerivedFrom, s);
+                    self.edge(me, "derived_from", s);
                 }
             }
             Event::Relate { from, to, relation, .. } => {
                 let (fx, tx) = (t[0], t[1]);
-                let kind = EdgeKind::of(*relation);
                 self.touch(fx, me);
-                self.edge(me, kind, tx);
-                self.nodes[fx as usize].edges.push(kind, tx);
+                self.edge(me, relation.name(), tx);
+                push_tight(&mut self.nodes[fx as usize].edges, (relation.name(), *to));
                 match relation {
                     Relation::Update | Relation::StateChange => self.supersede(tx, *from),
                     Relation::Expands | Relation::Qualifies => {}
                     Relation::Contradicts => {
                         // No winner: both sides are challenged by this relation.
-                        self.nodes[me as usize].edges.push(EdgeKind::Contradicts, fx);
+                        push_tight(&mut self.nodes[me as usize].edges, ("contradicts", *from));
                         self.extra_at(fx).push(Mark::OpenChallenge, id);
                         self.extra_at(tx).push(Mark::OpenChallenge, id);
                     }
@@ -1277,21 +1147,21 @@ impl Graph {
                 let branched = usize::from(parent.is_some());
                 if parent.is_some() {
                     let p = t[0];
-                    self.edge(me, EdgeKind::ChildOf, p);
+                    self.edge(me, "child_of", p);
                     self.extra_at(p).push(Mark::FrameChild, id);
                 }
                 if branched_from.is_some() {
                     let b = t[branched];
-                    self.edge(me, EdgeKind::BranchedFrom, b);
+                    self.edge(me, "branched_from", b);
                     let n = self.extra_at(b);
                     if n.frame_state == Some(FrameState::Active) {
                         n.frame_state = Some(FrameState::Suspended);
                     }
                 }
             }
-            Event::FrameEvidence { .. } => self.edge(me, EdgeKind::EvidenceFor, t[0]),
+            Event::FrameEvidence { .. } => self.edge(me, "evidence_for", t[0]),
             Event::FrameConclude { .. } => {
-                self.edge(me, EdgeKind::Concludes, t[0]);
+                self.edge(me, "concludes", t[0]);
                 self.extra_at(t[0]).frame_state = Some(FrameState::Completed);
             }
             Event::FrameSuspend { .. } => {
@@ -1318,7 +1188,7 @@ impl Graph {
                 self.extra_at(t[0]).task_state = Some(*state);
             }
             Event::Judgment { success, .. } => {
-                self.edge(me, EdgeKind::Judges, t[0]);
+                self.edge(me, "judges", t[0]);
                 self.extra_at(t[0]).judged = Some(*success);
                 let usages: Vec<EntryId> = self.extra_at(t[0]).all(Mark::Usage);
                 for u in usages {
@@ -1329,7 +1199,7 @@ impl Graph {
             }
             Event::MemoryItem { title, content, source_trajectory, .. } => {
                 if source_trajectory.is_some() {
-                    self.edge(me, EdgeKind::ExtractedFrom, t[0]);
+                    self.edge(me, "extracted_from", t[0]);
                 }
                 let cid = memory_item_content_id(title, content);
                 match self.content_ids.get(&cid) {
@@ -1347,8 +1217,8 @@ impl Graph {
             }
             Event::Usage { item, .. } => {
                 self.extra_at(me).push(Mark::UsageItem, *item);
-                self.edge(me, EdgeKind::UsedIn, t[0]);
-                self.edge(me, EdgeKind::Uses, t[1]);
+                self.edge(me, "used_in", t[0]);
+                self.edge(me, "uses", t[1]);
                 self.extra_at(t[0]).push(Mark::Usage, id);
                 self.extra_at(t[1]).push(Mark::Usage, id);
                 if let Some(success) = self.extra_at(t[0]).judged {
@@ -1365,12 +1235,6 @@ impl Graph {
         } else {
             n.failures += 1;
         }
-    }
-
-    /// A node's outgoing typed edges, in the order they were added: (relation
-    /// name, target node). `node` must be one of this graph's nodes.
-    pub fn edges<'a>(&'a self, node: &'a Node) -> impl Iterator<Item = (&'static str, &'a Node)> + 'a {
-        node.edges.iter().map(|(kind, to)| (kind.name(), &self.nodes[to as usize]))
     }
 
     /// Where a node sits in the log: its timestamp, author and seq.
@@ -1451,9 +1315,9 @@ impl Graph {
                     out.extend_from_slice(x.as_bytes());
                 }
             }
-            for (rel, to) in self.edges(n) {
+            for (rel, to) in &n.edges {
                 out.extend_from_slice(rel.as_bytes());
-                out.extend_from_slice(to.id.as_bytes());
+                out.extend_from_slice(to.as_bytes());
             }
             out.push(x.frame_state.map_or(0xff, |s| s as u8));
             out.push(x.task_state.map_or(0xff, |s| s as u8));
