@@ -122,6 +122,18 @@ fn main() {
             let _ = std::fs::write(path, cmd);
         }
     };
+    if args.iter().any(|a| a == "--decode-only") {
+        // The decoding share of the replay: every payload decoded, nothing applied.
+        let cpu_start = cpu_ns();
+        let mut sink = 0usize;
+        for (id, pos, payload) in &encoded {
+            let e = agora_graph::LogEvent::from_payload(*id, *pos, *payload);
+            sink += matches!(e.body, agora_graph::Body::Event(_)) as usize;
+        }
+        let cpu = cpu_ns() - cpu_start;
+        println!("decode only: {:.0} events/s on-cpu ({:.3} s, {sink} events)", events as f64 / (cpu as f64 / 1e9), cpu as f64 / 1e9);
+        return;
+    }
     let (rss_before, faults_before) = memory();
     perf("enable\n");
     let cpu_start = cpu_ns();

@@ -39,6 +39,11 @@ impl Hasher for IdHasher {
 
 type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
+/// Events decoded and looked up together by a replay (see `Graph::warm`):
+/// enough independent lookups to keep the memory system busy, few enough
+/// that the batch (216 bytes an event) stays in the first-level cache.
+const WARM_BATCH: usize = 64;
+
 /// A node's place in [`Graph::nodes`] (application order). Every relation
 /// between nodes inside the graph is one of these instead of a 32-byte id.
 type Ix = u32;
@@ -663,8 +668,13 @@ impl Graph {
         events.sort_by_key(|e| (e.pos, e.id));
         let mut g = Graph::new();
         g.reserve(events.len());
-        for e in events {
-            g.apply(e);
+        let mut events = events.into_iter();
+        while !events.as_slice().is_empty() {
+            let ahead = events.as_slice().len().min(WARM_BATCH);
+            g.warm(&events.as_slice()[..ahead]);
+            for e in events.by_ref().take(ahead) {
+                g.apply(e);
+            }
         }
         g
     }
@@ -681,11 +691,36 @@ impl Graph {
         });
         let mut g = Graph::new();
         g.reserve(items.len());
-        for i in order {
-            let (id, pos, payload) = items[i as usize];
-            g.apply(LogEvent::from_payload(id, pos, payload));
+        let mut batch: Vec<LogEvent> = Vec::with_capacity(WARM_BATCH);
+        for chunk in order.chunks(WARM_BATCH) {
+            batch.extend(chunk.iter().map(|&i| {
+                let (id, pos, payload) = items[i as usize];
+                LogEvent::from_payload(id, pos, payload)
+            }));
+            g.warm(&batch);
+            for e in batch.drain(..) {
+                g.apply(e);
+            }
         }
         g
+    }
+
+    /// Look up, before applying a batch of events, every id the batch will
+    /// look up: its own ids and its references. The lookups of different ids
+    /// do not depend on each other, so the processor overlaps their cache
+    /// misses, where applying one event at a time waits for each in turn (a
+    /// replay spent a quarter of its time in those waits). Pure reads; the
+    /// results are thrown away, and a reference to an event earlier in the
+    /// same batch just misses here.
+    fn warm(&self, batch: &[LogEvent]) {
+        for e in batch {
+            std::hint::black_box(self.index.get(&self.nodes, &e.id));
+            if let Body::Event(ev) = &e.body {
+                for r in ev.ref_list().iter() {
+                    std::hint::black_box(self.index.get(&self.nodes, r));
+                }
+            }
+        }
     }
 
     /// Room for `additional` more nodes: a replay knows how many events it
