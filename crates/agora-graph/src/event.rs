@@ -489,6 +489,19 @@ impl Event {
         if code >= KIND_COUNT {
             return Err(EventDecodeError::UnknownKind(code));
         }
+        // Almost every payload is canonical: read it in one pass. Anything the
+        // fast reader does not accept goes the serde way, which decides.
+        let event = match crate::canonical::decode(body) {
+            Some(event) => event,
+            None => Self::decode_body_serde(body)?,
+        };
+        event.check_limits()?;
+        Ok(event)
+    }
+
+    /// The postcard body of an event, decoded by serde and accepted only if
+    /// canonical. The reference for [`crate::canonical::decode`].
+    pub(crate) fn decode_body_serde(body: &[u8]) -> Result<Self, EventDecodeError> {
         let (event, trailing): (Event, &[u8]) =
             postcard::take_from_bytes(body).map_err(|e| EventDecodeError::Malformed(e.to_string()))?;
         if !trailing.is_empty() {
@@ -501,7 +514,6 @@ impl Event {
         if !canonical {
             return Err(EventDecodeError::Malformed("non-canonical encoding".into()));
         }
-        event.check_limits()?;
         Ok(event)
     }
 }
