@@ -716,9 +716,9 @@ impl Graph {
         for e in batch {
             std::hint::black_box(self.index.get(&self.nodes, &e.id));
             if let Body::Event(ev) = &e.body {
-                for r in ev.ref_list().iter() {
+                ev.for_each_ref(|r| {
                     std::hint::black_box(self.index.get(&self.nodes, r));
-                }
+                });
             }
         }
     }
