@@ -143,10 +143,10 @@ impl NodeIndex {
     /// Room for `additional` more ids without growing.
     fn reserve(&mut self, additional: usize) {
         let needed = self.len + additional;
+        assert!(needed <= NODES_MAX, "more than {NODES_MAX} nodes");
         if needed * 4 <= self.slots.len() * 3 {
             return;
         }
-        assert!(needed <= NODES_MAX, "more than {NODES_MAX} nodes");
         let slots = (needed * 4).div_ceil(3).next_power_of_two().max(16);
         let old = std::mem::replace(self, Self::with_slots(slots));
         // A slot holds its hash, so growing never reads the nodes.
