@@ -1386,3 +1386,46 @@ impl Node {
         &self.id
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(id: EntryId) -> Node {
+        Node::new(id, LogPosition { timestamp_ms: 0, author: AgentId([0; 32]), seq: 0 }, 0, "raw")
+    }
+
+    /// Ids that share their hash (first four bytes), that sit at the end of
+    /// the table (probing wraps around), and plain ones, inserted into a
+    /// table that grows from its smallest size: every one is found at its
+    /// position, and nothing else is.
+    #[test]
+    fn node_index_finds_what_it_holds_through_collisions_wraparound_and_growth() {
+        let mut ids = Vec::new();
+        for i in 0..300u32 {
+            let mut id = [0u8; 32];
+            match i % 3 {
+                0 => id[..4].copy_from_slice(&0x5555_5555u32.to_le_bytes()),
+                1 => id[..4].copy_from_slice(&u32::MAX.to_le_bytes()),
+                _ => id[..4].copy_from_slice(&i.wrapping_mul(0x9e37_79b9).to_le_bytes()),
+            }
+            id[4..8].copy_from_slice(&i.to_le_bytes());
+            ids.push(EntryId(id));
+        }
+        let mut nodes: Vec<Node> = Vec::new();
+        let mut index = NodeIndex::default();
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(index.get(&nodes, id), None);
+            nodes.push(node(*id));
+            index.insert(id, i as Ix);
+            assert!(index.len * 4 <= index.slots.len() * 3, "at most 3/4 full");
+        }
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(index.get(&nodes, id), Some(i as Ix));
+        }
+        let mut absent = *ids[0].as_bytes();
+        absent[31] = 1;
+        assert_eq!(index.get(&nodes, &EntryId(absent)), None);
+        assert_eq!(index.len, ids.len());
+    }
+}
