@@ -43,7 +43,9 @@ impl Rng {
     }
 }
 
-/// Ids seen so far, by what they can be referred to as.
+/// Ids seen so far, by what they can be referred to as. (The replay example in
+/// `crates/agora-graph/examples/replay.rs` copies this generator, to measure the
+/// replay without building the store; keep the two in step.)
 #[derive(Default)]
 struct Known {
     positions: Vec<EntryId>,
