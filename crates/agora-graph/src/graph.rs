@@ -45,8 +45,10 @@ type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 /// 64. The decoded batch is 14 KB (216 bytes an event).
 const WARM_BATCH: usize = 64;
 
-/// A node's place in [`Graph::nodes`] (application order). Every relation
-/// between nodes inside the graph is one of these instead of a 32-byte id.
+/// A node's place in [`Graph::nodes`] (application order). The index, the
+/// resolved references, the rules and the effects name nodes by these; the
+/// relations a node keeps (edges, touches, marks) stay 32-byte ids, because
+/// readers take them from the node alone (see [`Node`]).
 type Ix = u32;
 
 /// An index that names no node: what [`Graph::check`] resolves an unknown
