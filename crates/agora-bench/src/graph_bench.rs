@@ -43,7 +43,9 @@ impl Rng {
     }
 }
 
-/// Ids seen so far, by what they can be referred to as.
+/// Ids seen so far, by what they can be referred to as. (The replay example in
+/// `crates/agora-graph/examples/replay.rs` copies this generator, to measure the
+/// replay without building the store; keep the two in step.)
 #[derive(Default)]
 struct Known {
     positions: Vec<EntryId>,
@@ -115,6 +117,19 @@ impl Known {
     }
 }
 
+/// CPU time of the calling thread (Linux, from /proc): what the replay itself
+/// used, apart from time spent waiting for a core on a loaded machine.
+fn thread_cpu() -> Option<Duration> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok().map(Duration::from_nanos)
+}
+
+/// Resident set of this process in bytes (Linux, from /proc; 0 elsewhere).
+fn resident_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    statm.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) * 4096
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
@@ -137,12 +152,26 @@ pub fn run(args: GraphArgs) -> Result<()> {
     // 2. Replay straight from payload bytes: decode each event just before
     //    applying it, one core. This is the rebuild-from-the-log figure.
     let encoded: Vec<(EntryId, LogPosition, Option<&[u8]>)> = log.iter().map(|(id, pos, p)| (*id, *pos, Some(&p[..]))).collect();
+    let resident_before = resident_bytes();
+    let cpu_start = thread_cpu();
     let start = Instant::now();
     let streamed = Graph::replay_encoded(&encoded);
     let replay = start.elapsed();
+    let replay_cpu = thread_cpu().map(|end| end.saturating_sub(cpu_start.unwrap_or_default()));
+    let replay_mb = resident_bytes().saturating_sub(resident_before) / 1_000_000;
     let replay_rate = args.events as f64 / replay.as_secs_f64();
+    // On a shared machine the wall clock includes time spent waiting for a
+    // core; the thread's own CPU time does not.
+    let replay_cpu_rate = replay_cpu.map(|c| args.events as f64 / c.as_secs_f64());
     if args.replay_only {
-        println!("replay from payload bytes, streamed: {:.0} events/s ({:.2} s, {} nodes)", replay_rate, replay.as_secs_f64(), streamed.len());
+        println!(
+            "replay from payload bytes, streamed: {:.0} events/s ({:.2} s, {} nodes; on-cpu {:.0} events/s; resident +{} MB)",
+            replay_rate,
+            replay.as_secs_f64(),
+            streamed.len(),
+            replay_cpu_rate.unwrap_or(f64::NAN),
+            replay_mb
+        );
         return Ok(());
     }
     let streamed_hash = streamed.view_hash();
@@ -243,7 +272,8 @@ pub fn run(args: GraphArgs) -> Result<()> {
             "{}",
             serde_json::json!({
                 "events": args.events, "payload_bytes": payload_bytes, "invalid_events": invalid,
-                "replay_events_per_s": replay_rate.round(), "two_phase_events_per_s": two_phase_rate.round(), "apply_only_events_per_s": apply_rate.round(),
+                "replay_events_per_s": replay_rate.round(), "replay_on_cpu_events_per_s": replay_cpu_rate.map(f64::round), "replay_resident_mb": replay_mb,
+                "two_phase_events_per_s": two_phase_rate.round(), "apply_only_events_per_s": apply_rate.round(),
                 "node_bytes": std::mem::size_of::<agora_graph::Node>(),
                 "status_lookup_us": { "p50": us(percentile(&lat, 0.5)), "p99": us(percentile(&lat, 0.99)), "max": us(*lat.last().expect("lookups")) },
                 "trace": { "store_entries": written, "events_in_trace": touched,
@@ -252,7 +282,13 @@ pub fn run(args: GraphArgs) -> Result<()> {
         );
     } else {
         println!("graph of {} events ({} MB of payloads, {} invalid by the rules), one core", args.events, payload_bytes / 1_000_000, invalid);
-        println!("replay from payload bytes, streamed:        {:>10.0} events/s  ({:.2} s)", replay_rate, replay.as_secs_f64());
+        println!(
+            "replay from payload bytes, streamed:        {:>10.0} events/s  ({:.2} s; on-cpu {:.0} events/s; resident +{} MB)",
+            replay_rate,
+            replay.as_secs_f64(),
+            replay_cpu_rate.unwrap_or(f64::NAN),
+            replay_mb
+        );
         println!("replay in two phases (decode all, apply):   {:>10.0} events/s  (decode {:.2} s, apply {:.2} s)", two_phase_rate, decode.as_secs_f64(), apply.as_secs_f64());
         println!("apply only (decoded events):                {:>10.0} events/s", apply_rate);
         println!(

@@ -331,6 +331,13 @@ impl Event {
     /// references (all kinds but synthesis, refinement and claim lists).
     pub fn ref_list(&self) -> RefList {
         let mut out = RefList::default();
+        self.for_each_ref(|r| out.push(*r));
+        out
+    }
+
+    /// Call `f` on every entry id this event refers to, in field order,
+    /// without collecting them.
+    pub fn for_each_ref(&self, mut f: impl FnMut(&EntryId)) {
         match self {
             Event::Proposition { .. } | Event::Question { .. } | Event::Task { .. } | Event::Trajectory { .. } => {}
             Event::Support { target, .. }
@@ -339,35 +346,34 @@ impl Event {
             | Event::Reframe { target, .. }
             | Event::Park { target, .. }
             | Event::Resume { target }
-            | Event::Confirm { target } => out.push(*target),
+            | Event::Confirm { target } => f(target),
             Event::Refinement { target, resolves, .. } => {
-                out.push(*target);
-                resolves.iter().for_each(|r| out.push(*r));
+                f(target);
+                resolves.iter().for_each(f);
             }
-            Event::Synthesis { sources, .. } | Event::Claim { sources, .. } => sources.iter().for_each(|r| out.push(*r)),
+            Event::Synthesis { sources, .. } | Event::Claim { sources, .. } => sources.iter().for_each(f),
             Event::Connection { a, b, .. } | Event::Tension { a, b, .. } => {
-                out.push(*a);
-                out.push(*b);
+                f(a);
+                f(b);
             }
             Event::Relate { from, to, .. } => {
-                out.push(*from);
-                out.push(*to);
+                f(from);
+                f(to);
             }
-            Event::FrameOpen { parent, branched_from, .. } => parent.iter().chain(branched_from.iter()).for_each(|r| out.push(*r)),
+            Event::FrameOpen { parent, branched_from, .. } => parent.iter().chain(branched_from.iter()).for_each(f),
             Event::FrameEvidence { frame, .. }
             | Event::FrameConclude { frame, .. }
             | Event::FrameSuspend { frame }
             | Event::FrameResume { frame }
-            | Event::FrameInvalidate { frame, .. } => out.push(*frame),
-            Event::TaskUpdate { task, .. } => out.push(*task),
-            Event::Judgment { trajectory, .. } => out.push(*trajectory),
-            Event::MemoryItem { source_trajectory, .. } => source_trajectory.iter().for_each(|r| out.push(*r)),
+            | Event::FrameInvalidate { frame, .. } => f(frame),
+            Event::TaskUpdate { task, .. } => f(task),
+            Event::Judgment { trajectory, .. } => f(trajectory),
+            Event::MemoryItem { source_trajectory, .. } => source_trajectory.iter().for_each(f),
             Event::Usage { trajectory, item, .. } => {
-                out.push(*trajectory);
-                out.push(*item);
+                f(trajectory);
+                f(item);
             }
         }
-        out
     }
 
     /// The node's searchable text (empty for control events).
@@ -380,6 +386,15 @@ impl Event {
 
     /// [`Event::text`], moving the string out where there is just one.
     pub fn into_text(mut self) -> String {
+        match self.single_text_mut() {
+            Some(t) => std::mem::take(t),
+            None => self.composite_text(),
+        }
+    }
+
+    /// [`Event::into_text`] without moving the event: the single text field
+    /// is left empty.
+    pub(crate) fn take_text(&mut self) -> String {
         match self.single_text_mut() {
             Some(t) => std::mem::take(t),
             None => self.composite_text(),
@@ -480,6 +495,19 @@ impl Event {
         if code >= KIND_COUNT {
             return Err(EventDecodeError::UnknownKind(code));
         }
+        // Almost every payload is canonical: read it in one pass. Anything the
+        // fast reader does not accept goes the serde way, which decides.
+        let event = match crate::canonical::decode(body) {
+            Some(event) => event,
+            None => Self::decode_body_serde(body)?,
+        };
+        event.check_limits()?;
+        Ok(event)
+    }
+
+    /// The postcard body of an event, decoded by serde and accepted only if
+    /// canonical. The reference for [`crate::canonical::decode`].
+    pub(crate) fn decode_body_serde(body: &[u8]) -> Result<Self, EventDecodeError> {
         let (event, trailing): (Event, &[u8]) =
             postcard::take_from_bytes(body).map_err(|e| EventDecodeError::Malformed(e.to_string()))?;
         if !trailing.is_empty() {
@@ -492,7 +520,6 @@ impl Event {
         if !canonical {
             return Err(EventDecodeError::Malformed("non-canonical encoding".into()));
         }
-        event.check_limits()?;
         Ok(event)
     }
 }

@@ -12,11 +12,13 @@ use agora_core::{AgentId, EntryId};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// Entry ids are SHA-256 outputs, already uniformly distributed, so the index
-/// hashes them by their first eight bytes instead of running SipHash over all
-/// 32 (a third of the replay time went to hashing). Grinding ids that collide
-/// in a table of a million buckets costs about a million SHA-256 evaluations
-/// per entry, and every entry must be signed by an admitted author.
+/// Entry ids are SHA-256 outputs and author keys Ed25519 public keys, both
+/// already uniformly distributed, so the maps keyed by them (held events,
+/// authors) hash their first eight bytes instead of running SipHash over all
+/// 32 (when the node index was such a map, a third of the replay time went to
+/// hashing). Grinding ids that collide in a table of a million buckets costs
+/// about a million SHA-256 evaluations per entry, and every entry and author
+/// must be admitted.
 #[derive(Default)]
 struct IdHasher(u64);
 
@@ -35,36 +37,125 @@ impl Hasher for IdHasher {
     }
 }
 
-type IdMap<V> = HashMap<EntryId, V, BuildHasherDefault<IdHasher>>;
+type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
-fn id_hash(id: &EntryId) -> u64 {
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&id.as_bytes()[..8]);
-    u64::from_le_bytes(first)
+/// Events looked up together, ahead of applying them, by a replay (see
+/// `Graph::warm`): enough independent lookups to keep the memory system busy.
+/// Measured: 16 gave two thirds of the gain of 64; 128 and 256 no more than
+/// 64. The decoded batch is 14 KB (216 bytes an event).
+const WARM_BATCH: usize = 64;
+
+/// A node's place in [`Graph::nodes`] (application order). The index, the
+/// resolved references, the rules and the effects name nodes by these; the
+/// relations a node keeps (edges, touches, marks) stay 32-byte ids, because
+/// readers take them from the node alone (see [`Node`]).
+type Ix = u32;
+
+/// An index that names no node: what [`Graph::check`] resolves an unknown
+/// reference to, so that the rules see it as a node of kind `unknown`.
+const UNKNOWN: Ix = Ix::MAX;
+
+/// Most nodes a graph holds. Positions are u32 and the index stores a
+/// position plus one beside 32 bits of hash, so 2^31 keeps both in range;
+/// at ~150 bytes a node that is 300 GB, far past any machine this runs on.
+pub const NODES_MAX: usize = 1 << 31;
+
+/// Node positions by id, in one array of u64 slots probed linearly: the top
+/// 32 bits of a slot are the id's hash, the low 32 the position plus one (0
+/// is an empty slot). A lookup costs one cache miss for the slot and one for
+/// the node whose id confirms it; hashbrown keeps control bytes and slots in
+/// separate arrays, so it paid three, and a profile of the replay put a fifth
+/// of the time there. 8 bytes a slot, at most 3/4 full.
+///
+/// Entry ids are SHA-256 outputs, so their first bytes are already a uniform
+/// hash. Grinding ids that collide costs about a million SHA-256 evaluations
+/// per entry in a table of a million slots, and every entry must be signed
+/// by an admitted author.
+#[derive(Clone, Debug)]
+struct NodeIndex {
+    slots: Vec<u64>,
+    /// Slots in use.
+    len: usize,
+    /// `32 - log2(slots.len())`: a hash's home slot is its top bits.
+    shift: u32,
 }
 
-/// Node positions by id. Only the u32 position is stored; the id is read from
-/// the node itself, so the index costs 5 bytes a node instead of 37, which on
-/// a million-node replay is 60 MB less memory to fault in.
-#[derive(Clone, Debug, Default)]
-struct NodeIndex {
-    table: hashbrown::HashTable<u32>,
+impl Default for NodeIndex {
+    fn default() -> Self {
+        Self::with_slots(16)
+    }
 }
 
 impl NodeIndex {
-    fn get(&self, nodes: &[Node], id: &EntryId) -> Option<u32> {
-        self.table.find(id_hash(id), |&i| nodes[i as usize].id == *id).copied()
+    fn with_slots(slots: usize) -> Self {
+        assert!(slots.is_power_of_two() && (16..=1 << 32).contains(&slots));
+        Self { slots: vec![0; slots], len: 0, shift: 32 - slots.trailing_zeros() }
     }
+
+    fn hash(id: &EntryId) -> u32 {
+        let b = id.as_bytes();
+        u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+
+    fn home(&self, hash: u32) -> usize {
+        (hash >> self.shift) as usize
+    }
+
+    fn get(&self, nodes: &[Node], id: &EntryId) -> Option<Ix> {
+        let hash = Self::hash(id);
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(hash);
+        // Terminates: the table is never more than 3/4 full.
+        loop {
+            let slot = self.slots[i];
+            if slot == 0 {
+                return None;
+            }
+            if (slot >> 32) as u32 == hash {
+                let ix = slot as u32 - 1;
+                if nodes[ix as usize].id == *id {
+                    return Some(ix);
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
     fn contains(&self, nodes: &[Node], id: &EntryId) -> bool {
         self.get(nodes, id).is_some()
     }
-    /// Index the node at position `i` (already in `nodes`).
-    fn insert(&mut self, nodes: &[Node], i: u32) {
-        let hash = id_hash(&nodes[i as usize].id);
-        self.table.insert_unique(hash, i, |&j| id_hash(&nodes[j as usize].id));
+
+    /// Index position `ix`, whose node has id `id` and is not indexed yet.
+    fn insert(&mut self, id: &EntryId, ix: Ix) {
+        assert!((ix as usize) < NODES_MAX);
+        self.reserve(1);
+        self.place(Self::hash(id), ix);
+        self.len += 1;
     }
-    fn reserve(&mut self, nodes: &[Node], additional: usize) {
-        self.table.reserve(additional, |&j| id_hash(&nodes[j as usize].id));
+
+    fn place(&mut self, hash: u32, ix: Ix) {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(hash);
+        while self.slots[i] != 0 {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = u64::from(hash) << 32 | u64::from(ix + 1);
+    }
+
+    /// Room for `additional` more ids without growing.
+    fn reserve(&mut self, additional: usize) {
+        let needed = self.len + additional;
+        assert!(needed <= NODES_MAX, "more than {NODES_MAX} nodes");
+        if needed * 4 <= self.slots.len() * 3 {
+            return;
+        }
+        let slots = (needed * 4).div_ceil(3).next_power_of_two().max(16);
+        let old = std::mem::replace(self, Self::with_slots(slots));
+        // A slot holds its hash, so growing never reads the nodes.
+        for slot in old.slots.into_iter().filter(|&s| s != 0) {
+            self.place((slot >> 32) as u32, slot as u32 - 1);
+        }
+        self.len = old.len;
     }
 }
 
@@ -181,11 +272,12 @@ impl FrameState {
 }
 
 /// What a node keeps of its event beyond its text: just what later rules and
-/// reads need. (Keeping whole events would double the graph's memory.)
+/// reads need. (Keeping whole events would double the graph's memory.) Four
+/// bytes: a claim's expiry, which few claims have, lives in [`Extra`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Meta {
     None,
-    Claim { kind: MemoryKind, has_sources: bool, confirmed: bool, expires_at_ms: Option<u64> },
+    Claim { kind: MemoryKind, has_sources: bool, confirmed: bool },
     Relate(Relation),
 }
 
@@ -220,8 +312,8 @@ enum Mark {
 impl Meta {
     fn of(ev: &Event) -> Self {
         match ev {
-            Event::Claim { kind, sources, confirmed, expires_at_ms, .. } => {
-                Meta::Claim { kind: *kind, has_sources: !sources.is_empty(), confirmed: *confirmed, expires_at_ms: *expires_at_ms }
+            Event::Claim { kind, sources, confirmed, .. } => {
+                Meta::Claim { kind: *kind, has_sources: !sources.is_empty(), confirmed: *confirmed }
             }
             Event::Relate { relation, .. } => Meta::Relate(*relation),
             _ => Meta::None,
@@ -237,6 +329,8 @@ impl Meta {
 struct Extra {
     invalid: Option<Box<str>>,
     marks: Vec<(Mark, EntryId)>,
+    /// A valid claim's expiry.
+    expires_at_ms: Option<u64>,
     confirmed: bool,
     frame_state: Option<FrameState>,
     task_state: Option<TaskState>,
@@ -290,9 +384,12 @@ pub struct Node {
     pub kind: &'static str,
     /// Searchable text.
     pub text: String,
-    /// Every later event that touched this node, in log order (see [`Node::touched_by`]).
+    /// Every later event that touched this node, in log order (see
+    /// [`Node::touched_by`]). Ids, not positions, because `touched_by` answers
+    /// from the node alone.
     touched: Vec<EntryId>,
-    /// Outgoing typed edges: (relation name, target).
+    /// Outgoing typed edges: (relation name, target). Ids, not positions, for
+    /// the same reason: readers take them from the node alone.
     pub edges: Vec<(&'static str, EntryId)>,
     meta: Meta,
     extra: Option<Box<Extra>>,
@@ -394,7 +491,7 @@ impl Node {
 
     /// A claim whose expiry is at or before `now_ms`.
     pub fn expired(&self, now_ms: u64) -> bool {
-        matches!(self.meta, Meta::Claim { expires_at_ms: Some(t), .. } if t <= now_ms)
+        matches!(self.meta, Meta::Claim { .. }) && self.x().expires_at_ms.is_some_and(|t| t <= now_ms)
     }
 
     /// The memory kind of a claim.
@@ -503,12 +600,13 @@ pub struct Graph {
     index: NodeIndex,
     /// Every author seen, in order of first appearance; nodes refer to them by index.
     authors: Vec<AgentId>,
-    author_index: HashMap<AgentId, u32>,
+    /// Author keys are Ed25519 public keys, uniform like ids: hashed by prefix.
+    author_index: IdMap<AgentId, u32>,
     /// Held events, by one of the ids they still miss.
-    waiting: IdMap<Vec<LogEvent>>,
+    waiting: IdMap<EntryId, Vec<LogEvent>>,
     pending_count: usize,
     /// Memory item content id -> first item with that content.
-    content_ids: HashMap<[u8; 32], EntryId>,
+    content_ids: HashMap<[u8; 32], Ix>,
     last_pos: Option<LogPosition>,
 }
 
@@ -531,6 +629,36 @@ const CONTENT_KINDS: &[&str] = &[
     "tension",
 ];
 
+/// An event's references resolved to node positions, in [`Event::ref_list`]
+/// order: four inline (every kind but long source lists), more on the heap.
+#[derive(Default)]
+struct Targets {
+    inline: [Ix; 4],
+    len: usize,
+    more: Vec<Ix>,
+}
+
+impl Targets {
+    fn push(&mut self, ix: Ix) {
+        if self.len < self.inline.len() && self.more.is_empty() {
+            self.inline[self.len] = ix;
+            self.len += 1;
+        } else {
+            if self.more.is_empty() {
+                self.more.extend_from_slice(&self.inline[..self.len]);
+            }
+            self.more.push(ix);
+        }
+    }
+}
+
+impl std::ops::Deref for Targets {
+    type Target = [Ix];
+    fn deref(&self) -> &[Ix] {
+        if self.more.is_empty() { &self.inline[..self.len] } else { &self.more }
+    }
+}
+
 impl Graph {
     /// An empty graph.
     pub fn new() -> Self {
@@ -542,10 +670,12 @@ impl Graph {
     pub fn replay(mut events: Vec<LogEvent>) -> Self {
         events.sort_by_key(|e| (e.pos, e.id));
         let mut g = Graph::new();
-        g.nodes.reserve(events.len());
-        g.index.reserve(&g.nodes, events.len());
-        for e in events {
-            g.apply(e);
+        g.reserve(events.len());
+        for batch in events.chunks_mut(WARM_BATCH) {
+            g.warm(batch);
+            for e in batch {
+                g.apply_in_place(e);
+            }
         }
         g
     }
@@ -561,19 +691,59 @@ impl Graph {
             (*pos, *id)
         });
         let mut g = Graph::new();
-        g.nodes.reserve(items.len());
-        g.index.reserve(&g.nodes, items.len());
-        for i in order {
-            let (id, pos, payload) = items[i as usize];
-            g.apply(LogEvent::from_payload(id, pos, payload));
+        g.reserve(items.len());
+        let mut batch: Vec<LogEvent> = Vec::with_capacity(WARM_BATCH);
+        for chunk in order.chunks(WARM_BATCH) {
+            batch.extend(chunk.iter().map(|&i| {
+                let (id, pos, payload) = items[i as usize];
+                LogEvent::from_payload(id, pos, payload)
+            }));
+            g.warm(&batch);
+            for e in &mut batch {
+                g.apply_in_place(e);
+            }
+            batch.clear();
         }
         g
+    }
+
+    /// Look up, before applying a batch of events, every id the batch will
+    /// look up: its own ids and its references. The lookups of different ids
+    /// do not depend on each other, so the processor overlaps their cache
+    /// misses, where applying one event at a time waits for each in turn (a
+    /// replay spent a quarter of its time in those waits). Pure reads; the
+    /// results are thrown away, and a reference to an event earlier in the
+    /// same batch just misses here.
+    fn warm(&self, batch: &[LogEvent]) {
+        for e in batch {
+            std::hint::black_box(self.index.get(&self.nodes, &e.id));
+            if let Body::Event(ev) = &e.body {
+                ev.for_each_ref(|r| {
+                    std::hint::black_box(self.index.get(&self.nodes, r));
+                });
+            }
+        }
+    }
+
+    /// Room for `additional` more nodes: a replay knows how many events it
+    /// holds, so neither the nodes nor the index ever grow (and copy) during it.
+    fn reserve(&mut self, additional: usize) {
+        self.nodes.reserve_exact(additional);
+        self.index.reserve(additional);
     }
 
     /// Apply one event. Events must come in log order (see [`Graph::replay`]);
     /// returns `false`, applying nothing, if `event` sorts before the last one
     /// applied, in which case the caller replays. Applying an id twice is a no-op.
-    pub fn apply(&mut self, event: LogEvent) -> bool {
+    pub fn apply(&mut self, mut event: LogEvent) -> bool {
+        self.apply_in_place(&mut event)
+    }
+
+    /// [`Graph::apply`] without moving the event (216 bytes, and a replay
+    /// moved each several times): its text is taken into the node, what is
+    /// left is the caller's to drop. An event held as pending is moved out,
+    /// leaving a redacted one with its id and position.
+    fn apply_in_place(&mut self, event: &mut LogEvent) -> bool {
         if self.index.contains(&self.nodes, &event.id) {
             return true;
         }
@@ -581,84 +751,129 @@ impl Graph {
             return false;
         }
         self.last_pos = Some(event.pos);
-        // Usually nothing is released, so avoid allocating a queue for one event.
-        let mut next = Some(event);
-        let mut queue: Vec<LogEvent> = Vec::new();
-        while let Some(e) = next.take().or_else(|| queue.pop()) {
-            let id = e.id;
-            if self.index.contains(&self.nodes, &id) {
-                continue;
-            }
-            let refs = match &e.body {
-                Body::Event(ev) => ev.ref_list(),
-                _ => crate::event::RefList::default(),
-            };
-            if let Some(first) = refs.iter().find(|r| !self.index.contains(&self.nodes, r)) {
-                self.pending_count += 1;
-                self.waiting.entry(*first).or_default().push(e);
-                continue;
-            }
-            self.apply_ready(e, &refs);
-            if let Some(mut released) = self.waiting.remove(&id) {
-                self.pending_count -= released.len();
-                // Apply released events in log order: push in reverse onto the stack.
-                released.sort_by_key(|r| std::cmp::Reverse((r.pos, r.id)));
-                queue.extend(released);
-            }
+        let id = event.id;
+        if self.try_apply(event) && !self.waiting.is_empty() {
+            self.release(id);
         }
         true
     }
 
-    fn apply_ready(&mut self, e: LogEvent, refs: &[EntryId]) {
-        let kind = match &e.body {
+    /// Apply `e` if every event it refers to is known; otherwise hold it as
+    /// pending under the first one missing. True if applied.
+    fn try_apply(&mut self, e: &mut LogEvent) -> bool {
+        let refs = match &e.body {
+            Body::Event(ev) => ev.ref_list(),
+            _ => crate::event::RefList::default(),
+        };
+        // Each reference is looked up once, here; the rules and effects then
+        // reach its node by position.
+        let mut targets = Targets::default();
+        for r in refs.iter() {
+            match self.index.get(&self.nodes, r) {
+                Some(ix) => targets.push(ix),
+                None => {
+                    let held = std::mem::replace(e, LogEvent { id: e.id, pos: e.pos, body: Body::Redacted });
+                    self.pending_count += 1;
+                    self.waiting.entry(*r).or_default().push(held);
+                    return false;
+                }
+            }
+        }
+        self.apply_ready(e, &refs, &targets);
+        true
+    }
+
+    /// Apply the events that waited for `id` (just applied), in log order,
+    /// each followed at once by those that waited for it.
+    fn release(&mut self, id: EntryId) {
+        let mut stack: Vec<LogEvent> = Vec::new();
+        self.take_waiting(&id, &mut stack);
+        while let Some(mut e) = stack.pop() {
+            let id = e.id;
+            if self.index.contains(&self.nodes, &id) {
+                continue;
+            }
+            if self.try_apply(&mut e) {
+                self.take_waiting(&id, &mut stack);
+            }
+        }
+    }
+
+    /// Move the events waiting for `id` onto `stack`, the earliest on top.
+    fn take_waiting(&mut self, id: &EntryId, stack: &mut Vec<LogEvent>) {
+        if let Some(mut released) = self.waiting.remove(id) {
+            self.pending_count -= released.len();
+            released.sort_by_key(|r| std::cmp::Reverse((r.pos, r.id)));
+            stack.extend(released);
+        }
+    }
+
+    /// Add the node for `e`, whose references `refs` are all known, at
+    /// `targets`; then, if it keeps the rules, its effects.
+    fn apply_ready(&mut self, e: &mut LogEvent, refs: &[EntryId], targets: &[Ix]) {
+        let (id, pos, body) = (e.id, e.pos, &mut e.body);
+        let kind = match body {
             Body::Raw => "raw",
             Body::Redacted => "redacted",
             Body::Undecodable(_) => "invalid",
             Body::Event(ev) => ev.kind_name(),
         };
-        let author = match self.author_index.get(&e.pos.author) {
-            Some(a) => *a,
-            None => {
-                let a = self.authors.len() as u32;
-                self.authors.push(e.pos.author);
-                self.author_index.insert(e.pos.author, a);
-                a
-            }
-        };
-        let mut node = Node::new(e.id, e.pos, author, kind);
-        let event = match e.body {
+        let mut node = Node::new(id, pos, self.author(&pos.author), kind);
+        let invalid = match body {
             Body::Raw | Body::Redacted => None,
-            Body::Undecodable(err) => {
-                node.extra.get_or_insert_with(Box::default).invalid = Some(err.to_string().into_boxed_str());
-                None
-            }
-            Body::Event(ev) => {
-                match self.check_refs(e.id, &ev, refs) {
-                    Err(err) => node.extra.get_or_insert_with(Box::default).invalid = Some(err.to_string().into_boxed_str()),
-                    Ok(()) => node.meta = Meta::of(&ev),
+            Body::Undecodable(err) => Some(err.to_string()),
+            Body::Event(ev) => match self.check_refs(id, ev, refs, targets) {
+                Err(err) => Some(err.to_string()),
+                Ok(()) => {
+                    node.meta = Meta::of(ev);
+                    if let Event::Claim { expires_at_ms: Some(t), .. } = ev {
+                        node.extra.get_or_insert_with(Box::default).expires_at_ms = Some(*t);
+                    }
+                    None
                 }
-                Some(ev)
-            }
+            },
         };
+        let valid = invalid.is_none();
+        if let Some(reason) = invalid {
+            node.extra.get_or_insert_with(Box::default).invalid = Some(reason.into_boxed_str());
+        }
+        assert!(self.nodes.len() < NODES_MAX, "more than {NODES_MAX} nodes");
+        let me = self.nodes.len() as Ix;
         self.nodes.push(node);
-        self.index.insert(&self.nodes, (self.nodes.len() - 1) as u32);
-        if let Some(ev) = event {
-            if self.nodes.last().is_some_and(|n| n.invalid().is_none()) {
-                self.effects(e.id, &ev);
+        self.index.insert(&id, me);
+        if let Body::Event(ev) = body {
+            if valid {
+                self.effects(me, ev, targets);
             }
-            let text = ev.into_text();
-            if let Some(n) = self.nodes.last_mut() {
-                n.text = text;
-            }
+            self.nodes[me as usize].text = ev.take_text();
         }
     }
 
-    fn kind_of(&self, id: &EntryId) -> &'static str {
-        self.node(id).map_or("unknown", |n| if n.invalid().is_some() { "invalid" } else { n.kind })
+    /// The author's index in the author table, adding it on first sight.
+    fn author(&mut self, author: &AgentId) -> u32 {
+        if let Some(a) = self.author_index.get(author) {
+            return *a;
+        }
+        // At most one new author a node, so this fits as positions do.
+        assert!(self.authors.len() < NODES_MAX);
+        let a = self.authors.len() as u32;
+        self.authors.push(*author);
+        self.author_index.insert(*author, a);
+        a
     }
 
-    fn expect(&self, event: &'static str, target: &EntryId, kinds: &[&str], expected: &'static str) -> Result<(), RuleError> {
-        let kind = self.kind_of(target);
+    /// The node at `ix`; `None` for [`UNKNOWN`].
+    fn at(&self, ix: Ix) -> Option<&Node> {
+        self.nodes.get(ix as usize)
+    }
+
+    fn kind_at(&self, ix: Ix) -> &'static str {
+        self.at(ix).map_or("unknown", |n| if n.invalid().is_some() { "invalid" } else { n.kind })
+    }
+
+    /// The rule that `target` (at `ix`) is of one of `kinds`.
+    fn expect(&self, event: &'static str, ix: Ix, target: &EntryId, kinds: &[&str], expected: &'static str) -> Result<(), RuleError> {
+        let kind = self.kind_at(ix);
         // A redacted event's kind is unknowable here; redaction must not turn
         // the events that refer to it into rule breakers, so it matches any kind.
         if kinds.contains(&kind) || kind == "redacted" {
@@ -671,11 +886,19 @@ impl Graph {
     /// Check an event against the rules, given that all its references are known.
     /// Used for local writes (refuse) and for arrivals (mark invalid).
     pub fn check(&self, id: EntryId, ev: &Event) -> Result<(), RuleError> {
-        self.check_refs(id, ev, &ev.ref_list())
+        let refs = ev.ref_list();
+        let mut targets = Targets::default();
+        for r in refs.iter() {
+            targets.push(self.index.get(&self.nodes, r).unwrap_or(UNKNOWN));
+        }
+        self.check_refs(id, ev, &refs, &targets)
     }
 
-    /// [`Graph::check`] with the event's references already collected.
-    fn check_refs(&self, id: EntryId, ev: &Event, refs: &[EntryId]) -> Result<(), RuleError> {
+    /// [`Graph::check`] with the event's references already collected and
+    /// resolved: `targets[i]` is the node `refs[i]` names ([`UNKNOWN`] if none),
+    /// in [`Event::ref_list`] order, which is field order.
+    fn check_refs(&self, id: EntryId, ev: &Event, refs: &[EntryId], t: &[Ix]) -> Result<(), RuleError> {
+        assert_eq!(refs.len(), t.len());
         for (i, r) in refs.iter().enumerate() {
             if *r == id || refs[..i].contains(r) {
                 return Err(RuleError::SelfReference(*r));
@@ -686,12 +909,12 @@ impl Graph {
         match ev {
             Event::Proposition { .. } | Event::Question { .. } | Event::Task { .. } | Event::Trajectory { .. } => Ok(()),
             Event::Support { target, .. } | Event::Contradiction { target, .. } => {
-                self.expect(name, target, POSITION_KINDS, "a position (proposition, claim, refinement, ...)")
+                self.expect(name, t[0], target, POSITION_KINDS, "a position (proposition, claim, refinement, ...)")
             }
             Event::Refinement { target, resolves, .. } => {
-                self.expect(name, target, POSITION_KINDS, "a position")?;
-                for c in resolves {
-                    self.expect(name, c, &["contradiction"], "a contradiction to resolve")?;
+                self.expect(name, t[0], target, POSITION_KINDS, "a position")?;
+                for (c, &ix) in resolves.iter().zip(&t[1..]) {
+                    self.expect(name, ix, c, &["contradiction"], "a contradiction to resolve")?;
                 }
                 Ok(())
             }
@@ -699,12 +922,12 @@ impl Graph {
                 if sources.len() < 2 {
                     return Err(RuleError::SynthesisArity(sources.len()));
                 }
-                sources.iter().try_for_each(|s| self.expect(name, s, POSITION_KINDS, "a position"))
+                sources.iter().zip(t).try_for_each(|(s, &ix)| self.expect(name, ix, s, POSITION_KINDS, "a position"))
             }
             Event::Resolve { target, .. } => {
-                let kind = self.kind_of(target);
+                let kind = self.kind_at(t[0]);
                 let resolvable = matches!(kind, "question" | "contradiction" | "tension")
-                    || matches!(self.node(target).map(|n| n.meta), Some(Meta::Relate(Relation::Contradicts)));
+                    || matches!(self.at(t[0]).map(|n| n.meta), Some(Meta::Relate(Relation::Contradicts)));
                 if !resolvable {
                     return Err(RuleError::WrongKind {
                         event: name,
@@ -713,90 +936,95 @@ impl Graph {
                         expected: "a question, contradiction, tension or contradicts relation",
                     });
                 }
-                match self.node(target).and_then(|n| n.x().last(Mark::ResolvedBy)) {
+                match self.at(t[0]).and_then(|n| n.x().last(Mark::ResolvedBy)) {
                     Some(by) => wrong_state(target, format!("already resolved by {by}")),
                     None => Ok(()),
                 }
             }
             Event::Connection { a, b, .. } | Event::Tension { a, b, .. } => {
-                self.expect(name, a, CONTENT_KINDS, "a content node")?;
-                self.expect(name, b, CONTENT_KINDS, "a content node")
+                self.expect(name, t[0], a, CONTENT_KINDS, "a content node")?;
+                self.expect(name, t[1], b, CONTENT_KINDS, "a content node")
             }
             Event::Reframe { target, .. } => {
                 let mut kinds = POSITION_KINDS.to_vec();
                 kinds.push("question");
-                self.expect(name, target, &kinds, "a position or question")
+                self.expect(name, t[0], target, &kinds, "a position or question")
             }
             Event::Park { target, .. } => {
-                self.expect(name, target, CONTENT_KINDS, "a content node")?;
-                match self.node(target).and_then(|n| n.x().last(Mark::ParkedBy)) {
+                self.expect(name, t[0], target, CONTENT_KINDS, "a content node")?;
+                match self.at(t[0]).and_then(|n| n.x().last(Mark::ParkedBy)) {
                     Some(_) => wrong_state(target, "already parked".into()),
                     None => Ok(()),
                 }
             }
             Event::Resume { target } => {
-                self.expect(name, target, CONTENT_KINDS, "a content node")?;
-                match self.node(target).and_then(|n| n.x().last(Mark::ParkedBy)) {
+                self.expect(name, t[0], target, CONTENT_KINDS, "a content node")?;
+                match self.at(t[0]).and_then(|n| n.x().last(Mark::ParkedBy)) {
                     Some(_) => Ok(()),
                     None => wrong_state(target, "not parked".into()),
                 }
             }
-            Event::Claim { sources, .. } => sources.iter().try_for_each(|s| self.expect(name, s, CONTENT_KINDS, "a source event")),
+            Event::Claim { sources, .. } => {
+                sources.iter().zip(t).try_for_each(|(s, &ix)| self.expect(name, ix, s, CONTENT_KINDS, "a source event"))
+            }
             Event::Relate { from, to, relation, .. } => {
-                self.expect(name, from, CLAIM_KINDS, "a claim-like node (proposition, claim, refinement, ...)")?;
-                self.expect(name, to, CLAIM_KINDS, "a claim-like node (proposition, claim, refinement, ...)")?;
+                self.expect(name, t[0], from, CLAIM_KINDS, "a claim-like node (proposition, claim, refinement, ...)")?;
+                self.expect(name, t[1], to, CLAIM_KINDS, "a claim-like node (proposition, claim, refinement, ...)")?;
                 if relation.supersedes() && self.supersedes_transitively(to, from) {
                     return Err(RuleError::Cycle { from: *from, to: *to });
                 }
                 Ok(())
             }
-            Event::Confirm { target } => self.expect(name, target, &["claim"], "a claim"),
-            Event::FrameOpen { parent, branched_from, .. } => {
-                parent.iter().chain(branched_from.iter()).try_for_each(|f| self.expect(name, f, &["frame_open"], "a frame"))
-            }
+            Event::Confirm { target } => self.expect(name, t[0], target, &["claim"], "a claim"),
+            Event::FrameOpen { parent, branched_from, .. } => parent
+                .iter()
+                .chain(branched_from.iter())
+                .zip(t)
+                .try_for_each(|(f, &ix)| self.expect(name, ix, f, &["frame_open"], "a frame")),
             Event::FrameEvidence { frame, .. } | Event::FrameConclude { frame, .. } => {
-                self.expect(name, frame, &["frame_open"], "a frame")?;
-                match self.node(frame).and_then(|n| n.x().frame_state) {
+                self.expect(name, t[0], frame, &["frame_open"], "a frame")?;
+                match self.at(t[0]).and_then(|n| n.x().frame_state) {
                     Some(FrameState::Active) => Ok(()),
                     Some(s) => wrong_state(frame, format!("a {} frame", s.name())),
                     None => Ok(()),
                 }
             }
             Event::FrameSuspend { frame } => {
-                self.expect(name, frame, &["frame_open"], "a frame")?;
-                match self.node(frame).and_then(|n| n.x().frame_state) {
+                self.expect(name, t[0], frame, &["frame_open"], "a frame")?;
+                match self.at(t[0]).and_then(|n| n.x().frame_state) {
                     Some(FrameState::Active) => Ok(()),
                     s => wrong_state(frame, format!("a {} frame", s.map_or("unknown", |s| s.name()))),
                 }
             }
             Event::FrameResume { frame } => {
-                self.expect(name, frame, &["frame_open"], "a frame")?;
-                match self.node(frame).and_then(|n| n.x().frame_state) {
+                self.expect(name, t[0], frame, &["frame_open"], "a frame")?;
+                match self.at(t[0]).and_then(|n| n.x().frame_state) {
                     Some(FrameState::Suspended | FrameState::Invalidated) => Ok(()),
                     s => wrong_state(frame, format!("a {} frame", s.map_or("unknown", |s| s.name()))),
                 }
             }
-            Event::FrameInvalidate { frame, .. } => self.expect(name, frame, &["frame_open"], "a frame"),
+            Event::FrameInvalidate { frame, .. } => self.expect(name, t[0], frame, &["frame_open"], "a frame"),
             Event::TaskUpdate { task, .. } => {
-                self.expect(name, task, &["task"], "a task")?;
-                match self.node(task).and_then(|n| n.x().task_state) {
+                self.expect(name, t[0], task, &["task"], "a task")?;
+                match self.at(t[0]).and_then(|n| n.x().task_state) {
                     Some(s @ (TaskState::Done | TaskState::Abandoned)) => wrong_state(task, format!("a {} task", s.name())),
                     _ => Ok(()),
                 }
             }
             Event::Judgment { trajectory, .. } => {
-                self.expect(name, trajectory, &["trajectory"], "a trajectory")?;
-                match self.node(trajectory).and_then(|n| n.x().judged) {
+                self.expect(name, t[0], trajectory, &["trajectory"], "a trajectory")?;
+                match self.at(t[0]).and_then(|n| n.x().judged) {
                     Some(_) => wrong_state(trajectory, "already judged".into()),
                     None => Ok(()),
                 }
             }
-            Event::MemoryItem { source_trajectory, .. } => {
-                source_trajectory.iter().try_for_each(|t| self.expect(name, t, &["trajectory"], "a trajectory"))
-            }
+            Event::MemoryItem { source_trajectory, .. } => source_trajectory
+                .iter()
+                .zip(t)
+                .try_for_each(|(s, &ix)| self.expect(name, ix, s, &["trajectory"], "a trajectory")),
             Event::Usage { trajectory, item, .. } => {
-                self.expect(name, trajectory, &["trajectory"], "a trajectory")?;
-                self.expect(name, item, &["memory_item"], "a memory item")
+                self.expect(name, t[0], trajectory, &["trajectory"], "a trajectory")?;
+                self.expect(name, t[1], item, &["memory_item"], "a memory item")
             }
         }
     }
@@ -818,35 +1046,33 @@ impl Graph {
         a == b
     }
 
-    fn node_mut(&mut self, id: &EntryId) -> &mut Node {
-        // The event being applied is the newest node: skip the index for it.
-        let newest = self.nodes.len().wrapping_sub(1);
-        if self.nodes.last().is_some_and(|n| n.id == *id) {
-            return &mut self.nodes[newest];
-        }
-        // Effects run only after `check`, which proved every reference exists.
-        let i = self.index.get(&self.nodes, id).unwrap_or_else(|| panic!("reference {id} checked but missing"));
-        &mut self.nodes[i as usize]
+    /// The position of a node a mark names. Marks only ever name applied
+    /// nodes, so a miss is a broken invariant, not bad input.
+    fn ix_of(&self, id: &EntryId) -> Ix {
+        self.index.get(&self.nodes, id).unwrap_or_else(|| panic!("marked node {id} is not in the graph"))
     }
 
-    fn extra_mut(&mut self, id: &EntryId) -> &mut Extra {
-        self.node_mut(id).extra.get_or_insert_with(Box::default)
+    fn extra_at(&mut self, ix: Ix) -> &mut Extra {
+        self.nodes[ix as usize].extra.get_or_insert_with(Box::default)
     }
 
-    fn touch(&mut self, target: &EntryId, by: EntryId) {
-        let n = self.node_mut(target);
-        if n.touched.last() != Some(&by) && n.id != by {
-            push_tight(&mut n.touched, by);
+    /// Record that `by` touched `target` (once, and never a node itself).
+    fn touch(&mut self, target: Ix, by: Ix) {
+        let by_id = self.nodes[by as usize].id;
+        let n = &mut self.nodes[target as usize];
+        if n.touched.last() != Some(&by_id) && target != by {
+            push_tight(&mut n.touched, by_id);
         }
     }
 
-    fn edge(&mut self, from: EntryId, relation: &'static str, to: EntryId) {
-        push_tight(&mut self.node_mut(&from).edges, (relation, to));
-        self.touch(&to, from);
+    fn edge(&mut self, from: Ix, relation: &'static str, to: Ix) {
+        let to_id = self.nodes[to as usize].id;
+        push_tight(&mut self.nodes[from as usize].edges, (relation, to_id));
+        self.touch(to, from);
     }
 
-    fn supersede(&mut self, target: &EntryId, by: EntryId) {
-        let n = self.extra_mut(target);
+    fn supersede(&mut self, target: Ix, by: EntryId) {
+        let n = self.extra_at(target);
         if !n.has(Mark::SupersededBy) {
             n.push(Mark::SupersededBy, by);
         }
@@ -854,186 +1080,201 @@ impl Graph {
 
     /// Close challenge `c` (answered by `by`): every node it challenged
     /// survived it.
-    fn close_challenge(&mut self, c: &EntryId, by: EntryId) {
-        self.extra_mut(c).push(Mark::ResolvedBy, by);
-        let challenged: Vec<EntryId> = self.node_mut(c).edges.iter().filter(|(r, _)| matches!(*r, "contradicts" | "tension")).map(|(_, t)| *t).collect();
+    fn close_challenge(&mut self, c: Ix, by: Ix) {
+        let (c_id, by_id) = (self.nodes[c as usize].id, self.nodes[by as usize].id);
+        self.extra_at(c).push(Mark::ResolvedBy, by_id);
+        let challenged: Vec<Ix> = self.nodes[c as usize]
+            .edges
+            .iter()
+            .filter(|(r, _)| matches!(*r, "contradicts" | "tension"))
+            .map(|(_, t)| self.ix_of(t))
+            .collect();
         for t in challenged {
-            let n = self.extra_mut(&t);
-            let was_challenge = n.remove(Mark::OpenChallenge, *c);
-            let was_tension = n.remove(Mark::Tension, *c);
+            let n = self.extra_at(t);
+            let was_challenge = n.remove(Mark::OpenChallenge, c_id);
+            let was_tension = n.remove(Mark::Tension, c_id);
             if was_challenge || was_tension {
-                n.push(Mark::Survived, *c);
+                n.push(Mark::Survived, c_id);
             }
-            self.touch(&t, by);
+            self.touch(t, by);
         }
     }
 
-    fn effects(&mut self, id: EntryId, ev: &Event) {
+    /// What a valid event does to the graph. `me` is its own (newest) node,
+    /// `t` its references' nodes in [`Event::ref_list`] order.
+    fn effects(&mut self, me: Ix, ev: &Event, t: &[Ix]) {
+        let id = self.nodes[me as usize].id;
         match ev {
             Event::Proposition { .. } | Event::Question { .. } | Event::Trajectory { .. } => {}
-            Event::Task { .. } => self.extra_mut(&id).task_state = Some(TaskState::Created),
-            Event::Support { target, .. } => self.edge(id, "supports", *target),
-            Event::Contradiction { target, .. } => {
-                self.edge(id, "contradicts", *target);
-                self.extra_mut(target).push(Mark::OpenChallenge, id);
+            Event::Task { .. } => self.extra_at(me).task_state = Some(TaskState::Created),
+            Event::Support { .. } => self.edge(me, "supports", t[0]),
+            Event::Contradiction { .. } => {
+                self.edge(me, "contradicts", t[0]);
+                self.extra_at(t[0]).push(Mark::OpenChallenge, id);
             }
-            Event::Refinement { target, resolves, .. } => {
-                self.edge(id, "refines", *target);
-                self.supersede(target, id);
-                for c in resolves {
-                    self.edge(id, "resolves", *c);
-                    self.close_challenge(c, id);
-                    self.extra_mut(&id).push(Mark::Closed, *c);
+            Event::Refinement { resolves, .. } => {
+                self.edge(me, "refines", t[0]);
+                self.supersede(t[0], id);
+                for (c, &cx) in resolves.iter().zip(&t[1..]) {
+                    self.edge(me, "resolves", cx);
+                    self.close_challenge(cx, me);
+                    self.extra_at(me).push(Mark::Closed, *c);
                 }
                 if !resolves.is_empty() {
-                    self.extra_mut(&id).push(Mark::ResolvedBy, id);
+                    self.extra_at(me).push(Mark::ResolvedBy, id);
                 }
             }
-            Event::Synthesis { sources, .. } => {
-                for s in sources {
-                    self.edge(id, "synthesizes", *s);
+            Event::Synthesis { .. } => {
+                for &s in t {
+                    self.edge(me, "synthesizes", s);
                 }
             }
-            Event::Resolve { target, .. } => {
-                self.edge(id, "resolves", *target);
-                self.close_challenge(target, id);
+            Event::Resolve { .. } => {
+                self.edge(me, "resolves", t[0]);
+                self.close_challenge(t[0], me);
             }
-            Event::Connection { a, b, .. } => {
-                self.edge(id, "connects", *a);
-                self.edge(id, "connects", *b);
+            Event::Connection { .. } => {
+                self.edge(me, "connects", t[0]);
+                self.edge(me, "connects", t[1]);
             }
-            Event::Tension { a, b, .. } => {
-                for t in [a, b] {
-                    self.edge(id, "tension", *t);
-                    self.extra_mut(t).push(Mark::Tension, id);
+            Event::Tension { .. } => {
+                for &x in &t[..2] {
+                    self.edge(me, "tension", x);
+                    self.extra_at(x).push(Mark::Tension, id);
                 }
             }
-            Event::Reframe { target, .. } => {
-                self.edge(id, "reframes", *target);
-                self.supersede(target, id);
+            Event::Reframe { .. } => {
+                self.edge(me, "reframes", t[0]);
+                self.supersede(t[0], id);
             }
-            Event::Park { target, .. } => {
-                self.touch(target, id);
-                self.extra_mut(target).push(Mark::ParkedBy, id);
+            Event::Park { .. } => {
+                self.touch(t[0], me);
+                self.extra_at(t[0]).push(Mark::ParkedBy, id);
             }
-            Event::Resume { target } => {
-                self.touch(target, id);
-                self.extra_mut(target).clear(Mark::ParkedBy);
+            Event::Resume { .. } => {
+                self.touch(t[0], me);
+                self.extra_at(t[0]).clear(Mark::ParkedBy);
             }
-            Event::Claim { sources, .. } => {
-                for s in sources {
-                    self.edge(id, "derived_from", *s);
+            Event::Claim { .. } => {
+                for &s in t {
+                    self.edge(me, "derived_from", s);
                 }
             }
             Event::Relate { from, to, relation, .. } => {
-                self.touch(from, id);
-                self.edge(id, relation.name(), *to);
-                push_tight(&mut self.node_mut(from).edges, (relation.name(), *to));
+                let (fx, tx) = (t[0], t[1]);
+                self.touch(fx, me);
+                self.edge(me, relation.name(), tx);
+                push_tight(&mut self.nodes[fx as usize].edges, (relation.name(), *to));
                 match relation {
-                    Relation::Update | Relation::StateChange => self.supersede(to, *from),
+                    Relation::Update | Relation::StateChange => self.supersede(tx, *from),
                     Relation::Expands | Relation::Qualifies => {}
                     Relation::Contradicts => {
                         // No winner: both sides are challenged by this relation.
-                        push_tight(&mut self.node_mut(&id).edges, ("contradicts", *from));
-                        self.extra_mut(from).push(Mark::OpenChallenge, id);
-                        self.extra_mut(to).push(Mark::OpenChallenge, id);
+                        push_tight(&mut self.nodes[me as usize].edges, ("contradicts", *from));
+                        self.extra_at(fx).push(Mark::OpenChallenge, id);
+                        self.extra_at(tx).push(Mark::OpenChallenge, id);
                     }
-                    Relation::Retracts => self.extra_mut(to).push(Mark::RetractedBy, id),
+                    Relation::Retracts => self.extra_at(tx).push(Mark::RetractedBy, id),
                     Relation::SameAs => {
-                        let n = self.extra_mut(from);
+                        let n = self.extra_at(fx);
                         n.push(Mark::DuplicateOf, *to);
                         n.push(Mark::DuplicateBy, id);
                     }
                 }
             }
-            Event::Confirm { target } => {
-                self.touch(target, id);
-                self.extra_mut(target).confirmed = true;
+            Event::Confirm { .. } => {
+                self.touch(t[0], me);
+                self.extra_at(t[0]).confirmed = true;
             }
             Event::FrameOpen { parent, branched_from, .. } => {
-                self.extra_mut(&id).frame_state = Some(FrameState::Active);
-                if let Some(p) = parent {
-                    self.edge(id, "child_of", *p);
-                    self.extra_mut(p).push(Mark::FrameChild, id);
+                self.extra_at(me).frame_state = Some(FrameState::Active);
+                // `t` holds the parent first when there is one, then the frame branched from.
+                let branched = usize::from(parent.is_some());
+                if parent.is_some() {
+                    let p = t[0];
+                    self.edge(me, "child_of", p);
+                    self.extra_at(p).push(Mark::FrameChild, id);
                 }
-                if let Some(b) = branched_from {
-                    self.edge(id, "branched_from", *b);
-                    let n = self.extra_mut(b);
+                if branched_from.is_some() {
+                    let b = t[branched];
+                    self.edge(me, "branched_from", b);
+                    let n = self.extra_at(b);
                     if n.frame_state == Some(FrameState::Active) {
                         n.frame_state = Some(FrameState::Suspended);
                     }
                 }
             }
-            Event::FrameEvidence { frame, .. } => self.edge(id, "evidence_for", *frame),
-            Event::FrameConclude { frame, .. } => {
-                self.edge(id, "concludes", *frame);
-                self.extra_mut(frame).frame_state = Some(FrameState::Completed);
+            Event::FrameEvidence { .. } => self.edge(me, "evidence_for", t[0]),
+            Event::FrameConclude { .. } => {
+                self.edge(me, "concludes", t[0]);
+                self.extra_at(t[0]).frame_state = Some(FrameState::Completed);
             }
-            Event::FrameSuspend { frame } => {
-                self.touch(frame, id);
-                self.extra_mut(frame).frame_state = Some(FrameState::Suspended);
+            Event::FrameSuspend { .. } => {
+                self.touch(t[0], me);
+                self.extra_at(t[0]).frame_state = Some(FrameState::Suspended);
             }
-            Event::FrameResume { frame } => {
-                self.touch(frame, id);
-                self.extra_mut(frame).frame_state = Some(FrameState::Active);
+            Event::FrameResume { .. } => {
+                self.touch(t[0], me);
+                self.extra_at(t[0]).frame_state = Some(FrameState::Active);
             }
-            Event::FrameInvalidate { frame, .. } => {
+            Event::FrameInvalidate { .. } => {
                 // Top-down cascade: the frame, then every frame under it.
-                let mut stack = vec![*frame];
+                let mut stack = vec![t[0]];
                 while let Some(f) = stack.pop() {
-                    self.touch(&f, id);
-                    let n = self.extra_mut(&f);
+                    self.touch(f, me);
+                    let n = self.extra_at(f);
                     n.frame_state = Some(FrameState::Invalidated);
-                    stack.extend(n.all(Mark::FrameChild).into_iter().rev());
+                    let children = n.all(Mark::FrameChild);
+                    stack.extend(children.iter().rev().map(|c| self.ix_of(c)));
                 }
             }
-            Event::TaskUpdate { task, state, .. } => {
-                self.touch(task, id);
-                self.extra_mut(task).task_state = Some(*state);
+            Event::TaskUpdate { state, .. } => {
+                self.touch(t[0], me);
+                self.extra_at(t[0]).task_state = Some(*state);
             }
-            Event::Judgment { trajectory, success, .. } => {
-                self.edge(id, "judges", *trajectory);
-                self.extra_mut(trajectory).judged = Some(*success);
-                let usages: Vec<EntryId> = self.extra_mut(trajectory).all(Mark::Usage);
+            Event::Judgment { success, .. } => {
+                self.edge(me, "judges", t[0]);
+                self.extra_at(t[0]).judged = Some(*success);
+                let usages: Vec<EntryId> = self.extra_at(t[0]).all(Mark::Usage);
                 for u in usages {
-                    if let Some(item) = self.node_mut(&u).x().first(Mark::UsageItem) {
-                        self.count_outcome(&item, *success);
+                    if let Some(item) = self.nodes[self.ix_of(&u) as usize].x().first(Mark::UsageItem) {
+                        self.count_outcome(self.ix_of(&item), *success);
                     }
                 }
             }
             Event::MemoryItem { title, content, source_trajectory, .. } => {
-                if let Some(t) = source_trajectory {
-                    self.edge(id, "extracted_from", *t);
+                if source_trajectory.is_some() {
+                    self.edge(me, "extracted_from", t[0]);
                 }
                 let cid = memory_item_content_id(title, content);
                 match self.content_ids.get(&cid) {
-                    Some(first) => {
-                        let first = *first;
-                        let n = self.extra_mut(&id);
-                        n.push(Mark::DuplicateOf, first);
+                    Some(&first) => {
+                        let first_id = self.nodes[first as usize].id;
+                        let n = self.extra_at(me);
+                        n.push(Mark::DuplicateOf, first_id);
                         n.push(Mark::DuplicateBy, id);
-                        self.touch(&first, id);
+                        self.touch(first, me);
                     }
                     None => {
-                        self.content_ids.insert(cid, id);
+                        self.content_ids.insert(cid, me);
                     }
                 }
             }
-            Event::Usage { trajectory, item, .. } => {
-                self.extra_mut(&id).push(Mark::UsageItem, *item);
-                self.edge(id, "used_in", *trajectory);
-                self.edge(id, "uses", *item);
-                self.extra_mut(trajectory).push(Mark::Usage, id);
-                self.extra_mut(item).push(Mark::Usage, id);
-                if let Some(success) = self.extra_mut(trajectory).judged {
-                    self.count_outcome(item, success);
+            Event::Usage { item, .. } => {
+                self.extra_at(me).push(Mark::UsageItem, *item);
+                self.edge(me, "used_in", t[0]);
+                self.edge(me, "uses", t[1]);
+                self.extra_at(t[0]).push(Mark::Usage, id);
+                self.extra_at(t[1]).push(Mark::Usage, id);
+                if let Some(success) = self.extra_at(t[0]).judged {
+                    self.count_outcome(t[1], success);
                 }
             }
         }
     }
 
-    fn count_outcome(&mut self, item: &EntryId, success: bool) {
-        let n = self.extra_mut(item);
+    fn count_outcome(&mut self, item: Ix, success: bool) {
+        let n = self.extra_at(item);
         if success {
             n.successes += 1;
         } else {
@@ -1145,5 +1386,48 @@ impl Node {
     /// The entry id.
     pub fn id(&self) -> &EntryId {
         &self.id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(id: EntryId) -> Node {
+        Node::new(id, LogPosition { timestamp_ms: 0, author: AgentId([0; 32]), seq: 0 }, 0, "raw")
+    }
+
+    /// Ids that share their hash (first four bytes), that sit at the end of
+    /// the table (probing wraps around), and plain ones, inserted into a
+    /// table that grows from its smallest size: every one is found at its
+    /// position, and nothing else is.
+    #[test]
+    fn node_index_finds_what_it_holds_through_collisions_wraparound_and_growth() {
+        let mut ids = Vec::new();
+        for i in 0..300u32 {
+            let mut id = [0u8; 32];
+            match i % 3 {
+                0 => id[..4].copy_from_slice(&0x5555_5555u32.to_le_bytes()),
+                1 => id[..4].copy_from_slice(&u32::MAX.to_le_bytes()),
+                _ => id[..4].copy_from_slice(&i.wrapping_mul(0x9e37_79b9).to_le_bytes()),
+            }
+            id[4..8].copy_from_slice(&i.to_le_bytes());
+            ids.push(EntryId(id));
+        }
+        let mut nodes: Vec<Node> = Vec::new();
+        let mut index = NodeIndex::default();
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(index.get(&nodes, id), None);
+            nodes.push(node(*id));
+            index.insert(id, i as Ix);
+            assert!(index.len * 4 <= index.slots.len() * 3, "at most 3/4 full");
+        }
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(index.get(&nodes, id), Some(i as Ix));
+        }
+        let mut absent = *ids[0].as_bytes();
+        absent[31] = 1;
+        assert_eq!(index.get(&nodes, &EntryId(absent)), None);
+        assert_eq!(index.len, ids.len());
     }
 }

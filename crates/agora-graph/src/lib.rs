@@ -11,6 +11,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![allow(clippy::result_large_err)]
 
+mod canonical;
 pub mod event;
 pub mod export;
 pub mod graph;

@@ -1,0 +1,207 @@
+//! Replay harness without the store: the same synthetic debate as
+//! `agora-bench graph` (`crates/agora-bench/src/graph_bench.rs`; keep the two
+//! generators in step), so replay can be measured and profiled without
+//! building RocksDB.
+//!
+//! ```sh
+//! cargo run --release -p agora-graph --example replay -- [events] [--hash] [--lookups]
+//! ```
+//!
+//! Prints the streamed replay rate (`Graph::replay_encoded`); `--hash` adds the
+//! view hash (to check that a layout change leaves the view's bytes alone),
+//! `--lookups` the status lookup latency with the whole log loaded.
+
+use agora_core::{AgentId, EntryId};
+use agora_graph::{Event, Graph, LogPosition, MemoryKind, Relation};
+use std::time::{Duration, Instant};
+
+/// xorshift64*: deterministic, so every run replays the same log.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+#[derive(Default)]
+struct Known {
+    positions: Vec<EntryId>,
+    claims: Vec<EntryId>,
+    open_contradictions: Vec<EntryId>,
+    open_questions: Vec<EntryId>,
+}
+
+impl Known {
+    fn recent(v: &[EntryId], rng: &mut Rng) -> Option<EntryId> {
+        if v.is_empty() {
+            return None;
+        }
+        let window = v.len().min(10_000);
+        Some(v[v.len() - 1 - rng.below(window)])
+    }
+
+    fn make(&mut self, rng: &mut Rng, i: usize) -> Event {
+        let text = format!("position {i} about pricing tier {} and hiring plan {}", i % 97, i % 13);
+        let r = rng.below(100);
+        let pos = Self::recent(&self.positions, rng);
+        let pos2 = Self::recent(&self.positions, rng);
+        match (r, pos, pos2) {
+            (0..30, _, _) | (_, None, _) => Event::Proposition { text },
+            (30..45, Some(t), _) => Event::Support { target: t, text },
+            (45..55, Some(t), _) => Event::Contradiction { target: t, text },
+            (55..63, Some(t), _) => {
+                let resolves = self.open_contradictions.pop().into_iter().collect();
+                Event::Refinement { target: t, resolves, text }
+            }
+            (63..68, Some(a), Some(b)) if a != b => Event::Synthesis { sources: vec![a, b], text },
+            (68..73, _, _) => Event::Question { text },
+            (73..78, _, _) => match self.open_questions.pop().or_else(|| self.open_contradictions.pop()) {
+                Some(t) => Event::Resolve { target: t, text },
+                None => Event::Proposition { text },
+            },
+            (78..85, Some(t), _) => Event::Claim {
+                text,
+                kind: MemoryKind::Semantic,
+                sources: vec![t],
+                owner_scope: "user:1".into(),
+                confirmed: true,
+                expires_at_ms: None,
+            },
+            (85..90, _, _) => match (Self::recent(&self.claims, rng), Self::recent(&self.claims, rng)) {
+                (Some(a), Some(b)) if a != b => Event::Relate { from: a, to: b, relation: Relation::Expands, reason: text },
+                _ => Event::Proposition { text },
+            },
+            (_, Some(a), Some(b)) if a != b => Event::Connection { a, b, text },
+            _ => Event::Proposition { text },
+        }
+    }
+
+    fn record(&mut self, id: EntryId, ev: &Event) {
+        match ev {
+            Event::Proposition { .. } | Event::Refinement { .. } | Event::Synthesis { .. } | Event::Claim { .. } => {
+                self.positions.push(id);
+                self.claims.push(id);
+            }
+            Event::Support { .. } => self.positions.push(id),
+            Event::Contradiction { .. } => {
+                self.positions.push(id);
+                self.open_contradictions.push(id);
+            }
+            Event::Question { .. } => self.open_questions.push(id),
+            _ => {}
+        }
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let events: usize = args.iter().find_map(|a| a.parse().ok()).unwrap_or(1_000_000);
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut known = Known::default();
+    let mut log: Vec<(EntryId, LogPosition, Vec<u8>)> = Vec::with_capacity(events);
+    for i in 0..events {
+        let ev = known.make(&mut rng, i);
+        let id = EntryId(agora_core::sha256(&(i as u64).to_be_bytes()));
+        let author = AgentId([(i % 16) as u8; 32]);
+        let pos = LogPosition { timestamp_ms: 1_700_000_000_000 + i as u64, author, seq: (i / 16) as u64 + 1 };
+        known.record(id, &ev);
+        log.push((id, pos, ev.encode()));
+    }
+    let encoded: Vec<(EntryId, LogPosition, Option<&[u8]>)> = log.iter().map(|(id, pos, p)| (*id, *pos, Some(&p[..]))).collect();
+
+    // `perf record --delay=-1 --control fifo:CTL` profiles the replay alone
+    // when `PERF_CTL` names that fifo.
+    let perf = |cmd: &str| {
+        if let Ok(path) = std::env::var("PERF_CTL") {
+            let _ = std::fs::write(path, cmd);
+        }
+    };
+    if args.iter().any(|a| a == "--decode-only") {
+        // The decoding share of the replay: every payload decoded, nothing applied.
+        let cpu_start = cpu_ns();
+        let mut sink = 0usize;
+        for (id, pos, payload) in &encoded {
+            let e = agora_graph::LogEvent::from_payload(*id, *pos, *payload);
+            sink += matches!(e.body, agora_graph::Body::Event(_)) as usize;
+        }
+        let cpu = cpu_ns() - cpu_start;
+        println!("decode only: {:.0} events/s on-cpu ({:.3} s, {sink} events)", events as f64 / (cpu as f64 / 1e9), cpu as f64 / 1e9);
+        return;
+    }
+    let (rss_before, faults_before) = memory();
+    perf("enable\n");
+    let cpu_start = cpu_ns();
+    let start = Instant::now();
+    let graph = Graph::replay_encoded(&encoded);
+    let replay = start.elapsed();
+    let cpu = cpu_ns() - cpu_start;
+    perf("disable\n");
+    let (rss_after, faults_after) = memory();
+    println!(
+        "replay_encoded: {:.0} events/s ({:.3} s, {} nodes, node {} bytes)",
+        events as f64 / replay.as_secs_f64(),
+        replay.as_secs_f64(),
+        graph.len(),
+        std::mem::size_of::<agora_graph::Node>()
+    );
+    println!("on-cpu: {:.0} events/s ({:.3} s on this thread)", events as f64 / (cpu as f64 / 1e9), cpu as f64 / 1e9);
+    println!("replay grew the resident set by {} MB ({} minor page faults)", (rss_after - rss_before) >> 20, faults_after - faults_before);
+    if args.iter().any(|a| a == "--hist") {
+        histogram(&graph);
+    }
+    if args.iter().any(|a| a == "--hash") {
+        let hash: String = graph.view_hash().iter().map(|b| format!("{b:02x}")).collect();
+        println!("view hash {hash} ({} invalid)", graph.invalid().len());
+    }
+    if args.iter().any(|a| a == "--lookups") {
+        let mut lat: Vec<Duration> = Vec::with_capacity(1_000_000);
+        let mut sink = 0usize;
+        for _ in 0..1_000_000 {
+            let id = log[rng.below(log.len())].0;
+            let t = Instant::now();
+            let Some(n) = graph.node(&id) else { continue };
+            sink += n.status() as usize + n.why().len() + n.settled() as usize;
+            lat.push(t.elapsed());
+        }
+        std::hint::black_box(sink);
+        lat.sort();
+        let p = |q: f64| lat[((lat.len() as f64 - 1.0) * q).round() as usize].as_secs_f64() * 1e6;
+        println!("status lookup: p50 {:.2} us, p99 {:.2} us, max {:.1} us", p(0.5), p(0.99), p(1.0));
+    }
+}
+
+/// (resident bytes, minor page faults so far) of this process, from /proc.
+fn memory() -> (u64, u64) {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let rss_pages: u64 = statm.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0);
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the parenthesized command name; minflt is field 10 overall.
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let minflt: u64 = after.split_whitespace().nth(7).and_then(|v| v.parse().ok()).unwrap_or(0);
+    (rss_pages * 4096, minflt)
+}
+
+/// Nanoseconds this thread has spent on a CPU (from /proc; the machine is
+/// shared, so this separates our time from time spent waiting for a core).
+fn cpu_ns() -> u64 {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    s.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+fn histogram(graph: &Graph) {
+    let mut touched = [0usize; 6];
+    let mut edges = [0usize; 6];
+    let mut text = 0usize;
+    for n in graph.nodes() {
+        touched[(n.touched_by().len() - 1).min(5)] += 1;
+        edges[n.edges.len().min(5)] += 1;
+        text += n.text.len();
+    }
+    println!("touched (excluding self) 0..5+: {touched:?}\nedges 0..5+: {edges:?}\ntext bytes {text}");
+}
