@@ -137,15 +137,16 @@ fn the_pricing_debate_between_three_agents_with_a_dispute_and_a_synthesis() {
 
 #[test]
 fn an_honest_fork_is_resolved_by_its_author() {
-    let (h, p) = (Agent::new(), Agent::new());
+    let (h, p, q) = (Agent::new(), Agent::new(), Agent::new());
     let founder = h.id.clone();
-    admit(&h, &[&p]);
+    admit(&h, &[&p, &q]);
     json(&h.home, &["propose", "first"]);
     // A backup of H's home, taken now.
     let backup = h.home.parent().unwrap().join("backup");
     copy_dir(&h.home, &backup);
     let mut nh = Node::start(&h, &founder, &[]);
     let np = Node::start(&p, &founder, &[&nh.addr]);
+    let nq = Node::start(&q, &founder, &[&np.addr]);
     let later = id_of(&json(&h.home, &["propose", "second, before the restore"]));
     wait_for("P to hold the entry made before the restore", || np.holds(&later).then_some(()));
     // H loses its disk and restores the backup, then writes on.
@@ -159,12 +160,12 @@ fn an_honest_fork_is_resolved_by_its_author() {
     wait_for("both nodes to hold both branches", || {
         (nh.holds(&later) && np.holds(&restored)).then_some(())
     });
-    for n in [&nh, &np] {
+    for n in [&nh, &np, &nq] {
         wait_for("the fork proof", || (!json(&n.home, &["forks"]).as_array().unwrap().is_empty()).then_some(()));
         let cons = json(&n.home, &["consensus", "--quorum", "1"]);
         let chain = cons["chains"].as_array().unwrap().iter().find(|c| c["author"] == h.id.as_str()).unwrap().clone();
-        // H's chain: seq 1 admits P, seq 2 "first", seq 3 forked.
-        assert_eq!(chain["frozen_at"].as_u64(), Some(3), "frozen at the fork until resolved: {chain}");
+        // H's chain: seqs 1-2 admit P and Q, seq 3 "first", seq 4 forked.
+        assert_eq!(chain["frozen_at"].as_u64(), Some(4), "frozen at the fork until resolved: {chain}");
     }
     // H cannot extend its forked chain until it chooses a branch.
     let refused = agora(&h.home, &["propose", "third"]);
@@ -172,18 +173,20 @@ fn an_honest_fork_is_resolved_by_its_author() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("resolve-fork"), "{}", String::from_utf8_lossy(&refused.stderr));
     let resolution = id_of(&json(&h.home, &["resolve-fork", &restored]));
     let third = id_of(&json(&h.home, &["propose", "third, on the kept branch"]));
-    wait_for("P to hold the resolution and what follows", || (np.holds(&resolution) && np.holds(&third)).then_some(()));
-    converged(&[&nh, &np]);
+    wait_for("P and Q to hold the resolution and what follows", || {
+        (np.holds(&resolution) && np.holds(&third) && nq.holds(&resolution) && nq.holds(&third)).then_some(())
+    });
+    converged(&[&nh, &np, &nq]);
     let cons = json(&np.home, &["consensus", "--quorum", "1"]);
     let chain = cons["chains"].as_array().unwrap().iter().find(|c| c["author"] == h.id.as_str()).unwrap().clone();
     assert!(chain["frozen_at"].is_null(), "resolved: {chain}");
-    assert_eq!(chain["view_len"].as_u64(), Some(5), "admit, first, restored second, resolution, third: {chain}");
+    assert_eq!(chain["view_len"].as_u64(), Some(6), "2 admits, first, restored second, resolution, third: {chain}");
     // Both branches stay stored and inspectable.
     assert!(np.holds(&later) && np.holds(&restored));
     // The audit reports the fork (exit 3: a forked chain is a finding).
     let out = agora(&np.home, &["--json", "audit", &h.id]);
     let audit: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(audit["fork_seqs"], serde_json::json!([3]), "{audit}");
+    assert_eq!(audit["fork_seqs"], serde_json::json!([4]), "{audit}");
     assert_eq!(audit["resolutions"].as_array().unwrap().len(), 1, "{audit}");
 }
 

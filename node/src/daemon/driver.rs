@@ -55,6 +55,9 @@ const PENDING_RESPONSES_MAX: usize = 1024;
 /// Bans remembered for `agora node status`.
 const RECENT_BANS_MAX: usize = 32;
 
+/// An inbound range request waiting for the store, and since when.
+type PendingResponse = (request_response::ResponseChannel<Vec<u8>>, Instant);
+
 /// Counters for status; monotonic.
 #[derive(Default)]
 struct Counters {
@@ -79,7 +82,7 @@ struct Driver {
     next_peer: u64,
     /// Peers in another workspace: never replicated with.
     foreign: BTreeSet<libp2p::PeerId>,
-    pending_responses: HashMap<(PeerId, u64), (request_response::ResponseChannel<Vec<u8>>, Instant)>,
+    pending_responses: HashMap<(PeerId, u64), PendingResponse>,
     blocked_until: HashMap<libp2p::PeerId, Instant>,
     recent_bans: VecDeque<Value>,
     read_tx: std_mpsc::SyncSender<ReadJob>,
@@ -529,10 +532,10 @@ impl Driver {
                     }
                 }
                 Output::Serve { peer, req, author, from_seq, limit } => {
-                    if let Err(std_mpsc::TrySendError::Full(_)) = self.read_tx.try_send(ReadJob::Serve { peer, req, author, from_seq, limit }) {
-                        if let Some((channel, _)) = self.pending_responses.remove(&(peer, req)) {
-                            let _ = self.swarm.behaviour_mut().sync.send_response(channel, WireResponse::Busy.encode());
-                        }
+                    if let Err(std_mpsc::TrySendError::Full(_)) = self.read_tx.try_send(ReadJob::Serve { peer, req, author, from_seq, limit })
+                        && let Some((channel, _)) = self.pending_responses.remove(&(peer, req))
+                    {
+                        let _ = self.swarm.behaviour_mut().sync.send_response(channel, WireResponse::Busy.encode());
                     }
                 }
                 Output::Decline { peer, req } => {

@@ -109,12 +109,19 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
     }
     let store = Arc::new(home.open_store().context("opening the store for the node")?);
     let agent = key.agent_id();
-    let own_tips = store.tips(&agent)?;
-    if own_tips.len() > 1 {
-        tracing::warn!(
-            tips = own_tips.len(),
-            "this agent's own chain is forked: appends are refused until its author signs a fork resolution"
-        );
+    // A node knows at start-up whether its own chain is forked, and whether
+    // its author has resolved the fork; appends follow the resolution or are
+    // refused (see `merge_cmds::append_own`).
+    if store.tips(&agent)?.len() > 1 {
+        let (entries, proofs) = crate::merge_cmds::load(&store)?;
+        let m = agora_merge::Merge::compute(&entries, &proofs)?;
+        match m.chain(&agent).and_then(|c| c.frozen()) {
+            Some(fork) => tracing::warn!(
+                seq = fork.seq,
+                "this agent's own chain is forked and unresolved: appends are refused until `agora resolve-fork <entry>` picks the branch that continues"
+            ),
+            None => info!("this agent's own chain is forked; its fork resolution names the branch that continues"),
+        }
     }
     let founder = config.founder.unwrap_or(agent);
     let workspace = WorkspaceId::new(&founder, &config.workspace);
