@@ -67,8 +67,9 @@ pub fn run(args: NodeArgs) -> Result<()> {
     }
 }
 
-/// This machine's batch verification rate for one chain (64 signatures of one
-/// key per batch), one thread: the denominator of the sync figure.
+/// This machine's batch verification rate for one chain (batches of
+/// `VERIFY_BATCH_LEN` signatures of one key, as replication verifies them),
+/// one thread: the denominator of the sync figure.
 fn batch_verify_rate(key: &AgentKey) -> f64 {
     let mut prev: Option<SignedEntry> = None;
     let entries: Vec<SignedEntry> = (0..4096u64)
@@ -83,7 +84,7 @@ fn batch_verify_rate(key: &AgentKey) -> f64 {
     let start = Instant::now();
     let mut n = 0usize;
     while start.elapsed() < Duration::from_secs(2) {
-        for chunk in refs.chunks(64) {
+        for chunk in refs.chunks(agora_core::limits::VERIFY_BATCH_LEN) {
             let _ = verify_signatures(chunk);
         }
         n += refs.len();
@@ -179,7 +180,7 @@ fn start(agora: &Path, home: &Home, founder: &str, bootstrap: &[&str]) -> Result
     c.args(["node", "run", "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns", "--workspace", "bench", "--founder", founder])
         .arg("--ready-file")
         .arg(&ready)
-        .env("AGORA_LOG", "warn")
+        .env("AGORA_LOG", std::env::var("AGORA_BENCH_LOG").unwrap_or_else(|_| "warn".into()))
         .stdout(Stdio::null())
         .stderr(Stdio::inherit());
     for b in bootstrap {
@@ -255,7 +256,10 @@ fn sync(agora: &Path, entries: usize, payload_bytes: usize) -> Result<()> {
     println!("verified (batched signatures, payload hashes, links) and stored durably (synced WAL):");
     println!("  elapsed (start of the receiving node to its last entry stored): {:.2} s", elapsed.as_secs_f64());
     println!("  sync rate:                          {rate:>10.0} entries/s (target >= 35,000)");
-    println!("  this machine's batch verify (1 thread, 64 per batch, one key): {verify_rate:>10.0} signatures/s");
+    println!(
+        "  this machine's batch verify (1 thread, {} per batch, one key): {verify_rate:>10.0} signatures/s",
+        agora_core::limits::VERIFY_BATCH_LEN
+    );
     println!("  ratio sync / batch verify:          {:>10.2}", rate / verify_rate);
     println!("  receiver store verifies clean:      {}", verified["ok"]);
     println!("  RSS after sync: sender {} MiB (peak {}), receiver {} MiB (peak {})", rss_a / 1024, hwm_a / 1024, rss_b / 1024, hwm_b / 1024);

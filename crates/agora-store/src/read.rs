@@ -30,6 +30,17 @@ pub struct StoredEntry {
     pub payload: PayloadState,
 }
 
+/// An entry as stored, undecoded (see [`Store::chain_raw`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawStoredEntry {
+    /// Its seq, from the store's key.
+    pub seq: u64,
+    /// The signed entry's bytes (see protocol-spec/entry-format.md).
+    pub entry: Vec<u8>,
+    /// The payload, or why it is absent.
+    pub payload: PayloadState,
+}
+
 /// One author's chain at a glance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthorSummary {
@@ -121,21 +132,68 @@ impl Store {
     /// Entries of `author` with seq ≥ `from_seq`, in (seq, id) order, at most
     /// `limit` of them. Forked positions yield every branch's entry.
     pub fn chain(&self, author: &AgentId, from_seq: u64, limit: usize) -> Result<Vec<StoredEntry>, StoreError> {
-        let start = seq_prefix(author, from_seq);
         let mut out = Vec::new();
-        for item in self.db.iterator_cf(self.cf(CF_ENTRIES)?, IteratorMode::From(&start, Direction::Forward)) {
-            if out.len() >= limit {
-                break;
-            }
-            let (key, value) = item.map_err(db("reading entries"))?;
+        self.walk_chain(author, from_seq, limit, |key, value, payload| {
+            out.push(StoredEntry { signed: decode_stored(key, value)?, payload });
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Like [`Store::chain`], but the signed entries as stored bytes, not
+    /// decoded: for serving them to a peer, which verifies them itself. Only
+    /// the key is checked (it names the seq).
+    pub fn chain_raw(&self, author: &AgentId, from_seq: u64, limit: usize) -> Result<Vec<RawStoredEntry>, StoreError> {
+        let mut out = Vec::new();
+        self.walk_chain(author, from_seq, limit, |key, value, payload| {
+            let (_, seq, _) = split_entry_key(key)
+                .ok_or_else(|| StoreError::Corrupt { location: format!("entries/{}", crate::store::hex_short(key)), problem: "malformed key".into() })?;
+            out.push(RawStoredEntry { seq, entry: value.to_vec(), payload });
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Visit `author`'s stored entries from `from_seq` in key order with
+    /// their payload state, at most `limit` of them.
+    fn walk_chain(
+        &self,
+        author: &AgentId,
+        from_seq: u64,
+        limit: usize,
+        mut visit: impl FnMut(&[u8], &[u8], PayloadState) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let start = seq_prefix(author, from_seq);
+        // Payloads are keyed like entries: walk both in step (one seek each)
+        // instead of a point lookup per entry. Only an entry whose payload is
+        // absent costs a lookup (of its redaction).
+        let mut payloads = self.db.raw_iterator_cf(self.cf(CF_PAYLOADS)?);
+        payloads.seek(&start);
+        let mut entries = self.db.raw_iterator_cf(self.cf(CF_ENTRIES)?);
+        entries.seek(&start);
+        let mut n = 0;
+        while n < limit {
+            let (Some(key), Some(value)) = (entries.key(), entries.value()) else { break };
             if !key.starts_with(author.as_bytes()) {
                 break;
             }
-            let signed = decode_stored(&key, &value)?;
-            let payload = self.payload_state(&key)?;
-            out.push(StoredEntry { signed, payload });
+            while payloads.key().is_some_and(|k| k < key) {
+                payloads.next();
+            }
+            let payload = match (payloads.key(), payloads.value()) {
+                (Some(k), Some(v)) if k == key => PayloadState::Held(v.to_vec()),
+                _ => {
+                    payloads.status().map_err(db("reading payloads"))?;
+                    self.payload_state(key)?
+                }
+            };
+            visit(key, value, payload)?;
+            n += 1;
+            entries.next();
         }
-        Ok(out)
+        entries.status().map_err(db("reading entries"))?;
+        payloads.status().map_err(db("reading payloads"))?;
+        Ok(())
     }
 
     /// Tips of `author`'s chain (entries with no stored successor), in

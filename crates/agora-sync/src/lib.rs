@@ -38,5 +38,5 @@ mod limiter;
 mod replicator;
 pub mod wire;
 
-pub use replicator::{Config, Gossip, GossipVerdict, Head, Message, Output, PeerId, Replicator, Stats, VerifiedEntry, WireEntry};
+pub use replicator::{check_entries, Config, Gossip, GossipVerdict, Head, Message, Output, PeerId, Replicator, Stats, VerifiedEntry, WireEntry};
 pub use wire::{WireError, WireRequest, WireResponse, WorkspaceId};

@@ -81,8 +81,10 @@ pub struct Head {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireEntry {
     /// Signed entry bytes (see protocol-spec/entry-format.md).
+    #[serde(with = "serde_bytes")]
     pub entry: Vec<u8>,
     /// The payload, if the sender holds it.
+    #[serde(with = "serde_bytes")]
     pub payload: Option<Vec<u8>>,
 }
 
@@ -129,9 +131,9 @@ pub enum Gossip {
     Entry(WireEntry),
     /// A new entry (signed entry bytes) whose payload is too large to carry
     /// inline: verified like any entry, then fetched by range sync.
-    Announce(Vec<u8>),
+    Announce(#[serde(with = "serde_bytes")] Vec<u8>),
     /// A standalone fork proof (encoded, see protocol-spec/fork-proofs.md).
-    ForkProof(Vec<u8>),
+    ForkProof(#[serde(with = "serde_bytes")] Vec<u8>),
 }
 
 /// What the gossip layer should do with a message ([`Replicator::gossip`]).
@@ -228,13 +230,59 @@ struct InFlight {
     peer: PeerId,
     author: AgentId,
     from_seq: u64,
-    /// For a branch fetch: the head it was for (see `Replicator::sought`).
-    branch: Option<EntryId>,
+    /// Most seqs asked for.
+    limit: u32,
+    purpose: Purpose,
     deadline_ms: u64,
+}
+
+/// Why a range was asked for, which decides how its response is imported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Purpose {
+    /// Entries beyond what we hold. Several such ranges of one author are in
+    /// flight at once; their responses are imported in seq order.
+    Forward,
+    /// The seq of a peer's head that is not one of our tips (a possible
+    /// branch): asked once (see `Replicator::sought`), imported at once.
+    Branch(EntryId),
+    /// Entries below a batch that did not link (a branch that diverges
+    /// further back), or the rest of such a branch once its base is stored:
+    /// imported at once.
+    Backfill,
+}
+
+impl Purpose {
+    /// The purpose of the rest of a range whose response was cut short.
+    fn rest(self) -> Self {
+        match self {
+            Purpose::Forward => Purpose::Forward,
+            Purpose::Branch(_) | Purpose::Backfill => Purpose::Backfill,
+        }
+    }
 }
 
 /// Most branch heads remembered as already fetched.
 const SOUGHT_MAX: usize = 100_000;
+
+/// Most entry ids remembered per peer as held by it (entries it sent us):
+/// our new heads among them are not announced back to it.
+const PEER_HOLDS_MAX: usize = 64;
+
+/// A verified response waiting for the responses to earlier ranges of the
+/// same author (requests are pipelined; the store takes a chain in order).
+#[derive(Debug)]
+struct Held {
+    peer: PeerId,
+    limit: u32,
+    entries: Vec<VerifiedEntry>,
+    /// Dropped (and asked for again when planned) if the ranges before it
+    /// have not been handed to the store by then.
+    deadline_ms: u64,
+}
+
+/// Most ranges remembered to be asked for again once the entries below them
+/// are stored (see `Replicator::resume`).
+const RESUME_MAX: usize = 256;
 
 #[derive(Debug)]
 struct PeerState {
@@ -246,6 +294,19 @@ struct PeerState {
     dropped_in_window: u32,
     /// Start of that window.
     window_start_ms: u64,
+    /// Ids of the last entries this peer sent us (the last of each response,
+    /// each gossiped entry), most recent last: it holds them, so our heads
+    /// among them are not announced back to it.
+    holds: VecDeque<EntryId>,
+}
+
+impl PeerState {
+    fn note_holds(&mut self, id: EntryId) {
+        if self.holds.len() >= PEER_HOLDS_MAX {
+            self.holds.pop_front();
+        }
+        self.holds.push_back(id);
+    }
 }
 
 /// The replication state of one node.
@@ -259,6 +320,18 @@ pub struct Replicator {
     peers: BTreeMap<PeerId, PeerState>,
     banned: BTreeMap<PeerId, u64>,
     in_flight: BTreeMap<u64, InFlight>,
+    /// Verified responses held back until the earlier ranges of their author
+    /// arrive, by (author, first seq asked). Counted against the in-flight
+    /// limits, so they bound memory the same way.
+    held: BTreeMap<(AgentId, u64), Held>,
+    /// Per author, the highest seq handed to the store in an
+    /// [`Output::Import`] of a response and not yet reported back through
+    /// [`Replicator::set_local_heads`]: not asked for again meanwhile.
+    importing: BTreeMap<AgentId, u64>,
+    /// Ranges whose import failed to link, to be asked for again (from the
+    /// same peer) once the backfill below them is stored: (peer, author,
+    /// first seq). A stack per author, lowest seq first out.
+    resume: VecDeque<(PeerId, AgentId, u64)>,
     /// Branch heads (below our highest seq) already fetched once: not
     /// fetched again however often peers announce them.
     sought: BTreeSet<EntryId>,
@@ -294,6 +367,9 @@ impl Replicator {
             peers: BTreeMap::new(),
             banned: BTreeMap::new(),
             in_flight: BTreeMap::new(),
+            held: BTreeMap::new(),
+            importing: BTreeMap::new(),
+            resume: VecDeque::new(),
             sought: BTreeSet::new(),
             next_req: 1,
             outputs: VecDeque::new(),
@@ -336,6 +412,10 @@ impl Replicator {
         debug_assert!(tips.iter().all(|h| h.author == author), "tips of another author");
         tips.sort();
         tips.dedup();
+        let our_max = max_seq(&tips);
+        if self.importing.get(&author).is_some_and(|&s| s <= our_max) {
+            self.importing.remove(&author);
+        }
         if self.local.get(&author) == Some(&tips) {
             return;
         }
@@ -345,19 +425,28 @@ impl Replicator {
         } else {
             self.local.insert(author, tips);
         }
+        self.release_held(author, now_ms);
+        self.resume(author, now_ms);
         let peers: Vec<PeerId> = self.peers.keys().copied().collect();
         for p in peers {
             self.plan_author(p, author, now_ms);
         }
     }
 
+    /// Announce changed tips to every peer, except tips a peer is known to
+    /// hold (it sent them to us): that would only make it ask for them.
     fn announce(&mut self, changed: Vec<Head>) {
         if changed.is_empty() {
             return;
         }
-        let peers: Vec<PeerId> = self.peers.keys().copied().collect();
-        for p in peers {
-            self.send_frontier(p, changed.clone());
+        let sends: Vec<(PeerId, Vec<Head>)> = self
+            .peers
+            .iter()
+            .map(|(p, s)| (*p, changed.iter().filter(|h| !s.holds.contains(&h.id)).copied().collect::<Vec<Head>>()))
+            .filter(|(_, heads)| !heads.is_empty())
+            .collect();
+        for (p, heads) in sends {
+            self.send_frontier(p, heads);
         }
     }
 
@@ -391,7 +480,10 @@ impl Replicator {
             return;
         }
         let bucket = TokenBucket::new(self.config.peer_messages_per_s, self.config.peer_messages_burst, now_ms);
-        self.peers.insert(peer, PeerState { frontier: BTreeMap::new(), bucket, dropped_in_window: 0, window_start_ms: now_ms });
+        self.peers.insert(
+            peer,
+            PeerState { frontier: BTreeMap::new(), bucket, dropped_in_window: 0, window_start_ms: now_ms, holds: VecDeque::new() },
+        );
         let frontier = self.local_heads();
         self.send_frontier(peer, frontier);
     }
@@ -500,23 +592,48 @@ impl Replicator {
                 // it receives by its own.
                 self.outputs.push_back(Output::Serve { peer, req, author, from_seq, limit });
             }
-            Message::Response { req, entries, more } => self.on_response(peer, req, entries, more, now_ms),
+            Message::Response { req, entries, more } => {
+                if !self.in_flight.contains_key(&req) {
+                    return; // late or unsolicited: not worth checking
+                }
+                let checked = check_entries(entries);
+                self.on_response(peer, req, checked, more, now_ms)
+            }
         }
     }
 
+    /// A response whose entries the driver already passed through
+    /// [`check_entries`] (on a worker thread: signature checks are the
+    /// CPU-heavy part of replication). Same as [`Replicator::handle`] with
+    /// [`Message::Response`] otherwise.
+    pub fn handle_checked_response(
+        &mut self,
+        peer: PeerId,
+        req: u64,
+        checked: Result<Vec<VerifiedEntry>, String>,
+        more: bool,
+        now_ms: u64,
+    ) {
+        if self.is_banned(peer, now_ms) || !self.peers.contains_key(&peer) {
+            return;
+        }
+        self.on_response(peer, req, checked, more, now_ms)
+    }
+
     /// The driver read the entries for a [`Output::Serve`], in (seq, id)
-    /// order. The response is cut to [`Config::response_bytes_max`] at a seq
+    /// order, each with its seq (as the store keys it: the entries are sent
+    /// as stored, not decoded here; the receiver verifies them). The response is cut to [`Config::response_bytes_max`] at a seq
     /// boundary and then marked `more`, so a resumed request (from the last
     /// seq sent + 1) never skips an entry. If the first seq alone is over the
     /// budget (many forked entries with large payloads), all its entries are
     /// sent, with payloads only as far as the budget allows: the rest arrive
     /// as "payload not held", rather than never.
-    pub fn respond(&mut self, peer: PeerId, req: u64, mut entries: Vec<WireEntry>, mut more: bool) {
+    pub fn respond(&mut self, peer: PeerId, req: u64, served: Vec<(u64, WireEntry)>, mut more: bool) {
         if !self.peers.contains_key(&peer) {
             return;
         }
         let budget = self.config.response_bytes_max;
-        let seqs: Vec<Option<u64>> = entries.iter().map(|w| SignedEntry::decode(&w.entry).map(|e| e.header().seq).ok()).collect();
+        let (seqs, mut entries): (Vec<u64>, Vec<WireEntry>) = served.into_iter().unzip();
         let mut bytes = 0usize;
         for i in 0..entries.len() {
             bytes += entries[i].wire_len();
@@ -553,73 +670,95 @@ impl Replicator {
         }
     }
 
-    /// What we want of `author` from a peer whose tips are `theirs`: the seq
-    /// to request from, if any.
-    fn want(&self, author: &AgentId, theirs: &[Head]) -> Option<(u64, Option<EntryId>)> {
+    /// The first seq of `author` after `our_max` that is neither asked for
+    /// (a forward range in flight), held back, nor being imported.
+    fn next_unasked(&self, author: &AgentId, our_max: u64) -> u64 {
+        let mut cursor = our_max.max(self.importing.get(author).copied().unwrap_or(0)).saturating_add(1);
+        let mut ranges: Vec<(u64, u64)> = self
+            .in_flight
+            .values()
+            .filter(|f| f.author == *author && f.purpose == Purpose::Forward)
+            .map(|f| (f.from_seq, f.from_seq.saturating_add(u64::from(f.limit))))
+            .chain(self.held.range((*author, 0)..=(*author, u64::MAX)).map(|((_, from), h)| (*from, from.saturating_add(u64::from(h.limit)))))
+            .collect();
+        ranges.sort_unstable();
+        for (from, end) in ranges {
+            if from > cursor {
+                break;
+            }
+            cursor = cursor.max(end);
+        }
+        cursor
+    }
+
+    /// What we want of `author` from a peer whose tips are `theirs`: the
+    /// range to request next (first seq, most seqs, and for a branch the head
+    /// it is for), if any.
+    fn want(&self, author: &AgentId, theirs: &[Head]) -> Option<(u64, u32, Purpose)> {
         if !self.is_admitted(author) {
             return None;
         }
         let ours = self.local.get(author).map(Vec::as_slice).unwrap_or(&[]);
         let our_max = max_seq(ours);
-        if max_seq(theirs) > our_max {
-            return Some((our_max + 1, None));
+        let next = self.next_unasked(author, our_max);
+        if max_seq(theirs) >= next {
+            return Some((next, self.config.range_limit, Purpose::Forward));
         }
-        // A branch we lack (a fork below our head): fetch its range once.
-        // Imports skip what we hold; once stored its tip is one of ours. A
-        // head that is not one of our tips may also be an entry we hold that
-        // has successors, which no fetch changes: hence "once" (`sought`).
+        // A head below our highest seq that is not one of our tips: another
+        // branch (a fork), or an entry we hold that has successors. Ask for
+        // its seq alone, once (`sought`): the store skips what it holds, and
+        // an entry of a branch we lack fails to link, which asks for the
+        // range before it ([`Replicator::import_failed`]).
         let tip = theirs
             .iter()
             .filter(|h| h.seq <= our_max && !ours.iter().any(|o| o.id == h.id) && !self.sought.contains(&h.id))
             .min()?;
-        Some((tip.seq.saturating_sub(u64::from(self.config.range_limit) - 1).max(1), Some(tip.id)))
+        Some((tip.seq, 1, Purpose::Branch(tip.id)))
     }
 
     /// For each author where `peer` holds what we lack, ask for it, within
-    /// the in-flight limits, unless the range is already asked for.
+    /// the in-flight limits: several ranges of one author at a time
+    /// (pipelined), each range asked of one peer only.
     fn plan(&mut self, peer: PeerId, now_ms: u64) {
         let Some(state) = self.peers.get(&peer) else { return };
-        let wants: Vec<(AgentId, (u64, Option<EntryId>))> =
-            state.frontier.iter().filter_map(|(author, theirs)| self.want(author, theirs).map(|w| (*author, w))).collect();
-        for (author, (from_seq, branch)) in wants {
+        let authors: Vec<AgentId> = state.frontier.keys().copied().collect();
+        for author in authors {
             if !self.may_request(peer) {
                 break;
             }
-            self.request_unless_asked(peer, author, from_seq, branch, now_ms);
+            self.plan_author(peer, author, now_ms);
         }
     }
 
     fn plan_author(&mut self, peer: PeerId, author: AgentId, now_ms: u64) {
-        let Some(theirs) = self.peers.get(&peer).and_then(|s| s.frontier.get(&author)) else { return };
-        if let Some((from_seq, branch)) = self.want(&author, theirs)
-            && self.may_request(peer)
-        {
-            self.request_unless_asked(peer, author, from_seq, branch, now_ms);
+        loop {
+            let Some(theirs) = self.peers.get(&peer).and_then(|s| s.frontier.get(&author)) else { return };
+            let Some((from_seq, limit, purpose)) = self.want(&author, theirs) else { return };
+            if purpose != Purpose::Forward && self.in_flight.values().any(|f| f.author == author && f.from_seq == from_seq) {
+                return;
+            }
+            // A gap below a held response is asked for even when the limits
+            // are reached: the held responses wait for it, and they occupy
+            // the slots (there are never more gaps than held responses).
+            let fills_gap = purpose == Purpose::Forward && self.held.range((author, from_seq)..=(author, u64::MAX)).next().is_some();
+            if !fills_gap && !self.may_request(peer) {
+                return;
+            }
+            self.request(peer, author, from_seq, limit, purpose, now_ms);
         }
     }
 
     fn may_request(&self, peer: PeerId) -> bool {
-        let busy = self.in_flight.values().filter(|f| f.peer == peer).count();
+        let busy = self.in_flight.values().filter(|f| f.peer == peer).count() + self.held.values().filter(|h| h.peer == peer).count();
         busy < self.config.in_flight_per_peer
-            && self.in_flight.len() < self.config.in_flight_max
+            && self.in_flight.len() + self.held.len() < self.config.in_flight_max
             && self.outputs.len() < self.config.outputs_max
     }
 
-    fn request_unless_asked(&mut self, peer: PeerId, author: AgentId, from_seq: u64, branch: Option<EntryId>, now_ms: u64) {
-        // One request per (author, range start) at a time; and while a range
-        // of this author is in flight from the same peer, the next one is
-        // planned when its response arrives (responses resume where they stop).
-        if self.in_flight.values().any(|f| f.author == author && (f.from_seq == from_seq || f.peer == peer)) {
-            return;
-        }
-        self.request(peer, author, from_seq, branch, now_ms);
-    }
-
-    fn request(&mut self, peer: PeerId, author: AgentId, from_seq: u64, branch: Option<EntryId>, now_ms: u64) {
+    fn request(&mut self, peer: PeerId, author: AgentId, from_seq: u64, limit: u32, purpose: Purpose, now_ms: u64) {
         let req = self.next_req;
         self.next_req += 1;
-        let limit = self.config.range_limit;
-        if let Some(tip) = branch {
+        if let Purpose::Branch(tip) = purpose {
             if self.sought.len() >= SOUGHT_MAX {
                 // Forget the oldest marks; at worst a branch is fetched twice.
                 self.sought.clear();
@@ -627,57 +766,102 @@ impl Replicator {
             self.sought.insert(tip);
         }
         let deadline_ms = now_ms.saturating_add(self.config.request_timeout_ms);
-        self.in_flight.insert(req, InFlight { peer, author, from_seq, branch, deadline_ms });
+        self.in_flight.insert(req, InFlight { peer, author, from_seq, limit, purpose, deadline_ms });
         self.outputs.push_back(Output::Send(peer, Message::Request { req, author, from_seq, limit }));
     }
 
-    fn on_response(&mut self, peer: PeerId, req: u64, entries: Vec<WireEntry>, more: bool, now_ms: u64) {
+    fn on_response(&mut self, peer: PeerId, req: u64, checked: Result<Vec<VerifiedEntry>, String>, more: bool, now_ms: u64) {
         let Some(asked) = self.in_flight.get(&req).cloned() else {
             return; // late or unsolicited: ignore
         };
         if asked.peer != peer {
             return self.ban(peer, format!("response to request {req}, which was sent to another peer"), now_ms);
         }
-        match self.verify_response(&asked, entries) {
-            Ok(verified) => {
-                self.in_flight.remove(&req);
-                self.stats.entries_verified += verified.len() as u64;
-                let last = verified.last().map(|(e, _)| e.header().seq);
-                if !verified.is_empty() && self.is_admitted(&asked.author) {
-                    self.outputs.push_back(Output::Import { from: peer, entries: verified, relayed: false });
-                }
-                match (more, last) {
-                    // Resume where this response stopped.
-                    (true, Some(last)) => self.request(peer, asked.author, last + 1, None, now_ms),
-                    (_, None) => {
-                        // Nothing from where it claimed to have more: forget
-                        // the claim rather than ask again and again. A branch
-                        // it did not deliver was not fetched: a new
-                        // announcement of it (charged to the announcer's rate)
-                        // may ask again.
-                        if let Some(tips) = self.peers.get_mut(&peer).and_then(|s| s.frontier.get_mut(&asked.author)) {
-                            tips.retain(|h| h.seq < asked.from_seq);
-                        }
-                        if let Some(tip) = asked.branch {
-                            self.sought.remove(&tip);
-                        }
-                    }
-                    (false, Some(_)) => self.plan_author(peer, asked.author, now_ms),
-                }
+        let verified = match checked.and_then(|entries| self.check_response(&asked, entries)) {
+            Ok(verified) => verified,
+            Err(reason) => return self.ban(peer, format!("response to request {req}: {reason}"), now_ms),
+        };
+        self.in_flight.remove(&req);
+        self.stats.entries_verified += verified.len() as u64;
+        let author = asked.author;
+        let Some(last) = verified.last().map(|(e, _)| e.header().seq) else {
+            // Nothing from where it claimed to have more: forget the claim
+            // rather than ask again and again. A branch it did not deliver
+            // was not fetched: a new announcement of it (charged to the
+            // announcer's rate) may ask again.
+            if let Some(tips) = self.peers.get_mut(&peer).and_then(|s| s.frontier.get_mut(&author)) {
+                tips.retain(|h| h.seq < asked.from_seq);
             }
-            Err(reason) => self.ban(peer, format!("response to request {req}: {reason}"), now_ms),
+            if let Purpose::Branch(tip) = asked.purpose {
+                self.sought.remove(&tip);
+            }
+            return self.plan(peer, now_ms);
+        };
+        if let Some((e, _)) = verified.last()
+            && let Some(state) = self.peers.get_mut(&peer)
+        {
+            state.note_holds(e.id());
+        }
+        let end = asked.from_seq.saturating_add(u64::from(asked.limit));
+        if more && last.saturating_add(1) < end {
+            // Cut short to fit the byte budget: ask for the rest of the range
+            // (before this response is released, so it is imported after it).
+            let rest = u32::try_from(end - last - 1).unwrap_or(u32::MAX);
+            self.request(peer, author, last + 1, rest, asked.purpose.rest(), now_ms);
+        }
+        if self.is_admitted(&author) {
+            if asked.purpose == Purpose::Forward {
+                let deadline_ms = now_ms.saturating_add(self.config.request_timeout_ms.saturating_mul(2));
+                self.held.insert((author, asked.from_seq), Held { peer, limit: asked.limit, entries: verified, deadline_ms });
+                self.release_held(author, now_ms);
+            } else {
+                self.outputs.push_back(Output::Import { from: peer, entries: verified, relayed: false });
+            }
+        }
+        // A slot came free: this author first, then any other.
+        self.plan_author(peer, author, now_ms);
+        self.plan(peer, now_ms);
+    }
+
+    /// Hand the held responses of `author` that now continue what the store
+    /// holds (or is importing) to the store, in seq order.
+    fn release_held(&mut self, author: AgentId, _now_ms: u64) {
+        loop {
+            let Some((&key, _)) = self.held.range((author, 0)..=(author, u64::MAX)).next() else { return };
+            let our_max = self.local.get(&author).map_or(0, |t| max_seq(t));
+            let stored_or_importing = our_max.max(self.importing.get(&author).copied().unwrap_or(0));
+            if key.1 > stored_or_importing.saturating_add(1) {
+                return;
+            }
+            let Some(held) = self.held.remove(&key) else { return };
+            if let Some((e, _)) = held.entries.last() {
+                let importing = self.importing.entry(author).or_insert(0);
+                *importing = (*importing).max(e.header().seq);
+            }
+            self.outputs.push_back(Output::Import { from: held.peer, entries: held.entries, relayed: false });
         }
     }
 
-    /// Decode and verify a response before anything of it is stored.
-    fn verify_response(&self, asked: &InFlight, entries: Vec<WireEntry>) -> Result<Vec<VerifiedEntry>, String> {
-        let limit = u64::from(self.config.range_limit);
-        if entries.len() as u64 > limit.saturating_mul(4) {
-            return Err(format!("{} entries for a range of {limit} seqs", entries.len()));
+    /// Ask again for the lowest range of `author` whose import failed to
+    /// link, now that more of the author's entries are stored.
+    fn resume(&mut self, author: AgentId, now_ms: u64) {
+        let Some(i) = self.resume.iter().enumerate().filter(|(_, r)| r.1 == author).min_by_key(|(_, r)| r.2).map(|(i, _)| i) else {
+            return;
+        };
+        let Some((peer, author, from_seq)) = self.resume.remove(i) else { return };
+        if self.peers.contains_key(&peer) && !self.in_flight.values().any(|f| f.author == author && f.from_seq == from_seq) {
+            self.request(peer, author, from_seq, self.config.range_limit, Purpose::Backfill, now_ms);
         }
-        let mut out: Vec<(SignedEntry, Option<Vec<u8>>)> = Vec::with_capacity(entries.len());
-        for (i, w) in entries.into_iter().enumerate() {
-            let e = SignedEntry::decode(&w.entry).map_err(|err| format!("entry {i}: {err}"))?;
+    }
+
+    /// The checks of a response that depend on what was asked: the author,
+    /// the range, (seq, id) order, and links inside the response.
+    fn check_response(&self, asked: &InFlight, out: Vec<VerifiedEntry>) -> Result<Vec<VerifiedEntry>, String> {
+        let limit = u64::from(asked.limit);
+        if out.len() as u64 > limit.saturating_mul(4) {
+            return Err(format!("{} entries for a range of {limit} seqs", out.len()));
+        }
+        for (i, (e, _)) in out.iter().enumerate() {
             let h = e.header();
             if h.author != asked.author {
                 return Err(format!("entry {i} is by {}, not the requested author", h.author));
@@ -685,19 +869,10 @@ impl Replicator {
             if h.seq < asked.from_seq || h.seq >= asked.from_seq.saturating_add(limit) {
                 return Err(format!("entry {i} has seq {} outside the requested range", h.seq));
             }
-            if let Some((prev, _)) = out.last()
-                && (prev.header().seq, prev.id()) >= (h.seq, e.id())
-            {
+            if i > 0 && (out[i - 1].0.header().seq, out[i - 1].0.id()) >= (h.seq, e.id()) {
                 return Err(format!("entry {i} is out of (seq, id) order"));
             }
-            if let Some(p) = &w.payload {
-                verify_payload(&e, p).map_err(|err| err.to_string())?;
-            }
-            out.push((e, w.payload));
         }
-        let (entries, payloads): (Vec<SignedEntry>, Vec<Option<Vec<u8>>>) = out.into_iter().unzip();
-        let out: Vec<VerifiedEntry> =
-            check_signatures(entries).map_err(|err| err.to_string())?.into_iter().zip(payloads).collect();
         // Links inside the batch: every entry after the first seq links to one
         // entry of the previous seq in the batch.
         let ids: BTreeSet<EntryId> = out.iter().map(|(e, _)| e.id()).collect();
@@ -770,6 +945,7 @@ impl Replicator {
         let known = self.local.get(&author).is_some_and(|tips| tips.iter().any(|t| t.id == head.id));
         if let Some(state) = self.peers.get_mut(&peer) {
             merge_head(&mut state.frontier, head, false);
+            state.note_holds(head.id);
         }
         if !known {
             self.outputs.push_back(Output::Import { from: peer, entries: vec![(e, w.payload)], relayed: true });
@@ -826,26 +1002,60 @@ impl Replicator {
             return self.ban(from, format!("entries of {author} do not link to any chain start"), now_ms);
         }
         let our_max = self.local.get(&author).map_or(0, |t| max_seq(t));
-        let from_seq = if missing_seq > our_max + 1 {
-            // Gossip ran ahead of us: fetch what lies between.
-            our_max + 1
-        } else {
-            missing_seq.saturating_sub(u64::from(self.config.range_limit)).max(1)
-        };
+        let importing = self.importing.get(&author).copied().unwrap_or(0);
+        if missing_seq > our_max + 1 {
+            if missing_seq <= importing.saturating_add(1) {
+                // An import it was meant to follow was lost: ask again for
+                // everything above what is stored.
+                self.importing.remove(&author);
+            }
+            // Otherwise gossip ran ahead of us: what lies between is asked
+            // for as planned.
+            return self.plan_author(from, author, now_ms);
+        }
+        // The sender's branch diverges from ours further back: ask for the
+        // range before it, and for this one again once that is stored.
+        self.importing.remove(&author);
+        if !self.resume.iter().any(|r| r.1 == author && r.2 == missing_seq) {
+            if self.resume.len() >= RESUME_MAX {
+                self.resume.pop_front();
+            }
+            self.resume.push_back((from, author, missing_seq));
+        }
+        let from_seq = missing_seq.saturating_sub(u64::from(self.config.range_limit)).max(1);
+        let limit = u32::try_from(missing_seq - from_seq).unwrap_or(self.config.range_limit);
         if !self.in_flight.values().any(|f| f.author == author && f.from_seq == from_seq) {
-            self.request(from, author, from_seq, None, now_ms);
+            self.request(from, author, from_seq, limit, Purpose::Backfill, now_ms);
+        }
+    }
+
+    /// The driver could not hand an [`Output::Import`] of `author` starting
+    /// at `first_seq` to the store (its queue was full, or the write failed):
+    /// those entries, and anything imported after them, are asked for again.
+    pub fn import_lost(&mut self, author: AgentId, first_seq: u64, now_ms: u64) {
+        if self.importing.get(&author).is_some_and(|&s| first_seq <= s) {
+            self.importing.remove(&author);
+        }
+        let peers: Vec<PeerId> = self.peers.keys().copied().collect();
+        for p in peers {
+            self.plan_author(p, author, now_ms);
         }
     }
 
     /// Time passed: requests past their deadline are asked again, of any
     /// connected peer that holds the range; expired bans are lifted.
     pub fn handle_timeout(&mut self, now_ms: u64) {
-        let expired: Vec<Option<EntryId>> = self.in_flight.values().filter(|f| f.deadline_ms <= now_ms).map(|f| f.branch).collect();
-        for tip in expired.into_iter().flatten() {
-            // Unanswered: the branch may be fetched again.
-            self.sought.remove(&tip);
+        let expired: Vec<Purpose> = self.in_flight.values().filter(|f| f.deadline_ms <= now_ms).map(|f| f.purpose).collect();
+        for purpose in expired {
+            if let Purpose::Branch(tip) = purpose {
+                // Unanswered: the branch may be fetched again.
+                self.sought.remove(&tip);
+            }
         }
         self.in_flight.retain(|_, f| f.deadline_ms > now_ms);
+        // Held responses whose earlier ranges never came: dropped, asked for
+        // again as planned (their slots are needed for the earlier ranges).
+        self.held.retain(|_, h| h.deadline_ms > now_ms);
         self.banned.retain(|_, until| *until > now_ms);
         self.plan_all(now_ms);
     }
@@ -853,8 +1063,9 @@ impl Replicator {
     /// When the driver should call [`Replicator::handle_timeout`] next.
     pub fn poll_timeout(&self) -> Option<u64> {
         let requests = self.in_flight.values().map(|f| f.deadline_ms).min();
+        let held = self.held.values().map(|h| h.deadline_ms).min();
         let bans = self.banned.values().copied().min();
-        requests.into_iter().chain(bans).min()
+        requests.into_iter().chain(held).chain(bans).min()
     }
 
     /// The next thing to do, if any.
@@ -865,6 +1076,12 @@ impl Replicator {
     /// Requests in flight (for status displays).
     pub fn in_flight(&self) -> usize {
         self.in_flight.len()
+    }
+
+    /// Verified responses held back until the ranges before them arrive
+    /// (for status displays).
+    pub fn held(&self) -> usize {
+        self.held.len()
     }
 
     /// Counters of refused input.
@@ -891,4 +1108,23 @@ fn merge_head(frontier: &mut BTreeMap<AgentId, Vec<Head>>, head: Head, fork: boo
     }
     tips.push(head);
     tips.sort();
+}
+
+/// Decode a response's entries and check each payload against its header and
+/// every signature (in batches): the part of verifying a response that costs
+/// CPU and needs no state, so a driver may run it on a worker thread and hand
+/// the result to [`Replicator::handle_checked_response`]. The error names the
+/// first bad entry by its position.
+pub fn check_entries(entries: Vec<WireEntry>) -> Result<Vec<VerifiedEntry>, String> {
+    let mut decoded: Vec<SignedEntry> = Vec::with_capacity(entries.len());
+    let mut payloads: Vec<Option<Vec<u8>>> = Vec::with_capacity(entries.len());
+    for (i, w) in entries.into_iter().enumerate() {
+        let e = SignedEntry::decode(&w.entry).map_err(|err| format!("entry {i}: {err}"))?;
+        if let Some(p) = &w.payload {
+            verify_payload(&e, p).map_err(|err| format!("entry {i}: {err}"))?;
+        }
+        decoded.push(e);
+        payloads.push(w.payload);
+    }
+    Ok(check_signatures(decoded).map_err(|err| err.to_string())?.into_iter().zip(payloads).collect())
 }

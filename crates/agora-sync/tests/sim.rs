@@ -54,12 +54,12 @@ impl MemStore {
         let linked: BTreeSet<EntryId> = self.entries.values().filter_map(|(e, _)| e.header().backlink).collect();
         self.entries.keys().filter(|(_, _, id)| !linked.contains(id)).map(|(author, seq, id)| Head { author: *author, seq: *seq, id: *id }).collect()
     }
-    fn serve(&self, author: AgentId, from: u64, limit: u32) -> (Vec<WireEntry>, bool) {
+    fn serve(&self, author: AgentId, from: u64, limit: u32) -> (Vec<(u64, WireEntry)>, bool) {
         let end = from + u64::from(limit);
         let out = self
             .entries
             .range((author, from, EntryId([0; 32]))..(author, end, EntryId([0; 32])))
-            .map(|(_, (e, p))| WireEntry { entry: e.encode(), payload: p.clone() })
+            .map(|((_, seq, _), (e, p))| (*seq, WireEntry { entry: e.encode(), payload: p.clone() }))
             .collect();
         let more = self.entries.range((author, end, EntryId([0; 32]))..).next().is_some_and(|((a, _, _), _)| *a == author);
         (out, more)
@@ -83,12 +83,29 @@ struct Net {
     refused: Vec<(u64, u64, AgentId, &'static str)>,
     delivered: usize,
     now: u64,
+    /// Deliver the newest message first (responses arrive out of order).
+    newest_first: bool,
+    /// Requests each node sent.
+    requests_sent: Vec<usize>,
+    /// Most requests each node had in flight at once.
+    max_in_flight: Vec<usize>,
 }
 
 impl Net {
     fn new(n: usize, config: Config) -> Self {
         let nodes = (0..n).map(|_| Node { rep: Replicator::new(config.clone()), store: MemStore::default(), evil: false, silent: false }).collect();
-        Self { nodes, wire: VecDeque::new(), links: BTreeSet::new(), bans: Vec::new(), refused: Vec::new(), delivered: 0, now: 0 }
+        Self {
+            nodes,
+            wire: VecDeque::new(),
+            links: BTreeSet::new(),
+            bans: Vec::new(),
+            refused: Vec::new(),
+            delivered: 0,
+            now: 0,
+            newest_first: false,
+            requests_sent: vec![0; n],
+            max_in_flight: vec![0; n],
+        }
     }
     fn connect(&mut self, a: u64, b: u64) {
         self.links.insert((a.min(b), a.max(b)));
@@ -110,7 +127,11 @@ impl Net {
                     self.output(i, out);
                 }
             }
-            if let Some((from, to, msg)) = self.wire.pop_front() {
+            for (i, node) in self.nodes.iter().enumerate() {
+                self.max_in_flight[i] = self.max_in_flight[i].max(node.rep.in_flight());
+            }
+            let next = if self.newest_first { self.wire.pop_back() } else { self.wire.pop_front() };
+            if let Some((from, to, msg)) = next {
                 progressed = true;
                 self.delivered += 1;
                 if self.links.contains(&(from.0.min(to.0), from.0.max(to.0))) {
@@ -125,7 +146,12 @@ impl Net {
     }
     fn output(&mut self, i: usize, out: Output) {
         match out {
-            Output::Send(to, msg) => self.wire.push_back((PeerId(i as u64), to, msg)),
+            Output::Send(to, msg) => {
+                if matches!(msg, Message::Request { .. }) {
+                    self.requests_sent[i] += 1;
+                }
+                self.wire.push_back((PeerId(i as u64), to, msg))
+            }
             Output::Import { from, entries, .. } => {
                 let author = entries[0].0.header().author;
                 match self.nodes[i].store.import(entries) {
@@ -142,7 +168,7 @@ impl Net {
                 }
                 let (mut entries, more) = self.nodes[i].store.serve(author, from_seq, limit);
                 if self.nodes[i].evil
-                    && let Some(w) = entries.get_mut(0)
+                    && let Some((_, w)) = entries.get_mut(0)
                 {
                     let n = w.entry.len();
                     w.entry[n - 3] ^= 0x40; // break the signature
@@ -207,6 +233,62 @@ fn an_empty_node_catches_up_in_resumed_ranges() {
     assert_eq!(net.nodes[1].store.entries.len(), 1_080);
     assert!(net.bans.is_empty());
     assert_eq!(net.nodes[1].rep.in_flight(), 0);
+}
+
+/// Several ranges of one chain are in flight at once, and responses that
+/// arrive in reverse order are still stored in seq order (none is lost or
+/// asked for twice).
+#[test]
+fn ranges_are_pipelined_and_stored_in_order_whatever_order_responses_arrive_in() {
+    for newest_first in [false, true] {
+        let mut net = Net::new(2, small());
+        net.newest_first = newest_first;
+        let alice = AgentKey::from_seed([1; 32]);
+        chain(&mut net.nodes[0].store, &alice, 1_050);
+        net.connect(0, 1);
+        net.run();
+        assert_eq!(net.nodes[1].store.heads(), net.nodes[0].store.heads());
+        assert_eq!(net.nodes[1].store.entries.len(), 1_050);
+        assert_eq!(net.max_in_flight[1], Config::default().in_flight_per_peer, "pipelined");
+        assert_eq!(net.requests_sent[1], 11, "each range of 100 asked for once");
+        assert_eq!((net.nodes[1].rep.in_flight(), net.nodes[1].rep.held()), (0, 0));
+        assert!(net.bans.is_empty());
+    }
+}
+
+/// A node that served a chain is not offered it back: the receiver does not
+/// announce heads the sender gave it, so the sender asks for nothing.
+#[test]
+fn a_node_never_asks_back_for_what_it_served() {
+    let mut net = Net::new(2, small());
+    let alice = AgentKey::from_seed([1; 32]);
+    chain(&mut net.nodes[0].store, &alice, 1_000);
+    net.connect(0, 1);
+    net.run();
+    assert_eq!(net.nodes[1].store.entries.len(), 1_000);
+    assert_eq!(net.requests_sent[0], 0);
+}
+
+/// A branch that diverges further back than one range is fetched whole, in
+/// both directions: the part below is backfilled, then the part that did not
+/// link is asked for again.
+#[test]
+fn a_fork_deeper_than_one_range_is_fetched_whole() {
+    let mut net = Net::new(2, small());
+    let alice = AgentKey::from_seed([1; 32]);
+    chain(&mut net.nodes[0].store, &alice, 20);
+    let first: Vec<_> = net.nodes[0].store.entries.values().take(10).cloned().collect();
+    net.nodes[1].store.import(first).unwrap();
+    for i in 0..250 {
+        net.nodes[1].store.append(&alice, format!("other branch {i}").as_bytes());
+    }
+    net.connect(0, 1);
+    net.run();
+    for n in 0..2 {
+        assert_eq!(net.nodes[n].store.entries.len(), 270, "node {n}");
+        assert_eq!(net.nodes[n].store.heads().len(), 2, "node {n} keeps both branches");
+    }
+    assert!(net.bans.is_empty(), "{:?}", net.bans);
 }
 
 #[test]

@@ -36,20 +36,36 @@ enum WriteJob {
     Import { from: PeerId, entries: Vec<VerifiedEntry>, relayed: bool },
 }
 
+/// A response to check (decode, payload hashes, signatures) off the loop.
+struct CheckJob {
+    peer: PeerId,
+    req: u64,
+    entries: Vec<WireEntry>,
+    more: bool,
+}
+
 /// What the store threads report back.
 enum Done {
-    Served { peer: PeerId, req: u64, entries: Vec<WireEntry>, more: bool },
+    Served { peer: PeerId, req: u64, entries: Vec<(u64, WireEntry)>, more: bool },
     ServeFailed { peer: PeerId, req: u64, error: String },
     /// The first entries do not link to anything stored.
     Unlinked { from: PeerId, author: AgentId, seq: u64 },
     /// The peer's entries break a chain rule against what is stored.
-    Invalid { from: PeerId, reason: String, relayed: bool },
+    Invalid { from: PeerId, author: AgentId, seq: u64, reason: String, relayed: bool },
     Imported { count: usize },
-    ImportFailed { error: String },
+    /// A response's entries, checked by a verify worker.
+    Checked { peer: PeerId, req: u64, checked: Result<Vec<VerifiedEntry>, String>, more: bool },
+    /// The store could not write (the entries are asked for again).
+    ImportFailed { author: AgentId, seq: u64, error: String },
 }
 
 /// Queue lengths between the loop and the store threads.
 const STORE_QUEUE_MAX: usize = 64;
+/// Responses waiting for a verify worker (responses only answer our own
+/// requests, of which at most `Config::in_flight_max` are in flight).
+const CHECK_QUEUE_MAX: usize = 64;
+/// Most verify worker threads.
+const VERIFY_THREADS_MAX: usize = 4;
 /// Inbound range requests waiting for the store, beyond which new ones are answered `Busy`.
 const PENDING_RESPONSES_MAX: usize = 1024;
 /// Bans remembered for `agora node status`.
@@ -87,6 +103,7 @@ struct Driver {
     recent_bans: VecDeque<Value>,
     read_tx: std_mpsc::SyncSender<ReadJob>,
     write_tx: std_mpsc::SyncSender<WriteJob>,
+    check_tx: std_mpsc::SyncSender<CheckJob>,
     counters: Counters,
     listen: Vec<Multiaddr>,
     progress: Option<indicatif::ProgressBar>,
@@ -138,31 +155,31 @@ fn read_worker(store: Arc<Store>, jobs: std_mpsc::Receiver<ReadJob>, done: mpsc:
         // Up to 4 entries per seq on average (what a response may carry),
         // plus one that tells whether the sender holds more.
         let cap = 4 * limit as usize;
-        let result = store.chain(&author, from_seq, cap + 1);
+        let result = store.chain_raw(&author, from_seq, cap + 1);
         let msg = match result {
             Ok(mut stored) => {
                 let end = from_seq.saturating_add(u64::from(limit));
-                let mut more = stored.last().is_some_and(|e| e.signed.header().seq >= end) || stored.len() > cap;
-                stored.retain(|e| e.signed.header().seq < end);
+                let mut more = stored.last().is_some_and(|e| e.seq >= end) || stored.len() > cap;
+                stored.retain(|e| e.seq < end);
                 if stored.len() > cap {
                     // Heavy forking: never split a seq (the next request
                     // resumes after the last seq sent), unless it is the only one.
-                    let last = stored[cap].signed.header().seq;
+                    let last = stored[cap].seq;
                     stored.truncate(cap);
-                    let first = stored.first().map(|e| e.signed.header().seq);
+                    let first = stored.first().map(|e| e.seq);
                     if first != Some(last) {
-                        stored.retain(|e| e.signed.header().seq < last);
+                        stored.retain(|e| e.seq < last);
                     }
                     more = true;
                 }
                 let entries = stored
                     .into_iter()
-                    .map(|e| WireEntry {
-                        entry: e.signed.encode(),
-                        payload: match e.payload {
+                    .map(|e| {
+                        let payload = match e.payload {
                             PayloadState::Held(p) => Some(p),
                             _ => None,
-                        },
+                        };
+                        (e.seq, WireEntry { entry: e.entry, payload })
                     })
                     .collect();
                 Done::Served { peer, req, entries, more }
@@ -170,6 +187,22 @@ fn read_worker(store: Arc<Store>, jobs: std_mpsc::Receiver<ReadJob>, done: mpsc:
             Err(e) => Done::ServeFailed { peer, req, error: e.to_string() },
         };
         if done.blocking_send(msg).is_err() {
+            return;
+        }
+    }
+}
+
+/// Check responses (the CPU-heavy part of replication: signatures) until the
+/// loop goes away. Several of these share one queue.
+fn verify_worker(jobs: Arc<std::sync::Mutex<std_mpsc::Receiver<CheckJob>>>, done: mpsc::Sender<Done>) {
+    loop {
+        let job = match jobs.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return,
+        };
+        let Ok(CheckJob { peer, req, entries, more }) = job else { return };
+        let checked = agora_sync::check_entries(entries);
+        if done.blocking_send(Done::Checked { peer, req, checked, more }).is_err() {
             return;
         }
     }
@@ -195,16 +228,16 @@ fn import(store: &Store, from: PeerId, entries: Vec<VerifiedEntry>, relayed: boo
             match store.locate(&back) {
                 Ok(Some(_)) => {}
                 Ok(None) => return Done::Unlinked { from, author, seq: first_seq },
-                Err(err) => return Done::ImportFailed { error: err.to_string() },
+                Err(err) => return Done::ImportFailed { author, seq: first_seq, error: err.to_string() },
             }
         }
     }
     let count = entries.len();
     match store.import_checked(entries, &format!("peer {}", from.0)) {
         Ok(report) => Done::Imported { count: report.imported.min(count) },
-        Err(StoreError::Import(failure)) => Done::Invalid { from, reason: failure.to_string(), relayed },
-        Err(StoreError::Verify(e)) => Done::Invalid { from, reason: e.to_string(), relayed },
-        Err(e) => Done::ImportFailed { error: e.to_string() },
+        Err(StoreError::Import(failure)) => Done::Invalid { from, author, seq: first_seq, reason: failure.to_string(), relayed },
+        Err(StoreError::Verify(e)) => Done::Invalid { from, author, seq: first_seq, reason: e.to_string(), relayed },
+        Err(e) => Done::ImportFailed { author, seq: first_seq, error: e.to_string() },
     }
 }
 
@@ -241,6 +274,13 @@ pub async fn run(ctx: NodeContext, settings: NetworkSettings, mut inbox: Inbox, 
         let (store, done) = (ctx.store.clone(), done_tx.clone());
         std::thread::Builder::new().name("store-write".into()).spawn(move || write_worker(store, write_rx, done))?
     };
+    let (check_tx, check_rx) = std_mpsc::sync_channel::<CheckJob>(CHECK_QUEUE_MAX);
+    let check_rx = Arc::new(std::sync::Mutex::new(check_rx));
+    let verify_threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, VERIFY_THREADS_MAX);
+    for i in 0..verify_threads {
+        let (jobs, done) = (check_rx.clone(), done_tx.clone());
+        std::thread::Builder::new().name(format!("verify-{i}")).spawn(move || verify_worker(jobs, done))?;
+    }
     drop(done_tx);
 
     let mut rep = Replicator::new(Config::default());
@@ -256,6 +296,7 @@ pub async fn run(ctx: NodeContext, settings: NetworkSettings, mut inbox: Inbox, 
         recent_bans: VecDeque::new(),
         read_tx,
         write_tx,
+        check_tx,
         counters: Counters::default(),
         listen: listen.clone(),
         progress: None,
@@ -444,7 +485,14 @@ impl Driver {
                     request_response::Message::Response { response, .. } => match WireResponse::decode(&response) {
                         Ok(WireResponse::Entries { req, entries, more }) => {
                             debug!(%peer, req, entries = entries.len(), more, "range received");
-                            self.rep.handle(p, Message::Response { req, entries, more }, now);
+                            match self.check_tx.try_send(CheckJob { peer: p, req, entries, more }) {
+                                Ok(()) => {}
+                                // The workers are behind (never more than the
+                                // requests in flight, normally): check here.
+                                Err(std_mpsc::TrySendError::Full(job) | std_mpsc::TrySendError::Disconnected(job)) => {
+                                    self.rep.handle(p, Message::Response { req: job.req, entries: job.entries, more: job.more }, now)
+                                }
+                            }
                         }
                         Ok(WireResponse::Ack | WireResponse::Busy) => {}
                         Ok(WireResponse::WrongWorkspace) => self.mark_foreign(peer, p),
@@ -526,9 +574,14 @@ impl Driver {
                     }
                 }
                 Output::Import { from, entries, relayed } => {
+                    let first = entries.first().map(|(e, _)| (e.header().author, e.header().seq));
                     if let Err(std_mpsc::TrySendError::Full(_)) = self.write_tx.try_send(WriteJob::Import { from, entries, relayed }) {
-                        // Verified but not stored: re-requested when planned again.
+                        // Verified but not stored: asked for again.
                         self.counters.imports_shed += 1;
+                        if let Some((author, seq)) = first {
+                            let now = self.now_ms();
+                            self.rep.import_lost(author, seq, now);
+                        }
                     }
                 }
                 Output::Serve { peer, req, author, from_seq, limit } => {
@@ -581,16 +634,24 @@ impl Driver {
                 self.rep.import_failed(from, author, seq, now)
             }
             // A relay checked the signature, not the link: the author is at fault.
-            Done::Invalid { from, reason, relayed: true } => {
+            Done::Invalid { from, author, seq, reason, relayed: true } => {
                 self.counters.relayed_refused += 1;
                 debug!(peer = from.0, "refused a relayed entry: {reason}");
+                self.rep.import_lost(author, seq, now);
             }
-            Done::Invalid { from, reason, relayed: false } => self.rep.report_invalid(from, reason, now),
+            Done::Invalid { from, author, seq, reason, relayed: false } => {
+                self.rep.report_invalid(from, reason, now);
+                self.rep.import_lost(author, seq, now);
+            }
+            Done::Checked { peer, req, checked, more } => self.rep.handle_checked_response(peer, req, checked, more, now),
             Done::Imported { count } => {
                 debug!(count, "imported");
                 self.counters.entries_imported += count as u64
             }
-            Done::ImportFailed { error } => warn!("storing entries failed: {error}"),
+            Done::ImportFailed { author, seq, error } => {
+                warn!("storing entries failed: {error}");
+                self.rep.import_lost(author, seq, now);
+            }
         }
     }
 
