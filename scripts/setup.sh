@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building Agora needs beyond the Rust toolchain, on Debian/Ubuntu:
-# libclang (RocksDB's bindgen) and a C++ compiler (RocksDB's C++ sources).
+# libclang (RocksDB's bindgen), a C++ compiler (RocksDB's C++ sources) and
+# make (jemalloc's build, the node's allocator).
 # Idempotent: installs nothing when everything is already there.
 set -euo pipefail
 
@@ -16,6 +17,7 @@ has_libclang() {
 has_libclang || need+=(libclang-dev)
 command -v c++ >/dev/null 2>&1 || need+=(g++)
 command -v cc >/dev/null 2>&1 || need+=(gcc)
+command -v make >/dev/null 2>&1 || need+=(make)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}" >&2

@@ -38,6 +38,21 @@ use std::time::{Duration, Instant};
 /// command holds open.
 const STORE_BUSY_WAIT: Duration = Duration::from_secs(10);
 
+/// jemalloc rather than glibc's allocator: a node allocates and frees
+/// megabyte buffers from many threads (RocksDB memtables, responses being
+/// verified), and glibc's arenas keep such memory resident once freed (a 1M-entry
+/// sync left a receiver at 146 MiB RSS with glibc, against 96 MiB when every
+/// large block was returned).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// jemalloc's options, read at start-up: freed pages go back to the system
+/// within a second (by a background thread) instead of ten, so a burst of
+/// sync traffic does not stay resident.
+#[used]
+#[unsafe(export_name = "_rjem_malloc_conf")]
+static MALLOC_CONF: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
+
 fn main() -> ExitCode {
     let args = cli::Args::parse();
     let json = args.json;

@@ -11,17 +11,40 @@ use serde_json::json;
 use std::process::ExitCode;
 
 /// The roster of the workspace whose founder is `founder`, from the store.
+///
+/// Only what can change the roster is kept while the chain is read (roster
+/// payloads, entries whose payload is not held, and the entries of a forked
+/// seq), so memory stays small however long the founder's chain is; other
+/// entries are passed on with an empty payload only where needed to show a
+/// fork.
 pub fn derive(store: &Store, founder: AgentId) -> Result<Roster> {
-    let mut held: Vec<(u64, agora_core::EntryId, Option<Vec<u8>>)> = Vec::new();
+    let mut kept: Vec<(u64, agora_core::EntryId, Option<Vec<u8>>)> = Vec::new();
+    // The previous entry (entries come in (seq, id) order), kept aside until
+    // it is known whether a second entry shares its seq.
+    let mut prev: Option<(u64, agora_core::EntryId, Option<Vec<u8>>)> = None;
     store.for_each_entry(Some(&founder), |e| {
+        let (seq, id) = (e.signed.header().seq, e.signed.id());
         let payload = match e.payload {
-            PayloadState::Held(p) => Some(p),
+            // Anything else reads as "not a roster event": an empty payload.
+            PayloadState::Held(p) => Some(if RosterEvent::is_roster_payload(&p) { p } else { Vec::new() }),
             _ => None,
         };
-        held.push((e.signed.header().seq, e.signed.id(), payload));
+        if let Some(p) = prev.take() {
+            let matters = p.0 == seq || kept.last().is_some_and(|k| k.0 == p.0) || p.2.as_ref().is_none_or(|b| !b.is_empty());
+            if matters {
+                kept.push(p);
+            }
+        }
+        prev = Some((seq, id, payload));
         Ok(())
     })?;
-    Ok(Roster::derive(founder, held.iter().map(|(seq, id, p)| FounderEntry { seq: *seq, id: *id, payload: p.as_deref() })))
+    if let Some(p) = prev.take() {
+        let matters = kept.last().is_some_and(|k| k.0 == p.0) || p.2.as_ref().is_none_or(|b| !b.is_empty());
+        if matters {
+            kept.push(p);
+        }
+    }
+    Ok(Roster::derive(founder, kept.iter().map(|(seq, id, p)| FounderEntry { seq: *seq, id: *id, payload: p.as_deref() })))
 }
 
 fn record(s: &Session, event: RosterEvent) -> Result<ExitCode> {
@@ -76,4 +99,61 @@ pub fn roster(s: &Session) -> Result<ExitCode> {
         },
     )?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::derive;
+    use agora_core::entry::next_header;
+    use agora_core::{AgentKey, SignedEntry};
+    use agora_roster::{FounderEntry, Roster, RosterEvent};
+    use agora_store::{ImportItem, PayloadState, Store, StoreOptions};
+
+    /// The roster as `Roster::derive` reads it from every entry of the chain.
+    fn derive_from_everything(store: &Store, founder: agora_core::AgentId) -> Roster {
+        let mut all = Vec::new();
+        store
+            .for_each_entry(Some(&founder), |e| {
+                let p = match e.payload {
+                    PayloadState::Held(p) => Some(p),
+                    _ => None,
+                };
+                all.push((e.signed.header().seq, e.signed.id(), p));
+                Ok(())
+            })
+            .unwrap();
+        Roster::derive(founder, all.iter().map(|(seq, id, p)| FounderEntry { seq: *seq, id: *id, payload: p.as_deref() }))
+    }
+
+    /// Keeping only what can change the roster gives the same roster as
+    /// reading every entry: with roster events among other payloads, a
+    /// redacted roster event, and a fork after them.
+    #[test]
+    fn the_lean_roster_derivation_equals_the_full_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions { create: true, sync: false, ..Default::default() }).unwrap();
+        let founder = AgentKey::from_seed([1; 32]);
+        let f = founder.agent_id();
+        let (b, c) = (AgentKey::from_seed([2; 32]).agent_id(), AgentKey::from_seed([3; 32]).agent_id());
+        let mut t = 1_000;
+        let mut append = |payload: Vec<u8>| {
+            t += 1;
+            store.append(&founder, &payload, t).unwrap()
+        };
+        append(b"a note".to_vec());
+        append(RosterEvent::Admit { agent: b, note: String::new() }.encode());
+        append(b"another note".to_vec());
+        let admit_c = append(RosterEvent::Admit { agent: c, note: String::new() }.encode());
+        let before_fork = append(RosterEvent::Remove { agent: b, reason: "left".into() }.encode());
+        append(b"after".to_vec());
+        store.redact(&admit_c.id(), 5_000).unwrap();
+        assert_eq!(derive(&store, f).unwrap(), derive_from_everything(&store, f));
+        // A second entry at seq 6: the chain is forked there.
+        let rival_payload = b"rival".to_vec();
+        let rival = SignedEntry::sign(next_header(f, Some(&before_fork), 9_000, &rival_payload).unwrap(), &founder);
+        store.import(vec![ImportItem { entry: rival, payload: Some(rival_payload), origin: "test".into() }]).unwrap();
+        let lean = derive(&store, f).unwrap();
+        assert_eq!(lean.frozen_at_fork_seq, Some(6));
+        assert_eq!(lean, derive_from_everything(&store, f));
+    }
 }

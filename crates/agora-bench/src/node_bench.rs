@@ -140,6 +140,8 @@ fn fill(home: &Path, n: usize, payload_bytes: usize) -> Result<()> {
         store.append_batch(&key, &refs[..k], 1_700_000_000_000 + done as u64)?;
         done += k;
     }
+    // As a node that stored them over time would: on disk, not in the log.
+    store.flush()?;
     Ok(())
 }
 
@@ -337,12 +339,26 @@ fn rss(agora: &Path, entries: usize, payload_bytes: usize) -> Result<()> {
     let took = t0.elapsed();
     std::thread::sleep(Duration::from_secs(2));
     let (after_b, hwm_b) = rss_kib(node_b.child.id())?;
+    let store_memory = node_b.control.status()?["store_memory"].clone();
+    let rollup = std::fs::read_to_string(format!("/proc/{}/smaps_rollup", node_b.child.id())).unwrap_or_default();
+    let rollup_mib = |name: &str| -> u64 {
+        rollup.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) / 1024
+    };
+    let (anon_b, file_b) = (rollup_mib("Anonymous:"), rollup_mib("Rss:").saturating_sub(rollup_mib("Anonymous:")));
     let (_, hwm_a) = rss_kib(node_a.child.id())?;
     println!("node memory holding {entries} entries ({payload_bytes}-byte payloads):");
     println!("  sender, idle after start:          RSS {} MiB (peak so far {} MiB)", idle / 1024, idle_hwm / 1024);
     println!("  sender, serving a full sync:        peak RSS {} MiB (VmHWM {} MiB)", peak_a / 1024, hwm_a / 1024);
     println!("  receiver, during the sync:          peak RSS {} MiB (VmHWM {} MiB)", peak_b / 1024, hwm_b / 1024);
-    println!("  receiver, holding all of them:      RSS {} MiB", after_b / 1024);
+    println!("  receiver, holding all of them:      RSS {} MiB ({anon_b} MiB anonymous, {file_b} MiB file-backed)", after_b / 1024);
+    let mib = |k: &str| store_memory[k].as_u64().unwrap_or(0) as f64 / f64::from(1 << 20);
+    println!(
+        "    of which RocksDB: memtables {:.0} MiB, block cache {:.0} MiB ({:.0} pinned), table readers {:.0} MiB",
+        mib("memtables_bytes"),
+        mib("block_cache_bytes"),
+        mib("block_cache_pinned_bytes"),
+        mib("table_readers_bytes")
+    );
     println!("  (sync took {:.1} s = {:.0} entries/s; target: RSS < 150 MiB)", took.as_secs_f64(), entries as f64 / took.as_secs_f64());
     Ok(())
 }

@@ -30,7 +30,7 @@ mod write;
 pub use audit::{AuditReport, AuthorAudit};
 pub use error::{ImportFailure, StoreError};
 pub use read::{AuthorSummary, PayloadState, RawStoredEntry, StoredEntry};
-pub use store::{CommitNotice, Observer, Store, StoreOptions, COLUMN_FAMILIES, STORE_FORMAT};
+pub use store::{CommitNotice, MemoryUsage, Observer, Store, StoreOptions, COLUMN_FAMILIES, STORE_FORMAT};
 pub use write::{ImportItem, ImportReport};
 
 #[cfg(test)]

@@ -76,6 +76,19 @@ impl std::fmt::Debug for Store {
     }
 }
 
+/// Memory RocksDB holds, by kind (see [`Store::memory_usage`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct MemoryUsage {
+    /// Memtables, active and waiting to be flushed.
+    pub memtables_bytes: u64,
+    /// The block cache (data, index and filter blocks).
+    pub block_cache_bytes: u64,
+    /// Of which pinned (in use, or pinned index and filter blocks).
+    pub block_cache_pinned_bytes: u64,
+    /// Open table readers outside the cache.
+    pub table_readers_bytes: u64,
+}
+
 fn db_options(options: &StoreOptions) -> Options {
     let mut opts = Options::default();
     opts.create_if_missing(false);
@@ -88,6 +101,9 @@ fn db_options(options: &StoreOptions) -> Options {
     opts.set_db_write_buffer_size(options.memtable_bytes_max);
     opts.set_write_buffer_size((options.memtable_bytes_max / 3).max(1 << 20));
     opts.set_max_write_buffer_number(2);
+    // Column families flush at different rates; without a cap, the log is
+    // kept for the slowest, and reopening replays all of it into memory.
+    opts.set_max_total_wal_size((2 * options.memtable_bytes_max) as u64);
     opts.set_max_open_files(512);
     opts.set_keep_log_file_num(4);
     opts
@@ -167,7 +183,16 @@ impl Store {
             // Index and filter blocks count against the cache too, so their
             // memory does not grow with the number of entries held.
             block.set_cache_index_and_filter_blocks(true);
+            block.set_cache_index_and_filter_blocks_with_high_priority(true);
             block.set_pin_l0_filter_and_index_blocks_in_cache(true);
+            // Indexes and filters in small partitions behind a pinned top
+            // level: a point lookup loads one 4 KiB partition, not a whole
+            // file's filter (megabytes once a level holds millions of ids,
+            // read and checksummed again whenever the cache evicted it).
+            block.set_index_type(rocksdb::BlockBasedIndexType::TwoLevelIndexSearch);
+            block.set_partition_filters(true);
+            block.set_metadata_block_size(4096);
+            block.set_pin_top_level_index_and_filter(true);
             if *name == CF_ENTRIES || *name == CF_IDS || *name == CF_HEADS {
                 // Small, hot values: bloom filters make point lookups cheap.
                 block.set_bloom_filter(10.0, false);
@@ -214,6 +239,32 @@ impl Store {
         if let Some(f) = observer {
             f(notice);
         }
+    }
+
+    /// What RocksDB holds in memory now, summed over column families (for
+    /// status displays and memory benchmarks).
+    pub fn memory_usage(&self) -> Result<MemoryUsage, StoreError> {
+        let mut usage = MemoryUsage::default();
+        for name in COLUMN_FAMILIES {
+            let cf = self.cf(name)?;
+            let prop = |p: &str| -> Result<u64, StoreError> {
+                Ok(self.db.property_int_value_cf(cf, p).map_err(db("reading memory properties"))?.unwrap_or(0))
+            };
+            usage.memtables_bytes += prop("rocksdb.size-all-mem-tables")?;
+            usage.table_readers_bytes += prop("rocksdb.estimate-table-readers-mem")?;
+            // One cache is shared by every column family.
+            usage.block_cache_bytes = prop("rocksdb.block-cache-usage")?;
+            usage.block_cache_pinned_bytes = prop("rocksdb.block-cache-pinned-usage")?;
+        }
+        Ok(usage)
+    }
+
+    /// Write every memtable to disk and wait. Nothing is lost without it
+    /// (the write-ahead log holds what the memtables hold), but a store
+    /// flushed before it closes reopens without replaying its log into memory.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        let cfs: Vec<&ColumnFamily> = COLUMN_FAMILIES.iter().map(|name| self.cf(name)).collect::<Result<_, _>>()?;
+        self.db.flush_cfs_opt(&cfs, &rocksdb::FlushOptions::default()).map_err(db("flushing memtables"))
     }
 
     pub(crate) fn cf(&self, name: &'static str) -> Result<&ColumnFamily, StoreError> {

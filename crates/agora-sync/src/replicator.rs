@@ -54,7 +54,7 @@ impl Default for Config {
             range_limit: 1000,
             response_bytes_max: 2 << 20,
             in_flight_per_peer: 4,
-            in_flight_max: 32,
+            in_flight_max: 16,
             request_timeout_ms: 10_000,
             ban_ms: 600_000,
             frontier_heads_max: 50_000,
@@ -332,6 +332,11 @@ pub struct Replicator {
     /// same peer) once the backfill below them is stored: (peer, author,
     /// first seq). A stack per author, lowest seq first out.
     resume: VecDeque<(PeerId, AgentId, u64)>,
+    /// [`Output::Import`]s handed out and not yet reported done
+    /// ([`Replicator::import_done`]). They count against
+    /// [`Config::in_flight_max`]: a store slower than the network slows the
+    /// requests instead of queueing verified entries without bound.
+    pending_imports: usize,
     /// Branch heads (below our highest seq) already fetched once: not
     /// fetched again however often peers announce them.
     sought: BTreeSet<EntryId>,
@@ -370,6 +375,7 @@ impl Replicator {
             held: BTreeMap::new(),
             importing: BTreeMap::new(),
             resume: VecDeque::new(),
+            pending_imports: 0,
             sought: BTreeSet::new(),
             next_req: 1,
             outputs: VecDeque::new(),
@@ -740,7 +746,9 @@ impl Replicator {
             // A gap below a held response is asked for even when the limits
             // are reached: the held responses wait for it, and they occupy
             // the slots (there are never more gaps than held responses).
-            let fills_gap = purpose == Purpose::Forward && self.held.range((author, from_seq)..=(author, u64::MAX)).next().is_some();
+            let fills_gap = purpose == Purpose::Forward
+                && self.in_flight.len() < self.config.in_flight_max
+                && self.held.range((author, from_seq)..=(author, u64::MAX)).next().is_some();
             if !fills_gap && !self.may_request(peer) {
                 return;
             }
@@ -751,7 +759,7 @@ impl Replicator {
     fn may_request(&self, peer: PeerId) -> bool {
         let busy = self.in_flight.values().filter(|f| f.peer == peer).count() + self.held.values().filter(|h| h.peer == peer).count();
         busy < self.config.in_flight_per_peer
-            && self.in_flight.len() + self.held.len() < self.config.in_flight_max
+            && self.in_flight.len() + self.held.len() + self.pending_imports < self.config.in_flight_max
             && self.outputs.len() < self.config.outputs_max
     }
 
@@ -815,12 +823,33 @@ impl Replicator {
                 self.held.insert((author, asked.from_seq), Held { peer, limit: asked.limit, entries: verified, deadline_ms });
                 self.release_held(author, now_ms);
             } else {
-                self.outputs.push_back(Output::Import { from: peer, entries: verified, relayed: false });
+                self.import(peer, verified, false);
             }
         }
         // A slot came free: this author first, then any other.
         self.plan_author(peer, author, now_ms);
         self.plan(peer, now_ms);
+    }
+
+    fn import(&mut self, from: PeerId, entries: Vec<VerifiedEntry>, relayed: bool) {
+        self.pending_imports += 1;
+        self.outputs.push_back(Output::Import { from, entries, relayed });
+    }
+
+    /// The driver's store finished one [`Output::Import`] (stored it, or
+    /// refused it and said so through [`Replicator::import_failed`] or
+    /// [`Replicator::report_invalid`]; or the driver dropped it and said so
+    /// through [`Replicator::import_lost`]). Every import must be reported
+    /// done exactly once: until then it holds a request slot.
+    pub fn import_done(&mut self, now_ms: u64) {
+        debug_assert!(self.pending_imports > 0, "import_done without an import");
+        self.pending_imports = self.pending_imports.saturating_sub(1);
+        self.plan_all(now_ms);
+    }
+
+    /// Imports handed out and not yet reported done (for status displays).
+    pub fn pending_imports(&self) -> usize {
+        self.pending_imports
     }
 
     /// Hand the held responses of `author` that now continue what the store
@@ -838,7 +867,7 @@ impl Replicator {
                 let importing = self.importing.entry(author).or_insert(0);
                 *importing = (*importing).max(e.header().seq);
             }
-            self.outputs.push_back(Output::Import { from: held.peer, entries: held.entries, relayed: false });
+            self.import(held.peer, held.entries, false);
         }
     }
 
@@ -948,7 +977,7 @@ impl Replicator {
             state.note_holds(head.id);
         }
         if !known {
-            self.outputs.push_back(Output::Import { from: peer, entries: vec![(e, w.payload)], relayed: true });
+            self.import(peer, vec![(e, w.payload)], true);
         }
         Ok(GossipVerdict::Accept)
     }

@@ -154,6 +154,7 @@ impl Net {
             }
             Output::Import { from, entries, .. } => {
                 let author = entries[0].0.header().author;
+                self.nodes[i].rep.import_done(self.now);
                 match self.nodes[i].store.import(entries) {
                     Ok(()) => {
                         let tips: Vec<Head> = self.nodes[i].store.heads().into_iter().filter(|h| h.author == author).collect();

@@ -578,8 +578,9 @@ impl Driver {
                     if let Err(std_mpsc::TrySendError::Full(_)) = self.write_tx.try_send(WriteJob::Import { from, entries, relayed }) {
                         // Verified but not stored: asked for again.
                         self.counters.imports_shed += 1;
+                        let now = self.now_ms();
+                        self.rep.import_done(now);
                         if let Some((author, seq)) = first {
-                            let now = self.now_ms();
                             self.rep.import_lost(author, seq, now);
                         }
                     }
@@ -621,6 +622,10 @@ impl Driver {
 
     fn on_done(&mut self, done: Done) {
         let now = self.now_ms();
+        if matches!(done, Done::Unlinked { .. } | Done::Invalid { .. } | Done::Imported { .. } | Done::ImportFailed { .. }) {
+            // The store finished an import: its slot is free.
+            self.rep.import_done(now);
+        }
         match done {
             Done::Served { peer, req, entries, more } => self.rep.respond(peer, req, entries, more),
             Done::ServeFailed { peer, req, error } => {
@@ -808,11 +813,14 @@ impl Driver {
             "listen": self.listen.iter().map(|a| format!("{a}/p2p/{local}")).collect::<Vec<_>>(),
             "workspace": { "name": self.ctx.config.workspace, "id": self.ctx.workspace.to_string(), "founder": self.ctx.founder.to_string(), "members": self.roster_members },
             "uptime_ms": self.now_ms(),
+            "store_memory": self.ctx.store.memory_usage().ok(),
             "peers": peers,
             "frontier": frontier,
             "sync": {
                 "lag_entries": lag,
                 "in_flight": self.rep.in_flight(),
+                "held_responses": self.rep.held(),
+                "pending_imports": self.rep.pending_imports(),
                 "entries_imported": self.counters.entries_imported,
                 "entries_verified": stats.entries_verified,
                 "imports_shed": self.counters.imports_shed,
