@@ -168,9 +168,9 @@ impl Store {
         // instead of a point lookup per entry. Only an entry whose payload is
         // absent costs a lookup (of its redaction).
         let mut payloads = self.db.raw_iterator_cf(self.cf(CF_PAYLOADS)?);
-        payloads.seek(&start);
+        payloads.seek(start);
         let mut entries = self.db.raw_iterator_cf(self.cf(CF_ENTRIES)?);
-        entries.seek(&start);
+        entries.seek(start);
         let mut n = 0;
         while n < limit {
             let (Some(key), Some(value)) = (entries.key(), entries.value()) else { break };
