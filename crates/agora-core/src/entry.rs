@@ -173,7 +173,7 @@ impl Header {
             payload_len: wire.payload_len,
             payload_hash: wire.payload_hash,
         };
-        if header.encode() != bytes {
+        if !crate::canonical::encodes_to(&wire, bytes) {
             return Err(DecodeError::NonCanonical);
         }
         header.check_structure()?;

@@ -24,6 +24,7 @@
 #![allow(clippy::result_large_err)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod canonical;
 pub mod entry;
 pub mod fork;
 pub mod id;

@@ -515,41 +515,11 @@ impl Event {
         }
         // Canonical: re-encoding gives the body back exactly. Compared while
         // serializing, so no copy of the payload is made.
-        let canonical = postcard::serialize_with_flavor(&event, CompareFlavor { expected: body, pos: 0, equal: true })
-            .unwrap_or(false);
+        let canonical = agora_core::canonical::encodes_to(&event, body);
         if !canonical {
             return Err(EventDecodeError::Malformed("non-canonical encoding".into()));
         }
         Ok(event)
-    }
-}
-
-/// A postcard output that compares what would be written with `expected`
-/// instead of storing it.
-struct CompareFlavor<'a> {
-    expected: &'a [u8],
-    pos: usize,
-    equal: bool,
-}
-
-impl postcard::ser_flavors::Flavor for CompareFlavor<'_> {
-    type Output = bool;
-
-    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
-        let end = self.pos + data.len();
-        self.equal = self.equal && self.expected.get(self.pos..end) == Some(data);
-        self.pos = end;
-        Ok(())
-    }
-
-    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
-        self.equal = self.equal && self.expected.get(self.pos) == Some(&data);
-        self.pos += 1;
-        Ok(())
-    }
-
-    fn finalize(self) -> postcard::Result<bool> {
-        Ok(self.equal && self.pos == self.expected.len())
     }
 }
 
