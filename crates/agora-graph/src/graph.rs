@@ -9,7 +9,8 @@
 
 use crate::event::{memory_item_content_id, Event, EventDecodeError, MemoryKind, Relation, TaskState};
 use agora_core::{AgentId, EntryId};
-use std::collections::{BTreeMap, HashMap};
+use rayon::prelude::*;
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// Entry ids are SHA-256 outputs and author keys Ed25519 public keys, both
@@ -44,6 +45,12 @@ type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 /// Measured: 16 gave two thirds of the gain of 64; 128 and 256 no more than
 /// 64. The decoded batch is 14 KB (216 bytes an event).
 const WARM_BATCH: usize = 64;
+
+/// Nodes a piece of the snapshot [`Graph::view_hash`] hashes: about 700 KB,
+/// in cache while it is hashed.
+const VIEW_HASH_PIECE: usize = 4 * 1024;
+/// Parts a piece is written in, each a task any thread may take.
+const VIEW_HASH_PARTS: usize = 8;
 
 /// A node's place in [`Graph::nodes`] (application order). The index, the
 /// resolved references, the rules and the effects name nodes by these; the
@@ -455,21 +462,27 @@ impl Node {
 
     /// The events that make the status what it is.
     pub fn why(&self) -> Vec<EntryId> {
+        let mut out = Vec::new();
+        self.for_each_why(self.status(), |id| out.push(id));
+        out
+    }
+
+    /// [`Node::why`] for the node's `status`, one id at a time.
+    fn for_each_why(&self, status: Status, mut f: impl FnMut(EntryId)) {
         let x = self.x();
-        match self.status() {
-            Status::Invalid | Status::Active => x.all(Mark::Survived),
-            Status::Retracted => x.last(Mark::RetractedBy).into_iter().collect(),
-            Status::Duplicate => x.last(Mark::DuplicateBy).into_iter().chain(x.last(Mark::DuplicateOf)).collect(),
-            Status::Superseded => x.first(Mark::SupersededBy).into_iter().collect(),
-            Status::Parked => x.last(Mark::ParkedBy).into_iter().collect(),
-            Status::Contested => x.all(Mark::OpenChallenge),
-            Status::Resolved => x
-                .last(Mark::ResolvedBy)
-                .filter(|by| *by != self.id)
-                .into_iter()
-                .chain(x.all(Mark::Closed))
-                .chain(x.all(Mark::Survived))
-                .collect(),
+        let all = |mark: Mark, f: &mut dyn FnMut(EntryId)| x.marks.iter().filter(|(m, _)| *m == mark).for_each(|(_, id)| f(*id));
+        match status {
+            Status::Invalid | Status::Active => all(Mark::Survived, &mut f),
+            Status::Retracted => x.last(Mark::RetractedBy).into_iter().for_each(f),
+            Status::Duplicate => x.last(Mark::DuplicateBy).into_iter().chain(x.last(Mark::DuplicateOf)).for_each(f),
+            Status::Superseded => x.first(Mark::SupersededBy).into_iter().for_each(f),
+            Status::Parked => x.last(Mark::ParkedBy).into_iter().for_each(f),
+            Status::Contested => all(Mark::OpenChallenge, &mut f),
+            Status::Resolved => {
+                x.last(Mark::ResolvedBy).filter(|by| *by != self.id).into_iter().for_each(&mut f);
+                all(Mark::Closed, &mut f);
+                all(Mark::Survived, &mut f);
+            }
         }
     }
 
@@ -608,6 +621,9 @@ pub struct Graph {
     /// Memory item content id -> first item with that content.
     content_ids: HashMap<[u8; 32], Ix>,
     last_pos: Option<LogPosition>,
+    /// Node positions in id order, once asked for ([`Graph::by_id`]); cleared
+    /// by every apply.
+    id_order: std::sync::OnceLock<Vec<Ix>>,
 }
 
 const POSITION_KINDS: &[&str] =
@@ -690,21 +706,28 @@ impl Graph {
             let (id, pos, _) = &items[i as usize];
             (*pos, *id)
         });
-        let mut g = Graph::new();
-        g.reserve(items.len());
+        order.dedup_by_key(|&mut i| (items[i as usize].1, items[i as usize].0));
+        let mut replay = Graph::ordered_replay(order.len());
         let mut batch: Vec<LogEvent> = Vec::with_capacity(WARM_BATCH);
         for chunk in order.chunks(WARM_BATCH) {
             batch.extend(chunk.iter().map(|&i| {
                 let (id, pos, payload) = items[i as usize];
                 LogEvent::from_payload(id, pos, payload)
             }));
-            g.warm(&batch);
-            for e in &mut batch {
-                g.apply_in_place(e);
-            }
+            replay.apply_batch(&mut batch).expect("sorted and deduplicated above");
             batch.clear();
         }
-        g
+        replay.finish()
+    }
+
+    /// A replay of `len` events that the caller hands over already in log
+    /// order, a batch at a time: the caller may decode the next batch (on
+    /// another thread, say) while this one is applied. [`Graph::replay_encoded`]
+    /// is this with the decoding done in line.
+    pub fn ordered_replay(len: usize) -> OrderedReplay {
+        let mut graph = Graph::new();
+        graph.reserve(len);
+        OrderedReplay { graph, last: None }
     }
 
     /// Look up, before applying a batch of events, every id the batch will
@@ -747,6 +770,7 @@ impl Graph {
         if self.index.contains(&self.nodes, &event.id) {
             return true;
         }
+        self.id_order.take();
         if self.last_pos.is_some_and(|last| event.pos < last) {
             return false;
         }
@@ -1341,44 +1365,302 @@ impl Graph {
         Some(cur)
     }
 
+    /// The nodes in id order: the order of [`Graph::snapshot`] and of
+    /// published views. Computed on first use and kept until the next event
+    /// is applied.
+    pub fn by_id(&self) -> ById<'_> {
+        ById { graph: self, order: self.id_order.get_or_init(|| self.sort_by_id()) }
+    }
+
+    /// Node positions sorted by id. Works on (first eight bytes, position)
+    /// pairs, which stay in cache, rather than on the nodes or references to
+    /// them (a comparison of two nodes' ids is two cache misses). Ids are
+    /// SHA-256 outputs, so their leading bits are uniform: the pairs are
+    /// distributed into about one bucket per eight nodes by those bits (a
+    /// counting sort, two passes), then each bucket is sorted on its own.
+    /// Equal prefixes are rare and are ordered by the whole id afterwards.
+    fn sort_by_id(&self) -> Vec<Ix> {
+        let keys: Vec<(u64, Ix)> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let mut first = [0u8; 8];
+                first.copy_from_slice(&n.id.as_bytes()[..8]);
+                (u64::from_be_bytes(first), i as Ix)
+            })
+            .collect();
+        let bits = (usize::BITS - keys.len().leading_zeros()).saturating_sub(3).clamp(1, 24);
+        let bucket = |prefix: u64| (prefix >> (64 - bits)) as usize;
+        let mut starts = vec![0usize; (1 << bits) + 1];
+        for k in &keys {
+            starts[bucket(k.0) + 1] += 1;
+        }
+        for b in 1..starts.len() {
+            starts[b] += starts[b - 1];
+        }
+        let mut sorted = vec![(0u64, 0 as Ix); keys.len()];
+        let mut fill = starts.clone();
+        for k in keys {
+            let b = bucket(k.0);
+            sorted[fill[b]] = k;
+            fill[b] += 1;
+        }
+        // Buckets in groups of about a thousand nodes, a task each.
+        let groups: Vec<&mut [(u64, Ix)]> = {
+            let mut rest: &mut [(u64, Ix)] = &mut sorted;
+            let mut groups = Vec::new();
+            let mut taken = 0;
+            for b in (0..starts.len()).step_by(128).skip(1).chain(std::iter::once(starts.len() - 1)) {
+                let (group, tail) = std::mem::take(&mut rest).split_at_mut(starts[b] - taken);
+                taken = starts[b];
+                groups.push(group);
+                rest = tail;
+            }
+            groups
+        };
+        groups.into_par_iter().for_each(|group| {
+            for run in group.chunk_by_mut(|a, b| bucket(a.0) == bucket(b.0)) {
+                run.sort_unstable();
+            }
+        });
+        let mut i = 0;
+        while i < sorted.len() {
+            let run = sorted[i..].iter().take_while(|k| k.0 == sorted[i].0).count();
+            if run > 1 {
+                sorted[i..i + run].sort_unstable_by(|a, b| self.nodes[a.1 as usize].id.cmp(&self.nodes[b.1 as usize].id));
+            }
+            i += run;
+        }
+        sorted.into_iter().map(|(_, i)| i).collect()
+    }
+
     /// The canonical bytes of the derived graph: every node sorted by id with
     /// its kind, status, settled flag and the events that made it so, plus the
     /// pending set. Two graphs with equal snapshots are equal views.
     pub fn snapshot(&self) -> Vec<u8> {
-        let sorted: BTreeMap<&EntryId, &Node> = self.nodes.iter().map(|n| (&n.id, n)).collect();
+        let by_id = self.by_id();
         let mut out = Vec::new();
-        for (id, n) in sorted {
-            out.extend_from_slice(id.as_bytes());
-            out.extend_from_slice(n.kind.as_bytes());
-            out.push(0);
-            out.push(n.status() as u8);
-            out.push(n.settled() as u8);
-            let x = n.x();
-            for list in [&n.touched_by(), &n.why(), &x.all(Mark::OpenChallenge), &x.all(Mark::Tension), &x.all(Mark::FrameChild)] {
-                out.extend_from_slice(&(list.len() as u32).to_be_bytes());
-                for x in list.iter() {
-                    out.extend_from_slice(x.as_bytes());
-                }
-            }
-            for (rel, to) in &n.edges {
-                out.extend_from_slice(rel.as_bytes());
-                out.extend_from_slice(to.as_bytes());
-            }
-            out.push(x.frame_state.map_or(0xff, |s| s as u8));
-            out.push(x.task_state.map_or(0xff, |s| s as u8));
-            out.extend_from_slice(&x.successes.to_be_bytes());
-            out.extend_from_slice(&x.failures.to_be_bytes());
-            out.push(x.confirmed as u8);
-        }
-        for p in self.pending() {
-            out.extend_from_slice(p.event.id.as_bytes());
-        }
+        by_id.write_nodes(0..by_id.len(), &mut out);
+        self.write_pending(&mut out);
         out
     }
 
     /// SHA-256 of [`Graph::snapshot`]: a short fingerprint of the view.
+    ///
+    /// The snapshot is never held whole (about 170 bytes a node). It is
+    /// written a piece at a time, each piece in parts on every thread, and
+    /// the next piece is written while the last one is hashed: writing (which
+    /// reads the nodes in id order, so from anywhere in memory) takes about
+    /// twice as long as hashing, and hashing is the one step that cannot be
+    /// split.
     pub fn view_hash(&self) -> [u8; 32] {
-        agora_core::sha256(&self.snapshot())
+        use sha2::Digest;
+        let by_id = self.by_id();
+        let len = by_id.len();
+        let parts = |piece: usize| (0..VIEW_HASH_PARTS).map(move |p| {
+            let start = piece * VIEW_HASH_PIECE + p * VIEW_HASH_PIECE / VIEW_HASH_PARTS;
+            start.min(len)..(start + VIEW_HASH_PIECE / VIEW_HASH_PARTS).min(len)
+        });
+        let write = |piece: usize, bufs: &mut Vec<Vec<u8>>| {
+            bufs.par_iter_mut().zip(parts(piece).collect::<Vec<_>>()).for_each(|(buf, range)| {
+                buf.clear();
+                by_id.write_nodes(range, buf);
+            });
+        };
+        let mut hasher = sha2::Sha256::new();
+        let mut current = vec![Vec::new(); VIEW_HASH_PARTS];
+        let mut next = vec![Vec::new(); VIEW_HASH_PARTS];
+        write(0, &mut current);
+        for piece in 1..=len.div_ceil(VIEW_HASH_PIECE) {
+            rayon::join(|| current.iter().for_each(|b| hasher.update(b)), || write(piece, &mut next));
+            std::mem::swap(&mut current, &mut next);
+        }
+        let mut tail = Vec::new();
+        self.write_pending(&mut tail);
+        hasher.update(&tail);
+        hasher.finalize().into()
+    }
+
+    /// The snapshot's tail: the ids of the events held as pending, in log order.
+    fn write_pending(&self, out: &mut Vec<u8>) {
+        let mut held: Vec<(LogPosition, EntryId)> = self.waiting.values().flatten().map(|e| (e.pos, e.id)).collect();
+        held.sort_unstable();
+        for (_, id) in held {
+            out.extend_from_slice(id.as_bytes());
+        }
+    }
+}
+
+/// A graph's nodes in id order (see [`Graph::by_id`]).
+#[derive(Clone, Copy)]
+pub struct ById<'g> {
+    graph: &'g Graph,
+    order: &'g [Ix],
+}
+
+impl<'g> ById<'g> {
+    /// The nodes, ascending by id.
+    pub fn nodes(&self) -> impl ExactSizeIterator<Item = &'g Node> + 'g {
+        let nodes = &self.graph.nodes;
+        self.order.iter().map(move |&i| &nodes[i as usize])
+    }
+
+    /// The node at `k` in id order.
+    pub fn get(&self, k: usize) -> Option<&'g Node> {
+        self.order.get(k).map(|&i| &self.graph.nodes[i as usize])
+    }
+
+    /// Where `id` is in id order, if it is a node.
+    pub fn position(&self, id: &EntryId) -> Option<usize> {
+        let k = self.order.partition_point(|&i| self.graph.nodes[i as usize].id < *id);
+        self.get(k).is_some_and(|n| n.id == *id).then_some(k)
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// True when the graph has no nodes.
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    /// Load, before reading the nodes at `range` (in id order), the memory
+    /// they will be read from: each node, then what it points to (text,
+    /// touched-by list, edges, extra state). In id order consecutive nodes sit
+    /// anywhere in memory, and reading them one at a time waits for each miss
+    /// in turn; these loads do not depend on each other, so the processor
+    /// overlaps them (as [`Graph::replay`] does for its lookups). Pure reads.
+    pub fn warm(&self, range: std::ops::Range<usize>) {
+        let order = &self.order[range];
+        for &i in order {
+            let n = &self.graph.nodes[i as usize];
+            std::hint::black_box((n.id.0[0], n.extra.is_some(), n.edges.len(), n.touched.len(), n.text.len()));
+        }
+        for &i in order {
+            let n = &self.graph.nodes[i as usize];
+            std::hint::black_box((n.touched.first().map(|t| t.0[0]), n.edges.first().map(|e| e.1 .0[0]), n.extra.as_deref().map(|x| x.marks.len())));
+        }
+        for &i in order {
+            let n = &self.graph.nodes[i as usize];
+            std::hint::black_box(n.extra.as_deref().and_then(|x| x.marks.first()).map(|m| m.1 .0[0]));
+        }
+    }
+
+    /// Append the snapshot bytes of the nodes at `range` (in id order) to `out`.
+    fn write_nodes(&self, range: std::ops::Range<usize>, out: &mut Vec<u8>) {
+        for start in range.clone().step_by(WARM_BATCH) {
+            let end = (start + WARM_BATCH).min(range.end);
+            self.warm(start..end);
+            for &i in &self.order[start..end] {
+                write_snapshot_node(&self.graph.nodes[i as usize], out);
+            }
+        }
+    }
+}
+
+/// One node's part of [`Graph::snapshot`]. Lists are written as a 4-byte
+/// big-endian count and the ids; counts are patched in after the ids, so no
+/// list is collected first.
+fn write_snapshot_node(n: &Node, out: &mut Vec<u8>) {
+    fn list(out: &mut Vec<u8>, ids: impl FnOnce(&mut dyn FnMut(EntryId))) {
+        let at = out.len();
+        out.extend_from_slice(&[0; 4]);
+        let mut count = 0u32;
+        ids(&mut |id| {
+            out.extend_from_slice(id.as_bytes());
+            count += 1;
+        });
+        out[at..at + 4].copy_from_slice(&count.to_be_bytes());
+    }
+    out.extend_from_slice(n.id.as_bytes());
+    let Some(x) = n.extra.as_deref() else {
+        // Most nodes: nothing but the node itself and what touched it. Active
+        // (no mark or state), not settled, every list but the first empty, no
+        // frame or task state, no outcomes.
+        debug_assert_eq!(n.status(), Status::Active);
+        out.extend_from_slice(n.kind.as_bytes());
+        out.extend_from_slice(&[0, Status::Active as u8, 0]);
+        out.extend_from_slice(&(1 + n.touched.len() as u32).to_be_bytes());
+        out.extend_from_slice(n.id.as_bytes());
+        for t in &n.touched {
+            out.extend_from_slice(t.as_bytes());
+        }
+        out.extend_from_slice(&[0; 16]);
+        for (rel, to) in &n.edges {
+            out.extend_from_slice(rel.as_bytes());
+            out.extend_from_slice(to.as_bytes());
+        }
+        out.extend_from_slice(&[0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        return;
+    };
+    let of = |mark: Mark| move |f: &mut dyn FnMut(EntryId)| x.marks.iter().filter(|(m, _)| *m == mark).for_each(|(_, id)| f(*id));
+    out.extend_from_slice(n.kind.as_bytes());
+    out.push(0);
+    let status = n.status();
+    out.push(status as u8);
+    out.push(n.settled() as u8);
+    list(out, |f| std::iter::once(n.id).chain(n.touched.iter().copied()).for_each(f));
+    list(out, |f| n.for_each_why(status, f));
+    list(out, of(Mark::OpenChallenge));
+    list(out, of(Mark::Tension));
+    list(out, of(Mark::FrameChild));
+    for (rel, to) in &n.edges {
+        out.extend_from_slice(rel.as_bytes());
+        out.extend_from_slice(to.as_bytes());
+    }
+    out.push(x.frame_state.map_or(0xff, |s| s as u8));
+    out.push(x.task_state.map_or(0xff, |s| s as u8));
+    out.extend_from_slice(&x.successes.to_be_bytes());
+    out.extend_from_slice(&x.failures.to_be_bytes());
+    out.push(x.confirmed as u8);
+}
+
+/// A replay fed in log order (see [`Graph::ordered_replay`]).
+pub struct OrderedReplay {
+    graph: Graph,
+    /// The (position, id) of the last event applied.
+    last: Option<(LogPosition, EntryId)>,
+}
+
+/// A batch handed to an [`OrderedReplay`] was not in log order: strictly
+/// ascending by (position, id), after everything applied before.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("event {id} is not after the event before it in log order (position, id)")]
+pub struct NotInLogOrder {
+    /// The first event out of order.
+    pub id: EntryId,
+}
+
+impl OrderedReplay {
+    /// Apply `batch`, which must continue the log order. Nothing of it is
+    /// applied if it does not. Events are left behind with their text taken
+    /// (the caller clears or drops the batch).
+    pub fn apply_batch(&mut self, batch: &mut [LogEvent]) -> Result<(), NotInLogOrder> {
+        let mut last = self.last;
+        for e in batch.iter() {
+            let key = (e.pos, e.id);
+            if last.is_some_and(|l| key <= l) {
+                return Err(NotInLogOrder { id: e.id });
+            }
+            last = Some(key);
+        }
+        self.last = last;
+        for chunk in batch.chunks_mut(WARM_BATCH) {
+            self.graph.warm(chunk);
+            for e in chunk {
+                let applied = self.graph.apply_in_place(e);
+                debug_assert!(applied, "checked to be in log order");
+            }
+        }
+        Ok(())
+    }
+
+    /// The graph of everything applied.
+    pub fn finish(self) -> Graph {
+        self.graph
     }
 }
 
@@ -1395,6 +1677,61 @@ mod tests {
 
     fn node(id: EntryId) -> Node {
         Node::new(id, LogPosition { timestamp_ms: 0, author: AgentId([0; 32]), seq: 0 }, 0, "raw")
+    }
+
+    /// Ids that share their first eight bytes (the sort key) come out in
+    /// full-id order, and the snapshot written in pieces is the one the
+    /// hash covers.
+    #[test]
+    fn by_id_orders_ids_that_share_their_sort_prefix() {
+        let author = AgentId([7; 32]);
+        let events: Vec<LogEvent> = (0..10_000u32)
+            .map(|i| {
+                let mut id = [0u8; 32];
+                id[..8].copy_from_slice(&u64::from(i % 3).to_be_bytes());
+                id[8..12].copy_from_slice(&i.wrapping_mul(0x9e37_79b9).to_be_bytes());
+                let pos = LogPosition { timestamp_ms: u64::from(i), author, seq: u64::from(i) + 1 };
+                LogEvent::from_payload(EntryId(id), pos, Some(&Event::Proposition { text: format!("p{i}") }.encode()))
+            })
+            .collect();
+        let mut events = events;
+        let missing = EntryId([0xee; 32]);
+        let pos = LogPosition { timestamp_ms: 20_000, author, seq: 20_000 };
+        events.push(LogEvent::from_payload(EntryId([0xdd; 32]), pos, Some(&Event::Support { target: missing, text: "held".into() }.encode())));
+        let g = Graph::replay(events);
+        assert_eq!(g.pending().len(), 1, "the snapshot has a pending tail");
+        assert!(g.id_order.get().is_none(), "computed on first use");
+        let ids: Vec<EntryId> = g.by_id().nodes().map(|n| n.id).collect();
+        let mut sorted: Vec<EntryId> = g.nodes().map(|n| n.id).collect();
+        sorted.sort_unstable();
+        assert_eq!(ids, sorted);
+        assert_eq!(g.by_id().len(), 10_000);
+        assert_eq!(g.view_hash(), agora_core::sha256(&g.snapshot()));
+        assert!(g.len() > 2 * VIEW_HASH_PIECE, "the hash reads the snapshot in several pieces");
+        for (k, n) in g.by_id().nodes().enumerate() {
+            assert_eq!(g.by_id().position(&n.id), Some(k));
+        }
+        assert_eq!(g.by_id().position(&EntryId([0xff; 32])), None);
+    }
+
+    /// A batch out of log order is refused whole; the replay goes on from
+    /// where it was.
+    #[test]
+    fn an_ordered_replay_refuses_a_batch_out_of_order_and_applies_none_of_it() {
+        let author = AgentId([7; 32]);
+        let ev = |i: u8, ts: u64| {
+            let pos = LogPosition { timestamp_ms: ts, author, seq: u64::from(i) };
+            LogEvent::from_payload(EntryId([i; 32]), pos, Some(&Event::Proposition { text: format!("p{i}") }.encode()))
+        };
+        let mut replay = Graph::ordered_replay(4);
+        replay.apply_batch(&mut [ev(1, 10), ev(2, 20)]).unwrap();
+        assert_eq!(replay.apply_batch(&mut [ev(3, 30), ev(4, 15)]), Err(NotInLogOrder { id: EntryId([4; 32]) }));
+        let mut twin = ev(2, 20);
+        twin.id = EntryId([1; 32]);
+        assert_eq!(replay.apply_batch(&mut [twin]), Err(NotInLogOrder { id: EntryId([1; 32]) }), "same position as the last one, smaller id");
+        replay.apply_batch(&mut [ev(3, 30)]).unwrap();
+        let g = replay.finish();
+        assert_eq!(g.nodes().map(|n| n.id.0[0]).collect::<Vec<_>>(), [1, 2, 3]);
     }
 
     /// Ids that share their hash (first four bytes), that sit at the end of

@@ -18,4 +18,4 @@ pub mod graph;
 pub mod query;
 
 pub use event::{Event, EventDecodeError, MemoryKind, Relation, TaskState};
-pub use graph::{Body, FrameState, Graph, LogEvent, LogPosition, Node, RuleError, Status};
+pub use graph::{Body, ById, FrameState, Graph, LogEvent, LogPosition, Node, NotInLogOrder, OrderedReplay, RuleError, Status};
