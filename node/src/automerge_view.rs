@@ -48,9 +48,8 @@ impl PublishedView {
             return Ok(());
         }
         let (entries, proofs) = crate::merge_cmds::load(store)?;
-        let m = Merge::compute(&entries, &proofs)?;
-        let stats =
-            agora_automerge::publish(&mut self.doc, &m.merged_view()).map_err(|e| anyhow::anyhow!("publishing the merged view: {e:?}"))?;
+        let (_, view) = Merge::compute_with_view(&entries, &proofs)?;
+        let stats = agora_automerge::publish(&mut self.doc, &view).map_err(|e| anyhow::anyhow!("publishing the merged view: {e:?}"))?;
         tracing::debug!(puts = stats.puts, deletes = stats.deletes, generation, "merged view republished");
         self.published_generation = Some(generation);
         Ok(())

@@ -107,15 +107,15 @@ pub fn view_tree(view: &MergedView) -> BTreeMap<String, Tree> {
         m.insert("accepted_by".into(), map(c.accepted_by.iter().map(|(a, s)| (a.to_string(), Tree::Uint(*s)))));
         (c.author.to_string(), Tree::Map(m))
     });
-    let nodes = view.nodes.iter().map(|n| {
+    let nodes = view.nodes().map(|n| {
         let m = [
             ("author".to_string(), str(n.author.to_string())),
             ("seq".into(), Tree::Uint(n.seq)),
-            ("kind".into(), str(n.kind.clone())),
-            ("text".into(), str(n.text.clone())),
+            ("kind".into(), str(n.kind)),
+            ("text".into(), str(n.text)),
             ("status".into(), str(n.status)),
             ("edges".into(), map(n.edges.iter().map(|(rel, to)| (format!("{rel} {to}"), Tree::Bool(true))))),
-            ("disputed_by".into(), map(n.disputed_by.iter().map(|(a, d)| (a.to_string(), str(d.to_string()))))),
+            ("disputed_by".into(), map(n.disputed_by.iter().map(|d| (d.by.to_string(), str(d.dispute.to_string()))))),
         ];
         (n.id.to_string(), map(m))
     });

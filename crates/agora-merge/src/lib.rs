@@ -31,6 +31,7 @@ pub mod input;
 mod merge;
 pub mod payload;
 mod published;
+mod replay;
 pub mod rules;
 mod views;
 
@@ -38,7 +39,7 @@ pub use check::ResolutionPlan;
 pub use input::{decode_fork_proof, InputError, MergeEntry};
 pub use merge::{Chain, ForkOutcome, ForkPoint, Frontier, Merge, MergeRecord};
 pub use payload::{MergeDecodeError, MergeEvent};
-pub use published::{ChainSummary, MergedView, ViewNode};
+pub use published::{ChainSummary, MergedView, ViewNode, ViewNodes};
 pub use rules::{MergeRuleError, MergeStatus};
 pub use views::{
     Audit, Branch, ChainConsensus, Consensus, ConsensusError, DisagreementMap, DisputeMark, DisputedEvent, DisputedEventView,

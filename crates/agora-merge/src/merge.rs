@@ -16,6 +16,7 @@
 
 use crate::input::{InputError, MergeEntry, MERGE_ENTRIES_MAX, MERGE_PROOFS_MAX};
 use crate::payload::MergeEvent;
+use crate::published::MergedView;
 use crate::rules::{MergeRuleError, MergeStatus};
 use agora_core::{AgentId, EntryId, ForkProof, SignedEntry};
 use rayon::prelude::*;
@@ -46,6 +47,26 @@ impl Hasher for IdHasher {
 }
 
 pub(crate) type IdMap<V> = HashMap<EntryId, V, BuildHasherDefault<IdHasher>>;
+
+/// Chain indexes (small integers) hashed by one multiplication.
+#[derive(Default)]
+pub(crate) struct ChainHasher(u64);
+
+impl Hasher for ChainHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (self.0 ^ u64::from(n)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+pub(crate) type ChainMap<V> = HashMap<u32, V, BuildHasherDefault<ChainHasher>>;
 
 fn id_hash(id: &EntryId) -> u64 {
     let mut first = [0u8; 8];
@@ -219,6 +240,34 @@ impl<'a> Merge<'a> {
     /// `proofs` (each already checked: see [`crate::decode_fork_proof`]).
     /// Duplicates (by id) count once. Order does not matter.
     pub fn compute(entries: &'a [MergeEntry], proofs: &'a [ForkProof]) -> Result<Self, InputError> {
+        let mut m = Self::chains_of(entries, proofs)?;
+        let outcomes = m.evaluate_signers();
+        m.settle(outcomes);
+        Ok(m)
+    }
+
+    /// [`Merge::compute`] and [`Merge::merged_view`] together, in less time
+    /// than one after the other: the merged graph depends only on the view
+    /// chains (steps 1 and 2), so it is replayed while the merge events are
+    /// evaluated (step 3). Same results as the two calls.
+    pub fn compute_with_view(entries: &'a [MergeEntry], proofs: &'a [ForkProof]) -> Result<(Self, MergedView), InputError> {
+        let mut m = Self::chains_of(entries, proofs)?;
+        let (graph, outcomes) = m.merged_graph_beside(m.chains.len(), |c| m.evaluate_signer(c));
+        // The graph's hash (most of what is left) beside settling the merge
+        // events and what the view takes from them.
+        let (graph_hash, (view_hash, disputes, chains)) = rayon::join(
+            || graph.view_hash(),
+            || {
+                m.settle(outcomes);
+                (m.view_hash(), m.open_disputes(), m.chain_summaries())
+            },
+        );
+        let view = MergedView::new(view_hash, graph_hash, chains, disputes, graph);
+        Ok((m, view))
+    }
+
+    /// Steps 1 and 2: the entries indexed, each chain's tree, forks and view chain.
+    fn chains_of(entries: &'a [MergeEntry], proofs: &'a [ForkProof]) -> Result<Self, InputError> {
         if entries.len() > MERGE_ENTRIES_MAX {
             return Err(InputError::TooMany { what: "entries", len: entries.len(), max: MERGE_ENTRIES_MAX });
         }
@@ -247,12 +296,21 @@ impl<'a> Merge<'a> {
             let seqs: Vec<u64> = proof_seqs[lo..hi].iter().map(|(_, s)| *s).collect();
             m.analyse_chain(c, &seqs);
         }
-        let outcomes: Vec<SignerOutcome> = (0..m.chains.len()).into_par_iter().map(|c| m.evaluate_signer(c)).collect();
-        m.apply(outcomes);
-        m.open_disputes.retain(|&(_, r)| m.records[r as usize].status == MergeStatus::Applied);
-        m.open_disputes.sort_unstable();
-        m.branch_accepts.sort_unstable();
         Ok(m)
+    }
+
+    /// Step 3, the reading half: what each signer's merge events do, one
+    /// signer per task.
+    fn evaluate_signers(&self) -> Vec<SignerOutcome> {
+        (0..self.chains.len()).into_par_iter().map(|c| self.evaluate_signer(c)).collect()
+    }
+
+    /// Step 3, the writing half: statuses, frontiers and open disputes.
+    fn settle(&mut self, outcomes: Vec<SignerOutcome>) {
+        self.apply(outcomes);
+        self.open_disputes.retain(|&(_, r)| self.records[r as usize].status == MergeStatus::Applied);
+        self.open_disputes.sort_unstable();
+        self.branch_accepts.sort_unstable();
     }
 
     /// Step 1: every entry once, in (author, seq, id) order, indexed by id.
@@ -285,8 +343,26 @@ impl<'a> Merge<'a> {
         }
         let mut items = if ordered { unsorted } else { canonical_order(unsorted) };
         items.dedup_by(|later, earlier| later.seq == earlier.seq && later.signed.id() == earlier.signed.id());
-        // One pass over the (large) entries: chains, the id index, and links
-        // to held predecessors, while each header is in cache.
+        let (by_id, merge_items) = self.link(&mut items);
+        // Merge payloads decoded in parallel, kept in item order. (Decoding
+        // them beside the pass above was measured no faster: both are bound
+        // by memory, not by the processor.)
+        self.records = merge_items
+            .par_iter()
+            .with_min_len(1024)
+            .map(|&i| {
+                let it = &items[i as usize];
+                decode_record(it.signed, it.payload.unwrap_or_default(), i as usize)
+            })
+            .collect();
+        self.items = items;
+        self.by_id = by_id;
+    }
+
+    /// The pass of step 1 over the items in canonical order: chains, the id
+    /// index, and links to held predecessors. Numbers the merge payloads
+    /// (their records are decoded after) and returns their positions.
+    fn link(&mut self, items: &mut [Item<'a>]) -> (IdIndex, Vec<u32>) {
         let mut by_id = IdIndex { table: hashbrown::HashTable::with_capacity(items.len()) };
         let mut merge_items: Vec<u32> = Vec::new();
         let mut start = 0usize;
@@ -334,17 +410,7 @@ impl<'a> Merge<'a> {
         if !items.is_empty() {
             self.push_chain(items[start].signed.header().author, start, items.len(), missing);
         }
-        // Merge payloads decoded in parallel, kept in item order.
-        self.records = merge_items
-            .par_iter()
-            .with_min_len(1024)
-            .map(|&i| {
-                let it = &items[i as usize];
-                decode_record(it, it.payload.unwrap_or_default(), i as usize)
-            })
-            .collect();
-        self.items = items;
-        self.by_id = by_id;
+        (by_id, merge_items)
     }
 
     fn push_chain(&mut self, author: AgentId, start: usize, end: usize, missing: Vec<(u64, EntryId)>) {
@@ -543,8 +609,10 @@ impl<'a> Merge<'a> {
     /// parallel; the outcomes are applied in signer order.
     fn evaluate_signer(&self, c: usize) -> SignerOutcome {
         let mut out = SignerOutcome::default();
-        let mut reach: HashMap<u32, (u64, u32)> = HashMap::new();
-        let mut statuses: HashMap<u32, MergeStatus> = HashMap::new();
+        let mut reach: ChainMap<(u64, u32)> = ChainMap::default();
+        // In record order: the view chain is in seq order, and so are a
+        // signer's records.
+        let mut statuses: Vec<(u32, MergeStatus)> = Vec::new();
         for &k in &self.chains[c].view {
             let r = self.items[k as usize].record;
             if r == NONE {
@@ -557,11 +625,12 @@ impl<'a> Merge<'a> {
                 // Decided by the chain analysis of the signer.
                 Some(MergeEvent::ForkResolution { .. }) | None => continue,
             };
-            statuses.insert(r, status);
+            debug_assert!(statuses.last().is_none_or(|(last, _)| *last < r));
+            statuses.push((r, status));
         }
         // Entries of this signer not on its view chain keep `OffView`; fork
         // resolutions keep what the chain analysis decided.
-        out.statuses = statuses.into_iter().collect();
+        out.statuses = statuses;
         out.reach = reach.into_iter().map(|(a, v)| ((c as u32, a), v)).collect();
         out
     }
@@ -658,7 +727,7 @@ impl<'a> Merge<'a> {
         Err(MergeStatus::Clipped { effective_seq, rule })
     }
 
-    fn eval_accept(&self, r: u32, author: AgentId, up_to_seq: u64, head: EntryId, reach: &mut HashMap<u32, (u64, u32)>, out: &mut SignerOutcome) -> MergeStatus {
+    fn eval_accept(&self, r: u32, author: AgentId, up_to_seq: u64, head: EntryId, reach: &mut ChainMap<(u64, u32)>, out: &mut SignerOutcome) -> MergeStatus {
         let signer = self.records[r as usize].signer;
         let (effective, h, status) = match self.judge_accept(signer, author, up_to_seq, head) {
             Ok((seq, h)) => (seq, h, MergeStatus::Applied),
@@ -690,7 +759,7 @@ impl<'a> Merge<'a> {
     }
 
     /// `statuses`: what this signer's earlier events became in this pass.
-    fn eval_withdraw(&self, r: u32, dispute: EntryId, statuses: &mut HashMap<u32, MergeStatus>) -> MergeStatus {
+    fn eval_withdraw(&self, r: u32, dispute: EntryId, statuses: &mut Vec<(u32, MergeStatus)>) -> MergeStatus {
         let signer = self.records[r as usize].signer;
         let withdraw_id = self.records[r as usize].entry;
         let Some(d) = self.lookup(&dispute) else { return MergeStatus::Pending { missing: dispute } };
@@ -703,11 +772,18 @@ impl<'a> Merge<'a> {
         if !is_dispute || !di.on_view() || di.seq() >= self.records[r as usize].seq {
             return MergeStatus::Invalid(MergeRuleError::NotADispute(dispute));
         }
-        if let Some(MergeStatus::Withdrawn { by }) = statuses.get(&di.record) {
-            return MergeStatus::Invalid(MergeRuleError::AlreadyWithdrawn { dispute, by: *by });
+        let slot = statuses.binary_search_by_key(&di.record, |(r, _)| *r);
+        if let Ok(i) = slot
+            && let MergeStatus::Withdrawn { by } = statuses[i].1
+        {
+            return MergeStatus::Invalid(MergeRuleError::AlreadyWithdrawn { dispute, by });
         }
         // `open_disputes` drops withdrawn ones once every signer is applied.
-        statuses.insert(di.record, MergeStatus::Withdrawn { by: withdraw_id });
+        let withdrawn = MergeStatus::Withdrawn { by: withdraw_id };
+        match slot {
+            Ok(i) => statuses[i].1 = withdrawn,
+            Err(i) => statuses.insert(i, (di.record, withdrawn)),
+        }
         MergeStatus::Applied
     }
 }
@@ -726,13 +802,13 @@ struct SignerOutcome {
 }
 
 /// The record of an entry whose payload carries the merge magic.
-fn decode_record(it: &Item<'_>, payload: &[u8], i: usize) -> MergeRecord {
+fn decode_record(signed: &SignedEntry, payload: &[u8], i: usize) -> MergeRecord {
     let (event, status) = match MergeEvent::decode(payload) {
         Ok(e) => (Some(e), MergeStatus::OffView),
         Err(e) => (None, MergeStatus::Invalid(MergeRuleError::Decode(e))),
     };
-    let h = it.signed.header();
-    MergeRecord { entry: it.signed.id(), signer: h.author, seq: h.seq, event, status, item: i as u32 }
+    let h = signed.header();
+    MergeRecord { entry: signed.id(), signer: h.author, seq: h.seq, event, status, item: i as u32 }
 }
 
 /// Are two items in (author, seq, id) order, held payloads first among equal

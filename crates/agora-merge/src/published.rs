@@ -1,16 +1,20 @@
 //! The merged view as one document: what `agora-automerge` publishes.
 //!
-//! It holds every node of the merged reasoning graph (the reasoning events on
-//! every view chain, replayed together) with its status and edges, the open
-//! dispute marks on each node, and per chain its view head, fork state and
+//! It holds the merged reasoning graph (the reasoning events on every view
+//! chain, replayed together), whose nodes it reads out with their status,
+//! edges and open dispute marks, and per chain its view head, fork state and
 //! accept frontiers (a node is accepted by an agent when its frontier on the
 //! node's chain reaches the node's seq).
+//!
+//! The view owns the graph and reads each node from it when asked, instead of
+//! holding a copy of every node: a copy of 730k nodes' text and edges cost
+//! more than replaying the graph did, and every reader converts the nodes into
+//! its own form anyway (the Automerge document, JSON).
 
-use crate::merge::{ForkOutcome, Merge, NONE};
+use crate::merge::{ForkOutcome, Merge};
 use crate::views::DisputeMark;
 use agora_core::{AgentId, EntryId};
-use agora_graph::Graph;
-use std::collections::BTreeMap;
+use agora_graph::{ById, Graph, Node};
 
 /// One chain in the published view.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,9 +33,9 @@ pub struct ChainSummary {
     pub accepted_by: Vec<(AgentId, u64)>,
 }
 
-/// One node of the merged reasoning graph.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ViewNode {
+/// One node of the merged reasoning graph, read from the view's graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ViewNode<'v> {
     /// Entry id.
     pub id: EntryId,
     /// Author.
@@ -39,19 +43,19 @@ pub struct ViewNode {
     /// Seq.
     pub seq: u64,
     /// Kind name.
-    pub kind: String,
+    pub kind: &'static str,
     /// Text.
-    pub text: String,
+    pub text: &'v str,
     /// Status name in the merged graph.
     pub status: &'static str,
     /// Outgoing edges: (relation, target).
-    pub edges: Vec<(String, EntryId)>,
-    /// Open disputes: (disputer, dispute entry), ascending.
-    pub disputed_by: Vec<(AgentId, EntryId)>,
+    pub edges: &'v [(&'static str, EntryId)],
+    /// Open disputes of this node, ascending by (disputer, dispute entry).
+    pub disputed_by: &'v [DisputeMark],
 }
 
 /// The whole merged view.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct MergedView {
     /// [`Merge::view_hash`].
     pub view_hash: [u8; 32],
@@ -59,56 +63,117 @@ pub struct MergedView {
     pub graph_hash: [u8; 32],
     /// Chains, ascending by author.
     pub chains: Vec<ChainSummary>,
-    /// Nodes, ascending by id.
-    pub nodes: Vec<ViewNode>,
-    /// Open disputes, by (target, disputer).
+    /// Open disputes, by (target, disputer, dispute entry).
     pub disputes: Vec<DisputeMark>,
+    graph: Graph,
 }
+
+impl MergedView {
+    pub(crate) fn new(view_hash: [u8; 32], graph_hash: [u8; 32], chains: Vec<ChainSummary>, disputes: Vec<DisputeMark>, graph: Graph) -> Self {
+        MergedView { view_hash, graph_hash, chains, disputes, graph }
+    }
+
+    /// The merged reasoning graph.
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.graph.len()
+    }
+
+    /// True when no view chain holds a reasoning event.
+    pub fn is_empty(&self) -> bool {
+        self.graph.is_empty()
+    }
+
+    /// The nodes, ascending by id, each with its dispute marks (found by
+    /// walking the disputes, which are in target order, alongside).
+    pub fn nodes(&self) -> ViewNodes<'_> {
+        ViewNodes { view: self, by_id: self.graph.by_id(), next: 0, mark: 0 }
+    }
+
+    /// The node `id`, if it is in the merged graph.
+    pub fn node(&self, id: &EntryId) -> Option<ViewNode<'_>> {
+        let n = self.graph.node(id)?;
+        let lo = self.disputes.partition_point(|d| d.target < *id);
+        let hi = lo + self.disputes[lo..].partition_point(|d| d.target == *id);
+        Some(self.view_node(n, &self.disputes[lo..hi]))
+    }
+
+    fn view_node<'v>(&'v self, n: &'v Node, disputed_by: &'v [DisputeMark]) -> ViewNode<'v> {
+        ViewNode {
+            id: n.id,
+            author: self.graph.position(n).author,
+            seq: n.seq,
+            kind: n.kind,
+            text: &n.text,
+            status: n.status().name(),
+            edges: &n.edges,
+            disputed_by,
+        }
+    }
+}
+
+/// The nodes of a [`MergedView`] in id order (see [`MergedView::nodes`]).
+pub struct ViewNodes<'v> {
+    view: &'v MergedView,
+    by_id: ById<'v>,
+    /// Next position in id order.
+    next: usize,
+    /// First dispute whose target is not below the next node.
+    mark: usize,
+}
+
+impl<'v> Iterator for ViewNodes<'v> {
+    type Item = ViewNode<'v>;
+
+    fn next(&mut self) -> Option<ViewNode<'v>> {
+        let n = self.by_id.get(self.next)?;
+        self.next += 1;
+        let disputes = &self.view.disputes;
+        while self.mark < disputes.len() && disputes[self.mark].target < n.id {
+            self.mark += 1;
+        }
+        let lo = self.mark;
+        while self.mark < disputes.len() && disputes[self.mark].target == n.id {
+            self.mark += 1;
+        }
+        Some(self.view.view_node(n, &disputes[lo..self.mark]))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.by_id.len() - self.next;
+        (left, Some(left))
+    }
+}
+
+impl ExactSizeIterator for ViewNodes<'_> {}
 
 impl Merge<'_> {
     /// The reasoning graph of every view chain together (merge events left out).
     pub fn merged_graph(&self) -> Graph {
-        let mut log = Vec::new();
-        for chain in &self.chains {
-            for &k in &chain.view {
-                let it = &self.items[k as usize];
-                if it.record == NONE {
-                    let h = it.signed.header();
-                    log.push((it.id(), agora_graph::LogPosition { timestamp_ms: h.timestamp_ms, author: h.author, seq: h.seq }, it.payload));
-                }
-            }
-        }
-        Graph::replay_encoded(&log)
+        self.merged_graph_beside(0, |_| ()).0
     }
 
-    /// The merged view: chains, the merged graph's nodes with statuses and
-    /// edges, and the accept and dispute marks.
+    /// The merged view: chains, the merged graph with its hash, and the accept
+    /// and dispute marks. [`Merge::compute_with_view`] computes the merge and
+    /// this together, faster.
     pub fn merged_view(&self) -> MergedView {
-        let graph = self.merged_graph();
-        let disputes = self.open_disputes();
-        let mut marks: BTreeMap<EntryId, Vec<(AgentId, EntryId)>> = BTreeMap::new();
-        for d in &disputes {
-            marks.entry(d.target).or_default().push((d.by, d.dispute));
-        }
-        let mut nodes: Vec<ViewNode> = graph
-            .nodes()
-            .map(|n| {
-                let mut disputed_by = marks.get(&n.id).cloned().unwrap_or_default();
-                disputed_by.sort_unstable();
-                ViewNode {
-                    id: n.id,
-                    author: graph.position(n).author,
-                    seq: n.seq,
-                    kind: n.kind.to_string(),
-                    text: n.text.clone(),
-                    status: n.status().name(),
-                    edges: n.edges.iter().map(|(r, t)| (r.to_string(), *t)).collect(),
-                    disputed_by,
-                }
-            })
-            .collect();
-        nodes.sort_unstable_by_key(|n| n.id);
-        let chains = self
+        self.view_of_merged_graph(self.merged_graph())
+    }
+
+    /// The merged view around `graph`, which is [`Merge::merged_graph`].
+    fn view_of_merged_graph(&self, graph: Graph) -> MergedView {
+        // The graph's hash is most of the work; the rest goes beside it.
+        let (graph_hash, (view_hash, disputes, chains)) =
+            rayon::join(|| graph.view_hash(), || (self.view_hash(), self.open_disputes(), self.chain_summaries()));
+        MergedView { view_hash, graph_hash, chains, disputes, graph }
+    }
+
+    pub(crate) fn chain_summaries(&self) -> Vec<ChainSummary> {
+        self
             .chains
             .iter()
             .map(|c| ChainSummary {
@@ -126,7 +191,6 @@ impl Merge<'_> {
                     .collect(),
                 accepted_by: self.frontiers.iter().filter(|((_, b), _)| *b == c.author).map(|((a, _), f)| (*a, f.seq)).collect(),
             })
-            .collect();
-        MergedView { view_hash: self.view_hash(), graph_hash: graph.view_hash(), chains, nodes, disputes }
+            .collect()
     }
 }

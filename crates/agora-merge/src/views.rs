@@ -279,7 +279,7 @@ impl Merge<'_> {
         out
     }
 
-    fn log_item(&self, k: u32) -> (EntryId, LogPosition, Option<&[u8]>) {
+    pub(crate) fn log_item(&self, k: u32) -> (EntryId, LogPosition, Option<&[u8]>) {
         let it = &self.items[k as usize];
         let h = it.signed.header();
         (it.id(), LogPosition { timestamp_ms: h.timestamp_ms, author: h.author, seq: h.seq }, it.payload)
@@ -295,25 +295,21 @@ impl Merge<'_> {
             }
         }
         let disputes: Vec<DisputeMark> = self.open_disputes().into_iter().filter(|d| d.by == *agent).collect();
-        let disputed: HashSet<EntryId> = disputes.iter().map(|d| d.target).collect();
-        let mut excluded = Vec::new();
-        let mut log = Vec::new();
-        for (author, upto) in &included {
-            let chain = &self.chains[self.chain_index[author] as usize];
-            for &k in &chain.view[..*upto as usize] {
-                let it = &self.items[k as usize];
-                if it.record != NONE {
-                    continue;
-                }
-                if disputed.contains(&it.id()) {
-                    excluded.push(it.id());
-                    continue;
-                }
-                log.push(self.log_item(k));
+        let parts: Vec<(u32, usize)> = included.iter().map(|(author, upto)| (self.chain_index[author], *upto as usize)).collect();
+        // The reasoning events on those prefixes that the agent disputes.
+        let mut skipped: HashSet<u32> = HashSet::new();
+        for d in &disputes {
+            let Some(k) = self.lookup(&d.target) else { continue };
+            let it = &self.items[k as usize];
+            let upto = included.iter().find(|(a, _)| self.chains[it.author as usize].author == *a).map_or(0, |p| p.1);
+            if it.record == NONE && it.on_view() && it.seq() <= upto {
+                skipped.insert(k);
             }
         }
+        let mut excluded: Vec<EntryId> = skipped.iter().map(|&k| self.items[k as usize].id()).collect();
         excluded.sort_unstable();
-        Perspective { agent: *agent, included, disputes, excluded, graph: Graph::replay_encoded(&log) }
+        let graph = self.replay_view_prefixes(&parts, |k| !skipped.is_empty() && skipped.contains(&k));
+        Perspective { agent: *agent, included, disputes, excluded, graph }
     }
 
     /// Every author with a view chain (the default n for a consensus).

@@ -5,7 +5,7 @@
 mod common;
 
 use agora_core::{EntryId, ForkProof};
-use agora_graph::Event;
+use agora_graph::{Event, Graph, LogPosition};
 use agora_merge::*;
 use common::Swarm;
 use proptest::prelude::*;
@@ -74,7 +74,7 @@ fn fingerprint(m: &Merge<'_>) -> Vec<u8> {
     let mut out = m.canonical_bytes();
     let view = m.merged_view();
     out.extend_from_slice(&view.graph_hash);
-    out.extend_from_slice(format!("{:?}", view.nodes).as_bytes());
+    out.extend_from_slice(format!("{:?}", view.nodes().collect::<Vec<_>>()).as_bytes());
     for a in m.agents() {
         out.extend_from_slice(&m.perspective(&a).hash());
         out.extend_from_slice(format!("{:?}", m.audit(&a)).as_bytes());
@@ -119,6 +119,29 @@ proptest! {
         let mut twice = s.entries.clone();
         twice.extend(s.entries.iter().cloned());
         prop_assert_eq!(Merge::compute(&twice, &[]).unwrap().view_hash(), hash);
+        // The merge and its view computed together are the two computed apart.
+        let (together, view) = Merge::compute_with_view(&s.entries, &[]).unwrap();
+        prop_assert!(fingerprint(&together) == print);
+        let apart = reference.merged_view();
+        prop_assert_eq!((view.view_hash, view.graph_hash), (apart.view_hash, apart.graph_hash));
+        prop_assert_eq!(view.nodes().collect::<Vec<_>>(), apart.nodes().collect::<Vec<_>>());
+        prop_assert_eq!(&view.disputes, &apart.disputes);
+        prop_assert_eq!(&view.chains, &apart.chains);
+        // The merged graph is the plain (sorting) replay of every non-merge
+        // entry on a view chain.
+        let mut log = Vec::new();
+        for a in reference.agents() {
+            for id in reference.view_chain(&a) {
+                let e = s.entries.iter().find(|e| e.id() == id).unwrap();
+                if e.payload().is_some_and(MergeEvent::is_merge_payload) {
+                    continue;
+                }
+                let h = e.signed().header();
+                log.push((id, LogPosition { timestamp_ms: h.timestamp_ms, author: h.author, seq: h.seq }, e.payload()));
+            }
+        }
+        prop_assert_eq!(reference.merged_graph().snapshot(), Graph::replay_encoded(&log).snapshot());
+        prop_assert_eq!(view.graph().snapshot(), Graph::replay_encoded(&log).snapshot());
         // Proofs of forks whose entries are already held add nothing.
         let proofs = proofs_of(&s);
         prop_assert_eq!(Merge::compute(&s.entries, &proofs).unwrap().view_hash(), hash);

@@ -122,9 +122,10 @@ fn pricing_debate() {
 
     // The merged view: every reasoning event, with the dispute mark.
     let view = m.merged_view();
-    assert_eq!(view.nodes.len(), 4);
-    let node = view.nodes.iter().find(|n| n.id == r3).unwrap();
-    assert_eq!(node.disputed_by, vec![(bob, dispute)]);
+    assert_eq!(view.len(), 4);
+    let node = view.nodes().find(|n| n.id == r3).unwrap();
+    assert_eq!(node.disputed_by.iter().map(|d| (d.by, d.dispute)).collect::<Vec<_>>(), vec![(bob, dispute)]);
+    assert_eq!(view.node(&r3), Some(node));
     assert_eq!(node.status, "resolved");
     let before = m.view_hash();
 
@@ -222,7 +223,7 @@ fn honest_fork_resolved_by_its_author() {
     assert!(d.forks[0].branches.iter().any(|b| b.first == r6 && b.kept));
     // The merged graph follows the kept branch.
     let view = m.merged_view();
-    assert!(view.nodes.iter().any(|n| n.id == r7) && !view.nodes.iter().any(|n| n.id == l7));
+    assert!(view.nodes().any(|n| n.id == r7) && !view.nodes().any(|n| n.id == l7));
     assert_ne!(m.view_hash(), frozen_hash);
     // Alice writes again; a second resolution with the same number is refused.
     m.check(&alice, &MergeEvent::Accept { author: bob, up_to_seq: 2, head: bob_builds }).unwrap();
@@ -293,7 +294,7 @@ fn malicious_equivocation_is_detected_and_proven_by_every_honest_node() {
         assert_eq!(m.view_hash(), hash, "same view on every honest node");
         // Bob's accept of seq 3 stands; nothing of mallory's past seq 3 counts.
         assert_eq!(m.frontier(&s.agent(BOB), &mallory).unwrap().seq, 3);
-        assert!(m.merged_view().nodes.iter().all(|n| n.id != to_bob.id() && n.id != to_carol.id()));
+        assert!(m.merged_view().nodes().all(|n| n.id != to_bob.id() && n.id != to_carol.id()));
     }
 
     // Nobody else can resolve mallory's fork: carol's "resolution" naming
