@@ -13,6 +13,15 @@ use clap::Parser;
 use ed25519_dalek::{Signer, SigningKey};
 use std::time::{Duration, Instant};
 
+/// The allocator and options of the `agora` binary (see `node/src/main.rs`),
+/// so that what is timed here allocates as it does in a node.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+#[used]
+#[unsafe(export_name = "_rjem_malloc_conf")]
+static MALLOC_CONF: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
+
 mod graph_bench;
 mod node_bench;
 mod merge_bench;
