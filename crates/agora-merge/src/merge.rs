@@ -324,26 +324,51 @@ impl<'a> Merge<'a> {
             record: NONE,
             flags: 0,
         };
-        // Checked for canonical order while each header is in cache.
-        let mut unsorted: Vec<Item<'a>> = Vec::with_capacity(entries.len() + 2 * proofs.len());
-        let mut ordered = true;
-        let mut push = |it: Item<'a>| {
-            if ordered && let Some(prev) = unsorted.last() {
-                ordered = in_order(prev, &it);
+        // A store hands its entries over in canonical order, so first each
+        // entry is checked against the one before, deduplicated and linked in
+        // one pass, while its header is in cache. Only if the order breaks
+        // (or there are fork proofs, whose entries go among the others) is
+        // everything collected, sorted and linked after.
+        let mut items: Vec<Item<'a>> = Vec::with_capacity(entries.len() + 2 * proofs.len());
+        let mut linker = Linker::new(entries.len());
+        let mut ordered = proofs.is_empty();
+        if ordered {
+            for e in entries {
+                let it = item(e.signed(), e.payload());
+                if let Some(prev) = items.last() {
+                    if !in_order(prev, &it) {
+                        ordered = false;
+                        break;
+                    }
+                    if is_duplicate(&it, prev) {
+                        continue;
+                    }
+                }
+                items.push(it);
+                linker.step(self, &mut items);
             }
-            unsorted.push(it);
-        };
-        for e in entries {
-            push(item(e.signed(), e.payload()));
         }
-        for p in proofs {
-            let (a, b) = p.entries();
-            push(item(a, None));
-            push(item(b, None));
+        if !ordered {
+            self.chains.clear();
+            self.chain_index.clear();
+            let mut unsorted = std::mem::take(&mut items);
+            unsorted.clear();
+            unsorted.extend(entries.iter().map(|e| item(e.signed(), e.payload())));
+            for p in proofs {
+                let (a, b) = p.entries();
+                unsorted.push(item(a, None));
+                unsorted.push(item(b, None));
+            }
+            let mut sorted = canonical_order(unsorted);
+            sorted.dedup_by(|later, earlier| is_duplicate(later, earlier));
+            linker = Linker::new(sorted.len());
+            items = Vec::with_capacity(sorted.len());
+            for it in sorted {
+                items.push(it);
+                linker.step(self, &mut items);
+            }
         }
-        let mut items = if ordered { unsorted } else { canonical_order(unsorted) };
-        items.dedup_by(|later, earlier| later.seq == earlier.seq && later.signed.id() == earlier.signed.id());
-        let (by_id, merge_items) = self.link(&mut items);
+        let (by_id, merge_items) = linker.finish(self, &items);
         // Merge payloads decoded in parallel, kept in item order. (Decoding
         // them beside the pass above was measured no faster: both are bound
         // by memory, not by the processor.)
@@ -357,60 +382,6 @@ impl<'a> Merge<'a> {
             .collect();
         self.items = items;
         self.by_id = by_id;
-    }
-
-    /// The pass of step 1 over the items in canonical order: chains, the id
-    /// index, and links to held predecessors. Numbers the merge payloads
-    /// (their records are decoded after) and returns their positions.
-    fn link(&mut self, items: &mut [Item<'a>]) -> (IdIndex, Vec<u32>) {
-        let mut by_id = IdIndex { table: hashbrown::HashTable::with_capacity(items.len()) };
-        let mut merge_items: Vec<u32> = Vec::new();
-        let mut start = 0usize;
-        let mut missing: Vec<(u64, EntryId)> = Vec::new();
-        let mut prev_group = (0usize, 0usize, 0u64); // (lo, hi, seq)
-        let mut group = (0usize, 0usize, 0u64);
-        for i in 0..items.len() {
-            let h = items[i].signed.header();
-            if i > 0 && h.author != items[i - 1].signed.header().author {
-                self.push_chain(items[start].signed.header().author, start, i, std::mem::take(&mut missing));
-                start = i;
-                prev_group = (i, i, 0);
-                group = (i, i, 0);
-            }
-            items[i].author = self.chains.len() as u32;
-            let hash = id_hash(&items[i].signed.id());
-            by_id.table.insert_unique(hash, i as u32, |&j| id_hash(&items[j as usize].signed.id()));
-            if items[i].payload.is_some_and(MergeEvent::is_merge_payload) {
-                items[i].record = merge_items.len() as u32;
-                merge_items.push(i as u32);
-            }
-            let seq = items[i].seq;
-            if seq != group.2 {
-                prev_group = group;
-                group = (i, i, seq);
-            }
-            group.1 = i + 1;
-            if seq == 1 {
-                items[i].flags |= ROOTED;
-                continue;
-            }
-            let Some(back) = h.backlink else { continue };
-            let parent = if prev_group.2 + 1 == seq { (prev_group.0..prev_group.1).find(|&p| items[p].signed.id() == back) } else { None };
-            match parent {
-                Some(p) if h.timestamp_ms < items[p].signed.header().timestamp_ms => items[i].flags |= BROKEN,
-                Some(p) => {
-                    items[i].parent = p as u32;
-                    if items[p].rooted() {
-                        items[i].flags |= ROOTED;
-                    }
-                }
-                None => missing.push((seq - 1, back)),
-            }
-        }
-        if !items.is_empty() {
-            self.push_chain(items[start].signed.header().author, start, items.len(), missing);
-        }
-        (by_id, merge_items)
     }
 
     fn push_chain(&mut self, author: AgentId, start: usize, end: usize, missing: Vec<(u64, EntryId)>) {
@@ -802,6 +773,88 @@ struct SignerOutcome {
 }
 
 /// The record of an entry whose payload carries the merge magic.
+/// The pass of step 1 over the items in canonical order, one item at a
+/// time: chains, the id index, and links to held predecessors. Numbers the
+/// merge payloads (their records are decoded after) and keeps their positions.
+struct Linker {
+    by_id: IdIndex,
+    merge_items: Vec<u32>,
+    /// First item of the current author's chain.
+    start: usize,
+    missing: Vec<(u64, EntryId)>,
+    /// Items of the previous and the current seq: (lo, hi, seq).
+    prev_group: (usize, usize, u64),
+    group: (usize, usize, u64),
+}
+
+impl Linker {
+    fn new(capacity: usize) -> Self {
+        Linker {
+            by_id: IdIndex { table: hashbrown::HashTable::with_capacity(capacity) },
+            merge_items: Vec::new(),
+            start: 0,
+            missing: Vec::new(),
+            prev_group: (0, 0, 0),
+            group: (0, 0, 0),
+        }
+    }
+
+    /// Link the last of `items`.
+    fn step<'a>(&mut self, m: &mut Merge<'a>, items: &mut [Item<'a>]) {
+        let i = items.len() - 1;
+        let h = items[i].signed.header();
+        if i > 0 && h.author != items[i - 1].signed.header().author {
+            m.push_chain(items[self.start].signed.header().author, self.start, i, std::mem::take(&mut self.missing));
+            self.start = i;
+            self.prev_group = (i, i, 0);
+            self.group = (i, i, 0);
+        }
+        items[i].author = m.chains.len() as u32;
+        let hash = id_hash(&items[i].signed.id());
+        self.by_id.table.insert_unique(hash, i as u32, |&j| id_hash(&items[j as usize].signed.id()));
+        if items[i].payload.is_some_and(MergeEvent::is_merge_payload) {
+            items[i].record = self.merge_items.len() as u32;
+            self.merge_items.push(i as u32);
+        }
+        let seq = items[i].seq;
+        if seq != self.group.2 {
+            self.prev_group = self.group;
+            self.group = (i, i, seq);
+        }
+        self.group.1 = i + 1;
+        if seq == 1 {
+            items[i].flags |= ROOTED;
+            return;
+        }
+        let Some(back) = h.backlink else { return };
+        let (lo, hi, prev_seq) = self.prev_group;
+        let parent = if prev_seq + 1 == seq { (lo..hi).find(|&p| items[p].signed.id() == back) } else { None };
+        match parent {
+            Some(p) if h.timestamp_ms < items[p].signed.header().timestamp_ms => items[i].flags |= BROKEN,
+            Some(p) => {
+                items[i].parent = p as u32;
+                if items[p].rooted() {
+                    items[i].flags |= ROOTED;
+                }
+            }
+            None => self.missing.push((seq - 1, back)),
+        }
+    }
+
+    /// Close the last chain; the id index and the merge items' positions.
+    fn finish<'a>(self, m: &mut Merge<'a>, items: &[Item<'a>]) -> (IdIndex, Vec<u32>) {
+        if !items.is_empty() {
+            m.push_chain(items[self.start].signed.header().author, self.start, items.len(), self.missing);
+        }
+        (self.by_id, self.merge_items)
+    }
+}
+
+/// The same entry twice (adjacent in canonical order): the later one goes.
+fn is_duplicate(later: &Item<'_>, earlier: &Item<'_>) -> bool {
+    later.seq == earlier.seq && later.signed.id() == earlier.signed.id()
+}
+
 fn decode_record(signed: &SignedEntry, payload: &[u8], i: usize) -> MergeRecord {
     let (event, status) = match MergeEvent::decode(payload) {
         Ok(e) => (Some(e), MergeStatus::OffView),
