@@ -1372,17 +1372,17 @@ impl Graph {
         ById { graph: self, order: self.id_order.get_or_init(|| self.sort_by_id()) }
     }
 
-    /// Node positions sorted by id. Works on (first eight bytes, position)
-    /// pairs, which stay in cache, rather than on the nodes or references to
-    /// them (a comparison of two nodes' ids is two cache misses). Ids are
-    /// SHA-256 outputs, so their leading bits are uniform: the pairs are
-    /// distributed into about one bucket per eight nodes by those bits (a
-    /// counting sort, two passes), then each bucket is sorted on its own.
-    /// Equal prefixes are rare and are ordered by the whole id afterwards.
+    /// Node positions sorted by id. Sorts (first eight bytes, position)
+    /// pairs, which stay in cache, rather than the nodes or references to
+    /// them (a comparison of two nodes' ids is two cache misses), on every
+    /// thread. (A bucket sort on the ids' leading bits, which are uniform, was
+    /// measured slower here: 42-51 ms against 31-37 ms for 730k nodes.) Ids
+    /// are SHA-256 outputs, so equal prefixes are rare and are ordered by the
+    /// whole id afterwards.
     fn sort_by_id(&self) -> Vec<Ix> {
         let keys: Vec<(u64, Ix)> = self
             .nodes
-            .iter()
+            .par_iter()
             .enumerate()
             .map(|(i, n)| {
                 let mut first = [0u8; 8];
@@ -1390,40 +1390,9 @@ impl Graph {
                 (u64::from_be_bytes(first), i as Ix)
             })
             .collect();
-        let bits = (usize::BITS - keys.len().leading_zeros()).saturating_sub(3).clamp(1, 24);
-        let bucket = |prefix: u64| (prefix >> (64 - bits)) as usize;
-        let mut starts = vec![0usize; (1 << bits) + 1];
-        for k in &keys {
-            starts[bucket(k.0) + 1] += 1;
-        }
-        for b in 1..starts.len() {
-            starts[b] += starts[b - 1];
-        }
-        let mut sorted = vec![(0u64, 0 as Ix); keys.len()];
-        let mut fill = starts.clone();
-        for k in keys {
-            let b = bucket(k.0);
-            sorted[fill[b]] = k;
-            fill[b] += 1;
-        }
-        // Buckets in groups of about a thousand nodes, a task each.
-        let groups: Vec<&mut [(u64, Ix)]> = {
-            let mut rest: &mut [(u64, Ix)] = &mut sorted;
-            let mut groups = Vec::new();
-            let mut taken = 0;
-            for b in (0..starts.len()).step_by(128).skip(1).chain(std::iter::once(starts.len() - 1)) {
-                let (group, tail) = std::mem::take(&mut rest).split_at_mut(starts[b] - taken);
-                taken = starts[b];
-                groups.push(group);
-                rest = tail;
-            }
-            groups
-        };
-        groups.into_par_iter().for_each(|group| {
-            for run in group.chunk_by_mut(|a, b| bucket(a.0) == bucket(b.0)) {
-                run.sort_unstable();
-            }
-        });
+        let mut sorted = keys;
+        sorted.par_sort_unstable();
+        // Runs of equal prefixes, by the whole id.
         let mut i = 0;
         while i < sorted.len() {
             let run = sorted[i..].iter().take_while(|k| k.0 == sorted[i].0).count();
