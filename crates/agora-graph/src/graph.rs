@@ -1497,12 +1497,12 @@ impl<'g> ById<'g> {
     }
 
     /// Load, before reading the nodes at `range` (in id order), the memory
-    /// they will be read from: each node, then what it points to (text,
-    /// touched-by list, edges, extra state). In id order consecutive nodes sit
+    /// their snapshot is written from: each node, then what it points to
+    /// (touched-by list, edges, extra state, its marks). In id order consecutive nodes sit
     /// anywhere in memory, and reading them one at a time waits for each miss
     /// in turn; these loads do not depend on each other, so the processor
     /// overlaps them (as [`Graph::replay`] does for its lookups). Pure reads.
-    pub fn warm(&self, range: std::ops::Range<usize>) {
+    fn warm(&self, range: std::ops::Range<usize>) {
         let order = &self.order[range];
         for &i in order {
             let n = &self.graph.nodes[i as usize];
