@@ -89,6 +89,8 @@ pub(crate) struct Item<'a> {
     pub(crate) payload: Option<&'a [u8]>,
     /// The header's seq (read often; the header is behind a pointer).
     seq: u64,
+    /// The header's timestamp (log order, for replays).
+    pub(crate) timestamp_ms: u64,
     /// Index into [`Merge::chains`].
     pub(crate) author: u32,
     /// The held predecessor this entry links to, or [`NONE`].
@@ -319,6 +321,7 @@ impl<'a> Merge<'a> {
             signed,
             payload,
             seq: signed.header().seq,
+            timestamp_ms: signed.header().timestamp_ms,
             author: 0,
             parent: NONE,
             record: NONE,
@@ -830,7 +833,7 @@ impl Linker {
         let (lo, hi, prev_seq) = self.prev_group;
         let parent = if prev_seq + 1 == seq { (lo..hi).find(|&p| items[p].signed.id() == back) } else { None };
         match parent {
-            Some(p) if h.timestamp_ms < items[p].signed.header().timestamp_ms => items[i].flags |= BROKEN,
+            Some(p) if h.timestamp_ms < items[p].timestamp_ms => items[i].flags |= BROKEN,
             Some(p) => {
                 items[i].parent = p as u32;
                 if items[p].rooted() {

@@ -58,7 +58,7 @@ impl Merge<'_> {
                 // seq = i + 1 <= items held < 2^32 (MERGE_ENTRIES_MAX).
                 debug_assert_eq!(it.seq(), i as u64 + 1);
                 let chain_seq = (u64::from(c) << 32) | (i as u64 + 1);
-                keys.push(LogKey { timestamp_ms: it.signed.header().timestamp_ms, chain_seq, item: k });
+                keys.push(LogKey { timestamp_ms: it.timestamp_ms, chain_seq, item: k });
             }
         }
         // Each chain's keys are already in order (timestamps never go back
