@@ -125,6 +125,19 @@ impl DecodeError {
     }
 }
 
+/// Where an entry sits in the log that the reasoning graph replays: ordered
+/// by the author's timestamp, then author, then seq (then, where it matters,
+/// the entry id). Every view computes it from the header alone, the same way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LogPosition {
+    /// Author's timestamp.
+    pub timestamp_ms: u64,
+    /// Author.
+    pub author: AgentId,
+    /// Seq in the author's chain.
+    pub seq: u64,
+}
+
 impl Header {
     /// The canonical bytes of this header.
     pub fn encode(&self) -> Vec<u8> {
@@ -139,6 +152,11 @@ impl Header {
         };
         // Serializing plain integers and arrays into a Vec cannot fail.
         postcard::to_allocvec(&wire).unwrap_or_default()
+    }
+
+    /// The entry's place in the log (see [`LogPosition`]).
+    pub fn log_position(&self) -> LogPosition {
+        LogPosition { timestamp_ms: self.timestamp_ms, author: self.author, seq: self.seq }
     }
 
     /// The id this header has once encoded: SHA-256 of [`Header::encode`].
@@ -269,8 +287,8 @@ impl SignedEntry {
         &self.signature
     }
     /// Author, seq and id, for error messages and indexes.
-    pub fn entry_ref(&self) -> crate::verify::EntryRef {
-        crate::verify::EntryRef { author: self.header.author, seq: self.header.seq, id: self.id }
+    pub fn entry_ref(&self) -> crate::id::EntryRef {
+        crate::id::EntryRef { author: self.header.author, seq: self.header.seq, id: self.id }
     }
 }
 

@@ -77,6 +77,24 @@ id_type!(
     EntryId
 );
 
+/// Names an entry: its author, position and id. Ordered by (author, seq,
+/// id), a store's order.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash, PartialOrd, Ord)]
+pub struct EntryRef {
+    /// The author.
+    pub author: AgentId,
+    /// Position in the author's chain.
+    pub seq: u64,
+    /// The entry id.
+    pub id: EntryId,
+}
+
+impl fmt::Display for EntryRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "entry {} (author {}, seq {})", self.id, self.author, self.seq)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,6 +17,12 @@
 //! - [`verify`]: the chain rules (signature, backlink, seq, payload binding).
 //! - [`fork`]: standalone, checkable equivocation proofs.
 //! - [`pack`]: the JSONL export/import format.
+//! - [`canonical`]: canonical postcard decoding and the framing
+//!   (magic, version, postcard) that every payload and wire format shares.
+//! - [`payload`]: what a node knows of a payload (held, redacted with its
+//!   residue, missing), as every view reads it.
+//! - [`idmap`]: hash maps keyed by ids, hashed by their first bytes.
+//! - [`xorshift`]: the seeded generator of deterministic workloads.
 #![deny(missing_docs)]
 // Errors carry the entry they name (author, seq, id): ~128 bytes. They are only
 // built on failure paths, and each verification costs microseconds, so boxing
@@ -29,16 +35,20 @@ pub mod entry;
 pub mod fork;
 pub mod id;
 pub mod identity;
+pub mod idmap;
 pub mod limits;
 pub mod pack;
+pub mod payload;
 pub mod signature;
 pub mod verify;
+pub mod xorshift;
 
-pub use entry::{Entry, Header, SignedEntry, DecodeError};
+pub use entry::{DecodeError, Entry, Header, LogPosition, SignedEntry};
 pub use fork::{ForkProof, ForkProofError};
-pub use id::{AgentId, EntryId, ParseIdError};
+pub use id::{AgentId, EntryId, EntryRef, ParseIdError};
 pub use identity::{AgentKey, KeyFileError};
-pub use verify::{EntryRef, Rule, VerifyError};
+pub use payload::{Content, Payload};
+pub use verify::{Rule, VerifyError};
 
 /// SHA-256 of `bytes`. The only hash function of the format.
 pub fn sha256(bytes: &[u8]) -> [u8; 32] {

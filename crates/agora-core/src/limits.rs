@@ -32,3 +32,13 @@ pub const PACK_LINE_BYTES_MAX: usize = (PAYLOAD_BYTES_MAX as usize).div_ceil(3) 
 /// while a failed batch (each signature then checked alone, about 6 ms) stays
 /// cheap; a peer that sends one is banned after the first.
 pub const VERIFY_BATCH_LEN: usize = 256;
+
+/// How far ahead of the receiving node's clock an entry's timestamp may be
+/// when it is stored. An entry dated further ahead is not stored (nor
+/// applied) until the node's clock reaches `timestamp - FUTURE_SKEW_MAX_MS`;
+/// it is fetched again then. Because every node holds entries back this way,
+/// an honest agent that saw an entry signs its own later entries no earlier
+/// than it, so timestamp order agrees with what each agent saw, and a
+/// forward-dated entry cannot take effect before its time. One minute covers
+/// any clock kept by NTP.
+pub const FUTURE_SKEW_MAX_MS: u64 = 60_000;

@@ -10,28 +10,11 @@
 //!   backlink = predecessor's id, timestamp not earlier).
 
 use crate::entry::{DecodeError, SignedEntry, ENTRY_SIGNING_DOMAIN};
+pub use crate::id::EntryRef;
 use crate::id::{AgentId, EntryId};
 use crate::limits::VERIFY_BATCH_LEN;
 use crate::sha256;
 use crate::signature::{self, BatchItem, PublicKey, SignatureError};
-use std::fmt;
-
-/// Names an entry: its author, position and id.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Hash, PartialOrd, Ord)]
-pub struct EntryRef {
-    /// The author.
-    pub author: AgentId,
-    /// Position in the author's chain.
-    pub seq: u64,
-    /// The entry id.
-    pub id: EntryId,
-}
-
-impl fmt::Display for EntryRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "entry {} (author {}, seq {})", self.id, self.author, self.seq)
-    }
-}
 
 /// The rule an entry broke.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -197,6 +180,52 @@ pub fn check_signatures(entries: Vec<SignedEntry>) -> Result<Vec<SignatureChecke
     let refs: Vec<&SignedEntry> = entries.iter().collect();
     verify_signatures(&refs)?;
     Ok(entries.into_iter().map(SignatureChecked).collect())
+}
+
+/// An entry whose signature was verified and whose payload, when it came
+/// with one, was checked against the header's length and hash: what a
+/// replicator hands to the store, which then checks neither again (only the
+/// link to what it holds). Only [`check_entries`] makes one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckedEntry {
+    entry: SignatureChecked,
+    payload: Option<Vec<u8>>,
+}
+
+impl CheckedEntry {
+    /// The entry.
+    pub fn entry(&self) -> &SignatureChecked {
+        &self.entry
+    }
+    /// Its payload, when it came with one (checked).
+    pub fn payload(&self) -> Option<&[u8]> {
+        self.payload.as_deref()
+    }
+    /// The entry and its payload, giving up the proof of verification of
+    /// the payload (the entry keeps its own).
+    pub fn into_parts(self) -> (SignatureChecked, Option<Vec<u8>>) {
+        (self.entry, self.payload)
+    }
+}
+
+impl std::ops::Deref for CheckedEntry {
+    type Target = SignedEntry;
+    fn deref(&self) -> &SignedEntry {
+        &self.entry
+    }
+}
+
+/// Check payloads against their headers and signatures in batches (see
+/// [`check_signatures`]): the stateless, CPU-heavy part of accepting entries
+/// from outside. The error names the first bad entry, payloads first.
+pub fn check_entries(entries: Vec<(SignedEntry, Option<Vec<u8>>)>) -> Result<Vec<CheckedEntry>, VerifyError> {
+    for (e, p) in &entries {
+        if let Some(p) = p {
+            verify_payload(e, p)?;
+        }
+    }
+    let (signed, payloads): (Vec<SignedEntry>, Vec<Option<Vec<u8>>>) = entries.into_iter().unzip();
+    Ok(check_signatures(signed)?.into_iter().zip(payloads).map(|(entry, payload)| CheckedEntry { entry, payload }).collect())
 }
 
 /// Check that `payload` is the one `entry` binds.

@@ -1,7 +1,6 @@
 //! Replay harness without the store: the same synthetic debate as
-//! `agora-bench graph` (`crates/agora-bench/src/graph_bench.rs`; keep the two
-//! generators in step), so replay can be measured and profiled without
-//! building RocksDB.
+//! `agora-bench graph` (`agora_graph::workload`), so replay can be measured
+//! and profiled without building RocksDB.
 //!
 //! ```sh
 //! cargo run --release -p agora-graph --example replay -- [events] [--hash] [--lookups]
@@ -11,108 +10,15 @@
 //! view hash (to check that a layout change leaves the view's bytes alone),
 //! `--lookups` the status lookup latency with the whole log loaded.
 
-use agora_core::{AgentId, EntryId};
-use agora_graph::{Event, Graph, LogPosition, MemoryKind, Relation};
+use agora_core::EntryId;
+use agora_graph::{Graph, LogPosition};
 use std::time::{Duration, Instant};
-
-/// xorshift64*: deterministic, so every run replays the same log.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
-#[derive(Default)]
-struct Known {
-    positions: Vec<EntryId>,
-    claims: Vec<EntryId>,
-    open_contradictions: Vec<EntryId>,
-    open_questions: Vec<EntryId>,
-}
-
-impl Known {
-    fn recent(v: &[EntryId], rng: &mut Rng) -> Option<EntryId> {
-        if v.is_empty() {
-            return None;
-        }
-        let window = v.len().min(10_000);
-        Some(v[v.len() - 1 - rng.below(window)])
-    }
-
-    fn make(&mut self, rng: &mut Rng, i: usize) -> Event {
-        let text = format!("position {i} about pricing tier {} and hiring plan {}", i % 97, i % 13);
-        let r = rng.below(100);
-        let pos = Self::recent(&self.positions, rng);
-        let pos2 = Self::recent(&self.positions, rng);
-        match (r, pos, pos2) {
-            (0..30, _, _) | (_, None, _) => Event::Proposition { text },
-            (30..45, Some(t), _) => Event::Support { target: t, text },
-            (45..55, Some(t), _) => Event::Contradiction { target: t, text },
-            (55..63, Some(t), _) => {
-                let resolves = self.open_contradictions.pop().into_iter().collect();
-                Event::Refinement { target: t, resolves, text }
-            }
-            (63..68, Some(a), Some(b)) if a != b => Event::Synthesis { sources: vec![a, b], text },
-            (68..73, _, _) => Event::Question { text },
-            (73..78, _, _) => match self.open_questions.pop().or_else(|| self.open_contradictions.pop()) {
-                Some(t) => Event::Resolve { target: t, text },
-                None => Event::Proposition { text },
-            },
-            (78..85, Some(t), _) => Event::Claim {
-                text,
-                kind: MemoryKind::Semantic,
-                sources: vec![t],
-                owner_scope: "user:1".into(),
-                confirmed: true,
-                expires_at_ms: None,
-            },
-            (85..90, _, _) => match (Self::recent(&self.claims, rng), Self::recent(&self.claims, rng)) {
-                (Some(a), Some(b)) if a != b => Event::Relate { from: a, to: b, relation: Relation::Expands, reason: text },
-                _ => Event::Proposition { text },
-            },
-            (_, Some(a), Some(b)) if a != b => Event::Connection { a, b, text },
-            _ => Event::Proposition { text },
-        }
-    }
-
-    fn record(&mut self, id: EntryId, ev: &Event) {
-        match ev {
-            Event::Proposition { .. } | Event::Refinement { .. } | Event::Synthesis { .. } | Event::Claim { .. } => {
-                self.positions.push(id);
-                self.claims.push(id);
-            }
-            Event::Support { .. } => self.positions.push(id),
-            Event::Contradiction { .. } => {
-                self.positions.push(id);
-                self.open_contradictions.push(id);
-            }
-            Event::Question { .. } => self.open_questions.push(id),
-            _ => {}
-        }
-    }
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let events: usize = args.iter().find_map(|a| a.parse().ok()).unwrap_or(1_000_000);
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let mut known = Known::default();
-    let mut log: Vec<(EntryId, LogPosition, Vec<u8>)> = Vec::with_capacity(events);
-    for i in 0..events {
-        let ev = known.make(&mut rng, i);
-        let id = EntryId(agora_core::sha256(&(i as u64).to_be_bytes()));
-        let author = AgentId([(i % 16) as u8; 32]);
-        let pos = LogPosition { timestamp_ms: 1_700_000_000_000 + i as u64, author, seq: (i / 16) as u64 + 1 };
-        known.record(id, &ev);
-        log.push((id, pos, ev.encode()));
-    }
+    let log = agora_graph::workload::debate(events, 16);
+    let mut rng = agora_core::xorshift::Xorshift64(0x9e37_79b9_7f4a_7c15 ^ 1);
     let encoded: Vec<(EntryId, LogPosition, Option<&[u8]>)> = log.iter().map(|(id, pos, p)| (*id, *pos, Some(&p[..]))).collect();
 
     // `perf record --delay=-1 --control fifo:CTL` profiles the replay alone

@@ -10,6 +10,7 @@
 //! (a raw note); one with a newer version or an unknown kind code is refused
 //! locally and reported as invalid when it arrives from a peer.
 
+use agora_core::canonical::{FrameError, Framing};
 use agora_core::EntryId;
 use serde::{Deserialize, Serialize};
 
@@ -259,6 +260,24 @@ pub enum EventDecodeError {
 /// Number of kinds defined in version 1.
 pub const KIND_COUNT: u32 = 27;
 
+/// `"agev" || version || postcard(Event)`. A payload is at most
+/// `PAYLOAD_BYTES_MAX`, so that bounds the body; texts and references have
+/// limits of their own ([`Event::check_limits`]).
+pub const EVENT_FRAMING: Framing =
+    Framing { magic: EVENT_MAGIC, version: EVENT_VERSION, body_max: agora_core::limits::PAYLOAD_BYTES_MAX as usize, kinds: Some(KIND_COUNT) };
+
+impl From<FrameError> for EventDecodeError {
+    fn from(e: FrameError) -> Self {
+        match e {
+            FrameError::NoMagic => EventDecodeError::NotAnEvent,
+            FrameError::Version(v) => EventDecodeError::UnknownVersion(v),
+            FrameError::UnknownKind(k) => EventDecodeError::UnknownKind(k),
+            FrameError::TooLarge { .. } => EventDecodeError::Limit(e.to_string()),
+            FrameError::NoVersion | FrameError::Malformed(_) => EventDecodeError::Malformed(e.to_string()),
+        }
+    }
+}
+
 /// The one field that is a kind's node text, by shared or mutable reference
 /// (match ergonomics give `&String` or `&mut String`); `None` for kinds whose
 /// text combines fields or that have none.
@@ -472,29 +491,17 @@ impl Event {
 
     /// The payload bytes of this event.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = EVENT_MAGIC.to_vec();
-        out.push(EVENT_VERSION);
-        out.extend(postcard::to_allocvec(self).unwrap_or_default());
-        out
+        EVENT_FRAMING.encode(self)
     }
 
     /// Is this payload meant to be an event (starts with the magic)?
     pub fn is_event_payload(payload: &[u8]) -> bool {
-        payload.starts_with(EVENT_MAGIC)
+        EVENT_FRAMING.claims(payload)
     }
 
     /// Decode an event payload canonically.
     pub fn decode(payload: &[u8]) -> Result<Self, EventDecodeError> {
-        let rest = payload.strip_prefix(EVENT_MAGIC).ok_or(EventDecodeError::NotAnEvent)?;
-        let (&version, body) = rest.split_first().ok_or_else(|| EventDecodeError::Malformed("no version byte".into()))?;
-        if version != EVENT_VERSION {
-            return Err(EventDecodeError::UnknownVersion(version));
-        }
-        // The kind code is the first varint of the body.
-        let (code, _) = postcard::take_from_bytes::<u32>(body).map_err(|e| EventDecodeError::Malformed(e.to_string()))?;
-        if code >= KIND_COUNT {
-            return Err(EventDecodeError::UnknownKind(code));
-        }
+        let body = EVENT_FRAMING.body(payload)?;
         // Almost every payload is canonical: read it in one pass. Anything the
         // fast reader does not accept goes the serde way, which decides.
         let event = match crate::canonical::decode(body) {
@@ -508,18 +515,80 @@ impl Event {
     /// The postcard body of an event, decoded by serde and accepted only if
     /// canonical. The reference for [`crate::canonical::decode`].
     pub(crate) fn decode_body_serde(body: &[u8]) -> Result<Self, EventDecodeError> {
-        let (event, trailing): (Event, &[u8]) =
-            postcard::take_from_bytes(body).map_err(|e| EventDecodeError::Malformed(e.to_string()))?;
-        if !trailing.is_empty() {
-            return Err(EventDecodeError::Malformed(format!("{} trailing bytes", trailing.len())));
+        Ok(agora_core::canonical::decode_body(body)?)
+    }
+}
+
+/// Prefix of the text that holds a memory item's content id in its residue.
+const RESIDUE_CONTENT_ID: &str = "sha256:";
+
+/// The content id a memory item's residue keeps (`"sha256:" + 64 hex`), if
+/// `content` is one.
+pub(crate) fn residue_content_id(content: &str) -> Option<[u8; 32]> {
+    let hex_text = content.strip_prefix(RESIDUE_CONTENT_ID)?;
+    let mut out = [0u8; 32];
+    hex::decode_to_slice(hex_text, &mut out).ok()?;
+    Some(out)
+}
+
+impl Event {
+    /// The residue of an event payload: what it meant without its text, kept
+    /// by a node that redacts it (`agora_core::payload`). The event with every
+    /// free-text field emptied (identifiers, states, numbers and references
+    /// stay); a memory item keeps its content id as its `content`
+    /// (`"sha256:"` + 64 hex digits), so it de-duplicates as before. A payload
+    /// that does not decode gets a residue that fails with the same error code
+    /// (`unknown_version`, `unknown_kind`, `limit`, `malformed`), so an invalid
+    /// event stays invalid. Redacting keeps every status: see events.md.
+    pub fn residue(payload: &[u8]) -> Vec<u8> {
+        match Event::decode(payload) {
+            Ok(mut ev) => {
+                if let Event::MemoryItem { title, content, .. } = &ev {
+                    let cid = memory_item_content_id(title, content);
+                    if let Event::MemoryItem { content, .. } = &mut ev {
+                        *content = format!("{RESIDUE_CONTENT_ID}{}", hex::encode(cid));
+                    }
+                }
+                ev.blank_texts();
+                ev.encode()
+            }
+            Err(e) => {
+                let mut out = EVENT_MAGIC.to_vec();
+                match e {
+                    EventDecodeError::NotAnEvent => return Vec::new(),
+                    EventDecodeError::UnknownVersion(v) => out.push(v),
+                    EventDecodeError::UnknownKind(k) => {
+                        out.push(EVENT_VERSION);
+                        out.extend(postcard::to_allocvec(&k).unwrap_or_default());
+                    }
+                    EventDecodeError::Limit(_) => {
+                        return Event::FrameConclude { frame: EntryId([0; 32]), conclusion: String::new(), confidence_bp: 10_001 }.encode();
+                    }
+                    EventDecodeError::Malformed(_) => out.extend([EVENT_VERSION, 0]),
+                }
+                out
+            }
         }
-        // Canonical: re-encoding gives the body back exactly. Compared while
-        // serializing, so no copy of the payload is made.
-        let canonical = agora_core::canonical::encodes_to(&event, body);
-        if !canonical {
-            return Err(EventDecodeError::Malformed("non-canonical encoding".into()));
+    }
+
+    /// Empty every free-text field (a memory item's `content` is left to
+    /// the caller).
+    fn blank_texts(&mut self) {
+        if let Some(t) = self.single_text_mut() {
+            t.clear();
         }
-        Ok(event)
+        match self {
+            Event::FrameOpen { invalidation_condition, .. } => invalidation_condition.clear(),
+            Event::Trajectory { task_query, final_answer, .. } => {
+                task_query.clear();
+                final_answer.clear();
+            }
+            Event::MemoryItem { title, description, .. } => {
+                title.clear();
+                description.clear();
+            }
+            _ => {}
+        }
     }
 }
 

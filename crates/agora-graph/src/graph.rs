@@ -8,37 +8,11 @@
 //! canonical byte form so that a rebuild can be compared bit for bit.
 
 use crate::event::{memory_item_content_id, Event, EventDecodeError, MemoryKind, Relation, TaskState};
+use agora_core::idmap::IdMap;
+pub use agora_core::LogPosition;
 use agora_core::{AgentId, EntryId};
 use rayon::prelude::*;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// Entry ids are SHA-256 outputs and author keys Ed25519 public keys, both
-/// already uniformly distributed, so the maps keyed by them (held events,
-/// authors) hash their first eight bytes instead of running SipHash over all
-/// 32 (when the node index was such a map, a third of the replay time went to
-/// hashing). Grinding ids that collide in a table of a million buckets costs
-/// about a million SHA-256 evaluations per entry, and every entry and author
-/// must be admitted.
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        // `EntryId` hashes as its 32-byte array: a length prefix, then the bytes.
-        if bytes.len() >= 8 {
-            let mut first = [0u8; 8];
-            first.copy_from_slice(&bytes[..8]);
-            self.0 ^= u64::from_le_bytes(first);
-        }
-    }
-    fn write_usize(&mut self, _: usize) {}
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 /// Events looked up together, ahead of applying them, by a replay (see
 /// `Graph::warm`): enough independent lookups to keep the memory system busy.
@@ -166,17 +140,6 @@ impl NodeIndex {
     }
 }
 
-/// Where an event sits in the log: the order in which it is applied.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct LogPosition {
-    /// Author's timestamp.
-    pub timestamp_ms: u64,
-    /// Author.
-    pub author: AgentId,
-    /// Seq in the author's chain.
-    pub seq: u64,
-}
-
 /// What an entry's payload is, as far as the graph is concerned.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Body {
@@ -199,10 +162,31 @@ pub struct LogEvent {
     pub pos: LogPosition,
     /// Its payload.
     pub body: Body,
+    /// Read from the residue of a payload redacted here (see
+    /// `agora_core::payload`): the event's meaning without its text.
+    pub redacted: bool,
 }
 
 impl LogEvent {
-    /// Classify a payload (`None` when not held).
+    /// What the graph makes of an entry, from what the node knows of its
+    /// payload: the event itself (held), its meaning without text (redacted
+    /// with a residue), a node of unknown meaning (a redaction that kept no
+    /// residue), or nothing yet (`None`: never received; events that refer to
+    /// it wait, pending, until it arrives).
+    pub fn from_content(id: EntryId, pos: LogPosition, content: agora_core::Content<'_>) -> Option<Self> {
+        match content {
+            agora_core::Content::Held(p) => Some(Self::from_payload(id, pos, Some(p))),
+            agora_core::Content::Redacted(Some(residue)) => {
+                let mut e = Self::from_payload(id, pos, Some(residue));
+                e.redacted = true;
+                Some(e)
+            }
+            agora_core::Content::Redacted(None) => Some(Self::from_payload(id, pos, None)),
+            agora_core::Content::Missing => None,
+        }
+    }
+
+    /// Classify a payload (`None`: redacted with no residue, meaning unknown).
     pub fn from_payload(id: EntryId, pos: LogPosition, payload: Option<&[u8]>) -> Self {
         let body = match payload {
             None => Body::Redacted,
@@ -212,7 +196,7 @@ impl LogEvent {
                 Err(e) => Body::Undecodable(e),
             },
         };
-        Self { id, pos, body }
+        Self { id, pos, body, redacted: false }
     }
 }
 
@@ -314,6 +298,10 @@ enum Mark {
     FrameChild,
     Usage,
     UsageItem,
+    /// Events by different agents, neither on the other's chain, that changed
+    /// this node's state in ways that exclude each other (two resolutions, a
+    /// completion and a reopening, ...): both kept, the node contested.
+    Conflict,
 }
 
 impl Meta {
@@ -344,6 +332,15 @@ struct Extra {
     judged: Option<bool>,
     successes: u32,
     failures: u32,
+    /// The event that last set `frame_state` or `task_state`, the last resume
+    /// and the judgment: who set the state a later event may be blocked by
+    /// (see [`Graph::concurrent_setter`]). Derived, and decided by the marks
+    /// and states the snapshot holds, so not part of it.
+    state_by: Option<EntryId>,
+    resumed_by: Option<EntryId>,
+    judged_by: Option<EntryId>,
+    /// Made from a redacted payload's residue.
+    redacted: bool,
 }
 
 impl Extra {
@@ -451,7 +448,7 @@ impl Node {
             Status::Superseded
         } else if x.has(Mark::ParkedBy) || x.frame_state == Some(FrameState::Suspended) || x.task_state == Some(TaskState::Abandoned) {
             Status::Parked
-        } else if x.has(Mark::OpenChallenge) {
+        } else if x.has(Mark::OpenChallenge) || x.has(Mark::Conflict) {
             Status::Contested
         } else if x.has(Mark::ResolvedBy) || x.frame_state == Some(FrameState::Completed) || x.task_state == Some(TaskState::Done) {
             Status::Resolved
@@ -477,7 +474,10 @@ impl Node {
             Status::Duplicate => x.last(Mark::DuplicateBy).into_iter().chain(x.last(Mark::DuplicateOf)).for_each(f),
             Status::Superseded => x.first(Mark::SupersededBy).into_iter().for_each(f),
             Status::Parked => x.last(Mark::ParkedBy).into_iter().for_each(f),
-            Status::Contested => all(Mark::OpenChallenge, &mut f),
+            Status::Contested => {
+                all(Mark::OpenChallenge, &mut f);
+                all(Mark::Conflict, &mut f);
+            }
             Status::Resolved => {
                 x.last(Mark::ResolvedBy).filter(|by| *by != self.id).into_iter().for_each(&mut f);
                 all(Mark::Closed, &mut f);
@@ -486,10 +486,22 @@ impl Node {
         }
     }
 
+    /// Made from the residue of a payload redacted on this node: its kind
+    /// and effects are the event's, its text is gone.
+    pub fn redacted(&self) -> bool {
+        self.x().redacted
+    }
+
+    /// The events that conflict over this node's state (see
+    /// `protocol-spec/events.md`, "Concurrent events"), empty when none.
+    pub fn conflicts(&self) -> Vec<EntryId> {
+        self.x().all(Mark::Conflict)
+    }
+
     /// Survived at least one challenge, and nothing is open against it.
     pub fn settled(&self) -> bool {
         let x = self.x();
-        matches!(self.status(), Status::Active | Status::Resolved) && x.has(Mark::Survived) && !x.has(Mark::OpenChallenge)
+        matches!(self.status(), Status::Active | Status::Resolved) && x.has(Mark::Survived) && !x.has(Mark::OpenChallenge) && !x.has(Mark::Conflict)
     }
 
     /// A derived claim (semantic, preference, procedural) with no source events.
@@ -701,7 +713,18 @@ impl Graph {
     /// decoded copy of the whole log is ever held. Same result as
     /// [`Graph::replay`] over the decoded events.
     pub fn replay_encoded(items: &[(EntryId, LogPosition, Option<&[u8]>)]) -> Self {
-        let mut order: Vec<u32> = (0..items.len() as u32).collect();
+        let contents: Vec<(EntryId, LogPosition, agora_core::Content<'_>)> = items
+            .iter()
+            .map(|(id, pos, p)| (*id, *pos, p.map_or(agora_core::Content::Redacted(None), agora_core::Content::Held)))
+            .collect();
+        Self::replay_contents(&contents)
+    }
+
+    /// [`Graph::replay_encoded`] from what a node knows of each payload
+    /// (see [`LogEvent::from_content`]): entries whose payload is missing are
+    /// no event yet.
+    pub fn replay_contents(items: &[(EntryId, LogPosition, agora_core::Content<'_>)]) -> Self {
+        let mut order: Vec<u32> = (0..items.len() as u32).filter(|&i| !items[i as usize].2.is_missing()).collect();
         order.sort_unstable_by_key(|&i| {
             let (id, pos, _) = &items[i as usize];
             (*pos, *id)
@@ -710,9 +733,9 @@ impl Graph {
         let mut replay = Graph::ordered_replay(order.len());
         let mut batch: Vec<LogEvent> = Vec::with_capacity(WARM_BATCH);
         for chunk in order.chunks(WARM_BATCH) {
-            batch.extend(chunk.iter().map(|&i| {
-                let (id, pos, payload) = items[i as usize];
-                LogEvent::from_payload(id, pos, payload)
+            batch.extend(chunk.iter().filter_map(|&i| {
+                let (id, pos, content) = items[i as usize];
+                LogEvent::from_content(id, pos, content)
             }));
             replay.apply_batch(&mut batch).expect("sorted and deduplicated above");
             batch.clear();
@@ -796,7 +819,7 @@ impl Graph {
             match self.index.get(&self.nodes, r) {
                 Some(ix) => targets.push(ix),
                 None => {
-                    let held = std::mem::replace(e, LogEvent { id: e.id, pos: e.pos, body: Body::Redacted });
+                    let held = std::mem::replace(e, LogEvent { id: e.id, pos: e.pos, body: Body::Redacted, redacted: false });
                     self.pending_count += 1;
                     self.waiting.entry(*r).or_default().push(held);
                     return false;
@@ -842,12 +865,24 @@ impl Graph {
             Body::Undecodable(_) => "invalid",
             Body::Event(ev) => ev.kind_name(),
         };
-        let mut node = Node::new(id, pos, self.author(&pos.author), kind);
+        let author = self.author(&pos.author);
+        let mut node = Node::new(id, pos, author, kind);
+        let mut concurrent = None;
         let invalid = match body {
             Body::Raw | Body::Redacted => None,
             Body::Undecodable(err) => Some(err.to_string()),
             Body::Event(ev) => match self.check_refs(id, ev, refs, targets) {
-                Err(err) => Some(err.to_string()),
+                Err(err) => match self.concurrent_setter(ev, &err, targets, author) {
+                    // Blocked by another agent's event that is not on this
+                    // event's chain: concurrent, so log order (the authors'
+                    // clocks) must not decide. Kept valid; a conflict.
+                    Some(setter) => {
+                        concurrent = Some(setter);
+                        node.meta = Meta::of(ev);
+                        None
+                    }
+                    None => Some(err.to_string()),
+                },
                 Ok(()) => {
                     node.meta = Meta::of(ev);
                     if let Event::Claim { expires_at_ms: Some(t), .. } = ev {
@@ -865,11 +900,110 @@ impl Graph {
         let me = self.nodes.len() as Ix;
         self.nodes.push(node);
         self.index.insert(&id, me);
+        if e.redacted {
+            self.extra_at(me).redacted = true;
+        }
         if let Body::Event(ev) = body {
             if valid {
-                self.effects(me, ev, targets);
+                match concurrent {
+                    None => self.effects(me, ev, targets, e.redacted),
+                    Some(setter) => self.concurrent_effects(me, ev, targets, setter, e.redacted),
+                }
             }
             self.nodes[me as usize].text = ev.take_text();
+        }
+    }
+
+    /// When `ev` (by `author`) breaks a state rule only because of an event
+    /// by another agent, that event's id. Such an event is not on `ev`'s
+    /// chain, so nothing says `ev`'s author saw it: the two are concurrent,
+    /// and which one log order puts first is decided by the authors' clocks,
+    /// which must not decide between agents. (Conservative: an event another
+    /// agent's chain references is still counted as concurrent.) `None`: the
+    /// state was set by `ev`'s own author earlier on its chain (the chain's
+    /// order is its own), or by nobody, and the rule stands.
+    fn concurrent_setter(&self, ev: &Event, err: &RuleError, t: &[Ix], author: u32) -> Option<EntryId> {
+        if !matches!(err, RuleError::WrongState { .. } | RuleError::Cycle { .. }) {
+            return None;
+        }
+        let x = self.at(*t.first()?)?.x();
+        let by_author = |id: &EntryId| self.index.get(&self.nodes, id).map(|ix| self.nodes[ix as usize].author);
+        // Resolving or parking twice: refused if this author already did.
+        let unless_own = |mark: Mark| {
+            let all = x.all(mark);
+            (!all.iter().any(|id| by_author(id) == Some(author))).then(|| all.last().copied()).flatten()
+        };
+        let setter = match ev {
+            Event::Resolve { .. } => unless_own(Mark::ResolvedBy),
+            Event::Park { .. } => unless_own(Mark::ParkedBy),
+            Event::Resume { .. } => x.resumed_by,
+            Event::FrameEvidence { .. }
+            | Event::FrameConclude { .. }
+            | Event::FrameSuspend { .. }
+            | Event::FrameResume { .. }
+            | Event::TaskUpdate { .. } => x.state_by,
+            Event::Judgment { .. } => x.judged_by,
+            // `from` is already superseded, transitively, by `to`: the first
+            // step of that chain was taken by its successor's author.
+            Event::Relate { .. } => x.first(Mark::SupersededBy),
+            _ => None,
+        }?;
+        let setter_ix = self.index.get(&self.nodes, &setter)?;
+        (self.nodes[setter_ix as usize].author != author).then_some(setter)
+    }
+
+    /// The effects of an event that [`Graph::concurrent_setter`] found
+    /// concurrent with `setter`. Exclusive outcomes (two resolutions, two
+    /// judgments, a completion against a reopening, a task moved after
+    /// another agent closed it, two supersessions that would form a cycle)
+    /// both stay and mark the target as a conflict, which makes it
+    /// contested; outcomes that agree (a second park, a second resume,
+    /// evidence for a frame another agent closed) just apply.
+    fn concurrent_effects(&mut self, me: Ix, ev: &Event, t: &[Ix], setter: EntryId, redacted: bool) {
+        let me_id = self.nodes[me as usize].id;
+        let state = self.at(t[0]).map(|n| (n.x().frame_state, n.x().task_state));
+        let conflict_on: Vec<Ix> = match ev {
+            Event::Park { .. } | Event::FrameEvidence { .. } => {
+                self.effects(me, ev, t, redacted);
+                Vec::new()
+            }
+            Event::Resume { .. } => {
+                self.touch(t[0], me);
+                Vec::new()
+            }
+            Event::FrameSuspend { .. } if state.is_some_and(|(f, _)| f == Some(FrameState::Suspended)) => {
+                self.touch(t[0], me);
+                Vec::new()
+            }
+            Event::FrameResume { .. } if state.is_some_and(|(f, _)| f == Some(FrameState::Active)) => {
+                self.touch(t[0], me);
+                Vec::new()
+            }
+            Event::Judgment { .. } => {
+                // The outcome counts stay with the first judgment; both are shown.
+                self.edge(me, "judges", t[0]);
+                vec![t[0]]
+            }
+            Event::Relate { relation, to, .. } => {
+                // No supersession (it would close a cycle): the relation stands
+                // as an edge, both claims contested.
+                self.touch(t[0], me);
+                self.edge(me, relation.name(), t[1]);
+                push_tight(&mut self.nodes[t[0] as usize].edges, (relation.name(), *to));
+                vec![t[0], t[1]]
+            }
+            _ => {
+                self.effects(me, ev, t, redacted);
+                vec![t[0]]
+            }
+        };
+        for ix in conflict_on {
+            let own = self.nodes[ix as usize].id;
+            let n = self.extra_at(ix);
+            if own != setter && !n.all(Mark::Conflict).contains(&setter) {
+                n.push(Mark::Conflict, setter);
+            }
+            n.push(Mark::Conflict, me_id);
         }
     }
 
@@ -1095,6 +1229,12 @@ impl Graph {
         self.touch(to, from);
     }
 
+    fn set_frame_state(&mut self, frame: Ix, state: FrameState, by: EntryId) {
+        let n = self.extra_at(frame);
+        n.frame_state = Some(state);
+        n.state_by = Some(by);
+    }
+
     fn supersede(&mut self, target: Ix, by: EntryId) {
         let n = self.extra_at(target);
         if !n.has(Mark::SupersededBy) {
@@ -1126,7 +1266,7 @@ impl Graph {
 
     /// What a valid event does to the graph. `me` is its own (newest) node,
     /// `t` its references' nodes in [`Event::ref_list`] order.
-    fn effects(&mut self, me: Ix, ev: &Event, t: &[Ix]) {
+    fn effects(&mut self, me: Ix, ev: &Event, t: &[Ix], redacted: bool) {
         let id = self.nodes[me as usize].id;
         match ev {
             Event::Proposition { .. } | Event::Question { .. } | Event::Trajectory { .. } => {}
@@ -1177,7 +1317,9 @@ impl Graph {
             }
             Event::Resume { .. } => {
                 self.touch(t[0], me);
-                self.extra_at(t[0]).clear(Mark::ParkedBy);
+                let n = self.extra_at(t[0]);
+                n.clear(Mark::ParkedBy);
+                n.resumed_by = Some(id);
             }
             Event::Claim { .. } => {
                 for &s in t {
@@ -1225,40 +1367,45 @@ impl Graph {
                     let n = self.extra_at(b);
                     if n.frame_state == Some(FrameState::Active) {
                         n.frame_state = Some(FrameState::Suspended);
+                        n.state_by = Some(id);
                     }
                 }
             }
             Event::FrameEvidence { .. } => self.edge(me, "evidence_for", t[0]),
             Event::FrameConclude { .. } => {
                 self.edge(me, "concludes", t[0]);
-                self.extra_at(t[0]).frame_state = Some(FrameState::Completed);
+                self.set_frame_state(t[0], FrameState::Completed, id);
             }
             Event::FrameSuspend { .. } => {
                 self.touch(t[0], me);
-                self.extra_at(t[0]).frame_state = Some(FrameState::Suspended);
+                self.set_frame_state(t[0], FrameState::Suspended, id);
             }
             Event::FrameResume { .. } => {
                 self.touch(t[0], me);
-                self.extra_at(t[0]).frame_state = Some(FrameState::Active);
+                self.set_frame_state(t[0], FrameState::Active, id);
             }
             Event::FrameInvalidate { .. } => {
                 // Top-down cascade: the frame, then every frame under it.
                 let mut stack = vec![t[0]];
                 while let Some(f) = stack.pop() {
                     self.touch(f, me);
+                    self.set_frame_state(f, FrameState::Invalidated, id);
                     let n = self.extra_at(f);
-                    n.frame_state = Some(FrameState::Invalidated);
                     let children = n.all(Mark::FrameChild);
                     stack.extend(children.iter().rev().map(|c| self.ix_of(c)));
                 }
             }
             Event::TaskUpdate { state, .. } => {
                 self.touch(t[0], me);
-                self.extra_at(t[0]).task_state = Some(*state);
+                let n = self.extra_at(t[0]);
+                n.task_state = Some(*state);
+                n.state_by = Some(id);
             }
             Event::Judgment { success, .. } => {
                 self.edge(me, "judges", t[0]);
-                self.extra_at(t[0]).judged = Some(*success);
+                let n = self.extra_at(t[0]);
+                n.judged = Some(*success);
+                n.judged_by = Some(id);
                 let usages: Vec<EntryId> = self.extra_at(t[0]).all(Mark::Usage);
                 for u in usages {
                     if let Some(item) = self.nodes[self.ix_of(&u) as usize].x().first(Mark::UsageItem) {
@@ -1270,7 +1417,12 @@ impl Graph {
                 if source_trajectory.is_some() {
                     self.edge(me, "extracted_from", t[0]);
                 }
-                let cid = memory_item_content_id(title, content);
+                // A redacted item keeps its content id in its residue (see
+                // `Event::residue`): the same duplicates either way.
+                let cid = match redacted.then(|| crate::event::residue_content_id(content)).flatten() {
+                    Some(cid) => cid,
+                    None => memory_item_content_id(title, content),
+                };
                 match self.content_ids.get(&cid) {
                     Some(&first) => {
                         let first_id = self.nodes[first as usize].id;

@@ -16,6 +16,7 @@ pub mod event;
 pub mod export;
 pub mod graph;
 pub mod query;
+pub mod workload;
 
 pub use event::{Event, EventDecodeError, MemoryKind, Relation, TaskState};
 pub use graph::{Body, ById, FrameState, Graph, LogEvent, LogPosition, Node, NotInLogOrder, OrderedReplay, RuleError, Status};

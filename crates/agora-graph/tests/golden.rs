@@ -344,7 +344,8 @@ fn bad_inputs_are_refused_locally_and_invalid_from_peers() {
     // The same events arriving from a peer: kept and reported as invalid.
     let mut peer = Log::new();
     peer.events = log.events.clone();
-    let cyc = peer.push_as(2, Event::Relate { from: a, to: b, relation: Relation::Update, reason: text("") });
+    // (The cycle is the refining author's own: its chain order decides.)
+    let cyc = peer.push_as(1, Event::Relate { from: a, to: b, relation: Relation::Update, reason: text("") });
     let one = peer.push_as(2, Event::Synthesis { sources: vec![a], text: text("") });
     let newer_id = EntryId([9; 32]);
     peer.events.push(LogEvent::from_payload(
@@ -361,6 +362,15 @@ fn bad_inputs_are_refused_locally_and_invalid_from_peers() {
     assert_eq!(g.node(&a).unwrap().why(), vec![b]);
     assert_eq!(status(&g, &b), Status::Active);
     assert_eq!(g.invalid().len(), 3);
+
+    // The same cycle by another agent is concurrent with the refinement (it
+    // is not on that agent's chain): kept, no supersession, both contested.
+    let cross = peer.push_as(2, Event::Relate { from: a, to: b, relation: Relation::Update, reason: text("") });
+    let g = peer.graph();
+    assert_eq!(status(&g, &cross), Status::Active);
+    assert_eq!(g.node(&a).unwrap().conflicts(), vec![b, cross]);
+    assert_eq!(status(&g, &b), Status::Contested);
+    assert_eq!(g.node(&b).unwrap().conflicts(), vec![cross]);
 }
 
 /// Redacting a payload removes its text, not its place in the graph: events
@@ -479,4 +489,59 @@ fn dot_and_mermaid_show_statuses() {
     assert!(dot.contains("-> ") && dot.contains("label=\"refines\""));
     let mermaid = agora_graph::export::to_mermaid(&g);
     assert!(mermaid.starts_with("flowchart BT") && mermaid.contains(":::contested") && mermaid.contains("classDef superseded"));
+}
+
+/// Hardening item 8: an agent that signs a resolve dated before another
+/// agent's resolve does not take over: in either timestamp order both
+/// resolves are valid and named, and the question is contested by the
+/// conflict. The same agent resolving twice is still refused.
+#[test]
+fn a_backdated_resolve_conflicts_instead_of_winning() {
+    let mut outcomes = Vec::new();
+    for rival_time in [4_999, 5_001] {
+        let mut log = Log::new();
+        let q = log.at(1, 1_000, Event::Question { text: text("Which region first?") });
+        let honest = log.at(2, 5_000, Event::Resolve { target: q, text: text("EU: the partner is there") });
+        let rival = log.at(3, rival_time, Event::Resolve { target: q, text: text("US first") });
+        let g = log.graph();
+        for r in [&honest, &rival] {
+            assert!(g.node(r).unwrap().invalid().is_none(), "{r} is valid");
+        }
+        assert_eq!(status(&g, &q), Status::Contested);
+        let mut conflicts = g.node(&q).unwrap().conflicts();
+        conflicts.sort();
+        let mut both = vec![honest, rival];
+        both.sort();
+        assert_eq!(conflicts, both);
+        assert!(g.node(&q).unwrap().why().contains(&honest) && g.node(&q).unwrap().why().contains(&rival));
+        outcomes.push((status(&g, &q), conflicts));
+        // A second resolve by the honest agent itself breaks the rule.
+        let again = log.at(2, 6_000, Event::Resolve { target: q, text: text("EU, again") });
+        assert_eq!(status(&log.graph(), &again), Status::Invalid);
+    }
+    assert_eq!(outcomes[0], outcomes[1], "the clock decides nothing");
+}
+
+/// Concurrent state changes by two agents: a task one agent closed and
+/// another reopened is contested (both kept); a park and a resume, or
+/// evidence for a frame another agent concluded, just apply.
+#[test]
+fn concurrent_state_changes_by_two_agents_are_kept() {
+    let mut log = Log::new();
+    let task = log.at(1, 1_000, Event::Task { objective: text("migrate"), owner_scope: text("team") });
+    let done = log.at(1, 2_000, Event::TaskUpdate { task, state: TaskState::Done, note: text("cut over") });
+    let reopen = log.at(2, 2_001, Event::TaskUpdate { task, state: TaskState::InProgress, note: text("not yet") });
+    let q = log.at(1, 3_000, Event::Question { text: text("q") });
+    log.at(1, 3_001, Event::Park { target: q, reason: text("later") });
+    let park2 = log.at(2, 3_002, Event::Park { target: q, reason: text("agreed") });
+    let frame = log.at(1, 4_000, Event::FrameOpen { parent: None, query: text("f"), branched_from: None, invalidation_condition: text("") });
+    log.at(1, 4_001, Event::FrameConclude { frame, conclusion: text("done"), confidence_bp: 9_000 });
+    let evidence = log.at(2, 4_002, Event::FrameEvidence { frame, text: text("late evidence") });
+    let g = log.graph();
+    assert_eq!(status(&g, &reopen), Status::Active);
+    assert_eq!(status(&g, &task), Status::Contested);
+    assert_eq!(g.node(&task).unwrap().conflicts(), vec![done, reopen]);
+    assert_eq!((status(&g, &park2), status(&g, &q)), (Status::Active, Status::Parked));
+    assert_eq!(status(&g, &evidence), Status::Active);
+    assert!(g.node(&frame).unwrap().conflicts().is_empty());
 }

@@ -81,9 +81,14 @@ fn generate() -> Value {
     let valid: Vec<Value> = examples()
         .iter()
         .enumerate()
-        .map(|(code, e)| json!({ "code": code, "kind": e.kind_name(), "debug": format!("{e:?}"), "payload": hex::encode(e.encode()) }))
+        .map(|(code, e)| {
+            json!({ "code": code, "kind": e.kind_name(), "debug": format!("{e:?}"), "payload": hex::encode(e.encode()), "residue": hex::encode(Event::residue(&e.encode())) })
+        })
         .collect();
-    let bad: Vec<Value> = invalid().into_iter().map(|(name, bytes, error)| json!({ "name": name, "payload": hex::encode(bytes), "error": error })).collect();
+    let bad: Vec<Value> = invalid()
+        .into_iter()
+        .map(|(name, bytes, error)| json!({ "name": name, "payload": hex::encode(&bytes), "error": error, "residue": hex::encode(Event::residue(&bytes)) }))
+        .collect();
     json!({ "description": "Agora event payload vectors; see protocol-spec/events.md", "valid": valid, "invalid": bad })
 }
 
@@ -109,10 +114,19 @@ fn event_vectors_check() {
         let event = Event::decode(&bytes).unwrap();
         assert_eq!(event.kind_name(), case["kind"].as_str().unwrap());
         assert_eq!(event.encode(), bytes);
+        // Its residue: the same kind and structure, no text (events.md, merge.md).
+        let residue = Event::decode(&hex::decode(case["residue"].as_str().unwrap()).unwrap()).unwrap();
+        assert_eq!(residue.kind_name(), event.kind_name());
+        assert_eq!(Event::residue(&bytes), hex::decode(case["residue"].as_str().unwrap()).unwrap());
     }
     for case in v["invalid"].as_array().unwrap() {
         let bytes = hex::decode(case["payload"].as_str().unwrap()).unwrap();
         let err = Event::decode(&bytes).unwrap_err();
+        let residue = hex::decode(case["residue"].as_str().unwrap()).unwrap();
+        if !residue.is_empty() {
+            let residue_err = Event::decode(&residue).unwrap_err();
+            assert_eq!(code(&residue_err), code(&err), "{}: residue", case["name"]);
+        }
         assert_eq!(code(&err), case["error"].as_str().unwrap(), "{}", case["name"]);
     }
 }

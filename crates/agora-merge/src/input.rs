@@ -7,43 +7,57 @@
 //! payload that does not match its header can never be read as an event.
 
 use agora_core::verify::{verify_payload, VerifyError};
-use agora_core::{AgentId, EntryId, ForkProof, ForkProofError, SignedEntry};
+use agora_core::{AgentId, Content, EntryId, ForkProof, ForkProofError, Payload, SignedEntry};
 
 /// Most entries one merge computation takes (positions are `u32`).
 pub const MERGE_ENTRIES_MAX: usize = 16_000_000;
 /// Most fork proofs one merge computation takes.
 pub const MERGE_PROOFS_MAX: usize = 1_000_000;
 
-/// One entry as the merge layer sees it: the signed header and, when held, the
-/// payload (already checked against the header's hash and length).
+/// One entry as the merge layer sees it: the signed header and what the node
+/// knows of its payload (held, checked against the header's hash and length;
+/// redacted here, with its residue; or missing: never received).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MergeEntry {
     signed: SignedEntry,
-    payload: Option<Vec<u8>>,
+    content: Payload,
 }
 
 impl MergeEntry {
-    /// Build from a signed entry and its payload (`None` when redacted or not
-    /// received). The payload must be the one the header binds.
+    /// Build from a signed entry and its payload, `None` when it never
+    /// arrived (its meaning is then unknown: see merge.md). A payload must be
+    /// the one the header binds.
     pub fn new(signed: SignedEntry, payload: Option<&[u8]>) -> Result<Self, VerifyError> {
         Self::from_owned(signed, payload.map(<[u8]>::to_vec))
     }
 
     /// [`MergeEntry::new`] taking ownership of the payload (no copy).
     pub fn from_owned(signed: SignedEntry, payload: Option<Vec<u8>>) -> Result<Self, VerifyError> {
-        if let Some(p) = &payload {
+        Self::with_content(signed, payload.map_or(Payload::Missing, Payload::Held))
+    }
+
+    /// Build from a signed entry and what the node knows of its payload. A
+    /// held payload is checked against the header; a residue cannot be (it is
+    /// the node's own record of what a payload it held meant).
+    pub fn with_content(signed: SignedEntry, content: Payload) -> Result<Self, VerifyError> {
+        if let Payload::Held(p) = &content {
             verify_payload(&signed, p)?;
         }
-        Ok(Self { signed, payload })
+        Ok(Self { signed, content })
     }
 
     /// The signed header.
     pub fn signed(&self) -> &SignedEntry {
         &self.signed
     }
-    /// The payload, when held.
+    /// The bytes that carry the entry's meaning: the payload when held, the
+    /// residue when redacted here; `None` when unknown.
     pub fn payload(&self) -> Option<&[u8]> {
-        self.payload.as_deref()
+        self.content.meaning()
+    }
+    /// What the node knows of the payload.
+    pub fn content(&self) -> Content<'_> {
+        self.content.as_content()
     }
     /// The entry id.
     pub fn id(&self) -> EntryId {

@@ -27,26 +27,13 @@ pub(crate) const NONE: u32 = u32::MAX;
 const ROOTED: u8 = 1;
 const ON_VIEW: u8 = 2;
 const BROKEN: u8 = 4;
+/// The item's meaning is a residue (redacted here), not a checked payload.
+const REDACTED: u8 = 8;
+/// The item's payload never arrived: its meaning is unknown (pending).
+const MISSING: u8 = 16;
 
-/// Entry ids are SHA-256 outputs: hash them by their first eight bytes.
-#[derive(Default)]
-pub(crate) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        if bytes.len() >= 8 {
-            let mut first = [0u8; 8];
-            first.copy_from_slice(&bytes[..8]);
-            self.0 ^= u64::from_le_bytes(first);
-        }
-    }
-    fn write_usize(&mut self, _: usize) {}
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-pub(crate) type IdMap<V> = HashMap<EntryId, V, BuildHasherDefault<IdHasher>>;
+/// Maps keyed by entry ids (hashed by their first bytes, see `agora_core::idmap`).
+pub(crate) type IdMap<V> = agora_core::idmap::IdMap<EntryId, V>;
 
 /// Chain indexes (small integers) hashed by one multiplication.
 #[derive(Default)]
@@ -115,6 +102,29 @@ impl Item<'_> {
     }
     pub(crate) fn broken(&self) -> bool {
         self.flags & BROKEN != 0
+    }
+    /// Its payload never arrived.
+    pub(crate) fn missing(&self) -> bool {
+        self.flags & MISSING != 0
+    }
+    /// What the node knows of the payload, as the views read it.
+    pub(crate) fn content(&self) -> agora_core::Content<'_> {
+        match (self.flags & (REDACTED | MISSING), self.payload) {
+            (MISSING, _) => agora_core::Content::Missing,
+            (REDACTED, p) => agora_core::Content::Redacted(p),
+            (_, Some(p)) => agora_core::Content::Held(p),
+            (_, None) => agora_core::Content::Redacted(None),
+        }
+    }
+    /// Among copies of one entry, the most informative first: held, then a
+    /// residue, then a redaction without one, then missing.
+    fn knowledge_rank(&self) -> u8 {
+        match self.content() {
+            agora_core::Content::Held(_) => 0,
+            agora_core::Content::Redacted(Some(_)) => 1,
+            agora_core::Content::Redacted(None) => 2,
+            agora_core::Content::Missing => 3,
+        }
     }
 }
 
@@ -317,15 +327,19 @@ impl<'a> Merge<'a> {
 
     /// Step 1: every entry once, in (author, seq, id) order, indexed by id.
     fn index(&mut self, entries: &'a [MergeEntry], proofs: &'a [ForkProof]) {
-        let item = |signed: &'a SignedEntry, payload: Option<&'a [u8]>| Item {
+        let item = |signed: &'a SignedEntry, content: agora_core::Content<'a>| Item {
             signed,
-            payload,
+            payload: content.meaning(),
             seq: signed.header().seq,
             timestamp_ms: signed.header().timestamp_ms,
             author: 0,
             parent: NONE,
             record: NONE,
-            flags: 0,
+            flags: match content {
+                agora_core::Content::Held(_) => 0,
+                agora_core::Content::Redacted(r) => REDACTED * u8::from(r.is_some()),
+                agora_core::Content::Missing => MISSING,
+            },
         };
         // A store hands its entries over in canonical order, so first each
         // entry is checked against the one before, deduplicated and linked in
@@ -337,7 +351,7 @@ impl<'a> Merge<'a> {
         let mut ordered = proofs.is_empty();
         if ordered {
             for e in entries {
-                let it = item(e.signed(), e.payload());
+                let it = item(e.signed(), e.content());
                 if let Some(prev) = items.last() {
                     if !in_order(prev, &it) {
                         ordered = false;
@@ -356,11 +370,12 @@ impl<'a> Merge<'a> {
             self.chain_index.clear();
             let mut unsorted = std::mem::take(&mut items);
             unsorted.clear();
-            unsorted.extend(entries.iter().map(|e| item(e.signed(), e.payload())));
+            unsorted.extend(entries.iter().map(|e| item(e.signed(), e.content())));
             for p in proofs {
+                // Known from the proof alone: their payloads are unknown.
                 let (a, b) = p.entries();
-                unsorted.push(item(a, None));
-                unsorted.push(item(b, None));
+                unsorted.push(item(a, agora_core::Content::Missing));
+                unsorted.push(item(b, agora_core::Content::Missing));
             }
             let mut sorted = canonical_order(unsorted);
             sorted.dedup_by(|later, earlier| is_duplicate(later, earlier));
@@ -451,12 +466,17 @@ impl<'a> Merge<'a> {
                 _ => 0,
             },
         };
+        // The first ancestor whose payload never arrived: it may be a
+        // resolution with a higher number, so nothing after it can be judged.
+        let mut unknown_before: Vec<Option<EntryId>> = vec![None; end - start];
         let mut valid = Vec::new();
         for i in start..end {
             let it = self.items[i];
             if it.parent != NONE {
                 let p = it.parent as usize;
                 before[i - start] = before[p - start].max(own_number(&self.items[p], &self.records));
+                let parent = &self.items[p];
+                unknown_before[i - start] = unknown_before[p - start].or_else(|| parent.missing().then(|| parent.id()));
             }
             if !is_resolution(it.record, &self.records) || !it.rooted() {
                 continue;
@@ -464,6 +484,7 @@ impl<'a> Merge<'a> {
             let r = it.record as usize;
             let Some(MergeEvent::ForkResolution { fork_number, fork_seq, continue_with }) = self.records[r].event.clone() else { continue };
             let status = match self.lookup(&continue_with) {
+                _ if unknown_before[i - start].is_some() => MergeStatus::Pending { missing: unknown_before[i - start].unwrap_or(continue_with) },
                 None => MergeStatus::Pending { missing: continue_with },
                 Some(t) => {
                     let h = self.items[t as usize].signed.header();
@@ -518,6 +539,9 @@ impl<'a> Merge<'a> {
             }
             let named_len = missing[m..].iter().take_while(|(s, _)| *s == seq).count();
             if count + named_len < 2 {
+                if self.items[only as usize].missing() {
+                    break; // its meaning is unknown: the view waits for it
+                }
                 cur = only;
                 view.push(cur);
                 seq += 1;
@@ -534,7 +558,7 @@ impl<'a> Merge<'a> {
                 _ => None,
             };
             forks.push(ForkPoint { seq, shared, candidates, outcome });
-            match next {
+            match next.filter(|&n| !self.items[n as usize].missing()) {
                 Some(n) => {
                     cur = n;
                     view.push(cur);
@@ -874,7 +898,7 @@ fn in_order(a: &Item<'_>, b: &Item<'_>) -> bool {
     match a.signed.header().author.cmp(&b.signed.header().author).then(a.seq.cmp(&b.seq)) {
         std::cmp::Ordering::Less => true,
         std::cmp::Ordering::Greater => false,
-        std::cmp::Ordering::Equal => (a.signed.id(), a.payload.is_none()) <= (b.signed.id(), b.payload.is_none()),
+        std::cmp::Ordering::Equal => (a.signed.id(), a.knowledge_rank()) <= (b.signed.id(), b.knowledge_rank()),
     }
 }
 
@@ -910,7 +934,7 @@ fn canonical_order(unsorted: Vec<Item<'_>>) -> Vec<Item<'_>> {
     keys.sort_unstable_by(|x, y| {
         (x.0, x.1).cmp(&(y.0, y.1)).then_with(|| {
             let (a, b) = (&unsorted[x.2 as usize], &unsorted[y.2 as usize]);
-            a.signed.id().cmp(&b.signed.id()).then(a.payload.is_none().cmp(&b.payload.is_none()))
+            a.signed.id().cmp(&b.signed.id()).then(a.knowledge_rank().cmp(&b.knowledge_rank()))
         })
     });
     keys.iter().map(|k| unsorted[k.2 as usize]).collect()

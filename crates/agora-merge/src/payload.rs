@@ -13,6 +13,7 @@
 //! re-encoding must give back the input, limits checked, and an unknown kind
 //! code or version is a typed error. See `protocol-spec/merge.md`.
 
+use agora_core::canonical::{FrameError, Framing};
 use agora_core::{AgentId, EntryId};
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +25,23 @@ pub const MERGE_VERSION: u8 = 1;
 pub const TEXT_BYTES_MAX: usize = 16 * 1024;
 /// Number of kinds defined in version 1.
 pub const KIND_COUNT: u32 = 4;
+
+/// `"agmg" || version || postcard(MergeEvent)`. Text fields bound the whole
+/// payload: a valid event is far below `2 × TEXT_BYTES_MAX + 64`, so anything
+/// longer is refused before postcard allocates its strings.
+pub const MERGE_FRAMING: Framing = Framing { magic: MERGE_MAGIC, version: MERGE_VERSION, body_max: 2 * TEXT_BYTES_MAX + 64, kinds: Some(KIND_COUNT) };
+
+impl From<FrameError> for MergeDecodeError {
+    fn from(e: FrameError) -> Self {
+        match e {
+            FrameError::NoMagic => MergeDecodeError::NotMerge,
+            FrameError::Version(v) => MergeDecodeError::UnknownVersion(v),
+            FrameError::UnknownKind(k) => MergeDecodeError::UnknownKind(k),
+            FrameError::TooLarge { len, max } => MergeDecodeError::Limit(format!("merge event body is {len} bytes, more than {max}")),
+            FrameError::NoVersion | FrameError::Malformed(_) => MergeDecodeError::Malformed(e.to_string()),
+        }
+    }
+}
 
 /// One merge event. It goes on the signer's own chain; it is unilateral
 /// (nothing is co-signed). See `protocol-spec/merge.md` for each kind's
@@ -124,48 +142,54 @@ impl MergeEvent {
 
     /// The payload bytes of this event.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = MERGE_MAGIC.to_vec();
-        out.push(MERGE_VERSION);
-        // Serializing strings, integers and byte arrays into a Vec cannot fail.
-        out.extend(postcard::to_allocvec(self).unwrap_or_default());
-        out
+        MERGE_FRAMING.encode(self)
     }
 
     /// Does this payload claim to be a merge event (starts with the magic)?
     pub fn is_merge_payload(payload: &[u8]) -> bool {
-        payload.starts_with(MERGE_MAGIC)
+        MERGE_FRAMING.claims(payload)
     }
 
     /// Decode a merge payload canonically.
     pub fn decode(payload: &[u8]) -> Result<Self, MergeDecodeError> {
-        let rest = payload.strip_prefix(MERGE_MAGIC).ok_or(MergeDecodeError::NotMerge)?;
-        let (&version, body) = rest.split_first().ok_or_else(|| MergeDecodeError::Malformed("no version byte".into()))?;
-        if version != MERGE_VERSION {
-            return Err(MergeDecodeError::UnknownVersion(version));
-        }
-        // Text fields bound the whole payload: a valid event is far below this,
-        // so anything longer is refused before postcard allocates its strings.
-        let body_max = 2 * TEXT_BYTES_MAX + 64;
-        if body.len() > body_max {
-            return Err(MergeDecodeError::Limit(format!("merge event body is {} bytes, more than {body_max}", body.len())));
-        }
-        let (code, _) = postcard::take_from_bytes::<u32>(body).map_err(|e| MergeDecodeError::Malformed(e.to_string()))?;
-        if code >= KIND_COUNT {
-            return Err(MergeDecodeError::UnknownKind(code));
-        }
-        let (event, trailing): (MergeEvent, &[u8]) =
-            postcard::take_from_bytes(body).map_err(|e| MergeDecodeError::Malformed(e.to_string()))?;
-        if !trailing.is_empty() {
-            return Err(MergeDecodeError::Malformed(format!("{} trailing bytes", trailing.len())));
-        }
-        // Canonical: re-encoding gives the body back exactly. Compared while
-        // serializing, so no copy is made.
-        let canonical = agora_core::canonical::encodes_to(&event, body);
-        if !canonical {
-            return Err(MergeDecodeError::Malformed("non-canonical encoding".into()));
-        }
+        let event: MergeEvent = MERGE_FRAMING.decode(payload)?;
         event.check_limits()?;
         Ok(event)
+    }
+}
+
+impl MergeEvent {
+    /// The residue of a merge payload: what it meant without its text, kept
+    /// by a node that redacts it (`agora_core::payload`, merge.md). A
+    /// dispute keeps its target and whether it had a counter-claim; accepts,
+    /// withdrawals and resolutions have no text and stay as they are. A
+    /// payload that does not decode gets a residue that fails with the same
+    /// error code, so its status is the same.
+    pub fn residue(payload: &[u8]) -> Vec<u8> {
+        match MergeEvent::decode(payload) {
+            Ok(MergeEvent::Dispute { target, counter_claim, .. }) => {
+                MergeEvent::Dispute { target, reason: String::new(), counter_claim: counter_claim.map(|_| String::new()) }.encode()
+            }
+            Ok(other) => other.encode(),
+            Err(e) => {
+                let mut out = MERGE_MAGIC.to_vec();
+                match e {
+                    MergeDecodeError::NotMerge => return Vec::new(),
+                    MergeDecodeError::UnknownVersion(v) => out.push(v),
+                    MergeDecodeError::UnknownKind(k) => {
+                        out.push(MERGE_VERSION);
+                        out.extend(postcard::to_allocvec(&k).unwrap_or_default());
+                    }
+                    MergeDecodeError::Limit(_) => {
+                        // A text over the limit, made of zero bytes.
+                        let reason = "\0".repeat(TEXT_BYTES_MAX + 1);
+                        return MergeEvent::Dispute { target: EntryId([0; 32]), reason, counter_claim: None }.encode();
+                    }
+                    MergeDecodeError::Malformed(_) => out.extend([MERGE_VERSION, 1]),
+                }
+                out
+            }
+        }
     }
 }
 

@@ -16,7 +16,7 @@
 //! runs in the gaps of both threads, never delaying the applying one.
 
 use crate::merge::{Merge, NONE};
-use agora_graph::{Graph, LogEvent, LogPosition};
+use agora_graph::{Graph, LogEvent};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, TryRecvError, TrySendError};
@@ -95,10 +95,10 @@ impl Merge<'_> {
                     let it = &self.items[key.item as usize];
                     std::hint::black_box((it.signed.header().timestamp_ms, it.payload.and_then(|p| p.first().copied())));
                 }
-                events.extend(keys.iter().map(|key| {
+                events.extend(keys.iter().filter_map(|key| {
                     let it = &self.items[key.item as usize];
                     let h = it.signed.header();
-                    LogEvent::from_payload(it.id(), LogPosition { timestamp_ms: h.timestamp_ms, author: h.author, seq: h.seq }, it.payload)
+                    LogEvent::from_content(it.id(), h.log_position(), it.content())
                 }));
             }
             events
@@ -170,6 +170,6 @@ impl Merge<'_> {
     /// The same graph by [`Graph::replay_encoded`], which sorts by itself.
     fn replay_sorting(&self, keys: &[LogKey]) -> Graph {
         let log: Vec<_> = keys.iter().map(|k| self.log_item(k.item)).collect();
-        Graph::replay_encoded(&log)
+        Graph::replay_contents(&log)
     }
 }

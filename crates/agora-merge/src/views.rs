@@ -279,10 +279,10 @@ impl Merge<'_> {
         out
     }
 
-    pub(crate) fn log_item(&self, k: u32) -> (EntryId, LogPosition, Option<&[u8]>) {
+    pub(crate) fn log_item(&self, k: u32) -> (EntryId, LogPosition, agora_core::Content<'_>) {
         let it = &self.items[k as usize];
         let h = it.signed.header();
-        (it.id(), LogPosition { timestamp_ms: h.timestamp_ms, author: h.author, seq: h.seq }, it.payload)
+        (it.id(), h.log_position(), it.content())
     }
 
     /// The perspective of `agent`.
@@ -398,6 +398,9 @@ impl Merge<'_> {
         if it.record != NONE {
             let r = &self.records[it.record as usize];
             return (r.event.as_ref().map_or("invalid", |e| e.kind_name()).to_string(), String::new());
+        }
+        if it.missing() {
+            return ("missing".into(), String::new());
         }
         match it.payload {
             None => ("redacted".into(), String::new()),
@@ -633,7 +636,7 @@ impl Merge<'_> {
             }
         }
         for it in items {
-            if let Some(p) = it.payload
+            if let agora_core::Content::Held(p) = it.content()
                 && let Err(e) = verify_payload(it.signed, p)
             {
                 problems.push(e);

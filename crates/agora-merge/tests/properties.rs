@@ -5,7 +5,7 @@
 mod common;
 
 use agora_core::{EntryId, ForkProof};
-use agora_graph::{Event, Graph, LogPosition};
+use agora_graph::{Event, Graph};
 use agora_merge::*;
 use common::Swarm;
 use proptest::prelude::*;
@@ -148,7 +148,7 @@ proptest! {
                     continue;
                 }
                 let h = e.signed().header();
-                log.push((id, LogPosition { timestamp_ms: h.timestamp_ms, author: h.author, seq: h.seq }, e.payload()));
+                log.push((id, h.log_position(), e.payload()));
             }
         }
         prop_assert_eq!(reference.merged_graph().snapshot(), Graph::replay_encoded(&log).snapshot());
@@ -225,5 +225,75 @@ proptest! {
                 Err(e) => prop_assert!(!matches!(status, MergeStatus::Applied) || matches!(ev, MergeEvent::ForkResolution { .. }) || matches!(e, MergeRuleError::AlreadyDisputed { .. } | MergeRuleError::SignerForked { .. }), "{:?} refused ({}) but applied", ev, e),
             }
         }
+    }
+}
+
+/// The residue a node keeps when it redacts `payload`, whichever format.
+fn residue(payload: &[u8]) -> Vec<u8> {
+    if MergeEvent::is_merge_payload(payload) {
+        MergeEvent::residue(payload)
+    } else if Event::is_event_payload(payload) {
+        Event::residue(payload)
+    } else {
+        Vec::new()
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Hardening item 7: a node that redacted any subset of payloads (and
+    /// kept their residues) computes the same view hash, the same merged
+    /// graph snapshot and the same statuses as a node that redacted none.
+    #[test]
+    fn redacting_any_subset_keeps_the_views(n in 2usize..5, actions in prop::collection::vec(action(4), 1..60), pick in prop::collection::vec(any::<bool>(), 60)) {
+        let actions: Vec<Action> = actions.into_iter().map(|a| Action { agent: a.agent % n, ..a }).collect();
+        let s = build(n, &actions);
+        let reference = Merge::compute(&s.entries, &[]).unwrap();
+        let redacted: Vec<MergeEntry> = s
+            .entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| match e.payload() {
+                Some(p) if pick[i % pick.len()] => {
+                    MergeEntry::with_content(e.signed().clone(), agora_core::Payload::Redacted(Some(residue(p)))).unwrap()
+                }
+                _ => e.clone(),
+            })
+            .collect();
+        let m = Merge::compute(&redacted, &[]).unwrap();
+        prop_assert_eq!(m.view_hash(), reference.view_hash());
+        prop_assert_eq!(m.merged_graph().snapshot(), reference.merged_graph().snapshot());
+        let (a, b) = (m.merged_view(), reference.merged_view());
+        prop_assert_eq!(a.graph_hash, b.graph_hash);
+        prop_assert_eq!(&a.disputes.iter().map(|d| (d.target, d.by, d.dispute)).collect::<Vec<_>>(), &b.disputes.iter().map(|d| (d.target, d.by, d.dispute)).collect::<Vec<_>>());
+        for agent in reference.agents() {
+            prop_assert_eq!(m.perspective(&agent).hash(), reference.perspective(&agent).hash());
+        }
+    }
+
+    /// Hardening item 6: an entry whose payload never arrived is never read
+    /// as "no event": its author's view chain ends before it (everything
+    /// after it is pending), and once the payload arrives the view is the
+    /// full one again.
+    #[test]
+    fn a_missing_payload_holds_its_chain_until_it_arrives(n in 2usize..5, actions in prop::collection::vec(action(4), 1..60), which in any::<usize>()) {
+        let actions: Vec<Action> = actions.into_iter().map(|a| Action { agent: a.agent % n, ..a }).collect();
+        let s = build(n, &actions);
+        prop_assume!(!s.entries.is_empty());
+        let reference = Merge::compute(&s.entries, &[]).unwrap();
+        let k = which % s.entries.len();
+        let gone = &s.entries[k];
+        let mut stripped = s.entries.clone();
+        stripped[k] = MergeEntry::new(gone.signed().clone(), None).unwrap();
+        let m = Merge::compute(&stripped, &[]).unwrap();
+        prop_assert!(!m.on_view(&gone.id()), "an entry of unknown meaning is never on a view");
+        for id in m.view_chain(&gone.author()) {
+            let e = s.entries.iter().find(|e| e.id() == id).unwrap();
+            prop_assert!(e.seq() < gone.seq(), "the view ends before the missing entry");
+        }
+        // The payload arrives (a second copy, held): the full view.
+        stripped.push(gone.clone());
+        prop_assert_eq!(Merge::compute(&stripped, &[]).unwrap().view_hash(), reference.view_hash());
     }
 }

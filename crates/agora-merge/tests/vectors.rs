@@ -70,9 +70,14 @@ fn generate() -> Value {
     let valid: Vec<Value> = examples()
         .iter()
         .enumerate()
-        .map(|(code, e)| json!({ "code": code, "kind": e.kind_name(), "debug": format!("{e:?}"), "payload": hex::encode(e.encode()) }))
+        .map(|(code, e)| {
+            json!({ "code": code, "kind": e.kind_name(), "debug": format!("{e:?}"), "payload": hex::encode(e.encode()), "residue": hex::encode(MergeEvent::residue(&e.encode())) })
+        })
         .collect();
-    let bad: Vec<Value> = invalid().into_iter().map(|(name, bytes, error)| json!({ "name": name, "payload": hex::encode(bytes), "error": error })).collect();
+    let bad: Vec<Value> = invalid()
+        .into_iter()
+        .map(|(name, bytes, error)| json!({ "name": name, "payload": hex::encode(&bytes), "error": error, "residue": hex::encode(MergeEvent::residue(&bytes)) }))
+        .collect();
     let s = scenario();
     let m = s.compute();
     let entries: Vec<Value> = s
@@ -115,10 +120,19 @@ fn merge_vectors_check() {
         let event = MergeEvent::decode(&bytes).unwrap();
         assert_eq!(event.kind_name(), case["kind"].as_str().unwrap());
         assert_eq!(event.encode(), bytes);
+        // Its residue: the same kind and structure, no text (events.md, merge.md).
+        let residue = MergeEvent::decode(&hex::decode(case["residue"].as_str().unwrap()).unwrap()).unwrap();
+        assert_eq!(residue.kind_name(), event.kind_name());
+        assert_eq!(MergeEvent::residue(&bytes), hex::decode(case["residue"].as_str().unwrap()).unwrap());
     }
     for case in v["invalid"].as_array().unwrap() {
         let bytes = hex::decode(case["payload"].as_str().unwrap()).unwrap();
         let err = MergeEvent::decode(&bytes).unwrap_err();
+        let residue = hex::decode(case["residue"].as_str().unwrap()).unwrap();
+        if !residue.is_empty() {
+            let residue_err = MergeEvent::decode(&residue).unwrap_err();
+            assert_eq!(residue_err.code(), err.code(), "{}: residue", case["name"]);
+        }
         assert_eq!(err.code(), case["error"].as_str().unwrap(), "{}", case["name"]);
     }
     // The swarm, decoded from the file alone, in reverse order: same statuses, same bytes, same hash.

@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+use agora_core::canonical::{FrameError, Framing};
 use agora_core::{AgentId, EntryId};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,6 +26,12 @@ pub const ROSTER_VERSION: u8 = 1;
 /// Largest note or reason, in bytes.
 pub const NOTE_BYTES_MAX: usize = 1024;
 
+/// `"agrs" || version || postcard(RosterEvent)`. The payload limit bounds the
+/// body; the note's own limit is checked after decoding. An unknown kind is
+/// malformed (no newer kinds are defined).
+pub const ROSTER_FRAMING: Framing =
+    Framing { magic: ROSTER_MAGIC, version: ROSTER_VERSION, body_max: agora_core::limits::PAYLOAD_BYTES_MAX as usize, kinds: None };
+
 /// One membership change, recorded in the founder's chain.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RosterEvent {
@@ -35,11 +42,25 @@ pub enum RosterEvent {
         /// Free text (who it is), at most [`NOTE_BYTES_MAX`] bytes.
         note: String,
     },
-    /// 1: `agent` is no longer replicated. Entries already held stay (the log
-    /// is never rewritten); nothing new of its chain is accepted.
+    /// 1 (written before removals named a cut-off): `agent` is no longer
+    /// replicated. Entries already held stay and count; nothing new of its
+    /// chain is accepted. Which entries a node holds then depends on what
+    /// reached it first, so new removals are [`RosterEvent::RemoveAfter`].
     Remove {
         /// The removed agent.
         agent: AgentId,
+        /// Why, at most [`NOTE_BYTES_MAX`] bytes.
+        reason: String,
+    },
+    /// 2: `agent` is removed; its entries up to and including `last_seq` (its
+    /// chain as the founder held it) stay admitted everywhere, later ones are
+    /// admitted nowhere: every node derives the same membership for every
+    /// entry, whatever reached it first.
+    RemoveAfter {
+        /// The removed agent.
+        agent: AgentId,
+        /// Its last seq that stays admitted (0: none).
+        last_seq: u64,
         /// Why, at most [`NOTE_BYTES_MAX`] bytes.
         reason: String,
     },
@@ -68,36 +89,22 @@ pub enum RosterError {
 impl RosterEvent {
     /// The payload bytes.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = ROSTER_MAGIC.to_vec();
-        out.push(ROSTER_VERSION);
-        out.extend(postcard::to_allocvec(self).unwrap_or_default());
-        out
+        ROSTER_FRAMING.encode(self)
     }
 
     /// Is this payload meant to be a roster event (starts with the magic)?
     pub fn is_roster_payload(payload: &[u8]) -> bool {
-        payload.starts_with(ROSTER_MAGIC)
+        ROSTER_FRAMING.claims(payload)
     }
 
     /// Decode canonically.
     pub fn decode(payload: &[u8]) -> Result<Self, RosterError> {
-        let rest = payload.strip_prefix(ROSTER_MAGIC).ok_or(RosterError::NotRoster)?;
-        let (&version, body) = rest.split_first().ok_or_else(|| RosterError::Malformed("no version byte".into()))?;
-        if version != ROSTER_VERSION {
-            return Err(RosterError::Version(version));
-        }
-        let (event, trailing): (RosterEvent, &[u8]) =
-            postcard::take_from_bytes(body).map_err(|e| RosterError::Malformed(e.to_string()))?;
-        if !trailing.is_empty() {
-            return Err(RosterError::Malformed(format!("{} trailing bytes", trailing.len())));
-        }
-        if postcard::to_allocvec(&event).ok().as_deref() != Some(body) {
-            return Err(RosterError::Malformed("non-canonical encoding".into()));
-        }
-        let note = match &event {
-            RosterEvent::Admit { note, .. } => note,
-            RosterEvent::Remove { reason, .. } => reason,
-        };
+        let event: RosterEvent = ROSTER_FRAMING.decode(payload).map_err(|e| match e {
+            FrameError::NoMagic => RosterError::NotRoster,
+            FrameError::Version(v) => RosterError::Version(v),
+            other => RosterError::Malformed(other.to_string()),
+        })?;
+        let note = event.note();
         if note.len() > NOTE_BYTES_MAX {
             return Err(RosterError::NoteTooLong(note.len()));
         }
@@ -107,11 +114,52 @@ impl RosterEvent {
     /// Check an event the founder is about to write.
     pub fn check_local(&self, founder: &AgentId) -> Result<(), RosterError> {
         match self {
-            RosterEvent::Remove { agent, .. } if agent == founder => Err(RosterError::RemoveFounder),
-            RosterEvent::Admit { note: t, .. } | RosterEvent::Remove { reason: t, .. } if t.len() > NOTE_BYTES_MAX => {
-                Err(RosterError::NoteTooLong(t.len()))
-            }
+            RosterEvent::Remove { agent, .. } | RosterEvent::RemoveAfter { agent, .. } if agent == founder => Err(RosterError::RemoveFounder),
+            _ if self.note().len() > NOTE_BYTES_MAX => Err(RosterError::NoteTooLong(self.note().len())),
             _ => Ok(()),
+        }
+    }
+
+    /// The free text: an admission's note or a removal's reason.
+    pub fn note(&self) -> &str {
+        match self {
+            RosterEvent::Admit { note, .. } => note,
+            RosterEvent::Remove { reason, .. } | RosterEvent::RemoveAfter { reason, .. } => reason,
+        }
+    }
+
+    /// The same event without its free text.
+    pub fn without_text(&self) -> Self {
+        match self {
+            RosterEvent::Admit { agent, .. } => RosterEvent::Admit { agent: *agent, note: String::new() },
+            RosterEvent::Remove { agent, .. } => RosterEvent::Remove { agent: *agent, reason: String::new() },
+            RosterEvent::RemoveAfter { agent, last_seq, .. } => RosterEvent::RemoveAfter { agent: *agent, last_seq: *last_seq, reason: String::new() },
+        }
+    }
+}
+
+impl RosterEvent {
+    /// The residue of a roster payload: what it meant without its note, kept
+    /// by a node that redacts it (`agora_core::payload`, roster.md), so a
+    /// redacted removal still removes. A payload that does not decode gets a
+    /// residue that fails with the same error code.
+    pub fn residue(payload: &[u8]) -> Vec<u8> {
+        match RosterEvent::decode(payload) {
+            Ok(ev) => ev.without_text().encode(),
+            Err(RosterError::NotRoster) => Vec::new(),
+            Err(RosterError::Version(v)) => {
+                let mut out = ROSTER_MAGIC.to_vec();
+                out.push(v);
+                out
+            }
+            Err(RosterError::NoteTooLong(_)) => {
+                RosterEvent::Admit { agent: AgentId([0; 32]), note: "\0".repeat(NOTE_BYTES_MAX + 1) }.encode()
+            }
+            Err(RosterError::Malformed(_) | RosterError::RemoveFounder) => {
+                let mut out = ROSTER_MAGIC.to_vec();
+                out.extend([ROSTER_VERSION, 0xff]);
+                out
+            }
         }
     }
 }
@@ -123,8 +171,8 @@ pub struct FounderEntry<'a> {
     pub seq: u64,
     /// Its id.
     pub id: EntryId,
-    /// Its payload, when held.
-    pub payload: Option<&'a [u8]>,
+    /// What the node knows of its payload.
+    pub content: agora_core::Content<'a>,
 }
 
 /// A roster entry that could not be applied, and why.
@@ -146,6 +194,13 @@ pub struct Roster {
     pub members: BTreeMap<AgentId, Option<EntryId>>,
     /// Agents removed, with the entry that removed them.
     pub removed: BTreeMap<AgentId, EntryId>,
+    /// Of the removed agents, those removed with a cut-off: their last seq
+    /// that stays admitted.
+    pub cut_off: BTreeMap<AgentId, u64>,
+    /// Set when the payload of a founder entry never arrived: the roster is
+    /// derived from the entries before this seq only, until it arrives (a
+    /// stripped removal must not leave the removed agent admitted).
+    pub pending_at_seq: Option<u64>,
     /// Set when the founder's chain is forked: the roster is frozen before
     /// this seq.
     pub frozen_at_fork_seq: Option<u64>,
@@ -161,6 +216,8 @@ impl Roster {
             founder,
             members: BTreeMap::from([(founder, None)]),
             removed: BTreeMap::new(),
+            cut_off: BTreeMap::new(),
+            pending_at_seq: None,
             frozen_at_fork_seq: None,
             skipped: Vec::new(),
         }
@@ -182,10 +239,19 @@ impl Roster {
                 break;
             }
             let Some(e) = at.first() else { continue };
-            let Some(payload) = e.payload else {
-                // Redacted: if it was a roster event, its effect is unknown.
-                roster.skipped.push(Skipped { id: e.id, reason: "payload not held".into() });
-                continue;
+            let payload = match e.content {
+                agora_core::Content::Missing => {
+                    // Its meaning is unknown until it arrives: stop here.
+                    roster.pending_at_seq = Some(*seq);
+                    break;
+                }
+                // A redacted payload's residue keeps its meaning.
+                agora_core::Content::Held(p) | agora_core::Content::Redacted(Some(p)) => p,
+                agora_core::Content::Redacted(None) => {
+                    // Redacted before residues were kept: its effect is unknown.
+                    roster.skipped.push(Skipped { id: e.id, reason: "redacted without a residue".into() });
+                    continue;
+                }
             };
             if !RosterEvent::is_roster_payload(payload) {
                 continue;
@@ -193,11 +259,18 @@ impl Roster {
             match RosterEvent::decode(payload).and_then(|ev| ev.check_local(&founder).map(|()| ev)) {
                 Ok(RosterEvent::Admit { agent, .. }) => {
                     roster.removed.remove(&agent);
+                    roster.cut_off.remove(&agent);
                     roster.members.insert(agent, Some(e.id));
                 }
                 Ok(RosterEvent::Remove { agent, .. }) => {
                     if roster.members.remove(&agent).is_some() {
                         roster.removed.insert(agent, e.id);
+                    }
+                }
+                Ok(RosterEvent::RemoveAfter { agent, last_seq, .. }) => {
+                    if roster.members.remove(&agent).is_some() {
+                        roster.removed.insert(agent, e.id);
+                        roster.cut_off.insert(agent, last_seq);
                     }
                 }
                 Err(err) => roster.skipped.push(Skipped { id: e.id, reason: err.to_string() }),
@@ -215,11 +288,28 @@ impl Roster {
     pub fn member_set(&self) -> BTreeSet<AgentId> {
         self.members.keys().copied().collect()
     }
+
+    /// What replication admits: every member with `None` (all its seqs), every
+    /// agent removed with a cut-off with `Some(last_seq)` (its entries up to
+    /// that seq are still fetched and served). Agents removed without a
+    /// cut-off are absent.
+    pub fn admission(&self) -> BTreeMap<AgentId, Option<u64>> {
+        self.members.keys().map(|a| (*a, None)).chain(self.cut_off.iter().map(|(a, s)| (*a, Some(*s)))).collect()
+    }
+
+    /// Does the roster let this entry count in views? Only an entry beyond a
+    /// removal's cut-off does not: entries of authors never admitted count
+    /// where they are held (a node outside any workspace holds whatever it
+    /// imported), as do entries held of an agent removed the old way.
+    pub fn admits_entry(&self, author: &AgentId, seq: u64) -> bool {
+        self.cut_off.get(author).is_none_or(|last| seq <= *last)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agora_core::Content;
 
     fn agent(n: u8) -> AgentId {
         AgentId([n; 32])
@@ -256,10 +346,10 @@ mod tests {
         let admit_c = RosterEvent::Admit { agent: agent(3), note: String::new() }.encode();
         let remove_b = RosterEvent::Remove { agent: agent(2), reason: "left".into() }.encode();
         let entries = [
-            FounderEntry { seq: 3, id: id(3), payload: Some(&remove_b) },
-            FounderEntry { seq: 1, id: id(1), payload: Some(&admit_b) },
-            FounderEntry { seq: 2, id: id(2), payload: Some(b"agev\x01\x00\x00") },
-            FounderEntry { seq: 4, id: id(4), payload: Some(&admit_c) },
+            FounderEntry { seq: 3, id: id(3), content: Content::Held(&remove_b) },
+            FounderEntry { seq: 1, id: id(1), content: Content::Held(&admit_b) },
+            FounderEntry { seq: 2, id: id(2), content: Content::Held(b"agev\x01\x00\x00") },
+            FounderEntry { seq: 4, id: id(4), content: Content::Held(&admit_c) },
         ];
         let r = Roster::derive(f, entries);
         assert!(r.admits(&f) && r.admits(&agent(3)) && !r.admits(&agent(2)));
@@ -277,9 +367,9 @@ mod tests {
         let r = Roster::derive(
             f,
             [
-                FounderEntry { seq: 1, id: id(1), payload: Some(&admit_b) },
-                FounderEntry { seq: 2, id: id(2), payload: Some(&admit_c) },
-                FounderEntry { seq: 2, id: id(9), payload: Some(&admit_d) },
+                FounderEntry { seq: 1, id: id(1), content: Content::Held(&admit_b) },
+                FounderEntry { seq: 2, id: id(2), content: Content::Held(&admit_c) },
+                FounderEntry { seq: 2, id: id(9), content: Content::Held(&admit_d) },
             ],
         );
         assert_eq!(r.frozen_at_fork_seq, Some(2));
@@ -293,9 +383,66 @@ mod tests {
         assert_eq!(RosterEvent::decode(&remove_f).unwrap().check_local(&f), Err(RosterError::RemoveFounder));
         let r = Roster::derive(
             f,
-            [FounderEntry { seq: 1, id: id(1), payload: Some(&remove_f) }, FounderEntry { seq: 2, id: id(2), payload: None }],
+            [FounderEntry { seq: 1, id: id(1), content: Content::Held(&remove_f) }, FounderEntry { seq: 2, id: id(2), content: Content::Redacted(None) }],
         );
         assert!(r.admits(&f));
         assert_eq!(r.skipped.len(), 2);
+    }
+
+    /// Hardening item 9: a removal with a cut-off keeps the agent's entries
+    /// up to it and only those; readmission lifts it.
+    #[test]
+    fn a_removal_with_a_cut_off_admits_exactly_the_entries_up_to_it() {
+        let f = agent(1);
+        let m = agent(5);
+        let admit = RosterEvent::Admit { agent: m, note: String::new() }.encode();
+        let remove = RosterEvent::RemoveAfter { agent: m, last_seq: 4, reason: "left".into() }.encode();
+        let r = Roster::derive(f, [FounderEntry { seq: 1, id: id(1), content: Content::Held(&admit) }, FounderEntry { seq: 2, id: id(2), content: Content::Held(&remove) }]);
+        assert!(!r.admits(&m));
+        assert_eq!(r.admission().get(&m), Some(&Some(4)));
+        assert_eq!(r.admission().get(&f), Some(&None));
+        assert!(r.admits_entry(&m, 4) && !r.admits_entry(&m, 5));
+        assert!(r.admits_entry(&agent(9), 1_000), "never admitted: counts where held");
+        let again = Roster::derive(
+            f,
+            [
+                FounderEntry { seq: 1, id: id(1), content: Content::Held(&admit) },
+                FounderEntry { seq: 2, id: id(2), content: Content::Held(&remove) },
+                FounderEntry { seq: 3, id: id(3), content: Content::Held(&admit) },
+            ],
+        );
+        assert!(again.admits(&m) && again.admits_entry(&m, 99));
+    }
+
+    /// Hardening items 6 and 7: a founder entry whose payload never arrived
+    /// holds the roster before it (a stripped removal cannot leave the agent
+    /// admitted); a redacted one keeps its effect through its residue.
+    #[test]
+    fn missing_payloads_hold_the_roster_and_residues_keep_their_effect() {
+        let f = agent(1);
+        let m = agent(5);
+        let admit = RosterEvent::Admit { agent: m, note: "bob".into() }.encode();
+        let remove = RosterEvent::RemoveAfter { agent: m, last_seq: 0, reason: "spam".into() }.encode();
+        let held = Roster::derive(f, [FounderEntry { seq: 1, id: id(1), content: Content::Held(&admit) }, FounderEntry { seq: 2, id: id(2), content: Content::Held(&remove) }]);
+        let residue = RosterEvent::residue(&remove);
+        assert!(!residue.windows(4).any(|w| w == b"spam"));
+        let redacted = Roster::derive(f, [FounderEntry { seq: 1, id: id(1), content: Content::Held(&admit) }, FounderEntry { seq: 2, id: id(2), content: Content::Redacted(Some(&residue)) }]);
+        assert_eq!(redacted.admission(), held.admission(), "a residue removes as the payload did");
+        let pending = Roster::derive(
+            f,
+            [
+                FounderEntry { seq: 1, id: id(1), content: Content::Held(&admit) },
+                FounderEntry { seq: 2, id: id(2), content: Content::Missing },
+                FounderEntry { seq: 3, id: id(3), content: Content::Held(&admit) },
+            ],
+        );
+        assert_eq!(pending.pending_at_seq, Some(2));
+        assert!(pending.admits(&m), "the roster as of seq 1, nothing later applied");
+        assert_eq!(pending.members.get(&m), Some(&Some(id(1))));
+        // Residues of undecodable payloads fail with the same code.
+        for bad in [b"agrs\x02".to_vec(), b"agrs\x01\x07".to_vec(), RosterEvent::Admit { agent: m, note: "x".repeat(NOTE_BYTES_MAX + 1) }.encode()] {
+            let code = |p: &[u8]| std::mem::discriminant(&RosterEvent::decode(p).unwrap_err());
+            assert_eq!(code(&RosterEvent::residue(&bad)), code(&bad));
+        }
     }
 }

@@ -80,12 +80,16 @@ fn varint(out: &mut Vec<u8>, mut n: u64) {
 
 fn spec_encode(e: &RosterEvent) -> Vec<u8> {
     let mut out = b"agrs\x01".to_vec();
-    let (kind, agent, text) = match e {
-        RosterEvent::Admit { agent, note } => (0, agent, note),
-        RosterEvent::Remove { agent, reason } => (1, agent, reason),
+    let (kind, agent, last_seq, text) = match e {
+        RosterEvent::Admit { agent, note } => (0, agent, None, note),
+        RosterEvent::Remove { agent, reason } => (1, agent, None, reason),
+        RosterEvent::RemoveAfter { agent, last_seq, reason } => (2, agent, Some(*last_seq), reason),
     };
     varint(&mut out, kind);
     out.extend_from_slice(agent.as_bytes());
+    if let Some(s) = last_seq {
+        varint(&mut out, s);
+    }
     varint(&mut out, text.len() as u64);
     out.extend_from_slice(text.as_bytes());
     out
@@ -95,6 +99,9 @@ fn event_json(e: &RosterEvent) -> Value {
     match e {
         RosterEvent::Admit { agent, note } => json!({ "kind": "admit", "code": 0, "agent": agent.to_string(), "note": note }),
         RosterEvent::Remove { agent, reason } => json!({ "kind": "remove", "code": 1, "agent": agent.to_string(), "reason": reason }),
+        RosterEvent::RemoveAfter { agent, last_seq, reason } => {
+            json!({ "kind": "remove_after", "code": 2, "agent": agent.to_string(), "last_seq": last_seq, "reason": reason })
+        }
     }
 }
 
@@ -116,6 +123,8 @@ fn valid_events() -> Vec<(&'static str, RosterEvent)> {
         ("admit", RosterEvent::Admit { agent: agent("bob"), note: "bob, pricing analyst".into() }),
         ("admit_empty_note", RosterEvent::Admit { agent: agent("carol"), note: String::new() }),
         ("remove", RosterEvent::Remove { agent: agent("bob"), reason: "left the team".into() }),
+        ("remove_after", RosterEvent::RemoveAfter { agent: agent("bob"), last_seq: 300, reason: "left the team".into() }),
+        ("remove_after_nothing_kept", RosterEvent::RemoveAfter { agent: agent("carol"), last_seq: 0, reason: String::new() }),
         ("admit_note_at_limit", RosterEvent::Admit { agent: agent("dave"), note: "n".repeat(NOTE_BYTES_MAX) }),
         ("admit_utf8_note", RosterEvent::Admit { agent: agent("erin"), note: "équipe".into() }),
         // Decodes; refused when written (check_local) and skipped when derived.
@@ -214,12 +223,30 @@ fn scenarios() -> Vec<Scenario> {
             name: "unreadable_roster_entries_are_skipped",
             note: "payloads not held (whatever they were), unknown versions, malformed and oversized events are reported and have no effect",
             main: vec![
-                None,
                 some(with(&admit("bob", ""), 4, 1, &[2])),
                 some(with(&admit("bob", ""), 5, 1, &[7])),
                 some(admit("bob", &"n".repeat(NOTE_BYTES_MAX + 1))),
                 some(admit("carol", "")),
-                None,
+            ],
+            rival: None,
+            others: vec![],
+        },
+        Scenario {
+            name: "missing_payload_holds_the_roster",
+            note: "a founder entry whose payload never arrived: only the entries before it count, until it arrives",
+            main: vec![some(admit("bob", "")), None, some(admit("carol", ""))],
+            rival: None,
+            others: vec![],
+        },
+        Scenario {
+            name: "removal_with_a_cut_off",
+            note: "bob's entries up to seq 3 stay admitted, later ones are admitted nowhere; carol is readmitted whole",
+            main: vec![
+                some(admit("bob", "")),
+                some(admit("carol", "")),
+                some(RosterEvent::RemoveAfter { agent: agent("bob"), last_seq: 3, reason: "left".into() }.encode()),
+                some(RosterEvent::RemoveAfter { agent: agent("carol"), last_seq: 0, reason: String::new() }.encode()),
+                some(admit("carol", "back")),
             ],
             rival: None,
             others: vec![],
@@ -273,6 +300,8 @@ fn roster_json(r: &Roster) -> Value {
         "removed": r.removed.iter().map(|(a, by)| json!({ "agent": a.to_string(), "name": name_of(a), "removed_by": by.to_string() })).collect::<Vec<_>>(),
         "frozen_at_fork_seq": r.frozen_at_fork_seq,
         "skipped": r.skipped.iter().map(|k| json!({ "entry": k.id.to_string() })).collect::<Vec<_>>(),
+        "cut_off": r.cut_off.iter().map(|(a, s)| json!({ "agent": a.to_string(), "name": name_of(a), "last_seq": s })).collect::<Vec<_>>(),
+        "pending_at_seq": r.pending_at_seq,
     })
 }
 
@@ -283,14 +312,18 @@ fn derive(founder: AgentId, entries: &[(AgentId, SignedEntry, Option<Vec<u8>>)])
         entries
             .iter()
             .filter(|(author, _, _)| *author == founder)
-            .map(|(_, e, p)| FounderEntry { seq: e.header().seq, id: e.id(), payload: p.as_deref() }),
+            .map(|(_, e, p)| FounderEntry {
+                seq: e.header().seq,
+                id: e.id(),
+                content: p.as_deref().map_or(agora_core::Content::Missing, agora_core::Content::Held),
+            }),
     )
 }
 
 /// Why a skipped entry had no effect, as an error code.
 fn skip_code(payload: Option<&[u8]>, founder: &AgentId) -> &'static str {
     match payload {
-        None => "payload_not_held",
+        None => unreachable!("a missing payload holds the roster; it is never skipped"),
         Some(p) => code(&RosterEvent::decode(p).and_then(|ev| ev.check_local(founder)).expect_err("a skipped payload is refused")),
     }
 }
@@ -300,10 +333,15 @@ fn generate() -> Value {
     let keys: Vec<Value> = NAMES.iter().map(|n| json!({ "name": n, "seed": hex::encode([seed(n); 32]), "public": agent(n).to_string() })).collect();
     let events: Vec<Value> = valid_events()
         .iter()
-        .map(|(name, e)| json!({ "name": name, "event": event_json(e), "payload": hex::encode(e.encode()) }))
+        .map(|(name, e)| {
+            json!({ "name": name, "event": event_json(e), "payload": hex::encode(e.encode()), "residue": hex::encode(RosterEvent::residue(&e.encode())) })
+        })
         .collect();
     let invalid: Vec<Value> =
-        invalid_payloads().into_iter().map(|(name, p, error)| json!({ "name": name, "payload": hex::encode(p), "error": error })).collect();
+        invalid_payloads()
+            .into_iter()
+            .map(|(name, p, error)| json!({ "name": name, "payload": hex::encode(&p), "error": error, "residue": hex::encode(RosterEvent::residue(&p)) }))
+            .collect();
     let checks = json!([
         { "name": "remove_founder", "founder": founder.to_string(), "payload": hex::encode(remove("alice", "")), "error": "remove_founder" },
         { "name": "remove_other", "founder": founder.to_string(), "payload": hex::encode(remove("bob", "")), "error": null },
@@ -375,7 +413,7 @@ fn roster_vectors_check() {
         assert_eq!(AgentKey::from_seed(seed).agent_id().to_string(), k["public"].as_str().unwrap());
     }
     let events = v["events"].as_array().unwrap();
-    for kind in 0..2 {
+    for kind in 0..3 {
         assert!(events.iter().any(|e| e["event"]["code"] == kind), "kind {kind}");
     }
     for case in events {
@@ -385,11 +423,20 @@ fn roster_vectors_check() {
         assert_eq!(event_json(&e), case["event"], "{}", case["name"]);
         assert_eq!(spec_encode(&e), p, "{}: spec layout", case["name"]);
         assert_eq!(e.encode(), p);
+        // The residue: the same event with its text emptied.
+        let residue = RosterEvent::decode(&hx(&case["residue"])).unwrap();
+        assert_eq!(residue, e.without_text(), "{}: residue", case["name"]);
+        assert!(residue.note().is_empty());
     }
     for case in v["invalid"].as_array().unwrap() {
         let p = hx(&case["payload"]);
         let err = RosterEvent::decode(&p).expect_err(case["name"].as_str().unwrap());
         assert_eq!(code(&err), case["error"].as_str().unwrap(), "{}: {err}", case["name"]);
+        // The residue of an invalid payload fails with the same code.
+        if err != RosterError::NotRoster {
+            let residue_err = RosterEvent::decode(&hx(&case["residue"])).expect_err("an invalid residue");
+            assert_eq!(code(&residue_err), code(&err), "{}: residue", case["name"]);
+        }
     }
     for case in v["checks"].as_array().unwrap() {
         let founder: AgentId = case["founder"].as_str().unwrap().parse().unwrap();
@@ -421,7 +468,7 @@ fn roster_vectors_check() {
             let payload = held.iter().find(|(_, e, _)| e.id() == s.id).and_then(|(_, _, p)| p.as_deref());
             let reason = skip_code(payload, &founder);
             match payload {
-                None => assert_eq!(s.reason, "payload not held"),
+                None => panic!("a missing payload is never skipped"),
                 Some(p) => assert_eq!(
                     s.reason,
                     RosterEvent::decode(p).and_then(|ev| ev.check_local(&founder)).unwrap_err().to_string()
@@ -520,7 +567,7 @@ proptest! {
         let entries = |order: &[usize]| {
             order.iter().map(|&i| {
                 let (seq, id, _, _, held) = chain[i];
-                FounderEntry { seq, id: EntryId([id; 32]), payload: held.then_some(payloads[i].as_slice()) }
+                FounderEntry { seq, id: EntryId([id; 32]), content: if held { agora_core::Content::Held(&payloads[i]) } else { agora_core::Content::Missing } }
             }).collect::<Vec<_>>()
         };
         let forward: Vec<usize> = (0..chain.len()).collect();

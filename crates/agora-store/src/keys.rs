@@ -7,10 +7,11 @@
 //! | `meta`        | `format`                              | [`crate::STORE_FORMAT`]     |
 //! | `entries`     | author(32) seq(8) id(32)              | signed entry bytes          |
 //! | `payloads`    | author(32) seq(8) id(32)              | payload bytes               |
-//! | `redactions`  | author(32) seq(8) id(32)              | redacted_at_ms (8)          |
 //! | `ids`         | id(32)                                | author(32) seq(8)           |
 //! | `heads`       | author(32)                            | tips: n × (seq(8) id(32))   |
-//! | `forks`       | author(32) seq(8) id_a(32) id_b(32)   | fork proof bytes            |
+//! | `redactions`  | author(32) seq(8) id(32)              | at_ms(8) [01 residue]       |
+//! | `forks`       | author(32) seq(8)                     | fork proof bytes            |
+//! | `missing`     | author(32) seq(8) id(32)              | empty                       |
 
 use agora_core::verify::EntryRef;
 use agora_core::{AgentId, EntryId};
@@ -22,6 +23,7 @@ pub(crate) const CF_REDACTIONS: &str = "redactions";
 pub(crate) const CF_IDS: &str = "ids";
 pub(crate) const CF_HEADS: &str = "heads";
 pub(crate) const CF_FORKS: &str = "forks";
+pub(crate) const CF_MISSING: &str = "missing";
 
 pub(crate) const META_FORMAT_KEY: &[u8] = b"format";
 
@@ -87,13 +89,11 @@ pub(crate) fn decode_heads(author: &AgentId, bytes: &[u8]) -> Option<Vec<EntryRe
     (encode_heads(&tips) == bytes).then_some(tips)
 }
 
-/// author || seq || id_a || id_b
-pub(crate) fn fork_key(author: &AgentId, seq: u64, a: &EntryId, b: &EntryId) -> [u8; 104] {
-    let mut k = [0u8; 104];
-    k[..40].copy_from_slice(&seq_prefix(author, seq));
-    k[40..72].copy_from_slice(a.as_bytes());
-    k[72..].copy_from_slice(b.as_bytes());
-    k
+/// author || seq: the one fork proof of a forked position. Stores written
+/// before format 2 may also hold pairwise keys `author || seq || id_a || id_b`;
+/// readers take one proof per (author, seq) prefix whatever the key's length.
+pub(crate) fn fork_key(author: &AgentId, seq: u64) -> [u8; 40] {
+    seq_prefix(author, seq)
 }
 
 /// The value of an `ids` row: author || seq.

@@ -28,10 +28,10 @@ mod store;
 mod write;
 
 pub use audit::{AuditReport, AuthorAudit};
-pub use error::{ImportFailure, StoreError};
+pub use error::{ImportFailure, ImportProblem, StoreError};
 pub use read::{AuthorSummary, PayloadState, RawStoredEntry, StoredEntry};
-pub use store::{CommitNotice, MemoryUsage, Observer, Store, StoreOptions, COLUMN_FAMILIES, STORE_FORMAT};
-pub use write::{ImportItem, ImportReport};
+pub use store::{CommitNotice, MemoryUsage, Observer, Store, StoreOptions, COLUMN_FAMILIES, STORE_FORMAT, STORE_FORMAT_1};
+pub use write::{Deferred, ImportItem, ImportReport};
 
 #[cfg(test)]
 mod tests;

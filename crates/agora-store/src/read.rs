@@ -16,9 +16,26 @@ pub enum PayloadState {
     Redacted {
         /// When.
         at_ms: u64,
+        /// What the payload meant, without its text, as the caller of
+        /// [`Store::redact`] gave it (see `agora_core::payload`); `None` for a
+        /// redaction made before residues were kept.
+        residue: Option<Vec<u8>>,
     },
-    /// Never received: the entry was imported without it (redacted at its source).
+    /// Never received: the entry was imported without it (redacted at its
+    /// source, or stripped on the way). Listed by [`Store::missing_payloads`].
     NotHeld,
+}
+
+impl PayloadState {
+    /// What the views read: the payload, the residue of a redacted one, or
+    /// nothing yet (see `agora_core::payload`).
+    pub fn content(&self) -> agora_core::Content<'_> {
+        match self {
+            PayloadState::Held(p) => agora_core::Content::Held(p),
+            PayloadState::Redacted { residue, .. } => agora_core::Content::Redacted(residue.as_deref()),
+            PayloadState::NotHeld => agora_core::Content::Missing,
+        }
+    }
 }
 
 /// An entry as stored.
@@ -50,7 +67,7 @@ pub struct AuthorSummary {
     pub max_seq: u64,
     /// Entries with no stored successor; more than one means the chain is forked.
     pub tips: Vec<EntryRef>,
-    /// Number of fork proofs stored for this author.
+    /// Number of forked seqs of this author (one fork proof is stored for each).
     pub fork_proofs: usize,
 }
 
@@ -91,13 +108,10 @@ impl Store {
             return Ok(PayloadState::Held(p));
         }
         match self.db.get_pinned_cf(self.cf(CF_REDACTIONS)?, key).map_err(db("reading redactions"))? {
-            Some(v) => {
-                let at: [u8; 8] = v[..].try_into().map_err(|_| StoreError::Corrupt {
-                    location: format!("redactions/{}", crate::store::hex_short(key)),
-                    problem: "malformed row".into(),
-                })?;
-                Ok(PayloadState::Redacted { at_ms: u64::from_be_bytes(at) })
-            }
+            Some(v) => decode_redaction(&v).ok_or_else(|| StoreError::Corrupt {
+                location: format!("redactions/{}", crate::store::hex_short(key)),
+                problem: "malformed row".into(),
+            }),
             None => Ok(PayloadState::NotHeld),
         }
     }
@@ -219,7 +233,7 @@ impl Store {
             last[..32].copy_from_slice(author.as_bytes());
             it.seek_for_prev(last);
             let max_seq = it.key().and_then(split_entry_key).map(|(_, seq, _)| seq).unwrap_or(0);
-            out.push(AuthorSummary { author, max_seq, tips: self.tips(&author)?, fork_proofs: self.fork_proofs(Some(&author))?.len() });
+            out.push(AuthorSummary { author, max_seq, tips: self.tips(&author)?, fork_proofs: self.forked_seqs(&author)?.len() });
             match prefix_end(author.as_bytes()) {
                 Some(next) => it.seek(next),
                 None => break,
@@ -229,21 +243,104 @@ impl Store {
         Ok(out)
     }
 
-    /// Stored fork proofs, of one author or of all, in (author, seq) order.
+    /// The seqs of `author` that hold a fork proof, ascending. Reads keys
+    /// only: no proof is decoded or checked.
+    pub fn forked_seqs(&self, author: &AgentId) -> Result<Vec<u64>, StoreError> {
+        let mut out: Vec<u64> = Vec::new();
+        let mut it = self.db.raw_iterator_cf(self.cf(CF_FORKS)?);
+        it.seek(author.as_bytes());
+        while let Some(key) = it.key() {
+            if !key.starts_with(author.as_bytes()) || key.len() < 40 {
+                break;
+            }
+            let mut seq_bytes = [0u8; 8];
+            seq_bytes.copy_from_slice(&key[32..40]);
+            let seq = u64::from_be_bytes(seq_bytes);
+            out.push(seq);
+            // Skip any further (format 1, pairwise) proofs of this seq.
+            match seq.checked_add(1) {
+                Some(next) => it.seek(seq_prefix(author, next)),
+                None => break,
+            }
+        }
+        it.status().map_err(db("reading fork proofs"))?;
+        Ok(out)
+    }
+
+    /// Stored fork proofs, of one author or of all: one per forked (author,
+    /// seq), in (author, seq) order.
     pub fn fork_proofs(&self, author: Option<&AgentId>) -> Result<Vec<ForkProof>, StoreError> {
         let prefix: &[u8] = author.map_or(&[], |a| a.as_bytes());
-        let mut out = Vec::new();
+        let mut out: Vec<ForkProof> = Vec::new();
+        let mut last: Option<[u8; 40]> = None;
         for item in self.db.iterator_cf(self.cf(CF_FORKS)?, IteratorMode::From(prefix, Direction::Forward)) {
             let (key, value) = item.map_err(db("reading fork proofs"))?;
             if !key.starts_with(prefix) {
                 break;
             }
-            let proof = ForkProof::decode(&value).map_err(|e| StoreError::Corrupt {
-                location: format!("forks/{}", crate::store::hex_short(&key)),
-                problem: format!("stored fork proof is invalid: {e}"),
-            })?;
-            out.push(proof);
+            let position: Option<[u8; 40]> = key.get(..40).and_then(|k| k.try_into().ok());
+            if position.is_some() && position == last {
+                continue; // a second, pairwise proof of the same seq (format 1)
+            }
+            last = position;
+            out.push(decode_proof(&key, &value)?);
         }
+        Ok(out)
+    }
+
+    /// The fork proof of `author` at `seq`, if that seq is forked.
+    pub fn fork_proof(&self, author: &AgentId, seq: u64) -> Result<Option<ForkProof>, StoreError> {
+        let prefix = seq_prefix(author, seq);
+        let mut it = self.db.raw_iterator_cf(self.cf(CF_FORKS)?);
+        it.seek(prefix);
+        match (it.key(), it.value()) {
+            (Some(k), Some(v)) if k.starts_with(&prefix) => Ok(Some(decode_proof(k, v)?)),
+            _ => {
+                it.status().map_err(db("reading fork proofs"))?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// How many entries are stored at (author, seq): more than one is a fork.
+    /// Counts keys; decodes nothing.
+    pub fn branches_at(&self, author: &AgentId, seq: u64) -> Result<usize, StoreError> {
+        let prefix = seq_prefix(author, seq);
+        let mut it = self.db.raw_iterator_cf(self.cf(CF_ENTRIES)?);
+        it.seek(prefix);
+        let mut n = 0;
+        while it.key().is_some_and(|k| k.starts_with(&prefix)) {
+            n += 1;
+            it.next();
+        }
+        it.status().map_err(db("reading entries"))?;
+        Ok(n)
+    }
+
+    /// Entries held without their payload because it never arrived (not
+    /// redacted here), in (author, seq, id) order, strictly after `after`,
+    /// at most `limit`: what replication asks peers for again.
+    pub fn missing_payloads(&self, after: Option<&EntryRef>, limit: usize) -> Result<Vec<EntryRef>, StoreError> {
+        let mut it = self.db.raw_iterator_cf(self.cf(CF_MISSING)?);
+        match after {
+            Some(r) => {
+                let key = entry_key(&r.author, r.seq, &r.id);
+                it.seek(key);
+                if it.key() == Some(&key[..]) {
+                    it.next();
+                }
+            }
+            None => it.seek_to_first(),
+        }
+        let mut out = Vec::new();
+        while out.len() < limit {
+            let Some(key) = it.key() else { break };
+            let (author, seq, id) = split_entry_key(key)
+                .ok_or_else(|| StoreError::Corrupt { location: "missing".into(), problem: "malformed key".into() })?;
+            out.push(EntryRef { author, seq, id });
+            it.next();
+        }
+        it.status().map_err(db("reading missing payloads"))?;
         Ok(out)
     }
 
@@ -266,4 +363,32 @@ impl Store {
         }
         Ok(())
     }
+}
+
+fn decode_proof(key: &[u8], value: &[u8]) -> Result<ForkProof, StoreError> {
+    ForkProof::decode(value).map_err(|e| StoreError::Corrupt {
+        location: format!("forks/{}", crate::store::hex_short(key)),
+        problem: format!("stored fork proof is invalid: {e}"),
+    })
+}
+
+/// A `redactions` value: `at_ms (8, BE)`, then `01 ‖ residue` when a residue
+/// was kept (format 2); exactly 8 bytes for a redaction without one.
+pub(crate) fn encode_redaction(at_ms: u64, residue: Option<&[u8]>) -> Vec<u8> {
+    let mut v = at_ms.to_be_bytes().to_vec();
+    if let Some(r) = residue {
+        v.push(1);
+        v.extend_from_slice(r);
+    }
+    v
+}
+
+fn decode_redaction(v: &[u8]) -> Option<PayloadState> {
+    let at_ms = u64::from_be_bytes(v.get(..8)?.try_into().ok()?);
+    let residue = match v.get(8..)? {
+        [] => None,
+        [1, rest @ ..] => Some(rest.to_vec()),
+        _ => return None,
+    };
+    Some(PayloadState::Redacted { at_ms, residue })
 }

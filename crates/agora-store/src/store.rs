@@ -9,10 +9,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// The value of `meta/format`: names the layout version of this store.
-pub const STORE_FORMAT: &[u8] = b"agora-store/1";
+pub const STORE_FORMAT: &[u8] = b"agora-store/2";
 
-/// Every column family of a version-1 store, in the order they are created.
-pub const COLUMN_FAMILIES: [&str; 7] = [CF_META, CF_ENTRIES, CF_PAYLOADS, CF_REDACTIONS, CF_IDS, CF_HEADS, CF_FORKS];
+/// The format of stores written before the `missing` family existed; opening
+/// one migrates it (see [`Store::open`]).
+pub const STORE_FORMAT_1: &[u8] = b"agora-store/1";
+
+/// Every column family of a version-2 store, in the order they are created.
+pub const COLUMN_FAMILIES: [&str; 8] = [CF_META, CF_ENTRIES, CF_PAYLOADS, CF_REDACTIONS, CF_IDS, CF_HEADS, CF_FORKS, CF_MISSING];
+
+/// The column families of a version-1 store.
+const COLUMN_FAMILIES_1: [&str; 7] = [CF_META, CF_ENTRIES, CF_PAYLOADS, CF_REDACTIONS, CF_IDS, CF_HEADS, CF_FORKS];
 
 /// How a store is opened.
 #[derive(Clone, Debug)]
@@ -109,6 +116,32 @@ fn db_options(options: &StoreOptions) -> Options {
     opts
 }
 
+/// Options of one column family; every family shares one block cache.
+fn cf_options(options: &StoreOptions, name: &str, cache: &rocksdb::Cache) -> Options {
+    let mut cf_opts = db_options(options);
+    let mut block = rocksdb::BlockBasedOptions::default();
+    block.set_block_cache(cache);
+    // Index and filter blocks count against the cache too, so their
+    // memory does not grow with the number of entries held.
+    block.set_cache_index_and_filter_blocks(true);
+    block.set_cache_index_and_filter_blocks_with_high_priority(true);
+    block.set_pin_l0_filter_and_index_blocks_in_cache(true);
+    // Indexes and filters in small partitions behind a pinned top
+    // level: a point lookup loads one 4 KiB partition, not a whole
+    // file's filter (megabytes once a level holds millions of ids,
+    // read and checksummed again whenever the cache evicted it).
+    block.set_index_type(rocksdb::BlockBasedIndexType::TwoLevelIndexSearch);
+    block.set_partition_filters(true);
+    block.set_metadata_block_size(4096);
+    block.set_pin_top_level_index_and_filter(true);
+    if name == CF_ENTRIES || name == CF_IDS || name == CF_HEADS {
+        // Small, hot values: bloom filters make point lookups cheap.
+        block.set_bloom_filter(10.0, false);
+    }
+    cf_opts.set_block_based_table_factory(&block);
+    cf_opts
+}
+
 fn not_a_store(path: &Path, reason: impl Into<String>) -> StoreError {
     StoreError::NotAStore { path: path.to_path_buf(), reason: reason.into() }
 }
@@ -141,7 +174,7 @@ impl Store {
         let mut opts = db_options(options);
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
-        let db = Self::open_db(path, &opts, options)?;
+        let db = Self::open_db(path, &opts, options, &COLUMN_FAMILIES)?;
         let store = Self::wrap(db, path, options);
         let mut batch = rocksdb::WriteBatch::default();
         batch.put_cf(store.cf(CF_META)?, META_FORMAT_KEY, STORE_FORMAT);
@@ -159,47 +192,62 @@ impl Store {
         })?;
         found.retain(|cf| cf != "default");
         found.sort();
-        let mut expected: Vec<String> = COLUMN_FAMILIES.iter().map(|s| s.to_string()).collect();
-        expected.sort();
-        if found != expected {
-            return Err(not_a_store(path, format!("a RocksDB database with column families {found:?}, expected {expected:?}")));
+        let sorted = |cfs: &[&str]| {
+            let mut v: Vec<String> = cfs.iter().map(|s| s.to_string()).collect();
+            v.sort();
+            v
+        };
+        let version_1 = found == sorted(&COLUMN_FAMILIES_1);
+        if !version_1 && found != sorted(&COLUMN_FAMILIES) {
+            return Err(not_a_store(path, format!("a RocksDB database with column families {found:?}, expected {:?}", sorted(&COLUMN_FAMILIES))));
         }
-        let database = Self::open_db(path, &db_options(options), options)?;
-        let store = Self::wrap(database, path, options);
+        let families: &[&str] = if version_1 { &COLUMN_FAMILIES_1 } else { &COLUMN_FAMILIES };
+        let database = Self::open_db(path, &db_options(options), options, families)?;
+        let mut store = Self::wrap(database, path, options);
         let format = store.db.get_cf(store.cf(CF_META)?, META_FORMAT_KEY).map_err(db("reading meta/format"))?;
         match format.as_deref() {
-            Some(f) if f == STORE_FORMAT => Ok(store),
+            Some(f) if f == STORE_FORMAT && !version_1 => Ok(store),
+            Some(f) if f == STORE_FORMAT_1 && version_1 => {
+                store.migrate_from_1(options)?;
+                Ok(store)
+            }
             Some(f) => Err(not_a_store(path, format!("unknown store format {:?}", String::from_utf8_lossy(f)))),
             None => Err(not_a_store(path, "meta/format is missing")),
         }
     }
 
-    fn open_db(path: &Path, opts: &Options, options: &StoreOptions) -> Result<DB, StoreError> {
-        let cache = rocksdb::Cache::new_lru_cache(options.block_cache_bytes);
-        let cfs = COLUMN_FAMILIES.iter().map(|name| {
-            let mut cf_opts = db_options(options);
-            let mut block = rocksdb::BlockBasedOptions::default();
-            block.set_block_cache(&cache);
-            // Index and filter blocks count against the cache too, so their
-            // memory does not grow with the number of entries held.
-            block.set_cache_index_and_filter_blocks(true);
-            block.set_cache_index_and_filter_blocks_with_high_priority(true);
-            block.set_pin_l0_filter_and_index_blocks_in_cache(true);
-            // Indexes and filters in small partitions behind a pinned top
-            // level: a point lookup loads one 4 KiB partition, not a whole
-            // file's filter (megabytes once a level holds millions of ids,
-            // read and checksummed again whenever the cache evicted it).
-            block.set_index_type(rocksdb::BlockBasedIndexType::TwoLevelIndexSearch);
-            block.set_partition_filters(true);
-            block.set_metadata_block_size(4096);
-            block.set_pin_top_level_index_and_filter(true);
-            if *name == CF_ENTRIES || *name == CF_IDS || *name == CF_HEADS {
-                // Small, hot values: bloom filters make point lookups cheap.
-                block.set_bloom_filter(10.0, false);
+    /// Format 1 → 2: add the `missing` family and fill it with every entry
+    /// held with neither its payload nor a redaction row, then set the format,
+    /// in one batch. A crash before the batch leaves a version-1 store with an
+    /// empty extra family, which the next open migrates again.
+    fn migrate_from_1(&mut self, options: &StoreOptions) -> Result<(), StoreError> {
+        self.db.create_cf(CF_MISSING, &cf_options(options, CF_MISSING, &rocksdb::Cache::new_lru_cache(options.block_cache_bytes)))
+            .map_err(db("creating the missing-payload family"))?;
+        let mut batch = rocksdb::WriteBatch::default();
+        let mut payloads = self.db.raw_iterator_cf(self.cf(CF_PAYLOADS)?);
+        payloads.seek_to_first();
+        let mut entries = self.db.raw_iterator_cf(self.cf(CF_ENTRIES)?);
+        entries.seek_to_first();
+        while let Some(key) = entries.key() {
+            while payloads.key().is_some_and(|k| k < key) {
+                payloads.next();
             }
-            cf_opts.set_block_based_table_factory(&block);
-            ColumnFamilyDescriptor::new(*name, cf_opts)
-        });
+            if payloads.key() != Some(key)
+                && self.db.get_pinned_cf(self.cf(CF_REDACTIONS)?, key).map_err(db("reading redactions"))?.is_none()
+            {
+                batch.put_cf(self.cf(CF_MISSING)?, key, []);
+            }
+            entries.next();
+        }
+        entries.status().map_err(db("reading entries"))?;
+        payloads.status().map_err(db("reading payloads"))?;
+        batch.put_cf(self.cf(CF_META)?, META_FORMAT_KEY, STORE_FORMAT);
+        self.write(batch)
+    }
+
+    fn open_db(path: &Path, opts: &Options, options: &StoreOptions, families: &[&str]) -> Result<DB, StoreError> {
+        let cache = rocksdb::Cache::new_lru_cache(options.block_cache_bytes);
+        let cfs = families.iter().map(|name| ColumnFamilyDescriptor::new(*name, cf_options(options, name, &cache)));
         DB::open_cf_descriptors(opts, path, cfs).map_err(|e| {
             let text = e.to_string();
             if text.contains("lock") || text.contains("LOCK") {

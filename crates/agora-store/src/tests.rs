@@ -8,6 +8,9 @@ use agora_core::{AgentKey, EntryId, SignedEntry};
 use proptest::prelude::*;
 use std::path::Path;
 
+/// The clock of these tests: later than every timestamp they sign.
+const NOW: u64 = 1_000_000;
+
 fn open_new(dir: &Path) -> Store {
     Store::open(dir, &StoreOptions { create: true, sync: false, ..Default::default() }).unwrap()
 }
@@ -111,18 +114,18 @@ fn import_is_verified_whole_idempotent_and_rebuilds_indexes_bit_identically() {
         }
     }
     let mid = src.chain(&alice.agent_id(), 10, 1).unwrap().remove(0);
-    src.redact(&mid.signed.id(), 99).unwrap();
+    src.redact(&mid.signed.id(), 99, None).unwrap();
     let items = items_of(&src);
 
     let b = tempfile::tempdir().unwrap();
     let dst = open_new(b.path());
-    let report = dst.import(items.clone()).unwrap();
+    let report = dst.import(items.clone(), NOW).unwrap();
     assert_eq!(report.imported, items.len());
     // Replay of the log rebuilds ids, tips and forks bit-identically.
     for cf in [CF_ENTRIES, CF_IDS, CF_HEADS, CF_FORKS] {
         assert_eq!(dump(&src, cf), dump(&dst, cf), "column family {cf} differs after replay");
     }
-    let again = dst.import(items.clone()).unwrap();
+    let again = dst.import(items.clone(), NOW).unwrap();
     assert_eq!((again.imported, again.already_present, again.payloads_filled), (0, 67, 0));
 
     // An entry imported without its payload gets it when a pack carries it;
@@ -130,15 +133,15 @@ fn import_is_verified_whole_idempotent_and_rebuilds_indexes_bit_identically() {
     let c = tempfile::tempdir().unwrap();
     let third = open_new(c.path());
     let stripped: Vec<ImportItem> = items.iter().map(|i| ImportItem { payload: None, ..i.clone() }).collect();
-    third.import(stripped).unwrap();
+    third.import(stripped, NOW).unwrap();
     let first = items[0].entry.id();
-    third.redact(&first, 5).unwrap_err(); // not held, so nothing to redact
-    let filled = third.import(items.clone()).unwrap();
+    third.redact(&first, 5, None).unwrap_err(); // not held, so nothing to redact
+    let filled = third.import(items.clone(), NOW).unwrap();
     assert_eq!(filled.payloads_filled, 66, "every held payload filled in");
     assert!(matches!(third.get(&first).unwrap().unwrap().payload, PayloadState::Held(_)));
-    third.redact(&first, 6).unwrap();
-    assert_eq!(third.import(items).unwrap().payloads_filled, 0);
-    assert_eq!(third.get(&first).unwrap().unwrap().payload, PayloadState::Redacted { at_ms: 6 });
+    third.redact(&first, 6, None).unwrap();
+    assert_eq!(third.import(items, NOW).unwrap().payloads_filled, 0);
+    assert_eq!(third.get(&first).unwrap().unwrap().payload, PayloadState::Redacted { at_ms: 6, residue: None });
     assert!(third.audit(None, 1).unwrap().is_clean());
     let audit = dst.audit(None, 1).unwrap();
     assert!(audit.is_clean());
@@ -162,21 +165,21 @@ fn a_bad_entry_in_the_middle_writes_nothing() {
     let n = bytes.len();
     bytes[n - 3] ^= 0x01;
     items[5].entry = SignedEntry::decode(&bytes).unwrap();
-    let err = dst.import(items.clone()).unwrap_err().to_string();
+    let err = dst.import(items.clone(), NOW).unwrap_err().to_string();
     assert!(err.contains("item 6") && err.contains("signature"), "{err}");
     assert_eq!(dump_all(&dst), before);
 
     // Wrong payload at item 4.
     let mut items2: Vec<ImportItem> = entries.iter().enumerate().map(|(i, e)| item(e, format!("p{i}").as_bytes(), i + 1)).collect();
     items2[3].payload = Some(b"tampered".to_vec());
-    let err = dst.import(items2).unwrap_err().to_string();
+    let err = dst.import(items2, NOW).unwrap_err().to_string();
     assert!(err.contains("item 4") && err.contains("payload"), "{err}");
     assert_eq!(dump_all(&dst), before);
 
     // Reordered: item 3 before item 2.
     let mut items3: Vec<ImportItem> = entries.iter().enumerate().map(|(i, e)| item(e, format!("p{i}").as_bytes(), i + 1)).collect();
     items3.swap(1, 2);
-    let err = dst.import(items3).unwrap_err().to_string();
+    let err = dst.import(items3, NOW).unwrap_err().to_string();
     assert!(err.contains("item 3") && err.contains("predecessor"), "{err}");
     assert_eq!(dump_all(&dst), before);
 }
@@ -191,7 +194,7 @@ fn forks_are_kept_proven_and_block_local_appends() {
     // A restored backup signs a different seq 2, then a seq 3 on top of it.
     let rival = SignedEntry::sign(next_header(alice.agent_id(), Some(&e1), 3, b"right").unwrap(), &alice);
     let rival3 = SignedEntry::sign(next_header(alice.agent_id(), Some(&rival), 4, b"more").unwrap(), &alice);
-    let report = store.import(vec![item(&rival, b"right", 1), item(&rival3, b"more", 2)]).unwrap();
+    let report = store.import(vec![item(&rival, b"right", 1), item(&rival3, b"more", 2)], NOW).unwrap();
     assert_eq!(report.forks, vec![(alice.agent_id(), 2)]);
     let tips = store.tips(&alice.agent_id()).unwrap();
     assert_eq!(tips.len(), 2);
@@ -215,13 +218,13 @@ fn redaction_keeps_the_chain_verifiable() {
     let alice = AgentKey::from_seed([1; 32]);
     let e1 = store.append(&alice, b"secret", 1).unwrap();
     store.append(&alice, b"after", 2).unwrap();
-    store.redact(&e1.id(), 77).unwrap();
-    assert_eq!(store.get(&e1.id()).unwrap().unwrap().payload, PayloadState::Redacted { at_ms: 77 });
-    assert!(matches!(store.redact(&e1.id(), 78), Err(StoreError::AlreadyRedacted(_))));
+    store.redact(&e1.id(), 77, None).unwrap();
+    assert_eq!(store.get(&e1.id()).unwrap().unwrap().payload, PayloadState::Redacted { at_ms: 77, residue: None });
+    assert!(matches!(store.redact(&e1.id(), 78, None), Err(StoreError::AlreadyRedacted(_))));
     let audit = store.audit(None, 1).unwrap();
     assert!(audit.is_clean());
     assert_eq!(audit.authors[0].payloads_redacted, 1);
-    assert!(matches!(store.redact(&EntryId([7; 32]), 1), Err(StoreError::NotFound(_))));
+    assert!(matches!(store.redact(&EntryId([7; 32]), 1, None), Err(StoreError::NotFound(_))));
 }
 
 fn tree_snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
@@ -328,14 +331,14 @@ fn the_observer_hears_every_commit_in_order() {
     // An import from another store, with a fork at seq 2.
     let other_dir = tempfile::tempdir().unwrap();
     let other = open_new(other_dir.path());
-    other.import(vec![item(&e1, b"one", 1)]).unwrap();
+    other.import(vec![item(&e1, b"one", 1)], NOW).unwrap();
     let rival = other.append(&key, b"rival two", 3).unwrap();
-    store.import(vec![item(&rival, b"rival two", 1)]).unwrap();
-    store.redact(&e1.id(), 4).unwrap();
+    store.import(vec![item(&rival, b"rival two", 1)], NOW).unwrap();
+    store.redact(&e1.id(), 4, None).unwrap();
     // A failed import tells nothing.
     let unknown = AgentKey::from_seed([2; 32]);
     let orphan = SignedEntry::sign(next_header(unknown.agent_id(), Some(&rival), 5, b"x").unwrap(), &unknown);
-    assert!(store.import(vec![item(&orphan, b"x", 1)]).is_err());
+    assert!(store.import(vec![item(&orphan, b"x", 1)], NOW).is_err());
 
     let heard = heard.lock().unwrap();
     assert_eq!(heard.len(), 4, "{heard:?}");
@@ -350,8 +353,8 @@ fn the_observer_hears_every_commit_in_order() {
 }
 
 #[test]
-fn import_checked_skips_signatures_but_still_checks_links_and_payloads() {
-    use agora_core::verify::check_signatures;
+fn import_checked_skips_signatures_and_payloads_but_still_checks_links() {
+    use agora_core::verify::check_entries;
     let src_dir = tempfile::tempdir().unwrap();
     let src = open_new(src_dir.path());
     let key = AgentKey::from_seed([1; 32]);
@@ -359,17 +362,14 @@ fn import_checked_skips_signatures_but_still_checks_links_and_payloads() {
     let dir = tempfile::tempdir().unwrap();
     let store = open_new(dir.path());
     // A missing predecessor is refused, naming the item.
-    let tail = check_signatures(entries[1..].to_vec()).unwrap();
-    let items: Vec<_> = tail.into_iter().zip([Some(b"b".to_vec()), Some(b"c".to_vec())]).collect();
-    let err = store.import_checked(items, "peer X").unwrap_err().to_string();
+    let items = check_entries(entries[1..].iter().cloned().zip([Some(b"b".to_vec()), Some(b"c".to_vec())]).collect()).unwrap();
+    let err = store.import_checked(items, "peer X", NOW).unwrap_err().to_string();
     assert!(err.contains("peer X item 0") && err.contains("predecessor"), "{err}");
-    // A payload that is not the one bound is refused.
-    let all = check_signatures(entries.clone()).unwrap();
-    let bad: Vec<_> = all.iter().cloned().zip([Some(b"a".to_vec()), Some(b"B".to_vec()), Some(b"c".to_vec())]).collect();
-    assert!(store.import_checked(bad, "peer X").is_err());
+    // A payload that is not the one bound never becomes a checked entry.
+    assert!(check_entries(entries.iter().cloned().zip([Some(b"a".to_vec()), Some(b"B".to_vec()), Some(b"c".to_vec())]).collect()).is_err());
     assert!(dump_all(&store).iter().skip(1).all(Vec::is_empty), "nothing written by failed imports");
-    let good: Vec<_> = all.into_iter().zip([Some(b"a".to_vec()), None, Some(b"c".to_vec())]).collect();
-    let report = store.import_checked(good, "peer X").unwrap();
+    let good = check_entries(entries.iter().cloned().zip([Some(b"a".to_vec()), None, Some(b"c".to_vec())]).collect()).unwrap();
+    let report = store.import_checked(good, "peer X", NOW).unwrap();
     assert_eq!(report.imported, 3);
     assert_eq!(store.tips(&key.agent_id()).unwrap(), vec![entries[2].entry_ref()]);
     assert!(store.audit(None, 1).unwrap().is_clean());
@@ -391,7 +391,7 @@ fn append_after_extends_the_named_tip_only() {
 
     // Fork at seq 2 (a restored backup): branches e2 and rival.
     let rival = SignedEntry::sign(next_header(alice.agent_id(), Some(&e1), 3, b"right").unwrap(), &alice);
-    store.import(vec![item(&rival, b"right", 1)]).unwrap();
+    store.import(vec![item(&rival, b"right", 1)], NOW).unwrap();
     assert!(matches!(store.append(&alice, b"x", 4), Err(StoreError::Forked { tips: 2, .. })));
 
     // Not a tip: interior entry, unknown id, another author's tip. Nothing written.
@@ -423,4 +423,229 @@ fn append_after_extends_the_named_tip_only() {
     assert!(audit.is_clean(), "{audit:?}");
     drop(store);
     reopen(a.path()).unwrap();
+}
+
+/// Seq 1 of `key`, then `k` different entries at seq 2 (a fork flood).
+fn flood(key: &AgentKey, k: usize) -> (SignedEntry, Vec<SignedEntry>) {
+    let root = SignedEntry::sign(next_header(key.agent_id(), None, 1, b"root").unwrap(), key);
+    let branches =
+        (0..k).map(|i| SignedEntry::sign(next_header(key.agent_id(), Some(&root), 2, format!("branch {i}").as_bytes()).unwrap(), key)).collect();
+    (root, branches)
+}
+
+/// Hardening item 1: k entries at one seq cost a bounded number of reads
+/// each (never one per earlier branch), and give exactly one fork proof,
+/// whether they arrive in one import or one by one.
+#[test]
+fn a_fork_flood_is_stored_with_one_proof_and_linear_work() {
+    use std::sync::atomic::Ordering;
+    const K: usize = 2_000;
+    let key = AgentKey::from_seed([3; 32]);
+    let (root, branches) = flood(&key, K);
+    let payload = |e: &SignedEntry| -> Vec<u8> {
+        if e.header().seq == 1 { b"root".to_vec() } else { format!("branch {}", branches.iter().position(|b| b.id() == e.id()).unwrap()).into_bytes() }
+    };
+    for one_by_one in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open_new(dir.path());
+        store.import(vec![ImportItem { entry: root.clone(), payload: Some(b"root".to_vec()), origin: "root".into() }], NOW).unwrap();
+        crate::write::STAGING_READS.store(0, Ordering::Relaxed);
+        let mut forks = Vec::new();
+        if one_by_one {
+            for b in &branches {
+                let checked = agora_core::verify::check_entries(vec![(b.clone(), Some(payload(b)))]).unwrap();
+                forks.extend(store.import_checked(checked, "peer", NOW).unwrap().forks);
+            }
+        } else {
+            let items = branches.iter().map(|b| ImportItem { entry: b.clone(), payload: Some(payload(b)), origin: "pack".into() }).collect();
+            forks.extend(store.import(items, NOW).unwrap().forks);
+        }
+        let reads = crate::write::STAGING_READS.load(Ordering::Relaxed);
+        assert!(reads <= 8 * K, "{reads} reads to stage {K} branches (one_by_one: {one_by_one})");
+        assert_eq!(forks, vec![(key.agent_id(), 2)], "one proof, reported once");
+        assert_eq!(store.fork_proofs(None).unwrap().len(), 1);
+        store.fork_proof(&key.agent_id(), 2).unwrap().unwrap().check().unwrap();
+        assert_eq!(store.branches_at(&key.agent_id(), 2).unwrap(), K);
+        assert_eq!(store.tips(&key.agent_id()).unwrap().len(), K);
+        let authors = store.authors().unwrap();
+        assert_eq!((authors[0].fork_proofs, authors[0].max_seq), (1, 2));
+        assert_eq!(store.forked_seqs(&key.agent_id()).unwrap(), vec![2]);
+        drop(store);
+        reopen(dir.path()).unwrap();
+    }
+}
+
+/// Stores written before format 2 held a proof per pair of entries: readers
+/// still give one proof per forked seq.
+#[test]
+fn pairwise_proofs_of_old_stores_read_as_one_per_seq() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_new(dir.path());
+    let key = AgentKey::from_seed([4; 32]);
+    let (root, branches) = flood(&key, 3);
+    store.import(vec![ImportItem { entry: root.clone(), payload: None, origin: "x".into() }], NOW).unwrap();
+    let mut batch = rocksdb::WriteBatch::default();
+    for (a, b) in [(0, 1), (0, 2), (1, 2)] {
+        let proof = agora_core::ForkProof::new(branches[a].clone(), branches[b].clone()).unwrap();
+        let mut k = seq_prefix(&key.agent_id(), 2).to_vec();
+        k.extend_from_slice(proof.entries().0.id().as_bytes());
+        k.extend_from_slice(proof.entries().1.id().as_bytes());
+        batch.put_cf(store.cf(CF_FORKS).unwrap(), k, proof.encode());
+    }
+    store.write(batch).unwrap();
+    assert_eq!(store.fork_proofs(None).unwrap().len(), 1);
+    assert_eq!(store.forked_seqs(&key.agent_id()).unwrap(), vec![2]);
+    assert_eq!(store.authors().unwrap()[0].fork_proofs, 1);
+}
+
+/// Hardening item 8: entries dated more than the skew ahead are not stored,
+/// nor what builds on them; the rest of the import is; later they are.
+#[test]
+fn entries_dated_ahead_of_the_clock_are_deferred_until_their_time() {
+    use agora_core::limits::FUTURE_SKEW_MAX_MS;
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_new(dir.path());
+    let key = AgentKey::from_seed([5; 32]);
+    let now = 10_000_000;
+    let hour = 3_600_000;
+    let mut chain: Vec<SignedEntry> = Vec::new();
+    for i in 0..6u64 {
+        let t = if i < 3 { now + i } else { now + hour + i };
+        chain.push(SignedEntry::sign(next_header(key.agent_id(), chain.last(), t, &[i as u8]).unwrap(), &key));
+    }
+    let items = || chain.iter().map(|e| ImportItem { entry: e.clone(), payload: Some(vec![e.header().seq as u8 - 1]), origin: "pack".into() }).collect();
+    let report = store.import(items(), now).unwrap();
+    assert_eq!(report.imported, 3);
+    let d = report.deferred.unwrap();
+    assert_eq!((d.first, d.count), (chain[3].entry_ref(), 3));
+    assert_eq!(d.until_ms, now + hour + 3 - FUTURE_SKEW_MAX_MS);
+    assert!(store.get(&chain[3].id()).unwrap().is_none());
+    // Within the skew of all three: stored.
+    let report = store.import(items(), d.until_ms + 2).unwrap();
+    assert_eq!((report.imported, report.deferred), (3, None));
+    assert_eq!(store.tips(&key.agent_id()).unwrap(), vec![chain[5].entry_ref()]);
+}
+
+/// Hardening item 7 (the store's part): the residue given at redaction is
+/// kept, read back as the entry's content, and never served as a payload.
+#[test]
+fn a_redaction_keeps_its_residue() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_new(dir.path());
+    let key = AgentKey::from_seed([6; 32]);
+    let e = store.append(&key, b"agev-with-text", 1).unwrap();
+    let f = store.append(&key, b"raw note", 2).unwrap();
+    store.redact(&e.id(), 9, Some(b"agev-no-text")).unwrap();
+    store.redact(&f.id(), 9, Some(b"")).unwrap();
+    let got = store.get(&e.id()).unwrap().unwrap().payload;
+    assert_eq!(got, PayloadState::Redacted { at_ms: 9, residue: Some(b"agev-no-text".to_vec()) });
+    assert_eq!(got.content(), agora_core::Content::Redacted(Some(b"agev-no-text")));
+    assert_eq!(store.get(&f.id()).unwrap().unwrap().payload.content(), agora_core::Content::Redacted(Some(b"")));
+    let served = store.chain_raw(&key.agent_id(), 1, 10).unwrap();
+    assert!(served.iter().all(|r| !matches!(r.payload, PayloadState::Held(_))));
+    assert!(store.missing_payloads(None, 10).unwrap().is_empty(), "redacted is not missing");
+    drop(store);
+    assert_eq!(reopen(dir.path()).unwrap().get(&e.id()).unwrap().unwrap().payload.content(), agora_core::Content::Redacted(Some(b"agev-no-text")));
+}
+
+/// Every file under `dir` that contains `marker`.
+fn files_containing(dir: &Path, marker: &[u8]) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else if std::fs::read(e.path()).unwrap().windows(marker.len()).any(|w| w == marker) {
+                found.push(e.path());
+            }
+        }
+    }
+    found
+}
+
+/// Hardening item 10: once `redact` returns, no file of the store holds the
+/// payload, whether it had reached a table file or was still only in the
+/// memtable and the write-ahead log.
+#[test]
+fn a_redacted_payload_is_in_no_live_file() {
+    for flushed_first in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions { create: true, sync: true, ..Default::default() }).unwrap();
+        let key = AgentKey::from_seed([7; 32]);
+        let marker = format!("marker-{flushed_first}-5d41402abc4b2a76b9719d911017c592");
+        store.append(&key, b"before", 1).unwrap();
+        let secret = store.append(&key, marker.as_bytes(), 2).unwrap();
+        if flushed_first {
+            store.flush().unwrap();
+        }
+        for i in 0..200u32 {
+            store.append(&key, format!("after {i}").as_bytes(), 3).unwrap();
+        }
+        assert!(!files_containing(dir.path(), marker.as_bytes()).is_empty(), "the test must see the bytes before");
+        store.redact(&secret.id(), 4, Some(b"")).unwrap();
+        let found = files_containing(dir.path(), marker.as_bytes());
+        assert!(found.is_empty(), "payload still in {found:?} (flushed first: {flushed_first})");
+        drop(store);
+        let store = reopen(dir.path()).unwrap();
+        assert!(matches!(store.get(&secret.id()).unwrap().unwrap().payload, PayloadState::Redacted { .. }));
+        assert!(store.audit(None, 1).unwrap().is_clean());
+    }
+}
+
+/// Hardening item 6 (the store's part): entries stored without their
+/// payload are listed until it arrives; the list is a cursor over keys.
+#[test]
+fn entries_without_payload_are_listed_until_it_arrives() {
+    let src_dir = tempfile::tempdir().unwrap();
+    let src = open_new(src_dir.path());
+    let key = AgentKey::from_seed([8; 32]);
+    let entries = src.append_batch(&key, &[b"a", b"b", b"c"], 1).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_new(dir.path());
+    let stripped = entries.iter().map(|e| ImportItem { entry: e.clone(), payload: None, origin: "relay".into() }).collect();
+    store.import(stripped, NOW).unwrap();
+    let all = store.missing_payloads(None, 10).unwrap();
+    assert_eq!(all, entries.iter().map(|e| e.entry_ref()).collect::<Vec<_>>());
+    assert_eq!(store.missing_payloads(Some(&all[0]), 1).unwrap(), vec![all[1]]);
+    assert_eq!(store.missing_payloads(Some(&all[2]), 10).unwrap(), vec![]);
+    let full = vec![ImportItem { entry: entries[1].clone(), payload: Some(b"b".to_vec()), origin: "peer".into() }];
+    assert_eq!(store.import(full, NOW).unwrap().payloads_filled, 1);
+    assert_eq!(store.missing_payloads(None, 10).unwrap(), vec![all[0], all[2]]);
+}
+
+/// A format-1 store (no `missing` family) is migrated on open: the family is
+/// created and filled with every entry held with neither payload nor
+/// redaction.
+#[test]
+fn a_format_1_store_is_migrated_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = AgentKey::from_seed([9; 32]);
+    let (held, stripped, redacted);
+    {
+        let store = open_new(dir.path());
+        let src_dir = tempfile::tempdir().unwrap();
+        let src = open_new(src_dir.path());
+        let es = src.append_batch(&key, &[b"a", b"b", b"c"], 1).unwrap();
+        let items = vec![
+            ImportItem { entry: es[0].clone(), payload: Some(b"a".to_vec()), origin: "x".into() },
+            ImportItem { entry: es[1].clone(), payload: None, origin: "x".into() },
+            ImportItem { entry: es[2].clone(), payload: Some(b"c".to_vec()), origin: "x".into() },
+        ];
+        store.import(items, NOW).unwrap();
+        store.redact(&es[2].id(), 5, None).unwrap();
+        (held, stripped, redacted) = (es[0].entry_ref(), es[1].entry_ref(), es[2].entry_ref());
+        // Back to the version-1 layout: no `missing` family, format 1.
+        let mut batch = rocksdb::WriteBatch::default();
+        batch.put_cf(store.cf(CF_META).unwrap(), META_FORMAT_KEY, STORE_FORMAT_1);
+        store.write(batch).unwrap();
+        let mut store = store;
+        store.db.drop_cf(CF_MISSING).unwrap();
+    }
+    let store = reopen(dir.path()).unwrap();
+    assert_eq!(store.missing_payloads(None, 10).unwrap(), vec![stripped]);
+    assert!(![held, redacted].contains(&stripped));
+    let format = store.db.get_cf(store.cf(CF_META).unwrap(), META_FORMAT_KEY).unwrap().unwrap();
+    assert_eq!(format, STORE_FORMAT);
 }

@@ -3,17 +3,22 @@
 //! Every write goes through [`Staging`], which sees the store plus what the
 //! current batch has staged, so that a pack can carry a chain (and its forks)
 //! whose earlier entries are in the same batch.
+//!
+//! Work per staged entry is bounded by a constant number of reads, whatever
+//! an author has done before: a forked position gets exactly one fork proof
+//! (the first two entries seen there), and further branches are stored and
+//! counted without being paired with anything.
 
-use crate::error::{db, ImportFailure, StoreError};
+use crate::error::{db, ImportFailure, ImportProblem, StoreError};
 use crate::keys::*;
+use crate::read::encode_redaction;
 use crate::store::{CommitNotice, Store};
 use agora_core::entry::next_header_after;
-use agora_core::limits::VERIFY_BATCH_LEN;
-use agora_core::verify::{verify_link, verify_payload, verify_signatures, SignatureChecked};
+use agora_core::limits::{FUTURE_SKEW_MAX_MS, VERIFY_BATCH_LEN};
+use agora_core::verify::{verify_link, verify_payload, verify_signatures, CheckedEntry, EntryRef};
 use agora_core::{AgentId, AgentKey, EntryId, ForkProof, SignedEntry};
 use rayon::prelude::*;
-use agora_core::verify::EntryRef;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Largest number of entries one append batch may create.
 pub const APPEND_BATCH_MAX: usize = 100_000;
@@ -32,6 +37,19 @@ pub struct ImportItem {
     pub origin: String,
 }
 
+/// Entries of an import that were not stored because they are dated too far
+/// ahead of the clock (`FUTURE_SKEW_MAX_MS`), with everything in the input
+/// that builds on them. Offered again from `until_ms`, they are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deferred {
+    /// The first such entry, in input order.
+    pub first: EntryRef,
+    /// How many entries were held back.
+    pub count: usize,
+    /// The earliest clock reading at which `first` is stored.
+    pub until_ms: u64,
+}
+
 /// What an import did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ImportReport {
@@ -43,8 +61,21 @@ pub struct ImportReport {
     /// source) and arrived now: filled in, after checking it against the hash.
     /// A payload redacted *here* is never restored.
     pub payloads_filled: usize,
-    /// Fork proofs created: (author, seq) of each conflicting pair found.
+    /// Fork proofs created by this import: (author, seq), each at most once
+    /// over a store's life (one proof per forked position).
     pub forks: Vec<(AgentId, u64)>,
+    /// Entries held back because they are dated in the future.
+    pub deferred: Option<Deferred>,
+}
+
+/// Point reads and seeks the staging made (tests check that a write costs a
+/// bounded number per entry, whatever the number of branches at a seq).
+#[cfg(test)]
+pub(crate) static STAGING_READS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn count_read() {
+    #[cfg(test)]
+    STAGING_READS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// A write batch plus an overlay of the entries staged in it.
@@ -52,9 +83,12 @@ pub(crate) struct Staging<'s> {
     store: &'s Store,
     batch: rocksdb::WriteBatch,
     staged: HashMap<EntryId, SignedEntry>,
-    staged_at: HashMap<(AgentId, u64), Vec<EntryId>>,
+    /// The first entry staged at each (author, seq): the rival of a second.
+    staged_first: HashMap<(AgentId, u64), EntryId>,
+    /// Positions known to hold a fork proof (stored or staged).
+    proven: HashSet<(AgentId, u64)>,
     /// Tips of every author touched by this batch, as they will be after it.
-    heads: BTreeMap<AgentId, Vec<EntryRef>>,
+    heads: BTreeMap<AgentId, BTreeMap<(u64, EntryId), EntryRef>>,
     /// Highest seq stored (before this batch) per author touched.
     stored_max: HashMap<AgentId, u64>,
     forks: Vec<(AgentId, u64)>,
@@ -62,7 +96,16 @@ pub(crate) struct Staging<'s> {
 
 impl<'s> Staging<'s> {
     pub(crate) fn new(store: &'s Store) -> Self {
-        Self { store, batch: rocksdb::WriteBatch::default(), staged: HashMap::new(), staged_at: HashMap::new(), heads: BTreeMap::new(), stored_max: HashMap::new(), forks: Vec::new() }
+        Self {
+            store,
+            batch: rocksdb::WriteBatch::default(),
+            staged: HashMap::new(),
+            staged_first: HashMap::new(),
+            proven: HashSet::new(),
+            heads: BTreeMap::new(),
+            stored_max: HashMap::new(),
+            forks: Vec::new(),
+        }
     }
 
     /// Is this id stored or staged?
@@ -75,6 +118,7 @@ impl<'s> Staging<'s> {
         if let Some(e) = self.staged.get(id) {
             return Ok(Some(e.clone()));
         }
+        count_read();
         match self.store.locate(id)? {
             Some((author, seq)) => self.store.load_signed(&author, seq, id),
             None => Ok(None),
@@ -88,49 +132,100 @@ impl<'s> Staging<'s> {
         let h = entry.header();
         let (author, seq, id) = (h.author, h.seq, entry.id());
         let s = self.store;
-        put_entry_rows(s, &mut self.batch, &entry, payload)?;
-        let tips = match self.heads.entry(author) {
-            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
-            std::collections::btree_map::Entry::Vacant(v) => v.insert(s.tips(&author)?),
-        };
+        assert!(!self.staged.contains_key(&id), "{} staged twice", entry.entry_ref());
         if let Some(parent) = h.backlink {
-            tips.retain(|t| t.id != parent);
+            assert!(
+                self.staged.contains_key(&parent) || s.locate(&parent)?.is_some(),
+                "{} staged before its predecessor",
+                entry.entry_ref()
+            );
         }
-        tips.push(entry.entry_ref());
-        // A second entry at this position is a fork: keep both, store the proof.
+        put_entry_rows(s, &mut self.batch, &entry, payload)?;
+        if payload.is_none() {
+            // Never received: listed for replication to ask peers again.
+            self.batch.put_cf(s.cf(CF_MISSING)?, entry_key(&author, seq, &id), []);
+        }
+        if !self.heads.contains_key(&author) {
+            count_read();
+            let tips = s.tips(&author)?.into_iter().map(|t| ((t.seq, t.id), t)).collect();
+            self.heads.insert(author, tips);
+        }
+        let tips = self.heads.entry(author).or_default();
+        if let Some(parent) = h.backlink {
+            tips.remove(&(seq - 1, parent));
+        }
+        tips.insert((seq, id), entry.entry_ref());
         // Nothing stored can sit above the author's highest stored seq, so a
         // chain that only grows (the common case of sync) costs no seek here.
         let stored_max = match self.stored_max.get(&author) {
             Some(m) => *m,
             None => {
+                count_read();
                 let m = s.tips(&author)?.iter().map(|t| t.seq).max().unwrap_or(0);
                 self.stored_max.insert(author, m);
                 m
             }
         };
-        let mut rivals = if seq <= stored_max { s.entries_at(&author, seq)? } else { Vec::new() };
-        for rival_id in self.staged_at.get(&(author, seq)).into_iter().flatten() {
-            if let Some(r) = self.staged.get(rival_id) {
-                rivals.push(r.clone());
+        if !self.proven.contains(&(author, seq)) {
+            let rival = self.rival(&author, seq, &id, stored_max)?;
+            if let Some(rival) = rival {
+                // A second entry at this position is a fork: keep both, store
+                // one proof; later branches are stored without a proof.
+                let proof = ForkProof::new(rival, entry.clone()).map_err(|e| StoreError::Corrupt {
+                    location: format!("{}", entry.entry_ref()),
+                    problem: format!("conflicting entries failed to form a fork proof: {e}"),
+                })?;
+                self.batch.put_cf(s.cf(CF_FORKS)?, fork_key(&author, seq), proof.encode());
+                self.forks.push((author, seq));
+                self.proven.insert((author, seq));
             }
         }
-        for rival in rivals {
-            let proof = ForkProof::new(rival, entry.clone()).map_err(|e| StoreError::Corrupt {
-                location: format!("{}", entry.entry_ref()),
-                problem: format!("conflicting entries failed to form a fork proof: {e}"),
-            })?;
-            let (a, b) = proof.entries();
-            self.batch.put_cf(s.cf(CF_FORKS)?, fork_key(&author, seq, &a.id(), &b.id()), proof.encode());
-            self.forks.push((author, seq));
-        }
-        self.staged_at.entry((author, seq)).or_default().push(id);
+        self.staged_first.entry((author, seq)).or_insert(id);
         self.staged.insert(id, entry);
         Ok(())
     }
 
+    /// Another entry already at (author, seq), staged or stored, unless that
+    /// position already has its proof (then `proven` is updated and `None`
+    /// returned). At most two seeks.
+    fn rival(&mut self, author: &AgentId, seq: u64, id: &EntryId, stored_max: u64) -> Result<Option<SignedEntry>, StoreError> {
+        let s = self.store;
+        if seq <= stored_max {
+            count_read();
+            let prefix = seq_prefix(author, seq);
+            let mut forks = s.db.raw_iterator_cf(s.cf(CF_FORKS)?);
+            forks.seek(prefix);
+            if forks.key().is_some_and(|k| k.starts_with(&prefix)) {
+                self.proven.insert((*author, seq));
+                return Ok(None);
+            }
+            forks.status().map_err(db("reading fork proofs"))?;
+        }
+        if let Some(first) = self.staged_first.get(&(*author, seq))
+            && first != id
+        {
+            return Ok(self.staged.get(first).cloned());
+        }
+        if seq <= stored_max {
+            count_read();
+            let prefix = seq_prefix(author, seq);
+            let mut entries = s.db.raw_iterator_cf(s.cf(CF_ENTRIES)?);
+            entries.seek(prefix);
+            if let (Some(k), Some(v)) = (entries.key(), entries.value())
+                && k.starts_with(&prefix)
+            {
+                return Ok(Some(crate::store::decode_stored(k, v)?));
+            }
+            entries.status().map_err(db("reading entries"))?;
+        }
+        Ok(None)
+    }
+
     fn commit(mut self) -> Result<Vec<(AgentId, u64)>, StoreError> {
         for (author, tips) in &self.heads {
-            self.batch.put_cf(self.store.cf(CF_HEADS)?, author.as_bytes(), encode_heads(tips));
+            assert!(!tips.is_empty(), "author {author} staged with no tip");
+            let tips: Vec<EntryRef> = tips.values().copied().collect();
+            self.batch.put_cf(self.store.cf(CF_HEADS)?, author.as_bytes(), encode_heads(&tips));
         }
         self.store.write(self.batch)?;
         Ok(self.forks)
@@ -222,33 +317,41 @@ impl Store {
     /// entry's link to a predecessor that is stored or earlier in `items`. If
     /// anything fails, nothing is written and the error names the item's origin.
     /// Entries already stored are skipped, so importing twice is a no-op.
-    pub fn import(&self, items: Vec<ImportItem>) -> Result<ImportReport, StoreError> {
-        self.import_items(items, false)
+    /// Entries dated more than `FUTURE_SKEW_MAX_MS` after `now_ms` are not
+    /// stored yet, nor is anything in `items` that builds on them: they are
+    /// reported in [`ImportReport::deferred`].
+    pub fn import(&self, items: Vec<ImportItem>, now_ms: u64) -> Result<ImportReport, StoreError> {
+        self.import_items(items, false, now_ms)
     }
 
-    /// [`Store::import`] for entries whose signatures were already verified
-    /// (by the replicator, in batches, as they arrived): the proof is in the
-    /// type, so signatures are not checked twice. Payload bindings and links
-    /// are still checked here, against what is stored.
-    pub fn import_checked(&self, items: Vec<(SignatureChecked, Option<Vec<u8>>)>, origin: &str) -> Result<ImportReport, StoreError> {
+    /// [`Store::import`] for entries whose signatures and payload bindings were
+    /// already checked (by the replicator, in batches, as they arrived): the
+    /// proof is in the type, so neither is checked again. Links are checked
+    /// here, against what is stored.
+    pub fn import_checked(&self, items: Vec<CheckedEntry>, origin: &str, now_ms: u64) -> Result<ImportReport, StoreError> {
         let items = items
             .into_iter()
             .enumerate()
-            .map(|(i, (entry, payload))| ImportItem { entry: entry.into_entry(), payload, origin: format!("{origin} item {i}") })
+            .map(|(i, c)| {
+                let (entry, payload) = c.into_parts();
+                ImportItem { entry: entry.into_entry(), payload, origin: format!("{origin} item {i}") }
+            })
             .collect();
-        self.import_items(items, true)
+        self.import_items(items, true, now_ms)
     }
 
-    fn import_items(&self, items: Vec<ImportItem>, signatures_checked: bool) -> Result<ImportReport, StoreError> {
+    fn import_items(&self, items: Vec<ImportItem>, checked: bool, now_ms: u64) -> Result<ImportReport, StoreError> {
         if items.len() > IMPORT_ITEMS_MAX {
             return Err(StoreError::Limit(format!("{} entries in one import (max {IMPORT_ITEMS_MAX})", items.len())));
         }
         let _guard = self.lock();
-        let fail = |item: &ImportItem, problem: String| StoreError::Import(ImportFailure { origin: item.origin.clone(), problem });
+        let fail = |item: &ImportItem, problem: ImportProblem| StoreError::Import(ImportFailure { origin: item.origin.clone(), problem });
         let mut report = ImportReport::default();
         let mut fresh: Vec<ImportItem> = Vec::with_capacity(items.len());
-        let mut seen: std::collections::HashSet<EntryId> = std::collections::HashSet::new();
+        let mut seen: HashSet<EntryId> = HashSet::new();
+        let mut held_back: HashSet<EntryId> = HashSet::new();
         let mut fills: Vec<([u8; ENTRY_KEY_LEN], Vec<u8>)> = Vec::new();
+        let latest_ms = now_ms.saturating_add(FUTURE_SKEW_MAX_MS);
         for item in items {
             let id = item.entry.id();
             if !seen.insert(id) {
@@ -261,18 +364,33 @@ impl Store {
                 if let Some(p) = &item.payload
                     && self.payload_state(&key)? == crate::PayloadState::NotHeld
                 {
-                    verify_payload(&item.entry, p).map_err(|e| fail(&item, e.to_string()))?;
+                    if !checked {
+                        verify_payload(&item.entry, p).map_err(|e| fail(&item, ImportProblem::Payload(e)))?;
+                    }
                     fills.push((key, p.clone()));
                 }
                 continue;
             }
-            if let Some(p) = &item.payload {
-                verify_payload(&item.entry, p).map_err(|e| fail(&item, e.to_string()))?;
+            let h = item.entry.header();
+            if h.timestamp_ms > latest_ms || h.backlink.is_some_and(|b| held_back.contains(&b)) {
+                held_back.insert(id);
+                let d = report.deferred.get_or_insert(Deferred {
+                    first: item.entry.entry_ref(),
+                    count: 0,
+                    until_ms: h.timestamp_ms.saturating_sub(FUTURE_SKEW_MAX_MS),
+                });
+                d.count += 1;
+                continue;
+            }
+            if let Some(p) = &item.payload
+                && !checked
+            {
+                verify_payload(&item.entry, p).map_err(|e| fail(&item, ImportProblem::Payload(e)))?;
             }
             fresh.push(item);
         }
         // Signatures, batched and in parallel. Report the first bad one in input order.
-        let unchecked: &[ImportItem] = if signatures_checked { &[] } else { &fresh };
+        let unchecked: &[ImportItem] = if checked { &[] } else { &fresh };
         let bad = unchecked
             .par_chunks(VERIFY_BATCH_LEN)
             .enumerate()
@@ -283,24 +401,16 @@ impl Store {
             .min_by_key(|(i, _)| *i);
         if let Some((_, e)) = bad {
             let item = fresh.iter().find(|it| it.entry.id() == e.entry.id).unwrap_or(&fresh[0]);
-            return Err(fail(item, e.to_string()));
+            return Err(fail(item, ImportProblem::Signature(e)));
         }
         let mut staging = Staging::new(self);
         for item in &fresh {
             let h = item.entry.header();
             if let Some(backlink) = h.backlink {
-                let prev = staging.lookup(&backlink)?.ok_or_else(|| {
-                    fail(
-                        item,
-                        format!(
-                            "{}: its predecessor {backlink} (seq {}) is neither stored nor earlier in the input; \
-                             list each chain in order",
-                            item.entry.entry_ref(),
-                            h.seq - 1
-                        ),
-                    )
-                })?;
-                verify_link(&prev, &item.entry).map_err(|e| fail(item, e.to_string()))?;
+                let prev = staging
+                    .lookup(&backlink)?
+                    .ok_or_else(|| fail(item, ImportProblem::PredecessorMissing { entry: item.entry.entry_ref(), backlink }))?;
+                verify_link(&prev, &item.entry).map_err(|e| fail(item, ImportProblem::Link(e)))?;
             }
             debug_assert!(!staging.contains(&item.entry.id())?);
             staging.stage(item.entry.clone(), item.payload.as_deref())?;
@@ -308,6 +418,7 @@ impl Store {
         }
         for (key, payload) in &fills {
             staging.batch.put_cf(self.cf(CF_PAYLOADS)?, key, payload);
+            staging.batch.delete_cf(self.cf(CF_MISSING)?, key);
         }
         report.payloads_filled = fills.len();
         report.forks = staging.commit()?;
@@ -319,10 +430,19 @@ impl Store {
         Ok(report)
     }
 
-    /// Delete an entry's payload and record when. The header stays, so the chain
-    /// still verifies. RocksDB keeps deleted bytes in older files until they are
-    /// compacted, so the payload's key range is compacted straight away.
-    pub fn redact(&self, id: &EntryId, now_ms: u64) -> Result<(), StoreError> {
+    /// Delete an entry's payload and record when, with `residue`: what the
+    /// payload meant without its text, made by the caller, which knows the
+    /// payload's format (this store does not; see `agora_core::payload`). The
+    /// header stays, so the chain still verifies, and views keep the entry's
+    /// meaning.
+    ///
+    /// When this returns, no live file of the store holds the payload's bytes:
+    /// the memtables are flushed (so the write-ahead log segments that held the
+    /// payload become obsolete and are deleted), and the files that hold the
+    /// payload's key are rewritten by a compaction forced down to the bottom
+    /// level (a compaction that merely moves files would keep the bytes). See
+    /// `protocol-spec/storage.md` for what remains outside the store's files.
+    pub fn redact(&self, id: &EntryId, now_ms: u64, residue: Option<&[u8]>) -> Result<(), StoreError> {
         let _guard = self.lock();
         let (author, seq) = self.locate(id)?.ok_or_else(|| StoreError::NotFound(id.to_string()))?;
         let key = entry_key(&author, seq, id);
@@ -333,14 +453,27 @@ impl Store {
         }
         let mut batch = rocksdb::WriteBatch::default();
         batch.delete_cf(payloads, key);
-        batch.put_cf(self.cf(CF_REDACTIONS)?, key, now_ms.to_be_bytes());
+        batch.put_cf(self.cf(CF_REDACTIONS)?, key, encode_redaction(now_ms, residue));
         self.write(batch)?;
         if self.observed() {
             self.notify(CommitNotice { payloads_changed: vec![*id], ..CommitNotice::default() });
         }
+        self.erase_deleted(&key)
+    }
+
+    /// Make sure the bytes of a deleted payload are in no live file: flush
+    /// every memtable (the log segments that held them are then obsolete and
+    /// deleted), then rewrite the files holding the key down to the bottom
+    /// level, which drops the deleted value and its tombstone.
+    fn erase_deleted(&self, key: &[u8]) -> Result<(), StoreError> {
+        self.flush()?;
+        self.db.flush_wal(true).map_err(db("syncing the log"))?;
         let mut end = key.to_vec();
         end.push(0);
-        self.db.compact_range_cf(payloads, Some(&key[..]), Some(&end[..]));
+        let mut opts = rocksdb::CompactOptions::default();
+        opts.set_bottommost_level_compaction(rocksdb::BottommostLevelCompaction::Force);
+        opts.set_exclusive_manual_compaction(true);
+        self.db.compact_range_cf_opt(self.cf(CF_PAYLOADS)?, Some(key), Some(&end[..]), &opts);
         Ok(())
     }
 

@@ -38,5 +38,8 @@ mod limiter;
 mod replicator;
 pub mod wire;
 
-pub use replicator::{check_entries, Config, Gossip, GossipVerdict, Head, Message, Output, PeerId, Replicator, Stats, VerifiedEntry, WireEntry};
-pub use wire::{WireError, WireRequest, WireResponse, WorkspaceId};
+pub use replicator::{
+    check_entries, CheckError, Config, GossipVerdict, ImportOutcome, Lag, Output, PeerId, Replicator, ServeRequest, Stats, VerifiedEntry,
+    ANNOUNCE_INTERVAL_MS, BUSY_BACKOFF_MS, RESPONSE_ENTRIES_MAX, RETRY_FANOUT_MAX,
+};
+pub use wire::{Gossip, Head, Message, RangeStart, WireEntry, WireError, WireRequest, WireResponse, WorkspaceId};

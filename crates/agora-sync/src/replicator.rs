@@ -1,51 +1,110 @@
 //! The replication state machine.
 
 use crate::limiter::TokenBucket;
-use agora_core::verify::{check_signatures, verify_payload, SignatureChecked};
-use agora_core::{AgentId, EntryId, ForkProof, SignedEntry};
-use serde::{Deserialize, Serialize};
+use crate::wire::{Gossip, Head, Message, RangeStart, WireEntry};
+use agora_core::verify::{check_entries as check_signed_entries, CheckedEntry, VerifyError};
+use agora_core::{AgentId, EntryId, EntryRef, ForkProof, SignedEntry};
+use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-/// A verified entry (its signature checked; the proof is in the type) with
-/// its payload, when the sender held it (checked against the header's hash).
-pub type VerifiedEntry = (SignatureChecked, Option<Vec<u8>>);
+/// A verified entry: its signature checked and its payload, when the sender
+/// had it, checked against the header (the proof is in the type).
+pub type VerifiedEntry = CheckedEntry;
 
 /// A peer, as the driver names it (a libp2p peer id, or a simulator index).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PeerId(pub u64);
 
+/// Most entries one response carries (beyond the byte budget): a seq with
+/// many branches is sent over several responses, each resumed after the last
+/// entry of the one before.
+pub const RESPONSE_ENTRIES_MAX: usize = 4_096;
+
+/// Most peers a range is asked of at once after a request for it timed out:
+/// one of them withholding cannot stall it a second time.
+pub const RETRY_FANOUT_MAX: usize = 8;
+
+/// Changed tips are announced at most this often: the first change at once,
+/// later ones within the interval together, when it ends. A node that
+/// imports thousands of entries a second (a relay under a burst) sends its
+/// peers a few frontiers a second, not one per entry, and so never exceeds
+/// their rate limits with honest traffic.
+pub const ANNOUNCE_INTERVAL_MS: u64 = 200;
+
+/// Most disconnected peers whose record is remembered.
+const PAST_PEERS_MAX: usize = 4_096;
+
+/// How long a peer that answered `Busy` is left alone.
+pub const BUSY_BACKOFF_MS: u64 = 1_000;
+
+/// Most ranges remembered as "timed out once", to be fanned out when asked again.
+const RETRIED_MAX: usize = 1_024;
+
+/// Most branch heads remembered as already fetched.
+const SOUGHT_MAX: usize = 100_000;
+
+/// Most entry ids remembered per peer as held by it (entries it sent us):
+/// our new heads among them are not announced back to it.
+const PEER_HOLDS_MAX: usize = 64;
+
+/// Most ranges remembered to be asked for again once the entries below them
+/// are stored (see `Replicator::resume`).
+const RESUME_MAX: usize = 256;
+
 /// Limits and timings. Every queue and message is bounded by one of these.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// Most entries asked for (and served) in one response.
+    /// Most seqs asked for (and served) in one range request.
     pub range_limit: u32,
     /// Most bytes (entries and payloads) served in one response; a response
-    /// is cut at a seq boundary to fit and marked `more`.
+    /// is cut at an entry boundary to fit and marked `more`.
     pub response_bytes_max: usize,
     /// Most requests in flight to one peer.
     pub in_flight_per_peer: usize,
     /// Most requests in flight in all (bounds the memory that responses can
-    /// occupy: `in_flight_max * response_bytes_max`).
+    /// occupy: `in_flight_max * response_bytes_max`; fanned-out retries may
+    /// add up to [`RETRY_FANOUT_MAX`] each).
     pub in_flight_max: usize,
-    /// A request unanswered for this long is sent again (to any peer that has the range).
+    /// A request unanswered for this long is asked again, of every other
+    /// peer that claims the range.
     pub request_timeout_ms: u64,
     /// How long a peer that sent invalid data is ignored.
     pub ban_ms: u64,
     /// Most heads in one frontier message. Longer frontiers are sent as
     /// several messages; a peer that sends a longer one is banned.
     pub frontier_heads_max: usize,
+    /// Most tips kept (and announced) per author and peer: a chain forked a
+    /// thousand ways is fetched by seq, not by tip, so more would only cost
+    /// memory. The highest-seq tips are kept.
+    pub heads_per_author_max: usize,
+    /// Most heads of authors outside the roster remembered per peer (they
+    /// are requested if the author is admitted later); beyond it they are
+    /// dropped and the peer is scored down.
+    pub non_member_heads_per_peer: usize,
     /// Most outputs queued before the driver drains them; beyond it, new
     /// requests wait (never dropped silently: they are re-planned on timeout)
     /// and requests from peers are refused (the peer asks again on its timeout).
     pub outputs_max: usize,
-    /// Unsolicited messages (frontiers, requests, gossip) a peer may send per
-    /// second, sustained. Excess messages are dropped and counted.
+    /// Unsolicited messages of its own (frontiers, range requests) a peer may
+    /// send per second, sustained. Excess messages are dropped and counted.
     pub peer_messages_per_s: u32,
     /// Burst allowance on top of the sustained rate.
     pub peer_messages_burst: u32,
-    /// A peer that sends this many messages beyond its budget within one
-    /// second is banned as a flooder.
+    /// A peer that sends this many of its own messages beyond its budget
+    /// within one second is banned as a flooder.
     pub peer_flood_ban_after: u32,
+    /// Gossip charges the entry's author, not the relay that forwarded it:
+    /// entries of one author accepted per second, sustained. Excess is
+    /// dropped silently (it arrives by range sync later); no relay is ever
+    /// banned for forwarding valid entries.
+    pub author_gossip_per_s: u32,
+    /// Burst allowance of an author's gossip.
+    pub author_gossip_burst: u32,
+    /// Most entries held without their payload that are asked of peers at
+    /// once; more wait in the store's list.
+    pub missing_payloads_max: usize,
+    /// Peers asked for a missing payload before it is reported unavailable.
+    pub payload_tries_max: u32,
 }
 
 impl Default for Config {
@@ -58,82 +117,74 @@ impl Default for Config {
             request_timeout_ms: 10_000,
             ban_ms: 600_000,
             frontier_heads_max: 50_000,
+            heads_per_author_max: 64,
+            non_member_heads_per_peer: 256,
             outputs_max: 10_000,
             peer_messages_per_s: 500,
             peer_messages_burst: 2_000,
             peer_flood_ban_after: 10_000,
+            author_gossip_per_s: 1_000,
+            author_gossip_burst: 20_000,
+            missing_payloads_max: 4_096,
+            payload_tries_max: 8,
         }
     }
 }
 
-/// One tip of an author's chain.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct Head {
-    /// The author.
-    pub author: AgentId,
-    /// The tip's seq.
-    pub seq: u64,
-    /// The tip's id.
-    pub id: EntryId,
-}
-
-/// A signed entry with its payload, as bytes on the wire.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WireEntry {
-    /// Signed entry bytes (see protocol-spec/entry-format.md).
-    #[serde(with = "serde_bytes")]
-    pub entry: Vec<u8>,
-    /// The payload, if the sender holds it.
-    #[serde(with = "serde_bytes")]
-    pub payload: Option<Vec<u8>>,
-}
-
-impl WireEntry {
-    /// Bytes this entry occupies in a response (entry, payload, framing).
-    pub fn wire_len(&self) -> usize {
-        self.entry.len() + self.payload.as_ref().map_or(0, Vec::len) + 8
-    }
-}
-
-/// A replication message.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Message {
-    /// Tips the sender holds. On connect: every tip. Afterwards: the tips of
-    /// the authors that changed, which replace the receiver's view of those
-    /// authors (this is also how new heads are announced).
-    Frontier(Vec<Head>),
-    /// Ask for `author`'s entries with seq in `from_seq..from_seq + limit`, all branches.
-    Request {
-        /// Request id, echoed in the response.
-        req: u64,
-        /// The author.
-        author: AgentId,
-        /// First seq wanted.
-        from_seq: u64,
-        /// Most seqs wanted.
-        limit: u32,
+/// Why a response or gossiped entry was refused. Names the entry (by its
+/// position in the message) and the rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckError {
+    /// An entry failed verification (decoding, payload binding, signature).
+    #[error("entry {index}: {reason}")]
+    Entry {
+        /// Its position in the message.
+        index: usize,
+        /// What failed.
+        reason: String,
     },
-    /// Entries answering a request, in (seq, id) order.
-    Response {
+    /// A signature (or a batch of them) failed.
+    #[error("{0}")]
+    Verify(#[from] VerifyError),
+    /// More entries than a response may carry.
+    #[error("{count} entries, more than {max}")]
+    TooMany {
+        /// How many came.
+        count: usize,
+        /// The most allowed.
+        max: usize,
+    },
+    /// An entry by another author than the one asked for.
+    #[error("entry {index} is by {author}, not the requested author")]
+    WrongAuthor {
+        /// Its position.
+        index: usize,
+        /// Its author.
+        author: AgentId,
+    },
+    /// An entry outside the range asked for.
+    #[error("entry {index} (seq {seq}) is outside the requested range")]
+    OutOfRange {
+        /// Its position.
+        index: usize,
+        /// Its seq.
+        seq: u64,
+    },
+    /// Entries not in strictly increasing (seq, id) order.
+    #[error("entry {index} is out of (seq, id) order")]
+    Order {
+        /// Its position.
+        index: usize,
+    },
+    /// A response to a request that was sent to another peer.
+    #[error("response to request {req}, which was sent to another peer")]
+    NotAsked {
         /// The request id.
         req: u64,
-        /// The entries.
-        entries: Vec<WireEntry>,
-        /// The sender holds entries beyond this range.
-        more: bool,
     },
-}
-
-/// What gossip carries (one message per new entry, or a fork proof).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Gossip {
-    /// A new entry with its payload inline.
-    Entry(WireEntry),
-    /// A new entry (signed entry bytes) whose payload is too large to carry
-    /// inline: verified like any entry, then fetched by range sync.
-    Announce(#[serde(with = "serde_bytes")] Vec<u8>),
-    /// A standalone fork proof (encoded, see protocol-spec/fork-proofs.md).
-    ForkProof(#[serde(with = "serde_bytes")] Vec<u8>),
+    /// A fork proof that does not check.
+    #[error("fork proof rejected: {0}")]
+    ForkProof(String),
 }
 
 /// What the gossip layer should do with a message ([`Replicator::gossip`]).
@@ -141,12 +192,63 @@ pub enum Gossip {
 pub enum GossipVerdict {
     /// Valid: deliver and forward it.
     Accept,
-    /// Not invalid, but not for us (an author outside the roster, a peer over
-    /// its rate): do not forward, do not penalise the sender.
+    /// Not invalid, but not for us (an author outside the roster, over its
+    /// author's rate): do not forward, do not penalise the relay.
     Ignore,
     /// Invalid (bad signature, malformed, forged proof): do not forward, and
     /// penalise the peer that sent it. The peer is banned as well.
-    Reject(String),
+    Reject(CheckError),
+}
+
+/// A range read the driver must make from its store for a peer, and hand
+/// back to [`Replicator::respond`] with what it read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServeRequest {
+    /// Who asked.
+    pub peer: PeerId,
+    /// Their request id.
+    pub req: u64,
+    /// The author.
+    pub author: AgentId,
+    /// Where the read starts: entries of `author` from `(start.seq,
+    /// start.after)` on, in (seq, id) order, all branches.
+    pub start: RangeStart,
+    /// Most seqs asked for (the read stops below `start.seq + limit`).
+    pub limit: u32,
+    /// Read at most this many entries ([`RESPONSE_ENTRIES_MAX`] + 1, so that
+    /// the replicator can tell whether more follow).
+    pub read_max: usize,
+}
+
+/// What the store made of an [`Output::Import`], reported through
+/// [`Replicator::import_result`] exactly once per import.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ImportOutcome {
+    /// Stored (or already held). The driver also reports the author's new
+    /// tips through [`Replicator::set_local_heads`].
+    Stored,
+    /// The entry at `seq` links to an entry the store does not hold.
+    PredecessorMissing {
+        /// Its seq.
+        seq: u64,
+    },
+    /// An entry breaks a chain rule against what is stored (or its payload
+    /// or signature, where the store had to check them).
+    Invalid {
+        /// The store's error.
+        reason: String,
+    },
+    /// Entries from `seq` on are dated too far ahead of the clock: not
+    /// stored before `until_ms` (on the clock the driver passes in).
+    Deferred {
+        /// The first held back.
+        seq: u64,
+        /// When it may be stored.
+        until_ms: u64,
+    },
+    /// The store could not write, or the driver could not hand the entries
+    /// over (its queue was full): asked for again.
+    Lost,
 }
 
 /// Something the driver must do.
@@ -154,32 +256,21 @@ pub enum GossipVerdict {
 pub enum Output {
     /// Send a message to a peer.
     Send(PeerId, Message),
-    /// Store these entries (verified: signatures, payload hashes, links within
-    /// the batch). The store checks the link to what it already holds.
+    /// Publish on the workspace's gossip topic.
+    Publish(Gossip),
+    /// Store these entries (signatures and payloads verified). The store
+    /// checks links; report the outcome with [`Replicator::import_result`]
+    /// and this `id`.
     Import {
+        /// Names this import in [`Replicator::import_result`].
+        id: u64,
         /// Who sent them.
         from: PeerId,
         /// The entries, in (seq, id) order, with payloads when sent.
         entries: Vec<VerifiedEntry>,
-        /// They arrived by gossip, relayed by `from`, which could check
-        /// signatures but not links: if the store finds a chain rule broken,
-        /// the author is at fault, not the relay, so `from` is not banned.
-        relayed: bool,
     },
-    /// Read `author`'s entries with seq in `from_seq..from_seq + limit` (all
-    /// branches) from the store and call [`Replicator::respond`].
-    Serve {
-        /// Who asked.
-        peer: PeerId,
-        /// Their request id.
-        req: u64,
-        /// The author.
-        author: AgentId,
-        /// First seq.
-        from_seq: u64,
-        /// Most seqs.
-        limit: u32,
-    },
+    /// Read from the store and call [`Replicator::respond`].
+    Serve(ServeRequest),
     /// Disconnect this peer and ignore it until `until_ms`.
     Ban {
         /// The peer.
@@ -206,6 +297,10 @@ pub enum Output {
         /// What it was.
         what: &'static str,
     },
+    /// The payload of this entry was asked of `payload_tries_max` peers and
+    /// none had it: it stays pending (views wait for it) until a peer offers
+    /// it. Reported once.
+    PayloadUnavailable(EntryRef),
 }
 
 /// Counters of what was refused, for status displays. Monotonic.
@@ -217,30 +312,56 @@ pub struct Stats {
     pub refused_not_admitted: u64,
     /// Unsolicited messages dropped because the peer was over its rate.
     pub rate_limited: u64,
+    /// Gossiped entries dropped because their author was over its rate.
+    pub author_rate_limited: u64,
     /// Gossip messages rejected as invalid.
     pub gossip_rejected: u64,
     /// Requests from peers refused because the output queue was full.
     pub requests_shed: u64,
     /// Entries verified in responses and gossip.
     pub entries_verified: u64,
+    /// Requests that timed out, and empty answers to claims: charged to the
+    /// peer that claimed the range.
+    pub withheld: u64,
+    /// Claimed heads dropped: authors outside the roster beyond
+    /// `non_member_heads_per_peer`, tips beyond `heads_per_author_max`.
+    pub claims_dropped: u64,
+    /// Payloads fetched again after an entry arrived without one.
+    pub payloads_refetched: u64,
+    /// Payloads no peer had after `payload_tries_max` asks.
+    pub payloads_unavailable: u64,
+    /// Imports held back because their entries are dated in the future.
+    pub deferred: u64,
+}
+
+/// Entries peers announced that this node does not hold.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Lag {
+    /// Over all peers: per author, the best seq any peer claims above ours.
+    pub total: u64,
+    /// Per peer: what it claims beyond us.
+    pub per_peer: BTreeMap<PeerId, u64>,
 }
 
 #[derive(Clone, Debug)]
 struct InFlight {
     peer: PeerId,
     author: AgentId,
-    from_seq: u64,
+    start: RangeStart,
     /// Most seqs asked for.
     limit: u32,
     purpose: Purpose,
     deadline_ms: u64,
+    /// Requests for the same range sent to several peers at once (a retry
+    /// after a timeout) share a group; the first answer settles all.
+    group: u64,
 }
 
 /// Why a range was asked for, which decides how its response is imported.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Purpose {
     /// Entries beyond what we hold. Several such ranges of one author are in
-    /// flight at once; their responses are imported in seq order.
+    /// flight at once; their responses are imported in order.
     Forward,
     /// The seq of a peer's head that is not one of our tips (a possible
     /// branch): asked once (see `Replicator::sought`), imported at once.
@@ -249,6 +370,8 @@ enum Purpose {
     /// further back), or the rest of such a branch once its base is stored:
     /// imported at once.
     Backfill,
+    /// The seq of an entry held without its payload, asked to get the payload.
+    Payload,
 }
 
 impl Purpose {
@@ -256,17 +379,10 @@ impl Purpose {
     fn rest(self) -> Self {
         match self {
             Purpose::Forward => Purpose::Forward,
-            Purpose::Branch(_) | Purpose::Backfill => Purpose::Backfill,
+            Purpose::Branch(_) | Purpose::Backfill | Purpose::Payload => Purpose::Backfill,
         }
     }
 }
-
-/// Most branch heads remembered as already fetched.
-const SOUGHT_MAX: usize = 100_000;
-
-/// Most entry ids remembered per peer as held by it (entries it sent us):
-/// our new heads among them are not announced back to it.
-const PEER_HOLDS_MAX: usize = 64;
 
 /// A verified response waiting for the responses to earlier ranges of the
 /// same author (requests are pipelined; the store takes a chain in order).
@@ -280,15 +396,31 @@ struct Held {
     deadline_ms: u64,
 }
 
-/// Most ranges remembered to be asked for again once the entries below them
-/// are stored (see `Replicator::resume`).
-const RESUME_MAX: usize = 256;
+/// An import handed to the driver and not yet reported.
+#[derive(Debug)]
+struct Importing {
+    from: PeerId,
+    author: AgentId,
+    first_seq: u64,
+    relayed: bool,
+}
+
+/// An entry held without its payload, being asked of peers.
+#[derive(Debug, Clone, Copy)]
+struct Missing {
+    tries: u32,
+    /// Not asked again before this.
+    next_ms: u64,
+}
 
 #[derive(Debug)]
 struct PeerState {
-    /// The peer's tips, by author.
+    /// The peer's tips, by author (admitted authors; at most
+    /// `heads_per_author_max` each).
     frontier: BTreeMap<AgentId, Vec<Head>>,
-    /// Budget for unsolicited messages.
+    /// Heads of authors outside the roster, kept in case they are admitted.
+    non_member_heads: usize,
+    /// Budget for its own unsolicited messages.
     bucket: TokenBucket,
     /// Messages dropped for being over budget in the current one-second window.
     dropped_in_window: u32,
@@ -298,6 +430,14 @@ struct PeerState {
     /// each gossiped entry), most recent last: it holds them, so our heads
     /// among them are not announced back to it.
     holds: VecDeque<EntryId>,
+    /// Requests it let time out, empty answers to its own claims, payloads
+    /// it claimed and did not send: it is asked last.
+    strikes: u32,
+    /// Responses with entries it delivered: among peers with equal strikes,
+    /// the ones that served are asked first.
+    delivered: u64,
+    /// It answered `Busy`: not asked again before this.
+    busy_until_ms: u64,
 }
 
 impl PeerState {
@@ -307,6 +447,11 @@ impl PeerState {
         }
         self.holds.push_back(id);
     }
+
+    /// Who is asked first: fewer strikes, then more delivered.
+    fn rank(&self) -> (u32, std::cmp::Reverse<u64>) {
+        (self.strikes, std::cmp::Reverse(self.delivered))
+    }
 }
 
 /// The replication state of one node.
@@ -315,32 +460,54 @@ pub struct Replicator {
     config: Config,
     /// What the local store holds: tips by author.
     local: BTreeMap<AgentId, Vec<Head>>,
-    /// Authors whose entries are replicated; `None`: everyone.
-    admitted: Option<BTreeSet<AgentId>>,
+    /// Authors whose entries are replicated, each up to a seq (`None`: all);
+    /// `None` for the whole map: everyone.
+    admitted: Option<BTreeMap<AgentId, Option<u64>>>,
     peers: BTreeMap<PeerId, PeerState>,
     banned: BTreeMap<PeerId, u64>,
     in_flight: BTreeMap<u64, InFlight>,
     /// Verified responses held back until the earlier ranges of their author
-    /// arrive, by (author, first seq asked). Counted against the in-flight
-    /// limits, so they bound memory the same way.
-    held: BTreeMap<(AgentId, u64), Held>,
-    /// Per author, the highest seq handed to the store in an
-    /// [`Output::Import`] of a response and not yet reported back through
+    /// arrive, by (author, start). Counted against the in-flight limits, so
+    /// they bound memory the same way.
+    held: BTreeMap<(AgentId, RangeStart), Held>,
+    /// Per author, the highest seq handed to the store in an import of a
+    /// forward response and not yet reported back through
     /// [`Replicator::set_local_heads`]: not asked for again meanwhile.
     importing: BTreeMap<AgentId, u64>,
     /// Ranges whose import failed to link, to be asked for again (from the
     /// same peer) once the backfill below them is stored: (peer, author,
-    /// first seq). A stack per author, lowest seq first out.
+    /// first seq).
     resume: VecDeque<(PeerId, AgentId, u64)>,
-    /// [`Output::Import`]s handed out and not yet reported done
-    /// ([`Replicator::import_done`]). They count against
+    /// Imports handed out and not yet reported. They count against
     /// [`Config::in_flight_max`]: a store slower than the network slows the
     /// requests instead of queueing verified entries without bound.
-    pending_imports: usize,
+    imports: BTreeMap<u64, Importing>,
     /// Branch heads (below our highest seq) already fetched once: not
     /// fetched again however often peers announce them.
     sought: BTreeSet<EntryId>,
+    /// Ranges whose request timed out: the next ask goes to every claimant.
+    retried: BTreeSet<(AgentId, RangeStart)>,
+    /// Authors whose entries from some seq are dated in the future: not
+    /// asked for before the time given.
+    deferred: BTreeMap<AgentId, u64>,
+    /// Entries held without their payload, being asked of peers.
+    missing: BTreeMap<EntryRef, Missing>,
+    /// Gossip budgets of authors (admitted authors only).
+    author_buckets: BTreeMap<AgentId, TokenBucket>,
+    /// Fork proofs already published, by (author, seq).
+    published_forks: BTreeSet<(AgentId, u64)>,
+    /// The record (strikes, responses delivered) of peers that disconnected,
+    /// so that reconnecting does not wash it.
+    past: BTreeMap<PeerId, (u32, u64)>,
+    /// Authors whose tips changed and are not announced yet.
+    pending_announce: BTreeSet<AgentId>,
+    /// When tips were last announced.
+    last_announce_ms: u64,
+    /// The latest time passed in (for decisions made without one).
+    clock_ms: u64,
     next_req: u64,
+    next_group: u64,
+    next_import: u64,
     outputs: VecDeque<Output>,
     stats: Stats,
 }
@@ -349,6 +516,7 @@ fn max_seq(heads: &[Head]) -> u64 {
     heads.iter().map(|h| h.seq).max().unwrap_or(0)
 }
 
+/// Group heads by author, each author's tips sorted and deduplicated.
 fn group(heads: Vec<Head>) -> BTreeMap<AgentId, Vec<Head>> {
     let mut out: BTreeMap<AgentId, Vec<Head>> = BTreeMap::new();
     for h in heads {
@@ -361,10 +529,25 @@ fn group(heads: Vec<Head>) -> BTreeMap<AgentId, Vec<Head>> {
     out
 }
 
+/// Keep the `max` highest-seq tips (ties by id), in (seq, id) order.
+fn cap_tips(tips: &mut Vec<Head>, max: usize) -> usize {
+    if tips.len() <= max {
+        return 0;
+    }
+    let dropped = tips.len() - max;
+    tips.sort_by(|a, b| (b.seq, b.id).cmp(&(a.seq, a.id)));
+    tips.truncate(max);
+    tips.sort();
+    dropped
+}
+
 impl Replicator {
     /// A replicator with nothing known.
     pub fn new(config: Config) -> Self {
-        assert!(config.range_limit > 0 && config.in_flight_per_peer > 0 && config.in_flight_max > 0, "config limits must be positive");
+        assert!(
+            config.range_limit > 0 && config.in_flight_per_peer > 0 && config.in_flight_max > 0 && config.heads_per_author_max > 0,
+            "config limits must be positive"
+        );
         Self {
             config,
             local: BTreeMap::new(),
@@ -375,9 +558,20 @@ impl Replicator {
             held: BTreeMap::new(),
             importing: BTreeMap::new(),
             resume: VecDeque::new(),
-            pending_imports: 0,
+            imports: BTreeMap::new(),
             sought: BTreeSet::new(),
+            retried: BTreeSet::new(),
+            deferred: BTreeMap::new(),
+            missing: BTreeMap::new(),
+            author_buckets: BTreeMap::new(),
+            published_forks: BTreeSet::new(),
+            past: BTreeMap::new(),
+            pending_announce: BTreeSet::new(),
+            last_announce_ms: 0,
+            clock_ms: 0,
             next_req: 1,
+            next_group: 1,
+            next_import: 1,
             outputs: VecDeque::new(),
             stats: Stats::default(),
         }
@@ -388,24 +582,51 @@ impl Replicator {
         &self.config
     }
 
-    /// Replicate only these authors (the workspace roster); `None` replicates
-    /// everyone. Entries and heads of anyone else are refused and reported.
-    /// Newly admitted authors are requested from peers that hold them.
-    pub fn set_admitted(&mut self, admitted: Option<BTreeSet<AgentId>>, now_ms: u64) {
+    // ---------------------------------------------------------------------
+    // The roster.
+
+    /// Replicate only these authors, each up to a seq (`None`: all of its
+    /// chain): the workspace roster's admission (`Roster::admission`). `None`
+    /// replicates everyone. Entries and heads of anyone else are refused and
+    /// reported. Newly admitted authors are requested from peers that hold them.
+    pub fn set_admitted(&mut self, admitted: Option<BTreeMap<AgentId, Option<u64>>>, now_ms: u64) {
+        if let Some(a) = &admitted {
+            self.author_buckets.retain(|author, _| a.contains_key(author));
+        }
         self.admitted = admitted;
         self.plan_all(now_ms);
     }
 
-    fn is_admitted(&self, author: &AgentId) -> bool {
-        self.admitted.as_ref().is_none_or(|a| a.contains(author))
+    fn is_member(&self, author: &AgentId) -> bool {
+        self.admitted.as_ref().is_none_or(|a| a.contains_key(author))
     }
+
+    /// Is this entry of `author` admitted (its author a member, and the seq
+    /// not beyond a removal's cut-off)?
+    fn admits(&self, author: &AgentId, seq: u64) -> bool {
+        match &self.admitted {
+            None => true,
+            Some(a) => a.get(author).is_some_and(|cut| cut.is_none_or(|last| seq <= last)),
+        }
+    }
+
+    /// The highest seq of `author` that may be asked for.
+    fn admitted_up_to(&self, author: &AgentId) -> Option<u64> {
+        match &self.admitted {
+            None => Some(u64::MAX),
+            Some(a) => a.get(author).map(|cut| cut.unwrap_or(u64::MAX)),
+        }
+    }
+
+    // ---------------------------------------------------------------------
+    // The local store.
 
     /// Replace everything known about the local store's tips (at start-up).
     /// Announces changed authors and plans requests.
     pub fn set_local_frontier(&mut self, heads: Vec<Head>, now_ms: u64) {
         let next = group(heads);
         let changed: Vec<Head> =
-            next.iter().filter(|(a, tips)| self.local.get(*a) != Some(*tips)).flat_map(|(_, tips)| tips.iter().copied()).collect();
+            next.iter().filter(|(a, tips)| self.local.get(*a) != Some(*tips)).flat_map(|(_, tips)| self.capped(tips)).collect();
         self.local = next;
         self.announce(changed);
         self.plan_all(now_ms);
@@ -415,7 +636,7 @@ impl Replicator {
     /// local append): announce them to every peer and plan further requests
     /// for that author only.
     pub fn set_local_heads(&mut self, author: AgentId, mut tips: Vec<Head>, now_ms: u64) {
-        debug_assert!(tips.iter().all(|h| h.author == author), "tips of another author");
+        assert!(tips.iter().all(|h| h.author == author), "tips of another author");
         tips.sort();
         tips.dedup();
         let our_max = max_seq(&tips);
@@ -425,18 +646,82 @@ impl Replicator {
         if self.local.get(&author) == Some(&tips) {
             return;
         }
-        self.announce(tips.clone());
         if tips.is_empty() {
             self.local.remove(&author);
         } else {
             self.local.insert(author, tips);
         }
-        self.release_held(author, now_ms);
+        self.pending_announce.insert(author);
+        if now_ms >= self.last_announce_ms.saturating_add(ANNOUNCE_INTERVAL_MS) {
+            self.flush_announcements(now_ms);
+        }
+        self.release_held(author);
         self.resume(author, now_ms);
-        let peers: Vec<PeerId> = self.peers.keys().copied().collect();
+        let peers = self.peers_in_rank_order();
         for p in peers {
             self.plan_author(p, author, now_ms);
         }
+    }
+
+    /// Announce the current tips of every author whose tips changed since
+    /// the last announcement, in one frontier per peer.
+    fn flush_announcements(&mut self, now_ms: u64) {
+        if self.pending_announce.is_empty() {
+            return;
+        }
+        let authors = std::mem::take(&mut self.pending_announce);
+        let heads: Vec<Head> = authors.iter().filter_map(|a| self.local.get(a)).flat_map(|t| self.capped(t)).collect();
+        self.last_announce_ms = now_ms;
+        self.announce(heads);
+    }
+
+    /// The tips of an author as announced: at most `heads_per_author_max`,
+    /// the highest first.
+    fn capped(&self, tips: &[Head]) -> Vec<Head> {
+        let mut t = tips.to_vec();
+        cap_tips(&mut t, self.config.heads_per_author_max);
+        t
+    }
+
+    /// What the local store committed: entries appended here (signed by this
+    /// node's agent, with their payloads) and fork proofs it proved for the
+    /// first time. Each is published on gossip: an entry inline when its
+    /// payload is small, announced otherwise; a proof once per position.
+    pub fn local_commit(&mut self, appended: &[(SignedEntry, Option<Vec<u8>>)], new_proofs: &[ForkProof]) {
+        for (e, payload) in appended {
+            self.outputs.push_back(Output::Publish(Gossip::for_entry(e, payload.as_deref())));
+        }
+        for p in new_proofs {
+            if self.published_forks.insert((p.author(), p.seq())) {
+                self.outputs.push_back(Output::Publish(Gossip::ForkProof(p.encode())));
+            }
+        }
+    }
+
+    /// Entries the store holds without their payload (never received): ask
+    /// peers for them, a bounded number at a time. The driver hands them over
+    /// at start-up and as imports without payloads commit, from the store's
+    /// list, while [`Replicator::missing_payload_room`] is positive.
+    pub fn payloads_missing(&mut self, entries: &[EntryRef], now_ms: u64) {
+        for e in entries {
+            if self.missing.len() >= self.config.missing_payloads_max {
+                break;
+            }
+            self.missing.entry(*e).or_insert(Missing { tries: 0, next_ms: now_ms });
+        }
+        self.plan_all(now_ms);
+    }
+
+    /// How many more missing payloads the replicator takes now.
+    pub fn missing_payload_room(&self) -> usize {
+        self.config.missing_payloads_max.saturating_sub(self.missing.len())
+    }
+
+    /// The payloads of these entries arrived (or were redacted here): stop
+    /// asking for them.
+    pub fn payloads_arrived(&mut self, ids: &[EntryId]) {
+        let ids: BTreeSet<&EntryId> = ids.iter().collect();
+        self.missing.retain(|e, _| !ids.contains(&e.id));
     }
 
     /// Announce changed tips to every peer, except tips a peer is known to
@@ -466,10 +751,13 @@ impl Replicator {
         }
     }
 
-    /// Every local tip.
+    /// Every local tip, at most `heads_per_author_max` per author.
     pub fn local_heads(&self) -> Vec<Head> {
-        self.local.values().flatten().copied().collect()
+        self.local.values().flat_map(|tips| self.capped(tips)).collect()
     }
+
+    // ---------------------------------------------------------------------
+    // Peers.
 
     fn is_banned(&self, peer: PeerId, now_ms: u64) -> bool {
         self.banned.get(&peer).is_some_and(|until| *until > now_ms)
@@ -486,17 +774,50 @@ impl Replicator {
             return;
         }
         let bucket = TokenBucket::new(self.config.peer_messages_per_s, self.config.peer_messages_burst, now_ms);
+        // A reconnection does not wash a peer's record.
+        let (strikes, delivered) = self.peers.get(&peer).map(|s| (s.strikes, s.delivered)).or_else(|| self.past.remove(&peer)).unwrap_or((0, 0));
         self.peers.insert(
             peer,
-            PeerState { frontier: BTreeMap::new(), bucket, dropped_in_window: 0, window_start_ms: now_ms, holds: VecDeque::new() },
+            PeerState {
+                frontier: BTreeMap::new(),
+                non_member_heads: 0,
+                bucket,
+                dropped_in_window: 0,
+                window_start_ms: now_ms,
+                holds: VecDeque::new(),
+                strikes,
+                delivered,
+                busy_until_ms: 0,
+            },
         );
         let frontier = self.local_heads();
         self.send_frontier(peer, frontier);
     }
 
+    /// `peer` answered request `req` with `Busy` (over its rate, or
+    /// overloaded): not withholding. The request is dropped without a
+    /// strike and the peer is not asked anything for [`BUSY_BACKOFF_MS`];
+    /// the range is asked again as planned.
+    pub fn busy(&mut self, peer: PeerId, req: u64, now_ms: u64) {
+        if self.in_flight.get(&req).is_some_and(|f| f.peer == peer) {
+            self.in_flight.remove(&req);
+        }
+        if let Some(s) = self.peers.get_mut(&peer) {
+            s.busy_until_ms = now_ms.saturating_add(BUSY_BACKOFF_MS);
+        }
+        self.plan_all(now_ms);
+    }
+
     /// A peer went away: its in-flight requests are re-planned on timeout.
     pub fn disconnected(&mut self, peer: PeerId) {
-        self.peers.remove(&peer);
+        if let Some(s) = self.peers.remove(&peer)
+            && (s.strikes, s.delivered) != (0, 0)
+        {
+            if self.past.len() >= PAST_PEERS_MAX {
+                self.past.pop_first();
+            }
+            self.past.insert(peer, (s.strikes, s.delivered));
+        }
         for f in self.in_flight.values_mut().filter(|f| f.peer == peer) {
             f.deadline_ms = 0;
         }
@@ -507,9 +828,47 @@ impl Replicator {
         self.peers.keys().copied().collect()
     }
 
-    /// The frontier a peer announced, for status displays (sync lag).
+    /// Connected peers, the ones to ask first first.
+    fn peers_in_rank_order(&self) -> Vec<PeerId> {
+        let mut v: Vec<(_, PeerId)> = self.peers.iter().map(|(p, s)| (s.rank(), *p)).collect();
+        v.sort();
+        v.into_iter().map(|(_, p)| p).collect()
+    }
+
+    /// A peer's strikes (timeouts, empty answers to its claims), for tests
+    /// and status displays.
+    pub fn strikes(&self, peer: PeerId) -> Option<u32> {
+        self.peers.get(&peer).map(|s| s.strikes)
+    }
+
+    /// The frontier a peer announced, for status displays.
     pub fn peer_frontier(&self, peer: PeerId) -> Vec<Head> {
         self.peers.get(&peer).map(|s| s.frontier.values().flatten().copied().collect()).unwrap_or_default()
+    }
+
+    /// Heads remembered of all peers' claims: bounded by the roster size
+    /// times `heads_per_author_max` per peer, plus `non_member_heads_per_peer`.
+    pub fn claims_held(&self) -> usize {
+        self.peers.values().map(|s| s.frontier.values().map(Vec::len).sum::<usize>()).sum()
+    }
+
+    /// Entries connected peers announced that this node does not hold.
+    pub fn lag(&self) -> Lag {
+        let ours = |a: &AgentId| self.local.get(a).map_or(0, |t| max_seq(t));
+        let mut best: BTreeMap<AgentId, u64> = BTreeMap::new();
+        let mut per_peer = BTreeMap::new();
+        for (p, s) in &self.peers {
+            let mut lag = 0u64;
+            for (a, tips) in &s.frontier {
+                let theirs = max_seq(tips);
+                lag += theirs.saturating_sub(ours(a));
+                let b = best.entry(*a).or_insert(0);
+                *b = (*b).max(theirs);
+            }
+            per_peer.insert(*p, lag);
+        }
+        let total = best.iter().map(|(a, s)| s.saturating_sub(ours(a))).sum();
+        Lag { total, per_peer }
     }
 
     fn ban(&mut self, peer: PeerId, reason: String, now_ms: u64) {
@@ -524,15 +883,14 @@ impl Replicator {
     }
 
     /// The driver found `peer`'s input invalid where the replicator could not
-    /// see it (undecodable wire bytes, entries that break a chain rule against
-    /// what the store holds): ban it like any other bad input.
+    /// see it (undecodable wire bytes): ban it like any other bad input.
     pub fn report_invalid(&mut self, peer: PeerId, reason: String, now_ms: u64) {
         if self.peers.contains_key(&peer) && !self.is_banned(peer, now_ms) {
             self.ban(peer, reason, now_ms);
         }
     }
 
-    /// Charge one unsolicited message to `peer`'s budget. `false`: drop it.
+    /// Charge one of `peer`'s own unsolicited messages to its budget. `false`: drop it.
     fn admit_message(&mut self, peer: PeerId, now_ms: u64) -> bool {
         let Some(state) = self.peers.get_mut(&peer) else { return false };
         if state.bucket.take(now_ms) {
@@ -551,6 +909,32 @@ impl Replicator {
         false
     }
 
+    /// Charge one gossiped entry to its author's budget. `false`: drop it
+    /// silently (it arrives by range sync later).
+    fn admit_author(&mut self, author: AgentId, now_ms: u64) -> bool {
+        let (per_s, burst) = (self.config.author_gossip_per_s, self.config.author_gossip_burst);
+        if !self.author_buckets.contains_key(&author) && self.admitted.is_none() && self.author_buckets.len() >= 4 * self.config.missing_payloads_max {
+            // No roster to bound the authors by: forget the budgets rather
+            // than grow without bound (a fresh budget is a full one).
+            self.author_buckets.clear();
+        }
+        let ok = self.author_buckets.entry(author).or_insert_with(|| TokenBucket::new(per_s, burst, now_ms)).take(now_ms);
+        if !ok {
+            self.stats.author_rate_limited += 1;
+        }
+        ok
+    }
+
+    fn strike(&mut self, peer: PeerId) {
+        self.stats.withheld += 1;
+        if let Some(s) = self.peers.get_mut(&peer) {
+            s.strikes = s.strikes.saturating_add(1);
+        }
+    }
+
+    // ---------------------------------------------------------------------
+    // Messages.
+
     /// A message arrived from `peer`.
     pub fn handle(&mut self, peer: PeerId, message: Message, now_ms: u64) {
         if self.is_banned(peer, now_ms) || !self.peers.contains_key(&peer) {
@@ -564,28 +948,17 @@ impl Replicator {
                 if heads.len() > self.config.frontier_heads_max {
                     return self.ban(peer, format!("frontier of {} heads exceeds the limit", heads.len()), now_ms);
                 }
-                let update = group(heads);
-                // Heads of authors outside the roster are remembered (they
-                // are requested if the author is admitted later) but never
-                // planned while it is not.
-                self.stats.refused_not_admitted += update.keys().filter(|a| !self.is_admitted(a)).count() as u64;
-                let authors: Vec<AgentId> = update.keys().copied().collect();
-                if let Some(state) = self.peers.get_mut(&peer) {
-                    state.frontier.extend(update);
-                }
-                for author in authors {
-                    self.plan_author(peer, author, now_ms);
-                }
+                self.learn_frontier(peer, heads, now_ms);
             }
-            Message::Request { req, author, from_seq, limit } => {
+            Message::Request { req, author, start, limit } => {
                 if !self.admit_message(peer, now_ms) {
                     if self.peers.contains_key(&peer) {
                         self.outputs.push_back(Output::Decline { peer, req });
                     }
                     return;
                 }
-                if limit == 0 || limit > self.config.range_limit || from_seq == 0 {
-                    return self.ban(peer, format!("request {req}: limit {limit} from seq {from_seq} out of bounds"), now_ms);
+                if limit == 0 || limit > self.config.range_limit || start.seq == 0 {
+                    return self.ban(peer, format!("request {req}: limit {limit} from seq {} out of bounds", start.seq), now_ms);
                 }
                 if self.outputs.len() >= self.config.outputs_max {
                     // Overloaded: the peer asks again later.
@@ -593,10 +966,11 @@ impl Replicator {
                     self.outputs.push_back(Output::Decline { peer, req });
                     return;
                 }
-                // Served whatever the roster says here: our roster may lag the
-                // peer's (it is itself replicated), and the peer filters what
-                // it receives by its own.
-                self.outputs.push_back(Output::Serve { peer, req, author, from_seq, limit });
+                // Reads are open to any peer of the workspace, whatever our
+                // roster says: ours may lag the peer's (it is itself
+                // replicated), and the peer filters what it receives by its own.
+                let read_max = RESPONSE_ENTRIES_MAX + 1;
+                self.outputs.push_back(Output::Serve(ServeRequest { peer, req, author, start, limit, read_max }));
             }
             Message::Response { req, entries, more } => {
                 if !self.in_flight.contains_key(&req) {
@@ -608,72 +982,98 @@ impl Replicator {
         }
     }
 
+    /// A frontier from `peer`: its claims replace its view of each author
+    /// listed, within the bounds; then plan.
+    fn learn_frontier(&mut self, peer: PeerId, heads: Vec<Head>, now_ms: u64) {
+        let update = group(heads);
+        let (cap, non_member_max) = (self.config.heads_per_author_max, self.config.non_member_heads_per_peer);
+        let mut refused = 0u64;
+        let mut dropped = 0u64;
+        let mut planned = Vec::new();
+        let members: Vec<bool> = update.keys().map(|a| self.is_member(a)).collect();
+        let Some(state) = self.peers.get_mut(&peer) else { return };
+        for ((author, mut tips), member) in update.into_iter().zip(members) {
+            dropped += cap_tips(&mut tips, cap) as u64;
+            if member {
+                state.frontier.insert(author, tips);
+                planned.push(author);
+                continue;
+            }
+            // Outside the roster: remembered (fetched if the author is
+            // admitted later) only up to a small bound, never planned.
+            refused += 1;
+            if state.non_member_heads + tips.len() <= non_member_max || state.frontier.contains_key(&author) {
+                if !state.frontier.contains_key(&author) {
+                    state.non_member_heads += tips.len();
+                }
+                state.frontier.insert(author, tips);
+            } else {
+                dropped += tips.len() as u64;
+            }
+        }
+        if dropped > 0 {
+            state.strikes = state.strikes.saturating_add(1);
+        }
+        self.stats.refused_not_admitted += refused;
+        self.stats.claims_dropped += dropped;
+        for author in planned {
+            self.plan_author(peer, author, now_ms);
+        }
+    }
+
     /// A response whose entries the driver already passed through
     /// [`check_entries`] (on a worker thread: signature checks are the
     /// CPU-heavy part of replication). Same as [`Replicator::handle`] with
     /// [`Message::Response`] otherwise.
-    pub fn handle_checked_response(
-        &mut self,
-        peer: PeerId,
-        req: u64,
-        checked: Result<Vec<VerifiedEntry>, String>,
-        more: bool,
-        now_ms: u64,
-    ) {
+    pub fn handle_checked_response(&mut self, peer: PeerId, req: u64, checked: Result<Vec<VerifiedEntry>, CheckError>, more: bool, now_ms: u64) {
         if self.is_banned(peer, now_ms) || !self.peers.contains_key(&peer) {
             return;
         }
         self.on_response(peer, req, checked, more, now_ms)
     }
 
-    /// The driver read the entries for a [`Output::Serve`], in (seq, id)
-    /// order, each with its seq (as the store keys it: the entries are sent
-    /// as stored, not decoded here; the receiver verifies them). The response is cut to [`Config::response_bytes_max`] at a seq
-    /// boundary and then marked `more`, so a resumed request (from the last
-    /// seq sent + 1) never skips an entry. If the first seq alone is over the
-    /// budget (many forked entries with large payloads), all its entries are
-    /// sent, with payloads only as far as the budget allows: the rest arrive
-    /// as "payload not held", rather than never.
-    pub fn respond(&mut self, peer: PeerId, req: u64, served: Vec<(u64, WireEntry)>, mut more: bool) {
-        if !self.peers.contains_key(&peer) {
+    /// The driver read what a [`ServeRequest`] asked for: at most `read_max`
+    /// entries of the author from `start` on, in (seq, id) order, each with
+    /// its seq (as the store keys it: entries are sent as stored, not decoded
+    /// here; the receiver verifies them). The response keeps those below the
+    /// range's end, at most [`RESPONSE_ENTRIES_MAX`] of them and as many as
+    /// fit in [`Config::response_bytes_max`] (the first always), and is
+    /// marked `more` when the store held more: the requester resumes after
+    /// the last entry sent, inside its seq if need be.
+    pub fn respond(&mut self, serve: ServeRequest, served: Vec<(u64, WireEntry)>) {
+        if !self.peers.contains_key(&serve.peer) {
             return;
         }
-        let budget = self.config.response_bytes_max;
-        let (seqs, mut entries): (Vec<u64>, Vec<WireEntry>) = served.into_iter().unzip();
+        let end = serve.start.seq.saturating_add(u64::from(serve.limit));
+        // `more`: entries of the range remain unsent (the response was cut),
+        // so the requester resumes after the last entry it got.
+        let within = served.iter().take_while(|(seq, _)| *seq < end).count();
+        let mut more = within >= serve.read_max;
+        let mut entries = Vec::new();
         let mut bytes = 0usize;
-        for i in 0..entries.len() {
-            bytes += entries[i].wire_len();
-            if bytes <= budget || i == 0 {
-                continue;
+        for (seq, w) in served {
+            if seq >= end {
+                break;
             }
-            let first_of_seq = (0..=i).rev().take_while(|&j| seqs[j] == seqs[i]).last().unwrap_or(i);
-            let end = if first_of_seq > 0 {
-                first_of_seq
-            } else {
-                // The first seq alone is over budget: keep it whole, drop
-                // payloads past the budget (never the first entry's).
-                let end = (0..entries.len()).take_while(|&j| seqs[j] == seqs[0]).count();
-                let mut used = 0usize;
-                for (j, w) in entries.iter_mut().enumerate().take(end) {
-                    used += w.wire_len();
-                    if used > budget && j > 0 {
-                        used -= w.payload.take().map_or(0, |p| p.len());
-                    }
-                }
-                end
-            };
-            more = more || end < entries.len();
-            entries.truncate(end);
-            break;
+            if entries.len() >= RESPONSE_ENTRIES_MAX || (!entries.is_empty() && bytes + w.wire_len() > self.config.response_bytes_max) {
+                more = true;
+                break;
+            }
+            bytes += w.wire_len();
+            entries.push(w);
         }
-        self.outputs.push_back(Output::Send(peer, Message::Response { req, entries, more }));
+        self.outputs.push_back(Output::Send(serve.peer, Message::Response { req: serve.req, entries, more }));
     }
 
+    // ---------------------------------------------------------------------
+    // Planning.
+
     fn plan_all(&mut self, now_ms: u64) {
-        let peers: Vec<PeerId> = self.peers.keys().copied().collect();
-        for p in peers {
+        self.clock_ms = self.clock_ms.max(now_ms);
+        for p in self.peers_in_rank_order() {
             self.plan(p, now_ms);
         }
+        self.plan_payloads(now_ms);
     }
 
     /// The first seq of `author` after `our_max` that is neither asked for
@@ -684,8 +1084,8 @@ impl Replicator {
             .in_flight
             .values()
             .filter(|f| f.author == *author && f.purpose == Purpose::Forward)
-            .map(|f| (f.from_seq, f.from_seq.saturating_add(u64::from(f.limit))))
-            .chain(self.held.range((*author, 0)..=(*author, u64::MAX)).map(|((_, from), h)| (*from, from.saturating_add(u64::from(h.limit)))))
+            .map(|f| (f.start.seq, f.start.seq.saturating_add(u64::from(f.limit))))
+            .chain(self.held.range((*author, RangeStart::at(0))..).take_while(|((a, _), _)| a == author).map(|((_, s), h)| (s.seq, s.seq.saturating_add(u64::from(h.limit)))))
             .collect();
         ranges.sort_unstable();
         for (from, end) in ranges {
@@ -698,33 +1098,35 @@ impl Replicator {
     }
 
     /// What we want of `author` from a peer whose tips are `theirs`: the
-    /// range to request next (first seq, most seqs, and for a branch the head
+    /// range to request next (its start, most seqs, and for a branch the head
     /// it is for), if any.
-    fn want(&self, author: &AgentId, theirs: &[Head]) -> Option<(u64, u32, Purpose)> {
-        if !self.is_admitted(author) {
+    fn want(&self, author: &AgentId, theirs: &[Head], now_ms: u64) -> Option<(RangeStart, u32, Purpose)> {
+        let up_to = self.admitted_up_to(author)?;
+        if self.deferred.get(author).is_some_and(|until| *until > now_ms) {
             return None;
         }
         let ours = self.local.get(author).map(Vec::as_slice).unwrap_or(&[]);
         let our_max = max_seq(ours);
         let next = self.next_unasked(author, our_max);
-        if max_seq(theirs) >= next {
-            return Some((next, self.config.range_limit, Purpose::Forward));
+        if max_seq(theirs) >= next && next <= up_to {
+            let limit = u64::from(self.config.range_limit).min(up_to - next + 1);
+            return Some((RangeStart::at(next), u32::try_from(limit).unwrap_or(self.config.range_limit), Purpose::Forward));
         }
         // A head below our highest seq that is not one of our tips: another
         // branch (a fork), or an entry we hold that has successors. Ask for
         // its seq alone, once (`sought`): the store skips what it holds, and
         // an entry of a branch we lack fails to link, which asks for the
-        // range before it ([`Replicator::import_failed`]).
+        // range before it ([`Replicator::import_result`]).
         let tip = theirs
             .iter()
-            .filter(|h| h.seq <= our_max && !ours.iter().any(|o| o.id == h.id) && !self.sought.contains(&h.id))
+            .filter(|h| h.seq <= our_max && h.seq <= up_to && !ours.iter().any(|o| o.id == h.id) && !self.sought.contains(&h.id))
             .min()?;
-        Some((tip.seq, 1, Purpose::Branch(tip.id)))
+        Some((RangeStart::at(tip.seq), 1, Purpose::Branch(tip.id)))
     }
 
     /// For each author where `peer` holds what we lack, ask for it, within
     /// the in-flight limits: several ranges of one author at a time
-    /// (pipelined), each range asked of one peer only.
+    /// (pipelined), each range asked of one peer only (at first).
     fn plan(&mut self, peer: PeerId, now_ms: u64) {
         let Some(state) = self.peers.get(&peer) else { return };
         let authors: Vec<AgentId> = state.frontier.keys().copied().collect();
@@ -736,11 +1138,24 @@ impl Replicator {
         }
     }
 
+    /// Is there a peer to prefer over `peer` for `author` from `seq` on: one
+    /// that ranks better and claims it too? Then `peer` is not asked: the
+    /// better one is, when it has a free slot.
+    fn better_claimant(&self, peer: PeerId, author: &AgentId, seq: u64) -> bool {
+        let Some(mine) = self.peers.get(&peer).map(PeerState::rank) else { return false };
+        self.peers
+            .iter()
+            .any(|(q, s)| *q != peer && s.rank() < mine && s.frontier.get(author).is_some_and(|t| max_seq(t) >= seq))
+    }
+
     fn plan_author(&mut self, peer: PeerId, author: AgentId, now_ms: u64) {
         loop {
             let Some(theirs) = self.peers.get(&peer).and_then(|s| s.frontier.get(&author)) else { return };
-            let Some((from_seq, limit, purpose)) = self.want(&author, theirs) else { return };
-            if purpose != Purpose::Forward && self.in_flight.values().any(|f| f.author == author && f.from_seq == from_seq) {
+            let Some((start, limit, purpose)) = self.want(&author, theirs, now_ms) else { return };
+            if purpose != Purpose::Forward && self.in_flight.values().any(|f| f.author == author && f.start.seq == start.seq) {
+                return;
+            }
+            if self.better_claimant(peer, &author, start.seq) {
                 return;
             }
             // A gap below a held response is asked for even when the limits
@@ -748,22 +1163,53 @@ impl Replicator {
             // the slots (there are never more gaps than held responses).
             let fills_gap = purpose == Purpose::Forward
                 && self.in_flight.len() < self.config.in_flight_max
-                && self.held.range((author, from_seq)..=(author, u64::MAX)).next().is_some();
+                && self.held.range((author, start)..).next().is_some_and(|((a, _), _)| *a == author);
             if !fills_gap && !self.may_request(peer) {
                 return;
             }
-            self.request(peer, author, from_seq, limit, purpose, now_ms);
+            if self.retried.remove(&(author, start)) {
+                self.fan_out(author, start, limit, purpose, now_ms);
+            } else {
+                let group = self.new_group();
+                self.request(peer, author, start, limit, purpose, group, now_ms);
+            }
         }
     }
 
+    /// Ask every connected peer that claims `author` at `start.seq` (at most
+    /// [`RETRY_FANOUT_MAX`], best ranked first) for the range at once: it
+    /// timed out before, so one withholder must not stall it again.
+    fn fan_out(&mut self, author: AgentId, start: RangeStart, limit: u32, purpose: Purpose, now_ms: u64) {
+        let claimants: Vec<PeerId> = self
+            .peers_in_rank_order()
+            .into_iter()
+            .filter(|p| self.peers.get(p).and_then(|s| s.frontier.get(&author)).is_some_and(|t| max_seq(t) >= start.seq))
+            .take(RETRY_FANOUT_MAX)
+            .collect();
+        let group = self.new_group();
+        for p in claimants {
+            self.request(p, author, start, limit, purpose, group, now_ms);
+        }
+    }
+
+    fn new_group(&mut self) -> u64 {
+        let g = self.next_group;
+        self.next_group += 1;
+        g
+    }
+
     fn may_request(&self, peer: PeerId) -> bool {
+        if self.peers.get(&peer).is_some_and(|s| s.busy_until_ms > self.clock_ms) {
+            return false;
+        }
         let busy = self.in_flight.values().filter(|f| f.peer == peer).count() + self.held.values().filter(|h| h.peer == peer).count();
         busy < self.config.in_flight_per_peer
-            && self.in_flight.len() + self.held.len() + self.pending_imports < self.config.in_flight_max
+            && self.in_flight.len() + self.held.len() + self.imports.len() < self.config.in_flight_max
             && self.outputs.len() < self.config.outputs_max
     }
 
-    fn request(&mut self, peer: PeerId, author: AgentId, from_seq: u64, limit: u32, purpose: Purpose, now_ms: u64) {
+    #[allow(clippy::too_many_arguments)]
+    fn request(&mut self, peer: PeerId, author: AgentId, start: RangeStart, limit: u32, purpose: Purpose, group: u64, now_ms: u64) {
         let req = self.next_req;
         self.next_req += 1;
         if let Purpose::Branch(tip) = purpose {
@@ -774,16 +1220,81 @@ impl Replicator {
             self.sought.insert(tip);
         }
         let deadline_ms = now_ms.saturating_add(self.config.request_timeout_ms);
-        self.in_flight.insert(req, InFlight { peer, author, from_seq, limit, purpose, deadline_ms });
-        self.outputs.push_back(Output::Send(peer, Message::Request { req, author, from_seq, limit }));
+        self.in_flight.insert(req, InFlight { peer, author, start, limit, purpose, deadline_ms, group });
+        // The bound the limits keep (fan-outs may add a few requests each).
+        assert!(
+            self.in_flight.len() <= self.config.in_flight_max.saturating_mul(RETRY_FANOUT_MAX) + RETRY_FANOUT_MAX,
+            "{} requests in flight, over the bound",
+            self.in_flight.len()
+        );
+        self.outputs.push_back(Output::Send(peer, Message::Request { req, author, start, limit }));
     }
 
-    fn on_response(&mut self, peer: PeerId, req: u64, checked: Result<Vec<VerifiedEntry>, String>, more: bool, now_ms: u64) {
+    /// Ask peers for payloads of entries held without one: the seq of each,
+    /// from a peer that claims the author that far and was not asked before
+    /// (rotating through them), a bounded number of tries each.
+    fn plan_payloads(&mut self, now_ms: u64) {
+        let due: Vec<(EntryRef, Missing)> = self.missing.iter().filter(|(_, m)| m.next_ms <= now_ms).map(|(e, m)| (*e, *m)).take(64).collect();
+        for (e, m) in due {
+            if self.in_flight.len() + self.held.len() + self.imports.len() >= self.config.in_flight_max {
+                return;
+            }
+            if m.tries >= self.config.payload_tries_max {
+                self.missing.remove(&e);
+                self.stats.payloads_unavailable += 1;
+                self.outputs.push_back(Output::PayloadUnavailable(e));
+                continue;
+            }
+            let claimants: Vec<PeerId> = self
+                .peers_in_rank_order()
+                .into_iter()
+                .filter(|p| self.peers.get(p).and_then(|s| s.frontier.get(&e.author)).is_some_and(|t| max_seq(t) >= e.seq))
+                .collect();
+            let Some(&peer) = claimants.get(m.tries as usize % claimants.len().max(1)) else { continue };
+            if self.in_flight.values().any(|f| f.author == e.author && f.start.seq == e.seq && f.purpose == Purpose::Payload) {
+                continue;
+            }
+            if let Some(state) = self.missing.get_mut(&e) {
+                state.tries += 1;
+                state.next_ms = now_ms.saturating_add(self.config.request_timeout_ms);
+            }
+            let group = self.new_group();
+            self.request(peer, e.author, RangeStart::at(e.seq), 1, Purpose::Payload, group, now_ms);
+        }
+    }
+
+    // ---------------------------------------------------------------------
+    // Responses.
+
+    /// The checks of a response that depend on what was asked: the author,
+    /// the range and (seq, id) order. Links are the store's to check (once).
+    fn check_response(&self, asked: &InFlight, out: Vec<VerifiedEntry>) -> Result<Vec<VerifiedEntry>, CheckError> {
+        if out.len() > RESPONSE_ENTRIES_MAX {
+            return Err(CheckError::TooMany { count: out.len(), max: RESPONSE_ENTRIES_MAX });
+        }
+        let end = asked.start.seq.saturating_add(u64::from(asked.limit));
+        for (index, e) in out.iter().enumerate() {
+            let h = e.header();
+            if h.author != asked.author {
+                return Err(CheckError::WrongAuthor { index, author: h.author });
+            }
+            let before_start = (h.seq, Some(e.id())) <= (asked.start.seq, asked.start.after) && asked.start.after.is_some();
+            if h.seq < asked.start.seq || h.seq >= end || before_start {
+                return Err(CheckError::OutOfRange { index, seq: h.seq });
+            }
+            if index > 0 && (out[index - 1].header().seq, out[index - 1].id()) >= (h.seq, e.id()) {
+                return Err(CheckError::Order { index });
+            }
+        }
+        Ok(out)
+    }
+
+    fn on_response(&mut self, peer: PeerId, req: u64, checked: Result<Vec<VerifiedEntry>, CheckError>, more: bool, now_ms: u64) {
         let Some(asked) = self.in_flight.get(&req).cloned() else {
             return; // late or unsolicited: ignore
         };
         if asked.peer != peer {
-            return self.ban(peer, format!("response to request {req}, which was sent to another peer"), now_ms);
+            return self.ban(peer, format!("response to request {req}: {}", CheckError::NotAsked { req }), now_ms);
         }
         let verified = match checked.and_then(|entries| self.check_response(&asked, entries)) {
             Ok(verified) => verified,
@@ -792,81 +1303,85 @@ impl Replicator {
         self.in_flight.remove(&req);
         self.stats.entries_verified += verified.len() as u64;
         let author = asked.author;
-        let Some(last) = verified.last().map(|(e, _)| e.header().seq) else {
-            // Nothing from where it claimed to have more: forget the claim
-            // rather than ask again and again. A branch it did not deliver
-            // was not fetched: a new announcement of it (charged to the
-            // announcer's rate) may ask again.
+        let Some(last) = verified.last().map(|e| (e.header().seq, e.id())) else {
+            // Nothing from where it claimed to have more: its claim is
+            // dropped and it is struck, so it is asked last from now on. The
+            // other peers asked for the range at once (a fan-out) may still
+            // answer; if none do, the range is asked again as planned.
+            self.strike(peer);
             if let Some(tips) = self.peers.get_mut(&peer).and_then(|s| s.frontier.get_mut(&author)) {
-                tips.retain(|h| h.seq < asked.from_seq);
+                tips.retain(|h| h.seq < asked.start.seq);
             }
             if let Purpose::Branch(tip) = asked.purpose {
                 self.sought.remove(&tip);
             }
-            return self.plan(peer, now_ms);
+            if !self.in_flight.values().any(|f| f.group == asked.group) {
+                self.retried.insert((author, asked.start));
+            }
+            return self.plan_all(now_ms);
         };
-        if let Some((e, _)) = verified.last()
-            && let Some(state) = self.peers.get_mut(&peer)
-        {
-            state.note_holds(e.id());
+        // The first answer of a group settles it: the others are not waited for.
+        self.in_flight.retain(|_, f| f.group != asked.group);
+        self.retried.remove(&(author, asked.start));
+        if let Some(state) = self.peers.get_mut(&peer) {
+            state.note_holds(last.1);
+            state.delivered += 1;
         }
-        let end = asked.from_seq.saturating_add(u64::from(asked.limit));
-        if more && last.saturating_add(1) < end {
-            // Cut short to fit the byte budget: ask for the rest of the range
-            // (before this response is released, so it is imported after it).
-            let rest = u32::try_from(end - last - 1).unwrap_or(u32::MAX);
-            self.request(peer, author, last + 1, rest, asked.purpose.rest(), now_ms);
+        if asked.purpose == Purpose::Payload {
+            // A peer that claims the entry but sends it without its payload
+            // is stripping: it ranks lower.
+            let stripped = verified.iter().any(|e| e.payload().is_none() && self.missing.keys().any(|m| m.id == e.id()));
+            if stripped {
+                self.strike(peer);
+            } else {
+                self.stats.payloads_refetched += 1;
+            }
         }
-        if self.is_admitted(&author) {
+        let end = asked.start.seq.saturating_add(u64::from(asked.limit));
+        if more {
+            // Cut short: ask for the rest of the range, after the last entry
+            // received (before this response is released, so it is imported after it).
+            let rest = u32::try_from(end - last.0).unwrap_or(u32::MAX);
+            let group = self.new_group();
+            self.request(peer, author, RangeStart { seq: last.0, after: Some(last.1) }, rest, asked.purpose.rest(), group, now_ms);
+        }
+        let admitted: Vec<VerifiedEntry> = verified.into_iter().filter(|e| self.admits(&author, e.header().seq)).collect();
+        if !admitted.is_empty() {
             if asked.purpose == Purpose::Forward {
                 let deadline_ms = now_ms.saturating_add(self.config.request_timeout_ms.saturating_mul(2));
-                self.held.insert((author, asked.from_seq), Held { peer, limit: asked.limit, entries: verified, deadline_ms });
-                self.release_held(author, now_ms);
+                self.held.insert((author, asked.start), Held { peer, limit: asked.limit, entries: admitted, deadline_ms });
+                self.release_held(author);
             } else {
-                self.import(peer, verified, false);
+                self.import(peer, admitted, false);
             }
         }
         // A slot came free: this author first, then any other.
         self.plan_author(peer, author, now_ms);
-        self.plan(peer, now_ms);
-    }
-
-    fn import(&mut self, from: PeerId, entries: Vec<VerifiedEntry>, relayed: bool) {
-        self.pending_imports += 1;
-        self.outputs.push_back(Output::Import { from, entries, relayed });
-    }
-
-    /// The driver's store finished one [`Output::Import`] (stored it, or
-    /// refused it and said so through [`Replicator::import_failed`] or
-    /// [`Replicator::report_invalid`]; or the driver dropped it and said so
-    /// through [`Replicator::import_lost`]). Every import must be reported
-    /// done exactly once: until then it holds a request slot.
-    pub fn import_done(&mut self, now_ms: u64) {
-        debug_assert!(self.pending_imports > 0, "import_done without an import");
-        self.pending_imports = self.pending_imports.saturating_sub(1);
         self.plan_all(now_ms);
     }
 
-    /// Imports handed out and not yet reported done (for status displays).
-    pub fn pending_imports(&self) -> usize {
-        self.pending_imports
-    }
-
     /// Hand the held responses of `author` that now continue what the store
-    /// holds (or is importing) to the store, in seq order.
-    fn release_held(&mut self, author: AgentId, _now_ms: u64) {
+    /// holds (or is importing) to the store, strictly in order: only the
+    /// earliest held one, only when nothing earlier is still in flight.
+    fn release_held(&mut self, author: AgentId) {
         loop {
-            let Some((&key, _)) = self.held.range((author, 0)..=(author, u64::MAX)).next() else { return };
+            let Some((&key, _)) = self.held.range((author, RangeStart::at(0))..).next().filter(|((a, _), _)| *a == author) else { return };
             let our_max = self.local.get(&author).map_or(0, |t| max_seq(t));
             let stored_or_importing = our_max.max(self.importing.get(&author).copied().unwrap_or(0));
-            if key.1 > stored_or_importing.saturating_add(1) {
+            if key.1.seq > stored_or_importing.saturating_add(1) {
+                return;
+            }
+            let earlier_in_flight =
+                self.in_flight.values().any(|f| f.author == author && f.purpose == Purpose::Forward && f.start < key.1);
+            if earlier_in_flight {
                 return;
             }
             let Some(held) = self.held.remove(&key) else { return };
-            if let Some((e, _)) = held.entries.last() {
-                let importing = self.importing.entry(author).or_insert(0);
-                *importing = (*importing).max(e.header().seq);
-            }
+            assert!(
+                held.entries.windows(2).all(|w| (w[0].header().seq, w[0].id()) < (w[1].header().seq, w[1].id()))
+                    && held.entries.first().is_some_and(|e| e.header().seq >= key.1.seq),
+                "a held response of {author} is out of order"
+            );
             self.import(held.peer, held.entries, false);
         }
     }
@@ -878,152 +1393,69 @@ impl Replicator {
             return;
         };
         let Some((peer, author, from_seq)) = self.resume.remove(i) else { return };
-        if self.peers.contains_key(&peer) && !self.in_flight.values().any(|f| f.author == author && f.from_seq == from_seq) {
-            self.request(peer, author, from_seq, self.config.range_limit, Purpose::Backfill, now_ms);
+        if self.peers.contains_key(&peer) && !self.in_flight.values().any(|f| f.author == author && f.start.seq == from_seq) {
+            let group = self.new_group();
+            self.request(peer, author, RangeStart::at(from_seq), self.config.range_limit, Purpose::Backfill, group, now_ms);
         }
     }
 
-    /// The checks of a response that depend on what was asked: the author,
-    /// the range, (seq, id) order, and links inside the response.
-    fn check_response(&self, asked: &InFlight, out: Vec<VerifiedEntry>) -> Result<Vec<VerifiedEntry>, String> {
-        let limit = u64::from(asked.limit);
-        if out.len() as u64 > limit.saturating_mul(4) {
-            return Err(format!("{} entries for a range of {limit} seqs", out.len()));
+    fn import(&mut self, from: PeerId, entries: Vec<VerifiedEntry>, relayed: bool) {
+        let Some(first) = entries.first() else { return };
+        if let Some(last) = entries.last() {
+            // Not asked for again while the store takes them (the store's new
+            // tips arrive through `set_local_heads`, maybe after the result).
+            let importing = self.importing.entry(last.header().author).or_insert(0);
+            *importing = (*importing).max(last.header().seq);
         }
-        for (i, (e, _)) in out.iter().enumerate() {
-            let h = e.header();
-            if h.author != asked.author {
-                return Err(format!("entry {i} is by {}, not the requested author", h.author));
-            }
-            if h.seq < asked.from_seq || h.seq >= asked.from_seq.saturating_add(limit) {
-                return Err(format!("entry {i} has seq {} outside the requested range", h.seq));
-            }
-            if i > 0 && (out[i - 1].0.header().seq, out[i - 1].0.id()) >= (h.seq, e.id()) {
-                return Err(format!("entry {i} is out of (seq, id) order"));
-            }
-        }
-        // Links inside the batch: every entry after the first seq links to one
-        // entry of the previous seq in the batch.
-        let ids: BTreeSet<EntryId> = out.iter().map(|(e, _)| e.id()).collect();
-        let first_seq = out.first().map(|(e, _)| e.header().seq);
-        for (e, _) in &out {
-            let h = e.header();
-            if Some(h.seq) != first_seq && !h.backlink.is_some_and(|b| ids.contains(&b)) {
-                return Err(format!("{} does not link to an entry of the previous seq in the response", e.entry_ref()));
-            }
-        }
-        Ok(out)
+        let id = self.next_import;
+        self.next_import += 1;
+        self.imports.insert(id, Importing { from, author: first.header().author, first_seq: first.header().seq, relayed });
+        self.outputs.push_back(Output::Import { id, from, entries });
     }
 
-    /// A gossip message arrived, relayed by `peer` (the propagation source).
-    /// A valid entry is offered to the store at once (the store checks its
-    /// link; if its predecessor is missing the driver calls
-    /// [`Replicator::import_failed`], which asks `peer` for the range). The
-    /// verdict tells the gossip layer whether to forward it.
-    pub fn gossip(&mut self, peer: PeerId, message: Gossip, now_ms: u64) -> GossipVerdict {
-        if self.is_banned(peer, now_ms) || !self.peers.contains_key(&peer) {
-            return GossipVerdict::Ignore;
-        }
-        if !self.admit_message(peer, now_ms) {
-            return GossipVerdict::Ignore;
-        }
-        let checked = match message {
-            Gossip::Entry(w) => self.gossip_entry(peer, w),
-            Gossip::Announce(bytes) => self.gossip_announce(peer, &bytes, now_ms),
-            Gossip::ForkProof(bytes) => match ForkProof::decode(&bytes) {
-                Ok(proof) => {
-                    if !self.is_admitted(&proof.author()) {
-                        self.refuse(peer, proof.author(), "fork proof");
-                        return GossipVerdict::Ignore;
-                    }
-                    // Fetch both branches; the store proves the fork itself.
-                    let (a, b) = proof.entries();
-                    let heads: Vec<Head> =
-                        [a, b].iter().map(|e| Head { author: e.header().author, seq: e.header().seq, id: e.id() }).collect();
-                    self.learn_heads(peer, &heads, now_ms);
-                    Ok(GossipVerdict::Accept)
+    /// What the store made of import `id`: every [`Output::Import`] is
+    /// reported here exactly once; until then it holds a request slot.
+    pub fn import_result(&mut self, id: u64, outcome: ImportOutcome, now_ms: u64) {
+        let imp = self.imports.remove(&id);
+        assert!(imp.is_some(), "import {id} reported twice or never handed out");
+        let Some(Importing { from, author, first_seq, relayed }) = imp else { return };
+        match outcome {
+            ImportOutcome::Stored => {}
+            ImportOutcome::PredecessorMissing { seq } => self.predecessor_missing(from, author, seq, now_ms),
+            ImportOutcome::Invalid { reason } => {
+                if relayed {
+                    // A relay checked the signature, not the link: the
+                    // author is at fault, not the relay.
+                } else if self.peers.contains_key(&from) {
+                    self.ban(from, reason, now_ms);
                 }
-                Err(e) => Err(format!("fork proof rejected: {e}")),
-            },
-        };
-        match checked {
-            Ok(v) => v,
-            Err(reason) => {
-                self.stats.gossip_rejected += 1;
-                self.ban(peer, format!("gossip: {reason}"), now_ms);
-                GossipVerdict::Reject(reason)
+                self.lost(author, first_seq);
             }
-        }
-    }
-
-    fn gossip_entry(&mut self, peer: PeerId, w: WireEntry) -> Result<GossipVerdict, String> {
-        let e = SignedEntry::decode(&w.entry).map_err(|err| format!("entry: {err}"))?;
-        let h = e.header();
-        if !self.is_admitted(&h.author) {
-            self.refuse(peer, h.author, "gossiped entry");
-            return Ok(GossipVerdict::Ignore);
-        }
-        if let Some(p) = &w.payload {
-            verify_payload(&e, p).map_err(|err| err.to_string())?;
-        }
-        let head = Head { author: h.author, seq: h.seq, id: e.id() };
-        let author = h.author;
-        let mut checked = check_signatures(vec![e]).map_err(|err| err.to_string())?;
-        let Some(e) = checked.pop() else { return Err("no entry".into()) };
-        self.stats.entries_verified += 1;
-        let known = self.local.get(&author).is_some_and(|tips| tips.iter().any(|t| t.id == head.id));
-        if let Some(state) = self.peers.get_mut(&peer) {
-            merge_head(&mut state.frontier, head, false);
-            state.note_holds(head.id);
-        }
-        if !known {
-            self.import(peer, vec![(e, w.payload)], true);
-        }
-        Ok(GossipVerdict::Accept)
-    }
-
-    fn gossip_announce(&mut self, peer: PeerId, bytes: &[u8], now_ms: u64) -> Result<GossipVerdict, String> {
-        let e = SignedEntry::decode(bytes).map_err(|err| format!("announced entry: {err}"))?;
-        let head = Head { author: e.header().author, seq: e.header().seq, id: e.id() };
-        if !self.is_admitted(&head.author) {
-            self.refuse(peer, head.author, "announced entry");
-            return Ok(GossipVerdict::Ignore);
-        }
-        // Signed by its author, so the head is real (not that `peer` holds it).
-        check_signatures(vec![e]).map_err(|err| err.to_string())?;
-        self.stats.entries_verified += 1;
-        self.learn_heads(peer, &[head], now_ms);
-        Ok(GossipVerdict::Accept)
-    }
-
-    /// `peer` holds these heads: remember them and plan requests.
-    fn learn_heads(&mut self, peer: PeerId, heads: &[Head], now_ms: u64) {
-        let fork = heads.len() > 1;
-        if let Some(state) = self.peers.get_mut(&peer) {
-            for h in heads {
-                merge_head(&mut state.frontier, *h, fork);
+            ImportOutcome::Deferred { seq, until_ms } => {
+                self.stats.deferred += 1;
+                self.deferred.insert(author, until_ms);
+                self.lost(author, seq);
             }
+            ImportOutcome::Lost => self.lost(author, first_seq),
         }
-        let authors: BTreeSet<AgentId> = heads.iter().map(|h| h.author).collect();
-        for a in authors {
-            self.plan_author(peer, a, now_ms);
+        self.plan_all(now_ms);
+    }
+
+    /// Entries of `author` from `first_seq` were not stored: those, and
+    /// anything imported after them, count as not asked for.
+    fn lost(&mut self, author: AgentId, first_seq: u64) {
+        if self.importing.get(&author).is_some_and(|&s| first_seq <= s) {
+            self.importing.remove(&author);
         }
     }
 
-    fn refuse(&mut self, peer: PeerId, author: AgentId, what: &'static str) {
-        self.stats.refused_not_admitted += 1;
-        if self.outputs.len() < self.config.outputs_max {
-            self.outputs.push_back(Output::Refused { peer, author, what });
-        }
-    }
-
-    /// The store refused an [`Output::Import`] from `from` because the entry at
+    /// The store refused an import from `from` because the entry at
     /// `missing_seq` links to something it does not hold: the sender's branch
-    /// diverges from ours further back (or, for gossip, we are behind). Ask for
-    /// the range before it; entries already held are skipped by the store. A
-    /// peer whose chain cannot be linked even from seq 1 sent entries that
-    /// cannot be valid: banned.
-    pub fn import_failed(&mut self, from: PeerId, author: AgentId, missing_seq: u64, now_ms: u64) {
+    /// diverges from ours further back (or, for gossip, we are behind). Ask
+    /// for the range before it; entries already held are skipped by the
+    /// store. A peer whose chain cannot be linked even from seq 1 sent
+    /// entries that cannot be valid: banned.
+    fn predecessor_missing(&mut self, from: PeerId, author: AgentId, missing_seq: u64, now_ms: u64) {
         if !self.peers.contains_key(&from) {
             return;
         }
@@ -1053,39 +1485,156 @@ impl Replicator {
         }
         let from_seq = missing_seq.saturating_sub(u64::from(self.config.range_limit)).max(1);
         let limit = u32::try_from(missing_seq - from_seq).unwrap_or(self.config.range_limit);
-        if !self.in_flight.values().any(|f| f.author == author && f.from_seq == from_seq) {
-            self.request(from, author, from_seq, limit, Purpose::Backfill, now_ms);
+        if !self.in_flight.values().any(|f| f.author == author && f.start.seq == from_seq) {
+            let group = self.new_group();
+            self.request(from, author, RangeStart::at(from_seq), limit, Purpose::Backfill, group, now_ms);
         }
     }
 
-    /// The driver could not hand an [`Output::Import`] of `author` starting
-    /// at `first_seq` to the store (its queue was full, or the write failed):
-    /// those entries, and anything imported after them, are asked for again.
-    pub fn import_lost(&mut self, author: AgentId, first_seq: u64, now_ms: u64) {
-        if self.importing.get(&author).is_some_and(|&s| first_seq <= s) {
-            self.importing.remove(&author);
+    // ---------------------------------------------------------------------
+    // Gossip.
+
+    /// A gossip message arrived, relayed by `peer` (the propagation source).
+    /// A valid entry is offered to the store at once (the store checks its
+    /// link; if its predecessor is missing, the range is asked of `peer`).
+    /// The verdict tells the gossip layer whether to forward it. Gossip is
+    /// charged to the entry's author, never to the relay.
+    pub fn gossip(&mut self, peer: PeerId, message: Gossip, now_ms: u64) -> GossipVerdict {
+        if self.is_banned(peer, now_ms) || !self.peers.contains_key(&peer) {
+            return GossipVerdict::Ignore;
         }
-        let peers: Vec<PeerId> = self.peers.keys().copied().collect();
-        for p in peers {
-            self.plan_author(p, author, now_ms);
+        let checked = match message {
+            Gossip::Entry(w) => self.gossip_entry(peer, w, now_ms),
+            Gossip::Announce(bytes) => self.gossip_announce(peer, &bytes, now_ms),
+            Gossip::ForkProof(bytes) => match ForkProof::decode(&bytes) {
+                Ok(proof) => {
+                    if !self.admits(&proof.author(), proof.seq()) {
+                        self.refuse(peer, proof.author(), "fork proof");
+                        return GossipVerdict::Ignore;
+                    }
+                    // Fetch both branches; the store proves the fork itself.
+                    let (a, b) = proof.entries();
+                    let heads: Vec<Head> =
+                        [a, b].iter().map(|e| Head { author: e.header().author, seq: e.header().seq, id: e.id() }).collect();
+                    self.learn_heads(peer, &heads, now_ms);
+                    Ok(GossipVerdict::Accept)
+                }
+                Err(e) => Err(CheckError::ForkProof(e.to_string())),
+            },
+        };
+        match checked {
+            Ok(v) => v,
+            Err(reason) => {
+                self.stats.gossip_rejected += 1;
+                self.ban(peer, format!("gossip: {reason}"), now_ms);
+                GossipVerdict::Reject(reason)
+            }
         }
     }
 
-    /// Time passed: requests past their deadline are asked again, of any
-    /// connected peer that holds the range; expired bans are lifted.
+    fn gossip_entry(&mut self, peer: PeerId, w: WireEntry, now_ms: u64) -> Result<GossipVerdict, CheckError> {
+        let e = SignedEntry::decode(&w.entry).map_err(|err| CheckError::Entry { index: 0, reason: err.to_string() })?;
+        let h = e.header().clone();
+        if !self.admits(&h.author, h.seq) {
+            self.refuse(peer, h.author, "gossiped entry");
+            return Ok(GossipVerdict::Ignore);
+        }
+        let head = Head { author: h.author, seq: h.seq, id: e.id() };
+        let known = self.local.get(&h.author).is_some_and(|tips| tips.iter().any(|t| t.id == head.id));
+        if !known && !self.admit_author(h.author, now_ms) {
+            return Ok(GossipVerdict::Ignore);
+        }
+        let mut checked = check_signed_entries(vec![(e, w.payload)])?;
+        let Some(entry) = checked.pop() else { return Ok(GossipVerdict::Ignore) };
+        self.stats.entries_verified += 1;
+        if let Some(state) = self.peers.get_mut(&peer) {
+            merge_head(&mut state.frontier, head, false);
+            state.note_holds(head.id);
+        }
+        if !known {
+            self.import(peer, vec![entry], true);
+        }
+        Ok(GossipVerdict::Accept)
+    }
+
+    fn gossip_announce(&mut self, peer: PeerId, bytes: &[u8], now_ms: u64) -> Result<GossipVerdict, CheckError> {
+        let e = SignedEntry::decode(bytes).map_err(|err| CheckError::Entry { index: 0, reason: err.to_string() })?;
+        let head = Head { author: e.header().author, seq: e.header().seq, id: e.id() };
+        if !self.admits(&head.author, head.seq) {
+            self.refuse(peer, head.author, "announced entry");
+            return Ok(GossipVerdict::Ignore);
+        }
+        if !self.admit_author(head.author, now_ms) {
+            return Ok(GossipVerdict::Ignore);
+        }
+        // Signed by its author, so the head is real (not that `peer` holds it).
+        check_signed_entries(vec![(e, None)])?;
+        self.stats.entries_verified += 1;
+        self.learn_heads(peer, &[head], now_ms);
+        Ok(GossipVerdict::Accept)
+    }
+
+    /// `peer` holds these heads: remember them and plan requests.
+    fn learn_heads(&mut self, peer: PeerId, heads: &[Head], now_ms: u64) {
+        let fork = heads.len() > 1;
+        let cap = self.config.heads_per_author_max;
+        if let Some(state) = self.peers.get_mut(&peer) {
+            for h in heads {
+                merge_head(&mut state.frontier, *h, fork);
+                if let Some(tips) = state.frontier.get_mut(&h.author) {
+                    cap_tips(tips, cap);
+                }
+            }
+        }
+        let authors: BTreeSet<AgentId> = heads.iter().map(|h| h.author).collect();
+        for a in authors {
+            self.plan_author(peer, a, now_ms);
+        }
+    }
+
+    fn refuse(&mut self, peer: PeerId, author: AgentId, what: &'static str) {
+        self.stats.refused_not_admitted += 1;
+        if self.outputs.len() < self.config.outputs_max {
+            self.outputs.push_back(Output::Refused { peer, author, what });
+        }
+    }
+
+    // ---------------------------------------------------------------------
+    // Time.
+
+    /// Time passed: requests past their deadline are struck against the peer
+    /// they were sent to (its claim of the range dropped) and asked again of
+    /// every other peer that claims the range; expired bans are lifted.
     pub fn handle_timeout(&mut self, now_ms: u64) {
-        let expired: Vec<Purpose> = self.in_flight.values().filter(|f| f.deadline_ms <= now_ms).map(|f| f.purpose).collect();
-        for purpose in expired {
-            if let Purpose::Branch(tip) = purpose {
+        let expired: Vec<(u64, InFlight)> = self.in_flight.iter().filter(|(_, f)| f.deadline_ms <= now_ms).map(|(r, f)| (*r, f.clone())).collect();
+        for (req, f) in expired {
+            self.in_flight.remove(&req);
+            if let Purpose::Branch(tip) = f.purpose {
                 // Unanswered: the branch may be fetched again.
                 self.sought.remove(&tip);
             }
+            if self.peers.contains_key(&f.peer) {
+                self.strike(f.peer);
+                if let Some(tips) = self.peers.get_mut(&f.peer).and_then(|s| s.frontier.get_mut(&f.author)) {
+                    tips.retain(|h| h.seq < f.start.seq);
+                }
+            }
+            let group_alive = self.in_flight.values().any(|g| g.group == f.group);
+            if !group_alive && f.purpose != Purpose::Payload {
+                if self.retried.len() >= RETRIED_MAX {
+                    self.retried.clear();
+                }
+                self.retried.insert((f.author, f.start));
+            }
         }
-        self.in_flight.retain(|_, f| f.deadline_ms > now_ms);
         // Held responses whose earlier ranges never came: dropped, asked for
         // again as planned (their slots are needed for the earlier ranges).
         self.held.retain(|_, h| h.deadline_ms > now_ms);
         self.banned.retain(|_, until| *until > now_ms);
+        self.deferred.retain(|_, until| *until > now_ms);
+        if now_ms >= self.last_announce_ms.saturating_add(ANNOUNCE_INTERVAL_MS) {
+            self.flush_announcements(now_ms);
+        }
         self.plan_all(now_ms);
     }
 
@@ -1094,7 +1643,11 @@ impl Replicator {
         let requests = self.in_flight.values().map(|f| f.deadline_ms).min();
         let held = self.held.values().map(|h| h.deadline_ms).min();
         let bans = self.banned.values().copied().min();
-        requests.into_iter().chain(held).chain(bans).min()
+        let deferred = self.deferred.values().copied().min();
+        let payloads = self.missing.values().map(|m| m.next_ms).min();
+        let busy = self.peers.values().map(|s| s.busy_until_ms).filter(|t| *t > self.clock_ms).min();
+        let announce = (!self.pending_announce.is_empty()).then(|| self.last_announce_ms.saturating_add(ANNOUNCE_INTERVAL_MS));
+        [requests, held, bans, deferred, payloads, busy, announce].into_iter().flatten().min()
     }
 
     /// The next thing to do, if any.
@@ -1111,6 +1664,16 @@ impl Replicator {
     /// (for status displays).
     pub fn held(&self) -> usize {
         self.held.len()
+    }
+
+    /// Imports handed out and not yet reported (for status displays).
+    pub fn pending_imports(&self) -> usize {
+        self.imports.len()
+    }
+
+    /// Entries whose payload is being asked of peers.
+    pub fn payloads_sought(&self) -> usize {
+        self.missing.len()
     }
 
     /// Counters of refused input.
@@ -1144,16 +1707,14 @@ fn merge_head(frontier: &mut BTreeMap<AgentId, Vec<Head>>, head: Head, fork: boo
 /// CPU and needs no state, so a driver may run it on a worker thread and hand
 /// the result to [`Replicator::handle_checked_response`]. The error names the
 /// first bad entry by its position.
-pub fn check_entries(entries: Vec<WireEntry>) -> Result<Vec<VerifiedEntry>, String> {
-    let mut decoded: Vec<SignedEntry> = Vec::with_capacity(entries.len());
-    let mut payloads: Vec<Option<Vec<u8>>> = Vec::with_capacity(entries.len());
-    for (i, w) in entries.into_iter().enumerate() {
-        let e = SignedEntry::decode(&w.entry).map_err(|err| format!("entry {i}: {err}"))?;
-        if let Some(p) = &w.payload {
-            verify_payload(&e, p).map_err(|err| format!("entry {i}: {err}"))?;
-        }
-        decoded.push(e);
-        payloads.push(w.payload);
+pub fn check_entries(entries: Vec<WireEntry>) -> Result<Vec<VerifiedEntry>, CheckError> {
+    if entries.len() > RESPONSE_ENTRIES_MAX {
+        return Err(CheckError::TooMany { count: entries.len(), max: RESPONSE_ENTRIES_MAX });
     }
-    Ok(check_signatures(decoded).map_err(|err| err.to_string())?.into_iter().zip(payloads).collect())
+    let mut decoded = Vec::with_capacity(entries.len());
+    for (index, w) in entries.into_iter().enumerate() {
+        let e = SignedEntry::decode(&w.entry).map_err(|err| CheckError::Entry { index, reason: err.to_string() })?;
+        decoded.push((e, w.payload));
+    }
+    Ok(check_signed_entries(decoded)?)
 }

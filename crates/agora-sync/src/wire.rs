@@ -1,15 +1,17 @@
 //! The replication wire format: what peers exchange, byte for byte
-//! (`protocol-spec/replication.md`).
+//! (`protocol-spec/replication.md`), and the messages the replicator speaks.
 //!
 //! Three message families, each one version byte followed by a postcard
-//! enum, decoded canonically (no trailing bytes; re-encoding must give the
-//! input back) and bounded in size before decoding:
+//! enum (the framing every format shares, `agora_core::canonical::Framing`,
+//! here without a magic: the transport names the protocol), decoded
+//! canonically (no trailing bytes; re-encoding must give the input back) and
+//! bounded in size before decoding:
 //! - [`WireRequest`]: a libp2p request-response request (frontier, range);
-//! - [`WireResponse`]: its response (ack, entries, wrong workspace);
+//! - [`WireResponse`]: its response (ack, entries, wrong workspace, busy);
 //! - [`Gossip`]: a gossipsub message (one entry, one announcement, one fork proof).
 
-use crate::replicator::{Gossip, Head, Message, WireEntry};
-use agora_core::{sha256, AgentId, SignedEntry};
+use agora_core::canonical::{FrameError, Framing};
+use agora_core::{sha256, AgentId, EntryId, SignedEntry};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 /// The only wire version this implementation speaks.
@@ -23,15 +25,15 @@ pub const SYNC_PROTOCOL: &str = "/agora/sync/1";
 pub const REQUEST_BYTES_MAX: usize = 9 << 20;
 
 /// Largest response. Responses are cut at [`crate::Config::response_bytes_max`]
-/// (2 MiB by default) at a seq boundary, and a single entry carries at most
-/// 1 MiB of payload, so 8 MiB leaves room for several forked entries of one seq.
+/// (2 MiB by default) at an entry boundary, and a single entry carries at
+/// most 1 MiB of payload, so 8 MiB leaves room to spare.
 pub const RESPONSE_BYTES_MAX: usize = 8 << 20;
 
 /// Largest gossip message (gossipsub's `max_transmit_size` is set to this).
 pub const GOSSIP_BYTES_MAX: usize = 64 << 10;
 
 /// Payloads up to this size travel inline in gossip; larger entries are
-/// announced as a [`Gossip::Head`] and fetched by range sync.
+/// announced as a [`Gossip::Announce`] and fetched by range sync.
 pub const GOSSIP_INLINE_PAYLOAD_MAX: usize = 32 << 10;
 
 /// Identifies a workspace (a swarm): SHA-256 of
@@ -60,6 +62,96 @@ impl std::fmt::Display for WorkspaceId {
     }
 }
 
+/// One tip of an author's chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Head {
+    /// The author.
+    pub author: AgentId,
+    /// The tip's seq.
+    pub seq: u64,
+    /// The tip's id.
+    pub id: EntryId,
+}
+
+/// A signed entry with its payload, as bytes on the wire.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireEntry {
+    /// Signed entry bytes (see protocol-spec/entry-format.md).
+    #[serde(with = "serde_bytes")]
+    pub entry: Vec<u8>,
+    /// The payload, if the sender holds it.
+    #[serde(with = "serde_bytes")]
+    pub payload: Option<Vec<u8>>,
+}
+
+impl WireEntry {
+    /// Bytes this entry occupies in a response (entry, payload, framing).
+    pub fn wire_len(&self) -> usize {
+        self.entry.len() + self.payload.as_ref().map_or(0, Vec::len) + 8
+    }
+}
+
+/// Where a range starts: a seq, and optionally an entry of that seq after
+/// which to continue (a response cut inside a seq with many branches is
+/// resumed from its last entry, so no seq is ever too large to transfer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct RangeStart {
+    /// First seq wanted.
+    pub seq: u64,
+    /// Only entries of `seq` whose id is greater than this (all when `None`).
+    pub after: Option<EntryId>,
+}
+
+impl RangeStart {
+    /// The whole of `seq`.
+    pub fn at(seq: u64) -> Self {
+        Self { seq, after: None }
+    }
+}
+
+/// A replication message, as the replicator sends and receives it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Message {
+    /// Tips the sender holds. On connect: every tip. Afterwards: the tips of
+    /// the authors that changed, which replace the receiver's view of those
+    /// authors (this is also how new heads are announced).
+    Frontier(Vec<Head>),
+    /// Ask for `author`'s entries from `start`, with seq below
+    /// `start.seq + limit`, all branches.
+    Request {
+        /// Request id, echoed in the response.
+        req: u64,
+        /// The author.
+        author: AgentId,
+        /// Where the range starts.
+        start: RangeStart,
+        /// Most seqs wanted.
+        limit: u32,
+    },
+    /// Entries answering a request, in (seq, id) order.
+    Response {
+        /// The request id.
+        req: u64,
+        /// The entries.
+        entries: Vec<WireEntry>,
+        /// The sender holds entries beyond the last one sent within the range
+        /// asked for (or beyond it).
+        more: bool,
+    },
+}
+
+/// What gossip carries (one message per new entry, or a fork proof).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Gossip {
+    /// A new entry with its payload inline.
+    Entry(WireEntry),
+    /// A new entry (signed entry bytes) whose payload is too large to carry
+    /// inline: verified like any entry, then fetched by range sync.
+    Announce(#[serde(with = "serde_bytes")] Vec<u8>),
+    /// A standalone fork proof (encoded, see protocol-spec/fork-proofs.md).
+    ForkProof(#[serde(with = "serde_bytes")] Vec<u8>),
+}
+
 /// A request, as sent over request-response.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum WireRequest {
@@ -79,8 +171,8 @@ pub enum WireRequest {
         req: u64,
         /// The author.
         author: AgentId,
-        /// First seq.
-        from_seq: u64,
+        /// Where the range starts.
+        start: RangeStart,
         /// Most seqs.
         limit: u32,
     },
@@ -97,7 +189,7 @@ pub enum WireResponse {
         req: u64,
         /// Entries in (seq, id) order.
         entries: Vec<WireEntry>,
-        /// The sender holds more beyond this range.
+        /// The sender holds more beyond the last entry sent.
         more: bool,
     },
     /// 2: the receiver is in another workspace.
@@ -138,37 +230,29 @@ pub enum WireError {
     },
 }
 
-fn encode<T: Serialize>(value: &T) -> Vec<u8> {
-    let mut out = vec![WIRE_VERSION];
-    // Serializing these types into a Vec cannot fail (no maps, no
-    // unsupported types); an empty body would be refused by any decoder.
-    out.extend(postcard::to_allocvec(value).unwrap_or_default());
-    out
+/// The framing of the three families: a version byte, then postcard; the
+/// size limit is checked on the whole message before anything is decoded.
+const fn framing(max: usize) -> Framing {
+    Framing { magic: b"", version: WIRE_VERSION, body_max: max - 1, kinds: None }
 }
 
 fn decode<T: Serialize + DeserializeOwned>(what: &'static str, bytes: &[u8], max: usize) -> Result<T, WireError> {
     if bytes.len() > max {
         return Err(WireError::TooLarge { what, len: bytes.len(), max });
     }
-    let (&version, body) = bytes.split_first().ok_or(WireError::Malformed { what, detail: "empty".into() })?;
-    if version != WIRE_VERSION {
-        return Err(WireError::Version { what, version });
-    }
-    let (value, rest): (T, &[u8]) =
-        postcard::take_from_bytes(body).map_err(|e| WireError::Malformed { what, detail: e.to_string() })?;
-    if !rest.is_empty() {
-        return Err(WireError::Malformed { what, detail: format!("{} trailing bytes", rest.len()) });
-    }
-    if postcard::to_allocvec(&value).ok().as_deref() != Some(body) {
-        return Err(WireError::Malformed { what, detail: "non-canonical encoding".into() });
-    }
-    Ok(value)
+    framing(max).decode(bytes).map_err(|e| match e {
+        FrameError::Version(version) => WireError::Version { what, version },
+        FrameError::NoVersion | FrameError::NoMagic => WireError::Malformed { what, detail: "empty".into() },
+        FrameError::TooLarge { len, max } => WireError::TooLarge { what, len: len + 1, max: max + 1 },
+        FrameError::UnknownKind(k) => WireError::Malformed { what, detail: format!("unknown kind {k}") },
+        FrameError::Malformed(detail) => WireError::Malformed { what, detail },
+    })
 }
 
 impl WireRequest {
     /// The bytes of this request.
     pub fn encode(&self) -> Vec<u8> {
-        encode(self)
+        framing(REQUEST_BYTES_MAX).encode(self)
     }
     /// Decode a request canonically.
     pub fn decode(bytes: &[u8]) -> Result<Self, WireError> {
@@ -179,7 +263,7 @@ impl WireRequest {
     pub fn from_message(workspace: WorkspaceId, message: Message) -> Result<Self, Message> {
         match message {
             Message::Frontier(heads) => Ok(Self::Frontier { workspace, heads }),
-            Message::Request { req, author, from_seq, limit } => Ok(Self::Range { workspace, req, author, from_seq, limit }),
+            Message::Request { req, author, start, limit } => Ok(Self::Range { workspace, req, author, start, limit }),
             other => Err(other),
         }
     }
@@ -193,7 +277,7 @@ impl WireRequest {
     pub fn into_message(self) -> Message {
         match self {
             Self::Frontier { heads, .. } => Message::Frontier(heads),
-            Self::Range { req, author, from_seq, limit, .. } => Message::Request { req, author, from_seq, limit },
+            Self::Range { req, author, start, limit, .. } => Message::Request { req, author, start, limit },
         }
     }
 }
@@ -201,7 +285,7 @@ impl WireRequest {
 impl WireResponse {
     /// The bytes of this response.
     pub fn encode(&self) -> Vec<u8> {
-        encode(self)
+        framing(RESPONSE_BYTES_MAX).encode(self)
     }
     /// Decode a response canonically.
     pub fn decode(bytes: &[u8]) -> Result<Self, WireError> {
@@ -212,7 +296,7 @@ impl WireResponse {
 impl Gossip {
     /// The bytes of this gossip message.
     pub fn encode(&self) -> Vec<u8> {
-        encode(self)
+        framing(GOSSIP_BYTES_MAX).encode(self)
     }
     /// Decode a gossip message canonically.
     pub fn decode(bytes: &[u8]) -> Result<Self, WireError> {
@@ -230,20 +314,11 @@ impl Gossip {
     }
 }
 
-/// The gossipsub message id of gossip bytes: the entry id for an entry or an
-/// announcement (so one entry relayed by many nodes is delivered once), SHA-256 of the
-/// proof for a fork proof, SHA-256 of the bytes for anything undecodable.
+/// The gossipsub message id of gossip bytes: SHA-256 of the bytes. Encodings
+/// are canonical, so one message relayed by many nodes has one id and is
+/// delivered once; and an entry relayed without its payload (or announced
+/// instead of carried) is a different message, so a stripped copy can never
+/// make gossip drop the full one as a duplicate. Needs no decoding.
 pub fn gossip_message_id(bytes: &[u8]) -> [u8; 32] {
-    match Gossip::decode(bytes) {
-        Ok(Gossip::Entry(w)) => match SignedEntry::decode(&w.entry) {
-            Ok(e) => e.id().0,
-            Err(_) => sha256(bytes),
-        },
-        Ok(Gossip::Announce(bytes)) => match SignedEntry::decode(&bytes) {
-            Ok(e) => e.id().0,
-            Err(_) => sha256(&bytes),
-        },
-        Ok(Gossip::ForkProof(p)) => sha256(&p),
-        Err(_) => sha256(bytes),
-    }
+    sha256(bytes)
 }

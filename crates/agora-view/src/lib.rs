@@ -1,16 +1,20 @@
-//! The bridge between the store and the reasoning graph.
+//! The bridge between the store and every view.
 //!
-//! `agora-store` knows nothing about reasoning and `agora-graph` knows nothing
-//! about storage; this crate reads stored entries into graph events
-//! ([`load_events`]) and verifies the events behind a node against their
-//! chains ([`trace`]).
+//! `agora-store` knows nothing about reasoning, and `agora-graph`,
+//! `agora-merge` and `agora-roster` know nothing about storage; this crate is
+//! the one place that reads stored entries into what the views take: graph
+//! events ([`load_events`], [`load_graph`]), the merge layer's input
+//! ([`load_merge_input`]), the workspace roster ([`derive_roster`]); and it
+//! verifies the events behind a node against their chains ([`trace`]).
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![allow(clippy::result_large_err)]
 
 use agora_core::verify::{verify_link, verify_payload, verify_signatures, VerifyError};
-use agora_core::{EntryId, SignedEntry};
-use agora_graph::{Graph, LogEvent, LogPosition};
+use agora_core::{AgentId, EntryId, ForkProof, Payload, SignedEntry};
+use agora_graph::{Event, Graph, LogEvent, LogPosition};
+use agora_merge::{MergeEntry, MergeEvent};
+use agora_roster::{FounderEntry, Roster, RosterEvent};
 use agora_store::{PayloadState, Store, StoreError};
 
 /// Why a view could not be built.
@@ -27,38 +31,124 @@ pub enum ViewError {
     Missing(EntryId),
 }
 
-/// Every stored entry as the graph sees it, in store order.
-pub fn load_events(store: &Store) -> Result<Vec<LogEvent>, StoreError> {
-    let mut events = Vec::new();
+/// What a node knows of a stored payload, owned (see `agora_core::payload`).
+fn known(state: PayloadState) -> Payload {
+    match state {
+        PayloadState::Held(p) => Payload::Held(p),
+        PayloadState::Redacted { residue, .. } => Payload::Redacted(residue),
+        PayloadState::NotHeld => Payload::Missing,
+    }
+}
+
+/// Every stored entry that counts in the views of the workspace founded by
+/// `founder` (all but those beyond a roster removal's cut-off), in store
+/// order, with what is known of its payload.
+fn for_each_counted(store: &Store, founder: AgentId, mut visit: impl FnMut(SignedEntry, Payload) -> Result<(), StoreError>) -> Result<(), StoreError> {
+    let roster = derive_roster(store, founder)?;
     store.for_each_entry(None, |e| {
         let h = e.signed.header();
-        let pos = LogPosition { timestamp_ms: h.timestamp_ms, author: h.author, seq: h.seq };
-        let payload = match &e.payload {
-            PayloadState::Held(p) => Some(p.as_slice()),
-            _ => None,
-        };
-        events.push(LogEvent::from_payload(e.signed.id(), pos, payload));
+        if !roster.admits_entry(&h.author, h.seq) {
+            return Ok(());
+        }
+        visit(e.signed, known(e.payload))
+    })
+}
+
+/// Every stored entry that counts (see [`load_graph`]) as the graph sees it,
+/// in store order. Entries whose payload never arrived are no event yet.
+pub fn load_events(store: &Store, founder: AgentId) -> Result<Vec<LogEvent>, StoreError> {
+    let mut events = Vec::new();
+    for_each_counted(store, founder, |signed, payload| {
+        events.extend(LogEvent::from_content(signed.id(), signed.header().log_position(), payload.as_content()));
         Ok(())
     })?;
     Ok(events)
 }
 
-/// The reasoning graph of everything in the store, decoding each payload just
-/// before it is applied.
-pub fn load_graph(store: &Store) -> Result<Graph, StoreError> {
-    let mut items: Vec<(agora_core::EntryId, LogPosition, Option<Vec<u8>>)> = Vec::new();
-    store.for_each_entry(None, |e| {
-        let h = e.signed.header();
-        let pos = LogPosition { timestamp_ms: h.timestamp_ms, author: h.author, seq: h.seq };
-        let payload = match e.payload {
-            PayloadState::Held(p) => Some(p),
-            _ => None,
-        };
-        items.push((e.signed.id(), pos, payload));
+/// The reasoning graph of the workspace founded by `founder`: every stored
+/// entry but those the roster cuts off (a removed agent's entries beyond the
+/// removal's cut-off: whether a node happened to receive them must not change
+/// its views), decoding each payload just before it is applied. A redacted
+/// payload is read from its residue; a missing one is pending.
+pub fn load_graph(store: &Store, founder: AgentId) -> Result<Graph, StoreError> {
+    let mut items: Vec<(EntryId, LogPosition, Payload)> = Vec::new();
+    for_each_counted(store, founder, |signed, payload| {
+        items.push((signed.id(), signed.header().log_position(), payload));
         Ok(())
     })?;
-    let borrowed: Vec<_> = items.iter().map(|(id, pos, p)| (*id, *pos, p.as_deref())).collect();
-    Ok(Graph::replay_encoded(&borrowed))
+    let borrowed: Vec<_> = items.iter().map(|(id, pos, p)| (*id, *pos, p.as_content())).collect();
+    Ok(Graph::replay_contents(&borrowed))
+}
+
+/// Everything the merge layer reads for the workspace founded by `founder`:
+/// every stored entry that counts (see [`load_graph`]) with what is known of
+/// its payload, and the stored fork proofs of positions that count.
+pub fn load_merge_input(store: &Store, founder: AgentId) -> Result<(Vec<MergeEntry>, Vec<ForkProof>), StoreError> {
+    let mut entries = Vec::new();
+    for_each_counted(store, founder, |signed, payload| {
+        // The store verified the payload against its hash when it stored it;
+        // it is checked again here, which also guards against damaged data.
+        entries.push(MergeEntry::with_content(signed, payload).map_err(StoreError::Verify)?);
+        Ok(())
+    })?;
+    let roster = derive_roster(store, founder)?;
+    let proofs = store.fork_proofs(None)?.into_iter().filter(|p| roster.admits_entry(&p.author(), p.seq())).collect();
+    Ok((entries, proofs))
+}
+
+/// The residue a node keeps when it redacts `payload` (see
+/// `agora_core::payload`): what the payload meant without its text, in the
+/// payload's own format (reasoning event, merge event, roster event), or
+/// empty for a payload of no known format (it meant nothing to any view).
+pub fn residue(payload: &[u8]) -> Vec<u8> {
+    if Event::is_event_payload(payload) {
+        Event::residue(payload)
+    } else if MergeEvent::is_merge_payload(payload) {
+        MergeEvent::residue(payload)
+    } else if RosterEvent::is_roster_payload(payload) {
+        RosterEvent::residue(payload)
+    } else {
+        Vec::new()
+    }
+}
+
+/// The roster of the workspace whose founder is `founder`, from the store.
+///
+/// Only what can change the roster is kept while the chain is read (roster
+/// payloads and residues, entries whose meaning is unknown, and the entries
+/// of a forked seq), so memory stays small however long the founder's chain
+/// is; other entries are passed on as raw only where needed to show a fork.
+pub fn derive_roster(store: &Store, founder: AgentId) -> Result<Roster, StoreError> {
+    // Whether an entry can matter to the roster by itself.
+    fn can_matter(p: &Payload) -> bool {
+        p.meaning().is_none_or(|b| !b.is_empty())
+    }
+    let mut kept: Vec<(u64, EntryId, Payload)> = Vec::new();
+    // The previous entry (entries come in (seq, id) order), kept aside until
+    // it is known whether a second entry shares its seq.
+    let mut prev: Option<(u64, EntryId, Payload)> = None;
+    store.for_each_entry(Some(&founder), |e| {
+        let (seq, id) = (e.signed.header().seq, e.signed.id());
+        // Anything that is not a roster event reads as an empty (raw) payload.
+        let payload = match known(e.payload) {
+            Payload::Held(p) => Payload::Held(if RosterEvent::is_roster_payload(&p) { p } else { Vec::new() }),
+            Payload::Redacted(Some(r)) => Payload::Redacted(Some(if RosterEvent::is_roster_payload(&r) { r } else { Vec::new() })),
+            other => other,
+        };
+        if let Some(p) = prev.take() {
+            if p.0 == seq || kept.last().is_some_and(|k| k.0 == p.0) || can_matter(&p.2) {
+                kept.push(p);
+            }
+        }
+        prev = Some((seq, id, payload));
+        Ok(())
+    })?;
+    if let Some(p) = prev.take()
+        && (kept.last().is_some_and(|k| k.0 == p.0) || can_matter(&p.2))
+    {
+        kept.push(p);
+    }
+    Ok(Roster::derive(founder, kept.iter().map(|(seq, id, p)| FounderEntry { seq: *seq, id: *id, content: p.as_content() })))
 }
 
 /// One verified event of a trace.
@@ -98,4 +188,97 @@ pub fn trace(store: &Store, graph: &Graph, id: &EntryId) -> Result<Vec<TracedEve
         out.push(TracedEvent { entry: s.signed, payload_held });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::derive_roster as derive;
+    use agora_core::entry::next_header;
+    use agora_core::{AgentKey, SignedEntry};
+    use agora_roster::{FounderEntry, Roster, RosterEvent};
+    use agora_store::{ImportItem, Store, StoreOptions};
+
+    /// The roster as `Roster::derive` reads it from every entry of the chain.
+    fn derive_from_everything(store: &Store, founder: agora_core::AgentId) -> Roster {
+        let mut all = Vec::new();
+        store
+            .for_each_entry(Some(&founder), |e| {
+                all.push((e.signed.header().seq, e.signed.id(), e.payload));
+                Ok(())
+            })
+            .unwrap();
+        Roster::derive(founder, all.iter().map(|(seq, id, p)| FounderEntry { seq: *seq, id: *id, content: p.content() }))
+    }
+
+    /// Keeping only what can change the roster gives the same roster as
+    /// reading every entry: with roster events among other payloads, a
+    /// redacted roster event, and a fork after them.
+    #[test]
+    fn the_lean_roster_derivation_equals_the_full_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions { create: true, sync: false, ..Default::default() }).unwrap();
+        let founder = AgentKey::from_seed([1; 32]);
+        let f = founder.agent_id();
+        let (b, c) = (AgentKey::from_seed([2; 32]).agent_id(), AgentKey::from_seed([3; 32]).agent_id());
+        let mut t = 1_000;
+        let mut append = |payload: Vec<u8>| {
+            t += 1;
+            store.append(&founder, &payload, t).unwrap()
+        };
+        append(b"a note".to_vec());
+        append(RosterEvent::Admit { agent: b, note: String::new() }.encode());
+        append(b"another note".to_vec());
+        let admit_c = append(RosterEvent::Admit { agent: c, note: String::new() }.encode());
+        let before_fork = append(RosterEvent::RemoveAfter { agent: b, last_seq: 0, reason: "left".into() }.encode());
+        append(b"after".to_vec());
+        store.redact(&admit_c.id(), 5_000, Some(&super::residue(&RosterEvent::Admit { agent: c, note: String::new() }.encode()))).unwrap();
+        assert_eq!(derive(&store, f).unwrap(), derive_from_everything(&store, f));
+        assert!(derive(&store, f).unwrap().admits(&c), "a redacted admission still admits");
+        // A second entry at seq 6: the chain is forked there.
+        let rival_payload = b"rival".to_vec();
+        let rival = SignedEntry::sign(next_header(f, Some(&before_fork), 9_000, &rival_payload).unwrap(), &founder);
+        store.import(vec![ImportItem { entry: rival, payload: Some(rival_payload), origin: "test".into() }], 10_000).unwrap();
+        let lean = derive(&store, f).unwrap();
+        assert_eq!(lean.frozen_at_fork_seq, Some(6));
+        assert_eq!(lean, derive_from_everything(&store, f));
+    }
+
+    /// Hardening item 9: two stores, one holding a removed agent's entries
+    /// beyond the removal's cut-off and one not, derive the same views.
+    #[test]
+    fn entries_beyond_a_removal_cut_off_count_in_no_view() {
+        use agora_graph::Event;
+        let founder = AgentKey::from_seed([1; 32]);
+        let m = AgentKey::from_seed([5; 32]);
+        let src_dir = tempfile::tempdir().unwrap();
+        let src = Store::open(src_dir.path(), &StoreOptions { create: true, sync: false, ..Default::default() }).unwrap();
+        let chain: Vec<SignedEntry> =
+            (0..7).map(|i| src.append(&m, &Event::Proposition { text: format!("M says {i}") }.encode(), 100 + i).unwrap()).collect();
+        let payload = |i: usize| Event::Proposition { text: format!("M says {i}") }.encode();
+        let stores: Vec<(tempfile::TempDir, Store)> = [5usize, 7]
+            .iter()
+            .map(|&held| {
+                let dir = tempfile::tempdir().unwrap();
+                let store = Store::open(dir.path(), &StoreOptions { create: true, sync: false, ..Default::default() }).unwrap();
+                store.append(&founder, &RosterEvent::Admit { agent: m.agent_id(), note: String::new() }.encode(), 50).unwrap();
+                let items = (0..held).map(|i| ImportItem { entry: chain[i].clone(), payload: Some(payload(i)), origin: "m".into() }).collect();
+                store.import(items, 10_000).unwrap();
+                store.append(&founder, &RosterEvent::RemoveAfter { agent: m.agent_id(), last_seq: 5, reason: "left".into() }.encode(), 200).unwrap();
+                (dir, store)
+            })
+            .collect();
+        let f = founder.agent_id();
+        let graphs: Vec<Vec<u8>> = stores.iter().map(|(_, s)| super::load_graph(s, f).unwrap().snapshot()).collect();
+        assert_eq!(graphs[0], graphs[1]);
+        let hashes: Vec<[u8; 32]> = stores
+            .iter()
+            .map(|(_, s)| {
+                let (entries, proofs) = super::load_merge_input(s, f).unwrap();
+                agora_merge::Merge::compute(&entries, &proofs).unwrap().view_hash()
+            })
+            .collect();
+        assert_eq!(hashes[0], hashes[1]);
+        assert!(super::load_graph(&stores[1].1, f).unwrap().node(&chain[6].id()).is_none(), "beyond the cut-off");
+        assert!(super::load_graph(&stores[1].1, f).unwrap().node(&chain[4].id()).is_some(), "up to the cut-off");
+    }
 }
