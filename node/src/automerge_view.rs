@@ -43,11 +43,11 @@ impl Default for PublishedView {
 
 impl PublishedView {
     /// Republish if the store changed since (`generation` counts commits).
-    pub fn refresh(&mut self, store: &Store, generation: u64) -> Result<()> {
+    pub fn refresh(&mut self, store: &Store, founder: agora_core::AgentId, generation: u64) -> Result<()> {
         if self.published_generation == Some(generation) {
             return Ok(());
         }
-        let (entries, proofs) = crate::merge_cmds::load(store)?;
+        let (entries, proofs) = agora_view::load_merge_input(store, founder)?;
         let (_, view) = Merge::compute_with_view(&entries, &proofs)?;
         let stats = agora_automerge::publish(&mut self.doc, &view).map_err(|e| anyhow::anyhow!("publishing the merged view: {e:?}"))?;
         tracing::debug!(puts = stats.puts, deletes = stats.deletes, generation, "merged view republished");

@@ -193,7 +193,13 @@ fn verify(s: &Session, author: Option<&str>, threads: usize) -> Result<ExitCode>
 fn redact(s: &Session, entry: &str) -> Result<ExitCode> {
     let store = s.store()?;
     let id = store.resolve(entry)?;
-    store.redact(&id, now_ms())?;
+    // Keep what the payload meant, without its text, so that no view
+    // changes (see agora_core::payload); the store refuses if it is not held.
+    let residue = match store.get(&id)?.map(|e| e.payload) {
+        Some(agora_store::PayloadState::Held(p)) => Some(agora_view::residue(&p)),
+        _ => None,
+    };
+    store.redact(&id, now_ms(), residue.as_deref())?;
     s.print(&json!({ "id": id.to_string(), "redacted": true }), || format!("redacted payload of {id}"))?;
     Ok(ExitCode::SUCCESS)
 }
@@ -256,14 +262,21 @@ fn import(s: &Session, file: &Path) -> Result<ExitCode> {
         read_pack(&name, &mut std::io::BufReader::new(f))?
     };
     let store = s.store()?;
-    let report = store.import(items)?;
+    let report = store.import(items, now_ms())?;
     let forks: Vec<_> = report.forks.iter().map(|(a, s)| json!({ "author": a.to_string(), "seq": s })).collect();
+    let deferred = report.deferred.map(|d| json!({ "count": d.count, "first": d.first.id.to_string(), "until_ms": d.until_ms }));
     s.print(
-        &json!({ "imported": report.imported, "already_present": report.already_present, "payloads_filled": report.payloads_filled, "forks": forks }),
+        &json!({ "imported": report.imported, "already_present": report.already_present, "payloads_filled": report.payloads_filled, "forks": forks, "deferred": deferred }),
         || {
             let mut t = format!("imported {} entries, {} already present", report.imported, report.already_present);
             if report.payloads_filled > 0 {
                 t.push_str(&format!(", {} missing payloads filled in", report.payloads_filled));
+            }
+            if let Some(d) = report.deferred {
+                t.push_str(&format!(
+                    "\n{} entries dated more than a minute ahead of this machine's clock were not stored (from {}); import again after {} ms since the epoch",
+                    d.count, d.first, d.until_ms
+                ));
             }
             for (a, s) in &report.forks {
                 t.push_str(&format!("\nfork detected: author {a} at seq {s} (proof stored)"));

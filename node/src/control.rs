@@ -12,6 +12,15 @@
 //!
 //! Frame: one kind byte (1 stdout, 2 stderr, 3 exit code), a u32 big-endian
 //! length, the bytes.
+//!
+//! `node.json` can outlive its node (a crash, a kill). Before a client sends
+//! the token, its arguments or its input, it checks that the recorded pid is
+//! alive, then that whatever listens at the address knows the token:
+//! `GET /v1/hello` with a fresh random challenge, answered with
+//! SHA-256(`"agora-control-proof/1"` || token || challenge) ([`proof`]). A
+//! listener that fails either check receives nothing else, and the command
+//! runs on the store directly (which RocksDB's lock refuses while a live node
+//! holds it).
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -25,6 +34,13 @@ use std::time::Duration;
 pub const NODE_FILE: &str = "node.json";
 /// Largest standard input forwarded to a node (a pack piped into `import`).
 pub const STDIN_BYTES_MAX: usize = 256 << 20;
+
+/// Largest request line (the JSON arguments) before a command's input.
+pub const COMMAND_LINE_BYTES_MAX: usize = 8 << 20;
+/// The header carrying a client's challenge to `GET /v1/hello`.
+pub const CHALLENGE_HEADER: &str = "x-agora-challenge";
+/// The header carrying the node's answer.
+pub const PROOF_HEADER: &str = "x-agora-proof";
 
 /// Frame kinds.
 pub const FRAME_STDOUT: u8 = 1;
@@ -95,10 +111,49 @@ pub fn remove_node_file(home: &Path) {
     }
 }
 
-/// A node found through `node.json` (it may have died without removing it).
+/// A node found through `node.json` whose recorded process is alive. It may
+/// still not be ours (the pid reused): [`verify_node`] tells, and every call
+/// below makes it first.
 pub fn find_node(home: &Path) -> Option<NodeFile> {
     let text = std::fs::read_to_string(home.join(NODE_FILE)).ok()?;
-    serde_json::from_str(&text).ok()
+    let file: NodeFile = serde_json::from_str(&text).ok()?;
+    process_alive(file.pid).then_some(file)
+}
+
+/// Is a process with this pid running? (Linux: its `/proc` entry; where
+/// `/proc` is not mounted, assume it is and let [`verify_node`] decide.)
+fn process_alive(pid: u32) -> bool {
+    let proc_root = Path::new("/proc");
+    if !proc_root.join("self").exists() {
+        return true;
+    }
+    proc_root.join(pid.to_string()).exists()
+}
+
+/// The answer to a challenge that proves knowledge of `token`.
+pub fn proof(token: &str, challenge: &str) -> String {
+    let mut bytes = b"agora-control-proof/1".to_vec();
+    bytes.extend_from_slice(token.as_bytes());
+    bytes.extend_from_slice(challenge.as_bytes());
+    hex::encode(agora_core::sha256(&bytes))
+}
+
+/// Does the listener at `node.control` know the token? Sends a random
+/// challenge and nothing else.
+pub fn verify_node(node: &NodeFile) -> Result<(), ForwardError> {
+    let mut challenge = [0u8; 32];
+    getrandom::fill(&mut challenge).map_err(|e| ForwardError::Failed(anyhow::anyhow!("OS random source failed: {e}")))?;
+    let challenge = hex::encode(challenge);
+    let response = agent(Some(Duration::from_secs(10))).get(format!("http://{}/v1/hello", node.control)).header(CHALLENGE_HEADER, &challenge).call();
+    let answer = match response {
+        Ok(r) if r.status() == 200 => r.headers().get(PROOF_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string),
+        _ => None,
+    };
+    match answer {
+        Some(a) if token_matches(&a, &proof(&node.token, &challenge)) => Ok(()),
+        // Nothing listens, or something that is not this home's node.
+        _ => Err(ForwardError::Unreachable),
+    }
 }
 
 fn agent(timeout: Option<Duration>) -> ureq::Agent {
@@ -121,6 +176,7 @@ pub enum ForwardError {
 
 /// Run a command in the node and copy its output here. Returns the exit code.
 pub fn forward(node: &NodeFile, request: &CommandRequest, stdin: &[u8]) -> Result<ExitCode, ForwardError> {
+    verify_node(node)?;
     let mut body = serde_json::to_vec(request).map_err(|e| ForwardError::Failed(e.into()))?;
     body.push(b'\n');
     body.extend_from_slice(stdin);
@@ -171,6 +227,9 @@ fn copy_frames(reader: &mut impl Read) -> Result<ExitCode> {
 
 /// `GET /v1/status` of a running node.
 pub fn status(node: &NodeFile) -> Result<serde_json::Value> {
+    if verify_node(node).is_err() {
+        bail!("no node of this home answers at {} (node.json is stale: pid {})", node.control, node.pid);
+    }
     let mut response = agent(Some(Duration::from_secs(10)))
         .get(format!("http://{}/v1/status", node.control))
         .header("authorization", format!("Bearer {}", node.token))
@@ -191,6 +250,9 @@ pub fn token_matches(given: &str, expected: &str) -> bool {
 
 /// One round of Automerge sync with the node's published merged view.
 pub fn automerge_sync(node: &NodeFile, client: &str, message: &[u8]) -> Result<Vec<u8>> {
+    if verify_node(node).is_err() {
+        bail!("no node of this home answers at {} (node.json is stale: pid {})", node.control, node.pid);
+    }
     let mut body = client.as_bytes().to_vec();
     body.push(b'\n');
     body.extend_from_slice(message);

@@ -4,37 +4,50 @@
 //! The graph is a view of the log: it is built by replay on first use, then
 //! every committed entry that sorts after the last one applied is applied
 //! in place ([`Graph::apply`]). An entry that sorts earlier (a peer's older
-//! entry arriving late) or a payload that changed (redaction, fill-in) drops
-//! the graph, and the next read rebuilds it by replay. Tests prove that
+//! entry arriving late), a payload that changed (redaction, fill-in) or an
+//! entry of the founder's chain (the roster decides which entries count)
+//! drops the graph, and the next read rebuilds it by replay. Tests prove that
 //! incremental application and replay give the same snapshot bytes.
 
-use agora_graph::{Graph, LogEvent, LogPosition};
+use agora_core::AgentId;
+use agora_graph::{Graph, LogEvent};
+use agora_roster::Roster;
 use agora_store::{CommitNotice, Store, StoreError};
 use std::sync::Mutex;
 
-/// A graph that is either current or absent (rebuilt on the next read).
-#[derive(Default)]
+/// The graph of the workspace founded by `founder` (see
+/// `agora_view::load_graph`), either current or absent (rebuilt on the next
+/// read), with the roster it was built under.
 pub struct GraphCache {
-    graph: Mutex<Option<Graph>>,
+    founder: AgentId,
+    graph: Mutex<Option<(Graph, Roster)>>,
 }
 
 impl GraphCache {
+    /// An empty cache for the workspace founded by `founder`.
+    pub fn new(founder: AgentId) -> Self {
+        Self { founder, graph: Mutex::new(None) }
+    }
+
     /// Keep the graph current with a committed write (called by the store's
     /// observer, in commit order).
     pub fn observe(&self, notice: &CommitNotice) {
         let mut slot = self.graph.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(graph) = slot.as_mut() else { return };
-        if !notice.payloads_changed.is_empty() {
+        let Some((graph, roster)) = slot.as_mut() else { return };
+        // A changed payload (filled in, redacted) changes an event's meaning
+        // or makes it known; a founder entry may change the roster, whose
+        // cut-offs decide which entries count: replay on the next read.
+        if !notice.payloads_changed.is_empty() || notice.entries.iter().any(|(e, _)| e.header().author == self.founder) {
             *slot = None;
             return;
         }
         let mut events: Vec<LogEvent> = notice
             .entries
             .iter()
-            .map(|(e, payload)| {
-                let h = e.header();
-                let pos = LogPosition { timestamp_ms: h.timestamp_ms, author: h.author, seq: h.seq };
-                LogEvent::from_payload(e.id(), pos, payload.as_deref())
+            .filter(|(e, _)| roster.admits_entry(&e.header().author, e.header().seq))
+            .filter_map(|(e, payload)| {
+                let content = payload.as_deref().map_or(agora_core::Content::Missing, agora_core::Content::Held);
+                LogEvent::from_content(e.id(), e.header().log_position(), content)
             })
             .collect();
         events.sort_by_key(|e| (e.pos, e.id));
@@ -50,9 +63,9 @@ impl GraphCache {
     /// Run `f` on the current graph, building it by replay first if needed.
     pub fn with<R>(&self, store: &Store, f: impl FnOnce(&Graph) -> R) -> Result<R, StoreError> {
         let mut slot = self.graph.lock().unwrap_or_else(|p| p.into_inner());
-        let graph = match slot.take() {
+        let (graph, _) = match slot.take() {
             Some(g) => slot.insert(g),
-            None => slot.insert(agora_view::load_graph(store)?),
+            None => slot.insert((agora_view::load_graph(store, self.founder)?, agora_view::derive_roster(store, self.founder)?)),
         };
         Ok(f(graph))
     }
@@ -78,18 +91,19 @@ mod tests {
     fn the_live_graph_equals_a_full_replay() {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(dir.path(), &StoreOptions { create: true, sync: false, ..Default::default() }).unwrap());
-        let cache = Arc::new(GraphCache::default());
+        let founder = AgentKey::from_seed([9; 32]).agent_id();
+        let cache = Arc::new(GraphCache::new(founder));
         let observer_cache = cache.clone();
         store.set_observer(Some(Arc::new(move |n: CommitNotice| observer_cache.observe(&n))));
         let (alice, bob) = (AgentKey::from_seed([1; 32]), AgentKey::from_seed([2; 32]));
         // Built once, then updated incrementally from here on.
         let empty = cache.with(&store, |g| g.snapshot()).unwrap();
-        assert_eq!(empty, agora_view::load_graph(&store).unwrap().snapshot());
+        assert_eq!(empty, agora_view::load_graph(&store, founder).unwrap().snapshot());
         let p = store.append(&alice, &Event::Proposition { text: "usage pricing".into() }.encode(), 1_000).unwrap();
         let c = store.append(&bob, &Event::Contradiction { target: p.id(), text: "predictability".into() }.encode(), 2_000).unwrap();
         let check = |what: &str| {
             let live = cache.with(&store, |g| g.snapshot()).unwrap();
-            assert_eq!(live, agora_view::load_graph(&store).unwrap().snapshot(), "{what}");
+            assert_eq!(live, agora_view::load_graph(&store, founder).unwrap().snapshot(), "{what}");
         };
         check("after two appends in order");
         assert_eq!(cache.with(&store, |g| g.node(&p.id()).unwrap().status().name()).unwrap(), "contested");
@@ -104,12 +118,14 @@ mod tests {
                 entry: old,
                 payload: Some(Event::Support { target: p.id(), text: "earlier evidence".into() }.encode()),
                 origin: "test".into(),
-            }])
+            }], 10_000)
             .unwrap();
         check("after an older entry arrived");
         store.append(&alice, &Event::Refinement { target: p.id(), resolves: vec![c.id()], text: "two-track".into() }.encode(), 3_000).unwrap();
         check("after a refinement");
-        store.redact(&c.id(), 4_000).unwrap();
+        let residue = agora_view::residue(&Event::Contradiction { target: p.id(), text: "predictability".into() }.encode());
+        store.redact(&c.id(), 4_000, Some(&residue)).unwrap();
         check("after a redaction");
+        assert_eq!(cache.with(&store, |g| g.node(&p.id()).unwrap().status().name()).unwrap(), "superseded", "the redacted contradiction keeps its effect");
     }
 }

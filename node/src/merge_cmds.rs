@@ -8,31 +8,12 @@
 
 use crate::commands::{now_ms, parse_author};
 use crate::session::Session;
-use agora_core::{AgentId, EntryId, ForkProof, SignedEntry};
-use agora_merge::{Merge, MergeEntry, MergeEvent, MergeRecord};
-use agora_store::{PayloadState, Store};
+use agora_core::{AgentId, EntryId, SignedEntry};
+use agora_merge::{Merge, MergeEvent, MergeRecord};
+use agora_store::Store;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 use std::process::ExitCode;
-
-/// Everything the merge layer reads: every stored entry with its payload, and
-/// the stored fork proofs.
-pub fn load(store: &Store) -> Result<(Vec<MergeEntry>, Vec<ForkProof>)> {
-    let mut entries = Vec::new();
-    store.for_each_entry(None, |e| {
-        let payload = match e.payload {
-            PayloadState::Held(p) => Some(p),
-            _ => None,
-        };
-        // The store verified the payload against its hash when it stored it;
-        // `from_owned` checks again, which also guards against damaged data.
-        let entry = MergeEntry::from_owned(e.signed, payload).map_err(agora_store::StoreError::Verify)?;
-        entries.push(entry);
-        Ok(())
-    })?;
-    let proofs = store.fork_proofs(None)?;
-    Ok((entries, proofs))
-}
 
 /// Append `payload` to this agent's own chain. A chain with one tip is
 /// extended as usual. A forked chain is extended only after the branch its
@@ -45,7 +26,7 @@ pub fn append_own(s: &Session, payload: &[u8]) -> Result<SignedEntry> {
     if store.tips(&me)?.len() <= 1 {
         return Ok(store.append(&key, payload, now_ms())?);
     }
-    let (entries, proofs) = load(store)?;
+    let (entries, proofs) = agora_view::load_merge_input(store, s.founder()?)?;
     let m = Merge::compute(&entries, &proofs)?;
     if let Some(fork) = m.chain(&me).and_then(|c| c.frozen()) {
         bail!(
@@ -72,7 +53,7 @@ fn record_event(s: &Session, event: MergeEvent) -> Result<ExitCode> {
     let me = s.home.load_key()?.agent_id();
     let store = s.store()?;
     {
-        let (entries, proofs) = load(store)?;
+        let (entries, proofs) = agora_view::load_merge_input(store, s.founder()?)?;
         let m = Merge::compute(&entries, &proofs)?;
         m.check(&me, &event).with_context(|| format!("refused: this {} breaks a rule", event.kind_name()))?;
     }
@@ -87,7 +68,7 @@ pub fn accept(s: &Session, author: &str, up_to: &str) -> Result<ExitCode> {
     let store = s.store()?;
     let (up_to_seq, head) = if let Ok(seq) = up_to.parse::<u64>() {
         // A seq: the entry at that seq on the author's view chain.
-        let (entries, proofs) = load(store)?;
+        let (entries, proofs) = agora_view::load_merge_input(store, s.founder()?)?;
         let m = Merge::compute(&entries, &proofs)?;
         let chain = m.view_chain(&author);
         let head = chain
@@ -124,7 +105,7 @@ pub fn resolve_fork(s: &Session, keep: &str) -> Result<ExitCode> {
     let me = key.agent_id();
     let store = s.store()?;
     let keep = entry_ref(store, keep)?;
-    let (entries, proofs) = load(store)?;
+    let (entries, proofs) = agora_view::load_merge_input(store, s.founder()?)?;
     let m = Merge::compute(&entries, &proofs)?;
     let plan = m.plan_resolution(&me, &keep).context("refused: this fork resolution breaks a rule")?;
     let entry = store.append_after(&key, &plan.append_after, &plan.event.encode(), now_ms())?;
@@ -159,7 +140,7 @@ pub fn perspective(s: &Session, agent: Option<&str>) -> Result<ExitCode> {
         Some(a) => parse_author(a)?,
         None => s.home.load_key()?.agent_id(),
     };
-    let (entries, proofs) = load(s.store()?)?;
+    let (entries, proofs) = agora_view::load_merge_input(s.store()?, s.founder()?)?;
     let m = Merge::compute(&entries, &proofs)?;
     let p = m.perspective(&agent);
     let nodes: Vec<Value> = p
@@ -192,7 +173,7 @@ pub fn perspective(s: &Session, agent: Option<&str>) -> Result<ExitCode> {
 
 /// `agora consensus --quorum k [--agents a,b,c]`.
 pub fn consensus(s: &Session, quorum: usize, agents: &[String]) -> Result<ExitCode> {
-    let (entries, proofs) = load(s.store()?)?;
+    let (entries, proofs) = agora_view::load_merge_input(s.store()?, s.founder()?)?;
     let m = Merge::compute(&entries, &proofs)?;
     let agents = agents_arg(agents)?.unwrap_or_else(|| m.agents());
     let c = m.consensus(&agents, quorum)?;
@@ -226,7 +207,7 @@ pub fn consensus(s: &Session, quorum: usize, agents: &[String]) -> Result<ExitCo
 
 /// `agora disputes [--agents a,b,c]`: the disagreement map across agents.
 pub fn disputes(s: &Session, agents: &[String]) -> Result<ExitCode> {
-    let (entries, proofs) = load(s.store()?)?;
+    let (entries, proofs) = agora_view::load_merge_input(s.store()?, s.founder()?)?;
     let m = Merge::compute(&entries, &proofs)?;
     let agents = agents_arg(agents)?;
     let map = m.disagreements(agents.as_deref());
@@ -290,7 +271,7 @@ pub fn disputes(s: &Session, agents: &[String]) -> Result<ExitCode> {
 /// `agora audit <agent>`: exit 3 when the chain has problems.
 pub fn audit(s: &Session, agent: &str) -> Result<ExitCode> {
     let agent = parse_author(agent)?;
-    let (entries, proofs) = load(s.store()?)?;
+    let (entries, proofs) = agora_view::load_merge_input(s.store()?, s.founder()?)?;
     let m = Merge::compute(&entries, &proofs)?;
     let a = m.audit(&agent);
     let clean = a.is_clean();
@@ -332,7 +313,7 @@ pub fn audit(s: &Session, agent: &str) -> Result<ExitCode> {
 
 /// `agora view-hash`: the merged view's hash (equal on nodes holding the same entries).
 pub fn view_hash(s: &Session) -> Result<ExitCode> {
-    let (entries, proofs) = load(s.store()?)?;
+    let (entries, proofs) = agora_view::load_merge_input(s.store()?, s.founder()?)?;
     let m = Merge::compute(&entries, &proofs)?;
     let h = hex::encode(m.view_hash());
     s.print(&json!({ "view_hash": h, "entries": entries.len() }), || h.clone())?;

@@ -34,8 +34,9 @@ pub fn entry_header_json(e: &SignedEntry) -> Value {
 pub fn payload_status(p: &PayloadState) -> String {
     match p {
         PayloadState::Held(_) => "held".into(),
-        PayloadState::Redacted { at_ms } => format!("redacted at {at_ms} ms"),
-        PayloadState::NotHeld => "not held (redacted at source)".into(),
+        PayloadState::Redacted { at_ms, residue: Some(_) } => format!("redacted at {at_ms} ms (its meaning kept)"),
+        PayloadState::Redacted { at_ms, residue: None } => format!("redacted at {at_ms} ms"),
+        PayloadState::NotHeld => "not held (never received: asked of peers again)".into(),
     }
 }
 
@@ -44,7 +45,7 @@ pub fn stored_entry_json(s: &StoredEntry, with_payload: bool) -> Value {
     let obj = v.as_object_mut().map(|o| {
         let (status, redacted_at) = match &s.payload {
             PayloadState::Held(_) => ("held", None),
-            PayloadState::Redacted { at_ms } => ("redacted", Some(*at_ms)),
+            PayloadState::Redacted { at_ms, .. } => ("redacted", Some(*at_ms)),
             PayloadState::NotHeld => ("not_held", None),
         };
         o.insert("payload_status".into(), json!(status));

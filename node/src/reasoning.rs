@@ -15,8 +15,9 @@ use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 use std::process::ExitCode;
 
-fn load_events(store: &Store) -> Result<Vec<LogEvent>> {
-    Ok(agora_view::load_events(store)?)
+/// Every stored entry that counts in the workspace's views, as events.
+fn load_events(store: &Store, founder: agora_core::AgentId) -> Result<Vec<LogEvent>> {
+    Ok(agora_view::load_events(store, founder)?)
 }
 
 /// A reference given on the command line: a stored entry (full id or unique
@@ -202,14 +203,15 @@ pub fn run(s: &Session, command: &Command) -> Result<Option<ExitCode>> {
     if let Some(event) = event_for(store, command)? {
         return record(s, event).map(Some);
     }
-    let value_text = s.with_graph(|store, graph| read(store, graph, command))?;
+    let founder = s.founder()?;
+    let value_text = s.with_graph(|store, graph| read(store, graph, founder, command))?;
     let Some((value, text)) = value_text else { return Ok(None) };
     s.print(&value, || text)?;
     Ok(Some(ExitCode::SUCCESS))
 }
 
 /// Answer a read command from the graph. `Ok(None)`: not a read command.
-fn read(store: &Store, graph: &Graph, command: &Command) -> Result<Option<(Value, String)>> {
+fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Command) -> Result<Option<(Value, String)>> {
     let value_text: (Value, String) = match command {
         Command::Status { target } => {
             let id = reference(store, target)?;
@@ -226,7 +228,7 @@ fn read(store: &Store, graph: &Graph, command: &Command) -> Result<Option<(Value
         }
         Command::Trace { target } => trace(store, graph, &reference(store, target)?)?,
         Command::History { as_of, target } => {
-            let events = load_events(store)?;
+            let events = load_events(store, founder)?;
             let past = if let Some(ms) = parse_time(as_of) {
                 as_of_time(&events, ms)
             } else {

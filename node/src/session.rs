@@ -29,7 +29,7 @@ pub struct Session<'a> {
     shared: Option<&'a Store>,
     opened: OnceCell<Store>,
     graph: Option<&'a GraphCache>,
-    own_graph: GraphCache,
+    own_graph: OnceCell<GraphCache>,
     founder: Option<AgentId>,
 }
 
@@ -44,7 +44,7 @@ impl<'a> Session<'a> {
             shared: None,
             opened: OnceCell::new(),
             graph: None,
-            own_graph: GraphCache::default(),
+            own_graph: OnceCell::new(),
             founder: None,
         }
     }
@@ -67,7 +67,7 @@ impl<'a> Session<'a> {
             shared: Some(store),
             opened: OnceCell::new(),
             graph: Some(graph),
-            own_graph: GraphCache::default(),
+            own_graph: OnceCell::new(),
             founder: Some(founder),
         }
     }
@@ -100,7 +100,13 @@ impl<'a> Session<'a> {
     /// one replayed for this command.
     pub fn with_graph<R>(&self, f: impl FnOnce(&Store, &Graph) -> Result<R>) -> Result<R> {
         let store = self.store()?;
-        let cache = self.graph.unwrap_or(&self.own_graph);
+        let cache = match self.graph {
+            Some(g) => g,
+            None => {
+                let founder = self.founder()?;
+                self.own_graph.get_or_init(|| GraphCache::new(founder))
+            }
+        };
         cache.with(store, |g| f(store, g))?
     }
 

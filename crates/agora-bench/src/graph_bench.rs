@@ -1,8 +1,9 @@
 //! Reasoning-graph benchmarks: replay rate, status lookup latency, and the
 //! latency of a trace that verifies its own entries.
 
-use agora_core::{AgentId, AgentKey, EntryId};
-use agora_graph::{Event, Graph, LogEvent, LogPosition, MemoryKind, Relation, TaskState};
+use agora_core::xorshift::Xorshift64;
+use agora_core::{AgentKey, EntryId};
+use agora_graph::{Event, Graph, LogEvent, LogPosition, TaskState};
 use agora_store::{Store, StoreOptions};
 use anyhow::Result;
 use std::time::{Duration, Instant};
@@ -29,94 +30,6 @@ pub struct GraphArgs {
     replay_only: bool,
 }
 
-/// xorshift64*: deterministic, so every run benchmarks the same log.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
-/// Ids seen so far, by what they can be referred to as. (The replay example in
-/// `crates/agora-graph/examples/replay.rs` copies this generator, to measure the
-/// replay without building the store; keep the two in step.)
-#[derive(Default)]
-struct Known {
-    positions: Vec<EntryId>,
-    claims: Vec<EntryId>,
-    open_contradictions: Vec<EntryId>,
-    open_questions: Vec<EntryId>,
-}
-
-impl Known {
-    /// A recent position: references cluster near the head, as in a debate.
-    fn recent(v: &[EntryId], rng: &mut Rng) -> Option<EntryId> {
-        if v.is_empty() {
-            return None;
-        }
-        let window = v.len().min(10_000);
-        Some(v[v.len() - 1 - rng.below(window)])
-    }
-
-    fn make(&mut self, rng: &mut Rng, i: usize) -> Event {
-        let text = format!("position {i} about pricing tier {} and hiring plan {}", i % 97, i % 13);
-        let r = rng.below(100);
-        let pos = Self::recent(&self.positions, rng);
-        let pos2 = Self::recent(&self.positions, rng);
-        match (r, pos, pos2) {
-            (0..30, _, _) | (_, None, _) => Event::Proposition { text },
-            (30..45, Some(t), _) => Event::Support { target: t, text },
-            (45..55, Some(t), _) => Event::Contradiction { target: t, text },
-            (55..63, Some(t), _) => {
-                let resolves = self.open_contradictions.pop().into_iter().collect();
-                Event::Refinement { target: t, resolves, text }
-            }
-            (63..68, Some(a), Some(b)) if a != b => Event::Synthesis { sources: vec![a, b], text },
-            (68..73, _, _) => Event::Question { text },
-            (73..78, _, _) => match self.open_questions.pop().or_else(|| self.open_contradictions.pop()) {
-                Some(t) => Event::Resolve { target: t, text },
-                None => Event::Proposition { text },
-            },
-            (78..85, Some(t), _) => Event::Claim {
-                text,
-                kind: MemoryKind::Semantic,
-                sources: vec![t],
-                owner_scope: "user:1".into(),
-                confirmed: true,
-                expires_at_ms: None,
-            },
-            (85..90, _, _) => match (Self::recent(&self.claims, rng), Self::recent(&self.claims, rng)) {
-                (Some(a), Some(b)) if a != b => Event::Relate { from: a, to: b, relation: Relation::Expands, reason: text },
-                _ => Event::Proposition { text },
-            },
-            (_, Some(a), Some(b)) if a != b => Event::Connection { a, b, text },
-            _ => Event::Proposition { text },
-        }
-    }
-
-    fn record(&mut self, id: EntryId, ev: &Event) {
-        match ev {
-            Event::Proposition { .. } | Event::Refinement { .. } | Event::Synthesis { .. } | Event::Claim { .. } => {
-                self.positions.push(id);
-                self.claims.push(id);
-            }
-            Event::Support { .. } => self.positions.push(id),
-            Event::Contradiction { .. } => {
-                self.positions.push(id);
-                self.open_contradictions.push(id);
-            }
-            Event::Question { .. } => self.open_questions.push(id),
-            _ => {}
-        }
-    }
-}
-
 /// CPU time of the calling thread (Linux, from /proc): what the replay itself
 /// used, apart from time spent waiting for a core on a loaded machine.
 fn thread_cpu() -> Option<Duration> {
@@ -136,17 +49,8 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 pub fn run(args: GraphArgs) -> Result<()> {
     // 1. An in-memory log of `events` events by 16 authors.
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let mut known = Known::default();
-    let mut log: Vec<(EntryId, LogPosition, Vec<u8>)> = Vec::with_capacity(args.events);
-    for i in 0..args.events {
-        let ev = known.make(&mut rng, i);
-        let id = EntryId(agora_core::sha256(&(i as u64).to_be_bytes()));
-        let author = AgentId([(i % 16) as u8; 32]);
-        let pos = LogPosition { timestamp_ms: 1_700_000_000_000 + i as u64, author, seq: (i / 16) as u64 + 1 };
-        known.record(id, &ev);
-        log.push((id, pos, ev.encode()));
-    }
+    let log = agora_graph::workload::debate(args.events, 16);
+    let mut rng = Xorshift64(0x9e37_79b9_7f4a_7c15 ^ 1);
     let payload_bytes: usize = log.iter().map(|(_, _, p)| p.len()).sum();
 
     // 2. Replay straight from payload bytes: decode each event just before
@@ -218,8 +122,8 @@ pub fn run(args: GraphArgs) -> Result<()> {
     let dir = tempfile::tempdir()?;
     let store = Store::open(dir.path().join("store"), &StoreOptions { create: true, sync: false, ..Default::default() })?;
     let key = AgentKey::from_seed([3; 32]);
-    let mut known = Known::default();
-    let mut rng = Rng(42);
+    let mut known = agora_graph::workload::Debate::default();
+    let mut rng = Xorshift64(42);
     let mut target: Option<EntryId> = None;
     let mut touches = 0;
     let mut written = 0;
@@ -255,7 +159,8 @@ pub fn run(args: GraphArgs) -> Result<()> {
         written += n;
     }
     let target = target.expect("the traced task was written");
-    let graph_on_disk = agora_view::load_graph(&store)?;
+    // No roster entries in this store: the founder's chain is empty.
+    let graph_on_disk = agora_view::load_graph(&store, key.agent_id())?;
     let touched = graph_on_disk.node(&target).map_or(0, |n| n.touched_by().len());
     let mut trace_lat = Vec::with_capacity(args.traces);
     for _ in 0..args.traces {

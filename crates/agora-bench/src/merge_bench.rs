@@ -31,19 +31,8 @@ pub struct MergeArgs {
     json: bool,
 }
 
-/// xorshift64*: every run benchmarks the same swarm.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+/// Every run benchmarks the same swarm.
+use agora_core::xorshift::Xorshift64 as Rng;
 
 /// One agent's chain under construction: headers are chained first (ids do
 /// not depend on signatures) and signed in parallel at the end.

@@ -156,10 +156,21 @@ impl Store {
 
     /// Like [`Store::chain`], but the signed entries as stored bytes, not
     /// decoded: for serving them to a peer, which verifies them itself. Only
-    /// the key is checked (it names the seq).
-    pub fn chain_raw(&self, author: &AgentId, from_seq: u64, limit: usize) -> Result<Vec<RawStoredEntry>, StoreError> {
+    /// the key is checked (it names the seq). With `after`, the entries of
+    /// `from_seq` up to and including that id are skipped: a range cut inside
+    /// a seq with many branches resumes after the last entry sent.
+    pub fn chain_raw(&self, author: &AgentId, from_seq: u64, after: Option<&EntryId>, limit: usize) -> Result<Vec<RawStoredEntry>, StoreError> {
         let mut out = Vec::new();
-        self.walk_chain(author, from_seq, limit, |key, value, payload| {
+        let start = match after {
+            // The key just after (author, from_seq, id): the id with a zero byte appended.
+            Some(id) => {
+                let mut k = entry_key(author, from_seq, id).to_vec();
+                k.push(0);
+                k
+            }
+            None => seq_prefix(author, from_seq).to_vec(),
+        };
+        self.walk_chain_from(author, &start, limit, |key, value, payload| {
             let (_, seq, _) = split_entry_key(key)
                 .ok_or_else(|| StoreError::Corrupt { location: format!("entries/{}", crate::store::hex_short(key)), problem: "malformed key".into() })?;
             out.push(RawStoredEntry { seq, entry: value.to_vec(), payload });
@@ -175,9 +186,19 @@ impl Store {
         author: &AgentId,
         from_seq: u64,
         limit: usize,
+        visit: impl FnMut(&[u8], &[u8], PayloadState) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.walk_chain_from(author, &seq_prefix(author, from_seq), limit, visit)
+    }
+
+    /// [`Store::walk_chain`] from any key of `author`'s range.
+    fn walk_chain_from(
+        &self,
+        author: &AgentId,
+        start: &[u8],
+        limit: usize,
         mut visit: impl FnMut(&[u8], &[u8], PayloadState) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
-        let start = seq_prefix(author, from_seq);
         // Payloads are keyed like entries: walk both in step (one seek each)
         // instead of a point lookup per entry. Only an entry whose payload is
         // absent costs a lookup (of its redaction).

@@ -541,7 +541,7 @@ fn a_redaction_keeps_its_residue() {
     assert_eq!(got, PayloadState::Redacted { at_ms: 9, residue: Some(b"agev-no-text".to_vec()) });
     assert_eq!(got.content(), agora_core::Content::Redacted(Some(b"agev-no-text")));
     assert_eq!(store.get(&f.id()).unwrap().unwrap().payload.content(), agora_core::Content::Redacted(Some(b"")));
-    let served = store.chain_raw(&key.agent_id(), 1, 10).unwrap();
+    let served = store.chain_raw(&key.agent_id(), 1, None, 10).unwrap();
     assert!(served.iter().all(|r| !matches!(r.payload, PayloadState::Held(_))));
     assert!(store.missing_payloads(None, 10).unwrap().is_empty(), "redacted is not missing");
     drop(store);
@@ -648,4 +648,29 @@ fn a_format_1_store_is_migrated_on_open() {
     assert!(![held, redacted].contains(&stripped));
     let format = store.db.get_cf(store.cf(CF_META).unwrap(), META_FORMAT_KEY).unwrap().unwrap();
     assert_eq!(format, STORE_FORMAT);
+}
+
+/// A range cut inside a seq with many branches resumes after the last entry
+/// sent: `chain_raw` with `after` skips that seq's entries up to and
+/// including it, and goes on into the next seqs.
+#[test]
+fn a_raw_chain_read_resumes_after_an_entry_inside_a_seq() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_new(dir.path());
+    let key = AgentKey::from_seed([8; 32]);
+    let root = store.append(&key, b"root", 1).unwrap();
+    let branches: Vec<SignedEntry> = (0..5u8)
+        .map(|i| SignedEntry::sign(next_header(key.agent_id(), Some(&root), 2, &[i]).unwrap(), &key))
+        .collect();
+    let items = branches.iter().enumerate().map(|(i, e)| ImportItem { entry: e.clone(), payload: Some(vec![i as u8]), origin: "t".into() }).collect();
+    store.import(items, 10).unwrap();
+    let mut ids: Vec<EntryId> = branches.iter().map(|e| e.id()).collect();
+    ids.sort();
+    let all = store.chain_raw(&key.agent_id(), 2, None, 100).unwrap();
+    assert_eq!(all.len(), 5);
+    let rest = store.chain_raw(&key.agent_id(), 2, Some(&ids[1]), 100).unwrap();
+    let got: Vec<EntryId> = rest.iter().map(|r| SignedEntry::decode(&r.entry).unwrap().id()).collect();
+    assert_eq!(got, ids[2..].to_vec());
+    assert!(store.chain_raw(&key.agent_id(), 2, Some(&ids[4]), 100).unwrap().is_empty());
+    assert_eq!(store.chain_raw(&key.agent_id(), 1, None, 2).unwrap().len(), 2, "the limit counts entries");
 }

@@ -40,6 +40,11 @@ use tracing::info;
 /// the chain.
 pub const NODE_KEY_FILE: &str = "node.key";
 
+/// How long each step of a shutdown (the control channel's open requests,
+/// the event loop and its queued imports, blocking threads) may take: a
+/// node stops within a few seconds of SIGTERM whatever it was doing.
+const SHUTDOWN_STEP_MAX: Duration = Duration::from_millis(1500);
+
 /// What the event loop and the control server share.
 #[derive(Clone)]
 pub struct NodeContext {
@@ -112,8 +117,9 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
     // A node knows at start-up whether its own chain is forked, and whether
     // its author has resolved the fork; appends follow the resolution or are
     // refused (see `merge_cmds::append_own`).
+    let founder = config.founder.unwrap_or(agent);
     if store.tips(&agent)?.len() > 1 {
-        let (entries, proofs) = crate::merge_cmds::load(&store)?;
+        let (entries, proofs) = agora_view::load_merge_input(&store, founder)?;
         let m = agora_merge::Merge::compute(&entries, &proofs)?;
         match m.chain(&agent).and_then(|c| c.frozen()) {
             Some(fork) => tracing::warn!(
@@ -123,11 +129,10 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
             None => info!("this agent's own chain is forked; its fork resolution names the branch that continues"),
         }
     }
-    let founder = config.founder.unwrap_or(agent);
     let workspace = WorkspaceId::new(&founder, &config.workspace);
     let node_key = load_or_create_node_key(&home.dir)?;
     let peer_id = node_key.public().to_peer_id();
-    let graph = Arc::new(GraphCache::default());
+    let graph = Arc::new(GraphCache::new(founder));
     let ctx = NodeContext { config: config.clone(), store: store.clone(), graph: graph.clone(), agent, founder, workspace, node_key };
     let settings = NetworkSettings { mdns: config.mdns, heartbeat: config.gossip_heartbeat, ..NetworkSettings::default() };
 
@@ -207,20 +212,31 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
             signal = wait_for_signal() => { signal?; None }
             ended = &mut loop_task => Some(ended),
         };
-        // Stop taking commands first, then the network loop.
+        // Stop taking commands first, then the network loop. Each step is
+        // bounded: every acknowledged write was synced when it was made, so
+        // a command or an import still running when the time is up loses
+        // nothing that was acknowledged (SHUTDOWN_STEP_MAX, below).
         let _ = stop_control.send(());
-        let _ = tokio::time::timeout(Duration::from_secs(30), server).await;
+        let _ = tokio::time::timeout(SHUTDOWN_STEP_MAX, server).await;
         let loop_result = match early {
             Some(ended) => ended.context("the node's event loop")?.and(Err(anyhow::anyhow!("the node's event loop stopped"))),
             None => {
                 info!("signal received; stopped taking commands");
                 let _ = stop_loop.send(());
-                loop_task.await.context("the node's event loop")?
+                match tokio::time::timeout(SHUTDOWN_STEP_MAX, loop_task).await {
+                    Ok(ended) => ended.context("the node's event loop")?,
+                    Err(_) => {
+                        tracing::warn!("the event loop did not stop in time; exiting (acknowledged writes are synced)");
+                        Ok(())
+                    }
+                }
             }
         };
         store.set_observer(None);
         loop_result
     });
+    // Commands still running on blocking threads are not waited for.
+    runtime.shutdown_timeout(SHUTDOWN_STEP_MAX);
     remove_node_file(&config.home);
     result?;
     Ok(ExitCode::SUCCESS)

@@ -2,7 +2,10 @@
 //! open store and answers status requests. See `control.rs` for the protocol.
 
 use crate::cli::{Args, Command, NodeCommand};
-use crate::control::{frame, token_matches, CommandRequest, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT, STDIN_BYTES_MAX};
+use crate::control::{
+    frame, proof, token_matches, CommandRequest, CHALLENGE_HEADER, COMMAND_LINE_BYTES_MAX, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT, PROOF_HEADER,
+    STDIN_BYTES_MAX,
+};
 use crate::graph_cache::GraphCache;
 use crate::home::Home;
 use crate::session::Session;
@@ -37,13 +40,21 @@ pub struct ControlState {
     pub generation: Arc<std::sync::atomic::AtomicU64>,
 }
 
+/// Largest body of an Automerge sync message from a client (its heads,
+/// haves and needs; clients do not push changes to the published view).
+const AUTOMERGE_MESSAGE_BYTES_MAX: usize = 16 << 20;
+
+/// The routes. Every route but `/v1/hello` sits behind [`require_token`],
+/// which runs before any body is read, and each has its own body limit:
+/// a command carries at most a piped pack ([`STDIN_BYTES_MAX`]) after its
+/// request line, a status request nothing.
 pub fn router(state: Arc<ControlState>) -> Router {
-    Router::new()
-        .route("/v1/command", post(command))
-        .route("/v1/status", get(status))
-        .route("/v1/automerge/sync", post(automerge_sync))
-        .layer(DefaultBodyLimit::max(STDIN_BYTES_MAX + (1 << 20)))
-        .with_state(state)
+    let authenticated = Router::new()
+        .route("/v1/command", post(command).layer(DefaultBodyLimit::max(STDIN_BYTES_MAX + COMMAND_LINE_BYTES_MAX)))
+        .route("/v1/status", get(status).layer(DefaultBodyLimit::max(0)))
+        .route("/v1/automerge/sync", post(automerge_sync).layer(DefaultBodyLimit::max(AUTOMERGE_MESSAGE_BYTES_MAX)))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
+    Router::new().route("/v1/hello", get(hello)).merge(authenticated).with_state(state)
 }
 
 fn authorized(state: &ControlState, headers: &HeaderMap) -> bool {
@@ -54,10 +65,27 @@ fn authorized(state: &ControlState, headers: &HeaderMap) -> bool {
         .is_some_and(|t| token_matches(t, &state.token))
 }
 
-async fn status(State(state): State<Arc<ControlState>>, headers: HeaderMap) -> Response {
-    if !authorized(&state, &headers) {
+/// Refuse a request without the bearer token from its headers alone: the
+/// body of an unauthenticated request is never read (nor buffered).
+async fn require_token(State(state): State<Arc<ControlState>>, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    if !authorized(&state, request.headers()) {
         return (StatusCode::UNAUTHORIZED, "bad or missing token").into_response();
     }
+    next.run(request).await
+}
+
+/// Prove knowledge of the token without revealing it: the answer to the
+/// client's challenge (see `control::proof`). A client checks it before it
+/// sends the token, its arguments or its input (a stale `node.json` may
+/// point at someone else's listener).
+async fn hello(State(state): State<Arc<ControlState>>, headers: HeaderMap) -> Response {
+    let Some(challenge) = headers.get(CHALLENGE_HEADER).and_then(|v| v.to_str().ok()).filter(|c| c.len() <= 128) else {
+        return (StatusCode::BAD_REQUEST, "no challenge").into_response();
+    };
+    (StatusCode::OK, [(PROOF_HEADER, proof(&state.token, challenge))]).into_response()
+}
+
+async fn status(State(state): State<Arc<ControlState>>) -> Response {
     let (tx, rx) = oneshot::channel();
     if state.status.send(tx).await.is_err() {
         return (StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down").into_response();
@@ -103,12 +131,9 @@ fn absolutize(command: &mut Command, cwd: &Path) {
     }
 }
 
-async fn command(State(state): State<Arc<ControlState>>, headers: HeaderMap, body: Bytes) -> Response {
-    if !authorized(&state, &headers) {
-        return (StatusCode::UNAUTHORIZED, "bad or missing token").into_response();
-    }
-    let Some(split) = body.iter().position(|b| *b == b'\n') else {
-        return (StatusCode::BAD_REQUEST, "no request line").into_response();
+async fn command(State(state): State<Arc<ControlState>>, body: Bytes) -> Response {
+    let Some(split) = body.iter().take(COMMAND_LINE_BYTES_MAX).position(|b| *b == b'\n') else {
+        return (StatusCode::BAD_REQUEST, format!("no request line within {COMMAND_LINE_BYTES_MAX} bytes")).into_response();
     };
     let request: CommandRequest = match serde_json::from_slice(&body[..split]) {
         Ok(r) => r,
@@ -168,10 +193,7 @@ fn exit_code_byte(code: std::process::ExitCode) -> u8 {
     }
 }
 
-async fn automerge_sync(State(state): State<Arc<ControlState>>, headers: HeaderMap, body: Bytes) -> Response {
-    if !authorized(&state, &headers) {
-        return (StatusCode::UNAUTHORIZED, "bad or missing token").into_response();
-    }
+async fn automerge_sync(State(state): State<Arc<ControlState>>, body: Bytes) -> Response {
     let Some(split) = body.iter().position(|b| *b == b'\n') else {
         return (StatusCode::BAD_REQUEST, "no client id line").into_response();
     };
@@ -183,7 +205,7 @@ async fn automerge_sync(State(state): State<Arc<ControlState>>, headers: HeaderM
     let result = tokio::task::spawn_blocking(move || {
         let generation = state.generation.load(std::sync::atomic::Ordering::Acquire);
         let mut published = state.published.lock().unwrap_or_else(|p| p.into_inner());
-        published.refresh(&state.store, generation)?;
+        published.refresh(&state.store, state.founder, generation)?;
         published.sync(&client, &message)
     })
     .await;

@@ -1,0 +1,160 @@
+//! What the store committed, fanned out: the live graph (in the observer, so
+//! a command sees its own write in its next read), and through the event
+//! loop the replicator (new tips, entries appended here and fork proofs to
+//! publish, payloads that arrived or are missing) and the roster.
+//!
+//! The work per notice is bounded by the notice: one tips read per author it
+//! names, one proof read per fork it names, one lookup per changed payload;
+//! nothing here reads an author's whole chain or all its proofs, so a peer
+//! that floods forks cannot make the loop slower per entry.
+
+use super::Driver;
+use crate::graph_cache::GraphCache;
+use agora_core::{AgentId, EntryRef};
+use agora_store::{CommitNotice, Store, StoreError};
+use agora_sync::Head;
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tracing::warn;
+
+/// The store observer: keeps the graph current (synchronously, so a command
+/// that wrote sees its write in the next read) and hands the notice to the
+/// loop. If the loop is behind, the notice is dropped and the loop resyncs
+/// from the store instead (bounded memory under any write rate).
+pub fn observer(graph: Arc<GraphCache>, tx: mpsc::Sender<CommitNotice>, missed: Arc<AtomicBool>, generation: Arc<AtomicU64>) -> agora_store::Observer {
+    Arc::new(move |notice: CommitNotice| {
+        graph.observe(&notice);
+        generation.fetch_add(1, Ordering::Release);
+        if tx.try_send(notice).is_err() {
+            missed.store(true, Ordering::Relaxed);
+        }
+    })
+}
+
+pub fn heads_of(store: &Store, author: &AgentId) -> Result<Vec<Head>, StoreError> {
+    Ok(store.tips(author)?.into_iter().map(|t| Head { author: *author, seq: t.seq, id: t.id }).collect())
+}
+
+pub fn all_heads(store: &Store) -> Result<Vec<Head>, StoreError> {
+    let mut out = Vec::new();
+    for a in store.authors()? {
+        out.extend(a.tips.into_iter().map(|t| Head { author: a.author, seq: t.seq, id: t.id }));
+    }
+    Ok(out)
+}
+
+impl Driver {
+    /// A write was committed (a local command, or an import).
+    pub(super) fn on_commit(&mut self, notice: CommitNotice) {
+        let now = self.now_ms();
+        let store = self.ctx.store.clone();
+        let founder = self.ctx.founder;
+        let mut authors: BTreeSet<AgentId> = notice.entries.iter().map(|(e, _)| e.header().author).collect();
+        authors.extend(notice.forks.iter().map(|(a, _)| *a));
+        // Fork proofs proven by this write (one per forked seq).
+        let mut proofs = Vec::new();
+        for (author, seq) in &notice.forks {
+            match store.fork_proof(author, *seq) {
+                Ok(Some(p)) => proofs.push(p),
+                Ok(None) => warn!(%author, seq, "a fork was reported without a stored proof"),
+                Err(e) => warn!(%author, seq, "reading a fork proof: {e}"),
+            }
+        }
+        if !proofs.is_empty() {
+            warn!(forks = proofs.len(), "fork proven; gossiping the proof");
+        }
+        // Entries appended here are published; imported ones are not.
+        let appended: &[_] = if notice.appended { &notice.entries } else { &[] };
+        self.rep.local_commit(appended, &proofs);
+        for author in &authors {
+            match heads_of(&store, author) {
+                Ok(heads) => self.rep.set_local_heads(*author, heads, now),
+                Err(e) => warn!(%author, "reading tips: {e}"),
+            }
+        }
+        // Payloads: those that arrived (or were redacted here) are no longer
+        // sought; entries stored without one are asked of peers.
+        if !notice.payloads_changed.is_empty() {
+            self.rep.payloads_arrived(&notice.payloads_changed);
+        }
+        let missing: Vec<EntryRef> = notice.entries.iter().filter(|(_, p)| p.is_none()).map(|(e, _)| e.entry_ref()).collect();
+        if !missing.is_empty() {
+            if missing.len() > self.rep.missing_payload_room() {
+                // The rest waits in the store's list; the tick reads it.
+                self.missing_more = true;
+            }
+            self.rep.payloads_missing(&missing, now);
+        }
+        // The roster is derived from the founder's chain: derive it again
+        // when something there may change it (a roster event, an entry whose
+        // payload is missing, a fork, a payload filled in or redacted), not
+        // on every entry the founder writes.
+        let founder_entry_matters = notice.entries.iter().any(|(e, p)| {
+            e.header().author == founder && p.as_deref().is_none_or(agora_roster::RosterEvent::is_roster_payload)
+        });
+        let founder_forked = notice.forks.iter().any(|(a, _)| *a == founder);
+        let founder_payload_changed = notice.payloads_changed.iter().any(|id| matches!(store.locate(id), Ok(Some((a, _))) if a == founder));
+        if founder_entry_matters || founder_forked || founder_payload_changed {
+            self.refresh_roster();
+        }
+    }
+
+    /// Derive the roster from the store and give the replicator its admission.
+    pub(super) fn refresh_roster(&mut self) {
+        match agora_view::derive_roster(&self.ctx.store, self.ctx.founder) {
+            Ok(roster) => {
+                if let Some(seq) = roster.frozen_at_fork_seq {
+                    warn!(founder = %self.ctx.founder, seq, "the founder's chain is forked: the roster is frozen before it");
+                }
+                if let Some(seq) = roster.pending_at_seq {
+                    warn!(founder = %self.ctx.founder, seq, "a founder entry's payload has not arrived: the roster waits before it");
+                }
+                self.roster_members = roster.members.len();
+                let now = self.now_ms();
+                self.rep.set_admitted(Some(roster.admission()), now);
+            }
+            Err(e) => warn!("cannot derive the roster: {e}"),
+        }
+    }
+
+    /// Hand the replicator more entries held without their payload, from the
+    /// store's list, while it has room (a bounded number at a time).
+    pub(super) fn feed_missing_payloads(&mut self) {
+        if !self.missing_more {
+            return;
+        }
+        let room = self.rep.missing_payload_room();
+        if room == 0 {
+            return;
+        }
+        match self.ctx.store.missing_payloads(self.missing_cursor.as_ref(), room) {
+            Ok(list) => {
+                if list.len() < room {
+                    // Read to the end: start over next time there is news.
+                    self.missing_cursor = None;
+                    self.missing_more = false;
+                } else {
+                    self.missing_cursor = list.last().copied();
+                }
+                let now = self.now_ms();
+                self.rep.payloads_missing(&list, now);
+            }
+            Err(e) => warn!("reading the entries held without payload: {e}"),
+        }
+    }
+
+    /// The loop missed notices (it was behind): read the tips again.
+    pub(super) fn resync(&mut self) {
+        self.counters.commits_missed += 1;
+        let now = self.now_ms();
+        match all_heads(&self.ctx.store) {
+            Ok(heads) => self.rep.set_local_frontier(heads, now),
+            Err(e) => warn!("reading tips: {e}"),
+        }
+        self.ctx.graph.invalidate();
+        self.missing_more = true;
+        self.refresh_roster();
+    }
+}

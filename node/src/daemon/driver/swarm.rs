@@ -1,0 +1,195 @@
+//! Events from the libp2p swarm, turned into replicator input: connections,
+//! range-sync requests and responses (decoded from their wire bytes, the
+//! workspace checked), gossip (decoded, judged by the replicator, the verdict
+//! reported to gossipsub), and discovery (identify, mDNS, Kademlia).
+
+use super::workers::CheckJob;
+use super::Driver;
+use agora_sync::wire::{WireRequest, WireResponse};
+use agora_sync::{Gossip, GossipVerdict, Message, PeerId};
+use libp2p::swarm::SwarmEvent;
+use libp2p::{gossipsub, identify, kad, mdns, request_response};
+use std::sync::mpsc as std_mpsc;
+use std::time::Instant;
+use tracing::debug;
+
+use super::super::network::BehaviourEvent;
+
+/// Inbound range requests waiting for the store, beyond which new ones are answered `Busy`.
+pub const PENDING_RESPONSES_MAX: usize = 1024;
+
+impl Driver {
+    pub(super) fn on_swarm(&mut self, event: SwarmEvent<BehaviourEvent>) {
+        let now = self.now_ms();
+        match event {
+            SwarmEvent::ConnectionEstablished { peer_id, num_established, endpoint, .. } => {
+                debug!(%peer_id, addr = %endpoint.get_remote_address(), "connected");
+                if num_established.get() == 1 && !self.peers.foreign.contains(&peer_id) {
+                    let p = self.peers.number(peer_id);
+                    self.rep.connected(p, now);
+                }
+            }
+            SwarmEvent::ConnectionClosed { peer_id, num_established, .. } => {
+                if num_established == 0
+                    && let Some(p) = self.peers.known(&peer_id)
+                {
+                    debug!(%peer_id, "disconnected");
+                    self.rep.disconnected(p);
+                    self.pending_responses.retain(|(q, _), _| *q != p);
+                    self.outbound.retain(|_, (q, _)| *q != p);
+                }
+            }
+            SwarmEvent::NewListenAddr { address, .. } => {
+                tracing::info!(%address, "listening");
+                self.listen.push(address);
+            }
+            SwarmEvent::OutgoingConnectionError { peer_id, error, .. } => debug!(?peer_id, "dial failed: {error}"),
+            SwarmEvent::Behaviour(b) => self.on_behaviour(b, now),
+            _ => {}
+        }
+    }
+
+    fn on_behaviour(&mut self, event: BehaviourEvent, now: u64) {
+        match event {
+            BehaviourEvent::Sync(e) => self.on_sync(e, now),
+            BehaviourEvent::Gossip(gossipsub::Event::Message { propagation_source, message_id, message }) => {
+                self.counters.gossip_received += 1;
+                let p = self.peers.number(propagation_source);
+                let acceptance = if message.topic != self.topic.hash() {
+                    gossipsub::MessageAcceptance::Ignore
+                } else {
+                    match Gossip::decode(&message.data) {
+                        Ok(g) => {
+                            let verdict = self.rep.gossip(p, g, now);
+                            debug!(%propagation_source, ?verdict, "gossip");
+                            match verdict {
+                                GossipVerdict::Accept => gossipsub::MessageAcceptance::Accept,
+                                GossipVerdict::Ignore => gossipsub::MessageAcceptance::Ignore,
+                                GossipVerdict::Reject(_) => gossipsub::MessageAcceptance::Reject,
+                            }
+                        }
+                        Err(e) => {
+                            self.counters.invalid_wire += 1;
+                            self.rep.report_invalid(p, format!("gossip: {e}"), now);
+                            gossipsub::MessageAcceptance::Reject
+                        }
+                    }
+                };
+                self.swarm.behaviour_mut().gossip.report_message_validation_result(&message_id, &propagation_source, acceptance);
+            }
+            BehaviourEvent::Gossip(gossipsub::Event::Subscribed { peer_id, topic }) => debug!(%peer_id, %topic, "subscribed"),
+            BehaviourEvent::Gossip(_) => {}
+            BehaviourEvent::Identify(identify::Event::Received { peer_id, info, .. }) => {
+                for addr in info.listen_addrs {
+                    let unspecified = addr.iter().any(|p| {
+                        matches!(p, libp2p::multiaddr::Protocol::Ip4(ip) if ip.is_unspecified())
+                            || matches!(p, libp2p::multiaddr::Protocol::Ip6(ip) if ip.is_unspecified())
+                    });
+                    if !unspecified {
+                        self.swarm.behaviour_mut().kad.add_address(&peer_id, addr);
+                    }
+                }
+            }
+            BehaviourEvent::Identify(_) => {}
+            BehaviourEvent::Mdns(mdns::Event::Discovered(list)) => {
+                for (peer, addr) in list {
+                    if self.peers.dialable(&peer) {
+                        self.swarm.behaviour_mut().kad.add_address(&peer, addr.clone());
+                        let _ = self.swarm.dial(addr);
+                    }
+                }
+            }
+            BehaviourEvent::Mdns(_) => {}
+            BehaviourEvent::Kad(kad::Event::RoutingUpdated { peer, .. }) => {
+                if !self.swarm.is_connected(&peer) && self.peers.dialable(&peer) {
+                    let _ = self.swarm.dial(peer);
+                }
+            }
+            BehaviourEvent::Kad(_) | BehaviourEvent::Ping(_) => {}
+            BehaviourEvent::Blocked(never) | BehaviourEvent::Limits(never) => match never {},
+        }
+    }
+
+    fn on_sync(&mut self, event: request_response::Event<Vec<u8>, Vec<u8>>, now: u64) {
+        match event {
+            request_response::Event::Message { peer, message, .. } => {
+                let p = self.peers.number(peer);
+                match message {
+                    request_response::Message::Request { request, channel, .. } => self.on_request(peer, p, request, channel, now),
+                    request_response::Message::Response { request_id, response } => {
+                        let asked = self.outbound.remove(&request_id).map(|(_, req)| req);
+                        self.on_response(peer, p, asked, response, now)
+                    }
+                }
+            }
+            request_response::Event::OutboundFailure { peer, request_id, error, .. } => {
+                // Unanswered: the replicator's timeout strikes the peer and
+                // asks others; nothing to decide here.
+                self.outbound.remove(&request_id);
+                debug!(%peer, "sync request failed: {error}");
+            }
+            request_response::Event::InboundFailure { peer, error, .. } => debug!(%peer, "sync response failed: {error}"),
+            request_response::Event::ResponseSent { .. } => {}
+        }
+    }
+
+    /// A response to one of our requests. `asked` is the range request id it
+    /// answers (none for a frontier's `Ack`).
+    fn on_response(&mut self, peer: libp2p::PeerId, p: PeerId, asked: Option<u64>, bytes: Vec<u8>, now: u64) {
+        match WireResponse::decode(&bytes) {
+            Ok(WireResponse::Entries { req, entries, more }) => {
+                debug!(%peer, req, entries = entries.len(), more, "range received");
+                match self.check_tx.try_send(CheckJob { peer: p, req, entries, more }) {
+                    Ok(()) => {}
+                    // The workers are behind (never more than the requests
+                    // in flight, normally): check here.
+                    Err(std_mpsc::TrySendError::Full(job) | std_mpsc::TrySendError::Disconnected(job)) => {
+                        self.rep.handle(p, Message::Response { req: job.req, entries: job.entries, more: job.more }, now)
+                    }
+                }
+            }
+            Ok(WireResponse::Ack) => {}
+            Ok(WireResponse::Busy) => {
+                if let Some(req) = asked {
+                    self.rep.busy(p, req, now);
+                }
+            }
+            Ok(WireResponse::WrongWorkspace) => self.mark_foreign(peer, p),
+            Err(e) => {
+                self.counters.invalid_wire += 1;
+                self.rep.report_invalid(p, format!("response: {e}"), now);
+            }
+        }
+    }
+
+    fn on_request(&mut self, peer: libp2p::PeerId, p: PeerId, bytes: Vec<u8>, channel: request_response::ResponseChannel<Vec<u8>>, now: u64) {
+        let request = match WireRequest::decode(&bytes) {
+            Ok(r) => r,
+            Err(e) => {
+                self.counters.invalid_wire += 1;
+                self.rep.report_invalid(p, format!("request: {e}"), now);
+                return;
+            }
+        };
+        if request.workspace() != self.ctx.workspace {
+            self.counters.wrong_workspace += 1;
+            let _ = self.swarm.behaviour_mut().sync.send_response(channel, WireResponse::WrongWorkspace.encode());
+            return;
+        }
+        match request.into_message() {
+            Message::Request { req, author, start, limit } => {
+                if self.pending_responses.len() >= PENDING_RESPONSES_MAX {
+                    let _ = self.swarm.behaviour_mut().sync.send_response(channel, WireResponse::Busy.encode());
+                    return;
+                }
+                self.pending_responses.insert((p, req), (channel, Instant::now()));
+                self.rep.handle(p, Message::Request { req, author, start, limit }, now);
+            }
+            frontier => {
+                let _ = self.swarm.behaviour_mut().sync.send_response(channel, WireResponse::Ack.encode());
+                self.rep.handle(p, frontier, now);
+            }
+        }
+        debug!(%peer, "request handled");
+    }
+}

@@ -1,0 +1,404 @@
+//! Attacks on honest nodes, with real `agora` processes on 127.0.0.1: each
+//! test is one attack from the hardening review, and what must hold while and
+//! after it runs. Finer-grained versions of each (every arrival order, many
+//! seeds) run in the deterministic test network of `crates/agora-sync` and in
+//! the crates' own tests; these prove the binary wires the defences in.
+//!
+//! Every wait is a bounded loop on an observable condition.
+
+mod support;
+
+use agora_core::entry::next_header;
+use agora_core::{pack, AgentKey, SignedEntry};
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use support::*;
+
+fn id_of(v: &Value) -> String {
+    v["id"].as_str().expect("an id").to_string()
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+/// Write a pack of these entries (with payloads).
+fn write_pack(path: &Path, entries: &[(SignedEntry, Vec<u8>)]) {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    writeln!(out, "{}", pack::header_line()).unwrap();
+    for (e, p) in entries {
+        writeln!(out, "{}", pack::entry_line(e, Some(p))).unwrap();
+    }
+    out.flush().unwrap();
+}
+
+/// `agora node status` through the control channel, and how long it took.
+fn timed_status(home: &Path) -> (Value, Duration) {
+    let start = Instant::now();
+    let v = json(home, &["node", "status"]);
+    (v, start.elapsed())
+}
+
+/// Every view hash equal on these nodes; returns it.
+fn converged(nodes: &[&Node]) -> String {
+    wait_for("every node to compute the same merged view", || {
+        let hashes: Vec<String> = nodes.iter().map(|n| json(&n.home, &["view-hash"])["view_hash"].as_str().unwrap().to_string()).collect();
+        hashes.iter().all(|h| *h == hashes[0]).then(|| hashes[0].clone())
+    })
+}
+
+/// Hardening item 1: one admitted agent signs 2,000 entries at one seq. They
+/// arrive by import on one node and by range sync on another; both nodes keep
+/// answering `node status` within a second throughout, store one proof, keep
+/// computing merged views (the author frozen at the seq before the fork), and
+/// stop within 5 s of SIGTERM.
+#[test]
+fn a_fork_flood_of_two_thousand_branches_leaves_the_nodes_responsive() {
+    let (a, b) = (Agent::new(), Agent::new());
+    let founder = a.id.clone();
+    admit(&a, &[&b]);
+    let flooder = AgentKey::from_seed([77; 32]);
+    let flooder_id = flooder.agent_id().to_string();
+    ok(&a.home, &["admit", &flooder_id, "flooder"]);
+    // Seq 1, then 2,000 different entries at seq 2.
+    let t0 = now_ms() - 60_000;
+    let root_payload = b"common start".to_vec();
+    let root = SignedEntry::sign(next_header(flooder.agent_id(), None, t0, &root_payload).unwrap(), &flooder);
+    let mut entries = vec![(root.clone(), root_payload)];
+    for i in 0..2_000u32 {
+        let p = format!("branch {i}").into_bytes();
+        entries.push((SignedEntry::sign(next_header(flooder.agent_id(), Some(&root), t0 + 1, &p).unwrap(), &flooder), p));
+    }
+    let pack_path = a.home.parent().unwrap().join("flood.jsonl");
+    write_pack(&pack_path, &entries);
+
+    let na = Node::start(&a, &founder, &[]);
+    let mut importer = Command::new(env!("CARGO_BIN_EXE_agora"))
+        .arg("--home")
+        .arg(&a.home)
+        .args(["import", pack_path.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut slowest = Duration::ZERO;
+    loop {
+        let (_, took) = timed_status(&a.home);
+        slowest = slowest.max(took);
+        if let Some(status) = importer.try_wait().unwrap() {
+            assert!(status.success(), "import failed");
+            break;
+        }
+    }
+    let tips = |home: &Path| -> usize {
+        let authors = json(home, &["authors"]);
+        authors.as_array().unwrap().iter().find(|x| x["author"] == flooder_id.as_str()).map_or(0, |x| x["tips"].as_array().unwrap().len())
+    };
+    assert_eq!(tips(&a.home), 2_000);
+
+    let mut nb = Node::start(&b, &founder, &[&na.addr]);
+    let synced = Instant::now();
+    loop {
+        let (_, took) = timed_status(&b.home);
+        slowest = slowest.max(took);
+        if tips(&b.home) == 2_000 {
+            break;
+        }
+        assert!(synced.elapsed() < WAIT, "node B did not receive every branch");
+    }
+    assert!(slowest < Duration::from_secs(1), "`node status` took {slowest:?} during the flood");
+
+    for home in [&a.home, &b.home] {
+        let forks = json(home, &["forks", "--author", &flooder_id]);
+        assert_eq!(forks.as_array().unwrap().len(), 1, "one proof for the forked seq: {forks}");
+        let audit: Value = serde_json::from_slice(&agora(home, &["--json", "audit", &flooder_id]).stdout).unwrap();
+        assert_eq!(audit["fork_seqs"], serde_json::json!([2]), "{audit}");
+        let cons = json(home, &["consensus", "--quorum", "1"]);
+        let chain = cons["chains"].as_array().unwrap().iter().find(|c| c["author"] == flooder_id.as_str()).unwrap().clone();
+        assert_eq!(chain["frozen_at"].as_u64(), Some(2), "frozen at the forked seq: {chain}");
+        assert_eq!(chain["view_len"].as_u64(), Some(1), "its view keeps the shared entry only: {chain}");
+    }
+    converged(&[&na, &nb]);
+
+    let start = Instant::now();
+    let status = nb.terminate();
+    assert!(status.success(), "{status}");
+    assert!(start.elapsed() < Duration::from_secs(5), "SIGTERM took {:?}", start.elapsed());
+}
+
+/// The last entry of `author`'s chain in `home` (read back from an export).
+fn last_entry(home: &Path, author: &str) -> Option<SignedEntry> {
+    let path = home.parent().unwrap().join(format!("export-{author}.jsonl"));
+    ok(home, &["export", "--author", author, "-o", path.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&path).unwrap();
+    text.lines().skip(1).filter(|l| !l.trim().is_empty()).enumerate().map(|(i, l)| pack::parse_entry_line(i + 2, l).unwrap().0).last()
+}
+
+/// Sign `payload` as the next entry of `key`'s chain in `home`, with the given
+/// timestamp (not the clock's), and import it through the home's node.
+fn sign_next_as(home: &Path, key: &AgentKey, payload: &[u8], timestamp_ms: u64) -> String {
+    let prev = last_entry(home, &key.agent_id().to_string());
+    let e = SignedEntry::sign(next_header(key.agent_id(), prev.as_ref(), timestamp_ms, payload).unwrap(), key);
+    let path: PathBuf = home.parent().unwrap().join(format!("signed-{}.jsonl", e.id()));
+    write_pack(&path, &[(e.clone(), payload.to_vec())]);
+    ok(home, &["import", path.to_str().unwrap()]);
+    e.id().to_string()
+}
+
+/// Hardening item 8: an agent that re-signs a resolve dated before another
+/// agent's resolve does not take over: both resolves stay valid and are shown
+/// as a conflict, the same on every node.
+#[test]
+fn a_backdated_resolve_does_not_win_over_an_honest_one() {
+    let (a, b, c) = (Agent::new(), Agent::new(), Agent::new());
+    let founder = a.id.clone();
+    admit(&a, &[&b, &c]);
+    let na = Node::start(&a, &founder, &[]);
+    let nb = Node::start(&b, &founder, &[&na.addr]);
+    let nc = Node::start(&c, &founder, &[&na.addr]);
+    let q = id_of(&json(&a.home, &["ask", "Which region do we launch in first?"]));
+    wait_for("B and C to hold the question", || (nb.holds(&q) && nc.holds(&q)).then_some(()));
+    let honest = id_of(&json(&b.home, &["resolve", &q, "EU first: the partner is there"]));
+    wait_for("C to hold B's resolve", || nc.holds(&honest).then_some(()));
+    let honest_ts = json(&c.home, &["show", &honest])["timestamp_ms"].as_u64().unwrap();
+    // C signs its own resolve dated one second before B's.
+    let payload = agora_graph::Event::Resolve { target: q.parse().unwrap(), text: "US first".into() }.encode();
+    let backdated = sign_next_as(&c.home, &c.key(), &payload, honest_ts - 1_000);
+    for n in [&na, &nb, &nc] {
+        wait_for("every node to hold both resolves", || (n.holds(&honest) && n.holds(&backdated)).then_some(()));
+    }
+    converged(&[&na, &nb, &nc]);
+    for n in [&na, &nb, &nc] {
+        let s = json(&n.home, &["status", &q]);
+        assert_eq!(s["status"], "contested", "the two resolves conflict: {s}");
+        let why = s.to_string();
+        assert!(why.contains(&honest) && why.contains(&backdated), "both resolves are named: {s}");
+        for r in [&honest, &backdated] {
+            assert_ne!(json(&n.home, &["status", r])["status"], "invalid", "neither resolve is invalid");
+        }
+    }
+}
+
+/// Hardening item 8, second half: an entry dated an hour ahead is not stored
+/// (and so not applied) before its time.
+#[test]
+fn an_entry_dated_an_hour_ahead_is_held_back() {
+    let a = Agent::new();
+    json(&a.home, &["propose", "today"]);
+    let payload = agora_graph::Event::Proposition { text: "from the future".into() }.encode();
+    let key = a.key();
+    let prev = last_entry(&a.home, &a.id).unwrap();
+    let e = SignedEntry::sign(next_header(key.agent_id(), Some(&prev), now_ms() + 3_600_000, &payload).unwrap(), &key);
+    let path = a.home.parent().unwrap().join("future.jsonl");
+    write_pack(&path, &[(e.clone(), payload)]);
+    let report = json(&a.home, &["import", path.to_str().unwrap()]);
+    assert_eq!(report["imported"], 0, "{report}");
+    assert_eq!(report["deferred"]["count"], 1, "{report}");
+    assert!(!agora(&a.home, &["show", &e.id().to_string()]).status.success(), "not stored");
+}
+
+/// Hardening item 9: a removal names the last seq that stays admitted, so
+/// whether a node happened to receive the removed agent's later entries
+/// before the removal no longer changes its views.
+#[test]
+fn a_removal_racing_the_removed_agents_writes_gives_every_node_the_same_views() {
+    let (a, b, c) = (Agent::new(), Agent::new(), Agent::new());
+    let founder = a.id.clone();
+    admit(&a, &[&b, &c]);
+    let m = AgentKey::from_seed([91; 32]);
+    let m_id = m.agent_id().to_string();
+    ok(&a.home, &["admit", &m_id, "soon removed"]);
+    // M's chain of 7 events; A holds the first 5, B all 7 (it heard of the
+    // last two before the removal reached it).
+    let mut chain: Vec<(SignedEntry, Vec<u8>)> = Vec::new();
+    let t0 = now_ms() - 60_000;
+    for i in 0..7u64 {
+        let p = agora_graph::Event::Proposition { text: format!("M says {i}") }.encode();
+        let e = SignedEntry::sign(next_header(m.agent_id(), chain.last().map(|(e, _)| e), t0 + i, &p).unwrap(), &m);
+        chain.push((e, p));
+    }
+    let dir = a.home.parent().unwrap();
+    write_pack(&dir.join("m5.jsonl"), &chain[..5]);
+    write_pack(&dir.join("m7.jsonl"), &chain);
+    ok(&a.home, &["import", dir.join("m5.jsonl").to_str().unwrap()]);
+    ok(&b.home, &["import", dir.join("m7.jsonl").to_str().unwrap()]);
+    // The founder removes M as it sees M's chain: through seq 5.
+    let removal = json(&a.home, &["remove", &m_id, "left the project"]);
+    assert!(removal.to_string().contains('5'), "{removal}");
+    let na = Node::start(&a, &founder, &[]);
+    let nb = Node::start(&b, &founder, &[&na.addr]);
+    let nc = Node::start(&c, &founder, &[&na.addr, &nb.addr]);
+    wait_for("C to hold M's admitted entries", || (nc.max_seq(&m_id) >= 5).then_some(()));
+    converged(&[&na, &nb, &nc]);
+    let late = chain[5].0.id().to_string();
+    for n in [&na, &nc] {
+        assert!(!n.holds(&late), "entries beyond the cut-off are not replicated");
+    }
+    // B holds them, but no view counts them.
+    assert!(nb.holds(&late));
+    assert!(!agora(&b.home, &["status", &late]).status.success(), "B's graph leaves out entries beyond the cut-off");
+}
+
+/// Hardening item 7: redacting a dispute's payload on one node keeps its view
+/// hash equal to a node that redacted nothing.
+#[test]
+fn a_local_redaction_does_not_change_the_merged_view() {
+    let (a, b) = (Agent::new(), Agent::new());
+    let founder = a.id.clone();
+    admit(&a, &[&b]);
+    let na = Node::start(&a, &founder, &[]);
+    let nb = Node::start(&b, &founder, &[&na.addr]);
+    let p = id_of(&json(&a.home, &["propose", "Usage-based pricing"]));
+    wait_for("B to hold the proposition", || nb.holds(&p).then_some(()));
+    let c = id_of(&json(&b.home, &["contradict", &p, "Procurement needs predictable costs"]));
+    let d = id_of(&json(&b.home, &["dispute", &p, "no evidence given"]));
+    wait_for("A to hold B's events", || (na.holds(&c) && na.holds(&d)).then_some(()));
+    let before = converged(&[&na, &nb]);
+    let status_before = json(&a.home, &["status", &p])["status"].clone();
+    ok(&a.home, &["redact", &d]);
+    ok(&a.home, &["redact", &c]);
+    assert_eq!(json(&a.home, &["view-hash"])["view_hash"].as_str().unwrap(), before, "a redaction is not a change of the set of entries");
+    assert_eq!(json(&a.home, &["status", &p])["status"], status_before, "the redacted contradiction keeps its effect");
+}
+
+/// Hardening item 10: after `agora redact` returns, no file of the store
+/// holds the payload's bytes.
+#[test]
+fn a_redacted_payload_is_in_no_file_of_the_store() {
+    let a = Agent::new();
+    let marker = format!("secret-marker-{:016x}", now_ms().wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let id = id_of(&json(&a.home, &["propose", &marker]));
+    for i in 0..50 {
+        json(&a.home, &["propose", &format!("filler {i}")]);
+    }
+    ok(&a.home, &["redact", &id]);
+    let mut found = Vec::new();
+    let mut stack = vec![a.home.clone()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else if std::fs::read(e.path()).unwrap().windows(marker.len()).any(|w| w == marker.as_bytes()) {
+                found.push(e.path());
+            }
+        }
+    }
+    assert!(found.is_empty(), "the payload survives in {found:?}");
+}
+
+/// Resident memory of a process, in bytes (Linux `/proc/<pid>/status`).
+fn rss_bytes(pid: u32) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = text.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)).unwrap().parse().unwrap();
+    kb * 1024
+}
+
+/// Hardening item 4: the control channel checks the token from the headers
+/// before it reads a body. Unauthenticated posts of 250 MB each (claimed and
+/// sent) are refused with 401, and the node's memory does not grow with them.
+#[test]
+fn unauthenticated_large_posts_are_refused_before_their_body_is_read() {
+    use std::io::{Read, Write};
+    let a = Agent::new();
+    let node = Node::start(&a, &a.id.clone(), &[]);
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(a.home.join("node.json")).unwrap()).unwrap();
+    let control = file["control"].as_str().unwrap().to_string();
+    let before = rss_bytes(node.child.id());
+    let chunk = vec![b'x'; 1 << 20];
+    for (route, token) in [("/v1/command", None), ("/v1/command", Some("wrong")), ("/v1/automerge/sync", None), ("/v1/command", None)] {
+        let mut s = std::net::TcpStream::connect(&control).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let auth = token.map(|t| format!("authorization: Bearer {t}\r\n")).unwrap_or_default();
+        write!(s, "POST {route} HTTP/1.1\r\nhost: {control}\r\n{auth}content-length: {}\r\n\r\n", 250u64 << 20).unwrap();
+        // The answer comes before any of the body is sent.
+        let mut answer = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !answer.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = s.read(&mut buf).expect("an answer without the body");
+            assert!(n > 0, "{route}: the node closed without answering");
+            answer.extend_from_slice(&buf[..n]);
+        }
+        let head = String::from_utf8_lossy(&answer).to_string();
+        assert!(head.starts_with("HTTP/1.1 401"), "{route}: {head:?}");
+        // Push the body anyway: the node may drop the connection or discard
+        // what arrives, but never hold it (the memory check below).
+        s.set_write_timeout(Some(Duration::from_millis(500))).unwrap();
+        let mut sent = 0usize;
+        while sent < 250 << 20 {
+            match s.write(&chunk) {
+                Ok(n) => sent += n,
+                Err(_) => break,
+            }
+        }
+        eprintln!("{route}: 401 before the body; {sent} bytes of it pushed afterwards");
+    }
+    let grown = rss_bytes(node.child.id()).saturating_sub(before);
+    assert!(grown < 10 << 20, "RSS grew by {grown} bytes");
+    // The owner is still served.
+    assert_eq!(json(&a.home, &["node", "status"])["agent"], a.id.as_str());
+}
+
+/// Hardening item 11: a `node.json` left by a node that died points at an
+/// address someone else now listens on. The CLI sends that listener nothing
+/// when the recorded pid is dead, and only a random challenge (never the
+/// token, the arguments or the input) when the pid is alive but the listener
+/// cannot prove it knows the token; either way the command runs on the store.
+#[test]
+fn a_stale_node_file_never_leaks_a_request_to_a_foreign_listener() {
+    use std::io::Read;
+    let a = Agent::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    listener.set_nonblocking(true).unwrap();
+    let token = "5ec2e7".repeat(10);
+    let marker = "stale-marker-text";
+    let dead = {
+        let mut c = Command::new("true").spawn().unwrap();
+        c.wait().unwrap();
+        c.id()
+    };
+    for pid in [dead, std::process::id()] {
+        let file = serde_json::json!({ "pid": pid, "control": addr, "token": token, "peer_id": "x", "listen": [], "workspace": "w" });
+        std::fs::write(a.home.join("node.json"), file.to_string()).unwrap();
+        // The listener answers whatever arrives with garbage and records it.
+        let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let server = {
+            let (listener, received, stop) = (listener.try_clone().unwrap(), received.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    match listener.accept() {
+                        Ok((mut s, _)) => {
+                            s.set_nonblocking(false).unwrap();
+                            s.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+                            let mut buf = [0u8; 4096];
+                            while let Ok(n) = s.read(&mut buf) {
+                                if n == 0 {
+                                    break;
+                                }
+                                received.lock().unwrap().extend_from_slice(&buf[..n]);
+                                let _ = std::io::Write::write_all(&mut s, b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nno");
+                            }
+                        }
+                        Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                    }
+                }
+            })
+        };
+        let out = json(&a.home, &["propose", marker]);
+        assert!(out["id"].is_string(), "the command ran on the store: {out}");
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        server.join().unwrap();
+        let got = String::from_utf8_lossy(&received.lock().unwrap()).to_string();
+        if pid == dead {
+            assert!(got.is_empty(), "a dead pid: nothing is sent, got {got:?}");
+        } else {
+            assert!(!got.contains(&token) && !got.contains(marker) && !got.contains("propose"), "only a challenge may be sent: {got:?}");
+            assert!(got.contains("/v1/hello"), "{got:?}");
+        }
+    }
+}
