@@ -10,6 +10,7 @@
 //! (a raw note); one with a newer version or an unknown kind code is refused
 //! locally and reported as invalid when it arrives from a peer.
 
+use crate::inline::InlineList;
 use agora_core::canonical::{FrameError, Framing};
 use agora_core::EntryId;
 use serde::{Deserialize, Serialize};
@@ -349,9 +350,9 @@ impl Event {
     /// [`Event::refs`] without a heap allocation for events with at most two
     /// references (all kinds but synthesis, refinement and claim lists).
     pub fn ref_list(&self) -> RefList {
-        let mut out = RefList::default();
+        let mut out = InlineList::default();
         self.for_each_ref(|r| out.push(*r));
-        out
+        RefList(out)
     }
 
     /// Call `f` on every entry id this event refers to, in field order,
@@ -405,10 +406,7 @@ impl Event {
 
     /// [`Event::text`], moving the string out where there is just one.
     pub fn into_text(mut self) -> String {
-        match self.single_text_mut() {
-            Some(t) => std::mem::take(t),
-            None => self.composite_text(),
-        }
+        self.take_text()
     }
 
     /// [`Event::into_text`] without moving the event: the single text field
@@ -594,30 +592,12 @@ impl Event {
 
 /// An event's references: up to two inline, more on the heap.
 #[derive(Clone, Debug, Default)]
-pub struct RefList {
-    inline: [EntryId; 2],
-    len: usize,
-    more: Vec<EntryId>,
-}
-
-impl RefList {
-    fn push(&mut self, id: EntryId) {
-        if self.len < 2 && self.more.is_empty() {
-            self.inline[self.len] = id;
-            self.len += 1;
-        } else {
-            if self.more.is_empty() {
-                self.more.extend_from_slice(&self.inline[..self.len]);
-            }
-            self.more.push(id);
-        }
-    }
-}
+pub struct RefList(InlineList<EntryId, 2>);
 
 impl std::ops::Deref for RefList {
     type Target = [EntryId];
     fn deref(&self) -> &[EntryId] {
-        if self.more.is_empty() { &self.inline[..self.len] } else { &self.more }
+        &self.0
     }
 }
 

@@ -15,6 +15,7 @@ mod canonical;
 pub mod event;
 pub mod export;
 pub mod graph;
+mod inline;
 pub mod query;
 pub mod workload;
 

@@ -1,0 +1,330 @@
+//! The effects: what a valid event does to the nodes it names (edges,
+//! touches, marks, frame and task states, outcome counts), and, for an event
+//! kept as concurrent with another agent's, the conflict it records instead.
+//!
+//! Effects run only after the rules passed, on the event's own (newest) node
+//! and its references already resolved to positions. They change only nodes
+//! already applied (and the memory items' content ids), and the same event
+//! on the same graph always has the same effects, so a replay in log order
+//! rebuilds the same nodes. Apart from what a node starts with (its kind,
+//! meta, expiry, redacted flag or invalid reason, set when `mod.rs` adds it),
+//! every mark and state a status is computed from is written here: the
+//! rules (`rules.rs`) read that state, the node (`node.rs`) turns it into
+//! statuses and readings. That is why it is one module.
+
+use super::index::Ix;
+use super::node::{push_tight, Extra, FrameState, Mark};
+use super::Graph;
+use crate::event::{memory_item_content_id, Event, Relation, TaskState};
+use agora_core::EntryId;
+
+impl Graph {
+    /// What a valid event does to the graph. `me` is its own (newest) node,
+    /// `t` its references' nodes in [`Event::ref_list`] order.
+    pub(super) fn effects(&mut self, me: Ix, ev: &Event, t: &[Ix], redacted: bool) {
+        let id = self.nodes[me as usize].id;
+        match ev {
+            Event::Proposition { .. } | Event::Question { .. } | Event::Trajectory { .. } => {}
+            Event::Task { .. } => self.extra_at(me).task_state = Some(TaskState::Created),
+            Event::Support { .. } => self.edge(me, "supports", t[0]),
+            Event::Contradiction { .. } => {
+                self.edge(me, "contradicts", t[0]);
+                self.extra_at(t[0]).push(Mark::OpenChallenge, id);
+            }
+            Event::Refinement { resolves, .. } => {
+                self.edge(me, "refines", t[0]);
+                self.supersede(t[0], id);
+                for (c, &cx) in resolves.iter().zip(&t[1..]) {
+                    self.edge(me, "resolves", cx);
+                    self.close_challenge(cx, me);
+                    self.extra_at(me).push(Mark::Closed, *c);
+                }
+                if !resolves.is_empty() {
+                    self.extra_at(me).push(Mark::ResolvedBy, id);
+                }
+            }
+            Event::Synthesis { .. } => {
+                for &s in t {
+                    self.edge(me, "synthesizes", s);
+                }
+            }
+            Event::Resolve { .. } => {
+                self.edge(me, "resolves", t[0]);
+                self.close_challenge(t[0], me);
+            }
+            Event::Connection { .. } => {
+                self.edge(me, "connects", t[0]);
+                self.edge(me, "connects", t[1]);
+            }
+            Event::Tension { .. } => {
+                for &x in &t[..2] {
+                    self.edge(me, "tension", x);
+                    self.extra_at(x).push(Mark::Tension, id);
+                }
+            }
+            Event::Reframe { .. } => {
+                self.edge(me, "reframes", t[0]);
+                self.supersede(t[0], id);
+            }
+            Event::Park { .. } => {
+                self.touch(t[0], me);
+                self.extra_at(t[0]).push(Mark::ParkedBy, id);
+            }
+            Event::Resume { .. } => {
+                self.touch(t[0], me);
+                let n = self.extra_at(t[0]);
+                n.clear(Mark::ParkedBy);
+                n.resumed_by = Some(id);
+            }
+            Event::Claim { .. } => {
+                for &s in t {
+                    self.edge(me, "derived_from", s);
+                }
+            }
+            Event::Relate { from, to, relation, .. } => {
+                let (fx, tx) = (t[0], t[1]);
+                self.touch(fx, me);
+                self.edge(me, relation.name(), tx);
+                push_tight(&mut self.nodes[fx as usize].edges, (relation.name(), *to));
+                match relation {
+                    Relation::Update | Relation::StateChange => self.supersede(tx, *from),
+                    Relation::Expands | Relation::Qualifies => {}
+                    Relation::Contradicts => {
+                        // No winner: both sides are challenged by this relation.
+                        push_tight(&mut self.nodes[me as usize].edges, ("contradicts", *from));
+                        self.extra_at(fx).push(Mark::OpenChallenge, id);
+                        self.extra_at(tx).push(Mark::OpenChallenge, id);
+                    }
+                    Relation::Retracts => self.extra_at(tx).push(Mark::RetractedBy, id),
+                    Relation::SameAs => {
+                        let n = self.extra_at(fx);
+                        n.push(Mark::DuplicateOf, *to);
+                        n.push(Mark::DuplicateBy, id);
+                    }
+                }
+            }
+            Event::Confirm { .. } => {
+                self.touch(t[0], me);
+                self.extra_at(t[0]).confirmed = true;
+            }
+            Event::FrameOpen { parent, branched_from, .. } => {
+                self.extra_at(me).frame_state = Some(FrameState::Active);
+                // `t` holds the parent first when there is one, then the frame branched from.
+                let branched = usize::from(parent.is_some());
+                if parent.is_some() {
+                    let p = t[0];
+                    self.edge(me, "child_of", p);
+                    self.extra_at(p).push(Mark::FrameChild, id);
+                }
+                if branched_from.is_some() {
+                    let b = t[branched];
+                    self.edge(me, "branched_from", b);
+                    let n = self.extra_at(b);
+                    if n.frame_state == Some(FrameState::Active) {
+                        n.frame_state = Some(FrameState::Suspended);
+                        n.state_by = Some(id);
+                    }
+                }
+            }
+            Event::FrameEvidence { .. } => self.edge(me, "evidence_for", t[0]),
+            Event::FrameConclude { .. } => {
+                self.edge(me, "concludes", t[0]);
+                self.set_frame_state(t[0], FrameState::Completed, id);
+            }
+            Event::FrameSuspend { .. } => {
+                self.touch(t[0], me);
+                self.set_frame_state(t[0], FrameState::Suspended, id);
+            }
+            Event::FrameResume { .. } => {
+                self.touch(t[0], me);
+                self.set_frame_state(t[0], FrameState::Active, id);
+            }
+            Event::FrameInvalidate { .. } => {
+                // Top-down cascade: the frame, then every frame under it.
+                let mut stack = vec![t[0]];
+                while let Some(f) = stack.pop() {
+                    self.touch(f, me);
+                    self.set_frame_state(f, FrameState::Invalidated, id);
+                    let n = self.extra_at(f);
+                    let children = n.all(Mark::FrameChild);
+                    stack.extend(children.iter().rev().map(|c| self.ix_of(c)));
+                }
+            }
+            Event::TaskUpdate { state, .. } => {
+                self.touch(t[0], me);
+                let n = self.extra_at(t[0]);
+                n.task_state = Some(*state);
+                n.state_by = Some(id);
+            }
+            Event::Judgment { success, .. } => {
+                self.edge(me, "judges", t[0]);
+                let n = self.extra_at(t[0]);
+                n.judged = Some(*success);
+                n.judged_by = Some(id);
+                let usages: Vec<EntryId> = self.extra_at(t[0]).all(Mark::Usage);
+                for u in usages {
+                    if let Some(item) = self.nodes[self.ix_of(&u) as usize].x().first(Mark::UsageItem) {
+                        self.count_outcome(self.ix_of(&item), *success);
+                    }
+                }
+            }
+            Event::MemoryItem { title, content, source_trajectory, .. } => {
+                if source_trajectory.is_some() {
+                    self.edge(me, "extracted_from", t[0]);
+                }
+                // A redacted item keeps its content id in its residue (see
+                // `Event::residue`): the same duplicates either way.
+                let cid = match redacted.then(|| crate::event::residue_content_id(content)).flatten() {
+                    Some(cid) => cid,
+                    None => memory_item_content_id(title, content),
+                };
+                match self.content_ids.get(&cid) {
+                    Some(&first) => {
+                        let first_id = self.nodes[first as usize].id;
+                        let n = self.extra_at(me);
+                        n.push(Mark::DuplicateOf, first_id);
+                        n.push(Mark::DuplicateBy, id);
+                        self.touch(first, me);
+                    }
+                    None => {
+                        self.content_ids.insert(cid, me);
+                    }
+                }
+            }
+            Event::Usage { item, .. } => {
+                self.extra_at(me).push(Mark::UsageItem, *item);
+                self.edge(me, "used_in", t[0]);
+                self.edge(me, "uses", t[1]);
+                self.extra_at(t[0]).push(Mark::Usage, id);
+                self.extra_at(t[1]).push(Mark::Usage, id);
+                if let Some(success) = self.extra_at(t[0]).judged {
+                    self.count_outcome(t[1], success);
+                }
+            }
+        }
+    }
+
+    /// The effects of an event that [`Graph::concurrent_setter`] found
+    /// concurrent with `setter`. Exclusive outcomes (two resolutions, two
+    /// judgments, a completion against a reopening, a task moved after
+    /// another agent closed it, two supersessions that would form a cycle)
+    /// both stay and mark the target as a conflict, which makes it
+    /// contested; outcomes that agree (a second park, a second resume,
+    /// evidence for a frame another agent closed) just apply.
+    pub(super) fn concurrent_effects(&mut self, me: Ix, ev: &Event, t: &[Ix], setter: EntryId, redacted: bool) {
+        let me_id = self.nodes[me as usize].id;
+        let state = self.at(t[0]).map(|n| (n.x().frame_state, n.x().task_state));
+        let conflict_on: Vec<Ix> = match ev {
+            Event::Park { .. } | Event::FrameEvidence { .. } => {
+                self.effects(me, ev, t, redacted);
+                Vec::new()
+            }
+            Event::Resume { .. } => {
+                self.touch(t[0], me);
+                Vec::new()
+            }
+            Event::FrameSuspend { .. } if state.is_some_and(|(f, _)| f == Some(FrameState::Suspended)) => {
+                self.touch(t[0], me);
+                Vec::new()
+            }
+            Event::FrameResume { .. } if state.is_some_and(|(f, _)| f == Some(FrameState::Active)) => {
+                self.touch(t[0], me);
+                Vec::new()
+            }
+            Event::Judgment { .. } => {
+                // The outcome counts stay with the first judgment; both are shown.
+                self.edge(me, "judges", t[0]);
+                vec![t[0]]
+            }
+            Event::Relate { relation, to, .. } => {
+                // No supersession (it would close a cycle): the relation stands
+                // as an edge, both claims contested.
+                self.touch(t[0], me);
+                self.edge(me, relation.name(), t[1]);
+                push_tight(&mut self.nodes[t[0] as usize].edges, (relation.name(), *to));
+                vec![t[0], t[1]]
+            }
+            _ => {
+                self.effects(me, ev, t, redacted);
+                vec![t[0]]
+            }
+        };
+        for ix in conflict_on {
+            let own = self.nodes[ix as usize].id;
+            let n = self.extra_at(ix);
+            if own != setter && !n.all(Mark::Conflict).contains(&setter) {
+                n.push(Mark::Conflict, setter);
+            }
+            n.push(Mark::Conflict, me_id);
+        }
+    }
+
+    /// The position of a node a mark names. Marks only ever name applied
+    /// nodes, so a miss is a broken invariant, not bad input.
+    fn ix_of(&self, id: &EntryId) -> Ix {
+        self.index.get(&self.nodes, id).unwrap_or_else(|| panic!("marked node {id} is not in the graph"))
+    }
+
+    pub(super) fn extra_at(&mut self, ix: Ix) -> &mut Extra {
+        self.nodes[ix as usize].extra.get_or_insert_with(Box::default)
+    }
+
+    /// Record that `by` touched `target` (once, and never a node itself).
+    fn touch(&mut self, target: Ix, by: Ix) {
+        let by_id = self.nodes[by as usize].id;
+        let n = &mut self.nodes[target as usize];
+        if n.touched.last() != Some(&by_id) && target != by {
+            push_tight(&mut n.touched, by_id);
+        }
+    }
+
+    fn edge(&mut self, from: Ix, relation: &'static str, to: Ix) {
+        let to_id = self.nodes[to as usize].id;
+        push_tight(&mut self.nodes[from as usize].edges, (relation, to_id));
+        self.touch(to, from);
+    }
+
+    fn set_frame_state(&mut self, frame: Ix, state: FrameState, by: EntryId) {
+        let n = self.extra_at(frame);
+        n.frame_state = Some(state);
+        n.state_by = Some(by);
+    }
+
+    fn supersede(&mut self, target: Ix, by: EntryId) {
+        let n = self.extra_at(target);
+        if !n.has(Mark::SupersededBy) {
+            n.push(Mark::SupersededBy, by);
+        }
+    }
+
+    /// Close challenge `c` (answered by `by`): every node it challenged
+    /// survived it.
+    fn close_challenge(&mut self, c: Ix, by: Ix) {
+        let (c_id, by_id) = (self.nodes[c as usize].id, self.nodes[by as usize].id);
+        self.extra_at(c).push(Mark::ResolvedBy, by_id);
+        let challenged: Vec<Ix> = self.nodes[c as usize]
+            .edges
+            .iter()
+            .filter(|(r, _)| matches!(*r, "contradicts" | "tension"))
+            .map(|(_, t)| self.ix_of(t))
+            .collect();
+        for t in challenged {
+            let n = self.extra_at(t);
+            let was_challenge = n.remove(Mark::OpenChallenge, c_id);
+            let was_tension = n.remove(Mark::Tension, c_id);
+            if was_challenge || was_tension {
+                n.push(Mark::Survived, c_id);
+            }
+            self.touch(t, by);
+        }
+    }
+
+    fn count_outcome(&mut self, item: Ix, success: bool) {
+        let n = self.extra_at(item);
+        if success {
+            n.successes += 1;
+        } else {
+            n.failures += 1;
+        }
+    }
+}

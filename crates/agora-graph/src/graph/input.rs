@@ -1,0 +1,74 @@
+//! What the graph is fed: one entry of the log as the graph sees it
+//! ([`LogEvent`]), its payload classified ([`Body`]).
+//!
+//! This is where an entry's payload, as a node knows it (held, redacted
+//! with or without a residue, or missing), becomes something the graph can
+//! apply. The invariant: every payload gets exactly one classification, and
+//! the same bytes always the same one, so a node's kind never depends on who
+//! built the graph; a missing payload is no event at all, not an empty one.
+//! It is separate because it is the graph's input format, which callers
+//! (the node, the merge layer, benchmarks) build knowing nothing else of the
+//! graph.
+
+use crate::event::{Event, EventDecodeError};
+use agora_core::{EntryId, LogPosition};
+
+/// What an entry's payload is, as far as the graph is concerned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Body {
+    /// A decoded event.
+    Event(Event),
+    /// A payload that is not an event (a raw note). No effect.
+    Raw,
+    /// The payload is not held (redacted). The node exists without content.
+    Redacted,
+    /// An event payload that failed to decode (e.g. a newer kind).
+    Undecodable(EventDecodeError),
+}
+
+/// One entry of the log as the graph sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogEvent {
+    /// The entry id.
+    pub id: EntryId,
+    /// Position in the log.
+    pub pos: LogPosition,
+    /// Its payload.
+    pub body: Body,
+    /// Read from the residue of a payload redacted here (see
+    /// `agora_core::payload`): the event's meaning without its text.
+    pub redacted: bool,
+}
+
+impl LogEvent {
+    /// What the graph makes of an entry, from what the node knows of its
+    /// payload: the event itself (held), its meaning without text (redacted
+    /// with a residue), a node of unknown meaning (a redaction that kept no
+    /// residue), or nothing yet (`None`: never received; events that refer to
+    /// it wait, pending, until it arrives).
+    pub fn from_content(id: EntryId, pos: LogPosition, content: agora_core::Content<'_>) -> Option<Self> {
+        match content {
+            agora_core::Content::Held(p) => Some(Self::from_payload(id, pos, Some(p))),
+            agora_core::Content::Redacted(Some(residue)) => {
+                let mut e = Self::from_payload(id, pos, Some(residue));
+                e.redacted = true;
+                Some(e)
+            }
+            agora_core::Content::Redacted(None) => Some(Self::from_payload(id, pos, None)),
+            agora_core::Content::Missing => None,
+        }
+    }
+
+    /// Classify a payload (`None`: redacted with no residue, meaning unknown).
+    pub fn from_payload(id: EntryId, pos: LogPosition, payload: Option<&[u8]>) -> Self {
+        let body = match payload {
+            None => Body::Redacted,
+            Some(p) if !Event::is_event_payload(p) => Body::Raw,
+            Some(p) => match Event::decode(p) {
+                Ok(e) => Body::Event(e),
+                Err(e) => Body::Undecodable(e),
+            },
+        };
+        Self { id, pos, body, redacted: false }
+    }
+}

@@ -1,0 +1,307 @@
+//! The reasoning graph: a pure, deterministic function of the events.
+//!
+//! Events are applied in **log order**: by (timestamp, author, seq), which every
+//! node computes the same way from the same entries. An event whose references
+//! are not all known yet is held as *pending* and applied the moment the last
+//! one arrives. Nothing here is stored state that could drift: [`Graph::replay`]
+//! rebuilds everything from the events, and [`Graph::snapshot`] gives a
+//! canonical byte form so that a rebuild can be compared bit for bit.
+//!
+//! This file holds the [`Graph`] itself, applying one event (holding and
+//! releasing pending ones), and the public queries. Each other job has a
+//! module of its own, which adds to `Graph` in an `impl` block of its own:
+//!
+//! - `input`: what the graph is fed ([`LogEvent`], [`Body`]);
+//! - `index`: node positions by id (`NodeIndex`);
+//! - `node`: a [`Node`], its [`Status`] and the state behind it;
+//! - `rules`: whether an event may apply ([`Graph::check`], [`RuleError`]);
+//! - `effects`: what a valid event does to the nodes it names;
+//! - `replay`: a graph built from a whole log ([`Graph::replay`],
+//!   [`OrderedReplay`]);
+//! - `snapshot`: the canonical bytes and their hash ([`Graph::snapshot`],
+//!   [`Graph::view_hash`], [`Graph::by_id`]).
+//!
+//! Inside the graph a node is named by its position in application order;
+//! at the public surface, by its entry id. An event's references are looked
+//! up once, when it is applied; the rules, then (if it keeps them) the
+//! effects, reach the nodes by position.
+
+mod effects;
+mod index;
+mod input;
+mod node;
+mod replay;
+mod rules;
+mod snapshot;
+
+pub use agora_core::LogPosition;
+pub use index::NODES_MAX;
+pub use input::{Body, LogEvent};
+pub use node::{FrameState, Node, Status};
+pub use replay::{NotInLogOrder, OrderedReplay};
+pub use rules::RuleError;
+pub use snapshot::ById;
+
+use crate::event::Event;
+use crate::inline::InlineList;
+use agora_core::idmap::IdMap;
+use agora_core::{AgentId, EntryId};
+use index::{Ix, NodeIndex};
+use node::{Mark, Meta};
+use std::collections::HashMap;
+
+/// An event held until the events it refers to arrive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pending {
+    /// The held event.
+    pub event: LogEvent,
+    /// The references still unknown.
+    pub missing: Vec<EntryId>,
+}
+
+/// The reasoning graph derived from a set of events.
+#[derive(Clone, Debug, Default)]
+pub struct Graph {
+    /// Nodes in application order (log order, with pending events placed where
+    /// they were released). Stored in a Vec and indexed by id, so growing the
+    /// index never moves the (large) nodes.
+    nodes: Vec<Node>,
+    index: NodeIndex,
+    /// Every author seen, in order of first appearance; nodes refer to them by index.
+    authors: Vec<AgentId>,
+    /// Author keys are Ed25519 public keys, uniform like ids: hashed by prefix.
+    author_index: IdMap<AgentId, u32>,
+    /// Held events, by one of the ids they still miss.
+    waiting: IdMap<EntryId, Vec<LogEvent>>,
+    pending_count: usize,
+    /// Memory item content id -> first item with that content.
+    content_ids: HashMap<[u8; 32], Ix>,
+    last_pos: Option<LogPosition>,
+    /// Node positions in id order, once asked for ([`Graph::by_id`]); cleared
+    /// by every apply.
+    id_order: std::sync::OnceLock<Vec<Ix>>,
+}
+
+/// An event's references resolved to node positions, in [`Event::ref_list`]
+/// order: four inline (every kind but long source lists), more on the heap.
+type Targets = InlineList<Ix, 4>;
+
+impl Graph {
+    /// An empty graph.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Apply one event. Events must come in log order (see [`Graph::replay`]);
+    /// returns `false`, applying nothing, if `event` sorts before the last one
+    /// applied, in which case the caller replays. Applying an id twice is a no-op.
+    pub fn apply(&mut self, mut event: LogEvent) -> bool {
+        self.apply_in_place(&mut event)
+    }
+
+    /// [`Graph::apply`] without moving the event (216 bytes, and a replay
+    /// moved each several times): its text is taken into the node, what is
+    /// left is the caller's to drop. An event held as pending is moved out,
+    /// leaving a redacted one with its id and position.
+    fn apply_in_place(&mut self, event: &mut LogEvent) -> bool {
+        if self.index.contains(&self.nodes, &event.id) {
+            return true;
+        }
+        self.id_order.take();
+        if self.last_pos.is_some_and(|last| event.pos < last) {
+            return false;
+        }
+        self.last_pos = Some(event.pos);
+        let id = event.id;
+        if self.try_apply(event) && !self.waiting.is_empty() {
+            self.release(id);
+        }
+        true
+    }
+
+    /// Apply `e` if every event it refers to is known; otherwise hold it as
+    /// pending under the first one missing. True if applied.
+    fn try_apply(&mut self, e: &mut LogEvent) -> bool {
+        let refs = match &e.body {
+            Body::Event(ev) => ev.ref_list(),
+            _ => crate::event::RefList::default(),
+        };
+        // Each reference is looked up once, here; the rules and effects then
+        // reach its node by position.
+        let mut targets = Targets::default();
+        for r in refs.iter() {
+            match self.index.get(&self.nodes, r) {
+                Some(ix) => targets.push(ix),
+                None => {
+                    let held = std::mem::replace(e, LogEvent { id: e.id, pos: e.pos, body: Body::Redacted, redacted: false });
+                    self.pending_count += 1;
+                    self.waiting.entry(*r).or_default().push(held);
+                    return false;
+                }
+            }
+        }
+        self.apply_ready(e, &refs, &targets);
+        true
+    }
+
+    /// Apply the events that waited for `id` (just applied), in log order,
+    /// each followed at once by those that waited for it.
+    fn release(&mut self, id: EntryId) {
+        let mut stack: Vec<LogEvent> = Vec::new();
+        self.take_waiting(&id, &mut stack);
+        while let Some(mut e) = stack.pop() {
+            let id = e.id;
+            if self.index.contains(&self.nodes, &id) {
+                continue;
+            }
+            if self.try_apply(&mut e) {
+                self.take_waiting(&id, &mut stack);
+            }
+        }
+    }
+
+    /// Move the events waiting for `id` onto `stack`, the earliest on top.
+    fn take_waiting(&mut self, id: &EntryId, stack: &mut Vec<LogEvent>) {
+        if let Some(mut released) = self.waiting.remove(id) {
+            self.pending_count -= released.len();
+            released.sort_by_key(|r| std::cmp::Reverse((r.pos, r.id)));
+            stack.extend(released);
+        }
+    }
+
+    /// Add the node for `e`, whose references `refs` are all known, at
+    /// `targets`; then, if it keeps the rules, its effects.
+    fn apply_ready(&mut self, e: &mut LogEvent, refs: &[EntryId], targets: &[Ix]) {
+        let (id, pos, body) = (e.id, e.pos, &mut e.body);
+        let kind = match body {
+            Body::Raw => "raw",
+            Body::Redacted => "redacted",
+            Body::Undecodable(_) => "invalid",
+            Body::Event(ev) => ev.kind_name(),
+        };
+        let author = self.author(&pos.author);
+        let mut node = Node::new(id, pos, author, kind);
+        let mut concurrent = None;
+        let invalid = match body {
+            Body::Raw | Body::Redacted => None,
+            Body::Undecodable(err) => Some(err.to_string()),
+            Body::Event(ev) => match self.check_refs(id, ev, refs, targets) {
+                Err(err) => match self.concurrent_setter(ev, &err, targets, author) {
+                    // Blocked by another agent's event that is not on this
+                    // event's chain: concurrent, so log order (the authors'
+                    // clocks) must not decide. Kept valid; a conflict.
+                    Some(setter) => {
+                        concurrent = Some(setter);
+                        node.meta = Meta::of(ev);
+                        None
+                    }
+                    None => Some(err.to_string()),
+                },
+                Ok(()) => {
+                    node.meta = Meta::of(ev);
+                    if let Event::Claim { expires_at_ms: Some(t), .. } = ev {
+                        node.extra.get_or_insert_with(Box::default).expires_at_ms = Some(*t);
+                    }
+                    None
+                }
+            },
+        };
+        let valid = invalid.is_none();
+        if let Some(reason) = invalid {
+            node.extra.get_or_insert_with(Box::default).invalid = Some(reason.into_boxed_str());
+        }
+        assert!(self.nodes.len() < NODES_MAX, "more than {NODES_MAX} nodes");
+        let me = self.nodes.len() as Ix;
+        self.nodes.push(node);
+        self.index.insert(&id, me);
+        if e.redacted {
+            self.extra_at(me).redacted = true;
+        }
+        if let Body::Event(ev) = body {
+            if valid {
+                match concurrent {
+                    None => self.effects(me, ev, targets, e.redacted),
+                    Some(setter) => self.concurrent_effects(me, ev, targets, setter, e.redacted),
+                }
+            }
+            self.nodes[me as usize].text = ev.take_text();
+        }
+    }
+
+    /// The author's index in the author table, adding it on first sight.
+    fn author(&mut self, author: &AgentId) -> u32 {
+        if let Some(a) = self.author_index.get(author) {
+            return *a;
+        }
+        // At most one new author a node, so this fits as positions do.
+        assert!(self.authors.len() < NODES_MAX);
+        let a = self.authors.len() as u32;
+        self.authors.push(*author);
+        self.author_index.insert(*author, a);
+        a
+    }
+
+    /// The node at `ix`; `None` for [`UNKNOWN`](index::UNKNOWN).
+    fn at(&self, ix: Ix) -> Option<&Node> {
+        self.nodes.get(ix as usize)
+    }
+
+    /// Where a node sits in the log: its timestamp, author and seq.
+    pub fn position(&self, node: &Node) -> LogPosition {
+        LogPosition { timestamp_ms: node.timestamp_ms, author: self.authors[node.author as usize], seq: node.seq }
+    }
+
+    /// A node by id.
+    pub fn node(&self, id: &EntryId) -> Option<&Node> {
+        self.index.get(&self.nodes, id).map(|i| &self.nodes[i as usize])
+    }
+
+    /// Nodes in application order.
+    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.iter()
+    }
+
+    /// Number of applied nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// True when nothing is applied.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Events held for references that have not arrived, in log order.
+    pub fn pending(&self) -> Vec<Pending> {
+        let mut out: Vec<Pending> = self
+            .waiting
+            .values()
+            .flatten()
+            .map(|e| {
+                let missing = match &e.body {
+                    Body::Event(ev) => ev.refs().into_iter().filter(|r| !self.index.contains(&self.nodes, r)).collect(),
+                    _ => Vec::new(),
+                };
+                Pending { event: e.clone(), missing }
+            })
+            .collect();
+        out.sort_by_key(|p| (p.event.pos, p.event.id));
+        debug_assert_eq!(out.len(), self.pending_count);
+        out
+    }
+
+    /// Follow update, state-change, refinement and reframe edges to the
+    /// current state of `id` (itself if nothing supersedes it).
+    pub fn latest_in_chain(&self, id: &EntryId) -> Option<EntryId> {
+        let mut cur = *self.node(id)?.id();
+        let mut steps = 0;
+        while let Some(next) = self.node(&cur).and_then(|n| n.x().first(Mark::SupersededBy)) {
+            cur = next;
+            steps += 1;
+            if steps > self.nodes.len() {
+                break;
+            }
+        }
+        Some(cur)
+    }
+}

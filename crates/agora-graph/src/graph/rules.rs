@@ -1,0 +1,299 @@
+//! The rules: whether an event may apply to the nodes it names, and the
+//! error that says why not ([`RuleError`]).
+//!
+//! Rules are checked before effects, and they only read: an event that
+//! breaks one is refused when written locally ([`Graph::check`]) and, when it
+//! arrives from a peer, becomes an `invalid` node with no effect. One
+//! exception keeps statuses independent of the authors' clocks:
+//! [`Graph::concurrent_setter`] finds a state rule broken only because of
+//! another agent's concurrent event, and the event is then kept as a conflict
+//! (see `effects.rs`). This is its own module so that what may happen is
+//! read in one place, apart from what it does.
+
+use super::index::{Ix, UNKNOWN};
+use super::node::{FrameState, Mark, Meta};
+use super::{Graph, Targets};
+use crate::event::{Event, EventDecodeError, Relation, TaskState};
+use agora_core::EntryId;
+
+/// Why an event may not be applied (locally: refused; from a peer: invalid).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    /// An event that refers to itself, or names the same event twice.
+    #[error("refers to itself: {0} is named more than once")]
+    SelfReference(EntryId),
+    /// A synthesis of fewer than two sources.
+    #[error("a synthesis needs at least two sources, found {0}")]
+    SynthesisArity(usize),
+    /// A reference to a node of a kind this event cannot apply to.
+    #[error("{event} cannot refer to {target} ({kind}): {expected}")]
+    WrongKind {
+        /// The event kind.
+        event: &'static str,
+        /// The target.
+        target: EntryId,
+        /// The target's kind.
+        kind: &'static str,
+        /// What was expected.
+        expected: &'static str,
+    },
+    /// A supersession edge that would close a cycle (e.g. a cycle of refinements).
+    #[error("{from} superseding {to} would close a cycle of refinements/updates")]
+    Cycle {
+        /// The new successor.
+        from: EntryId,
+        /// The node it would supersede.
+        to: EntryId,
+    },
+    /// The target is in a state that does not allow this event.
+    #[error("{target} is {state}: {event} does not apply")]
+    WrongState {
+        /// The event kind.
+        event: &'static str,
+        /// The target.
+        target: EntryId,
+        /// Its state.
+        state: String,
+    },
+    /// The payload is an event this implementation cannot decode.
+    #[error("{0}")]
+    Decode(EventDecodeError),
+}
+
+const POSITION_KINDS: &[&str] =
+    &["proposition", "support", "contradiction", "refinement", "synthesis", "reframe", "claim", "memory_item"];
+const CLAIM_KINDS: &[&str] = &["proposition", "refinement", "synthesis", "reframe", "claim", "memory_item"];
+const CONTENT_KINDS: &[&str] = &[
+    "proposition",
+    "support",
+    "contradiction",
+    "refinement",
+    "synthesis",
+    "question",
+    "reframe",
+    "claim",
+    "frame_open",
+    "task",
+    "trajectory",
+    "memory_item",
+    "tension",
+];
+
+impl Graph {
+    /// Check an event against the rules, given that all its references are known.
+    /// Used for local writes (refuse) and for arrivals (mark invalid).
+    pub fn check(&self, id: EntryId, ev: &Event) -> Result<(), RuleError> {
+        let refs = ev.ref_list();
+        let mut targets = Targets::default();
+        for r in refs.iter() {
+            targets.push(self.index.get(&self.nodes, r).unwrap_or(UNKNOWN));
+        }
+        self.check_refs(id, ev, &refs, &targets)
+    }
+
+    /// [`Graph::check`] with the event's references already collected and
+    /// resolved: `targets[i]` is the node `refs[i]` names ([`UNKNOWN`] if none),
+    /// in [`Event::ref_list`] order, which is field order.
+    pub(super) fn check_refs(&self, id: EntryId, ev: &Event, refs: &[EntryId], t: &[Ix]) -> Result<(), RuleError> {
+        assert_eq!(refs.len(), t.len());
+        for (i, r) in refs.iter().enumerate() {
+            if *r == id || refs[..i].contains(r) {
+                return Err(RuleError::SelfReference(*r));
+            }
+        }
+        let name = ev.kind_name();
+        let wrong_state = |target: &EntryId, state: String| Err(RuleError::WrongState { event: name, target: *target, state });
+        match ev {
+            Event::Proposition { .. } | Event::Question { .. } | Event::Task { .. } | Event::Trajectory { .. } => Ok(()),
+            Event::Support { target, .. } | Event::Contradiction { target, .. } => {
+                self.expect(name, t[0], target, POSITION_KINDS, "a position (proposition, claim, refinement, ...)")
+            }
+            Event::Refinement { target, resolves, .. } => {
+                self.expect(name, t[0], target, POSITION_KINDS, "a position")?;
+                for (c, &ix) in resolves.iter().zip(&t[1..]) {
+                    self.expect(name, ix, c, &["contradiction"], "a contradiction to resolve")?;
+                }
+                Ok(())
+            }
+            Event::Synthesis { sources, .. } => {
+                if sources.len() < 2 {
+                    return Err(RuleError::SynthesisArity(sources.len()));
+                }
+                sources.iter().zip(t).try_for_each(|(s, &ix)| self.expect(name, ix, s, POSITION_KINDS, "a position"))
+            }
+            Event::Resolve { target, .. } => {
+                let kind = self.kind_at(t[0]);
+                let resolvable = matches!(kind, "question" | "contradiction" | "tension")
+                    || matches!(self.at(t[0]).map(|n| n.meta), Some(Meta::Relate(Relation::Contradicts)));
+                if !resolvable {
+                    return Err(RuleError::WrongKind {
+                        event: name,
+                        target: *target,
+                        kind,
+                        expected: "a question, contradiction, tension or contradicts relation",
+                    });
+                }
+                match self.at(t[0]).and_then(|n| n.x().last(Mark::ResolvedBy)) {
+                    Some(by) => wrong_state(target, format!("already resolved by {by}")),
+                    None => Ok(()),
+                }
+            }
+            Event::Connection { a, b, .. } | Event::Tension { a, b, .. } => {
+                self.expect(name, t[0], a, CONTENT_KINDS, "a content node")?;
+                self.expect(name, t[1], b, CONTENT_KINDS, "a content node")
+            }
+            Event::Reframe { target, .. } => {
+                let mut kinds = POSITION_KINDS.to_vec();
+                kinds.push("question");
+                self.expect(name, t[0], target, &kinds, "a position or question")
+            }
+            Event::Park { target, .. } => {
+                self.expect(name, t[0], target, CONTENT_KINDS, "a content node")?;
+                match self.at(t[0]).and_then(|n| n.x().last(Mark::ParkedBy)) {
+                    Some(_) => wrong_state(target, "already parked".into()),
+                    None => Ok(()),
+                }
+            }
+            Event::Resume { target } => {
+                self.expect(name, t[0], target, CONTENT_KINDS, "a content node")?;
+                match self.at(t[0]).and_then(|n| n.x().last(Mark::ParkedBy)) {
+                    Some(_) => Ok(()),
+                    None => wrong_state(target, "not parked".into()),
+                }
+            }
+            Event::Claim { sources, .. } => {
+                sources.iter().zip(t).try_for_each(|(s, &ix)| self.expect(name, ix, s, CONTENT_KINDS, "a source event"))
+            }
+            Event::Relate { from, to, relation, .. } => {
+                self.expect(name, t[0], from, CLAIM_KINDS, "a claim-like node (proposition, claim, refinement, ...)")?;
+                self.expect(name, t[1], to, CLAIM_KINDS, "a claim-like node (proposition, claim, refinement, ...)")?;
+                if relation.supersedes() && self.supersedes_transitively(to, from) {
+                    return Err(RuleError::Cycle { from: *from, to: *to });
+                }
+                Ok(())
+            }
+            Event::Confirm { target } => self.expect(name, t[0], target, &["claim"], "a claim"),
+            Event::FrameOpen { parent, branched_from, .. } => parent
+                .iter()
+                .chain(branched_from.iter())
+                .zip(t)
+                .try_for_each(|(f, &ix)| self.expect(name, ix, f, &["frame_open"], "a frame")),
+            Event::FrameEvidence { frame, .. } | Event::FrameConclude { frame, .. } => {
+                self.expect(name, t[0], frame, &["frame_open"], "a frame")?;
+                match self.at(t[0]).and_then(|n| n.x().frame_state) {
+                    Some(FrameState::Active) => Ok(()),
+                    Some(s) => wrong_state(frame, format!("a {} frame", s.name())),
+                    None => Ok(()),
+                }
+            }
+            Event::FrameSuspend { frame } => {
+                self.expect(name, t[0], frame, &["frame_open"], "a frame")?;
+                match self.at(t[0]).and_then(|n| n.x().frame_state) {
+                    Some(FrameState::Active) => Ok(()),
+                    s => wrong_state(frame, format!("a {} frame", s.map_or("unknown", |s| s.name()))),
+                }
+            }
+            Event::FrameResume { frame } => {
+                self.expect(name, t[0], frame, &["frame_open"], "a frame")?;
+                match self.at(t[0]).and_then(|n| n.x().frame_state) {
+                    Some(FrameState::Suspended | FrameState::Invalidated) => Ok(()),
+                    s => wrong_state(frame, format!("a {} frame", s.map_or("unknown", |s| s.name()))),
+                }
+            }
+            Event::FrameInvalidate { frame, .. } => self.expect(name, t[0], frame, &["frame_open"], "a frame"),
+            Event::TaskUpdate { task, .. } => {
+                self.expect(name, t[0], task, &["task"], "a task")?;
+                match self.at(t[0]).and_then(|n| n.x().task_state) {
+                    Some(s @ (TaskState::Done | TaskState::Abandoned)) => wrong_state(task, format!("a {} task", s.name())),
+                    _ => Ok(()),
+                }
+            }
+            Event::Judgment { trajectory, .. } => {
+                self.expect(name, t[0], trajectory, &["trajectory"], "a trajectory")?;
+                match self.at(t[0]).and_then(|n| n.x().judged) {
+                    Some(_) => wrong_state(trajectory, "already judged".into()),
+                    None => Ok(()),
+                }
+            }
+            Event::MemoryItem { source_trajectory, .. } => source_trajectory
+                .iter()
+                .zip(t)
+                .try_for_each(|(s, &ix)| self.expect(name, ix, s, &["trajectory"], "a trajectory")),
+            Event::Usage { trajectory, item, .. } => {
+                self.expect(name, t[0], trajectory, &["trajectory"], "a trajectory")?;
+                self.expect(name, t[1], item, &["memory_item"], "a memory item")
+            }
+        }
+    }
+
+    fn kind_at(&self, ix: Ix) -> &'static str {
+        self.at(ix).map_or("unknown", |n| if n.invalid().is_some() { "invalid" } else { n.kind })
+    }
+
+    /// The rule that `target` (at `ix`) is of one of `kinds`.
+    fn expect(&self, event: &'static str, ix: Ix, target: &EntryId, kinds: &[&str], expected: &'static str) -> Result<(), RuleError> {
+        let kind = self.kind_at(ix);
+        // A redacted event's kind is unknowable here; redaction must not turn
+        // the events that refer to it into rule breakers, so it matches any kind.
+        if kinds.contains(&kind) || kind == "redacted" {
+            Ok(())
+        } else {
+            Err(RuleError::WrongKind { event, target: *target, kind, expected })
+        }
+    }
+
+    /// Does `a` (transitively) supersede `b`? Walks `b`'s successor chain.
+    fn supersedes_transitively(&self, a: &EntryId, b: &EntryId) -> bool {
+        let mut cur = *b;
+        let mut steps = 0usize;
+        while let Some(next) = self.node(&cur).and_then(|n| n.x().first(Mark::SupersededBy)) {
+            if next == *a {
+                return true;
+            }
+            cur = next;
+            steps += 1;
+            if steps > self.nodes.len() {
+                return true; // defensive: a cycle already exists
+            }
+        }
+        a == b
+    }
+
+    /// When `ev` (by `author`) breaks a state rule only because of an event
+    /// by another agent, that event's id. Such an event is not on `ev`'s
+    /// chain, so nothing says `ev`'s author saw it: the two are concurrent,
+    /// and which one log order puts first is decided by the authors' clocks,
+    /// which must not decide between agents. (Conservative: an event another
+    /// agent's chain references is still counted as concurrent.) `None`: the
+    /// state was set by `ev`'s own author earlier on its chain (the chain's
+    /// order is its own), or by nobody, and the rule stands.
+    pub(super) fn concurrent_setter(&self, ev: &Event, err: &RuleError, t: &[Ix], author: u32) -> Option<EntryId> {
+        if !matches!(err, RuleError::WrongState { .. } | RuleError::Cycle { .. }) {
+            return None;
+        }
+        let x = self.at(*t.first()?)?.x();
+        let by_author = |id: &EntryId| self.index.get(&self.nodes, id).map(|ix| self.nodes[ix as usize].author);
+        // Resolving or parking twice: refused if this author already did.
+        let unless_own = |mark: Mark| {
+            let all = x.all(mark);
+            (!all.iter().any(|id| by_author(id) == Some(author))).then(|| all.last().copied()).flatten()
+        };
+        let setter = match ev {
+            Event::Resolve { .. } => unless_own(Mark::ResolvedBy),
+            Event::Park { .. } => unless_own(Mark::ParkedBy),
+            Event::Resume { .. } => x.resumed_by,
+            Event::FrameEvidence { .. }
+            | Event::FrameConclude { .. }
+            | Event::FrameSuspend { .. }
+            | Event::FrameResume { .. }
+            | Event::TaskUpdate { .. } => x.state_by,
+            Event::Judgment { .. } => x.judged_by,
+            // `from` is already superseded, transitively, by `to`: the first
+            // step of that chain was taken by its successor's author.
+            Event::Relate { .. } => x.first(Mark::SupersededBy),
+            _ => None,
+        }?;
+        let setter_ix = self.index.get(&self.nodes, &setter)?;
+        (self.nodes[setter_ix as usize].author != author).then_some(setter)
+    }
+}
