@@ -6,22 +6,27 @@
 //!    seeds and requires the committed file to match byte for byte. Set
 //!    `AGORA_BLESS_VECTORS=1` to rewrite the file after a deliberate format
 //!    change (and update protocol-spec/replication.md in the same commit):
-//!    `AGORA_BLESS_VECTORS=1 cargo test --release -p agora-sync --test wire`.
+//!    `AGORA_BLESS_VECTORS=1 cargo test --release --locked -p agora-sync --test wire`.
 //! 2. `replication_vectors_check`: reads the committed file as an outside
 //!    implementation would. Every valid vector is rebuilt from its `value` with
 //!    a small encoder written from the spec alone (not postcard), decoded,
-//!    re-encoded, and its gossip message id recomputed; every invalid vector
-//!    must be refused with the stated error.
+//!    re-encoded, and its gossip message id recomputed (SHA-256 of the
+//!    message bytes); every invalid vector must be refused with the stated
+//!    error; the replicator's defaults and constants match.
 //! 3. Property tests: `encode` then `decode` gives the value back; decoding
 //!    arbitrary bytes never panics; bytes that decode re-encode to themselves.
 
 use agora_core::entry::next_header;
+use agora_core::limits::{FUTURE_SKEW_MAX_MS, VERIFY_BATCH_LEN};
 use agora_core::verify::verify_signature;
 use agora_core::{sha256, AgentId, AgentKey, EntryId, ForkProof, SignedEntry};
 use agora_sync::wire::{
     gossip_message_id, GOSSIP_BYTES_MAX, GOSSIP_INLINE_PAYLOAD_MAX, REQUEST_BYTES_MAX, RESPONSE_BYTES_MAX, SYNC_PROTOCOL, WIRE_VERSION,
 };
-use agora_sync::{Config, Gossip, Head, WireEntry, WireError, WireRequest, WireResponse, WorkspaceId};
+use agora_sync::{
+    Config, Gossip, Head, RangeStart, WireEntry, WireError, WireRequest, WireResponse, WorkspaceId, ANNOUNCE_INTERVAL_MS, BUSY_BACKOFF_MS,
+    RESPONSE_ENTRIES_MAX, RETRY_FANOUT_MAX,
+};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -81,6 +86,10 @@ fn head_json(h: &Head) -> Value {
     json!({ "author": h.author.to_string(), "seq": h.seq, "id": h.id.to_string() })
 }
 
+fn start_json(s: &RangeStart) -> Value {
+    json!({ "seq": s.seq, "after": s.after.map(|id| id.to_string()) })
+}
+
 fn wire_entry_json(w: &WireEntry) -> Value {
     json!({ "entry": hex::encode(&w.entry), "payload": w.payload.as_ref().map(hex::encode) })
 }
@@ -90,8 +99,8 @@ fn request_json(r: &WireRequest) -> Value {
         WireRequest::Frontier { workspace, heads } => {
             json!({ "Frontier": { "workspace": workspace.to_string(), "heads": heads.iter().map(head_json).collect::<Vec<_>>() } })
         }
-        WireRequest::Range { workspace, req, author, from_seq, limit } => json!({ "Range": {
-            "workspace": workspace.to_string(), "req": req, "author": author.to_string(), "from_seq": from_seq, "limit": limit } }),
+        WireRequest::Range { workspace, req, author, start, limit } => json!({ "Range": {
+            "workspace": workspace.to_string(), "req": req, "author": author.to_string(), "start": start_json(start), "limit": limit } }),
     }
 }
 
@@ -159,12 +168,20 @@ fn spec_request(r: &WireRequest) -> Vec<u8> {
                 spec_head(&mut out, h);
             }
         }
-        WireRequest::Range { workspace, req, author, from_seq, limit } => {
+        WireRequest::Range { workspace, req, author, start, limit } => {
             varint(&mut out, 1);
             out.extend_from_slice(&workspace.0);
             varint(&mut out, *req);
             out.extend_from_slice(author.as_bytes());
-            varint(&mut out, *from_seq);
+            // RangeStart: seq, then after: [32]?
+            varint(&mut out, start.seq);
+            match &start.after {
+                None => out.push(0),
+                Some(id) => {
+                    out.push(1);
+                    out.extend_from_slice(id.as_bytes());
+                }
+            }
             varint(&mut out, u64::from(*limit));
         }
     }
@@ -209,14 +226,10 @@ fn spec_gossip(g: &Gossip) -> Vec<u8> {
     out
 }
 
-/// The message id rule of the spec, computed without `gossip_message_id`.
+/// The message id rule of the spec, computed without `gossip_message_id`:
+/// SHA-256 of the message bytes, whatever they are (nothing is decoded).
 fn spec_message_id(bytes: &[u8]) -> [u8; 32] {
-    match Gossip::decode(bytes) {
-        Ok(Gossip::Entry(w)) => SignedEntry::decode(&w.entry).map(|e| sha256(e.header_bytes())).unwrap_or_else(|_| sha256(bytes)),
-        Ok(Gossip::Announce(e)) => SignedEntry::decode(&e).map(|e| sha256(e.header_bytes())).unwrap_or_else(|_| sha256(&e)),
-        Ok(Gossip::ForkProof(p)) => sha256(&p),
-        Err(_) => sha256(bytes),
-    }
+    sha256(bytes)
 }
 
 // ---------------------------------------------------------------------------
@@ -252,24 +265,50 @@ fn decode_family(family: &str, bytes: &[u8]) -> Result<Vec<u8>, WireError> {
 // ---------------------------------------------------------------------------
 // Generation.
 
+/// alice's two entries at seq 2, in ascending id order (the order a response carries them).
+fn fork_in_order(f: &Fixtures) -> [(&SignedEntry, &'static [u8]); 2] {
+    let mut fork = [(&f.a2, f.payloads[1]), (&f.a2_rival, f.payloads[2])];
+    fork.sort_by_key(|(e, _)| e.id());
+    fork
+}
+
 fn valid_requests(f: &Fixtures) -> Vec<(&'static str, WireRequest)> {
     let mut heads = vec![head(&f.a2), head(&f.a2_rival), head(&f.b1)];
     heads.sort();
+    let first_at_2 = fork_in_order(f)[0].0.id();
     vec![
         ("frontier", WireRequest::Frontier { workspace: f.workspace, heads }),
         ("frontier_empty", WireRequest::Frontier { workspace: f.workspace, heads: Vec::new() }),
-        ("range", WireRequest::Range { workspace: f.workspace, req: 7, author: f.alice.agent_id(), from_seq: 1, limit: 1000 }),
+        ("range", WireRequest::Range { workspace: f.workspace, req: 7, author: f.alice.agent_id(), start: RangeStart::at(1), limit: 1000 }),
+        // The rest of `range` after a response cut inside seq 2 (after the
+        // lower-id entry of the fork): seqs 2 to 1000, and of seq 2 only the
+        // entries whose id is greater than `after`.
+        (
+            "range_after",
+            WireRequest::Range {
+                workspace: f.workspace,
+                req: 8,
+                author: f.alice.agent_id(),
+                start: RangeStart { seq: 2, after: Some(first_at_2) },
+                limit: 999,
+            },
+        ),
         // Wire-valid; the replicator refuses limit > range_limit (and bans).
         (
             "range_largest_numbers",
-            WireRequest::Range { workspace: f.workspace, req: u64::MAX, author: f.bob.agent_id(), from_seq: 1 << 35, limit: u32::MAX },
+            WireRequest::Range {
+                workspace: f.workspace,
+                req: u64::MAX,
+                author: f.bob.agent_id(),
+                start: RangeStart { seq: 1 << 35, after: Some(EntryId([0xff; 32])) },
+                limit: u32::MAX,
+            },
         ),
     ]
 }
 
 fn valid_responses(f: &Fixtures) -> Vec<(&'static str, WireResponse)> {
-    let mut fork = [(&f.a2, f.payloads[1]), (&f.a2_rival, f.payloads[2])];
-    fork.sort_by_key(|(e, _)| e.id());
+    let fork = fork_in_order(f);
     let entries = vec![
         WireEntry { entry: f.a1.encode(), payload: Some(f.payloads[0].to_vec()) },
         WireEntry { entry: fork[0].0.encode(), payload: Some(fork[0].1.to_vec()) },
@@ -279,6 +318,15 @@ fn valid_responses(f: &Fixtures) -> Vec<(&'static str, WireResponse)> {
     vec![
         ("ack", WireResponse::Ack),
         ("entries", WireResponse::Entries { req: 7, entries, more: true }),
+        // The answer to `range_after`: the one entry of seq 2 after the one named, and nothing beyond.
+        (
+            "entries_after",
+            WireResponse::Entries {
+                req: 8,
+                entries: vec![WireEntry { entry: fork[1].0.encode(), payload: Some(fork[1].1.to_vec()) }],
+                more: false,
+            },
+        ),
         ("entries_empty", WireResponse::Entries { req: 300, entries: Vec::new(), more: false }),
         ("wrong_workspace", WireResponse::WrongWorkspace),
         ("busy", WireResponse::Busy),
@@ -288,6 +336,11 @@ fn valid_responses(f: &Fixtures) -> Vec<(&'static str, WireResponse)> {
 fn valid_gossip(f: &Fixtures) -> Vec<(&'static str, Gossip)> {
     vec![
         ("entry_inline", Gossip::for_entry(&f.a1, Some(f.payloads[0]))),
+        // The same entry relayed with its payload stripped, and announced
+        // (what a node publishes when it does not hold the payload): two
+        // other messages, with other ids, so neither can shadow `entry_inline`.
+        ("entry_inline_stripped", Gossip::Entry(WireEntry { entry: f.a1.encode(), payload: None })),
+        ("announce_payload_not_held", Gossip::for_entry(&f.a1, None)),
         ("entry_without_payload", Gossip::Entry(WireEntry { entry: f.a2.encode(), payload: None })),
         ("head_payload_over_inline_limit", Gossip::for_entry(&f.b1, Some(&bob_payload()))),
         ("fork_proof", Gossip::ForkProof(f.proof.encode())),
@@ -313,13 +366,18 @@ fn with(bytes: &[u8], at: usize, replace: usize, insert: &[u8]) -> Vec<u8> {
 fn invalid(f: &Fixtures) -> Vec<(&'static str, &'static str, Input, &'static str)> {
     use Input::{Bytes, Padded};
     let range = valid_requests(f)[2].1.encode();
+    let range_after = valid_requests(f)[3].1.encode();
     let frontier = valid_requests(f)[1].1.encode();
     let entries = valid_responses(f)[1].1.encode();
-    let entry_gossip = valid_gossip(f)[0].1.encode();
-    let head_gossip = valid_gossip(f)[2].1.encode();
+    let gossip_named = |name: &str| valid_gossip(f).into_iter().find(|(n, _)| *n == name).map(|(_, g)| g.encode()).unwrap();
+    let entry_gossip = gossip_named("entry_inline");
+    let head_gossip = gossip_named("head_payload_over_inline_limit");
     let last = |v: &[u8]| v.len() - 1;
-    // Offsets in `range`: version 0, variant 1, workspace 2..34, req 34, author 35..67, from_seq 67, limit 68..70.
-    assert_eq!(&range[68..], &[0xe8, 0x07]);
+    // Offsets in `range`: version 0, variant 1, workspace 2..34, req 34,
+    // author 35..67, start.seq 67, start.after 68 (00: none), limit 69..71.
+    assert_eq!(&range[67..], &[0x01, 0x00, 0xe8, 0x07]);
+    // In `range_after`: start.after 68 (01), its id 69..101, limit 101..103.
+    assert_eq!((range_after.len(), range_after[68], &range_after[101..]), (103, 1, &[0xe7, 0x07][..]));
     let mut req = vec![
         ("request", "empty", Bytes(Vec::new()), "truncated"),
         ("request", "version_only", Bytes(vec![1]), "truncated"),
@@ -330,7 +388,11 @@ fn invalid(f: &Fixtures) -> Vec<(&'static str, &'static str, Input, &'static str
         ("request", "overlong_variant_code", Bytes(with(&frontier, 1, 1, &[0x80, 0x00])), "non_canonical"),
         ("request", "overlong_varint_req", Bytes(with(&range, 34, 1, &[0x87, 0x00])), "non_canonical"),
         ("request", "unknown_variant", Bytes(with(&range, 1, 1, &[2])), "malformed"),
-        ("request", "limit_over_u32", Bytes(with(&range, 68, 2, &[0xff, 0xff, 0xff, 0xff, 0x10])), "malformed"),
+        ("request", "limit_over_u32", Bytes(with(&range, 69, 2, &[0xff, 0xff, 0xff, 0xff, 0x10])), "malformed"),
+        ("request", "after_option_tag_2", Bytes(with(&range, 68, 1, &[2])), "malformed"),
+        ("request", "after_id_truncated", Bytes(range_after[..85].to_vec()), "truncated"),
+        // The layout before `RangeStart` (no `after` field): `limit`'s first byte is read as the option tag.
+        ("request", "range_without_after_field", Bytes(with(&range, 68, 1, &[])), "malformed"),
         ("request", "req_varint_over_10_bytes", Bytes(with(&range, 34, 1, &[0xff; 10])), "malformed"),
         ("request", "too_large", Padded(frontier[..34].to_vec(), REQUEST_BYTES_MAX + 1), "too_long"),
     ];
@@ -381,19 +443,58 @@ fn input_bytes(input: &Input) -> Vec<u8> {
     }
 }
 
+/// Every field of `Config` (destructured without `..`, so a new field does
+/// not compile until it is added here, to the vectors and to the spec).
 fn config_json(c: &Config) -> Value {
+    let Config {
+        range_limit,
+        response_bytes_max,
+        in_flight_per_peer,
+        in_flight_max,
+        request_timeout_ms,
+        ban_ms,
+        frontier_heads_max,
+        heads_per_author_max,
+        non_member_heads_per_peer,
+        outputs_max,
+        peer_messages_per_s,
+        peer_messages_burst,
+        peer_flood_ban_after,
+        author_gossip_per_s,
+        author_gossip_burst,
+        missing_payloads_max,
+        payload_tries_max,
+    } = c;
     json!({
-        "range_limit": c.range_limit,
-        "response_bytes_max": c.response_bytes_max,
-        "in_flight_per_peer": c.in_flight_per_peer,
-        "in_flight_max": c.in_flight_max,
-        "request_timeout_ms": c.request_timeout_ms,
-        "ban_ms": c.ban_ms,
-        "frontier_heads_max": c.frontier_heads_max,
-        "outputs_max": c.outputs_max,
-        "peer_messages_per_s": c.peer_messages_per_s,
-        "peer_messages_burst": c.peer_messages_burst,
-        "peer_flood_ban_after": c.peer_flood_ban_after,
+        "range_limit": range_limit,
+        "response_bytes_max": response_bytes_max,
+        "in_flight_per_peer": in_flight_per_peer,
+        "in_flight_max": in_flight_max,
+        "request_timeout_ms": request_timeout_ms,
+        "ban_ms": ban_ms,
+        "frontier_heads_max": frontier_heads_max,
+        "heads_per_author_max": heads_per_author_max,
+        "non_member_heads_per_peer": non_member_heads_per_peer,
+        "outputs_max": outputs_max,
+        "peer_messages_per_s": peer_messages_per_s,
+        "peer_messages_burst": peer_messages_burst,
+        "peer_flood_ban_after": peer_flood_ban_after,
+        "author_gossip_per_s": author_gossip_per_s,
+        "author_gossip_burst": author_gossip_burst,
+        "missing_payloads_max": missing_payloads_max,
+        "payload_tries_max": payload_tries_max,
+    })
+}
+
+/// The replicator's fixed constants, and the agora-core limits it applies.
+fn replicator_constants_json() -> Value {
+    json!({
+        "response_entries_max": RESPONSE_ENTRIES_MAX,
+        "retry_fanout_max": RETRY_FANOUT_MAX,
+        "announce_interval_ms": ANNOUNCE_INTERVAL_MS,
+        "busy_backoff_ms": BUSY_BACKOFF_MS,
+        "future_skew_max_ms": FUTURE_SKEW_MAX_MS,
+        "verify_batch_len": VERIFY_BATCH_LEN,
     })
 }
 
@@ -461,7 +562,7 @@ fn generate() -> Value {
         })
         .collect();
     json!({
-        "description": "Agora replication wire vectors; see protocol-spec/replication.md. Regenerate with AGORA_BLESS_VECTORS=1 cargo test --release -p agora-sync --test wire",
+        "description": "Agora replication wire vectors; see protocol-spec/replication.md. Regenerate with AGORA_BLESS_VECTORS=1 cargo test --release --locked -p agora-sync --test wire",
         "constants": {
             "protocol": SYNC_PROTOCOL,
             "wire_version": WIRE_VERSION,
@@ -472,6 +573,7 @@ fn generate() -> Value {
             "workspace_domain": "agora-workspace-v1",
         },
         "config_defaults": config_json(&Config::default()),
+        "replicator_constants": replicator_constants_json(),
         "keys": keys,
         "entries": entries,
         "fork_proof": { "a": "alice_2 and alice_2_rival in ascending id order", "proof": hex::encode(f.proof.encode()) },
@@ -523,6 +625,7 @@ fn replication_vectors_check() {
     assert_eq!(c["gossip_bytes_max"], GOSSIP_BYTES_MAX);
     assert_eq!(c["gossip_inline_payload_max"], GOSSIP_INLINE_PAYLOAD_MAX);
     assert_eq!(v["config_defaults"], config_json(&Config::default()));
+    assert_eq!(v["replicator_constants"], replicator_constants_json());
 
     // Keys and entries: the signed entries verify and carry the stated ids.
     for k in v["keys"].as_array().unwrap() {
@@ -556,6 +659,11 @@ fn replication_vectors_check() {
     // value, the value matches its description, and re-encoding is identity.
     let requests = v["requests"].as_array().unwrap();
     assert!(requests.iter().any(|r| r["variant"] == 0) && requests.iter().any(|r| r["variant"] == 1), "every request variant");
+    let after = |r: &Value| r["value"]["Range"]["start"]["after"].clone();
+    assert!(
+        requests.iter().any(|r| after(r).is_null()) && requests.iter().any(|r| after(r).is_string()),
+        "ranges with and without `after`"
+    );
     for case in requests {
         let b = hx(&case["bytes"]);
         let r = WireRequest::decode(&b).unwrap_or_else(|e| panic!("{}: {e}", case["name"]));
@@ -602,6 +710,10 @@ fn replication_vectors_check() {
         assert_eq!(id, spec_message_id(&b), "{}: message id rule", case["name"]);
         assert_eq!(id, gossip_message_id(&b));
     }
+    // One entry, three messages (payload inline, stripped, announced): three ids.
+    let id_of = |name: &str| gossip.iter().find(|c| c["name"] == name).map(|c| c["message_id"].clone()).unwrap();
+    let ids = [id_of("entry_inline"), id_of("entry_inline_stripped"), id_of("announce_payload_not_held")];
+    assert!(ids[0] != ids[1] && ids[0] != ids[2] && ids[1] != ids[2], "a stripped or announced copy has an id of its own");
 
     // Invalid inputs: refused with the stated error, naming their family.
     for case in v["invalid"].as_array().unwrap() {
@@ -644,7 +756,8 @@ fn the_inline_threshold_is_inclusive() {
     assert!(matches!(g, Gossip::Entry(_)), "a payload of exactly the limit travels inline");
     let b = g.encode();
     assert!(b.len() < GOSSIP_BYTES_MAX);
-    assert_eq!(gossip_message_id(&b), e.id().0);
+    assert_eq!(gossip_message_id(&b), sha256(&b), "the id is the hash of the message, not the entry id");
+    assert_ne!(gossip_message_id(&b), e.id().0);
     assert!(matches!(Gossip::for_entry(&e, None), Gossip::Announce(ref b) if *b == e.encode()), "no payload held: an announcement");
     let over = bob_payload();
     assert!(matches!(Gossip::for_entry(&f.b1, Some(&over)), Gossip::Announce(ref b) if *b == f.b1.encode()));
@@ -653,7 +766,12 @@ fn the_inline_threshold_is_inclusive() {
 #[test]
 fn requests_carry_replicator_messages() {
     let f = fixtures();
-    let m = agora_sync::Message::Request { req: 3, author: f.alice.agent_id(), from_seq: 5, limit: 10 };
+    let m = agora_sync::Message::Request {
+        req: 3,
+        author: f.alice.agent_id(),
+        start: RangeStart { seq: 5, after: Some(f.a1.id()) },
+        limit: 10,
+    };
     let r = WireRequest::from_message(f.workspace, m.clone()).unwrap();
     assert_eq!(r.workspace(), f.workspace);
     assert_eq!(r.into_message(), m);
@@ -681,13 +799,15 @@ fn arb_request() -> impl Strategy<Value = WireRequest> {
     prop_oneof![
         (arb32(), prop::collection::vec(arb_head(), 0..8))
             .prop_map(|(w, heads)| WireRequest::Frontier { workspace: WorkspaceId(w), heads }),
-        (arb32(), any::<u64>(), arb32(), any::<u64>(), any::<u32>()).prop_map(|(w, req, a, from_seq, limit)| WireRequest::Range {
-            workspace: WorkspaceId(w),
-            req,
-            author: AgentId(a),
-            from_seq,
-            limit
-        }),
+        (arb32(), any::<u64>(), arb32(), any::<u64>(), prop::option::of(arb32()), any::<u32>()).prop_map(
+            |(w, req, a, seq, after, limit)| WireRequest::Range {
+                workspace: WorkspaceId(w),
+                req,
+                author: AgentId(a),
+                start: RangeStart { seq, after: after.map(EntryId) },
+                limit
+            }
+        ),
     ]
 }
 
