@@ -18,8 +18,32 @@ pub struct Args {
     pub command: Command,
 }
 
+/// Every command, in groups. Each group is its own enum, flattened into one
+/// level on the command line (`agora propose`, not `agora reasoning
+/// propose`), so that the dispatcher (`commands::run`) is one exhaustive
+/// match over the groups and each group's module one exhaustive match over
+/// its commands: adding a command cannot leave it without a handler.
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    #[command(flatten)]
+    Chain(ChainCommand),
+    #[command(flatten)]
+    Membership(MembershipCommand),
+    #[command(flatten)]
+    Reasoning(ReasoningCommand),
+    #[command(flatten)]
+    Merge(MergeCommand),
+    /// The node daemon: run, status.
+    #[command(subcommand)]
+    Node(NodeCommand),
+    /// The running node's merged view as an Automerge document.
+    #[command(subcommand)]
+    Automerge(AutomergeCommand),
+}
+
+/// The signed log itself: keys, entries, packs, forks.
+#[derive(Subcommand, Debug)]
+pub enum ChainCommand {
     /// Create the agent key (mode 0600) and an empty store. Refuses to overwrite.
     Init,
     /// Print this agent's id.
@@ -90,7 +114,11 @@ pub enum Command {
         /// The proof, hex.
         proof: String,
     },
+}
 
+/// Workspace membership, written by the founder.
+#[derive(Subcommand, Debug)]
+pub enum MembershipCommand {
     /// Admit an agent to this workspace (founder only): <agent> ["note"].
     Admit {
         agent: String,
@@ -105,7 +133,12 @@ pub enum Command {
     },
     /// The workspace roster, derived from the founder's chain.
     Roster,
-    // ---- The merge layer: positions on other agents' reasoning. ----
+}
+
+/// The merge layer: positions on other agents' reasoning, and the views
+/// derived from all chains together.
+#[derive(Subcommand, Debug)]
+pub enum MergeCommand {
     /// Accept another agent's chain up to an event: <author> <seq | entry id>.
     Accept { author: String, up_to: String },
     /// Dispute exactly one event: <entry> "reason" [--counter "counter-claim"].
@@ -142,14 +175,23 @@ pub enum Command {
     Audit { agent: String },
     /// The merged view's hash: equal on every node that holds the same entries.
     ViewHash,
-    /// The node daemon: run, status.
-    #[command(subcommand)]
-    Node(NodeCommand),
-    /// The running node's merged view as an Automerge document.
-    #[command(subcommand)]
-    Automerge(AutomergeCommand),
+}
 
-    // ---- Recording reasoning events. Target ids come first, text last. ----
+/// Reasoning: recording typed events, and reading the graph they derive.
+#[derive(Subcommand, Debug)]
+pub enum ReasoningCommand {
+    #[command(flatten)]
+    Record(RecordCommand),
+    /// Causal frames: open, evidence, conclude, suspend, resume, invalidate, tree.
+    #[command(subcommand)]
+    Frame(FrameCommand),
+    #[command(flatten)]
+    Read(ReadCommand),
+}
+
+/// Recording reasoning events. Target ids come first, text last.
+#[derive(Subcommand, Debug)]
+pub enum RecordCommand {
     /// Propose a position.
     Propose { text: String },
     /// Support a node with evidence: <id> "text".
@@ -218,9 +260,6 @@ pub enum Command {
     },
     /// Confirm a claim.
     Confirm { target: String },
-    /// Causal frames: open, evidence, conclude, suspend, resume, invalidate, tree.
-    #[command(subcommand)]
-    Frame(FrameCommand),
     /// Tasks: new, update.
     #[command(subcommand)]
     Task(TaskCommand),
@@ -260,8 +299,11 @@ pub enum Command {
         #[arg(long, default_value_t = 0.0)]
         score: f64,
     },
+}
 
-    // ---- Reading the reasoning graph. ----
+/// Reading the reasoning graph.
+#[derive(Subcommand, Debug)]
+pub enum ReadCommand {
     /// A node's status and the events that made it so.
     Status { target: String },
     /// Every event that touched a node, in order, each verified against its chain.
@@ -299,8 +341,18 @@ pub enum Command {
     },
 }
 
+/// Causal frames: moves that record events, and the tree (a read).
 #[derive(Subcommand, Debug)]
 pub enum FrameCommand {
+    #[command(flatten)]
+    Move(FrameMove),
+    /// The frame tree under <frame>, in verification (post-) order.
+    Tree { frame: String },
+}
+
+/// The frame events.
+#[derive(Subcommand, Debug)]
+pub enum FrameMove {
     /// Open a frame: "query" [--parent <frame>] [--branched-from <frame>] [--invalidate-if "condition"].
     Open {
         query: String,
@@ -326,8 +378,6 @@ pub enum FrameCommand {
     Resume { frame: String },
     /// Invalidate a frame and every frame under it: <frame> "reason".
     Invalidate { frame: String, reason: String },
-    /// The frame tree under <frame>, in verification (post-) order.
-    Tree { frame: String },
 }
 
 #[derive(Subcommand, Debug)]

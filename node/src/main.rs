@@ -14,9 +14,12 @@
 // Store errors name the entry they concern and are built only on failure.
 #![allow(clippy::result_large_err)]
 
-mod cli;
+mod args;
 mod automerge_view;
+mod chain_cmds;
+mod cli;
 mod commands;
+mod config;
 mod control;
 mod daemon;
 mod graph_cache;
@@ -24,11 +27,12 @@ mod home;
 mod membership;
 mod merge_cmds;
 mod output;
+mod own_chain;
 mod reasoning;
 mod session;
 
 use clap::Parser;
-use cli::{Command, NodeCommand};
+use cli::{ChainCommand, Command, NodeCommand};
 use std::io::Read;
 use std::path::Path;
 use std::process::ExitCode;
@@ -79,7 +83,7 @@ fn main() -> ExitCode {
         },
         None => Vec::new(),
     };
-    let local_only = matches!(args.command, Command::Init | Command::CheckProof { .. });
+    let local_only = matches!(args.command, Command::Chain(ChainCommand::Init | ChainCommand::CheckProof { .. }));
     drop(args);
     let started = Instant::now();
     loop {
@@ -123,8 +127,8 @@ fn is_locked(e: &anyhow::Error) -> bool {
 fn reads_stdin(command: &Command) -> Option<usize> {
     let dash = |p: &Path| p == Path::new("-");
     match command {
-        Command::Append { file } if file.as_deref().is_none_or(dash) => Some(agora_core::limits::PAYLOAD_BYTES_MAX as usize + 1),
-        Command::Import { file } if dash(file) => Some(control::STDIN_BYTES_MAX + 1),
+        Command::Chain(ChainCommand::Append { file }) if file.as_deref().is_none_or(dash) => Some(agora_core::limits::PAYLOAD_BYTES_MAX as usize + 1),
+        Command::Chain(ChainCommand::Import { file }) if dash(file) => Some(control::STDIN_BYTES_MAX + 1),
         _ => None,
     }
 }

@@ -1,13 +1,23 @@
 //! `agora admit`, `remove` and `roster`: workspace membership, recorded as
 //! roster events in the founder's own chain (see `agora-roster`).
 
-use crate::commands::parse_author;
+use crate::args::agent_id;
+use crate::cli::MembershipCommand;
 use crate::session::Session;
 use agora_core::AgentId;
 use agora_roster::RosterEvent;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use serde_json::json;
 use std::process::ExitCode;
+
+/// Run one membership command.
+pub fn run(s: &Session, command: MembershipCommand) -> Result<ExitCode> {
+    match command {
+        MembershipCommand::Admit { agent, note } => admit(s, &agent, &note),
+        MembershipCommand::Remove { agent, reason } => remove(s, &agent, &reason),
+        MembershipCommand::Roster => roster(s),
+    }
+}
 
 fn record(s: &Session, event: RosterEvent) -> Result<ExitCode> {
     let key = s.home.load_key()?;
@@ -20,7 +30,7 @@ fn record(s: &Session, event: RosterEvent) -> Result<ExitCode> {
         );
     }
     event.check_local(&founder)?;
-    let entry = crate::merge_cmds::append_own(s, &event.encode())?;
+    let entry = crate::own_chain::append_own(s, &event.encode())?;
     let last_seq = match &event {
         RosterEvent::RemoveAfter { last_seq, .. } => Some(*last_seq),
         _ => None,
@@ -33,7 +43,7 @@ fn record(s: &Session, event: RosterEvent) -> Result<ExitCode> {
 }
 
 fn agent(text: &str) -> Result<AgentId> {
-    parse_author(text).with_context(|| "the agent to admit or remove must be a full agent id (agora id prints it)")
+    agent_id(text, "the agent to admit or remove")
 }
 
 /// `agora admit <agent> [note]`.

@@ -6,46 +6,28 @@
 //! pure function of the set of entries: two nodes holding the same entries
 //! print the same view hash, whatever order the entries arrived in.
 
-use crate::commands::{now_ms, parse_author};
+use crate::args::{entry_reference as entry_ref, now_ms, parse_author};
+use crate::cli::MergeCommand;
+use crate::own_chain::append_own;
 use crate::session::Session;
-use agora_core::{AgentId, EntryId, SignedEntry};
+use agora_core::AgentId;
 use agora_merge::{Merge, MergeEvent, MergeRecord};
-use agora_store::Store;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 use std::process::ExitCode;
 
-/// Append `payload` to this agent's own chain. A chain with one tip is
-/// extended as usual. A forked chain is extended only after the branch its
-/// author chose with a fork resolution, and refused while no resolution
-/// decides the fork (the store refuses it too).
-pub fn append_own(s: &Session, payload: &[u8]) -> Result<SignedEntry> {
-    let key = s.home.load_key()?;
-    let store = s.store()?;
-    let me = key.agent_id();
-    if store.tips(&me)?.len() <= 1 {
-        return Ok(store.append(&key, payload, now_ms())?);
-    }
-    let (entries, proofs) = agora_view::load_merge_input(store, s.founder()?)?;
-    let m = Merge::compute(&entries, &proofs)?;
-    if let Some(fork) = m.chain(&me).and_then(|c| c.frozen()) {
-        bail!(
-            "refused: this agent's own chain is forked at seq {} and no fork resolution decides it; \
-             choose the branch that continues with `agora resolve-fork <entry at seq {} on that branch>`",
-            fork.seq,
-            fork.seq
-        );
-    }
-    let (_, head) = m.view_head(&me).context("this agent's chain has no head in the merged view")?;
-    Ok(store.append_after(&key, &head, payload, now_ms())?)
-}
-
-fn entry_ref(store: &Store, text: &str) -> Result<EntryId> {
-    match store.resolve(text) {
-        Ok(id) => Ok(id),
-        // A full id not held yet: the event waits for it (pending).
-        Err(agora_store::StoreError::NotFound(_)) if text.len() == 64 => text.parse::<EntryId>().with_context(|| format!("{text:?} is not an entry id")),
-        Err(e) => Err(e).with_context(|| format!("entry {text:?}")),
+/// Run one merge-layer command.
+pub fn run(s: &Session, command: MergeCommand) -> Result<ExitCode> {
+    match command {
+        MergeCommand::Accept { author, up_to } => accept(s, &author, &up_to),
+        MergeCommand::Dispute { target, reason, counter } => dispute(s, &target, &reason, counter.as_deref()),
+        MergeCommand::Withdraw { dispute: d } => withdraw(s, &d),
+        MergeCommand::ResolveFork { keep } => resolve_fork(s, &keep),
+        MergeCommand::Perspective { agent } => perspective(s, agent.as_deref()),
+        MergeCommand::Consensus { quorum, agents } => consensus(s, quorum, &agents),
+        MergeCommand::Disputes { agents } => disputes(s, &agents),
+        MergeCommand::Audit { agent } => audit(s, &agent),
+        MergeCommand::ViewHash => view_hash(s),
     }
 }
 

@@ -4,7 +4,8 @@
 //! inside a running node it is the node's live graph, updated incrementally
 //! as entries are committed (see `graph_cache.rs`).
 
-use crate::cli::{Command, FrameCommand, TaskCommand};
+use crate::args::{entry_reference as reference, now_ms};
+use crate::cli::{FrameCommand, FrameMove, ReadCommand, ReasoningCommand, RecordCommand, TaskCommand};
 use crate::session::Session;
 use agora_core::EntryId;
 use agora_graph::event::Confidence;
@@ -18,23 +19,6 @@ use std::process::ExitCode;
 /// Every stored entry that counts in the workspace's views, as events.
 fn load_events(store: &Store, founder: agora_core::AgentId) -> Result<Vec<LogEvent>> {
     Ok(agora_view::load_events(store, founder)?)
-}
-
-/// A reference given on the command line: a stored entry (full id or unique
-/// prefix), or a full id not stored yet, which is recorded as pending.
-fn reference(store: &Store, text: &str) -> Result<EntryId> {
-    match store.resolve(text) {
-        Ok(id) => Ok(id),
-        Err(agora_store::StoreError::NotFound(_)) if text.len() == 64 => {
-            text.parse::<EntryId>().with_context(|| format!("{text:?} is not an entry id"))
-        }
-        Err(e) => Err(e).with_context(|| format!("reference {text:?}")),
-    }
-}
-
-fn now_ms() -> u64 {
-    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn basis_points(x: f64, what: &str) -> Result<u16> {
@@ -63,30 +47,30 @@ fn parse_task_state(text: &str) -> Result<TaskState> {
         .with_context(|| format!("unknown task state {text:?}; one of created, in_progress, blocked, done, abandoned"))
 }
 
-/// Build the event a recording command describes. `None` for read commands.
-fn event_for(store: &Store, command: &Command) -> Result<Option<Event>> {
+/// The event a recording command describes.
+fn event_for(store: &Store, command: &RecordCommand) -> Result<Event> {
     let r = |t: &String| reference(store, t);
     let ev = match command {
-        Command::Propose { text } => Event::Proposition { text: text.clone() },
-        Command::Support { target, text } => Event::Support { target: r(target)?, text: text.clone() },
-        Command::Contradict { target, text } => Event::Contradiction { target: r(target)?, text: text.clone() },
-        Command::Refine { target, text, resolves } => Event::Refinement {
+        RecordCommand::Propose { text } => Event::Proposition { text: text.clone() },
+        RecordCommand::Support { target, text } => Event::Support { target: r(target)?, text: text.clone() },
+        RecordCommand::Contradict { target, text } => Event::Contradiction { target: r(target)?, text: text.clone() },
+        RecordCommand::Refine { target, text, resolves } => Event::Refinement {
             target: r(target)?,
             resolves: resolves.iter().map(r).collect::<Result<_>>()?,
             text: text.clone(),
         },
-        Command::Synthesize { args } => {
+        RecordCommand::Synthesize { args } => {
             let (text, ids) = args.split_last().context("synthesize needs ids and a text")?;
             Event::Synthesis { sources: ids.iter().map(r).collect::<Result<_>>()?, text: text.clone() }
         }
-        Command::Ask { text } => Event::Question { text: text.clone() },
-        Command::Resolve { target, text } => Event::Resolve { target: r(target)?, text: text.clone() },
-        Command::Connect { a, b, text } => Event::Connection { a: r(a)?, b: r(b)?, text: text.clone() },
-        Command::Tension { a, b, text } => Event::Tension { a: r(a)?, b: r(b)?, text: text.clone() },
-        Command::Reframe { target, text } => Event::Reframe { target: r(target)?, text: text.clone() },
-        Command::Park { target, reason } => Event::Park { target: r(target)?, reason: reason.clone() },
-        Command::Resume { target } => Event::Resume { target: r(target)? },
-        Command::Claim { text, kind, sources, owner, confirmed, expires_at_ms } => Event::Claim {
+        RecordCommand::Ask { text } => Event::Question { text: text.clone() },
+        RecordCommand::Resolve { target, text } => Event::Resolve { target: r(target)?, text: text.clone() },
+        RecordCommand::Connect { a, b, text } => Event::Connection { a: r(a)?, b: r(b)?, text: text.clone() },
+        RecordCommand::Tension { a, b, text } => Event::Tension { a: r(a)?, b: r(b)?, text: text.clone() },
+        RecordCommand::Reframe { target, text } => Event::Reframe { target: r(target)?, text: text.clone() },
+        RecordCommand::Park { target, reason } => Event::Park { target: r(target)?, reason: reason.clone() },
+        RecordCommand::Resume { target } => Event::Resume { target: r(target)? },
+        RecordCommand::Claim { text, kind, sources, owner, confirmed, expires_at_ms } => Event::Claim {
             text: text.clone(),
             kind: parse_kind(kind)?,
             sources: sources.iter().map(r).collect::<Result<_>>()?,
@@ -94,41 +78,23 @@ fn event_for(store: &Store, command: &Command) -> Result<Option<Event>> {
             confirmed: *confirmed,
             expires_at_ms: *expires_at_ms,
         },
-        Command::Relate { from, to, relation, reason } => {
+        RecordCommand::Relate { from, to, relation, reason } => {
             Event::Relate { from: r(from)?, to: r(to)?, relation: parse_relation(relation)?, reason: reason.clone() }
         }
-        Command::Confirm { target } => Event::Confirm { target: r(target)? },
-        Command::Frame(f) => match f {
-            FrameCommand::Open { query, parent, branched_from, invalidate_if } => Event::FrameOpen {
-                parent: parent.as_ref().map(r).transpose()?,
-                query: query.clone(),
-                branched_from: branched_from.as_ref().map(r).transpose()?,
-                invalidation_condition: invalidate_if.clone(),
-            },
-            FrameCommand::Evidence { frame, text } => Event::FrameEvidence { frame: r(frame)?, text: text.clone() },
-            FrameCommand::Conclude { frame, conclusion, confidence } => Event::FrameConclude {
-                frame: r(frame)?,
-                conclusion: conclusion.clone(),
-                confidence_bp: basis_points(*confidence, "--confidence")?,
-            },
-            FrameCommand::Suspend { frame } => Event::FrameSuspend { frame: r(frame)? },
-            FrameCommand::Resume { frame } => Event::FrameResume { frame: r(frame)? },
-            FrameCommand::Invalidate { frame, reason } => Event::FrameInvalidate { frame: r(frame)?, reason: reason.clone() },
-            FrameCommand::Tree { .. } => return Ok(None),
-        },
-        Command::Task(t) => match t {
+        RecordCommand::Confirm { target } => Event::Confirm { target: r(target)? },
+        RecordCommand::Task(t) => match t {
             TaskCommand::New { objective, owner } => Event::Task { objective: objective.clone(), owner_scope: owner.clone() },
             TaskCommand::Update { task, state, note } => {
                 Event::TaskUpdate { task: r(task)?, state: parse_task_state(state)?, note: note.clone() }
             }
         },
-        Command::Trajectory { task_query, final_answer, iterations, converged } => Event::Trajectory {
+        RecordCommand::Trajectory { task_query, final_answer, iterations, converged } => Event::Trajectory {
             task_query: task_query.clone(),
             final_answer: final_answer.clone(),
             iterations: *iterations,
             converged: *converged,
         },
-        Command::Judge { trajectory, outcome, reason, confidence } => Event::Judgment {
+        RecordCommand::Judge { trajectory, outcome, reason, confidence } => Event::Judgment {
             trajectory: r(trajectory)?,
             success: match outcome.as_str() {
                 "success" => true,
@@ -143,77 +109,72 @@ fn event_for(store: &Store, command: &Command) -> Result<Option<Event>> {
                 other => bail!("confidence must be low, medium or high, got {other:?}"),
             },
         },
-        Command::Item { title, description, content, scope, from } => Event::MemoryItem {
+        RecordCommand::Item { title, description, content, scope, from } => Event::MemoryItem {
             title: title.clone(),
             description: description.clone(),
             content: content.clone(),
             scope: scope.clone(),
             source_trajectory: from.as_ref().map(r).transpose()?,
         },
-        Command::Use { trajectory, item, rank, score } => Event::Usage {
+        RecordCommand::Use { trajectory, item, rank, score } => Event::Usage {
             trajectory: r(trajectory)?,
             item: r(item)?,
             rank: *rank,
             score_bp: basis_points(*score, "--score")?,
         },
-        _ => return Ok(None),
     };
-    Ok(Some(ev))
+    Ok(ev)
 }
 
-/// Is this a reasoning command (recording an event or reading the graph)?
-fn is_reasoning(command: &Command) -> bool {
-    !matches!(
-        command,
-        Command::Init
-            | Command::Id
-            | Command::Append { .. }
-            | Command::Log { .. }
-            | Command::Show { .. }
-            | Command::Verify { .. }
-            | Command::Redact { .. }
-            | Command::Export { .. }
-            | Command::Import { .. }
-            | Command::Authors
-            | Command::Forks { .. }
-            | Command::CheckProof { .. }
-            | Command::Admit { .. }
-            | Command::Remove { .. }
-            | Command::Roster
-            | Command::Accept { .. }
-            | Command::Dispute { .. }
-            | Command::Withdraw { .. }
-            | Command::ResolveFork { .. }
-            | Command::Perspective { .. }
-            | Command::Consensus { .. }
-            | Command::Disputes { .. }
-            | Command::Audit { .. }
-            | Command::ViewHash
-            | Command::Node(_)
-            | Command::Automerge(_)
-    )
+/// The frame event a frame move describes.
+fn frame_event(store: &Store, command: &FrameMove) -> Result<Event> {
+    let r = |t: &String| reference(store, t);
+    Ok(match command {
+        FrameMove::Open { query, parent, branched_from, invalidate_if } => Event::FrameOpen {
+            parent: parent.as_ref().map(r).transpose()?,
+            query: query.clone(),
+            branched_from: branched_from.as_ref().map(r).transpose()?,
+            invalidation_condition: invalidate_if.clone(),
+        },
+        FrameMove::Evidence { frame, text } => Event::FrameEvidence { frame: r(frame)?, text: text.clone() },
+        FrameMove::Conclude { frame, conclusion, confidence } => Event::FrameConclude {
+            frame: r(frame)?,
+            conclusion: conclusion.clone(),
+            confidence_bp: basis_points(*confidence, "--confidence")?,
+        },
+        FrameMove::Suspend { frame } => Event::FrameSuspend { frame: r(frame)? },
+        FrameMove::Resume { frame } => Event::FrameResume { frame: r(frame)? },
+        FrameMove::Invalidate { frame, reason } => Event::FrameInvalidate { frame: r(frame)?, reason: reason.clone() },
+    })
 }
 
-/// Run a reasoning command, if `command` is one. `Ok(None)`: not ours.
-pub fn run(s: &Session, command: &Command) -> Result<Option<ExitCode>> {
-    if !is_reasoning(command) {
-        return Ok(None);
-    }
-    let store = s.store()?;
-    if let Some(event) = event_for(store, command)? {
-        return record(s, event).map(Some);
-    }
-    let founder = s.founder()?;
-    let value_text = s.with_graph(|store, graph| read(store, graph, founder, command))?;
-    let Some((value, text)) = value_text else { return Ok(None) };
+/// Run a reasoning command: record the event it describes, or answer a read
+/// from the graph (the node's live one, or one replayed for this command).
+pub fn run(s: &Session, command: ReasoningCommand) -> Result<ExitCode> {
+    let answer = match command {
+        ReasoningCommand::Record(r) => {
+            let event = event_for(s.store()?, &r)?;
+            return record(s, event);
+        }
+        ReasoningCommand::Frame(FrameCommand::Move(m)) => {
+            let event = frame_event(s.store()?, &m)?;
+            return record(s, event);
+        }
+        ReasoningCommand::Frame(FrameCommand::Tree { frame }) => s.with_graph(|store, graph| frame_tree(store, graph, &frame))?,
+        ReasoningCommand::Read(q) => {
+            let founder = s.founder()?;
+            s.with_graph(|store, graph| read(store, graph, founder, &q))?
+        }
+    };
+    let (value, text) = answer;
     s.print(&value, || text)?;
-    Ok(Some(ExitCode::SUCCESS))
+    Ok(ExitCode::SUCCESS)
 }
 
-/// Answer a read command from the graph. `Ok(None)`: not a read command.
-fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Command) -> Result<Option<(Value, String)>> {
+/// Answer a read command from the graph.
+fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &ReadCommand) -> Result<(Value, String)> {
     let value_text: (Value, String) = match command {
-        Command::Status { target } => {
+        ReadCommand::Status { target } => {
             let id = reference(store, target)?;
             match graph.node(&id) {
                 Some(n) => (status_json(graph, n), status_text(graph, n)),
@@ -226,8 +187,8 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Co
                 },
             }
         }
-        Command::Trace { target } => trace(store, graph, &reference(store, target)?)?,
-        Command::History { as_of, target } => {
+        ReadCommand::Trace { target } => trace(store, graph, &reference(store, target)?)?,
+        ReadCommand::History { as_of, target } => {
             let events = load_events(store, founder)?;
             let past = if let Some(ms) = parse_time(as_of) {
                 as_of_time(&events, ms)
@@ -246,13 +207,13 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Co
                 None => nodes_listing(past.nodes().filter(|n| n.is_event())),
             }
         }
-        Command::Latest { target } => {
+        ReadCommand::Latest { target } => {
             let id = reference(store, target)?;
             let latest = graph.latest_in_chain(&id).with_context(|| format!("no event {id} in the graph"))?;
             let n = graph.node(&latest).context("latest node vanished")?;
             (json!({ "id": id.to_string(), "latest": latest.to_string(), "text": n.text, "status": n.status().name() }), format!("{latest}  [{}]  {}", n.status().name(), n.text))
         }
-        Command::Decisions => {
+        ReadCommand::Decisions => {
             let rows: Vec<Value> = graph
                 .decisions()
                 .iter()
@@ -268,9 +229,9 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Co
                 .join("\n");
             (json!(rows), text)
         }
-        Command::Questions => nodes_listing(graph.open_questions().into_iter()),
-        Command::Orphans => nodes_listing(graph.orphans().into_iter()),
-        Command::Disagreements => {
+        ReadCommand::Questions => nodes_listing(graph.open_questions().into_iter()),
+        ReadCommand::Orphans => nodes_listing(graph.orphans().into_iter()),
+        ReadCommand::Disagreements => {
             let d = graph.disagreements();
             let rows: Vec<Value> = d
                 .iter()
@@ -285,14 +246,14 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Co
                 .join("\n");
             (json!(rows), text)
         }
-        Command::Search { query, all, limit } => {
+        ReadCommand::Search { query, all, limit } => {
             let index = agora_search::SearchIndex::build(graph)?;
             let hits = index.search(graph, query, *all, *limit)?;
             let rows: Vec<Value> = hits.iter().map(|h| json!({ "id": h.id.to_string(), "score": h.score, "status": h.status.name(), "kind": h.kind, "text": h.text })).collect();
             let text = hits.iter().map(|h| format!("{:>7.3} {} [{}] {}: {}", h.score, h.id.short(), h.status.name(), h.kind, h.text)).collect::<Vec<_>>().join("\n");
             (json!(rows), text)
         }
-        Command::Outcomes => {
+        ReadCommand::Outcomes => {
             let rows: Vec<(Value, String)> = graph
                 .memory_item_outcomes()
                 .into_iter()
@@ -306,7 +267,7 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Co
                 .collect();
             (json!(rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>()), rows.iter().map(|r| r.1.clone()).collect::<Vec<_>>().join("\n"))
         }
-        Command::Graph { format } => {
+        ReadCommand::Graph { format } => {
             let text = match format.as_str() {
                 "dot" => agora_graph::export::to_dot(graph),
                 "mermaid" => agora_graph::export::to_mermaid(graph),
@@ -314,17 +275,18 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Co
             };
             (json!({ "format": format, "graph": text }), text.trim_end().to_string())
         }
-        Command::Frame(FrameCommand::Tree { frame }) => {
-            let root = reference(store, frame)?;
-            let order = graph.frames_post_order(&root);
-            if order.is_empty() {
-                bail!("no frame {root}");
-            }
-            nodes_listing(order.iter().filter_map(|id| graph.node(id)))
-        }
-        _ => return Ok(None),
     };
-    Ok(Some(value_text))
+    Ok(value_text)
+}
+
+/// The frame tree under `frame`, in verification (post-) order.
+fn frame_tree(store: &Store, graph: &Graph, frame: &str) -> Result<(Value, String)> {
+    let root = reference(store, frame)?;
+    let order = graph.frames_post_order(&root);
+    if order.is_empty() {
+        bail!("no frame {root}");
+    }
+    Ok(nodes_listing(order.iter().filter_map(|id| graph.node(id))))
 }
 
 /// The rules for a locally written event: decodable, within limits, and (when
@@ -368,7 +330,7 @@ pub fn check_appended_payload(s: &Session, payload: &[u8]) -> Result<()> {
 fn record(s: &Session, event: Event) -> Result<ExitCode> {
     s.home.load_key()?;
     let missing = check_local(s, &event)?;
-    let entry = crate::merge_cmds::append_own(s, &event.encode())?;
+    let entry = crate::own_chain::append_own(s, &event.encode())?;
     let pending: Vec<String> = missing.iter().map(|m| m.to_string()).collect();
     let value = json!({ "id": entry.id().to_string(), "kind": event.kind_name(), "seq": entry.header().seq, "pending": pending });
     s.print(&value, || {

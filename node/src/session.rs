@@ -78,7 +78,7 @@ impl<'a> Session<'a> {
         if let Some(f) = self.founder {
             return Ok(f);
         }
-        match crate::daemon::config::workspace_of_home(&self.home.dir)?.founder {
+        match crate::config::workspace_of_home(&self.home.dir)?.founder {
             Some(f) => Ok(f),
             None => Ok(self.home.load_key()?.agent_id()),
         }

@@ -9,7 +9,6 @@
 //! already queued are stored, and the store is closed (every acknowledged
 //! write was synced when it was made).
 
-pub mod config;
 mod driver;
 mod network;
 mod server;
@@ -22,7 +21,7 @@ use agora_core::AgentId;
 use agora_store::Store;
 use agora_sync::WorkspaceId;
 use anyhow::{bail, Context, Result};
-use config::NodeConfig;
+use crate::config::{self, NodeConfig};
 use libp2p::identity::Keypair;
 use network::NetworkSettings;
 use std::io::{IsTerminal, Write};

@@ -1,7 +1,7 @@
 //! The control channel's server side: runs forwarded commands on the node's
 //! open store and answers status requests. See `control.rs` for the protocol.
 
-use crate::cli::{Args, Command, NodeCommand};
+use crate::cli::{Args, ChainCommand, Command, NodeCommand};
 use crate::control::{
     frame, proof, token_matches, CommandRequest, CHALLENGE_HEADER, COMMAND_LINE_BYTES_MAX, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT, PROOF_HEADER,
     STDIN_BYTES_MAX,
@@ -124,9 +124,9 @@ fn absolutize(command: &mut Command, cwd: &Path) {
         }
     };
     match command {
-        Command::Append { file: Some(p) } => fix(p),
-        Command::Import { file } => fix(file),
-        Command::Export { output: Some(p), .. } => fix(p),
+        Command::Chain(ChainCommand::Append { file: Some(p) }) => fix(p),
+        Command::Chain(ChainCommand::Import { file }) => fix(file),
+        Command::Chain(ChainCommand::Export { output: Some(p), .. }) => fix(p),
         _ => {}
     }
 }
@@ -157,7 +157,7 @@ fn run_forwarded(state: &ControlState, request: CommandRequest, stdin: Bytes, tx
         Ok(args) => {
             let json = args.json;
             let mut command = args.command;
-            if matches!(command, Command::Init | Command::Node(NodeCommand::Run(_))) {
+            if matches!(command, Command::Chain(ChainCommand::Init) | Command::Node(NodeCommand::Run(_))) {
                 let _ = writeln!(err, "error: a node is already running on {}", state.home.dir.display());
                 1
             } else {

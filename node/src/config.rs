@@ -1,4 +1,6 @@
-//! The node's configuration: a TOML file, overridden by flags.
+//! A home's configuration: `<home>/agora.toml` (or `--config`), overridden
+//! by flags. The node daemon reads all of it; every command reads the
+//! workspace's founder from it (which roster and views apply).
 //!
 //! ```toml
 //! [node]

@@ -1,0 +1,343 @@
+//! The commands of the signed log itself: keys, entries, verification,
+//! redaction, packs, authors and fork proofs. One function per command;
+//! each returns the exit code on success.
+
+use crate::args::{now_ms, parse_author};
+use crate::cli::ChainCommand;
+use crate::output;
+use crate::session::Session;
+use agora_core::pack;
+use agora_core::{AgentId, ForkProof};
+use agora_store::{ImportItem, PayloadState, Store};
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+use std::io::{BufRead, BufWriter, Read, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Run one command of the signed log.
+pub fn run(s: &Session, command: ChainCommand) -> Result<ExitCode> {
+    match command {
+        ChainCommand::Init => init(s),
+        ChainCommand::Id => {
+            let key = s.home.load_key()?;
+            s.print(&json!({ "agent": key.agent_id().to_string() }), || key.agent_id().to_string())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ChainCommand::Append { file } => append(s, file.as_deref()),
+        ChainCommand::Log { author, all, from, limit } => log(s, author.as_deref(), all, from, limit),
+        ChainCommand::Show { entry } => show(s, &entry),
+        ChainCommand::Verify { author, threads } => verify(s, author.as_deref(), threads),
+        ChainCommand::Redact { entry } => redact(s, &entry),
+        ChainCommand::Export { author, output } => export(s, author.as_deref(), output.as_deref()),
+        ChainCommand::Import { file } => import(s, &file),
+        ChainCommand::Authors => authors(s),
+        ChainCommand::Forks { author } => forks(s, author.as_deref()),
+        ChainCommand::CheckProof { proof } => check_proof(s, &proof),
+    }
+}
+
+fn init(s: &Session) -> Result<ExitCode> {
+    let key = s.home.init()?;
+    let id = key.agent_id().to_string();
+    s.print(&json!({ "agent": id, "home": s.home.dir.display().to_string() }), || {
+        format!("initialised {}\nagent {id}", s.home.dir.display())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Read at most `PAYLOAD_BYTES_MAX + 1` bytes, so an oversized input is
+/// refused without being read whole.
+fn read_payload(s: &Session, file: Option<&Path>) -> Result<Vec<u8>> {
+    let max = agora_core::limits::PAYLOAD_BYTES_MAX as u64;
+    let mut buf = Vec::new();
+    let source = match file {
+        None => "stdin".to_string(),
+        Some(p) if p == Path::new("-") => "stdin".to_string(),
+        Some(p) => p.display().to_string(),
+    };
+    if source == "stdin" {
+        s.with_input(|input| input.take(max + 1).read_to_end(&mut buf)).context("reading payload from stdin")?;
+    } else {
+        let file = std::fs::File::open(&source).with_context(|| format!("opening payload {source}"))?;
+        file.take(max + 1).read_to_end(&mut buf).with_context(|| format!("reading payload from {source}"))?;
+    }
+    if buf.len() as u64 > max {
+        bail!("payload from {source} is larger than the limit of {max} bytes");
+    }
+    Ok(buf)
+}
+
+fn append(s: &Session, file: Option<&Path>) -> Result<ExitCode> {
+    s.home.load_key()?;
+    let payload = read_payload(s, file)?;
+    crate::reasoning::check_appended_payload(s, &payload)?;
+    let entry = crate::own_chain::append_own(s, &payload)?;
+    s.print(&output::entry_header_json(&entry), || entry.id().to_string())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn log(s: &Session, author: Option<&str>, all: bool, from: u64, limit: usize) -> Result<ExitCode> {
+    let (store, json) = (s.store()?, s.json);
+    let authors: Vec<AgentId> = if all {
+        store.authors()?.into_iter().map(|a| a.author).collect()
+    } else if let Some(a) = author {
+        vec![parse_author(a)?]
+    } else {
+        vec![s.home.load_key().context("no --author given and no agent key to default to")?.agent_id()]
+    };
+    let mut rows = Vec::new();
+    let mut text = Vec::new();
+    for a in authors {
+        for e in store.chain(&a, from, limit)? {
+            if json {
+                rows.push(output::stored_entry_json(&e, false));
+            } else {
+                let h = e.signed.header();
+                text.push(format!("{} {:>6}  {}  {:>13}  {}", h.author.short(), h.seq, e.signed.id(), h.timestamp_ms, output::preview(&e.payload)));
+            }
+        }
+    }
+    s.print(&json!(rows), || text.join("\n"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn show(s: &Session, entry: &str) -> Result<ExitCode> {
+    let store = s.store()?;
+    let id = store.resolve(entry)?;
+    let e = store.get(&id)?.with_context(|| format!("entry {id} vanished while reading"))?;
+    let value = output::stored_entry_json(&e, true);
+    s.print(&value, || {
+        let h = e.signed.header();
+        let mut out = vec![
+            format!("id            {}", e.signed.id()),
+            format!("author        {}", h.author),
+            format!("seq           {}", h.seq),
+            format!("backlink      {}", h.backlink.map_or("none (first entry)".into(), |b| b.to_string())),
+            format!("timestamp_ms  {}", h.timestamp_ms),
+            format!("payload_len   {}", h.payload_len),
+            format!("payload_hash  {}", hex::encode(h.payload_hash)),
+            format!("signature     {}", hex::encode(e.signed.signature())),
+            format!("payload       {}", output::payload_status(&e.payload)),
+        ];
+        if let PayloadState::Held(p) = &e.payload {
+            out.push(String::new());
+            out.push(match std::str::from_utf8(p) {
+                Ok(t) => t.to_string(),
+                Err(_) => format!("<{} bytes binary; use --json for base64>", p.len()),
+            });
+        }
+        out.join("\n")
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn verify(s: &Session, author: Option<&str>, threads: usize) -> Result<ExitCode> {
+    let store = s.store()?;
+    let author = author.map(parse_author).transpose()?;
+    let report = store.audit(author.as_ref(), threads)?;
+    let authors: Vec<_> = report
+        .authors
+        .iter()
+        .map(|a| {
+            json!({
+                "author": a.author.to_string(), "entries": a.entries, "max_seq": a.max_seq, "tips": a.tips,
+                "forked": a.tips > 1 || !a.fork_seqs.is_empty(), "fork_seqs": a.fork_seqs,
+                "payloads_held": a.payloads_held, "payloads_redacted": a.payloads_redacted,
+                "payloads_not_held": a.payloads_not_held, "problem_count": a.problem_count, "problems": a.problems,
+            })
+        })
+        .collect();
+    let clean = report.is_clean();
+    s.print(&json!({ "ok": clean, "entries": report.entries(), "authors": authors }), || {
+        let mut out = Vec::new();
+        for a in &report.authors {
+            let fork = if a.fork_seqs.is_empty() { String::new() } else { format!(", FORKED at seq {:?}", a.fork_seqs) };
+            out.push(format!(
+                "{}: {} entries, max seq {}, {} tip(s){fork}; payloads {} held, {} redacted, {} not held; {} problem(s)",
+                a.author, a.entries, a.max_seq, a.tips, a.payloads_held, a.payloads_redacted, a.payloads_not_held, a.problem_count
+            ));
+            for p in &a.problems {
+                out.push(format!("  problem: {p}"));
+            }
+        }
+        out.push(if clean { format!("ok: {} entries verified", report.entries()) } else { "FAILED: problems found".into() });
+        out.join("\n")
+    })?;
+    Ok(if clean { ExitCode::SUCCESS } else { ExitCode::from(3) })
+}
+
+fn redact(s: &Session, entry: &str) -> Result<ExitCode> {
+    let store = s.store()?;
+    let id = store.resolve(entry)?;
+    // Keep what the payload meant, without its text, so that no view
+    // changes (see agora_core::payload); the store refuses if it is not held.
+    let residue = match store.get(&id)?.map(|e| e.payload) {
+        Some(agora_store::PayloadState::Held(p)) => Some(agora_view::residue(&p)),
+        _ => None,
+    };
+    store.redact(&id, now_ms(), residue.as_deref())?;
+    s.print(&json!({ "id": id.to_string(), "redacted": true }), || format!("redacted payload of {id}"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn export(s: &Session, author: Option<&str>, output: Option<&Path>) -> Result<ExitCode> {
+    let store = s.store()?;
+    let author = author.map(parse_author).transpose()?;
+    let to_file = output.filter(|p| *p != Path::new("-"));
+    let count = match to_file {
+        Some(p) => {
+            let file = std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?;
+            write_pack(store, author.as_ref(), &mut BufWriter::new(file))?
+        }
+        None => s.with_out(|out| write_pack(store, author.as_ref(), &mut BufWriter::new(out)))?,
+    };
+    if let Some(p) = to_file {
+        s.print(&json!({ "entries": count, "output": p.display().to_string() }), || format!("exported {count} entries to {}", p.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_pack(store: &Store, author: Option<&AgentId>, out: &mut impl Write) -> Result<u64> {
+    writeln!(out, "{}", pack::header_line())?;
+    let mut count = 0u64;
+    store.for_each_entry(author, |e| {
+        let payload = match &e.payload {
+            PayloadState::Held(p) => Some(p.as_slice()),
+            _ => None,
+        };
+        writeln!(out, "{}", pack::entry_line(&e.signed, payload))
+            .map_err(|err| agora_store::StoreError::Limit(format!("writing the pack: {err}")))?;
+        count += 1;
+        Ok(())
+    })?;
+    out.flush().context("writing the pack")?;
+    Ok(count)
+}
+
+/// Read one line of at most `max` bytes (without the newline). `None` at EOF.
+fn read_line_bounded(reader: &mut impl BufRead, max: usize, line_no: usize) -> Result<Option<String>> {
+    let mut buf = Vec::new();
+    let n = reader.take(max as u64 + 1).read_until(b'\n', &mut buf)?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+    } else if buf.len() > max {
+        bail!("pack line {line_no}: longer than the limit of {max} bytes");
+    }
+    String::from_utf8(buf).map(Some).with_context(|| format!("pack line {line_no}: not UTF-8"))
+}
+
+fn import(s: &Session, file: &Path) -> Result<ExitCode> {
+    let items = if file == Path::new("-") {
+        s.with_input(|input| read_pack("stdin", &mut std::io::BufReader::new(input)))?
+    } else {
+        let name = file.display().to_string();
+        let f = std::fs::File::open(file).with_context(|| format!("opening {name}"))?;
+        read_pack(&name, &mut std::io::BufReader::new(f))?
+    };
+    let store = s.store()?;
+    let report = store.import(items, now_ms())?;
+    let forks: Vec<_> = report.forks.iter().map(|(a, s)| json!({ "author": a.to_string(), "seq": s })).collect();
+    let deferred = report.deferred.map(|d| json!({ "count": d.count, "first": d.first.id.to_string(), "until_ms": d.until_ms }));
+    s.print(
+        &json!({ "imported": report.imported, "already_present": report.already_present, "payloads_filled": report.payloads_filled, "forks": forks, "deferred": deferred }),
+        || {
+            let mut t = format!("imported {} entries, {} already present", report.imported, report.already_present);
+            if report.payloads_filled > 0 {
+                t.push_str(&format!(", {} missing payloads filled in", report.payloads_filled));
+            }
+            if let Some(d) = report.deferred {
+                t.push_str(&format!(
+                    "\n{} entries dated more than a minute ahead of this machine's clock were not stored (from {}); import again after {} ms since the epoch",
+                    d.count, d.first, d.until_ms
+                ));
+            }
+            for (a, s) in &report.forks {
+                t.push_str(&format!("\nfork detected: author {a} at seq {s} (proof stored)"));
+            }
+            t
+        },
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Read and parse a whole pack; nothing is stored until it all parses.
+fn read_pack(name: &str, reader: &mut impl BufRead) -> Result<Vec<ImportItem>> {
+    let name = name.to_string();
+    let max = agora_core::limits::PACK_LINE_BYTES_MAX;
+    let first = read_line_bounded(reader, max, 1)?.with_context(|| format!("{name}: empty file, not a pack"))?;
+    pack::parse_header_line(&first).with_context(|| name.clone())?;
+    let mut items = Vec::new();
+    let mut line_no = 1;
+    while let Some(line) = read_line_bounded(reader, max, line_no + 1)? {
+        line_no += 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (entry, payload) = pack::parse_entry_line(line_no, &line).with_context(|| name.clone())?;
+        items.push(ImportItem { entry, payload, origin: format!("{name} line {line_no}") });
+    }
+    Ok(items)
+}
+
+fn authors(s: &Session) -> Result<ExitCode> {
+    let store = s.store()?;
+    let list = store.authors()?;
+    let rows: Vec<_> = list
+        .iter()
+        .map(|a| {
+            json!({
+                "author": a.author.to_string(), "max_seq": a.max_seq, "forked": a.tips.len() > 1 || a.fork_proofs > 0,
+                "fork_proofs": a.fork_proofs,
+                "tips": a.tips.iter().map(|t| json!({ "seq": t.seq, "id": t.id.to_string() })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    s.print(&json!(rows), || {
+        list.iter()
+            .map(|a| {
+                let tips: Vec<String> = a.tips.iter().map(|t| format!("{}@{}", t.id.short(), t.seq)).collect();
+                format!("{}  max seq {}  tips {}  fork proofs {}", a.author, a.max_seq, tips.join(","), a.fork_proofs)
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn forks(s: &Session, author: Option<&str>) -> Result<ExitCode> {
+    let store = s.store()?;
+    let author = author.map(parse_author).transpose()?;
+    let proofs = store.fork_proofs(author.as_ref())?;
+    let rows: Vec<_> = proofs
+        .iter()
+        .map(|p| {
+            let (a, b) = p.entries();
+            json!({ "author": p.author().to_string(), "seq": p.seq(), "a": a.id().to_string(), "b": b.id().to_string(), "proof": hex::encode(p.encode()) })
+        })
+        .collect();
+    s.print(&json!(rows), || {
+        proofs
+            .iter()
+            .map(|p| {
+                let (a, b) = p.entries();
+                format!("author {} seq {}: {} vs {}\n  proof {}", p.author(), p.seq(), a.id(), b.id(), hex::encode(p.encode()))
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check_proof(s: &Session, text: &str) -> Result<ExitCode> {
+    let bytes = hex::decode(text.trim()).context("fork proof is not hex")?;
+    let proof = ForkProof::decode(&bytes).context("fork proof rejected")?;
+    let (a, b) = proof.entries();
+    s.print(&json!({ "valid": true, "author": proof.author().to_string(), "seq": proof.seq(), "a": a.id().to_string(), "b": b.id().to_string() }),
+        || format!("valid fork proof: author {} signed both {} and {} at seq {}", proof.author(), a.id(), b.id(), proof.seq()),
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
