@@ -11,7 +11,41 @@ use agora_core::xorshift::Xorshift64;
 use agora_core::{AgentId, AgentKey, EntryId, SignedEntry};
 use agora_sync::{Config, Gossip, Head, Message, PeerId, Replicator, WireEntry, RESPONSE_ENTRIES_MAX};
 use net::*;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Counts the bytes each thread holds (allocated minus freed on it), so a
+/// test can tell what one replicator keeps in memory while other tests run
+/// beside it on other threads.
+struct PerThread;
+
+thread_local! {
+    static HELD: Cell<isize> = const { Cell::new(0) };
+}
+
+unsafe impl GlobalAlloc for PerThread {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        HELD.with(|h| h.set(h.get() + layout.size() as isize));
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        HELD.with(|h| h.set(h.get() - layout.size() as isize));
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        HELD.with(|h| h.set(h.get() + new_size as isize - layout.size() as isize));
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: PerThread = PerThread;
+
+fn held_here() -> isize {
+    HELD.with(Cell::get)
+}
 
 fn alice() -> AgentKey {
     AgentKey::from_seed([1; 32])
@@ -508,11 +542,30 @@ fn claimed_heads_of_unknown_authors_are_bounded() {
         }
         b
     };
+    // The cost of a tick with nothing claimed, the median of many.
+    let tick = |net: &mut Net| {
+        let mut times: Vec<Duration> = (0..41)
+            .map(|_| {
+                let t = Instant::now();
+                let now = net.now;
+                net.nodes[1].rep.handle_timeout(now);
+                t.elapsed()
+            })
+            .collect();
+        times.sort();
+        times[20]
+    };
+    let tick_before = tick(&mut net);
+    let memory_before = held_here();
     for _ in 0..40 {
         let heads: Vec<Head> = (0..50_000).map(|_| Head { author: AgentId(random_id()), seq: 7, id: EntryId(random_id()) }).collect();
         net.nodes[1].rep.handle(PeerId(0), Message::Frontier(heads), net.now);
         net.now += 1_000;
     }
+    let grown = held_here() - memory_before;
+    assert!(grown < 20 << 20, "the replicator kept {grown} bytes of claims");
+    let tick_after = tick(&mut net);
+    assert!(tick_after <= tick_before * 2 + Duration::from_millis(1), "tick {tick_before:?} before, {tick_after:?} after");
     let held = net.nodes[1].rep.claims_held();
     assert!(held <= Config::default().non_member_heads_per_peer, "{held} claims held");
     assert!(net.nodes[1].rep.strikes(PeerId(0)).unwrap() >= 1, "scored down");
