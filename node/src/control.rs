@@ -7,8 +7,9 @@
 //! the file sends its arguments (and its standard input, when the command
 //! reads it) to `POST /v1/command`; the node runs the command on its own open
 //! store and streams back frames of standard output, standard error and the
-//! exit code. `GET /v1/status` answers `agora node status`. Only the home's
-//! owner can read the token, so only they can drive the node.
+//! exit code. `GET /v1/status` answers `agora node status`, and
+//! `POST /v1/automerge/sync` serves the merged view to `agora automerge pull`.
+//! Only the home's owner can read the token, so only they can drive the node.
 //!
 //! Frame: one kind byte (1 stdout, 2 stderr, 3 exit code), a u32 big-endian
 //! length, the bytes.

@@ -1,8 +1,9 @@
 //! `agora`: the command-line front of an Agora node, and the node itself.
 //!
 //! This binary is thin: it parses arguments ([`cli`]), resolves the home
-//! directory ([`home`]), and runs one command ([`commands`], [`reasoning`],
-//! [`membership`]) in a [`session::Session`], mapping errors to exit codes.
+//! directory ([`home`]), and runs one command in a [`session::Session`]
+//! through the dispatcher ([`commands`]: [`chain_cmds`], [`membership`],
+//! [`reasoning`], [`merge_cmds`]), mapping errors to exit codes.
 //! `agora node run` starts the long-running node ([`daemon`]); while one runs
 //! on the home, every other command is forwarded to it over the local control
 //! channel ([`control`]) instead of opening the store a second time.

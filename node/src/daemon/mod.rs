@@ -115,7 +115,7 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
     let agent = key.agent_id();
     // A node knows at start-up whether its own chain is forked, and whether
     // its author has resolved the fork; appends follow the resolution or are
-    // refused (see `merge_cmds::append_own`).
+    // refused (see `own_chain::append_own`).
     let founder = config.founder.unwrap_or(agent);
     if store.tips(&agent)?.len() > 1 {
         let (entries, proofs) = agora_view::load_merge_input(&store, founder)?;

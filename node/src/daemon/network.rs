@@ -2,7 +2,7 @@
 //!
 //! TCP + noise + yamux (QUIC with the `quic` feature); identify; ping; mDNS
 //! (switchable); Kademlia for discovery through bootstrap peers; gossipsub
-//! (one topic per workspace, message id = entry id, messages validated by the
+//! (one topic per workspace, message id = SHA-256 of the gossip bytes, messages validated by the
 //! replicator before they are forwarded, peer scoring on); request-response
 //! for range sync (raw bytes, size-limited; `agora_sync::wire` decodes them);
 //! a block list for banned peers; connection limits.

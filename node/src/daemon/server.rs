@@ -1,5 +1,8 @@
-//! The control channel's server side: runs forwarded commands on the node's
-//! open store and answers status requests. See `control.rs` for the protocol.
+//! The control channel's server side: proves knowledge of the token to a
+//! client that asks (`/v1/hello`), runs forwarded commands on the node's open
+//! store (`/v1/command`), answers status requests (`/v1/status`) and serves
+//! the merged view over Automerge sync (`/v1/automerge/sync`). See
+//! `control.rs` for the protocol.
 
 use crate::cli::{Args, ChainCommand, Command, NodeCommand};
 use crate::control::{

@@ -5,8 +5,12 @@
 //!
 //! The work per notice is bounded by the notice: one tips read per author it
 //! names, one proof read per fork it names, one lookup per changed payload;
-//! nothing here reads an author's whole chain or all its proofs, so a peer
-//! that floods forks cannot make the loop slower per entry.
+//! nothing here reads all of an author's proofs, so a peer that floods forks
+//! cannot make the loop slower per entry. The one walk of a chain is the
+//! roster's derivation from the founder's chain, and it runs only when a
+//! notice may change the roster (a roster event, a founder entry without its
+//! payload, a fork or a changed payload of the founder), which only the
+//! founder can cause.
 
 use super::Driver;
 use crate::graph_cache::GraphCache;

@@ -6,10 +6,12 @@
 //! request, how to cut a response, what to publish, what is valid, whom to
 //! ban, how far behind we are) is the replicator's, and the deterministic
 //! test network in `crates/agora-sync/tests/net` executes the same outputs the
-//! same way. One task owns the swarm and the replicator. The store is used
-//! from two threads, one serving range reads and one importing verified
-//! entries, so a slow synced write never stalls the network; responses are
-//! verified on worker threads. Every queue between them is bounded.
+//! same way. One task owns the swarm and the replicator. Range reads for
+//! peers and imports of verified entries run on two store threads of their
+//! own, so a slow synced write never stalls the network; responses are
+//! verified on worker threads. The loop itself reads the store only for
+//! small bounded lookups (tips, one fork proof, the missing-payload list, the
+//! roster when it may have changed). Every queue between them is bounded.
 //!
 //! - [`workers`]: the store and verify threads, and what they report;
 //! - [`swarm`]: libp2p events turned into replicator input;
