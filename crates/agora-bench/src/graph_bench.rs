@@ -6,6 +6,7 @@ use agora_core::{AgentKey, EntryId};
 use agora_graph::{Event, Graph, LogEvent, LogPosition, TaskState};
 use agora_store::{Store, StoreOptions};
 use anyhow::Result;
+use crate::percentile;
 use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
@@ -43,9 +44,6 @@ fn resident_bytes() -> u64 {
     statm.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) * 4096
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
 
 pub fn run(args: GraphArgs) -> Result<()> {
     // 1. An in-memory log of `events` events by 16 authors.

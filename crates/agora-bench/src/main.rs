@@ -71,6 +71,11 @@ fn rate(min: Duration, ops: usize, mut f: impl FnMut()) -> f64 {
     (calls as f64 * ops as f64) / start.elapsed().as_secs_f64()
 }
 
+/// The `p` quantile (0 to 1) of durations sorted in ascending order.
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
 struct Row {
     name: String,
     per_s: f64,

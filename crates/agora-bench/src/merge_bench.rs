@@ -9,6 +9,7 @@ use agora_graph::Event;
 use agora_merge::{Merge, MergeEntry, MergeEvent};
 use anyhow::Result;
 use rayon::prelude::*;
+use crate::percentile;
 use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
@@ -177,9 +178,6 @@ struct GraphTimes {
     perspective_nodes: usize,
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
 
 pub fn run(args: MergeArgs) -> Result<()> {
     anyhow::ensure!(args.agents >= 2 && args.runs >= 1, "need at least 2 agents and 1 run");

@@ -73,6 +73,18 @@ impl Framing {
         postcard::to_extend(value, out).unwrap_or_default()
     }
 
+    /// `magic || version || body`, the body as given rather than encoded:
+    /// bytes the decoder refuses in a chosen way (another version, a
+    /// malformed body). A residue keeps the error of a payload that did not
+    /// decode this way.
+    pub fn frame_raw(&self, version: u8, body: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.magic.len() + 1 + body.len());
+        out.extend_from_slice(self.magic);
+        out.push(version);
+        out.extend_from_slice(body);
+        out
+    }
+
     /// Does `bytes` claim to be this format (start with its magic)?
     pub fn claims(&self, bytes: &[u8]) -> bool {
         bytes.starts_with(self.magic)

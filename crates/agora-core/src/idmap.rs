@@ -11,18 +11,21 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// Hashes a 32-byte id by its first eight bytes.
+/// The hash of an id's bytes: the first eight, little-endian (0 for fewer).
+/// Also for tables that hash ids themselves (a `hashbrown::HashTable` of
+/// positions).
+pub fn id_hash(bytes: &[u8]) -> u64 {
+    bytes.first_chunk::<8>().map_or(0, |first| u64::from_le_bytes(*first))
+}
+
+/// Hashes a 32-byte id by its first eight bytes ([`id_hash`]).
 #[derive(Default, Clone, Copy, Debug)]
 pub struct IdHasher(u64);
 
 impl Hasher for IdHasher {
     fn write(&mut self, bytes: &[u8]) {
         // An id hashes as its 32-byte array: a length prefix, then the bytes.
-        if bytes.len() >= 8 {
-            let mut first = [0u8; 8];
-            first.copy_from_slice(&bytes[..8]);
-            self.0 ^= u64::from_le_bytes(first);
-        }
+        self.0 ^= id_hash(bytes);
     }
     fn write_usize(&mut self, _: usize) {}
     fn finish(&self) -> u64 {

@@ -550,22 +550,15 @@ impl Event {
                 ev.blank_texts();
                 ev.encode()
             }
-            Err(e) => {
-                let mut out = EVENT_MAGIC.to_vec();
-                match e {
-                    EventDecodeError::NotAnEvent => return Vec::new(),
-                    EventDecodeError::UnknownVersion(v) => out.push(v),
-                    EventDecodeError::UnknownKind(k) => {
-                        out.push(EVENT_VERSION);
-                        out.extend(postcard::to_allocvec(&k).unwrap_or_default());
-                    }
-                    EventDecodeError::Limit(_) => {
-                        return Event::FrameConclude { frame: EntryId([0; 32]), conclusion: String::new(), confidence_bp: 10_001 }.encode();
-                    }
-                    EventDecodeError::Malformed(_) => out.extend([EVENT_VERSION, 0]),
+            Err(e) => match e {
+                EventDecodeError::NotAnEvent => Vec::new(),
+                EventDecodeError::UnknownVersion(v) => EVENT_FRAMING.frame_raw(v, &[]),
+                EventDecodeError::UnknownKind(k) => EVENT_FRAMING.encode(&k),
+                EventDecodeError::Limit(_) => {
+                    Event::FrameConclude { frame: EntryId([0; 32]), conclusion: String::new(), confidence_bp: 10_001 }.encode()
                 }
-                out
-            }
+                EventDecodeError::Malformed(_) => EVENT_FRAMING.frame_raw(EVENT_VERSION, &[0]),
+            },
         }
     }
 

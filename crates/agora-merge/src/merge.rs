@@ -56,9 +56,7 @@ impl Hasher for ChainHasher {
 pub(crate) type ChainMap<V> = HashMap<u32, V, BuildHasherDefault<ChainHasher>>;
 
 fn id_hash(id: &EntryId) -> u64 {
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&id.as_bytes()[..8]);
-    u64::from_le_bytes(first)
+    agora_core::idmap::id_hash(id.as_bytes())
 }
 
 /// Item positions by entry id. Only the `u32` position is stored (the id is
@@ -511,6 +509,10 @@ impl<'a> Merge<'a> {
         let (start, end) = (self.chains[c].start as usize, self.chains[c].end as usize);
         let mut view: Vec<u32> = Vec::new();
         let mut forks: Vec<ForkPoint> = Vec::new();
+        // The highest seq of an entry whose payload never arrived: any of
+        // them may be a fork resolution (on any branch), so a fork below it
+        // is not settled until it arrives.
+        let unknown_up_to = (start..end).filter(|&k| self.items[k].missing()).map(|k| self.items[k].seq()).max().unwrap_or(0);
         let mut cur: u32 = NONE;
         let mut seq = 1u64;
         let mut i = start;
@@ -552,7 +554,7 @@ impl<'a> Merge<'a> {
             let mut candidates: Vec<EntryId> = children.iter().map(|&k| self.items[k as usize].id()).chain(named).collect();
             candidates.sort_unstable();
             let shared = (cur != NONE).then(|| self.items[cur as usize].id());
-            let outcome = self.settle_fork(seq, &children, resolutions);
+            let outcome = if unknown_up_to > seq { ForkOutcome::Frozen } else { self.settle_fork(seq, &children, resolutions) };
             let next = match &outcome {
                 ForkOutcome::Resolved { continue_with, .. } => self.lookup(continue_with),
                 _ => None,

@@ -171,24 +171,17 @@ impl MergeEvent {
                 MergeEvent::Dispute { target, reason: String::new(), counter_claim: counter_claim.map(|_| String::new()) }.encode()
             }
             Ok(other) => other.encode(),
-            Err(e) => {
-                let mut out = MERGE_MAGIC.to_vec();
-                match e {
-                    MergeDecodeError::NotMerge => return Vec::new(),
-                    MergeDecodeError::UnknownVersion(v) => out.push(v),
-                    MergeDecodeError::UnknownKind(k) => {
-                        out.push(MERGE_VERSION);
-                        out.extend(postcard::to_allocvec(&k).unwrap_or_default());
-                    }
-                    MergeDecodeError::Limit(_) => {
-                        // A text over the limit, made of zero bytes.
-                        let reason = "\0".repeat(TEXT_BYTES_MAX + 1);
-                        return MergeEvent::Dispute { target: EntryId([0; 32]), reason, counter_claim: None }.encode();
-                    }
-                    MergeDecodeError::Malformed(_) => out.extend([MERGE_VERSION, 1]),
+            Err(e) => match e {
+                MergeDecodeError::NotMerge => Vec::new(),
+                MergeDecodeError::UnknownVersion(v) => MERGE_FRAMING.frame_raw(v, &[]),
+                MergeDecodeError::UnknownKind(k) => MERGE_FRAMING.encode(&k),
+                MergeDecodeError::Limit(_) => {
+                    // A text over the limit, made of zero bytes.
+                    let reason = "\0".repeat(TEXT_BYTES_MAX + 1);
+                    MergeEvent::Dispute { target: EntryId([0; 32]), reason, counter_claim: None }.encode()
                 }
-                out
-            }
+                MergeDecodeError::Malformed(_) => MERGE_FRAMING.frame_raw(MERGE_VERSION, &[1]),
+            },
         }
     }
 }

@@ -147,19 +147,11 @@ impl RosterEvent {
         match RosterEvent::decode(payload) {
             Ok(ev) => ev.without_text().encode(),
             Err(RosterError::NotRoster) => Vec::new(),
-            Err(RosterError::Version(v)) => {
-                let mut out = ROSTER_MAGIC.to_vec();
-                out.push(v);
-                out
-            }
+            Err(RosterError::Version(v)) => ROSTER_FRAMING.frame_raw(v, &[]),
             Err(RosterError::NoteTooLong(_)) => {
                 RosterEvent::Admit { agent: AgentId([0; 32]), note: "\0".repeat(NOTE_BYTES_MAX + 1) }.encode()
             }
-            Err(RosterError::Malformed(_) | RosterError::RemoveFounder) => {
-                let mut out = ROSTER_MAGIC.to_vec();
-                out.extend([ROSTER_VERSION, 0xff]);
-                out
-            }
+            Err(RosterError::Malformed(_) | RosterError::RemoveFounder) => ROSTER_FRAMING.frame_raw(ROSTER_VERSION, &[0xff]),
         }
     }
 }

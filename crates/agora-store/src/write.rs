@@ -132,7 +132,12 @@ impl<'s> Staging<'s> {
         let h = entry.header();
         let (author, seq, id) = (h.author, h.seq, entry.id());
         let s = self.store;
+        // Else its rows and tip would be written twice and a fork with itself proven.
         assert!(!self.staged.contains_key(&id), "{} staged twice", entry.entry_ref());
+        // A first entry has no predecessor, every other one has one (the
+        // header's rule); else the tip at seq - 1 would be kept or a wrong one dropped.
+        assert!(h.backlink.is_some() == (seq > 1), "{} breaks the backlink rule", entry.entry_ref());
+        // Else the store would hold a gap: an entry whose predecessor is not stored.
         if let Some(parent) = h.backlink {
             assert!(
                 self.staged.contains_key(&parent) || s.locate(&parent)?.is_some(),
@@ -145,12 +150,13 @@ impl<'s> Staging<'s> {
             // Never received: listed for replication to ask peers again.
             self.batch.put_cf(s.cf(CF_MISSING)?, entry_key(&author, seq, &id), []);
         }
-        if !self.heads.contains_key(&author) {
-            count_read();
-            let tips = s.tips(&author)?.into_iter().map(|t| ((t.seq, t.id), t)).collect();
-            self.heads.insert(author, tips);
-        }
-        let tips = self.heads.entry(author).or_default();
+        let tips = match self.heads.entry(author) {
+            std::collections::btree_map::Entry::Occupied(tips) => tips.into_mut(),
+            std::collections::btree_map::Entry::Vacant(slot) => {
+                count_read();
+                slot.insert(s.tips(&author)?.into_iter().map(|t| ((t.seq, t.id), t)).collect())
+            }
+        };
         if let Some(parent) = h.backlink {
             tips.remove(&(seq - 1, parent));
         }
@@ -169,15 +175,25 @@ impl<'s> Staging<'s> {
         if !self.proven.contains(&(author, seq)) {
             let rival = self.rival(&author, seq, &id, stored_max)?;
             if let Some(rival) = rival {
+                // Else the proof would pair entries of another position.
+                assert!(
+                    rival.header().author == author && rival.header().seq == seq && rival.id() != id,
+                    "the rival of {} is {}",
+                    entry.entry_ref(),
+                    rival.entry_ref()
+                );
                 // A second entry at this position is a fork: keep both, store
                 // one proof; later branches are stored without a proof.
                 let proof = ForkProof::new(rival, entry.clone()).map_err(|e| StoreError::Corrupt {
                     location: format!("{}", entry.entry_ref()),
                     problem: format!("conflicting entries failed to form a fork proof: {e}"),
                 })?;
+                // Else the proof written under fork_key(author, seq) would prove another position.
+                assert!(proof.author() == author && proof.seq() == seq, "the proof for {} is of another position", entry.entry_ref());
                 self.batch.put_cf(s.cf(CF_FORKS)?, fork_key(&author, seq), proof.encode());
                 self.forks.push((author, seq));
-                self.proven.insert((author, seq));
+                // One proof per forked position: else a second would overwrite the first.
+                assert!(self.proven.insert((author, seq)), "a second proof at {author} seq {seq}");
             }
         }
         self.staged_first.entry((author, seq)).or_insert(id);
@@ -204,7 +220,10 @@ impl<'s> Staging<'s> {
         if let Some(first) = self.staged_first.get(&(*author, seq))
             && first != id
         {
-            return Ok(self.staged.get(first).cloned());
+            let rival = self.staged.get(first).cloned();
+            // Else a fork inside one batch would be stored without its proof.
+            assert!(rival.is_some(), "{author} seq {seq}: the first entry staged there is not staged");
+            return Ok(rival);
         }
         if seq <= stored_max {
             count_read();
@@ -223,7 +242,16 @@ impl<'s> Staging<'s> {
 
     fn commit(mut self) -> Result<Vec<(AgentId, u64)>, StoreError> {
         for (author, tips) in &self.heads {
+            // Else the author's heads row would be written empty: its chain lost to readers.
             assert!(!tips.is_empty(), "author {author} staged with no tip");
+            // Nothing stored lies above the author's highest stored seq, so a
+            // tip there is written by this batch; else the heads row would
+            // name an entry that is neither stored nor written.
+            let stored_max = self.stored_max.get(author).copied().unwrap_or(0);
+            assert!(
+                tips.values().all(|t| t.seq <= stored_max || self.staged.contains_key(&t.id)),
+                "a tip of {author} above its stored entries is not staged"
+            );
             let tips: Vec<EntryRef> = tips.values().copied().collect();
             self.batch.put_cf(self.store.cf(CF_HEADS)?, author.as_bytes(), encode_heads(&tips));
         }

@@ -19,7 +19,8 @@
 //!    request from where it stopped, so long syncs resume where they stopped;
 //! 3. new entries also arrive by gossip ([`Replicator::gossip`]): verified
 //!    one by one, offered to the store, and when they do not link to what we
-//!    hold, the missing range is requested from the peer that relayed them;
+//!    hold, the missing range is requested from the peer that relayed them,
+//!    within the request limits (gossip itself takes no request slot);
 //! 4. a peer that sends a bad entry is banned for [`Config::ban_ms`]; a peer
 //!    over its message rate has its messages dropped, and a flooder is banned;
 //! 5. only authors admitted to the workspace roster are requested, served or

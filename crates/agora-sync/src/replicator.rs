@@ -3,7 +3,7 @@
 use crate::limiter::TokenBucket;
 use crate::wire::{Gossip, Head, Message, RangeStart, WireEntry};
 use agora_core::verify::{check_entries as check_signed_entries, CheckedEntry, VerifyError};
-use agora_core::{AgentId, EntryId, EntryRef, ForkProof, SignedEntry};
+use agora_core::{AgentId, DecodeError, EntryId, EntryRef, ForkProof, ForkProofError, SignedEntry};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -62,8 +62,10 @@ pub struct Config {
     /// Most requests in flight to one peer.
     pub in_flight_per_peer: usize,
     /// Most requests in flight in all (bounds the memory that responses can
-    /// occupy: `in_flight_max * response_bytes_max`; fanned-out retries may
-    /// add up to [`RETRY_FANOUT_MAX`] each).
+    /// occupy: `in_flight_max * response_bytes_max`). Planned requests go
+    /// out only below it, so at most `in_flight_max - 1 +`
+    /// [`RETRY_FANOUT_MAX`] are in flight (a fan-out sends several at once);
+    /// the follow-ups of imports (a backfill, a resumed range) come on top.
     pub in_flight_max: usize,
     /// A request unanswered for this long is asked again, of every other
     /// peer that claims the range.
@@ -135,13 +137,13 @@ impl Default for Config {
 /// position in the message) and the rule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CheckError {
-    /// An entry failed verification (decoding, payload binding, signature).
-    #[error("entry {index}: {reason}")]
+    /// An entry does not decode.
+    #[error("entry {index}: {error}")]
     Entry {
         /// Its position in the message.
         index: usize,
-        /// What failed.
-        reason: String,
+        /// Why it does not decode.
+        error: DecodeError,
     },
     /// A signature (or a batch of them) failed.
     #[error("{0}")]
@@ -184,7 +186,7 @@ pub enum CheckError {
     },
     /// A fork proof that does not check.
     #[error("fork proof rejected: {0}")]
-    ForkProof(String),
+    ForkProof(ForkProofError),
 }
 
 /// What the gossip layer should do with a message ([`Replicator::gossip`]).
@@ -355,6 +357,11 @@ struct InFlight {
     /// Requests for the same range sent to several peers at once (a retry
     /// after a timeout) share a group; the first answer settles all.
     group: u64,
+    /// Sent by planning, within the in-flight limits (the rest of a cut
+    /// response inherits it from the request it continues). `false`: a
+    /// follow-up of an import (a backfill, a resumed range), which the
+    /// limits do not hold back.
+    planned: bool,
 }
 
 /// Why a range was asked for, which decides how its response is imported.
@@ -402,7 +409,8 @@ struct Importing {
     from: PeerId,
     author: AgentId,
     first_seq: u64,
-    relayed: bool,
+    /// For a gossiped entry (relayed by `from`, not served by it): its head.
+    gossiped: Option<Head>,
 }
 
 /// An entry held without its payload, being asked of peers.
@@ -418,7 +426,9 @@ struct PeerState {
     /// The peer's tips, by author (admitted authors; at most
     /// `heads_per_author_max` each).
     frontier: BTreeMap<AgentId, Vec<Head>>,
-    /// Heads of authors outside the roster, kept in case they are admitted.
+    /// How many heads of authors outside the roster `frontier` holds (kept
+    /// in case they are admitted): at most `non_member_heads_per_peer`.
+    /// Claims dropped since (empty answers, timeouts) may still count.
     non_member_heads: usize,
     /// Budget for its own unsolicited messages.
     bucket: TokenBucket,
@@ -535,7 +545,7 @@ fn cap_tips(tips: &mut Vec<Head>, max: usize) -> usize {
         return 0;
     }
     let dropped = tips.len() - max;
-    tips.sort_by(|a, b| (b.seq, b.id).cmp(&(a.seq, a.id)));
+    tips.sort_by_key(|h| std::cmp::Reverse((h.seq, h.id)));
     tips.truncate(max);
     tips.sort();
     dropped
@@ -594,6 +604,21 @@ impl Replicator {
             self.author_buckets.retain(|author, _| a.contains_key(author));
         }
         self.admitted = admitted;
+        // Who is outside the roster changed: count each peer's claims of
+        // non-members again, keeping them within their bound.
+        let (admitted, max) = (&self.admitted, self.config.non_member_heads_per_peer);
+        for state in self.peers.values_mut() {
+            let outside: Vec<(AgentId, usize)> =
+                state.frontier.iter().filter(|(a, _)| admitted.as_ref().is_some_and(|m| !m.contains_key(*a))).map(|(a, t)| (*a, t.len())).collect();
+            state.non_member_heads = 0;
+            for (author, n) in outside {
+                if state.non_member_heads + n <= max {
+                    state.non_member_heads += n;
+                } else {
+                    state.frontier.remove(&author);
+                }
+            }
+        }
         self.plan_all(now_ms);
     }
 
@@ -636,6 +661,7 @@ impl Replicator {
     /// local append): announce them to every peer and plan further requests
     /// for that author only.
     pub fn set_local_heads(&mut self, author: AgentId, mut tips: Vec<Head>, now_ms: u64) {
+        // Else another author's tips would be filed, and announced, as this one's.
         assert!(tips.iter().all(|h| h.author == author), "tips of another author");
         tips.sort();
         tips.dedup();
@@ -1002,14 +1028,17 @@ impl Replicator {
             // Outside the roster: remembered (fetched if the author is
             // admitted later) only up to a small bound, never planned.
             refused += 1;
-            if state.non_member_heads + tips.len() <= non_member_max || state.frontier.contains_key(&author) {
-                if !state.frontier.contains_key(&author) {
-                    state.non_member_heads += tips.len();
-                }
+            // The author's earlier claims are replaced, so they leave the count.
+            let others = state.non_member_heads.saturating_sub(state.frontier.get(&author).map_or(0, Vec::len));
+            if others + tips.len() <= non_member_max {
+                state.non_member_heads = others + tips.len();
                 state.frontier.insert(author, tips);
             } else {
                 dropped += tips.len() as u64;
             }
+            // Else a peer could hold `heads_per_author_max` times the bound,
+            // by claiming an author with one head and then with many.
+            assert!(state.non_member_heads <= non_member_max, "{} claims of non-members held", state.non_member_heads);
         }
         if dropped > 0 {
             state.strikes = state.strikes.saturating_add(1);
@@ -1062,6 +1091,13 @@ impl Replicator {
             bytes += w.wire_len();
             entries.push(w);
         }
+        // Else the requester would refuse the response and ban this node
+        // (only a single entry may exceed the byte budget).
+        assert!(
+            entries.len() <= RESPONSE_ENTRIES_MAX && (entries.len() <= 1 || bytes <= self.config.response_bytes_max),
+            "a response of {} entries and {bytes} bytes",
+            entries.len()
+        );
         self.outputs.push_back(Output::Send(serve.peer, Message::Response { req: serve.req, entries, more }));
     }
 
@@ -1155,6 +1191,13 @@ impl Replicator {
             if purpose != Purpose::Forward && self.in_flight.values().any(|f| f.author == author && f.start.seq == start.seq) {
                 return;
             }
+            // While the range below this peer's branch is backfilled, its
+            // forward range waits: the range that failed to link is resumed
+            // once the backfill is stored, and asking it again now would
+            // only fail again, and again with every answer.
+            if purpose == Purpose::Forward && self.in_flight.values().any(|f| f.peer == peer && f.author == author && f.purpose == Purpose::Backfill) {
+                return;
+            }
             if self.better_claimant(peer, &author, start.seq) {
                 return;
             }
@@ -1167,11 +1210,19 @@ impl Replicator {
             if !fills_gap && !self.may_request(peer) {
                 return;
             }
+            // Planned requests go out only below the limit of requests in
+            // flight (else responses could occupy more than
+            // `in_flight_max * response_bytes_max`).
+            assert!(self.in_flight.len() < self.config.in_flight_max, "planning {author} past the in-flight limit");
             if self.retried.remove(&(author, start)) {
                 self.fan_out(author, start, limit, purpose, now_ms);
             } else {
                 let group = self.new_group();
-                self.request(peer, author, start, limit, purpose, group, now_ms);
+                self.request(peer, author, start, limit, purpose, group, true, now_ms);
+                // A planned request keeps its peer's share too, except a gap
+                // fill (bounded by the total alone, as asserted above); else
+                // one peer could hold every slot and the pipelining stall on it.
+                assert!(fills_gap || self.peer_load(peer) <= self.config.in_flight_per_peer, "{peer:?} asked past its share");
             }
         }
     }
@@ -1188,8 +1239,19 @@ impl Replicator {
             .collect();
         let group = self.new_group();
         for p in claimants {
-            self.request(p, author, start, limit, purpose, group, now_ms);
+            self.request(p, author, start, limit, purpose, group, true, now_ms);
         }
+    }
+
+    /// Remember that a range went unanswered, so that its next ask is fanned
+    /// out; at most [`RETRIED_MAX`] marks (beyond that they are forgotten).
+    fn mark_retried(&mut self, author: AgentId, start: RangeStart) {
+        if self.retried.len() >= RETRIED_MAX {
+            self.retried.clear();
+        }
+        self.retried.insert((author, start));
+        // Else empty answers could grow the marks without bound.
+        assert!(self.retried.len() <= RETRIED_MAX, "{} ranges marked retried", self.retried.len());
     }
 
     fn new_group(&mut self) -> u64 {
@@ -1198,18 +1260,24 @@ impl Replicator {
         g
     }
 
+    /// Requests in flight to `peer` plus responses held back from it: what
+    /// counts against [`Config::in_flight_per_peer`].
+    fn peer_load(&self, peer: PeerId) -> usize {
+        self.in_flight.values().filter(|f| f.peer == peer).count() + self.held.values().filter(|h| h.peer == peer).count()
+    }
+
     fn may_request(&self, peer: PeerId) -> bool {
         if self.peers.get(&peer).is_some_and(|s| s.busy_until_ms > self.clock_ms) {
             return false;
         }
-        let busy = self.in_flight.values().filter(|f| f.peer == peer).count() + self.held.values().filter(|h| h.peer == peer).count();
-        busy < self.config.in_flight_per_peer
+        self.peer_load(peer) < self.config.in_flight_per_peer
             && self.in_flight.len() + self.held.len() + self.imports.len() < self.config.in_flight_max
             && self.outputs.len() < self.config.outputs_max
     }
 
+    /// Send a range request. `planned`: see [`InFlight::planned`].
     #[allow(clippy::too_many_arguments)]
-    fn request(&mut self, peer: PeerId, author: AgentId, start: RangeStart, limit: u32, purpose: Purpose, group: u64, now_ms: u64) {
+    fn request(&mut self, peer: PeerId, author: AgentId, start: RangeStart, limit: u32, purpose: Purpose, group: u64, planned: bool, now_ms: u64) {
         let req = self.next_req;
         self.next_req += 1;
         if let Purpose::Branch(tip) = purpose {
@@ -1218,15 +1286,26 @@ impl Replicator {
                 self.sought.clear();
             }
             self.sought.insert(tip);
+            // Else announcements of branch heads could grow the marks without bound.
+            assert!(self.sought.len() <= SOUGHT_MAX, "{} branch heads sought", self.sought.len());
         }
         let deadline_ms = now_ms.saturating_add(self.config.request_timeout_ms);
-        self.in_flight.insert(req, InFlight { peer, author, start, limit, purpose, deadline_ms, group });
-        // The bound the limits keep (fan-outs may add a few requests each).
-        assert!(
-            self.in_flight.len() <= self.config.in_flight_max.saturating_mul(RETRY_FANOUT_MAX) + RETRY_FANOUT_MAX,
-            "{} requests in flight, over the bound",
-            self.in_flight.len()
-        );
+        let reused = self.in_flight.insert(req, InFlight { peer, author, start, limit, purpose, deadline_ms, group, planned });
+        // Else one answer would settle two requests, and the other's slot never come free.
+        assert!(reused.is_none(), "request id {req} used twice");
+        // Planned requests go out only while fewer than `in_flight_max` are in
+        // flight, a fan-out adding at most RETRY_FANOUT_MAX at once, and the
+        // rest of a cut response takes over the slot of the request it
+        // continues; else responses could occupy more memory than the limit
+        // says. (Follow-ups of imports are not counted: they take over the
+        // import's slot, or come from the bounded list of ranges to resume.)
+        if planned {
+            let planned_in_flight = self.in_flight.values().filter(|f| f.planned).count();
+            assert!(
+                planned_in_flight < self.config.in_flight_max + RETRY_FANOUT_MAX,
+                "{planned_in_flight} planned requests in flight, over the limit"
+            );
+        }
         self.outputs.push_back(Output::Send(peer, Message::Request { req, author, start, limit }));
     }
 
@@ -1259,7 +1338,7 @@ impl Replicator {
                 state.next_ms = now_ms.saturating_add(self.config.request_timeout_ms);
             }
             let group = self.new_group();
-            self.request(peer, e.author, RangeStart::at(e.seq), 1, Purpose::Payload, group, now_ms);
+            self.request(peer, e.author, RangeStart::at(e.seq), 1, Purpose::Payload, group, true, now_ms);
         }
     }
 
@@ -1316,7 +1395,7 @@ impl Replicator {
                 self.sought.remove(&tip);
             }
             if !self.in_flight.values().any(|f| f.group == asked.group) {
-                self.retried.insert((author, asked.start));
+                self.mark_retried(author, asked.start);
             }
             return self.plan_all(now_ms);
         };
@@ -1343,18 +1422,23 @@ impl Replicator {
             // received (before this response is released, so it is imported after it).
             let rest = u32::try_from(end - last.0).unwrap_or(u32::MAX);
             let group = self.new_group();
-            self.request(peer, author, RangeStart { seq: last.0, after: Some(last.1) }, rest, asked.purpose.rest(), group, now_ms);
+            self.request(peer, author, RangeStart { seq: last.0, after: Some(last.1) }, rest, asked.purpose.rest(), group, asked.planned, now_ms);
         }
         let admitted: Vec<VerifiedEntry> = verified.into_iter().filter(|e| self.admits(&author, e.header().seq)).collect();
         if !admitted.is_empty() {
             if asked.purpose == Purpose::Forward {
                 let deadline_ms = now_ms.saturating_add(self.config.request_timeout_ms.saturating_mul(2));
+                // A range asked again after its first part failed to import
+                // may be cut at the same entry again: the newer answer to
+                // that rest replaces the one still held.
                 self.held.insert((author, asked.start), Held { peer, limit: asked.limit, entries: admitted, deadline_ms });
                 self.release_held(author);
             } else {
-                self.import(peer, admitted, false);
+                self.import(peer, admitted, None);
             }
         }
+        // Else a second answer would be accepted and the slot never come free.
+        assert!(!self.in_flight.contains_key(&req), "request {req} still in flight after its answer");
         // A slot came free: this author first, then any other.
         self.plan_author(peer, author, now_ms);
         self.plan_all(now_ms);
@@ -1377,12 +1461,10 @@ impl Replicator {
                 return;
             }
             let Some(held) = self.held.remove(&key) else { return };
-            assert!(
-                held.entries.windows(2).all(|w| (w[0].header().seq, w[0].id()) < (w[1].header().seq, w[1].id()))
-                    && held.entries.first().is_some_and(|e| e.header().seq >= key.1.seq),
-                "a held response of {author} is out of order"
-            );
-            self.import(held.peer, held.entries, false);
+            // Held responses are keyed by where they start; else the order
+            // they are released in would not be the chain's.
+            assert!(held.entries.first().is_some_and(|e| e.header().seq >= key.1.seq), "a held response of {author} starts before its key");
+            self.import(held.peer, held.entries, None);
         }
     }
 
@@ -1395,21 +1477,33 @@ impl Replicator {
         let Some((peer, author, from_seq)) = self.resume.remove(i) else { return };
         if self.peers.contains_key(&peer) && !self.in_flight.values().any(|f| f.author == author && f.start.seq == from_seq) {
             let group = self.new_group();
-            self.request(peer, author, RangeStart::at(from_seq), self.config.range_limit, Purpose::Backfill, group, now_ms);
+            self.request(peer, author, RangeStart::at(from_seq), self.config.range_limit, Purpose::Backfill, group, false, now_ms);
         }
     }
 
-    fn import(&mut self, from: PeerId, entries: Vec<VerifiedEntry>, relayed: bool) {
+    /// Hand entries to the store. `gossiped`: the head of a gossiped entry
+    /// (then the only one), relayed rather than served by `from`.
+    fn import(&mut self, from: PeerId, entries: Vec<VerifiedEntry>, gossiped: Option<Head>) {
         let Some(first) = entries.first() else { return };
+        let author = first.header().author;
+        // One author's chain in (seq, id) order, as every response was
+        // checked to be; else the store would get a chain out of order, and
+        // `importing` and a failed import's `lost` would track the wrong chain.
+        assert!(
+            entries.windows(2).all(|w| w[1].header().author == author && (w[0].header().seq, w[0].id()) < (w[1].header().seq, w[1].id())),
+            "an import of {author} out of (seq, id) order or of two authors"
+        );
         if let Some(last) = entries.last() {
             // Not asked for again while the store takes them (the store's new
             // tips arrive through `set_local_heads`, maybe after the result).
-            let importing = self.importing.entry(last.header().author).or_insert(0);
+            let importing = self.importing.entry(author).or_insert(0);
             *importing = (*importing).max(last.header().seq);
         }
         let id = self.next_import;
         self.next_import += 1;
-        self.imports.insert(id, Importing { from, author: first.header().author, first_seq: first.header().seq, relayed });
+        let reused = self.imports.insert(id, Importing { from, author, first_seq: first.header().seq, gossiped });
+        // Else one report would settle two imports, and the other's slot never come free.
+        assert!(reused.is_none(), "import id {id} used twice");
         self.outputs.push_back(Output::Import { id, from, entries });
     }
 
@@ -1417,13 +1511,14 @@ impl Replicator {
     /// reported here exactly once; until then it holds a request slot.
     pub fn import_result(&mut self, id: u64, outcome: ImportOutcome, now_ms: u64) {
         let imp = self.imports.remove(&id);
+        // Else a slot would be freed twice, or never: the driver broke the exactly-once rule.
         assert!(imp.is_some(), "import {id} reported twice or never handed out");
-        let Some(Importing { from, author, first_seq, relayed }) = imp else { return };
+        let Some(Importing { from, author, first_seq, gossiped }) = imp else { return };
         match outcome {
             ImportOutcome::Stored => {}
-            ImportOutcome::PredecessorMissing { seq } => self.predecessor_missing(from, author, seq, now_ms),
+            ImportOutcome::PredecessorMissing { seq } => self.predecessor_missing(from, author, seq, gossiped, now_ms),
             ImportOutcome::Invalid { reason } => {
-                if relayed {
+                if gossiped.is_some() {
                     // A relay checked the signature, not the link: the
                     // author is at fault, not the relay.
                 } else if self.peers.contains_key(&from) {
@@ -1454,8 +1549,10 @@ impl Replicator {
     /// diverges from ours further back (or, for gossip, we are behind). Ask
     /// for the range before it; entries already held are skipped by the
     /// store. A peer whose chain cannot be linked even from seq 1 sent
-    /// entries that cannot be valid: banned.
-    fn predecessor_missing(&mut self, from: PeerId, author: AgentId, missing_seq: u64, now_ms: u64) {
+    /// entries that cannot be valid: banned. A gossiped entry (`gossiped`,
+    /// its head) of a diverging branch is claimed for its relay and asked
+    /// for as planned.
+    fn predecessor_missing(&mut self, from: PeerId, author: AgentId, missing_seq: u64, gossiped: Option<Head>, now_ms: u64) {
         if !self.peers.contains_key(&from) {
             return;
         }
@@ -1477,17 +1574,35 @@ impl Replicator {
         // The sender's branch diverges from ours further back: ask for the
         // range before it, and for this one again once that is stored.
         self.importing.remove(&author);
+        if let Some(head) = gossiped {
+            // Gossip takes no request slot, so asking for the range at once
+            // would let a burst of an author's branch entries put any number
+            // of requests in flight: the relay holds the entry, so its head
+            // becomes one of the relay's claims, probed within the limits
+            // (whose answer, a response, asks for the range below).
+            let cap = self.config.heads_per_author_max;
+            let member = self.is_member(&author);
+            if let Some(state) = self.peers.get_mut(&from).filter(|_| member) {
+                merge_head(&mut state.frontier, head, true);
+                if let Some(tips) = state.frontier.get_mut(&author) {
+                    cap_tips(tips, cap);
+                }
+            }
+            return self.plan_author(from, author, now_ms);
+        }
         if !self.resume.iter().any(|r| r.1 == author && r.2 == missing_seq) {
             if self.resume.len() >= RESUME_MAX {
                 self.resume.pop_front();
             }
             self.resume.push_back((from, author, missing_seq));
+            // Else imports that fail to link could grow the list without bound.
+            assert!(self.resume.len() <= RESUME_MAX, "{} ranges to resume", self.resume.len());
         }
         let from_seq = missing_seq.saturating_sub(u64::from(self.config.range_limit)).max(1);
         let limit = u32::try_from(missing_seq - from_seq).unwrap_or(self.config.range_limit);
         if !self.in_flight.values().any(|f| f.author == author && f.start.seq == from_seq) {
             let group = self.new_group();
-            self.request(from, author, RangeStart::at(from_seq), limit, Purpose::Backfill, group, now_ms);
+            self.request(from, author, RangeStart::at(from_seq), limit, Purpose::Backfill, group, false, now_ms);
         }
     }
 
@@ -1519,7 +1634,7 @@ impl Replicator {
                     self.learn_heads(peer, &heads, now_ms);
                     Ok(GossipVerdict::Accept)
                 }
-                Err(e) => Err(CheckError::ForkProof(e.to_string())),
+                Err(e) => Err(CheckError::ForkProof(e)),
             },
         };
         match checked {
@@ -1533,7 +1648,7 @@ impl Replicator {
     }
 
     fn gossip_entry(&mut self, peer: PeerId, w: WireEntry, now_ms: u64) -> Result<GossipVerdict, CheckError> {
-        let e = SignedEntry::decode(&w.entry).map_err(|err| CheckError::Entry { index: 0, reason: err.to_string() })?;
+        let e = SignedEntry::decode(&w.entry).map_err(|error| CheckError::Entry { index: 0, error })?;
         let h = e.header().clone();
         if !self.admits(&h.author, h.seq) {
             self.refuse(peer, h.author, "gossiped entry");
@@ -1552,13 +1667,13 @@ impl Replicator {
             state.note_holds(head.id);
         }
         if !known {
-            self.import(peer, vec![entry], true);
+            self.import(peer, vec![entry], Some(head));
         }
         Ok(GossipVerdict::Accept)
     }
 
     fn gossip_announce(&mut self, peer: PeerId, bytes: &[u8], now_ms: u64) -> Result<GossipVerdict, CheckError> {
-        let e = SignedEntry::decode(bytes).map_err(|err| CheckError::Entry { index: 0, reason: err.to_string() })?;
+        let e = SignedEntry::decode(bytes).map_err(|error| CheckError::Entry { index: 0, error })?;
         let head = Head { author: e.header().author, seq: e.header().seq, id: e.id() };
         if !self.admits(&head.author, head.seq) {
             self.refuse(peer, head.author, "announced entry");
@@ -1621,10 +1736,7 @@ impl Replicator {
             }
             let group_alive = self.in_flight.values().any(|g| g.group == f.group);
             if !group_alive && f.purpose != Purpose::Payload {
-                if self.retried.len() >= RETRIED_MAX {
-                    self.retried.clear();
-                }
-                self.retried.insert((f.author, f.start));
+                self.mark_retried(f.author, f.start);
             }
         }
         // Held responses whose earlier ranges never came: dropped, asked for
@@ -1713,7 +1825,7 @@ pub fn check_entries(entries: Vec<WireEntry>) -> Result<Vec<VerifiedEntry>, Chec
     }
     let mut decoded = Vec::with_capacity(entries.len());
     for (index, w) in entries.into_iter().enumerate() {
-        let e = SignedEntry::decode(&w.entry).map_err(|err| CheckError::Entry { index, reason: err.to_string() })?;
+        let e = SignedEntry::decode(&w.entry).map_err(|error| CheckError::Entry { index, error })?;
         decoded.push((e, w.payload));
     }
     Ok(check_signed_entries(decoded)?)

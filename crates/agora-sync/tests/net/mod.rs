@@ -20,10 +20,13 @@ use agora_sync::{
 };
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+/// A stored entry and its payload, when held.
+pub type Stored = (SignedEntry, Option<Vec<u8>>);
+
 /// An in-memory store with agora-store's rules.
 #[derive(Default, Clone)]
 pub struct MemStore {
-    pub entries: BTreeMap<(AgentId, u64, EntryId), (SignedEntry, Option<Vec<u8>>)>,
+    pub entries: BTreeMap<(AgentId, u64, EntryId), Stored>,
     pub ids: BTreeMap<EntryId, (AgentId, u64)>,
     pub proofs: BTreeMap<(AgentId, u64), ForkProof>,
     /// Tips by author, kept as entries are stored.
@@ -40,7 +43,7 @@ pub struct Imported {
 }
 
 impl MemStore {
-    pub fn get(&self, id: &EntryId) -> Option<&(SignedEntry, Option<Vec<u8>>)> {
+    pub fn get(&self, id: &EntryId) -> Option<&Stored> {
         self.ids.get(id).map(|(a, s)| &self.entries[&(*a, *s, *id)])
     }
 
