@@ -231,7 +231,7 @@ mod garbage {
                 .with_behaviour(|_| {
                     request_response::Behaviour::with_codec(
                         RawCodec,
-                        [(StreamProtocol::new("/agora/sync/1"), ProtocolSupport::Full)],
+                        [(StreamProtocol::new(agora_sync::wire::SYNC_PROTOCOL), ProtocolSupport::Full)],
                         request_response::Config::default(),
                     )
                 })
@@ -250,8 +250,9 @@ mod garbage {
                 };
                 match event {
                     SwarmEvent::ConnectionEstablished { .. } => {
-                        // Version 1, then a variant index no request has.
-                        swarm.behaviour_mut().send_request(&peer, vec![1, 0xff, 0xff, 0xff, 0xff, 0x0f, 9, 9, 9]);
+                        // This wire version, then a variant index no request has.
+                        let version = agora_sync::wire::WIRE_VERSION;
+                        swarm.behaviour_mut().send_request(&peer, vec![version, 0xff, 0xff, 0xff, 0xff, 0x0f, 9, 9, 9]);
                         sent = true;
                     }
                     SwarmEvent::ConnectionClosed { num_established: 0, .. } => {

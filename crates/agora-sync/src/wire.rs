@@ -14,11 +14,15 @@ use agora_core::canonical::{FrameError, Framing};
 use agora_core::{sha256, AgentId, EntryId, SignedEntry};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
-/// The only wire version this implementation speaks.
-pub const WIRE_VERSION: u8 = 1;
+/// The only wire version this implementation speaks. Version 2 changed the
+/// range request (a `RangeStart` instead of a seq) and the gossip message id
+/// (the hash of the bytes instead of the entry id). The version is also in
+/// the protocol name and the gossip topic, so nodes of different versions
+/// never exchange bytes they would misread (and ban each other for).
+pub const WIRE_VERSION: u8 = 2;
 
 /// The libp2p request-response protocol name of range sync.
-pub const SYNC_PROTOCOL: &str = "/agora/sync/1";
+pub const SYNC_PROTOCOL: &str = "/agora/sync/2";
 
 /// Largest request: a frontier message of `Config::frontier_heads_max`
 /// (50,000) heads of at most 74 bytes each fits with room to spare.
@@ -52,7 +56,7 @@ impl WorkspaceId {
 
     /// The gossipsub topic of this workspace.
     pub fn topic(&self) -> String {
-        format!("agora/v1/{}", hex::encode(self.0))
+        format!("agora/v{WIRE_VERSION}/{}", hex::encode(self.0))
     }
 }
 

@@ -158,7 +158,7 @@ fn spec_wire_entry(out: &mut Vec<u8>, w: &WireEntry) {
 }
 
 fn spec_request(r: &WireRequest) -> Vec<u8> {
-    let mut out = vec![1];
+    let mut out = vec![2]; // wire version 2
     match r {
         WireRequest::Frontier { workspace, heads } => {
             varint(&mut out, 0);
@@ -189,7 +189,7 @@ fn spec_request(r: &WireRequest) -> Vec<u8> {
 }
 
 fn spec_response(r: &WireResponse) -> Vec<u8> {
-    let mut out = vec![1];
+    let mut out = vec![2]; // wire version 2
     match r {
         WireResponse::Ack => varint(&mut out, 0),
         WireResponse::Entries { req, entries, more } => {
@@ -208,7 +208,7 @@ fn spec_response(r: &WireResponse) -> Vec<u8> {
 }
 
 fn spec_gossip(g: &Gossip) -> Vec<u8> {
-    let mut out = vec![1];
+    let mut out = vec![2]; // wire version 2
     match g {
         Gossip::Entry(w) => {
             varint(&mut out, 0);
@@ -380,9 +380,10 @@ fn invalid(f: &Fixtures) -> Vec<(&'static str, &'static str, Input, &'static str
     assert_eq!((range_after.len(), range_after[68], &range_after[101..]), (103, 1, &[0xe7, 0x07][..]));
     let mut req = vec![
         ("request", "empty", Bytes(Vec::new()), "truncated"),
-        ("request", "version_only", Bytes(vec![1]), "truncated"),
+        ("request", "version_only", Bytes(vec![2]), "truncated"),
         ("request", "version_0", Bytes(with(&range, 0, 1, &[0])), "unsupported_version"),
-        ("request", "version_2", Bytes(with(&range, 0, 1, &[2])), "unsupported_version"),
+        ("request", "version_1", Bytes(with(&range, 0, 1, &[1])), "unsupported_version"),
+        ("request", "version_3", Bytes(with(&range, 0, 1, &[3])), "unsupported_version"),
         ("request", "trailing_byte", Bytes(with(&range, range.len(), 0, &[0])), "trailing_bytes"),
         ("request", "truncated_range", Bytes(range[..last(&range)].to_vec()), "truncated"),
         ("request", "overlong_variant_code", Bytes(with(&frontier, 1, 1, &[0x80, 0x00])), "non_canonical"),
@@ -407,25 +408,25 @@ fn invalid(f: &Fixtures) -> Vec<(&'static str, &'static str, Input, &'static str
     long.push(0x00);
     let resp = vec![
         ("response", "empty", Bytes(Vec::new()), "truncated"),
-        ("response", "version_2", Bytes(vec![2, 0]), "unsupported_version"),
-        ("response", "trailing_byte", Bytes(vec![1, 0, 0]), "trailing_bytes"),
-        ("response", "unknown_variant", Bytes(vec![1, 4]), "malformed"),
-        ("response", "overlong_variant_code", Bytes(vec![1, 0x83, 0x00]), "non_canonical"),
+        ("response", "version_1", Bytes(vec![1, 0]), "unsupported_version"),
+        ("response", "trailing_byte", Bytes(vec![2, 0, 0]), "trailing_bytes"),
+        ("response", "unknown_variant", Bytes(vec![2, 4]), "malformed"),
+        ("response", "overlong_variant_code", Bytes(vec![2, 0x83, 0x00]), "non_canonical"),
         ("response", "overlong_entry_length", Bytes(with(&entries, 4, short.len(), &long)), "non_canonical"),
         ("response", "more_not_a_bool", Bytes(with(&entries, last(&entries), 1, &[2])), "malformed"),
-        ("response", "payload_option_tag_2", Bytes(vec![1, 1, 0, 1, 1, 0xaa, 2]), "malformed"),
-        ("response", "count_beyond_input", Bytes(vec![1, 1, 0, 5]), "truncated"),
+        ("response", "payload_option_tag_2", Bytes(vec![2, 1, 0, 1, 1, 0xaa, 2]), "malformed"),
+        ("response", "count_beyond_input", Bytes(vec![2, 1, 0, 5]), "truncated"),
         ("response", "truncated_entries", Bytes(entries[..last(&entries)].to_vec()), "truncated"),
-        ("response", "too_large", Padded(vec![1, 1, 0], RESPONSE_BYTES_MAX + 1), "too_long"),
+        ("response", "too_large", Padded(vec![2, 1, 0], RESPONSE_BYTES_MAX + 1), "too_long"),
     ];
     let gos = vec![
         ("gossip", "empty", Bytes(Vec::new()), "truncated"),
-        ("gossip", "version_2", Bytes(with(&entry_gossip, 0, 1, &[2])), "unsupported_version"),
+        ("gossip", "version_1", Bytes(with(&entry_gossip, 0, 1, &[1])), "unsupported_version"),
         ("gossip", "trailing_byte", Bytes(with(&head_gossip, head_gossip.len(), 0, &[0])), "trailing_bytes"),
         ("gossip", "unknown_variant", Bytes(with(&head_gossip, 1, 1, &[3])), "malformed"),
         ("gossip", "overlong_variant_code", Bytes(with(&head_gossip, 1, 1, &[0x81, 0x00])), "non_canonical"),
         ("gossip", "truncated_head", Bytes(head_gossip[..last(&head_gossip)].to_vec()), "truncated"),
-        ("gossip", "too_large", Padded(vec![1, 2], GOSSIP_BYTES_MAX + 1), "too_long"),
+        ("gossip", "too_large", Padded(vec![2, 2], GOSSIP_BYTES_MAX + 1), "too_long"),
     ];
     req.extend(resp);
     req.extend(gos);
@@ -618,8 +619,8 @@ fn replication_vectors_check() {
     let v = load();
 
     let c = &v["constants"];
-    assert_eq!(c["protocol"], "/agora/sync/1");
-    assert_eq!(c["wire_version"], 1);
+    assert_eq!(c["protocol"], "/agora/sync/2");
+    assert_eq!(c["wire_version"], 2);
     assert_eq!(c["request_bytes_max"], REQUEST_BYTES_MAX);
     assert_eq!(c["response_bytes_max"], RESPONSE_BYTES_MAX);
     assert_eq!(c["gossip_bytes_max"], GOSSIP_BYTES_MAX);
@@ -652,7 +653,7 @@ fn replication_vectors_check() {
         let id = hex::encode(sha256(&pre));
         assert_eq!(id, w["id"].as_str().unwrap());
         assert_eq!(WorkspaceId::new(&founder, name).to_string(), id);
-        assert_eq!(w["topic"].as_str().unwrap(), format!("agora/v1/{id}"));
+        assert_eq!(w["topic"].as_str().unwrap(), format!("agora/v2/{id}"));
     }
 
     // Valid messages: the spec encoder rebuilds the bytes from the decoded
@@ -667,7 +668,7 @@ fn replication_vectors_check() {
     for case in requests {
         let b = hx(&case["bytes"]);
         let r = WireRequest::decode(&b).unwrap_or_else(|e| panic!("{}: {e}", case["name"]));
-        assert_eq!(b[0], 1);
+        assert_eq!(b[0], WIRE_VERSION);
         assert_eq!(u64::from(b[1]), case["variant"].as_u64().unwrap());
         assert_eq!(request_json(&r), case["value"], "{}", case["name"]);
         assert_eq!(spec_request(&r), b, "{}: spec layout", case["name"]);
