@@ -26,7 +26,6 @@
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -89,14 +88,7 @@ pub fn frame(kind: u8, bytes: &[u8]) -> Vec<u8> {
 pub fn write_node_file(home: &Path, file: &NodeFile) -> Result<()> {
     let tmp = home.join(format!("{NODE_FILE}.tmp"));
     let _ = std::fs::remove_file(&tmp);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .with_context(|| format!("creating {}", tmp.display()))?;
-    f.write_all(serde_json::to_string_pretty(file)?.as_bytes())?;
-    f.sync_all()?;
+    crate::home::write_private_file(&tmp, serde_json::to_string_pretty(file)?.as_bytes())?;
     std::fs::rename(&tmp, home.join(NODE_FILE)).with_context(|| format!("writing {}", home.join(NODE_FILE).display()))?;
     Ok(())
 }

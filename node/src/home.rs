@@ -56,14 +56,7 @@ impl Home {
         getrandom::fill(&mut seed).map_err(|e| anyhow::anyhow!("OS random source failed: {e}"))?;
         let key = AgentKey::from_seed(seed);
         seed.fill(0);
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&key_path)
-            .with_context(|| format!("creating {}", key_path.display()))?;
-        file.write_all(&key.to_key_file_bytes()).with_context(|| format!("writing {}", key_path.display()))?;
-        file.sync_all().with_context(|| format!("syncing {}", key_path.display()))?;
+        write_private_file(&key_path, &key.to_key_file_bytes())?;
         Ok(key)
     }
 
@@ -94,4 +87,17 @@ pub fn load_key_file(path: &Path) -> Result<AgentKey> {
     }
     let bytes = std::fs::read(path).with_context(|| format!("reading key file {}", path.display()))?;
     AgentKey::from_key_file_bytes(&bytes).with_context(|| format!("key file {}", path.display()))
+}
+
+/// Create `path` (it must not exist) with mode 0600, write `bytes` and sync:
+/// how every secret of a home (agent key, node key, control token) is written.
+pub fn write_private_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    file.write_all(bytes).with_context(|| format!("writing {}", path.display()))?;
+    file.sync_all().with_context(|| format!("syncing {}", path.display()))
 }

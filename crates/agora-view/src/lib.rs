@@ -135,10 +135,10 @@ pub fn derive_roster(store: &Store, founder: AgentId) -> Result<Roster, StoreErr
             Payload::Redacted(Some(r)) => Payload::Redacted(Some(if RosterEvent::is_roster_payload(&r) { r } else { Vec::new() })),
             other => other,
         };
-        if let Some(p) = prev.take() {
-            if p.0 == seq || kept.last().is_some_and(|k| k.0 == p.0) || can_matter(&p.2) {
-                kept.push(p);
-            }
+        if let Some(p) = prev.take()
+            && (p.0 == seq || kept.last().is_some_and(|k| k.0 == p.0) || can_matter(&p.2))
+        {
+            kept.push(p);
         }
         prev = Some((seq, id, payload));
         Ok(())

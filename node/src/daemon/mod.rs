@@ -25,7 +25,6 @@ use crate::config::{self, NodeConfig};
 use libp2p::identity::Keypair;
 use network::NetworkSettings;
 use std::io::{IsTerminal, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -62,14 +61,7 @@ fn load_or_create_node_key(home: &Path) -> Result<Keypair> {
         Ok(bytes) => Keypair::from_protobuf_encoding(&bytes).with_context(|| format!("node key {} is damaged", path.display())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let key = Keypair::generate_ed25519();
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&path)
-                .with_context(|| format!("creating {}", path.display()))?;
-            f.write_all(&key.to_protobuf_encoding()?)?;
-            f.sync_all()?;
+            crate::home::write_private_file(&path, &key.to_protobuf_encoding()?)?;
             Ok(key)
         }
         Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
