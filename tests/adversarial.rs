@@ -153,12 +153,7 @@ fn sign_next_as(home: &Path, key: &AgentKey, payload: &[u8], timestamp_ms: u64) 
 /// as a conflict, the same on every node.
 #[test]
 fn a_backdated_resolve_does_not_win_over_an_honest_one() {
-    let (a, b, c) = (Agent::new(), Agent::new(), Agent::new());
-    let founder = a.id.clone();
-    admit(&a, &[&b, &c]);
-    let na = Node::start(&a, &founder, &[]);
-    let nb = Node::start(&b, &founder, &[&na.addr]);
-    let nc = Node::start(&c, &founder, &[&na.addr]);
+    let Trio { agents: [a, b, c], nodes: [na, nb, nc] } = Trio::start();
     let q = id_of(&json(&a.home, &["ask", "Which region do we launch in first?"]));
     wait_for("B and C to hold the question", || (nb.holds(&q) && nc.holds(&q)).then_some(()));
     let honest = id_of(&json(&b.home, &["resolve", &q, "EU first: the partner is there"]));

@@ -37,12 +37,7 @@ fn copy_dir(from: &Path, to: &Path) {
 
 #[test]
 fn the_pricing_debate_between_three_agents_with_a_dispute_and_a_synthesis() {
-    let (a, b, c) = (Agent::new(), Agent::new(), Agent::new());
-    let founder = a.id.clone();
-    admit(&a, &[&b, &c]);
-    let na = Node::start(&a, &founder, &[]);
-    let nb = Node::start(&b, &founder, &[&na.addr]);
-    let nc = Node::start(&c, &founder, &[&na.addr]);
+    let Trio { agents: [a, b, c], nodes: [na, nb, nc] } = Trio::start();
     let p1 = id_of(&json(&a.home, &["propose", "Usage-based pricing aligns our incentives with customers"]));
     wait_for("B and C to hold the proposition", || (nb.holds(&p1) && nc.holds(&p1)).then_some(()));
     let c1 = id_of(&json(&b.home, &["contradict", &p1, "Enterprise procurement needs predictable costs"]));

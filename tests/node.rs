@@ -8,7 +8,6 @@
 mod support;
 
 use agora_core::AgentKey;
-use std::process::{Child, Command, Stdio};
 use support::*;
 
 #[test]
@@ -102,44 +101,14 @@ fn only_one_process_writes_a_chain() {
     assert!(!second.status.success());
     assert!(String::from_utf8_lossy(&second.stderr).contains("already running"), "{}", String::from_utf8_lossy(&second.stderr));
     // Many processes record at once: all go through the node, none forks the chain.
-    let procs: Vec<Child> = (0..8)
-        .map(|i| {
-            Command::new(env!("CARGO_BIN_EXE_agora"))
-                .arg("--home")
-                .arg(&a.home)
-                .args(["propose", &format!("concurrent {i}")])
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for p in procs {
-        let out = p.wait_with_output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    }
+    propose_concurrently(&a.home, 8, "concurrent");
     let authors = json(&a.home, &["authors"]);
     let me = authors.as_array().unwrap().iter().find(|x| x["author"] == a.id.as_str()).unwrap();
     assert_eq!(me["max_seq"], 8);
     assert_eq!(me["tips"].as_array().unwrap().len(), 1, "no fork: {me}");
     drop(node);
     // Without a node, concurrent processes wait for the store in turn.
-    let procs: Vec<Child> = (0..6)
-        .map(|i| {
-            Command::new(env!("CARGO_BIN_EXE_agora"))
-                .arg("--home")
-                .arg(&a.home)
-                .args(["propose", &format!("by hand {i}")])
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for p in procs {
-        let out = p.wait_with_output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    }
+    propose_concurrently(&a.home, 6, "by hand");
     let authors = json(&a.home, &["authors"]);
     let me = authors.as_array().unwrap().iter().find(|x| x["author"] == a.id.as_str()).unwrap();
     assert_eq!((me["max_seq"].as_u64(), me["tips"].as_array().unwrap().len()), (Some(14), 1), "{me}");

@@ -172,3 +172,44 @@ pub fn pack_of(key: &AgentKey, n: usize, dir: &Path) -> PathBuf {
     path
 }
 
+
+/// Three agents in one workspace founded by the first, each running a node
+/// bootstrapped from the founder's.
+pub struct Trio {
+    pub agents: [Agent; 3],
+    pub nodes: [Node; 3],
+}
+
+impl Trio {
+    pub fn start() -> Self {
+        let agents = [Agent::new(), Agent::new(), Agent::new()];
+        let founder = agents[0].id.clone();
+        admit(&agents[0], &[&agents[1], &agents[2]]);
+        let na = Node::start(&agents[0], &founder, &[]);
+        let nb = Node::start(&agents[1], &founder, &[&na.addr]);
+        let nc = Node::start(&agents[2], &founder, &[&na.addr]);
+        Self { agents, nodes: [na, nb, nc] }
+    }
+}
+
+/// Run `agora propose` `n` times at once on `home` (text `label i`), and
+/// check that every one succeeded.
+pub fn propose_concurrently(home: &Path, n: usize, label: &str) {
+    let procs: Vec<Child> = (0..n)
+        .map(|i| {
+            Command::new(env!("CARGO_BIN_EXE_agora"))
+                .arg("--home")
+                .arg(home)
+                .args(["propose", &format!("{label} {i}")])
+                .env_remove("AGORA_HOME")
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for p in procs {
+        let out = p.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+}
