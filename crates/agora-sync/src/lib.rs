@@ -5,8 +5,9 @@
 //! a message arrived, time passed, the store changed) and drains its outputs
 //! (messages to send, verified entries to store, requests to serve from the
 //! store, peers to ban). It owns no sockets, no clock, no store and no threads;
-//! time is an argument. The libp2p node and the deterministic simulator drive
-//! the same code.
+//! time is an argument. The libp2p node and the deterministic test network
+//! (`tests/net`) drive the same code, and only execute what it decides: the
+//! range cuts, what to gossip, whom to ask, whom to ban.
 //!
 //! The protocol, per pair of connected peers:
 //! 1. both send their [`Message::Frontier`]: for every author, each tip
@@ -23,14 +24,19 @@
 //!    within the request limits (gossip itself takes no request slot);
 //! 4. a peer that sends a bad entry is banned for [`Config::ban_ms`]; a peer
 //!    over its message rate has its messages dropped, and a flooder is banned;
-//! 5. only authors admitted to the workspace roster are requested, served or
-//!    accepted ([`Replicator::set_admitted`]).
+//! 5. only entries of authors admitted to the workspace roster are requested
+//!    or accepted ([`Replicator::set_admitted`]); reads are open to any
+//!    peer of the workspace (the store serves what it holds, all of it
+//!    checked when it came in).
 //!
 //! The bytes of these messages are in [`wire`] (`protocol-spec/replication.md`).
 //!
-//! Call order for a driver: `connected` / `handle` / `respond` /
-//! `set_local_frontier` / `handle_timeout` as things happen, then drain
-//! `poll` until it returns `None`, and wake up at `poll_timeout`.
+//! Call order for a driver: `connected` / `disconnected` / `handle` (or
+//! `handle_checked_response` after [`check_entries`] on a worker) / `gossip`
+//! / `respond` / `import_result` / `set_local_heads` / `local_commit` /
+//! `handle_timeout` as things happen, then drain `poll` until it returns
+//! `None`, and wake up at `poll_timeout`. Every [`Output::Import`] gets
+//! exactly one `import_result`.
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![allow(clippy::result_large_err)]

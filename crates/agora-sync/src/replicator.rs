@@ -40,8 +40,19 @@ pub const BUSY_BACKOFF_MS: u64 = 1_000;
 /// Most ranges remembered as "timed out once", to be fanned out when asked again.
 const RETRIED_MAX: usize = 1_024;
 
+/// Most per-author gossip budgets kept while no roster bounds the authors.
+const AUTHOR_BUCKETS_MAX: usize = 16_384;
+
 /// Most branch heads remembered as already fetched.
 const SOUGHT_MAX: usize = 100_000;
+
+/// A branch head asked for and still not held may be asked for again after
+/// this many request timeouts: its fetch can be lost without an answer
+/// that says so (its range resumed from a peer that left, a backfill cut
+/// short by another branch), and a claim of a connected peer must not stay
+/// unfetched for ever. Rare enough that announcements cannot make a node
+/// ask for one head more than once in a while.
+const SOUGHT_RETRY_TIMEOUTS: u64 = 4;
 
 /// Most entry ids remembered per peer as held by it (entries it sent us):
 /// our new heads among them are not announced back to it.
@@ -480,8 +491,8 @@ pub struct Replicator {
     /// arrive, by (author, start). Counted against the in-flight limits, so
     /// they bound memory the same way.
     held: BTreeMap<(AgentId, RangeStart), Held>,
-    /// Per author, the highest seq handed to the store in an import of a
-    /// forward response and not yet reported back through
+    /// Per author, the highest seq handed to the store in an import (of a
+    /// response or a gossiped entry) and not yet reported back through
     /// [`Replicator::set_local_heads`]: not asked for again meanwhile.
     importing: BTreeMap<AgentId, u64>,
     /// Ranges whose import failed to link, to be asked for again (from the
@@ -492,11 +503,12 @@ pub struct Replicator {
     /// [`Config::in_flight_max`]: a store slower than the network slows the
     /// requests instead of queueing verified entries without bound.
     imports: BTreeMap<u64, Importing>,
-    /// Branch heads (below our highest seq) already fetched once: not
-    /// fetched again however often peers announce them.
-    sought: BTreeSet<EntryId>,
+    /// Branch heads (below our highest seq) asked for, with the time they
+    /// were: not asked again however often peers announce them, until
+    /// [`SOUGHT_RETRY_TIMEOUTS`] request timeouts have passed.
+    sought: BTreeMap<EntryId, u64>,
     /// Ranges whose request timed out: the next ask goes to every claimant.
-    retried: BTreeSet<(AgentId, RangeStart)>,
+    retried: BTreeSet<(AgentId, u64)>,
     /// Authors whose entries from some seq are dated in the future: not
     /// asked for before the time given.
     deferred: BTreeMap<AgentId, u64>,
@@ -569,7 +581,7 @@ impl Replicator {
             importing: BTreeMap::new(),
             resume: VecDeque::new(),
             imports: BTreeMap::new(),
-            sought: BTreeSet::new(),
+            sought: BTreeMap::new(),
             retried: BTreeSet::new(),
             deferred: BTreeMap::new(),
             missing: BTreeMap::new(),
@@ -836,6 +848,15 @@ impl Replicator {
 
     /// A peer went away: its in-flight requests are re-planned on timeout.
     pub fn disconnected(&mut self, peer: PeerId) {
+        self.forget_peer(peer);
+        for f in self.in_flight.values_mut().filter(|f| f.peer == peer) {
+            f.deadline_ms = 0;
+        }
+    }
+
+    /// Drop a peer's state, keeping its record (strikes, entries delivered)
+    /// among the bounded past ones.
+    fn forget_peer(&mut self, peer: PeerId) {
         if let Some(s) = self.peers.remove(&peer)
             && (s.strikes, s.delivered) != (0, 0)
         {
@@ -843,9 +864,6 @@ impl Replicator {
                 self.past.pop_first();
             }
             self.past.insert(peer, (s.strikes, s.delivered));
-        }
-        for f in self.in_flight.values_mut().filter(|f| f.peer == peer) {
-            f.deadline_ms = 0;
         }
     }
 
@@ -885,7 +903,9 @@ impl Replicator {
         let mut per_peer = BTreeMap::new();
         for (p, s) in &self.peers {
             let mut lag = 0u64;
-            for (a, tips) in &s.frontier {
+            // Claims of authors outside the roster are kept (bounded) while
+            // the roster may be incomplete, but are not ours to fetch.
+            for (a, tips) in s.frontier.iter().filter(|(a, _)| self.is_member(a)) {
                 let theirs = max_seq(tips);
                 lag += theirs.saturating_sub(ours(a));
                 let b = best.entry(*a).or_insert(0);
@@ -900,7 +920,8 @@ impl Replicator {
     fn ban(&mut self, peer: PeerId, reason: String, now_ms: u64) {
         let until_ms = now_ms.saturating_add(self.config.ban_ms);
         self.banned.insert(peer, until_ms);
-        self.peers.remove(&peer);
+        // Its record outlives the ban: back, it starts where it left off.
+        self.forget_peer(peer);
         self.stats.bans += 1;
         self.outputs.push_back(Output::Ban { peer, reason, until_ms });
         // Requests to the banned peer are asked again of others at once.
@@ -939,7 +960,7 @@ impl Replicator {
     /// silently (it arrives by range sync later).
     fn admit_author(&mut self, author: AgentId, now_ms: u64) -> bool {
         let (per_s, burst) = (self.config.author_gossip_per_s, self.config.author_gossip_burst);
-        if !self.author_buckets.contains_key(&author) && self.admitted.is_none() && self.author_buckets.len() >= 4 * self.config.missing_payloads_max {
+        if !self.author_buckets.contains_key(&author) && self.admitted.is_none() && self.author_buckets.len() >= AUTHOR_BUCKETS_MAX {
             // No roster to bound the authors by: forget the budgets rather
             // than grow without bound (a fresh budget is a full one).
             self.author_buckets.clear();
@@ -1133,6 +1154,13 @@ impl Replicator {
         cursor
     }
 
+    /// Was the branch head `tip` asked for less than
+    /// [`SOUGHT_RETRY_TIMEOUTS`] request timeouts ago?
+    fn sought_recently(&self, tip: EntryId, now_ms: u64) -> bool {
+        let wait = self.config.request_timeout_ms.saturating_mul(SOUGHT_RETRY_TIMEOUTS);
+        self.sought.get(&tip).is_some_and(|&at| now_ms < at.saturating_add(wait))
+    }
+
     /// What we want of `author` from a peer whose tips are `theirs`: the
     /// range to request next (its start, most seqs, and for a branch the head
     /// it is for), if any.
@@ -1150,12 +1178,12 @@ impl Replicator {
         }
         // A head below our highest seq that is not one of our tips: another
         // branch (a fork), or an entry we hold that has successors. Ask for
-        // its seq alone, once (`sought`): the store skips what it holds, and
+        // its seq alone, once in a while (`sought`): the store skips what it holds, and
         // an entry of a branch we lack fails to link, which asks for the
         // range before it ([`Replicator::import_result`]).
         let tip = theirs
             .iter()
-            .filter(|h| h.seq <= our_max && h.seq <= up_to && !ours.iter().any(|o| o.id == h.id) && !self.sought.contains(&h.id))
+            .filter(|h| h.seq <= our_max && h.seq <= up_to && !ours.iter().any(|o| o.id == h.id) && !self.sought_recently(h.id, now_ms))
             .min()?;
         Some((RangeStart::at(tip.seq), 1, Purpose::Branch(tip.id)))
     }
@@ -1177,11 +1205,20 @@ impl Replicator {
     /// Is there a peer to prefer over `peer` for `author` from `seq` on: one
     /// that ranks better and claims it too? Then `peer` is not asked: the
     /// better one is, when it has a free slot.
-    fn better_claimant(&self, peer: PeerId, author: &AgentId, seq: u64) -> bool {
+    /// For a branch, only a peer that claims that very tip counts (another
+    /// peer may hold the author that far on other branches only), and a
+    /// peer in back-off (`Busy`) never does: it will not be asked soon.
+    fn better_claimant(&self, peer: PeerId, author: &AgentId, seq: u64, purpose: Purpose) -> bool {
         let Some(mine) = self.peers.get(&peer).map(PeerState::rank) else { return false };
-        self.peers
-            .iter()
-            .any(|(q, s)| *q != peer && s.rank() < mine && s.frontier.get(author).is_some_and(|t| max_seq(t) >= seq))
+        self.peers.iter().any(|(q, s)| {
+            *q != peer
+                && s.rank() < mine
+                && s.busy_until_ms <= self.clock_ms
+                && s.frontier.get(author).is_some_and(|t| match purpose {
+                    Purpose::Branch(tip) => t.iter().any(|h| h.id == tip),
+                    _ => max_seq(t) >= seq,
+                })
+        })
     }
 
     fn plan_author(&mut self, peer: PeerId, author: AgentId, now_ms: u64) {
@@ -1198,7 +1235,7 @@ impl Replicator {
             if purpose == Purpose::Forward && self.in_flight.values().any(|f| f.peer == peer && f.author == author && f.purpose == Purpose::Backfill) {
                 return;
             }
-            if self.better_claimant(peer, &author, start.seq) {
+            if self.better_claimant(peer, &author, start.seq, purpose) {
                 return;
             }
             // A gap below a held response is asked for even when the limits
@@ -1214,7 +1251,7 @@ impl Replicator {
             // flight (else responses could occupy more than
             // `in_flight_max * response_bytes_max`).
             assert!(self.in_flight.len() < self.config.in_flight_max, "planning {author} past the in-flight limit");
-            if self.retried.remove(&(author, start)) {
+            if self.retried.remove(&(author, start.seq)) {
                 self.fan_out(author, start, limit, purpose, now_ms);
             } else {
                 let group = self.new_group();
@@ -1245,11 +1282,13 @@ impl Replicator {
 
     /// Remember that a range went unanswered, so that its next ask is fanned
     /// out; at most [`RETRIED_MAX`] marks (beyond that they are forgotten).
+    /// Keyed by the range's first seq: the rest of a cut response (which
+    /// starts after an entry) is asked again from its seq, as planned.
     fn mark_retried(&mut self, author: AgentId, start: RangeStart) {
         if self.retried.len() >= RETRIED_MAX {
             self.retried.clear();
         }
-        self.retried.insert((author, start));
+        self.retried.insert((author, start.seq));
         // Else empty answers could grow the marks without bound.
         assert!(self.retried.len() <= RETRIED_MAX, "{} ranges marked retried", self.retried.len());
     }
@@ -1285,7 +1324,7 @@ impl Replicator {
                 // Forget the oldest marks; at worst a branch is fetched twice.
                 self.sought.clear();
             }
-            self.sought.insert(tip);
+            self.sought.insert(tip, now_ms);
             // Else announcements of branch heads could grow the marks without bound.
             assert!(self.sought.len() <= SOUGHT_MAX, "{} branch heads sought", self.sought.len());
         }
@@ -1373,7 +1412,7 @@ impl Replicator {
             return; // late or unsolicited: ignore
         };
         if asked.peer != peer {
-            return self.ban(peer, format!("response to request {req}: {}", CheckError::NotAsked { req }), now_ms);
+            return self.ban(peer, CheckError::NotAsked { req }.to_string(), now_ms);
         }
         let verified = match checked.and_then(|entries| self.check_response(&asked, entries)) {
             Ok(verified) => verified,
@@ -1401,7 +1440,7 @@ impl Replicator {
         };
         // The first answer of a group settles it: the others are not waited for.
         self.in_flight.retain(|_, f| f.group != asked.group);
-        self.retried.remove(&(author, asked.start));
+        self.retried.remove(&(author, asked.start.seq));
         if let Some(state) = self.peers.get_mut(&peer) {
             state.note_holds(last.1);
             state.delivered += 1;
@@ -1409,20 +1448,37 @@ impl Replicator {
         if asked.purpose == Purpose::Payload {
             // A peer that claims the entry but sends it without its payload
             // is stripping: it ranks lower.
-            let stripped = verified.iter().any(|e| e.payload().is_none() && self.missing.keys().any(|m| m.id == e.id()));
+            let awaited = |e: &VerifiedEntry| self.missing.contains_key(&e.entry_ref());
+            let stripped = verified.iter().any(|e| e.payload().is_none() && awaited(e));
+            let refetched = verified.iter().filter(|e| e.payload().is_some() && awaited(e)).count();
+            self.stats.payloads_refetched += refetched as u64;
             if stripped {
                 self.strike(peer);
-            } else {
-                self.stats.payloads_refetched += 1;
             }
         }
         let end = asked.start.seq.saturating_add(u64::from(asked.limit));
+        let mut rest_purpose = asked.purpose.rest();
+        if let Purpose::Branch(tip) = asked.purpose
+            && !verified.iter().any(|e| e.id() == tip)
+        {
+            if more {
+                // The tip may be further on in its seq: the rest is for it too.
+                rest_purpose = asked.purpose;
+            } else {
+                // The whole seq came without the tip it claimed: the claim is
+                // dropped, and the tip may be asked of another claimant.
+                self.sought.remove(&tip);
+                if let Some(tips) = self.peers.get_mut(&peer).and_then(|s| s.frontier.get_mut(&author)) {
+                    tips.retain(|h| h.id != tip);
+                }
+            }
+        }
         if more {
             // Cut short: ask for the rest of the range, after the last entry
             // received (before this response is released, so it is imported after it).
             let rest = u32::try_from(end - last.0).unwrap_or(u32::MAX);
             let group = self.new_group();
-            self.request(peer, author, RangeStart { seq: last.0, after: Some(last.1) }, rest, asked.purpose.rest(), group, asked.planned, now_ms);
+            self.request(peer, author, RangeStart { seq: last.0, after: Some(last.1) }, rest, rest_purpose, group, asked.planned, now_ms);
         }
         let admitted: Vec<VerifiedEntry> = verified.into_iter().filter(|e| self.admits(&author, e.header().seq)).collect();
         if !admitted.is_empty() {
@@ -1475,7 +1531,9 @@ impl Replicator {
             return;
         };
         let Some((peer, author, from_seq)) = self.resume.remove(i) else { return };
-        if self.peers.contains_key(&peer) && !self.in_flight.values().any(|f| f.author == author && f.start.seq == from_seq) {
+        // Only a request from the very start covers it: the rest of a cut
+        // response (same seq, after some entry) misses what came before.
+        if self.peers.contains_key(&peer) && !self.in_flight.values().any(|f| f.author == author && f.start == RangeStart::at(from_seq)) {
             let group = self.new_group();
             self.request(peer, author, RangeStart::at(from_seq), self.config.range_limit, Purpose::Backfill, group, false, now_ms);
         }
@@ -1600,7 +1658,7 @@ impl Replicator {
         }
         let from_seq = missing_seq.saturating_sub(u64::from(self.config.range_limit)).max(1);
         let limit = u32::try_from(missing_seq - from_seq).unwrap_or(self.config.range_limit);
-        if !self.in_flight.values().any(|f| f.author == author && f.start.seq == from_seq) {
+        if !self.in_flight.values().any(|f| f.author == author && f.start == RangeStart::at(from_seq)) {
             let group = self.new_group();
             self.request(from, author, RangeStart::at(from_seq), limit, Purpose::Backfill, group, false, now_ms);
         }
@@ -1662,8 +1720,13 @@ impl Replicator {
         let mut checked = check_signed_entries(vec![(e, w.payload)])?;
         let Some(entry) = checked.pop() else { return Ok(GossipVerdict::Ignore) };
         self.stats.entries_verified += 1;
+        let cap = self.config.heads_per_author_max;
         if let Some(state) = self.peers.get_mut(&peer) {
             merge_head(&mut state.frontier, head, false);
+            // A forked author's tips grow with every higher entry relayed.
+            if let Some(tips) = state.frontier.get_mut(&head.author) {
+                cap_tips(tips, cap);
+            }
             state.note_holds(head.id);
         }
         if !known {

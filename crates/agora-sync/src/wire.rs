@@ -138,8 +138,9 @@ pub enum Message {
         req: u64,
         /// The entries.
         entries: Vec<WireEntry>,
-        /// The sender holds entries beyond the last one sent within the range
-        /// asked for (or beyond it).
+        /// The response was cut (by the entry or byte budget, or the
+        /// sender's read limit) before the end of the range asked for: the
+        /// requester asks for the rest, after the last entry sent.
         more: bool,
     },
 }
@@ -193,7 +194,7 @@ pub enum WireResponse {
         req: u64,
         /// Entries in (seq, id) order.
         entries: Vec<WireEntry>,
-        /// The sender holds more beyond the last entry sent.
+        /// Cut before the end of the range asked for (see [`Message::Response`]).
         more: bool,
     },
     /// 2: the receiver is in another workspace.
