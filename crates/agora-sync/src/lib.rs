@@ -5,8 +5,8 @@
 //! a message arrived, time passed, the store changed) and drains its outputs
 //! (messages to send, verified entries to store, requests to serve from the
 //! store, peers to ban). It owns no sockets, no clock, no store and no threads;
-//! time is an argument. The libp2p node and the deterministic test network
-//! (`tests/net`) drive the same code, and only execute what it decides: the
+//! time is an argument. The libp2p node and the simulator's deterministic
+//! network (`simulations/src/net.rs`) drive the same code, and only execute what it decides: the
 //! range cuts, what to gossip, whom to ask, whom to ban.
 //!
 //! The protocol, per pair of connected peers:

@@ -86,6 +86,12 @@ pub struct Config {
     /// Most heads in one frontier message. Longer frontiers are sent as
     /// several messages; a peer that sends a longer one is banned.
     pub frontier_heads_max: usize,
+    /// Every connected peer is sent our whole frontier again this often
+    /// (0: only on connecting). A peer's claims are dropped when it lets a
+    /// request time out or answers empty, and it announces only tips that
+    /// change: without this, one lost packet could leave an honest peer's
+    /// claims forgotten for as long as the connection lasts.
+    pub frontier_refresh_ms: u64,
     /// Most tips kept (and announced) per author and peer: a chain forked a
     /// thousand ways is fetched by seq, not by tip, so more would only cost
     /// memory. The highest-seq tips are kept.
@@ -130,6 +136,7 @@ impl Default for Config {
             request_timeout_ms: 10_000,
             ban_ms: 600_000,
             frontier_heads_max: 50_000,
+            frontier_refresh_ms: 30_000,
             heads_per_author_max: 64,
             non_member_heads_per_peer: 256,
             outputs_max: 10_000,
@@ -459,6 +466,8 @@ struct PeerState {
     delivered: u64,
     /// It answered `Busy`: not asked again before this.
     busy_until_ms: u64,
+    /// When it is sent our whole frontier again ([`Config::frontier_refresh_ms`]).
+    refresh_at_ms: u64,
 }
 
 impl PeerState {
@@ -789,6 +798,30 @@ impl Replicator {
         }
     }
 
+    /// When a frontier sent at `now_ms` is due to be sent again.
+    fn next_refresh(&self, now_ms: u64) -> u64 {
+        match self.config.frontier_refresh_ms {
+            0 => u64::MAX,
+            every => now_ms.saturating_add(every),
+        }
+    }
+
+    /// Send our whole frontier to every peer whose refresh is due.
+    fn refresh_frontiers(&mut self, now_ms: u64) {
+        let due: Vec<PeerId> = self.peers.iter().filter(|(_, s)| s.refresh_at_ms <= now_ms).map(|(p, _)| *p).collect();
+        if due.is_empty() {
+            return;
+        }
+        let frontier = self.local_heads();
+        let next = self.next_refresh(now_ms);
+        for peer in due {
+            if let Some(s) = self.peers.get_mut(&peer) {
+                s.refresh_at_ms = next;
+            }
+            self.send_frontier(peer, frontier.clone());
+        }
+    }
+
     /// Every local tip, at most `heads_per_author_max` per author.
     pub fn local_heads(&self) -> Vec<Head> {
         self.local.values().flat_map(|tips| self.capped(tips)).collect()
@@ -826,6 +859,7 @@ impl Replicator {
                 strikes,
                 delivered,
                 busy_until_ms: 0,
+                refresh_at_ms: self.next_refresh(now_ms),
             },
         );
         let frontier = self.local_heads();
@@ -1810,6 +1844,7 @@ impl Replicator {
         if now_ms >= self.last_announce_ms.saturating_add(ANNOUNCE_INTERVAL_MS) {
             self.flush_announcements(now_ms);
         }
+        self.refresh_frontiers(now_ms);
         self.plan_all(now_ms);
     }
 
@@ -1822,7 +1857,8 @@ impl Replicator {
         let payloads = self.missing.values().map(|m| m.next_ms).min();
         let busy = self.peers.values().map(|s| s.busy_until_ms).filter(|t| *t > self.clock_ms).min();
         let announce = (!self.pending_announce.is_empty()).then(|| self.last_announce_ms.saturating_add(ANNOUNCE_INTERVAL_MS));
-        [requests, held, bans, deferred, payloads, busy, announce].into_iter().flatten().min()
+        let refresh = self.peers.values().map(|s| s.refresh_at_ms).filter(|t| *t != u64::MAX).min();
+        [requests, held, bans, deferred, payloads, busy, announce, refresh].into_iter().flatten().min()
     }
 
     /// The next thing to do, if any.

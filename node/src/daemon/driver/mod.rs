@@ -5,7 +5,7 @@
 //! the network, the clock and the store; every replication decision (what to
 //! request, how to cut a response, what to publish, what is valid, whom to
 //! ban, how far behind we are) is the replicator's, and the deterministic
-//! test network in `crates/agora-sync/tests/net` executes the same outputs the
+//! simulator's network in `simulations/src/net.rs` executes the same outputs the
 //! same way. One task owns the swarm and the replicator. Range reads for
 //! peers and imports of verified entries run on two store threads of their
 //! own, so a slow synced write never stalls the network; responses are

@@ -3,14 +3,14 @@
 //! timeouts, and each attack of the hardening review, with no sockets and no
 //! clock. Every message goes through its wire bytes.
 
-mod net;
+mod common;
 
 use agora_core::entry::next_header;
 use agora_core::limits::FUTURE_SKEW_MAX_MS;
 use agora_core::xorshift::Xorshift64;
 use agora_core::{AgentId, AgentKey, EntryId, SignedEntry};
 use agora_sync::{Config, Gossip, Head, Message, PeerId, Replicator, WireEntry, RESPONSE_ENTRIES_MAX};
-use net::*;
+use common::*;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::BTreeMap;

@@ -1,16 +1,16 @@
 //! The replicator's bounds and invariants under input that the scenarios of
-//! `sim.rs` do not reach: bursts of gossiped branch entries, claims repeated
+//! `replication.rs` do not reach: bursts of gossiped branch entries, claims repeated
 //! with more heads, branches whose forward range comes back before their
 //! backfill, and random swarms under small limits, with forks, withholders
 //! and strippers (every `assert!` in the replicator runs on each of them).
 
-mod net;
+mod common;
 
 use agora_core::entry::next_header;
 use agora_core::xorshift::Xorshift64;
 use agora_core::{AgentId, AgentKey, EntryId, SignedEntry};
 use agora_sync::{Config, Gossip, Head, ImportOutcome, Message, Output, PeerId, Replicator, WireEntry};
-use net::*;
+use common::*;
 use std::collections::BTreeMap;
 
 /// `n` entries of `key`'s chain, signed without a store.

@@ -1,0 +1,18 @@
+//! The swarm simulator.
+//!
+//! A seeded discrete-event simulation on virtual time: simulated nodes, each
+//! a [`agora_sync::Replicator`] over an in-memory store with the node's store
+//! rules ([`store`]), joined by a modelled network ([`net`], [`model`]) that
+//! carries the wire bytes the node would send and executes the replicator's
+//! outputs as the node's driver does. Nothing here decides what to ask,
+//! serve, gossip or ban: the replicator does, as in the node. Every random
+//! choice derives from one seed, so a run replays exactly.
+#![deny(missing_docs)]
+
+pub mod model;
+pub mod net;
+pub mod store;
+
+pub use model::{Latency, LinkModel};
+pub use net::{Behaviour, Net, Node, Packet, Traffic};
+pub use store::{Imported, MemStore, Stored};

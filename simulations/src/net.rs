@@ -1,0 +1,595 @@
+//! The simulated network: replicators and in-memory stores on virtual time,
+//! joined by links that delay, throttle and lose packets, cut by partitions,
+//! with nodes that crash and restart. It does what the libp2p node does and
+//! nothing more: every message is encoded to its wire bytes and decoded on
+//! arrival (with the workspace check and the `Busy` / `WrongWorkspace`
+//! answers), ranges are read as the replicator's `Serve` output says and cut
+//! by `respond`, gossip carries only what replicators publish or accept,
+//! deduplicated by the message id of the bytes (gossipsub's duplicate
+//! filter), and imports follow the store's rules and are reported with the
+//! store's typed outcome. It decides nothing of its own: what to ask, serve,
+//! gossip or ban is the replicator's.
+//!
+//! Packets wait in one queue ordered by (delivery time, send order); with the
+//! default model (no latency, no loss) every packet is due at once and they
+//! are delivered in the order they were sent (or newest first, to test
+//! reordering). Every random choice (latency, loss) comes from the network's
+//! own seeded generator, so a run is the same for the same seed.
+
+use crate::model::LinkModel;
+use crate::store::MemStore;
+use agora_core::xorshift::Xorshift64;
+use agora_core::{AgentId, AgentKey, EntryRef, SignedEntry};
+use agora_sync::wire::gossip_message_id;
+use agora_sync::{
+    Config, Gossip, GossipVerdict, Message, Output, PeerId, Replicator, WireEntry, WireRequest, WireResponse, WorkspaceId, ANNOUNCE_INTERVAL_MS,
+    BUSY_BACKOFF_MS,
+};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// How a node behaves towards its peers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Behaviour {
+    /// Follows the protocol.
+    #[default]
+    Honest,
+    /// Claims what it holds and never answers a range request.
+    Withholder,
+    /// Serves and relays entries without their payloads.
+    Stripper,
+    /// Breaks the signature of the first entry of every response.
+    Corrupter,
+}
+
+/// One simulated node: its replicator, its store and how it behaves.
+pub struct Node {
+    /// The replication state machine, as the node runs it.
+    pub rep: Replicator,
+    /// What the node holds; kept across a crash.
+    pub store: MemStore,
+    /// Its workspace (a node of another answers `WrongWorkspace`).
+    pub workspace: WorkspaceId,
+    /// Honest or one of the adversaries' ways.
+    pub behaviour: Behaviour,
+    /// Down (crashed or not started): it sends and receives nothing.
+    pub down: bool,
+    /// Gossip message ids already seen (gossipsub's duplicate filter).
+    seen: BTreeSet<[u8; 32]>,
+    /// Payloads its replicator gave up on.
+    pub unavailable: Vec<EntryRef>,
+    /// Traffic it sent and received.
+    pub traffic: Traffic,
+}
+
+/// Messages and bytes a node sent and received.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Traffic {
+    /// Packets sent.
+    pub messages_sent: u64,
+    /// Bytes sent.
+    pub bytes_sent: u64,
+    /// Packets received (delivered while up and connected).
+    pub messages_received: u64,
+    /// Bytes received.
+    pub bytes_received: u64,
+}
+
+/// Bytes in transit.
+#[derive(Clone, Debug)]
+pub enum Packet {
+    /// A request (a frontier or a range request).
+    Request(Vec<u8>),
+    /// A response, with the id of the range request it answers (the
+    /// transport correlates them, as libp2p's request-response does).
+    Response(Option<u64>, Vec<u8>),
+    /// A gossip message.
+    Gossip(Vec<u8>),
+}
+
+impl Packet {
+    fn len(&self) -> usize {
+        match self {
+            Packet::Request(b) | Packet::Response(_, b) | Packet::Gossip(b) => b.len(),
+        }
+    }
+}
+
+/// The network: nodes, links and packets in flight, on virtual time.
+pub struct Net {
+    /// The nodes, by index (a node's peer id is its index).
+    pub nodes: Vec<Node>,
+    /// Packets in flight, by (delivery time, send order).
+    queue: BTreeMap<(u64, u64), (u64, u64, Packet)>,
+    sent: u64,
+    /// Open connections (lower index first).
+    pub links: BTreeSet<(u64, u64)>,
+    /// Every ban: (by, banned, reason).
+    pub bans: Vec<(u64, u64, String)>,
+    /// Every refusal of an author not admitted: (by, peer, author, what).
+    pub refused: Vec<(u64, u64, AgentId, &'static str)>,
+    /// Packets taken off the queue.
+    pub delivered: usize,
+    /// Packets lost on a link or sent to a node that was down or cut off.
+    pub dropped: usize,
+    /// Virtual time, ms.
+    pub now: u64,
+    /// Deliver the newest packet first among those due (responses arrive out of order).
+    pub newest_first: bool,
+    /// Range requests each node sent.
+    pub requests_sent: Vec<usize>,
+    /// Most requests each node had in flight at once.
+    pub max_in_flight: Vec<usize>,
+    /// `Busy` answers delivered.
+    pub busy: usize,
+    /// `WrongWorkspace` answers delivered.
+    pub wrong_workspace: usize,
+    /// Every range request: (from, to, start, limit).
+    pub request_log: Vec<(usize, u64, agora_sync::RangeStart, u32)>,
+    /// The link model every pair uses unless it has its own.
+    pub model: LinkModel,
+    /// Links with a model of their own (lower index first).
+    pub link_models: BTreeMap<(u64, u64), LinkModel>,
+    /// When each node's uplink is free again (bandwidth).
+    uplink_free_ms: Vec<u64>,
+    /// Partition groups: two nodes in different groups cannot reach each other.
+    group: Vec<u32>,
+    config: Config,
+    rng: Xorshift64,
+}
+
+fn link(a: u64, b: u64) -> (u64, u64) {
+    (a.min(b), a.max(b))
+}
+
+impl Net {
+    /// `n` honest nodes of one workspace, up, unconnected, with the default
+    /// link model (no latency, no loss), at virtual time 1,000 ms.
+    pub fn new(n: usize, config: Config) -> Self {
+        Self::with_seed(n, config, 1)
+    }
+
+    /// [`Net::new`] with the network's random choices drawn from `seed`.
+    pub fn with_seed(n: usize, config: Config, seed: u64) -> Self {
+        let workspace = WorkspaceId::new(&AgentId([0xf0; 32]), "sim");
+        let nodes = (0..n)
+            .map(|_| Node {
+                rep: Replicator::new(config.clone()),
+                store: MemStore::default(),
+                workspace,
+                behaviour: Behaviour::Honest,
+                down: false,
+                seen: BTreeSet::new(),
+                unavailable: Vec::new(),
+                traffic: Traffic::default(),
+            })
+            .collect();
+        Self {
+            nodes,
+            queue: BTreeMap::new(),
+            sent: 0,
+            links: BTreeSet::new(),
+            bans: Vec::new(),
+            refused: Vec::new(),
+            delivered: 0,
+            dropped: 0,
+            now: 1_000,
+            newest_first: false,
+            requests_sent: vec![0; n],
+            max_in_flight: vec![0; n],
+            busy: 0,
+            wrong_workspace: 0,
+            request_log: Vec::new(),
+            model: LinkModel::default(),
+            link_models: BTreeMap::new(),
+            uplink_free_ms: vec![0; n],
+            group: vec![0; n],
+            config,
+            rng: Xorshift64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1),
+        }
+    }
+
+    /// Tell node `i`'s replicator what its store holds (after writing to it
+    /// directly), as the node does at start-up and after a resync.
+    pub fn sync_local(&mut self, i: usize) {
+        let heads = self.nodes[i].store.heads();
+        let now = self.now;
+        self.nodes[i].rep.set_local_frontier(heads, now);
+        let missing = self.nodes[i].store.missing_payloads();
+        self.nodes[i].rep.payloads_missing(&missing, now);
+    }
+
+    /// Open a connection between `a` and `b`, as a dial does: both
+    /// replicators learn the other, and send their frontiers. Nothing happens
+    /// if either is down or they are in different partition groups.
+    pub fn connect(&mut self, a: u64, b: u64) {
+        if a == b || !self.reachable(a, b) || self.links.contains(&link(a, b)) {
+            return;
+        }
+        self.links.insert(link(a, b));
+        for n in [a as usize, b as usize] {
+            self.sync_local(n);
+        }
+        let now = self.now;
+        self.nodes[a as usize].rep.connected(PeerId(b), now);
+        self.nodes[b as usize].rep.connected(PeerId(a), now);
+    }
+
+    /// Close the connection between `a` and `b`, as a lost connection does.
+    pub fn disconnect(&mut self, a: u64, b: u64) {
+        if self.links.remove(&link(a, b)) {
+            self.nodes[a as usize].rep.disconnected(PeerId(b));
+            self.nodes[b as usize].rep.disconnected(PeerId(a));
+        }
+    }
+
+    /// Is the connection between `a` and `b` open?
+    pub fn connected(&self, a: u64, b: u64) -> bool {
+        self.links.contains(&link(a, b))
+    }
+
+    /// Could `a` and `b` reach each other (both up, same partition group)?
+    pub fn reachable(&self, a: u64, b: u64) -> bool {
+        let (a, b) = (a as usize, b as usize);
+        !self.nodes[a].down && !self.nodes[b].down && self.group[a] == self.group[b]
+    }
+
+    /// Split the network: `groups[i]` is node `i`'s side. Connections
+    /// across the cut are lost (as when pings fail); nodes of one side stay
+    /// connected.
+    pub fn partition(&mut self, groups: &[u32]) {
+        assert_eq!(groups.len(), self.nodes.len(), "one group per node");
+        self.group = groups.to_vec();
+        let cut: Vec<(u64, u64)> = self.links.iter().copied().filter(|&(a, b)| !self.reachable(a, b)).collect();
+        for (a, b) in cut {
+            self.disconnect(a, b);
+        }
+    }
+
+    /// Heal every partition (connections are not reopened: see [`Net::connect`]).
+    pub fn heal(&mut self) {
+        self.group.iter_mut().for_each(|g| *g = 0);
+    }
+
+    /// Crash node `i`: its connections are lost, its packets in flight are
+    /// lost, and its replicator's state is gone. Its store survives.
+    pub fn crash(&mut self, i: usize) {
+        let peers: Vec<u64> = self.neighbours(i);
+        for p in peers {
+            self.disconnect(i as u64, p);
+        }
+        self.nodes[i].down = true;
+    }
+
+    /// Start node `i` again (after a crash, or for the first time when it
+    /// joins late) with a fresh replicator over its store, as the node
+    /// process does at start-up. The caller hands it the roster's admission
+    /// (if any) and opens its connections.
+    pub fn restart(&mut self, i: usize) {
+        self.nodes[i].rep = Replicator::new(self.config.clone());
+        self.nodes[i].seen.clear();
+        self.nodes[i].down = false;
+        self.sync_local(i);
+    }
+
+    /// The nodes connected to `i`.
+    pub fn neighbours(&self, i: usize) -> Vec<u64> {
+        self.links.iter().filter_map(|&(a, b)| if a == i as u64 { Some(b) } else if b == i as u64 { Some(a) } else { None }).collect()
+    }
+
+    /// Append on node `i` and publish as its node would.
+    pub fn append(&mut self, i: usize, key: &AgentKey, payload: &[u8]) -> SignedEntry {
+        let now = self.now;
+        let e = self.nodes[i].store.append(key, payload, now);
+        self.committed(i, key.agent_id(), &[(e.clone(), Some(payload.to_vec()))]);
+        e
+    }
+
+    /// Tell node `i`'s replicator about entries written to its store by its
+    /// own agents (appended or forked by hand), as the node's commit path does.
+    pub fn committed(&mut self, i: usize, author: AgentId, entries: &[(SignedEntry, Option<Vec<u8>>)]) {
+        let now = self.now;
+        let tips = self.nodes[i].store.tips(&author);
+        if !self.nodes[i].down {
+            self.nodes[i].rep.local_commit(entries, &[]);
+            self.nodes[i].rep.set_local_heads(author, tips, now);
+        }
+    }
+
+    /// Run until nothing moves: deliver every packet in flight (letting
+    /// virtual time pass to when each is due), and let time pass for the
+    /// short timers (announcements coalesced for `ANNOUNCE_INTERVAL_MS`,
+    /// `Busy` back-offs) but not for request timeouts. Returns packets delivered.
+    pub fn run(&mut self) -> usize {
+        let start = self.delivered;
+        loop {
+            self.run_now();
+            let packet = self.queue.keys().next().map(|k| k.0);
+            let timer = self.next_timer();
+            let short = self.now + BUSY_BACKOFF_MS.max(ANNOUNCE_INTERVAL_MS);
+            let next = match (packet, timer) {
+                (Some(p), Some(t)) => Some(p.min(t)),
+                (Some(p), None) => Some(p),
+                (None, Some(t)) if t <= short => Some(t),
+                _ => None,
+            };
+            match next {
+                Some(t) => self.tick_to(t),
+                None => return self.delivered - start,
+            }
+        }
+    }
+
+    /// Run until virtual time `until_ms`: packets and timers (request
+    /// timeouts included) fire when due, in time order.
+    pub fn run_until(&mut self, until_ms: u64) {
+        loop {
+            self.run_now();
+            let packet = self.queue.keys().next().map(|k| k.0);
+            let next = [packet, self.next_timer()].into_iter().flatten().min();
+            match next {
+                Some(t) if t <= until_ms => self.tick_to(t),
+                _ => break,
+            }
+        }
+        self.tick_to(until_ms);
+        self.run_now();
+    }
+
+    /// Let `ms` of virtual time pass (ticking every node), then run.
+    pub fn advance(&mut self, ms: u64) {
+        self.now += ms;
+        let now = self.now;
+        for n in self.nodes.iter_mut().filter(|n| !n.down) {
+            n.rep.handle_timeout(now);
+        }
+        self.run();
+    }
+
+    /// The next time a node's timer is due, after now (a timer due now was
+    /// handled: `handle_timeout` ran at this instant).
+    fn next_timer(&self) -> Option<u64> {
+        self.nodes.iter().filter(|n| !n.down).filter_map(|n| n.rep.poll_timeout()).filter(|&t| t > self.now).min()
+    }
+
+    /// Move virtual time to `t` (never back) and tick the nodes whose timer is due.
+    fn tick_to(&mut self, t: u64) {
+        self.now = self.now.max(t);
+        let now = self.now;
+        for n in self.nodes.iter_mut().filter(|n| !n.down) {
+            if n.rep.poll_timeout().is_some_and(|due| due <= now) {
+                n.rep.handle_timeout(now);
+            }
+        }
+    }
+
+    /// Deliver until nothing moves at this instant. Bounded.
+    fn run_now(&mut self) -> usize {
+        let start = self.delivered;
+        for _ in 0..50_000_000 {
+            let mut progressed = false;
+            for i in 0..self.nodes.len() {
+                if self.nodes[i].down {
+                    continue;
+                }
+                while let Some(out) = self.nodes[i].rep.poll() {
+                    progressed = true;
+                    self.output(i, out);
+                }
+                self.max_in_flight[i] = self.max_in_flight[i].max(self.nodes[i].rep.in_flight());
+            }
+            if let Some((from, to, packet)) = self.pop_due() {
+                progressed = true;
+                self.delivered += 1;
+                if self.connected(from, to) {
+                    let t = &mut self.nodes[to as usize].traffic;
+                    t.messages_received += 1;
+                    t.bytes_received += packet.len() as u64;
+                    self.deliver(from, to, packet);
+                } else {
+                    self.dropped += 1;
+                }
+            }
+            if !progressed {
+                return self.delivered - start;
+            }
+        }
+        panic!("network did not settle at {} ms", self.now);
+    }
+
+    /// The next packet due now, if any: the oldest (or newest) of those due.
+    fn pop_due(&mut self) -> Option<(u64, u64, Packet)> {
+        let now = self.now;
+        let key = if self.newest_first { self.queue.range(..=(now, u64::MAX)).next_back().map(|(k, _)| *k) } else { self.queue.keys().next().copied().filter(|k| k.0 <= now) };
+        key.and_then(|k| self.queue.remove(&k))
+    }
+
+    /// Put a packet on the wire from `from` to `to`: it waits for the
+    /// sender's uplink (bandwidth), then the link's latency; it may be lost.
+    fn send(&mut self, from: usize, to: u64, packet: Packet) {
+        let bytes = packet.len() as u64;
+        let t = &mut self.nodes[from].traffic;
+        t.messages_sent += 1;
+        t.bytes_sent += bytes;
+        let model = self.link_models.get(&link(from as u64, to)).unwrap_or(&self.model).clone();
+        if model.loses(&mut self.rng) {
+            self.dropped += 1;
+            return;
+        }
+        let mut at = self.now;
+        if let Some(rate) = model.bandwidth_bytes_per_s.filter(|r| *r > 0) {
+            let start = self.uplink_free_ms[from].max(self.now);
+            let busy_ms = bytes.saturating_mul(1_000).div_ceil(rate);
+            self.uplink_free_ms[from] = start + busy_ms;
+            at = start + busy_ms;
+        }
+        at += model.latency.sample(&mut self.rng);
+        self.sent += 1;
+        self.queue.insert((at, self.sent), (from as u64, to, packet));
+    }
+
+    fn output(&mut self, i: usize, out: Output) {
+        let now = self.now;
+        match out {
+            Output::Send(to, Message::Response { req, entries, more }) => {
+                let bytes = WireResponse::Entries { req, entries, more }.encode();
+                self.send(i, to.0, Packet::Response(Some(req), bytes));
+            }
+            Output::Send(to, message) => {
+                if let Message::Request { start, limit, .. } = &message {
+                    self.requests_sent[i] += 1;
+                    self.request_log.push((i, to.0, *start, *limit));
+                }
+                let workspace = self.nodes[i].workspace;
+                let request = WireRequest::from_message(workspace, message).expect("frontiers and ranges travel as requests");
+                self.send(i, to.0, Packet::Request(request.encode()));
+            }
+            Output::Publish(g) => self.publish(i, g),
+            Output::Import { id, from: _, entries } => {
+                let r = self.nodes[i].store.import(entries, now);
+                self.nodes[i].rep.import_result(id, r.outcome.clone(), now);
+                self.after_import(i, &r);
+            }
+            Output::Serve(s) => {
+                let node = &self.nodes[i];
+                if node.behaviour == Behaviour::Withholder {
+                    return;
+                }
+                let mut served = node.store.serve(&s);
+                match node.behaviour {
+                    Behaviour::Stripper => served.iter_mut().for_each(|(_, w)| w.payload = None),
+                    Behaviour::Corrupter => {
+                        if let Some((_, w)) = served.get_mut(0) {
+                            let n = w.entry.len();
+                            w.entry[n - 3] ^= 0x40;
+                        }
+                    }
+                    _ => {}
+                }
+                self.nodes[i].rep.respond(s, served);
+            }
+            Output::Ban { peer, reason, .. } => {
+                self.bans.push((i as u64, peer.0, reason));
+                self.disconnect(i as u64, peer.0);
+            }
+            Output::Decline { peer, req } => self.send(i, peer.0, Packet::Response(Some(req), WireResponse::Busy.encode())),
+            Output::Refused { peer, author, what } => self.refused.push((i as u64, peer.0, author, what)),
+            Output::PayloadUnavailable(e) => self.nodes[i].unavailable.push(e),
+        }
+    }
+
+    /// What the node's commit path does after an import: tips to the
+    /// replicator, new fork proofs published, payloads that arrived or are
+    /// missing reported.
+    fn after_import(&mut self, i: usize, r: &crate::store::Imported) {
+        let now = self.now;
+        for a in &r.changed {
+            let tips = self.nodes[i].store.tips(a);
+            self.nodes[i].rep.set_local_heads(*a, tips, now);
+        }
+        if !r.new_forks.is_empty() {
+            self.nodes[i].rep.local_commit(&[], &r.new_forks);
+        }
+        if !r.filled.is_empty() {
+            self.nodes[i].rep.payloads_arrived(&r.filled);
+        }
+        if !r.missing.is_empty() {
+            self.nodes[i].rep.payloads_missing(&r.missing, now);
+        }
+    }
+
+    fn deliver(&mut self, from: u64, to: u64, packet: Packet) {
+        let now = self.now;
+        let i = to as usize;
+        let p = PeerId(from);
+        match packet {
+            Packet::Request(bytes) => {
+                let request = match WireRequest::decode(&bytes) {
+                    Ok(r) => r,
+                    Err(e) => return self.nodes[i].rep.report_invalid(p, format!("request: {e}"), now),
+                };
+                if request.workspace() != self.nodes[i].workspace {
+                    return self.send(i, from, Packet::Response(None, WireResponse::WrongWorkspace.encode()));
+                }
+                let message = request.into_message();
+                if matches!(message, Message::Frontier(_)) {
+                    self.send(i, from, Packet::Response(None, WireResponse::Ack.encode()));
+                }
+                self.nodes[i].rep.handle(p, message, now);
+            }
+            Packet::Response(req, bytes) => match WireResponse::decode(&bytes) {
+                Ok(WireResponse::Entries { req, entries, more }) => self.nodes[i].rep.handle(p, Message::Response { req, entries, more }, now),
+                Ok(WireResponse::Ack) => {}
+                Ok(WireResponse::Busy) => {
+                    self.busy += 1;
+                    if let Some(req) = req {
+                        self.nodes[i].rep.busy(p, req, now);
+                    }
+                }
+                Ok(WireResponse::WrongWorkspace) => {
+                    self.wrong_workspace += 1;
+                    self.disconnect(from, to);
+                }
+                Err(e) => self.nodes[i].rep.report_invalid(p, format!("response: {e}"), now),
+            },
+            Packet::Gossip(bytes) => self.receive_gossip(i, from, bytes),
+        }
+    }
+
+    /// Publish from node `i` to its neighbours (gossipsub's flood).
+    fn publish(&mut self, i: usize, g: Gossip) {
+        let bytes = g.encode();
+        self.nodes[i].seen.insert(gossip_message_id(&bytes));
+        self.forward(i, None, bytes);
+    }
+
+    fn forward(&mut self, i: usize, except: Option<u64>, bytes: Vec<u8>) {
+        for n in self.neighbours(i) {
+            if Some(n) != except {
+                self.send(i, n, Packet::Gossip(bytes.clone()));
+            }
+        }
+    }
+
+    fn receive_gossip(&mut self, i: usize, from: u64, bytes: Vec<u8>) {
+        let now = self.now;
+        if !self.nodes[i].seen.insert(gossip_message_id(&bytes)) {
+            return; // a duplicate: dropped before validation
+        }
+        let verdict = match Gossip::decode(&bytes) {
+            Ok(g) => self.nodes[i].rep.gossip(PeerId(from), g, now),
+            Err(e) => {
+                self.nodes[i].rep.report_invalid(PeerId(from), format!("gossip: {e}"), now);
+                return;
+            }
+        };
+        if verdict != GossipVerdict::Accept {
+            return;
+        }
+        let out = match (self.nodes[i].behaviour, Gossip::decode(&bytes)) {
+            (Behaviour::Stripper, Ok(Gossip::Entry(w))) => {
+                // Relays the entry without its payload: a different message.
+                let stripped = Gossip::Entry(WireEntry { entry: w.entry, payload: None }).encode();
+                self.nodes[i].seen.insert(gossip_message_id(&stripped));
+                stripped
+            }
+            _ => bytes,
+        };
+        self.forward(i, Some(from), out);
+    }
+
+    /// Publish an arbitrary gossip message as node `origin` (an adversary's own).
+    pub fn gossip_from(&mut self, origin: usize, g: Gossip) {
+        self.publish(origin, g);
+    }
+
+    /// Send raw bytes as a request from `from` to `to` (an adversary's own:
+    /// garbage, or a message the replicator would never send).
+    pub fn send_raw_request(&mut self, from: usize, to: u64, bytes: Vec<u8>) {
+        self.send(from, to, Packet::Request(bytes));
+    }
+
+    /// Packets in flight.
+    pub fn in_flight(&self) -> usize {
+        self.queue.len()
+    }
+}
