@@ -5,14 +5,22 @@
 //! rules ([`store`]), joined by a modelled network ([`net`], [`model`]) that
 //! carries the wire bytes the node would send and executes the replicator's
 //! outputs as the node's driver does. Nothing here decides what to ask,
-//! serve, gossip or ban: the replicator does, as in the node. Every random
-//! choice derives from one seed, so a run replays exactly.
+//! serve, gossip or ban: the replicator does, as in the node. A scenario
+//! file ([`scenario`]) says who records what, when, over which network, with
+//! which adversaries; the runner ([`run`]) plays it and checks the
+//! invariants; the report ([`report`]) is the same bytes for the same seed.
 #![deny(missing_docs)]
 
 pub mod model;
 pub mod net;
+pub mod report;
+pub mod run;
+pub mod scenario;
 pub mod store;
 
 pub use model::{Latency, LinkModel};
 pub use net::{Behaviour, Net, Node, Packet, Traffic};
+pub use report::Report;
+pub use run::run;
+pub use scenario::Scenario;
 pub use store::{Imported, MemStore, Stored};

@@ -125,6 +125,9 @@ pub struct Net {
     pub wrong_workspace: usize,
     /// Every range request: (from, to, start, limit).
     pub request_log: Vec<(usize, u64, agora_sync::RangeStart, u32)>,
+    /// When each node first held a proof of each forked position: (author,
+    /// seq) → node → virtual ms.
+    pub forks_seen: BTreeMap<(AgentId, u64), BTreeMap<usize, u64>>,
     /// The link model every pair uses unless it has its own.
     pub model: LinkModel,
     /// Links with a model of their own (lower index first).
@@ -179,6 +182,7 @@ impl Net {
             busy: 0,
             wrong_workspace: 0,
             request_log: Vec::new(),
+            forks_seen: BTreeMap::new(),
             model: LinkModel::default(),
             link_models: BTreeMap::new(),
             uplink_free_ms: vec![0; n],
@@ -203,6 +207,12 @@ impl Net {
     /// if either is down or they are in different partition groups.
     pub fn connect(&mut self, a: u64, b: u64) {
         if a == b || !self.reachable(a, b) || self.links.contains(&link(a, b)) {
+            return;
+        }
+        // A node refuses the connections of a peer it banned, as the node's
+        // connection gate does.
+        let now = self.now;
+        if self.nodes[a as usize].rep.banned_until(PeerId(b), now).is_some() || self.nodes[b as usize].rep.banned_until(PeerId(a), now).is_some() {
             return;
         }
         self.links.insert(link(a, b));
@@ -287,10 +297,19 @@ impl Net {
     /// Tell node `i`'s replicator about entries written to its store by its
     /// own agents (appended or forked by hand), as the node's commit path does.
     pub fn committed(&mut self, i: usize, author: AgentId, entries: &[(SignedEntry, Option<Vec<u8>>)]) {
+        self.committed_with_proofs(i, author, entries, &[]);
+    }
+
+    /// [`Net::committed`] for writes that forked the author's chain: the
+    /// store's new proofs are published with the entries, as the node does.
+    pub fn committed_with_proofs(&mut self, i: usize, author: AgentId, entries: &[(SignedEntry, Option<Vec<u8>>)], proofs: &[agora_core::ForkProof]) {
         let now = self.now;
+        for p in proofs {
+            self.forks_seen.entry((p.author(), p.seq())).or_default().entry(i).or_insert(now);
+        }
         let tips = self.nodes[i].store.tips(&author);
         if !self.nodes[i].down {
-            self.nodes[i].rep.local_commit(entries, &[]);
+            self.nodes[i].rep.local_commit(entries, proofs);
             self.nodes[i].rep.set_local_heads(author, tips, now);
         }
     }
@@ -487,6 +506,9 @@ impl Net {
             self.nodes[i].rep.set_local_heads(*a, tips, now);
         }
         if !r.new_forks.is_empty() {
+            for p in &r.new_forks {
+                self.forks_seen.entry((p.author(), p.seq())).or_default().entry(i).or_insert(now);
+            }
             self.nodes[i].rep.local_commit(&[], &r.new_forks);
         }
         if !r.filled.is_empty() {
@@ -505,7 +527,7 @@ impl Net {
             Packet::Request(bytes) => {
                 let request = match WireRequest::decode(&bytes) {
                     Ok(r) => r,
-                    Err(e) => return self.nodes[i].rep.report_invalid(p, format!("request: {e}"), now),
+                    Err(e) => return self.nodes[i].rep.report_invalid(p, e.to_string(), now),
                 };
                 if request.workspace() != self.nodes[i].workspace {
                     return self.send(i, from, Packet::Response(None, WireResponse::WrongWorkspace.encode()));
@@ -529,7 +551,7 @@ impl Net {
                     self.wrong_workspace += 1;
                     self.disconnect(from, to);
                 }
-                Err(e) => self.nodes[i].rep.report_invalid(p, format!("response: {e}"), now),
+                Err(e) => self.nodes[i].rep.report_invalid(p, e.to_string(), now),
             },
             Packet::Gossip(bytes) => self.receive_gossip(i, from, bytes),
         }
@@ -558,7 +580,7 @@ impl Net {
         let verdict = match Gossip::decode(&bytes) {
             Ok(g) => self.nodes[i].rep.gossip(PeerId(from), g, now),
             Err(e) => {
-                self.nodes[i].rep.report_invalid(PeerId(from), format!("gossip: {e}"), now);
+                self.nodes[i].rep.report_invalid(PeerId(from), e.to_string(), now);
                 return;
             }
         };

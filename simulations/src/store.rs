@@ -26,6 +26,13 @@ pub struct MemStore {
     pub proofs: BTreeMap<(AgentId, u64), ForkProof>,
     /// Tips by author, kept as entries are stored.
     tip_set: BTreeMap<AgentId, BTreeSet<(u64, EntryId)>>,
+    /// XOR of every id held: two stores with the same entries have the same
+    /// digest (and, with the same count, almost surely only they do).
+    pub digest: [u8; 32],
+    /// Bytes held: encoded entries and payloads.
+    pub bytes: u64,
+    /// Entries held without their payload.
+    pub payloads_missing: usize,
 }
 
 /// What an import did, as agora-store reports it.
@@ -90,6 +97,8 @@ impl MemStore {
         }
         for (key, payload) in fills {
             out.filled.push(key.2);
+            self.payloads_missing = self.payloads_missing.saturating_sub(1);
+            self.bytes += payload.as_ref().map_or(0, Vec::len) as u64;
             self.entries.get_mut(&key).expect("held").1 = payload;
         }
         for (e, payload) in fresh {
@@ -104,6 +113,7 @@ impl MemStore {
             }
             if payload.is_none() {
                 out.missing.push(e.entry_ref());
+                self.payloads_missing += 1;
             }
             let tips = self.tip_set.entry(a).or_default();
             if let Some(back) = e.header().backlink {
@@ -111,6 +121,8 @@ impl MemStore {
             }
             tips.insert((s, id));
             self.ids.insert(id, (a, s));
+            self.digest.iter_mut().zip(id.0).for_each(|(d, b)| *d ^= b);
+            self.bytes += (e.encode().len() + payload.as_ref().map_or(0, Vec::len)) as u64;
             self.entries.insert((a, s, id), (e, payload));
             out.changed.insert(a);
         }

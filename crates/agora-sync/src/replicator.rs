@@ -40,6 +40,11 @@ pub const BUSY_BACKOFF_MS: u64 = 1_000;
 /// Most ranges remembered as "timed out once", to be fanned out when asked again.
 const RETRIED_MAX: usize = 1_024;
 
+/// A payload reported unavailable is asked for again, `payload_tries_max`
+/// more times, this many request timeouts later (and so on while it is
+/// missing): a peer that holds it may connect, or its claims come back, later.
+const PAYLOAD_RETRY_SLOW_TIMEOUTS: u64 = 10;
+
 /// Most per-author gossip budgets kept while no roster bounds the authors.
 const AUTHOR_BUCKETS_MAX: usize = 16_384;
 
@@ -437,6 +442,9 @@ struct Missing {
     tries: u32,
     /// Not asked again before this.
     next_ms: u64,
+    /// Reported unavailable (after `payload_tries_max` tries): still asked,
+    /// slowly, and the first to make room for a new missing payload.
+    reported: bool,
 }
 
 #[derive(Debug)]
@@ -751,10 +759,16 @@ impl Replicator {
     /// list, while [`Replicator::missing_payload_room`] is positive.
     pub fn payloads_missing(&mut self, entries: &[EntryRef], now_ms: u64) {
         for e in entries {
-            if self.missing.len() >= self.config.missing_payloads_max {
-                break;
+            if self.missing.contains_key(e) {
+                continue;
             }
-            self.missing.entry(*e).or_insert(Missing { tries: 0, next_ms: now_ms });
+            if self.missing.len() >= self.config.missing_payloads_max {
+                // A payload already reported unavailable makes room (it stays
+                // in the store's list, and is handed over again later).
+                let Some(old) = self.missing.iter().find(|(_, m)| m.reported).map(|(e, _)| *e) else { break };
+                self.missing.remove(&old);
+            }
+            self.missing.insert(*e, Missing { tries: 0, next_ms: now_ms, reported: false });
         }
         self.plan_all(now_ms);
     }
@@ -1392,9 +1406,14 @@ impl Replicator {
                 return;
             }
             if m.tries >= self.config.payload_tries_max {
-                self.missing.remove(&e);
-                self.stats.payloads_unavailable += 1;
-                self.outputs.push_back(Output::PayloadUnavailable(e));
+                // Reported once; then asked again, slowly: a peer that holds
+                // it may connect, or its claims come back, later.
+                if !m.reported {
+                    self.stats.payloads_unavailable += 1;
+                    self.outputs.push_back(Output::PayloadUnavailable(e));
+                }
+                let slow = self.config.request_timeout_ms.saturating_mul(PAYLOAD_RETRY_SLOW_TIMEOUTS);
+                self.missing.insert(e, Missing { tries: 0, next_ms: now_ms.saturating_add(slow), reported: true });
                 continue;
             }
             let claimants: Vec<PeerId> = self

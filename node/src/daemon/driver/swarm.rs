@@ -70,7 +70,7 @@ impl Driver {
                         }
                         Err(e) => {
                             self.counters.invalid_wire += 1;
-                            self.rep.report_invalid(p, format!("gossip: {e}"), now);
+                            self.rep.report_invalid(p, e.to_string(), now);
                             gossipsub::MessageAcceptance::Reject
                         }
                     }
@@ -157,7 +157,7 @@ impl Driver {
             Ok(WireResponse::WrongWorkspace) => self.mark_foreign(peer, p),
             Err(e) => {
                 self.counters.invalid_wire += 1;
-                self.rep.report_invalid(p, format!("response: {e}"), now);
+                self.rep.report_invalid(p, e.to_string(), now);
             }
         }
     }
@@ -167,7 +167,7 @@ impl Driver {
             Ok(r) => r,
             Err(e) => {
                 self.counters.invalid_wire += 1;
-                self.rep.report_invalid(p, format!("request: {e}"), now);
+                self.rep.report_invalid(p, e.to_string(), now);
                 return;
             }
         };

@@ -1,0 +1,135 @@
+//! What a run reports: the same bytes for the same scenario and seed (no
+//! wall-clock figure is in it; the CLI prints those beside it).
+
+use serde::Serialize;
+
+/// The report of one run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The seed.
+    pub seed: u64,
+    /// The command that replays this run.
+    pub replay: String,
+    /// The swarm's size.
+    pub swarm: Swarm,
+    /// Virtual time: when activity stopped, when the last partition healed,
+    /// when the run ended.
+    pub activity_end_ms: u64,
+    /// When the last partition healed (0: none).
+    pub last_heal_ms: u64,
+    /// When the run ended.
+    pub end_ms: u64,
+    /// Virtual ms from the later of activity's end and the last heal until
+    /// every honest node held the same entries (`None`: not within the
+    /// scenario's `settle_ms`).
+    pub convergence_ms: Option<u64>,
+    /// The bound the scenario sets on convergence.
+    pub settle_ms: u64,
+    /// Entries written: by honest agents, by adversaries.
+    pub entries_written: Written,
+    /// The merged view's hash per honest node, hex (equal when converged).
+    pub view_hashes: Vec<String>,
+    /// Forked positions and when each honest node first held their proof.
+    pub forks: Vec<ForkDetection>,
+    /// Samples over time at the first honest node.
+    pub series: Vec<Sample>,
+    /// Per node: its role and its traffic.
+    pub nodes: Vec<NodeFigures>,
+    /// Bans, by whom of whom and why.
+    pub bans: Vec<Ban>,
+    /// Every invariant checked, with its result.
+    pub invariants: Vec<InvariantResult>,
+    /// Did every invariant hold?
+    pub ok: bool,
+}
+
+/// The swarm's size.
+#[derive(Clone, Debug, Serialize)]
+pub struct Swarm {
+    /// Honest nodes.
+    pub honest_nodes: usize,
+    /// Nodes run by adversaries.
+    pub adversary_nodes: usize,
+    /// Honest agents (generated and scripted).
+    pub honest_agents: usize,
+    /// Adversary agents.
+    pub adversary_agents: usize,
+}
+
+/// Entries written.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Written {
+    /// By honest agents.
+    pub honest: u64,
+    /// By adversaries (forks, spam, outsiders' and backdated entries).
+    pub adversary: u64,
+}
+
+/// A forked position and its detection.
+#[derive(Clone, Debug, Serialize)]
+pub struct ForkDetection {
+    /// The author, hex.
+    pub author: String,
+    /// The seq.
+    pub seq: u64,
+    /// When it was first proven anywhere.
+    pub first_ms: u64,
+    /// When the last honest node that proved it did (`None`: some never did).
+    pub all_honest_ms: Option<u64>,
+}
+
+/// One sample of the reference node's view.
+#[derive(Clone, Debug, Serialize)]
+pub struct Sample {
+    /// Virtual time.
+    pub at_ms: u64,
+    /// Entries held.
+    pub entries: usize,
+    /// Forked positions proven.
+    pub forks: usize,
+    /// Disputes held (dispute events recorded by honest agents that it holds).
+    pub disputes: usize,
+    /// Honest nodes holding exactly what the reference node holds.
+    pub nodes_in_sync: usize,
+}
+
+/// One node's figures.
+#[derive(Clone, Debug, Serialize)]
+pub struct NodeFigures {
+    /// Its index.
+    pub node: usize,
+    /// "honest", or the adversary's kind.
+    pub role: String,
+    /// Up at the end.
+    pub up: bool,
+    /// Entries held at the end.
+    pub entries: usize,
+    /// Its estimated memory at the end, bytes.
+    pub memory_bytes: u64,
+    /// Traffic.
+    pub traffic: crate::net::Traffic,
+}
+
+/// A ban.
+#[derive(Clone, Debug, Serialize)]
+pub struct Ban {
+    /// The node that banned.
+    pub by: u64,
+    /// The node banned.
+    pub peer: u64,
+    /// Why.
+    pub reason: String,
+}
+
+/// An invariant and whether it held.
+#[derive(Clone, Debug, Serialize)]
+pub struct InvariantResult {
+    /// Its name.
+    pub name: String,
+    /// Held?
+    pub held: bool,
+    /// The first violation, when it did not.
+    pub violation: Option<String>,
+}

@@ -1,0 +1,827 @@
+//! The runner: builds the swarm a scenario describes, plays it on virtual
+//! time (agents' moves, adversaries' actions, partitions, churn, re-dials),
+//! lets it settle, checks the invariants and writes the report.
+//!
+//! Honest agents record through their home node's store and the node
+//! publishes as the real node does ([`Net::append`]); adversaries act through
+//! nodes of their own. Everything random comes from the run's seed: the
+//! agents' keys, their moves and delays, the topology's random links, the
+//! network's latencies and losses.
+
+use crate::net::{Behaviour, Net};
+use crate::report::{Ban, ForkDetection, InvariantResult, NodeFigures, Report, Sample, Swarm, Written};
+use crate::scenario::{AdversaryKind, MoveKind, Scenario, Topology};
+use agora_core::entry::next_header;
+use agora_core::limits::FUTURE_SKEW_MAX_MS;
+use agora_core::xorshift::Xorshift64;
+use agora_core::{AgentId, AgentKey, EntryId, SignedEntry};
+use agora_graph::Event;
+use agora_merge::{Merge, MergeEntry, MergeEvent};
+use agora_sync::{Gossip, Head, Message, WireEntry, WireRequest};
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+/// How often the runner re-dials lost links (as a node's bootstrap does), ms.
+const REDIAL_EVERY_MS: u64 = 1_000;
+
+/// How often convergence is checked while the swarm settles, ms.
+const SETTLE_CHECK_MS: u64 = 500;
+
+/// Samples in a report's series.
+const SAMPLES: u64 = 40;
+
+/// A full mesh of more nodes than this is refused (use a random topology).
+pub const FULL_MESH_MAX: usize = 256;
+
+/// What the runner knows of an agent.
+struct Agent {
+    key: Rc<AgentKey>,
+    name: String,
+    node: usize,
+    /// Generated moves left.
+    moves_left: usize,
+    /// Scripted moves, if any.
+    script: Option<usize>,
+}
+
+/// What an honest move created, for later moves to refer to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Made {
+    /// A position (a proposition, a refinement, a synthesis).
+    Position,
+    /// A contradiction of the target.
+    Contradiction(EntryId),
+    /// A dispute.
+    Dispute,
+    /// Anything else.
+    Other,
+}
+
+struct Created {
+    id: EntryId,
+    author: AgentId,
+    made: Made,
+}
+
+/// An adversary on its own node.
+struct Adversary {
+    kind: AdversaryKind,
+    every_ms: u64,
+    node: usize,
+    key: Rc<AgentKey>,
+    /// Has an equivocator forked yet?
+    forked: bool,
+}
+
+/// Something that happens at a time.
+#[derive(Clone, Debug)]
+enum Action {
+    Generated(usize),
+    Scripted(usize, usize),
+    PartitionOpen(usize),
+    PartitionHeal,
+    Join(usize),
+    Crash(usize),
+    Restart(usize),
+    Leave(usize),
+    Adversary(usize),
+    Redial,
+    Sample,
+}
+
+/// A scenario being played.
+pub struct Run<'s> {
+    scenario: &'s Scenario,
+    seed: u64,
+    /// The network and its nodes.
+    pub net: Net,
+    rng: Xorshift64,
+    agents: Vec<Agent>,
+    adversaries: Vec<Adversary>,
+    admitted: BTreeMap<AgentId, Option<u64>>,
+    /// Links the nodes keep dialling.
+    wanted: BTreeSet<(u64, u64)>,
+    /// Nodes that left for good.
+    left: BTreeSet<usize>,
+    schedule: BTreeMap<(u64, u64), Action>,
+    scheduled: u64,
+    created: Vec<Created>,
+    /// Indexes into `created` of positions.
+    positions: Vec<usize>,
+    labels: BTreeMap<String, EntryId>,
+    honest_ids: Vec<EntryId>,
+    written: Written,
+    /// Forked positions written by equivocators.
+    forked: BTreeSet<(AgentId, u64)>,
+    series: Vec<Sample>,
+    activity_end_ms: u64,
+    last_heal_ms: u64,
+}
+
+fn key_from(label: &str) -> Rc<AgentKey> {
+    Rc::new(AgentKey::from_seed(agora_core::sha256(label.as_bytes())))
+}
+
+impl<'s> Run<'s> {
+    /// Build the swarm of `scenario` with `seed`: nodes, agents, roster,
+    /// links and the schedule, at virtual time 0 + the network's start.
+    pub fn new(scenario: &'s Scenario, seed: u64) -> Self {
+        let honest = scenario.nodes;
+        let adversary_nodes: usize = scenario.adversaries.iter().map(|a| a.count).sum();
+        let total = honest + adversary_nodes;
+        let mut net = Net::with_seed(total, scenario.replicator.config(), seed ^ 0x005e_ed0f_a60a);
+        net.model = scenario.network.clone();
+        for l in &scenario.links {
+            net.link_models.insert((l.a.min(l.b) as u64, l.a.max(l.b) as u64), l.model.clone());
+        }
+        let mut rng = Xorshift64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let mut agents = Vec::new();
+        for node in 0..honest {
+            for j in 0..scenario.agents_per_node {
+                let name = format!("agent-{node}-{j}");
+                let key = key_from(&format!("agora-sim {seed} {name}"));
+                agents.push(Agent { key, name, node, moves_left: scenario.generated.events_per_agent, script: None });
+            }
+        }
+        for (i, s) in scenario.scripted.iter().enumerate() {
+            let key = key_from(&format!("agora-sim scripted {}", s.name));
+            agents.push(Agent { key, name: s.name.clone(), node: s.node, moves_left: 0, script: Some(i) });
+        }
+        let mut adversaries = Vec::new();
+        let mut admitted: BTreeMap<AgentId, Option<u64>> = agents.iter().map(|a| (a.key.agent_id(), None)).collect();
+        for a in &scenario.adversaries {
+            for k in 0..a.count {
+                let node = honest + adversaries.len();
+                let key = key_from(&format!("agora-sim {seed} adversary {node} {k}"));
+                match a.kind {
+                    AdversaryKind::Withholder => net.nodes[node].behaviour = Behaviour::Withholder,
+                    AdversaryKind::Stripper => net.nodes[node].behaviour = Behaviour::Stripper,
+                    AdversaryKind::Outsider => {}
+                    _ => {
+                        admitted.insert(key.agent_id(), None);
+                    }
+                }
+                adversaries.push(Adversary { kind: a.kind.clone(), every_ms: a.every_ms, node, key, forked: false });
+            }
+        }
+        let now = net.now;
+        for n in &mut net.nodes {
+            n.rep.set_admitted(Some(admitted.clone()), now);
+        }
+        // Links: the honest topology, and each adversary's node to a few honest nodes.
+        let mut wanted = BTreeSet::new();
+        let mut want = |a: usize, b: usize| {
+            if a != b {
+                wanted.insert((a.min(b) as u64, a.max(b) as u64));
+            }
+        };
+        match scenario.topology {
+            Topology::Full => (0..honest).for_each(|a| (a + 1..honest).for_each(|b| want(a, b))),
+            Topology::Ring => (0..honest).for_each(|a| want(a, (a + 1) % honest)),
+            Topology::Random { degree } => {
+                for a in 0..honest {
+                    want(a, (a + 1) % honest);
+                    for _ in 2..degree {
+                        want(a, rng.below(honest));
+                    }
+                }
+            }
+        }
+        for adv in &adversaries {
+            let dials = if scenario.topology == Topology::Full { honest } else { 3.min(honest) };
+            let first = rng.below(honest);
+            for k in 0..dials {
+                want(adv.node, (first + k) % honest);
+            }
+        }
+        let mut run = Run {
+            scenario,
+            seed,
+            net,
+            rng,
+            agents,
+            adversaries,
+            admitted,
+            wanted,
+            left: BTreeSet::new(),
+            schedule: BTreeMap::new(),
+            scheduled: 0,
+            created: Vec::new(),
+            positions: Vec::new(),
+            labels: BTreeMap::new(),
+            honest_ids: Vec::new(),
+            written: Written::default(),
+            forked: BTreeSet::new(),
+            series: Vec::new(),
+            activity_end_ms: 0,
+            last_heal_ms: 0,
+        };
+        run.plan();
+        run
+    }
+
+    fn at(&mut self, t: u64, action: Action) {
+        self.scheduled += 1;
+        self.schedule.insert((t, self.scheduled), action);
+    }
+
+    /// Virtual ms since the run's start.
+    fn elapsed(&self) -> u64 {
+        self.net.now - START_MS
+    }
+
+    /// Everything the scenario says will happen, on the schedule.
+    fn plan(&mut self) {
+        let s = self.scenario;
+        let start = START_MS;
+        self.net.now = start;
+        for c in &s.churn {
+            if let Some(t) = c.join_ms {
+                self.net.crash(c.node);
+                self.at(start + t, Action::Join(c.node));
+            }
+            if let Some(t) = c.crash_ms {
+                self.at(start + t, Action::Crash(c.node));
+            }
+            if let Some(t) = c.restart_ms {
+                self.at(start + t, Action::Restart(c.node));
+            }
+            if let Some(t) = c.leave_ms {
+                self.at(start + t, Action::Leave(c.node));
+            }
+        }
+        for (i, p) in s.partitions.iter().enumerate() {
+            self.at(start + p.at_ms, Action::PartitionOpen(i));
+            self.at(start + p.heal_ms, Action::PartitionHeal);
+            self.last_heal_ms = self.last_heal_ms.max(p.heal_ms);
+        }
+        for i in 0..self.agents.len() {
+            if let Some(script) = self.agents[i].script {
+                for (m, mv) in s.scripted[script].moves.iter().enumerate() {
+                    self.at(start + mv.at_ms, Action::Scripted(i, m));
+                }
+            } else if self.agents[i].moves_left > 0 {
+                let first = s.generated.interval.sample(&mut self.rng);
+                self.at(start + first, Action::Generated(i));
+            }
+        }
+        for i in 0..self.adversaries.len() {
+            let first = self.rng.below_u64(self.adversaries[i].every_ms);
+            self.at(start + first, Action::Adversary(i));
+        }
+        let last_churn = s.churn.iter().flat_map(|c| [c.join_ms, c.restart_ms]).flatten().max().unwrap_or(0);
+        let last_script = s.scripted.iter().flat_map(|a| a.moves.iter().map(|m| m.at_ms)).max().unwrap_or(0);
+        self.activity_end_ms = s.duration_ms.max(self.last_heal_ms).max(last_churn).max(last_script);
+        self.at(start, Action::Redial);
+        self.at(start, Action::Sample);
+    }
+
+    /// Play the scenario to its end and report.
+    pub fn play(mut self, replay: String) -> Report {
+        let s = self.scenario;
+        let settle_from = START_MS + self.activity_end_ms;
+        let deadline = settle_from + s.settle_ms;
+        let mut converged_at = None;
+        let mut next_check = settle_from;
+        loop {
+            let next_action = self.schedule.keys().next().map(|k| k.0);
+            let t = match next_action {
+                Some(t) if t <= next_check || t < settle_from => t,
+                _ => next_check,
+            };
+            if t > deadline {
+                break;
+            }
+            self.net.run_until(t);
+            if next_action == Some(t) {
+                let Some((_, action)) = self.schedule.pop_first() else { break };
+                self.apply(action);
+            } else {
+                if self.in_sync() == self.honest_up().len() {
+                    converged_at = Some(self.net.now - settle_from);
+                    break;
+                }
+                next_check += SETTLE_CHECK_MS;
+            }
+        }
+        self.sample();
+        self.report(converged_at, replay)
+    }
+
+    fn apply(&mut self, action: Action) {
+        let now = self.elapsed();
+        let s = self.scenario;
+        match action {
+            Action::Generated(i) => {
+                if now >= s.duration_ms || self.net.nodes[self.agents[i].node].down {
+                    return;
+                }
+                self.generated_move(i);
+                self.agents[i].moves_left -= 1;
+                if self.agents[i].moves_left > 0 {
+                    let delay = s.generated.interval.sample(&mut self.rng).max(1);
+                    self.at(self.net.now + delay, Action::Generated(i));
+                }
+            }
+            Action::Scripted(i, m) => self.scripted_move(i, m),
+            Action::PartitionOpen(p) => {
+                let mut groups = vec![0u32; self.net.nodes.len()];
+                for (g, members) in s.partitions[p].groups.iter().enumerate() {
+                    for &n in members {
+                        groups[n] = g as u32 + 1;
+                    }
+                }
+                self.net.partition(&groups);
+            }
+            Action::PartitionHeal => self.net.heal(),
+            Action::Join(n) | Action::Restart(n) => {
+                if !self.left.contains(&n) {
+                    self.net.restart(n);
+                    let now = self.net.now;
+                    self.net.nodes[n].rep.set_admitted(Some(self.admitted.clone()), now);
+                    self.redial();
+                }
+            }
+            Action::Crash(n) => self.net.crash(n),
+            Action::Leave(n) => {
+                self.left.insert(n);
+                self.net.crash(n);
+            }
+            Action::Adversary(a) => {
+                if now >= s.duration_ms {
+                    return;
+                }
+                self.adversary_acts(a);
+                let every = self.adversaries[a].every_ms;
+                self.at(self.net.now + every, Action::Adversary(a));
+            }
+            Action::Redial => {
+                self.redial();
+                self.at(self.net.now + REDIAL_EVERY_MS, Action::Redial);
+            }
+            Action::Sample => {
+                self.sample();
+                let every = ((self.activity_end_ms + s.settle_ms) / SAMPLES).max(REDIAL_EVERY_MS);
+                self.at(self.net.now + every, Action::Sample);
+            }
+        }
+    }
+
+    /// Dial every wanted link that is down but could be up.
+    fn redial(&mut self) {
+        let wanted: Vec<(u64, u64)> = self.wanted.iter().copied().filter(|(a, b)| !self.net.connected(*a, *b) && self.net.reachable(*a, *b)).collect();
+        for (a, b) in wanted {
+            self.net.connect(a, b);
+        }
+    }
+
+    // -----------------------------------------------------------------
+    // Honest agents.
+
+    /// Record `payload` as agent `i` through its node.
+    fn record(&mut self, i: usize, payload: Vec<u8>, made: Made) -> EntryId {
+        let node = self.agents[i].node;
+        let key = self.agents[i].key.clone();
+        let e = self.net.append(node, &key, &payload);
+        let id = e.id();
+        self.written.honest += 1;
+        self.honest_ids.push(id);
+        if made == Made::Position {
+            self.positions.push(self.created.len());
+        }
+        self.created.push(Created { id, author: key.agent_id(), made });
+        id
+    }
+
+    /// A recent position that agent `i`'s node holds, by another author when `other`.
+    fn pick_position(&mut self, i: usize, other: bool) -> Option<EntryId> {
+        let node = self.agents[i].node;
+        let me = self.agents[i].key.agent_id();
+        let window = self.positions.len().min(256);
+        for _ in 0..16 {
+            if window == 0 {
+                return None;
+            }
+            let c = &self.created[self.positions[self.positions.len() - 1 - self.rng.below(window)]];
+            if (!other || c.author != me) && self.net.nodes[node].store.ids.contains_key(&c.id) {
+                return Some(c.id);
+            }
+        }
+        None
+    }
+
+    fn generated_move(&mut self, i: usize) {
+        let w = &self.scenario.generated.weights;
+        let table = [w.propose, w.support, w.contradict, w.refine, w.synthesize, w.accept, w.dispute];
+        let total: u32 = table.iter().sum();
+        let mut r = self.rng.below_u64(u64::from(total.max(1))) as u32;
+        let mut kind = 0;
+        for (k, weight) in table.iter().enumerate() {
+            if r < *weight {
+                kind = k;
+                break;
+            }
+            r -= weight;
+        }
+        let topic = self.rng.below(self.scenario.generated.topics.max(1));
+        let n = self.created.len();
+        let name = self.agents[i].name.clone();
+        let text = format!("topic {topic}: {name}'s point {n}");
+        let made = match kind {
+            1 => self.pick_position(i, false).map(|target| (Event::Support { target, text: text.clone() }.encode(), Made::Other)),
+            2 => self.pick_position(i, true).map(|target| (Event::Contradiction { target, text: text.clone() }.encode(), Made::Contradiction(target))),
+            3 => self.pick_position(i, false).map(|target| {
+                let node = self.agents[i].node;
+                let resolves: Vec<EntryId> = self
+                    .created
+                    .iter()
+                    .rev()
+                    .take(512)
+                    .filter(|c| c.made == Made::Contradiction(target) && self.net.nodes[node].store.ids.contains_key(&c.id))
+                    .map(|c| c.id)
+                    .take(4)
+                    .collect();
+                (Event::Refinement { target, resolves, text: text.clone() }.encode(), Made::Position)
+            }),
+            4 => match (self.pick_position(i, false), self.pick_position(i, true)) {
+                (Some(a), Some(b)) if a != b => Some((Event::Synthesis { sources: vec![a, b], text: text.clone() }.encode(), Made::Position)),
+                _ => None,
+            },
+            5 => self.pick_accept(i).map(|(author, head)| (MergeEvent::Accept { author, up_to_seq: head.seq, head: head.id }.encode(), Made::Other)),
+            6 => self.pick_position(i, true).map(|target| {
+                let ev = MergeEvent::Dispute { target, reason: format!("{name} disputes it"), counter_claim: Some(text.clone()) };
+                (ev.encode(), Made::Dispute)
+            }),
+            _ => None,
+        };
+        let (payload, made) = made.unwrap_or_else(|| (Event::Proposition { text }.encode(), Made::Position));
+        self.record(i, payload, made);
+    }
+
+    /// Another agent's chain that `i`'s node holds, and its highest tip there.
+    fn pick_accept(&mut self, i: usize) -> Option<(AgentId, Head)> {
+        let node = self.agents[i].node;
+        let me = self.agents[i].key.agent_id();
+        for _ in 0..8 {
+            let other = self.agents[self.rng.below(self.agents.len())].key.agent_id();
+            if other == me {
+                continue;
+            }
+            if let Some(tip) = self.net.nodes[node].store.tips(&other).into_iter().max_by_key(|h| (h.seq, h.id)) {
+                return Some((other, tip));
+            }
+        }
+        None
+    }
+
+    fn scripted_move(&mut self, i: usize, m: usize) {
+        let Some(script) = self.agents[i].script else { return };
+        let mv = self.scenario.scripted[script].moves[m].clone();
+        if self.net.nodes[self.agents[i].node].down {
+            return;
+        }
+        let label = |l: &Option<String>| l.as_ref().and_then(|l| self.labels.get(l).copied());
+        let target = label(&mv.target);
+        let sources: Vec<EntryId> = mv.sources.iter().filter_map(|l| self.labels.get(l).copied()).collect();
+        let text = mv.text.clone();
+        // Validated: every reference names an earlier move's label.
+        let t = || target.expect("validated: the move has a target");
+        let (payload, made) = match mv.kind {
+            MoveKind::Propose => (Event::Proposition { text }.encode(), Made::Position),
+            MoveKind::Support => (Event::Support { target: t(), text }.encode(), Made::Other),
+            MoveKind::Contradict => (Event::Contradiction { target: t(), text }.encode(), Made::Contradiction(t())),
+            MoveKind::Refine => (Event::Refinement { target: t(), resolves: sources, text }.encode(), Made::Position),
+            MoveKind::Synthesize => (Event::Synthesis { sources, text }.encode(), Made::Position),
+            MoveKind::Question => (Event::Question { text }.encode(), Made::Other),
+            MoveKind::Resolve => (Event::Resolve { target: t(), text }.encode(), Made::Other),
+            MoveKind::Dispute => (MergeEvent::Dispute { target: t(), reason: text, counter_claim: None }.encode(), Made::Dispute),
+            MoveKind::Withdraw => (MergeEvent::Withdraw { dispute: t() }.encode(), Made::Other),
+            MoveKind::Accept => {
+                let head_id = label(&mv.up_to).expect("validated: an accept names up_to");
+                let Some(&(author, seq)) = self.net.nodes[self.agents[i].node].store.ids.get(&head_id) else {
+                    // Not arrived at this agent's node yet: it cannot pin what it has not seen.
+                    return;
+                };
+                (MergeEvent::Accept { author, up_to_seq: seq, head: head_id }.encode(), Made::Other)
+            }
+        };
+        let id = self.record(i, payload, made);
+        if let Some(l) = mv.label {
+            self.labels.insert(l, id);
+        }
+    }
+
+    // -----------------------------------------------------------------
+    // Adversaries.
+
+    /// Sign and store the next entry of adversary `a`'s chain on its node,
+    /// dated `timestamp_ms`, and publish it as the node would.
+    fn adversary_record(&mut self, a: usize, payload: &[u8], timestamp_ms: u64) -> SignedEntry {
+        let (node, key) = (self.adversaries[a].node, self.adversaries[a].key.clone());
+        let store = &self.net.nodes[node].store;
+        let prev = store.tips(&key.agent_id()).into_iter().max_by_key(|h| (h.seq, h.id)).and_then(|h| store.get(&h.id).map(|(e, _)| e.clone()));
+        let e = SignedEntry::sign(next_header(key.agent_id(), prev.as_ref(), timestamp_ms, payload).expect("a small payload"), &key);
+        let r = self.net.nodes[node].store.put(&e, Some(payload), self.net.now.max(timestamp_ms));
+        self.written.adversary += 1;
+        self.net.committed_with_proofs(node, key.agent_id(), &[(e.clone(), Some(payload.to_vec()))], &r.new_forks);
+        e
+    }
+
+    fn adversary_acts(&mut self, a: usize) {
+        let now = self.net.now;
+        let node = self.adversaries[a].node;
+        let author = self.adversaries[a].key.agent_id();
+        let text = |what: &str, n: u64| Event::Proposition { text: format!("{what} {n}") }.encode();
+        match self.adversaries[a].kind.clone() {
+            AdversaryKind::Withholder | AdversaryKind::Stripper => {}
+            AdversaryKind::Equivocator { fork_at_seq, branches } => {
+                let seq = self.net.nodes[node].store.max_seq(&author);
+                if self.adversaries[a].forked || seq + 1 < fork_at_seq {
+                    let n = self.rng.next_u64();
+                    self.adversary_record(a, &text("equivocator's honest point", n), now);
+                    return;
+                }
+                // Sign `branches` entries at the fork seq on the same predecessor.
+                let key = self.adversaries[a].key.clone();
+                let store = &self.net.nodes[node].store;
+                let prev = store.tips(&author).into_iter().max_by_key(|h| (h.seq, h.id)).and_then(|h| store.get(&h.id).map(|(e, _)| e.clone()));
+                let mut written = Vec::with_capacity(branches);
+                let mut proofs = Vec::new();
+                for b in 0..branches {
+                    let payload = text("equivocation branch", b as u64);
+                    let e = SignedEntry::sign(next_header(author, prev.as_ref(), now, &payload).expect("a small payload"), &key);
+                    let r = self.net.nodes[node].store.put(&e, Some(&payload), now);
+                    proofs.extend(r.new_forks);
+                    written.push((e, Some(payload)));
+                }
+                self.written.adversary += branches as u64;
+                self.forked.insert((author, seq + 1));
+                self.adversaries[a].forked = true;
+                self.net.committed_with_proofs(node, author, &written, &proofs);
+            }
+            AdversaryKind::InvalidSigner => {
+                let n = self.rng.next_u64();
+                let payload = text("forged", n);
+                let key = self.adversaries[a].key.clone();
+                let e = SignedEntry::sign(next_header(author, None, now, &payload).expect("a small payload"), &key);
+                let mut bytes = e.encode();
+                let last = bytes.len() - 1;
+                bytes[last] ^= 0x01;
+                self.net.gossip_from(node, Gossip::Entry(WireEntry { entry: bytes, payload: Some(payload) }));
+                for peer in self.net.neighbours(node) {
+                    let len = 1 + self.rng.below(512);
+                    let garbage: Vec<u8> = (0..len).map(|_| self.rng.next_u64() as u8).collect();
+                    self.net.send_raw_request(node, peer, garbage);
+                }
+            }
+            AdversaryKind::HeadFlooder { authors } => {
+                let workspace = self.net.nodes[node].workspace;
+                for peer in self.net.neighbours(node) {
+                    let heads: Vec<Head> = (0..authors)
+                        .map(|_| {
+                            let mut a = [0u8; 32];
+                            let mut id = [0u8; 32];
+                            a.iter_mut().chain(id.iter_mut()).for_each(|b| *b = self.rng.next_u64() as u8);
+                            Head { author: AgentId(a), seq: 1 + self.rng.below_u64(1_000), id: EntryId(id) }
+                        })
+                        .collect();
+                    for chunk in heads.chunks(self.net.nodes[node].rep.config().frontier_heads_max.max(1)) {
+                        let request = WireRequest::from_message(workspace, Message::Frontier(chunk.to_vec())).expect("a frontier is a request");
+                        self.net.send_raw_request(node, peer, request.encode());
+                    }
+                }
+            }
+            AdversaryKind::Backdater { skew_ms } => {
+                let n = self.rng.next_u64();
+                let at = if skew_ms < 0 { now.saturating_sub(skew_ms.unsigned_abs()) } else { now.saturating_add(skew_ms as u64) };
+                self.adversary_record(a, &text("backdated", n), at);
+            }
+            AdversaryKind::Spammer { burst } => {
+                for _ in 0..burst {
+                    let n = self.rng.next_u64();
+                    self.adversary_record(a, &text("spam", n), now);
+                }
+            }
+            AdversaryKind::Outsider => {
+                let n = self.rng.next_u64();
+                self.adversary_record(a, &text("outsider's point", n), now);
+            }
+        }
+    }
+
+    // -----------------------------------------------------------------
+    // Checks and figures.
+
+    /// Honest nodes that are up and have not left.
+    fn honest_up(&self) -> Vec<usize> {
+        (0..self.scenario.nodes).filter(|n| !self.net.nodes[*n].down && !self.left.contains(n)).collect()
+    }
+
+    /// How many honest up nodes hold exactly what the first one holds.
+    fn in_sync(&self) -> usize {
+        let up = self.honest_up();
+        let Some(&first) = up.first() else { return 0 };
+        // The same entries, proofs and payloads.
+        let fp = |n: usize| {
+            let s = &self.net.nodes[n].store;
+            (s.entries.len(), s.digest, s.proofs.len(), s.payloads_missing)
+        };
+        let reference = fp(first);
+        up.iter().filter(|n| fp(**n) == reference).count()
+    }
+
+    fn sample(&mut self) {
+        let up = self.honest_up();
+        let Some(&first) = up.first() else { return };
+        let store = &self.net.nodes[first].store;
+        let disputes = self.created.iter().filter(|c| c.made == Made::Dispute && store.ids.contains_key(&c.id)).count();
+        let sample = Sample { at_ms: self.elapsed(), entries: store.entries.len(), forks: store.proofs.len(), disputes, nodes_in_sync: self.in_sync() };
+        self.series.push(sample);
+    }
+
+    /// A node's memory, estimated: its store (bytes held plus the maps'
+    /// overhead per entry) and the replicator's bounded state (claims,
+    /// requests in flight, held responses).
+    fn memory(&self, n: usize) -> u64 {
+        let node = &self.net.nodes[n];
+        let config = node.rep.config();
+        node.store.bytes
+            + 160 * node.store.entries.len() as u64
+            + 96 * node.rep.claims_held() as u64
+            + (node.rep.in_flight() + node.rep.held()) as u64 * config.response_bytes_max as u64
+    }
+
+    fn report(mut self, converged_at: Option<u64>, replay: String) -> Report {
+        let s = self.scenario;
+        let up = self.honest_up();
+        let end_ms = self.elapsed();
+        let honest_nodes: BTreeSet<u64> = (0..s.nodes as u64).collect();
+        let mut invariants = Vec::new();
+        let mut check = |name: &str, violation: Option<String>| invariants.push(InvariantResult { name: name.into(), held: violation.is_none(), violation });
+
+        check(
+            "honest nodes converge within settle_ms",
+            converged_at.is_none().then(|| {
+                let state: Vec<String> = up
+                    .iter()
+                    .map(|&n| {
+                        let st = &self.net.nodes[n].store;
+                        format!("node {n}: {} entries, {} proofs, {} payloads missing", st.entries.len(), st.proofs.len(), st.payloads_missing)
+                    })
+                    .collect();
+                format!("{} of {} honest nodes in sync {} ms after activity ended ({})", self.in_sync(), up.len(), s.settle_ms, state.join("; "))
+            }),
+        );
+
+        // The merged view at every honest node (computed once per distinct store).
+        let mut by_digest: BTreeMap<(usize, [u8; 32], usize), String> = BTreeMap::new();
+        let mut view_hashes = Vec::new();
+        let mut view_error = None;
+        for &n in &up {
+            let store = &self.net.nodes[n].store;
+            let fp = (store.entries.len(), store.digest, store.proofs.len());
+            if let Some(h) = by_digest.get(&fp) {
+                view_hashes.push(h.clone());
+                continue;
+            }
+            let entries: Vec<MergeEntry> = store.entries.values().filter_map(|(e, p)| MergeEntry::from_owned(e.clone(), p.clone()).ok()).collect();
+            let proofs: Vec<_> = store.proofs.values().cloned().collect();
+            let h = match Merge::compute(&entries, &proofs) {
+                Ok(m) => hex::encode(m.view_hash()),
+                Err(e) => {
+                    view_error.get_or_insert(format!("node {n}: the merged view failed: {e}"));
+                    String::new()
+                }
+            };
+            by_digest.insert(fp, h.clone());
+            view_hashes.push(h);
+        }
+        let distinct: BTreeSet<&String> = view_hashes.iter().collect();
+        check(
+            "honest nodes compute the same merged view hash",
+            view_error.or_else(|| (distinct.len() > 1).then(|| format!("{} different view hashes among {} honest nodes", distinct.len(), up.len()))),
+        );
+
+        // Every equivocation proven at every honest node.
+        let mut forks = Vec::new();
+        let mut unproven = None;
+        for &(author, seq) in &self.forked {
+            let seen = self.net.forks_seen.get(&(author, seq)).cloned().unwrap_or_default();
+            let first_ms = seen.values().min().map_or(0, |t| t - START_MS);
+            let honest_seen: Vec<u64> = up.iter().filter_map(|n| seen.get(n).copied()).collect();
+            let all = (honest_seen.len() == up.len()).then(|| honest_seen.iter().max().map_or(0, |t| t - START_MS));
+            if let Some(&n) = up.iter().find(|n| !self.net.nodes[**n].store.proofs.contains_key(&(author, seq))) {
+                unproven.get_or_insert(format!("node {n} holds no proof of {} seq {seq}", hex::encode(author.0)));
+            }
+            forks.push(ForkDetection { author: hex::encode(author.0), seq, first_ms, all_honest_ms: all });
+        }
+        check("every equivocation is proven at every honest node", unproven);
+
+        // Nothing invalid stored: every entry verifies (each distinct one once),
+        // is by an admitted author, and is not dated beyond the allowed skew.
+        let mut distinct_entries: BTreeMap<EntryId, (SignedEntry, Option<Vec<u8>>, usize)> = BTreeMap::new();
+        for &n in &up {
+            for (e, p) in self.net.nodes[n].store.entries.values() {
+                distinct_entries.entry(e.id()).or_insert_with(|| (e.clone(), p.clone(), n));
+            }
+        }
+        let mut invalid = None;
+        let latest = self.net.now + FUTURE_SKEW_MAX_MS;
+        for (id, (e, _, n)) in &distinct_entries {
+            if !self.admitted.contains_key(&e.header().author) {
+                invalid.get_or_insert(format!("node {n} stores {id:?} by an author not on the roster"));
+            }
+            if e.header().timestamp_ms > latest {
+                invalid.get_or_insert(format!("node {n} stores {id:?}, dated beyond the allowed skew"));
+            }
+        }
+        let batch: Vec<(SignedEntry, Option<Vec<u8>>)> = distinct_entries.values().map(|(e, p, _)| (e.clone(), p.clone())).collect();
+        if let Err(e) = agora_core::verify::check_entries(batch) {
+            invalid.get_or_insert(format!("a stored entry does not verify: {e}"));
+        }
+        check("no invalid entry is stored", invalid);
+
+        // No honest entry or payload lost.
+        let mut lost = None;
+        for &n in &up {
+            let store = &self.net.nodes[n].store;
+            if let Some(id) = self.honest_ids.iter().find(|id| store.get(id).is_none_or(|(_, p)| p.is_none())) {
+                let what = if store.get(id).is_some() { "the payload of" } else { "" };
+                let holders: Vec<usize> = up.iter().copied().filter(|m| self.net.nodes[*m].store.get(id).is_some_and(|(_, p)| p.is_some())).collect();
+                let writer = self.created.iter().find(|c| c.id == *id).and_then(|c| self.agents.iter().find(|a| a.key.agent_id() == c.author)).map_or(usize::MAX, |a| a.node);
+                lost = Some(format!(
+                    "node {n} lacks {what} honest entry {id:?} (written through node {writer}; held with its payload by nodes {holders:?}; payloads given up at node {n}: {})",
+                    self.net.nodes[n].unavailable.len()
+                ));
+                break;
+            }
+        }
+        check("no honest entry or payload is lost", lost);
+
+        let memory: Vec<u64> = (0..self.net.nodes.len()).map(|n| self.memory(n)).collect();
+        let over = (0..s.nodes).find(|n| memory[*n] > s.bounds.node_memory_bytes);
+        check(
+            "memory per honest node stays under its bound",
+            over.map(|n| format!("node {n} holds about {} bytes, over {}", memory[n], s.bounds.node_memory_bytes)),
+        );
+
+        let banned_honest = self.net.bans.iter().find(|(by, peer, _)| honest_nodes.contains(by) && honest_nodes.contains(peer));
+        check("no honest node is banned", banned_honest.map(|(by, peer, reason)| format!("node {by} banned honest node {peer}: {reason}")));
+
+        let roles: Vec<String> = (0..self.net.nodes.len())
+            .map(|n| {
+                if n < s.nodes {
+                    "honest".to_string()
+                } else {
+                    let kind = &self.adversaries[n - s.nodes].kind;
+                    serde_json::to_value(kind).ok().and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string)).unwrap_or_default()
+                }
+            })
+            .collect();
+        let nodes = (0..self.net.nodes.len())
+            .map(|n| NodeFigures {
+                node: n,
+                role: roles[n].clone(),
+                up: !self.net.nodes[n].down,
+                entries: self.net.nodes[n].store.entries.len(),
+                memory_bytes: memory[n],
+                traffic: self.net.nodes[n].traffic,
+            })
+            .collect();
+        let bans = std::mem::take(&mut self.net.bans).into_iter().map(|(by, peer, reason)| Ban { by, peer, reason }).collect();
+        let ok = invariants.iter().all(|i| i.held);
+        Report {
+            scenario: s.name.clone(),
+            seed: self.seed,
+            replay,
+            swarm: Swarm {
+                honest_nodes: s.nodes,
+                adversary_nodes: self.adversaries.len(),
+                honest_agents: self.agents.len(),
+                adversary_agents: self.adversaries.iter().filter(|a| !matches!(a.kind, AdversaryKind::Withholder | AdversaryKind::Stripper | AdversaryKind::HeadFlooder { .. })).count(),
+            },
+            activity_end_ms: self.activity_end_ms,
+            last_heal_ms: self.last_heal_ms,
+            end_ms,
+            convergence_ms: converged_at,
+            settle_ms: s.settle_ms,
+            entries_written: self.written,
+            view_hashes,
+            forks,
+            series: self.series,
+            nodes,
+            bans,
+            invariants,
+            ok,
+        }
+    }
+}
+
+/// Virtual time at the start of a run (the network's clock starts above 0
+/// so that "0" never means "unset" in the replicator's timers).
+pub const START_MS: u64 = 1_000;
+
+/// Play `scenario` with `seed`; `replay` is the command that replays it.
+pub fn run(scenario: &Scenario, seed: u64, replay: String) -> Report {
+    Run::new(scenario, seed).play(replay)
+}
