@@ -39,6 +39,27 @@ pub enum Command {
     /// The running node's merged view as an Automerge document.
     #[command(subcommand)]
     Automerge(AutomergeCommand),
+    /// The swarm simulator: seeded runs of many agents and nodes on virtual time.
+    #[command(subcommand)]
+    Sim(SimCommand),
+}
+
+/// The swarm simulator (`simulations/`).
+#[derive(Subcommand, Debug)]
+pub enum SimCommand {
+    /// Play a scenario file: print its seed and the command that replays
+    /// it, the invariants checked and the figures; exit 3 if an invariant
+    /// was violated.
+    Run {
+        /// The scenario (TOML; see simulations/scenarios/).
+        scenario: PathBuf,
+        /// The seed of every random choice (default: the scenario's).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Write the JSON report there (DIR/report.json).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
 }
 
 /// The signed log itself: keys, entries, packs, forks.

@@ -31,6 +31,7 @@ mod output;
 mod own_chain;
 mod reasoning;
 mod session;
+mod sim_cmd;
 
 use clap::Parser;
 use cli::{ChainCommand, Command, NodeCommand};
@@ -61,6 +62,10 @@ static MALLOC_CONF: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000,muz
 fn main() -> ExitCode {
     let args = cli::Args::parse();
     let json = args.json;
+    // The simulator needs no home: it runs its own simulated nodes.
+    if let Command::Sim(cli::SimCommand::Run { scenario, seed, out }) = &args.command {
+        return sim_cmd::run(scenario, *seed, out.as_deref(), json).unwrap_or_else(|e| fail(&e, json));
+    }
     let home = match home::Home::resolve(args.home.clone()) {
         Ok(h) => h,
         Err(e) => return fail(&e, json),
