@@ -1,6 +1,7 @@
 //! The runner: builds the swarm a scenario describes, plays it on virtual
 //! time (agents' moves, adversaries' actions, partitions, churn, re-dials),
-//! lets it settle, checks the invariants and writes the report.
+//! lets it settle, checks the invariants (among them the scenario's
+//! expectations of the merged view) and writes the report.
 //!
 //! Honest agents record through their home node's store and the node
 //! publishes as the real node does ([`Net::append`]); adversaries act through
@@ -10,13 +11,13 @@
 
 use crate::net::{Behaviour, Net};
 use crate::report::{Ban, ForkDetection, InvariantResult, NodeFigures, Report, Sample, Swarm, Written};
-use crate::scenario::{AdversaryKind, MoveKind, Scenario, Topology};
+use crate::scenario::{AdversaryKind, Expectation, MoveKind, Scenario, Topology};
 use agora_core::entry::next_header;
 use agora_core::limits::FUTURE_SKEW_MAX_MS;
 use agora_core::xorshift::Xorshift64;
 use agora_core::{AgentId, AgentKey, EntryId, SignedEntry};
 use agora_graph::Event;
-use agora_merge::{Merge, MergeEntry, MergeEvent};
+use agora_merge::{Merge, MergeEntry, MergeEvent, MergedView};
 use agora_sync::{Gossip, Head, Message, WireEntry, WireRequest};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -651,6 +652,74 @@ impl<'s> Run<'s> {
             + (node.rep.in_flight() + node.rep.held()) as u64 * config.response_bytes_max as u64
     }
 
+    /// An agent's name in a report: its scripted or generated name, or, for
+    /// an adversary, its id.
+    fn agent_name(&self, agent: &AgentId) -> String {
+        self.agents.iter().find(|a| a.key.agent_id() == *agent).map_or_else(|| hex::encode(agent.0), |a| a.name.clone())
+    }
+
+    /// How a report names an entry: the label of the scripted move that
+    /// wrote it, or its id.
+    fn entry_name(&self, entry: Option<EntryId>) -> String {
+        match entry {
+            None => "nothing".into(),
+            Some(id) => self.labels.iter().find(|(_, l)| **l == id).map_or_else(|| format!("entry {id:?}"), |(label, _)| format!("{label:?}")),
+        }
+    }
+
+    /// The first expectation of the scenario that `view`, one node's merged
+    /// view, does not meet, worded as what was expected and what was found.
+    fn expectation_mismatch(&self, view: &MergedView) -> Option<String> {
+        self.scenario.expect.iter().find_map(|e| self.unmet(e, view))
+    }
+
+    fn unmet(&self, e: &Expectation, view: &MergedView) -> Option<String> {
+        let label = &e.label;
+        let Some(&id) = self.labels.get(label) else {
+            return Some(format!("{label:?}: expected its node, found that the move was never made (its agent's node was down at its time)"));
+        };
+        let (Some(node), Some(marks)) = (view.graph().node(&id), view.node(&id)) else {
+            return Some(format!("{label:?}: expected its node, found none in the merged graph (its entry is missing, pending or off its author's view chain)"));
+        };
+        if let Some(expected) = e.status
+            && node.status() != expected.status()
+        {
+            return Some(format!("{label:?} status: expected {}, found {}", expected.status().name(), node.status().name()));
+        }
+        if let Some(by) = &e.superseded_by {
+            let expected = self.labels.get(by).copied();
+            if node.superseded_by() != expected {
+                return Some(format!("{label:?} superseded_by: expected {by:?}, found {}", self.entry_name(node.superseded_by())));
+            }
+        }
+        if let Some(expected) = e.settled
+            && node.settled() != expected
+        {
+            return Some(format!("{label:?} settled: expected {expected}, found {}", node.settled()));
+        }
+        if let Some(expected) = &e.disputed_by
+            && let Some(unmet) = self.other_agents(expected, marks.disputed_by.iter().map(|d| &d.by))
+        {
+            return Some(format!("{label:?} disputed_by: {unmet}"));
+        }
+        if let Some(expected) = &e.accepted_by {
+            let author = view.graph().position(node).author;
+            let frontiers = view.chains.iter().filter(|c| c.author == author).flat_map(|c| &c.accepted_by);
+            if let Some(unmet) = self.other_agents(expected, frontiers.filter(|(_, seq)| *seq >= node.seq).map(|(agent, _)| agent)) {
+                return Some(format!("{label:?} accepted_by: {unmet}"));
+            }
+        }
+        None
+    }
+
+    /// `None` when `found` are exactly the agents named `expected`; else
+    /// both sets, by name.
+    fn other_agents<'a>(&self, expected: &[String], found: impl Iterator<Item = &'a AgentId>) -> Option<String> {
+        let found: BTreeSet<String> = found.map(|a| self.agent_name(a)).collect();
+        let expected: BTreeSet<String> = expected.iter().cloned().collect();
+        (found != expected).then(|| format!("expected {expected:?}, found {found:?}"))
+    }
+
     fn report(mut self, converged_at: Option<u64>, replay: String) -> Report {
         let s = self.scenario;
         let up = self.honest_up();
@@ -673,27 +742,38 @@ impl<'s> Run<'s> {
             }),
         );
 
-        // The merged view at every honest node (computed once per distinct store).
-        let mut by_digest: BTreeMap<(usize, [u8; 32], usize), String> = BTreeMap::new();
+        // The merged view at every honest node (computed once per distinct
+        // store), its hash and, when the scenario expects something of it,
+        // the first departure from the expectations.
+        let mut by_digest: BTreeMap<StoreContents, (String, Option<String>)> = BTreeMap::new();
         let mut view_hashes = Vec::new();
         let mut view_error = None;
+        let mut unmet = None;
         for &n in &up {
             let store = &self.net.nodes[n].store;
             let fp = (store.entries.len(), store.digest, store.proofs.len());
-            if let Some(h) = by_digest.get(&fp) {
-                view_hashes.push(h.clone());
-                continue;
-            }
-            let entries: Vec<MergeEntry> = store.entries.values().filter_map(|(e, p)| MergeEntry::from_owned(e.clone(), p.clone()).ok()).collect();
-            let proofs: Vec<_> = store.proofs.values().cloned().collect();
-            let h = match Merge::compute(&entries, &proofs) {
-                Ok(m) => hex::encode(m.view_hash()),
-                Err(e) => {
-                    view_error.get_or_insert(format!("node {n}: the merged view failed: {e}"));
-                    String::new()
+            let (h, mismatch) = match by_digest.get(&fp) {
+                Some(known) => known.clone(),
+                None => {
+                    let entries: Vec<MergeEntry> = store.entries.values().filter_map(|(e, p)| MergeEntry::from_owned(e.clone(), p.clone()).ok()).collect();
+                    let proofs: Vec<_> = store.proofs.values().cloned().collect();
+                    // Only a scenario with expectations pays for the merged graph.
+                    let computed = if s.expect.is_empty() {
+                        Merge::compute(&entries, &proofs).map(|m| (hex::encode(m.view_hash()), None))
+                    } else {
+                        Merge::compute_with_view(&entries, &proofs).map(|(m, view)| (hex::encode(m.view_hash()), self.expectation_mismatch(&view)))
+                    };
+                    let known = computed.unwrap_or_else(|e| {
+                        view_error.get_or_insert(format!("node {n}: the merged view failed: {e}"));
+                        (String::new(), (!s.expect.is_empty()).then(|| format!("the merged view failed: {e}")))
+                    });
+                    by_digest.insert(fp, known.clone());
+                    known
                 }
             };
-            by_digest.insert(fp, h.clone());
+            if let Some(m) = mismatch {
+                unmet.get_or_insert(format!("node {n}: {m}"));
+            }
             view_hashes.push(h);
         }
         let distinct: BTreeSet<&String> = view_hashes.iter().collect();
@@ -701,6 +781,7 @@ impl<'s> Run<'s> {
             "honest nodes compute the same merged view hash",
             view_error.or_else(|| (distinct.len() > 1).then(|| format!("{} different view hashes among {} honest nodes", distinct.len(), up.len()))),
         );
+        check("scripted expectations hold at every honest node", unmet);
 
         // Every equivocation proven at every honest node.
         let mut forks = Vec::new();
@@ -816,6 +897,10 @@ impl<'s> Run<'s> {
         }
     }
 }
+
+/// What a store holds, as far as its views go: entries, their digest, and
+/// fork proofs. Two stores with the same have the same merged view.
+type StoreContents = (usize, [u8; 32], usize);
 
 /// Virtual time at the start of a run (the network's clock starts above 0
 /// so that "0" never means "unset" in the replicator's timers).

@@ -1,12 +1,14 @@
 //! A scenario file (TOML): the swarm (nodes, honest agents, adversaries),
 //! the network (topology, link model, partitions, churn), what the agents do
-//! (generated moves, scripted moves) and the bounds the run is held to.
-//! `protocol`-free: it only says what happens when; the runner
-//! ([`crate::run`]) makes it happen through the simulated nodes.
+//! (generated moves, scripted moves), what the merged view must show at the
+//! end (`[[expect]]`, the scripted debate's golden statuses) and the bounds
+//! the run is held to. `protocol`-free: it only says what happens when; the
+//! runner ([`crate::run`]) makes it happen through the simulated nodes.
 
 use crate::model::{Latency, LinkModel};
+use agora_graph::Status;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A whole scenario.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -50,6 +52,10 @@ pub struct Scenario {
     /// Adversaries, each on a node of its own.
     #[serde(default)]
     pub adversaries: Vec<Adversary>,
+    /// What the merged view must show of scripted moves at every honest node
+    /// once the swarm has converged (checked as an invariant of the run).
+    #[serde(default)]
+    pub expect: Vec<Expectation>,
     /// Agents act during `[0, duration_ms)` of virtual time.
     pub duration_ms: u64,
     /// After activity stops and every partition has healed, honest nodes
@@ -243,6 +249,88 @@ pub enum MoveKind {
     Withdraw,
 }
 
+impl MoveKind {
+    /// Does the move become a node of the reasoning graph? Accepts, disputes
+    /// and withdrawals are merge events: they mark nodes, they are none.
+    pub fn makes_node(self) -> bool {
+        match self {
+            MoveKind::Propose | MoveKind::Support | MoveKind::Contradict | MoveKind::Refine | MoveKind::Synthesize | MoveKind::Question | MoveKind::Resolve => true,
+            MoveKind::Accept | MoveKind::Dispute | MoveKind::Withdraw => false,
+        }
+    }
+}
+
+/// What the merged view must show of one scripted move's node at every
+/// honest node after convergence: a golden reading of the debate, so that a
+/// change to the graph's or the merge layer's rules that changes what a
+/// debate means fails the run instead of passing unnoticed. Every field but
+/// `label` is optional; each one given is checked, and one at least must be.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expectation {
+    /// The scripted move whose node is meant (a propose, support, contradict,
+    /// refine, synthesize, question or resolve).
+    pub label: String,
+    /// Its reasoning status in the merged graph.
+    #[serde(default)]
+    pub status: Option<ExpectedStatus>,
+    /// The move whose node superseded it (the graph names the first successor).
+    #[serde(default)]
+    pub superseded_by: Option<String>,
+    /// Settled or not: it survived a challenge and nothing is open against it.
+    #[serde(default)]
+    pub settled: Option<bool>,
+    /// Exactly the scripted agents holding an open dispute of it (`[]`:
+    /// nobody, as after a withdrawal).
+    #[serde(default)]
+    pub disputed_by: Option<Vec<String>>,
+    /// Exactly the scripted agents whose accept frontier on its author's
+    /// chain reaches it. An author's own chain is its word, not an accept,
+    /// so the author is never listed.
+    #[serde(default)]
+    pub accepted_by: Option<Vec<String>>,
+}
+
+/// A reasoning status as a scenario names it: agora-graph's [`Status`],
+/// spelled as [`Status::name`] spells it. A scenario cannot name a status
+/// the graph does not have: the file is refused, with the names it takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExpectedStatus {
+    /// [`Status::Active`].
+    Active,
+    /// [`Status::Contested`].
+    Contested,
+    /// [`Status::Superseded`].
+    Superseded,
+    /// [`Status::Resolved`].
+    Resolved,
+    /// [`Status::Parked`].
+    Parked,
+    /// [`Status::Retracted`].
+    Retracted,
+    /// [`Status::Duplicate`].
+    Duplicate,
+    /// [`Status::Invalid`].
+    Invalid,
+}
+
+impl ExpectedStatus {
+    /// The graph's status of that name.
+    pub fn status(self) -> Status {
+        match self {
+            ExpectedStatus::Active => Status::Active,
+            ExpectedStatus::Contested => Status::Contested,
+            ExpectedStatus::Superseded => Status::Superseded,
+            ExpectedStatus::Resolved => Status::Resolved,
+            ExpectedStatus::Parked => Status::Parked,
+            ExpectedStatus::Retracted => Status::Retracted,
+            ExpectedStatus::Duplicate => Status::Duplicate,
+            ExpectedStatus::Invalid => Status::Invalid,
+        }
+    }
+}
+
 /// An adversary: `count` of them, each with its own key and node. In the
 /// file, one table: `kind`, the kind's own fields, and optionally `count`
 /// and `every_ms` (an unknown field is refused).
@@ -400,7 +488,8 @@ impl Scenario {
     }
 
     /// The checks `from_toml` makes: every index in range, every time in
-    /// order, every model sound, every label defined before it is used.
+    /// order, every model sound, every label defined before it is used,
+    /// every expectation about a scripted node and scripted agents.
     pub fn validate(&self) -> Result<(), String> {
         if self.nodes == 0 {
             return Err("nodes: at least one honest node".into());
@@ -450,11 +539,17 @@ impl Scenario {
         if spans.windows(2).any(|w| w[1].0 < w[0].1) {
             return Err("partitions: they overlap in time (a heal heals every partition)".into());
         }
-        let mut labels: BTreeMap<&str, ()> = BTreeMap::new();
+        let mut labels: BTreeMap<&str, MoveKind> = BTreeMap::new();
         let mut all: Vec<(&ScriptedAgent, &Move)> = self.scripted.iter().flat_map(|a| a.moves.iter().map(move |m| (a, m))).collect();
         all.sort_by_key(|(_, m)| m.at_ms);
+        let mut names = BTreeSet::new();
         for a in &self.scripted {
             node(&format!("scripted agent {}", a.name), a.node)?;
+            // Expectations name agents, and an agent's key is derived from its
+            // name: two agents of one name would be one agent.
+            if !names.insert(a.name.as_str()) {
+                return Err(format!("scripted agent {}: the name is used twice", a.name));
+            }
         }
         for (a, m) in all {
             for r in m.target.iter().chain(&m.sources).chain(&m.up_to) {
@@ -473,11 +568,12 @@ impl Scenario {
                 return Err(format!("scripted agent {}: the accept at {} ms needs up_to", a.name, m.at_ms));
             }
             if let Some(l) = &m.label
-                && labels.insert(l.as_str(), ()).is_some()
+                && labels.insert(l.as_str(), m.kind).is_some()
             {
                 return Err(format!("scripted agent {}: label {l:?} used twice", a.name));
             }
         }
+        self.validate_expectations(&labels, &names)?;
         for (i, a) in self.adversaries.iter().enumerate() {
             if a.every_ms == 0 {
                 return Err(format!("adversaries[{i}]: every_ms must be positive"));
@@ -486,6 +582,42 @@ impl Scenario {
                 && (fork_at_seq == 0 || !(2..=100_000).contains(&branches))
             {
                 return Err(format!("adversaries[{i}]: an equivocator forks at a seq ≥ 1 into 2 to 100,000 branches"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every expectation names a scripted move that makes a node, checks
+    /// something, and names only scripted agents and such moves.
+    fn validate_expectations(&self, labels: &BTreeMap<&str, MoveKind>, agents: &BTreeSet<&str>) -> Result<(), String> {
+        let node_label = |what: &str, label: &str| match labels.get(label) {
+            None => Err(format!("{what}: {label:?} is not the label of a scripted move")),
+            Some(kind) if !kind.makes_node() => Err(format!("{what}: {label:?} is a {kind:?}, a merge event, not a node of the merged graph")),
+            Some(_) => Ok(()),
+        };
+        let mut expected = BTreeSet::new();
+        for (i, e) in self.expect.iter().enumerate() {
+            let what = format!("expect[{i}]");
+            node_label(&what, &e.label)?;
+            if !expected.insert(e.label.as_str()) {
+                return Err(format!("{what}: {:?} has an expectation already (put every check of a label in one)", e.label));
+            }
+            if e.status.is_none() && e.superseded_by.is_none() && e.settled.is_none() && e.disputed_by.is_none() && e.accepted_by.is_none() {
+                return Err(format!("{what}: {:?} expects nothing (give status, superseded_by, settled, disputed_by or accepted_by)", e.label));
+            }
+            if let Some(by) = &e.superseded_by {
+                node_label(&format!("{what}.superseded_by"), by)?;
+            }
+            for (field, list) in [("disputed_by", &e.disputed_by), ("accepted_by", &e.accepted_by)] {
+                let mut seen = BTreeSet::new();
+                for name in list.iter().flatten() {
+                    if !agents.contains(name.as_str()) {
+                        return Err(format!("{what}.{field}: {name:?} is not a scripted agent"));
+                    }
+                    if !seen.insert(name) {
+                        return Err(format!("{what}.{field}: {name:?} is named twice"));
+                    }
+                }
             }
         }
         Ok(())

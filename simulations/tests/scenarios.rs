@@ -1,8 +1,10 @@
-//! The checked-in scenarios hold every invariant; a run is the same bytes
-//! for the same seed; and a bounded sweep of short adversarial runs holds
-//! every invariant on every seed (a failure names its seed and the command
-//! that replays it).
+//! The checked-in scenarios hold every invariant, their expectations of the
+//! merged view among them; a wrong expectation fails a run, naming what it
+//! expected and found; a run is the same bytes for the same seed; and a
+//! bounded sweep of short adversarial runs holds every invariant on every
+//! seed (a failure names its seed and the command that replays it).
 
+use agora_sim::scenario::{Expectation, ExpectedStatus};
 use agora_sim::{run, Scenario};
 use std::path::{Path, PathBuf};
 
@@ -20,9 +22,8 @@ fn violations(report: &agora_sim::Report) -> Vec<String> {
     report.invariants.iter().filter(|i| !i.held).map(|i| format!("{}: {}", i.name, i.violation.clone().unwrap_or_default())).collect()
 }
 
-/// Every scenario file parses and, run with its own seed, holds every invariant.
-#[test]
-fn every_checked_in_scenario_holds_its_invariants() {
+/// The checked-in scenario files, by name, sorted.
+fn scenario_names() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(scenarios_dir())
         .expect("scenarios/")
         .filter_map(|e| e.ok())
@@ -31,7 +32,13 @@ fn every_checked_in_scenario_holds_its_invariants() {
         .collect();
     names.sort();
     assert!(!names.is_empty());
-    for name in names {
+    names
+}
+
+/// Every scenario file parses and, run with its own seed, holds every invariant.
+#[test]
+fn every_checked_in_scenario_holds_its_invariants() {
+    for name in scenario_names() {
         let s = load(&name);
         if s.nodes > 50 {
             continue; // the scale scenarios run in the bench, not here
@@ -39,6 +46,87 @@ fn every_checked_in_scenario_holds_its_invariants() {
         let report = run(&s, s.seed, format!("agora sim run simulations/scenarios/{name} --seed {}", s.seed));
         assert!(report.ok, "{name} (seed {}): {:?}", s.seed, violations(&report));
     }
+}
+
+/// A scripted debate means the same whatever the network does: every
+/// scenario with expectations meets them on other seeds too (other
+/// latencies, losses and arrival orders), not only on its own.
+#[test]
+fn scripted_debates_meet_their_expectations_on_every_seed() {
+    for name in scenario_names() {
+        let s = load(&name);
+        if s.expect.is_empty() {
+            continue;
+        }
+        for seed in 1..=16 {
+            let report = run(&s, seed, String::new());
+            assert!(report.ok, "{name} (seed {seed}; replay: agora sim run simulations/scenarios/{name} --seed {seed}): {:?}", violations(&report));
+        }
+    }
+}
+
+/// The invariant that holds a run to its scenario's expectations.
+const EXPECTATIONS_HOLD: &str = "scripted expectations hold at every honest node";
+
+/// A wrong expectation fails the run, and only it: flip what the partition
+/// debate expects of Alice's proposal and the invariant names the node, the
+/// label, what was expected and what every node found.
+#[test]
+fn a_wrong_expectation_fails_the_run_naming_its_label() {
+    let mut s = load("debate-partition.toml");
+    let tier = s.expect.iter_mut().find(|e| e.label == "tier").expect("debate-partition expects something of \"tier\"");
+    assert_eq!(tier.status, Some(ExpectedStatus::Superseded), "the flip below assumes the checked-in expectation");
+    tier.status = Some(ExpectedStatus::Active);
+    s.validate().expect("a flipped status is still a valid scenario");
+    let report = run(&s, s.seed, String::new());
+    assert!(!report.ok, "a wrong expectation passed");
+    let broken = violations(&report);
+    assert_eq!(broken.len(), 1, "only the expectation should fail: {broken:?}");
+    let invariant = report.invariants.iter().find(|i| i.name == EXPECTATIONS_HOLD).expect("the expectations are an invariant of every run");
+    let violation = invariant.violation.as_deref().unwrap_or_default();
+    assert!(violation.starts_with("node 0: \"tier\" status: expected active, found superseded"), "{violation}");
+
+    // A wrong dispute or accept is caught as well, with the sets compared.
+    let mut s = load("debate-partition.toml");
+    let tier_25 = s.expect.iter_mut().find(|e| e.label == "tier-25").expect("debate-partition expects something of \"tier-25\"");
+    tier_25.disputed_by = Some(vec![]);
+    let report = run(&s, s.seed, String::new());
+    let violation = report.invariants.iter().find(|i| i.name == EXPECTATIONS_HOLD).and_then(|i| i.violation.clone()).unwrap_or_default();
+    assert!(violation.contains("\"tier-25\" disputed_by: expected {}, found {\"carol\"}"), "{violation}");
+}
+
+/// Expectations are checked when the file is read: statuses by the graph's
+/// own names, labels of scripted moves that make nodes, scripted agents,
+/// no unknown field.
+#[test]
+fn expectations_are_checked_when_the_file_is_read() {
+    for name in ["active", "contested", "superseded", "resolved", "parked", "retracted", "duplicate", "invalid"] {
+        let e: Expectation = toml::from_str(&format!("label = \"x\"\nstatus = \"{name}\"")).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(e.status.map(|s| s.status().name()), Some(name));
+    }
+    let text = std::fs::read_to_string(scenarios_dir().join("debate-partition.toml")).expect("debate-partition.toml");
+    let refused = |extra: &str, says: &str| {
+        let error = Scenario::from_toml(&format!("{text}\n[[expect]]\n{extra}\n")).expect_err(extra).to_string();
+        assert!(error.contains(says), "{extra:?} was refused with {error:?}, not naming {says:?}");
+    };
+    refused("label = \"carol-disputes\"\nstatus = \"overruled\"", "overruled");
+    refused("label = \"calls\"\nstatus = \"active\"\nwinner = \"alice\"", "winner");
+    refused("label = \"nobody-wrote-this\"\nstatus = \"active\"", "\"nobody-wrote-this\" is not the label of a scripted move");
+    refused("label = \"carol-disputes\"\nstatus = \"active\"", "\"carol-disputes\" is a Dispute, a merge event");
+    refused("label = \"calls\"", "\"calls\" has an expectation already");
+
+    let mut s = load("debate-partition.toml");
+    s.expect.retain(|e| e.label != "too-high");
+    s.expect.push(Expectation { label: "too-high".into(), status: None, superseded_by: None, settled: None, disputed_by: None, accepted_by: None });
+    assert!(s.validate().expect_err("an empty expectation").contains("expects nothing"));
+    let last = s.expect.len() - 1;
+    s.expect[last].disputed_by = Some(vec!["dave".into()]);
+    assert!(s.validate().expect_err("an unknown agent").contains("\"dave\" is not a scripted agent"));
+    s.expect[last].disputed_by = Some(vec!["carol".into(), "carol".into()]);
+    assert!(s.validate().expect_err("an agent named twice").contains("\"carol\" is named twice"));
+    s.expect[last].disputed_by = None;
+    s.expect[last].superseded_by = Some("carol-disputes".into());
+    assert!(s.validate().expect_err("a successor that is no node").contains("superseded_by: \"carol-disputes\" is a Dispute, a merge event"));
 }
 
 /// The same seed gives a byte-identical report; another seed another one.
