@@ -1,13 +1,14 @@
-//! The simulated node's store: an in-memory store with agora-store's import
-//! rules (links checked against what is held or earlier in the batch, all or
-//! nothing for the part that is stored, one fork proof per forked position,
-//! entries dated beyond the allowed skew and their successors deferred, a
-//! payload that was missing filled in), reported with the store's typed
-//! outcome, so the replicator sees what the node's store would tell it.
+//! The simulated node's store: in memory, planning every import with the
+//! import rules agora-store plans its own with (`agora_core::import`: links
+//! checked against what is held or earlier in the batch, all or nothing, one
+//! fork proof per forked position, entries dated beyond the allowed skew and
+//! their successors deferred, a payload that was missing filled in), and
+//! translating the result into the replicator's outcome the way the node's
+//! driver does ([`ImportOutcome::accepted`], [`ImportOutcome::refused`]).
 
 use agora_core::entry::next_header;
-use agora_core::limits::FUTURE_SKEW_MAX_MS;
-use agora_core::verify::{verify_link, CheckedEntry};
+use agora_core::import::{self, Held, Offered, PlanError};
+use agora_core::verify::CheckedEntry;
 use agora_core::{AgentId, AgentKey, EntryId, EntryRef, ForkProof, SignedEntry};
 use agora_sync::{Head, ImportOutcome, ServeRequest, WireEntry};
 use std::collections::{BTreeMap, BTreeSet};
@@ -55,76 +56,53 @@ impl MemStore {
         self.ids.get(id).map(|(a, s)| &self.entries[&(*a, *s, *id)])
     }
 
-    /// All or nothing for the part that is stored, like agora-store: links
-    /// checked, one proof per forked position, entries dated beyond the
-    /// skew (and their successors) deferred.
+    /// Import through the store rules of `agora_core::import`, the very
+    /// rules agora-store plans its writes with, and write the plan here.
     pub fn import(&mut self, entries: Vec<CheckedEntry>, now_ms: u64) -> Imported {
+        let offered = entries
+            .into_iter()
+            .map(|c| {
+                let (e, payload) = c.into_parts();
+                Offered { entry: e.into_entry(), payload }
+            })
+            .collect();
         let mut out = Imported { outcome: ImportOutcome::Stored, new_forks: Vec::new(), changed: BTreeSet::new(), missing: Vec::new(), filled: Vec::new() };
-        let mut batch: BTreeMap<EntryId, SignedEntry> = BTreeMap::new();
-        let mut fresh = Vec::new();
-        let mut held_back: BTreeSet<EntryId> = BTreeSet::new();
-        let mut fills = Vec::new();
-        for c in entries {
-            let (e, payload) = c.into_parts();
-            let e = e.into_entry();
-            let h = e.header().clone();
-            if let Some(&(a, s)) = self.ids.get(&e.id()) {
-                if self.entries[&(a, s, e.id())].1.is_none() && payload.is_some() {
-                    fills.push(((a, s, e.id()), payload));
-                }
-                continue;
+        // Signatures and payloads come checked (the type says so).
+        let plan = match import::plan_import(&*self, offered, false, now_ms) {
+            Ok(plan) => plan,
+            Err(PlanError::Refused { problem, .. }) => {
+                out.outcome = ImportOutcome::refused(&problem);
+                return out;
             }
-            if h.timestamp_ms > now_ms + FUTURE_SKEW_MAX_MS || h.backlink.is_some_and(|b| held_back.contains(&b)) {
-                if held_back.is_empty() {
-                    out.outcome = ImportOutcome::Deferred { seq: h.seq, until_ms: h.timestamp_ms - FUTURE_SKEW_MAX_MS };
-                }
-                held_back.insert(e.id());
-                continue;
-            }
-            if let Some(back) = h.backlink {
-                let prev = batch.get(&back).cloned().or_else(|| self.get(&back).map(|(p, _)| p.clone()));
-                let Some(prev) = prev else {
-                    out.outcome = ImportOutcome::PredecessorMissing { seq: h.seq };
-                    return Imported { new_forks: Vec::new(), changed: BTreeSet::new(), missing: Vec::new(), ..out };
-                };
-                if let Err(err) = verify_link(&prev, &e) {
-                    out.outcome = ImportOutcome::Invalid { reason: err.to_string() };
-                    return Imported { new_forks: Vec::new(), changed: BTreeSet::new(), missing: Vec::new(), ..out };
-                }
-            }
-            batch.insert(e.id(), e.clone());
-            fresh.push((e, payload));
-        }
-        for (key, payload) in fills {
-            out.filled.push(key.2);
+            Err(PlanError::Held(never)) => match never {},
+            Err(e @ PlanError::Inconsistent { .. }) => panic!("the simulated store broke its own rules: {e}"),
+        };
+        out.outcome = ImportOutcome::accepted(plan.deferred.as_ref());
+        for (at, payload) in plan.fills {
+            let held = self.entries.get_mut(&(at.author, at.seq, at.id)).expect("a filled entry is held");
             self.payloads_missing = self.payloads_missing.saturating_sub(1);
-            self.bytes += payload.as_ref().map_or(0, Vec::len) as u64;
-            self.entries.get_mut(&key).expect("held").1 = payload;
+            self.bytes += payload.len() as u64;
+            held.1 = Some(payload);
+            out.filled.push(at.id);
         }
-        for (e, payload) in fresh {
-            let (a, s, id) = (e.header().author, e.header().seq, e.id());
-            if !self.proofs.contains_key(&(a, s))
-                && let Some(((_, _, rival), (r, _))) = self.entries.range((a, s, EntryId([0; 32]))..).next().filter(|((ra, rs, _), _)| *ra == a && *rs == s)
-            {
-                let _ = rival;
-                let proof = ForkProof::new(r.clone(), e.clone()).expect("two entries at one seq");
-                self.proofs.insert((a, s), proof.clone());
-                out.new_forks.push(proof);
-            }
+        for proof in plan.proofs {
+            self.proofs.insert((proof.author(), proof.seq()), proof.clone());
+            out.new_forks.push(proof);
+        }
+        for Offered { entry, payload } in plan.fresh {
+            let (a, s, id) = (entry.header().author, entry.header().seq, entry.id());
             if payload.is_none() {
-                out.missing.push(e.entry_ref());
+                out.missing.push(entry.entry_ref());
                 self.payloads_missing += 1;
             }
-            let tips = self.tip_set.entry(a).or_default();
-            if let Some(back) = e.header().backlink {
-                tips.remove(&(s - 1, back));
-            }
-            tips.insert((s, id));
             self.ids.insert(id, (a, s));
             self.digest.iter_mut().zip(id.0).for_each(|(d, b)| *d ^= b);
-            self.bytes += (e.encode().len() + payload.as_ref().map_or(0, Vec::len)) as u64;
-            self.entries.insert((a, s, id), (e, payload));
-            out.changed.insert(a);
+            self.bytes += (entry.encode().len() + payload.as_ref().map_or(0, Vec::len)) as u64;
+            self.entries.insert((a, s, id), (entry, payload));
+        }
+        for (author, tips) in plan.tips {
+            self.tip_set.insert(author, tips.into_iter().map(|t| (t.seq, t.id)).collect());
+            out.changed.insert(author);
         }
         out
     }
@@ -175,5 +153,33 @@ impl MemStore {
     /// Entries held without their payload.
     pub fn missing_payloads(&self) -> Vec<EntryRef> {
         self.entries.values().filter(|(_, p)| p.is_none()).map(|(e, _)| e.entry_ref()).collect()
+    }
+}
+
+impl Held for MemStore {
+    type Error = std::convert::Infallible;
+
+    fn locate(&self, id: &EntryId) -> Result<Option<(AgentId, u64)>, Self::Error> {
+        Ok(self.ids.get(id).copied())
+    }
+
+    fn load(&self, author: &AgentId, seq: u64, id: &EntryId) -> Result<Option<SignedEntry>, Self::Error> {
+        Ok(self.entries.get(&(*author, seq, *id)).map(|(e, _)| e.clone()))
+    }
+
+    fn payload_missing(&self, author: &AgentId, seq: u64, id: &EntryId) -> Result<bool, Self::Error> {
+        Ok(self.entries.get(&(*author, seq, *id)).is_some_and(|(_, p)| p.is_none()))
+    }
+
+    fn tips(&self, author: &AgentId) -> Result<Vec<EntryRef>, Self::Error> {
+        Ok(self.tip_set.get(author).map(|t| t.iter().map(|(seq, id)| EntryRef { author: *author, seq: *seq, id: *id }).collect()).unwrap_or_default())
+    }
+
+    fn proven(&self, author: &AgentId, seq: u64) -> Result<bool, Self::Error> {
+        Ok(self.proofs.contains_key(&(*author, seq)))
+    }
+
+    fn first_at(&self, author: &AgentId, seq: u64) -> Result<Option<SignedEntry>, Self::Error> {
+        Ok(self.entries.range((*author, seq, EntryId([0; 32]))..).next().filter(|((a, s, _), _)| a == author && *s == seq).map(|(_, (e, _))| e.clone()))
     }
 }

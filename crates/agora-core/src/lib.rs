@@ -16,6 +16,8 @@
 //! - [`entry`]: the header, its canonical encoding, signing and the entry id.
 //! - [`verify`]: the chain rules (signature, backlink, seq, payload binding).
 //! - [`fork`]: standalone, checkable equivocation proofs.
+//! - [`import`]: the import rules (skip, defer, link, one proof per fork,
+//!   tips), planned against any store through the [`import::Held`] questions.
 //! - [`pack`]: the JSONL export/import format.
 //! - [`canonical`]: canonical postcard decoding and the framing
 //!   (magic, version, postcard) that every payload and wire format shares.
@@ -36,6 +38,7 @@ pub mod fork;
 pub mod id;
 pub mod identity;
 pub mod idmap;
+pub mod import;
 pub mod limits;
 pub mod pack;
 pub mod payload;

@@ -1,6 +1,6 @@
 //! The store's typed errors. Each says what went wrong and where.
 
-use agora_core::{AgentId, EntryId, EntryRef, VerifyError};
+use agora_core::{AgentId, EntryId, VerifyError};
 use std::path::PathBuf;
 
 /// Something the store refused or could not do.
@@ -102,41 +102,7 @@ pub struct ImportFailure {
     pub problem: ImportProblem,
 }
 
-/// What is wrong with an entry offered for import, typed so that a caller
-/// (a replication driver) can act on it: fetch a missing predecessor, or
-/// blame the peer that sent a broken entry.
-#[derive(Debug, thiserror::Error)]
-pub enum ImportProblem {
-    /// Its predecessor is neither stored nor earlier in the input: the caller
-    /// may fetch it and offer the entry again.
-    #[error("{entry}: its predecessor {backlink} (seq {}) is neither stored nor earlier in the input; list each chain in order", entry.seq.saturating_sub(1))]
-    PredecessorMissing {
-        /// The entry.
-        entry: EntryRef,
-        /// The predecessor it names.
-        backlink: EntryId,
-    },
-    /// It does not follow its predecessor (author, seq, backlink or
-    /// timestamp rule).
-    #[error("{0}")]
-    Link(VerifyError),
-    /// Its payload does not match the header's length or hash.
-    #[error("{0}")]
-    Payload(VerifyError),
-    /// Its signature does not verify.
-    #[error("{0}")]
-    Signature(VerifyError),
-}
-
-impl ImportProblem {
-    /// The entry at fault.
-    pub fn entry(&self) -> EntryRef {
-        match self {
-            ImportProblem::PredecessorMissing { entry, .. } => *entry,
-            ImportProblem::Link(e) | ImportProblem::Payload(e) | ImportProblem::Signature(e) => e.entry,
-        }
-    }
-}
+pub use agora_core::import::ImportProblem;
 
 pub(crate) fn db(during: &'static str) -> impl FnOnce(rocksdb::Error) -> StoreError {
     move |source| StoreError::Db { during, source }

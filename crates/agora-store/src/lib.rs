@@ -31,7 +31,8 @@ pub use audit::{AuditReport, AuthorAudit};
 pub use error::{ImportFailure, ImportProblem, StoreError};
 pub use read::{AuthorSummary, PayloadState, RawStoredEntry, StoredEntry};
 pub use store::{CommitNotice, MemoryUsage, Observer, Store, StoreOptions, COLUMN_FAMILIES, STORE_FORMAT, STORE_FORMAT_1};
-pub use write::{Deferred, ImportItem, ImportReport};
+pub use agora_core::import::Deferred;
+pub use write::{ImportItem, ImportReport};
 
 #[cfg(test)]
 mod tests;

@@ -1,24 +1,26 @@
 //! Appends, imports and redactions: each one atomic `WriteBatch`.
 //!
-//! Every write goes through [`Staging`], which sees the store plus what the
-//! current batch has staged, so that a pack can carry a chain (and its forks)
-//! whose earlier entries are in the same batch.
+//! Imports (and appends after a named tip) are planned by the import rules
+//! in `agora_core::import`, the same rules the simulator's stores keep, and
+//! the plan is written here as one batch. The rules see the store plus what
+//! the import holds, so a pack can carry a chain (and its forks) whose
+//! earlier entries are in the same batch.
 //!
-//! Work per staged entry is bounded by a constant number of reads, whatever
-//! an author has done before: a forked position gets exactly one fork proof
+//! Work per entry is bounded by a constant number of reads, whatever an
+//! author has done before: a forked position gets exactly one fork proof
 //! (the first two entries seen there), and further branches are stored and
 //! counted without being paired with anything.
 
 use crate::error::{db, ImportFailure, ImportProblem, StoreError};
+use agora_core::import::{self, Deferred, Held, ImportPlan, Offered, PlanError};
 use crate::keys::*;
 use crate::read::encode_redaction;
 use crate::store::{CommitNotice, Store};
 use agora_core::entry::next_header_after;
-use agora_core::limits::{FUTURE_SKEW_MAX_MS, VERIFY_BATCH_LEN};
-use agora_core::verify::{verify_link, verify_payload, verify_signatures, CheckedEntry, EntryRef};
-use agora_core::{AgentId, AgentKey, EntryId, ForkProof, SignedEntry};
+use agora_core::limits::VERIFY_BATCH_LEN;
+use agora_core::verify::{verify_signatures, CheckedEntry, EntryRef};
+use agora_core::{AgentId, AgentKey, EntryId, SignedEntry};
 use rayon::prelude::*;
-use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Largest number of entries one append batch may create.
 pub const APPEND_BATCH_MAX: usize = 100_000;
@@ -35,19 +37,6 @@ pub struct ImportItem {
     pub payload: Option<Vec<u8>>,
     /// Where it came from, for error messages (e.g. "pack.jsonl line 7").
     pub origin: String,
-}
-
-/// Entries of an import that were not stored because they are dated too far
-/// ahead of the clock (`FUTURE_SKEW_MAX_MS`), with everything in the input
-/// that builds on them. Offered again from `until_ms`, they are stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Deferred {
-    /// The first such entry, in input order.
-    pub first: EntryRef,
-    /// How many entries were held back.
-    pub count: usize,
-    /// The earliest clock reading at which `first` is stored.
-    pub until_ms: u64,
 }
 
 /// What an import did.
@@ -68,8 +57,8 @@ pub struct ImportReport {
     pub deferred: Option<Deferred>,
 }
 
-/// Point reads and seeks the staging made (tests check that a write costs a
-/// bounded number per entry, whatever the number of branches at a seq).
+/// Point reads and seeks an import plan asked for (tests check that a write
+/// costs a bounded number per entry, whatever the number of branches at a seq).
 #[cfg(test)]
 pub(crate) static STAGING_READS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
@@ -78,185 +67,96 @@ fn count_read() {
     STAGING_READS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// A write batch plus an overlay of the entries staged in it.
-pub(crate) struct Staging<'s> {
-    store: &'s Store,
-    batch: rocksdb::WriteBatch,
-    staged: HashMap<EntryId, SignedEntry>,
-    /// The first entry staged at each (author, seq): the rival of a second.
-    staged_first: HashMap<(AgentId, u64), EntryId>,
-    /// Positions known to hold a fork proof (stored or staged).
-    proven: HashSet<(AgentId, u64)>,
-    /// Tips of every author touched by this batch, as they will be after it.
-    heads: BTreeMap<AgentId, BTreeMap<(u64, EntryId), EntryRef>>,
-    /// Highest seq stored (before this batch) per author touched.
-    stored_max: HashMap<AgentId, u64>,
-    forks: Vec<(AgentId, u64)>,
-}
+/// The store answering the import rules' questions (`agora_core::import`).
+struct HeldRows<'s>(&'s Store);
 
-impl<'s> Staging<'s> {
-    pub(crate) fn new(store: &'s Store) -> Self {
-        Self {
-            store,
-            batch: rocksdb::WriteBatch::default(),
-            staged: HashMap::new(),
-            staged_first: HashMap::new(),
-            proven: HashSet::new(),
-            heads: BTreeMap::new(),
-            stored_max: HashMap::new(),
-            forks: Vec::new(),
-        }
+impl Held for HeldRows<'_> {
+    type Error = StoreError;
+
+    fn locate(&self, id: &EntryId) -> Result<Option<(AgentId, u64)>, StoreError> {
+        self.0.locate(id)
     }
 
-    /// Is this id stored or staged?
-    fn contains(&self, id: &EntryId) -> Result<bool, StoreError> {
-        Ok(self.staged.contains_key(id) || self.store.locate(id)?.is_some())
-    }
-
-    /// The entry with this id, staged or stored.
-    fn lookup(&self, id: &EntryId) -> Result<Option<SignedEntry>, StoreError> {
-        if let Some(e) = self.staged.get(id) {
-            return Ok(Some(e.clone()));
-        }
+    fn load(&self, author: &AgentId, seq: u64, id: &EntryId) -> Result<Option<SignedEntry>, StoreError> {
         count_read();
-        match self.store.locate(id)? {
-            Some((author, seq)) => self.store.load_signed(&author, seq, id),
-            None => Ok(None),
-        }
+        self.0.load_signed(author, seq, id)
     }
 
-    /// Stage a verified entry: the caller has checked its signature, its payload
-    /// and its link to a stored or staged predecessor. Detects forks against
-    /// both the store and the batch.
-    fn stage(&mut self, entry: SignedEntry, payload: Option<&[u8]>) -> Result<(), StoreError> {
-        let h = entry.header();
-        let (author, seq, id) = (h.author, h.seq, entry.id());
-        let s = self.store;
-        // Else its rows and tip would be written twice and a fork with itself proven.
-        assert!(!self.staged.contains_key(&id), "{} staged twice", entry.entry_ref());
-        // A first entry has no predecessor, every other one has one (the
-        // header's rule); else the tip at seq - 1 would be kept or a wrong one dropped.
-        assert!(h.backlink.is_some() == (seq > 1), "{} breaks the backlink rule", entry.entry_ref());
-        // Else the store would hold a gap: an entry whose predecessor is not stored.
-        if let Some(parent) = h.backlink {
-            assert!(
-                self.staged.contains_key(&parent) || s.locate(&parent)?.is_some(),
-                "{} staged before its predecessor",
-                entry.entry_ref()
-            );
-        }
-        put_entry_rows(s, &mut self.batch, &entry, payload)?;
-        if payload.is_none() {
-            // Never received: listed for replication to ask peers again.
-            self.batch.put_cf(s.cf(CF_MISSING)?, entry_key(&author, seq, &id), []);
-        }
-        let tips = match self.heads.entry(author) {
-            std::collections::btree_map::Entry::Occupied(tips) => tips.into_mut(),
-            std::collections::btree_map::Entry::Vacant(slot) => {
-                count_read();
-                slot.insert(s.tips(&author)?.into_iter().map(|t| ((t.seq, t.id), t)).collect())
-            }
-        };
-        if let Some(parent) = h.backlink {
-            tips.remove(&(seq - 1, parent));
-        }
-        tips.insert((seq, id), entry.entry_ref());
-        // Nothing stored can sit above the author's highest stored seq, so a
-        // chain that only grows (the common case of sync) costs no seek here.
-        let stored_max = match self.stored_max.get(&author) {
-            Some(m) => *m,
-            None => {
-                count_read();
-                let m = s.tips(&author)?.iter().map(|t| t.seq).max().unwrap_or(0);
-                self.stored_max.insert(author, m);
-                m
-            }
-        };
-        if !self.proven.contains(&(author, seq)) {
-            let rival = self.rival(&author, seq, &id, stored_max)?;
-            if let Some(rival) = rival {
-                // Else the proof would pair entries of another position.
-                assert!(
-                    rival.header().author == author && rival.header().seq == seq && rival.id() != id,
-                    "the rival of {} is {}",
-                    entry.entry_ref(),
-                    rival.entry_ref()
-                );
-                // A second entry at this position is a fork: keep both, store
-                // one proof; later branches are stored without a proof.
-                let proof = ForkProof::new(rival, entry.clone()).map_err(|e| StoreError::Corrupt {
-                    location: format!("{}", entry.entry_ref()),
-                    problem: format!("conflicting entries failed to form a fork proof: {e}"),
-                })?;
-                // Else the proof written under fork_key(author, seq) would prove another position.
-                assert!(proof.author() == author && proof.seq() == seq, "the proof for {} is of another position", entry.entry_ref());
-                self.batch.put_cf(s.cf(CF_FORKS)?, fork_key(&author, seq), proof.encode());
-                self.forks.push((author, seq));
-                // One proof per forked position: else a second would overwrite the first.
-                assert!(self.proven.insert((author, seq)), "a second proof at {author} seq {seq}");
-            }
-        }
-        self.staged_first.entry((author, seq)).or_insert(id);
-        self.staged.insert(id, entry);
-        Ok(())
+    fn payload_missing(&self, author: &AgentId, seq: u64, id: &EntryId) -> Result<bool, StoreError> {
+        Ok(self.0.payload_state(&entry_key(author, seq, id))? == crate::PayloadState::NotHeld)
     }
 
-    /// Another entry already at (author, seq), staged or stored, unless that
-    /// position already has its proof (then `proven` is updated and `None`
-    /// returned). At most two seeks.
-    fn rival(&mut self, author: &AgentId, seq: u64, id: &EntryId, stored_max: u64) -> Result<Option<SignedEntry>, StoreError> {
-        let s = self.store;
-        if seq <= stored_max {
-            count_read();
-            let prefix = seq_prefix(author, seq);
-            let mut forks = s.db.raw_iterator_cf(s.cf(CF_FORKS)?);
-            forks.seek(prefix);
-            if forks.key().is_some_and(|k| k.starts_with(&prefix)) {
-                self.proven.insert((*author, seq));
-                return Ok(None);
-            }
-            forks.status().map_err(db("reading fork proofs"))?;
-        }
-        if let Some(first) = self.staged_first.get(&(*author, seq))
-            && first != id
+    fn tips(&self, author: &AgentId) -> Result<Vec<EntryRef>, StoreError> {
+        count_read();
+        self.0.tips(author)
+    }
+
+    fn proven(&self, author: &AgentId, seq: u64) -> Result<bool, StoreError> {
+        count_read();
+        let s = self.0;
+        let prefix = seq_prefix(author, seq);
+        let mut forks = s.db.raw_iterator_cf(s.cf(CF_FORKS)?);
+        forks.seek(prefix);
+        let found = forks.key().is_some_and(|k| k.starts_with(&prefix));
+        forks.status().map_err(db("reading fork proofs"))?;
+        Ok(found)
+    }
+
+    fn first_at(&self, author: &AgentId, seq: u64) -> Result<Option<SignedEntry>, StoreError> {
+        count_read();
+        let s = self.0;
+        let prefix = seq_prefix(author, seq);
+        let mut entries = s.db.raw_iterator_cf(s.cf(CF_ENTRIES)?);
+        entries.seek(prefix);
+        if let (Some(k), Some(v)) = (entries.key(), entries.value())
+            && k.starts_with(&prefix)
         {
-            let rival = self.staged.get(first).cloned();
-            // Else a fork inside one batch would be stored without its proof.
-            assert!(rival.is_some(), "{author} seq {seq}: the first entry staged there is not staged");
-            return Ok(rival);
+            return Ok(Some(crate::store::decode_stored(k, v)?));
         }
-        if seq <= stored_max {
-            count_read();
-            let prefix = seq_prefix(author, seq);
-            let mut entries = s.db.raw_iterator_cf(s.cf(CF_ENTRIES)?);
-            entries.seek(prefix);
-            if let (Some(k), Some(v)) = (entries.key(), entries.value())
-                && k.starts_with(&prefix)
-            {
-                return Ok(Some(crate::store::decode_stored(k, v)?));
-            }
-            entries.status().map_err(db("reading entries"))?;
-        }
+        entries.status().map_err(db("reading entries"))?;
         Ok(None)
     }
+}
 
-    fn commit(mut self) -> Result<Vec<(AgentId, u64)>, StoreError> {
-        for (author, tips) in &self.heads {
-            // Else the author's heads row would be written empty: its chain lost to readers.
-            assert!(!tips.is_empty(), "author {author} staged with no tip");
-            // Nothing stored lies above the author's highest stored seq, so a
-            // tip there is written by this batch; else the heads row would
-            // name an entry that is neither stored nor written.
-            let stored_max = self.stored_max.get(author).copied().unwrap_or(0);
-            assert!(
-                tips.values().all(|t| t.seq <= stored_max || self.staged.contains_key(&t.id)),
-                "a tip of {author} above its stored entries is not staged"
-            );
-            let tips: Vec<EntryRef> = tips.values().copied().collect();
-            self.batch.put_cf(self.store.cf(CF_HEADS)?, author.as_bytes(), encode_heads(&tips));
+impl Store {
+    /// Write an import plan in one atomic batch: the new entries (and their
+    /// missing-payload marks), the filled payloads, the fork proofs and the
+    /// tips of every author touched. Returns the forked positions.
+    fn write_plan(&self, plan: &ImportPlan) -> Result<Vec<(AgentId, u64)>, StoreError> {
+        let mut batch = rocksdb::WriteBatch::default();
+        for item in &plan.fresh {
+            let (entry, payload) = (&item.entry, item.payload.as_deref());
+            put_entry_rows(self, &mut batch, entry, payload)?;
+            if payload.is_none() {
+                // Never received: listed for replication to ask peers again.
+                let h = entry.header();
+                batch.put_cf(self.cf(CF_MISSING)?, entry_key(&h.author, h.seq, &entry.id()), []);
+            }
         }
-        self.store.write(self.batch)?;
-        Ok(self.forks)
+        for (at, payload) in &plan.fills {
+            let key = entry_key(&at.author, at.seq, &at.id);
+            batch.put_cf(self.cf(CF_PAYLOADS)?, key, payload);
+            batch.delete_cf(self.cf(CF_MISSING)?, key);
+        }
+        let mut forks = Vec::with_capacity(plan.proofs.len());
+        for proof in &plan.proofs {
+            batch.put_cf(self.cf(CF_FORKS)?, fork_key(&proof.author(), proof.seq()), proof.encode());
+            forks.push((proof.author(), proof.seq()));
+        }
+        for (author, tips) in &plan.tips {
+            batch.put_cf(self.cf(CF_HEADS)?, author.as_bytes(), encode_heads(tips));
+        }
+        self.write(batch)?;
+        Ok(forks)
+    }
+}
+
+/// A plan failure as the store reports it, naming the offending item's origin.
+fn plan_failure(e: PlanError<StoreError>, origin: impl Fn(usize) -> String) -> StoreError {
+    match e {
+        PlanError::Held(e) => e,
+        PlanError::Refused { index, problem } => StoreError::Import(ImportFailure { origin: origin(index), problem }),
+        PlanError::Inconsistent { location, problem } => StoreError::Corrupt { location, problem },
     }
 }
 
@@ -373,86 +273,40 @@ impl Store {
             return Err(StoreError::Limit(format!("{} entries in one import (max {IMPORT_ITEMS_MAX})", items.len())));
         }
         let _guard = self.lock();
-        let fail = |item: &ImportItem, problem: ImportProblem| StoreError::Import(ImportFailure { origin: item.origin.clone(), problem });
-        let mut report = ImportReport::default();
-        let mut fresh: Vec<ImportItem> = Vec::with_capacity(items.len());
-        let mut seen: HashSet<EntryId> = HashSet::new();
-        let mut held_back: HashSet<EntryId> = HashSet::new();
-        let mut fills: Vec<([u8; ENTRY_KEY_LEN], Vec<u8>)> = Vec::new();
-        let latest_ms = now_ms.saturating_add(FUTURE_SKEW_MAX_MS);
-        for item in items {
-            let id = item.entry.id();
-            if !seen.insert(id) {
-                report.already_present += 1;
-                continue;
+        let (offered, origins): (Vec<Offered>, Vec<String>) =
+            items.into_iter().map(|it| (Offered { entry: it.entry, payload: it.payload }, it.origin)).unzip();
+        let origin = |index: usize| origins[index].clone();
+        let held = HeldRows(self);
+        let screened = import::screen(&held, offered, !checked, now_ms).map_err(|e| plan_failure(e, origin))?;
+        if !checked {
+            // Signatures, batched and in parallel. Report the first bad one in input order.
+            let bad = screened
+                .fresh
+                .par_chunks(VERIFY_BATCH_LEN)
+                .filter_map(|chunk| {
+                    let refs: Vec<&SignedEntry> = chunk.iter().map(|(_, it)| &it.entry).collect();
+                    verify_signatures(&refs).err().map(|e| {
+                        let index = chunk.iter().find(|(_, it)| it.entry.id() == e.entry.id).map_or(chunk[0].0, |(i, _)| *i);
+                        (index, e)
+                    })
+                })
+                .min_by_key(|(index, _)| *index);
+            if let Some((index, e)) = bad {
+                return Err(StoreError::Import(ImportFailure { origin: origin(index), problem: ImportProblem::Signature(e) }));
             }
-            if let Some((author, seq)) = self.locate(&id)? {
-                report.already_present += 1;
-                let key = entry_key(&author, seq, &id);
-                if let Some(p) = &item.payload
-                    && self.payload_state(&key)? == crate::PayloadState::NotHeld
-                {
-                    if !checked {
-                        verify_payload(&item.entry, p).map_err(|e| fail(&item, ImportProblem::Payload(e)))?;
-                    }
-                    fills.push((key, p.clone()));
-                }
-                continue;
-            }
-            let h = item.entry.header();
-            if h.timestamp_ms > latest_ms || h.backlink.is_some_and(|b| held_back.contains(&b)) {
-                held_back.insert(id);
-                let d = report.deferred.get_or_insert(Deferred {
-                    first: item.entry.entry_ref(),
-                    count: 0,
-                    until_ms: h.timestamp_ms.saturating_sub(FUTURE_SKEW_MAX_MS),
-                });
-                d.count += 1;
-                continue;
-            }
-            if let Some(p) = &item.payload
-                && !checked
-            {
-                verify_payload(&item.entry, p).map_err(|e| fail(&item, ImportProblem::Payload(e)))?;
-            }
-            fresh.push(item);
         }
-        // Signatures, batched and in parallel. Report the first bad one in input order.
-        let unchecked: &[ImportItem] = if checked { &[] } else { &fresh };
-        let bad = unchecked
-            .par_chunks(VERIFY_BATCH_LEN)
-            .enumerate()
-            .filter_map(|(i, chunk)| {
-                let refs: Vec<&SignedEntry> = chunk.iter().map(|it| &it.entry).collect();
-                verify_signatures(&refs).err().map(|e| (i, e))
-            })
-            .min_by_key(|(i, _)| *i);
-        if let Some((_, e)) = bad {
-            let item = fresh.iter().find(|it| it.entry.id() == e.entry.id).unwrap_or(&fresh[0]);
-            return Err(fail(item, ImportProblem::Signature(e)));
-        }
-        let mut staging = Staging::new(self);
-        for item in &fresh {
-            let h = item.entry.header();
-            if let Some(backlink) = h.backlink {
-                let prev = staging
-                    .lookup(&backlink)?
-                    .ok_or_else(|| fail(item, ImportProblem::PredecessorMissing { entry: item.entry.entry_ref(), backlink }))?;
-                verify_link(&prev, &item.entry).map_err(|e| fail(item, ImportProblem::Link(e)))?;
-            }
-            debug_assert!(!staging.contains(&item.entry.id())?);
-            staging.stage(item.entry.clone(), item.payload.as_deref())?;
-            report.imported += 1;
-        }
-        for (key, payload) in &fills {
-            staging.batch.put_cf(self.cf(CF_PAYLOADS)?, key, payload);
-            staging.batch.delete_cf(self.cf(CF_MISSING)?, key);
-        }
-        report.payloads_filled = fills.len();
-        report.forks = staging.commit()?;
-        if self.observed() && (report.imported > 0 || !fills.is_empty()) {
-            let payloads_changed = fills.iter().filter_map(|(key, _)| crate::keys::split_entry_key(key).map(|(_, _, id)| id)).collect();
-            let entries = fresh.into_iter().map(|it| (it.entry, it.payload)).collect();
+        let plan = screened.plan(&held).map_err(|e| plan_failure(e, origin))?;
+        let forks = self.write_plan(&plan)?;
+        let report = ImportReport {
+            imported: plan.fresh.len(),
+            already_present: plan.already_present,
+            payloads_filled: plan.fills.len(),
+            forks,
+            deferred: plan.deferred,
+        };
+        if self.observed() && (report.imported > 0 || report.payloads_filled > 0) {
+            let payloads_changed = plan.fills.iter().map(|(at, _)| at.id).collect();
+            let entries = plan.fresh.into_iter().map(|it| (it.entry, it.payload)).collect();
             self.notify(CommitNotice { appended: false, entries, payloads_changed, forks: report.forks.clone() });
         }
         Ok(report)
@@ -528,9 +382,14 @@ impl Store {
         })?;
         let header = next_header_after(author, Some((prev.header(), prev.id())), now_ms, payload)?;
         let entry = SignedEntry::sign(header, key);
-        let mut staging = Staging::new(self);
-        staging.stage(entry.clone(), Some(payload))?;
-        let forks = staging.commit()?;
+        // Planned at the entry's own date: an author's own entry is never
+        // deferred (its date is the later of the clock and its predecessor's).
+        let dated = entry.header().timestamp_ms;
+        let offered = vec![Offered { entry: entry.clone(), payload: Some(payload.to_vec()) }];
+        let plan = import::plan_import(&HeldRows(self), offered, false, dated).map_err(|e| plan_failure(e, |_| "the appended entry".to_string()))?;
+        // It is new, dated no later than the plan's clock and links to a held tip.
+        assert!(plan.fresh.len() == 1 && plan.deferred.is_none(), "an entry appended after a tip was not planned for storing");
+        let forks = self.write_plan(&plan)?;
         if self.observed() {
             self.notify(CommitNotice { appended: true, entries: vec![(entry.clone(), Some(payload.to_vec()))], payloads_changed: Vec::new(), forks });
         }

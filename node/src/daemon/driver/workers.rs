@@ -5,7 +5,7 @@
 //! replication: each does what an `agora_sync::Output` asked and reports
 //! what the store said, typed, for the replicator to judge.
 
-use agora_store::{ImportProblem, PayloadState, Store, StoreError};
+use agora_store::{PayloadState, Store, StoreError};
 use agora_sync::{CheckError, ImportOutcome, PeerId, ServeRequest, VerifiedEntry, WireEntry};
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use tokio::sync::mpsc;
@@ -119,16 +119,8 @@ pub fn import(store: &Store, id: u64, from: PeerId, entries: Vec<VerifiedEntry>)
 /// stored, and the store's error when it could not write.
 pub fn outcome_of(result: Result<agora_store::ImportReport, StoreError>) -> (ImportOutcome, usize, Option<String>) {
     match result {
-        Ok(report) => match report.deferred {
-            Some(d) => (ImportOutcome::Deferred { seq: d.first.seq, until_ms: d.until_ms }, report.imported, None),
-            None => (ImportOutcome::Stored, report.imported, None),
-        },
-        Err(StoreError::Import(failure)) => match failure.problem {
-            ImportProblem::PredecessorMissing { entry, .. } => (ImportOutcome::PredecessorMissing { seq: entry.seq }, 0, None),
-            problem @ (ImportProblem::Link(_) | ImportProblem::Payload(_) | ImportProblem::Signature(_)) => {
-                (ImportOutcome::Invalid { reason: problem.to_string() }, 0, None)
-            }
-        },
+        Ok(report) => (ImportOutcome::accepted(report.deferred.as_ref()), report.imported, None),
+        Err(StoreError::Import(failure)) => (ImportOutcome::refused(&failure.problem), 0, None),
         Err(StoreError::Verify(e)) => (ImportOutcome::Invalid { reason: e.to_string() }, 0, None),
         Err(e) => (ImportOutcome::Lost, 0, Some(e.to_string())),
     }
