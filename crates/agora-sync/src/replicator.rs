@@ -66,6 +66,10 @@ const PEER_HOLDS_MAX: usize = 64;
 /// Most ranges remembered to be asked for again once the entries below them
 /// are stored (see `Replicator::resume`).
 const RESUME_MAX: usize = 256;
+/// `behind` (authors some peer may hold more of) is pruned of caught-up
+/// authors once it reaches twice its size after the last pruning, and never
+/// below this many.
+const BEHIND_PRUNE_MIN: usize = 4_096;
 
 /// Limits and timings. Every queue and message is bounded by one of these.
 #[derive(Clone, Debug)]
@@ -274,6 +278,28 @@ pub enum ImportOutcome {
     /// The store could not write, or the driver could not hand the entries
     /// over (its queue was full): asked for again.
     Lost,
+}
+
+impl ImportOutcome {
+    /// The outcome of an import the store accepted: stored, or partly held
+    /// back for the clock. Every driver (the node, the simulator) translates
+    /// the store's answer through this and [`ImportOutcome::refused`], so
+    /// the replicator hears the same thing from both.
+    pub fn accepted(deferred: Option<&agora_core::import::Deferred>) -> Self {
+        match deferred {
+            Some(d) => ImportOutcome::Deferred { seq: d.first.seq, until_ms: d.until_ms },
+            None => ImportOutcome::Stored,
+        }
+    }
+
+    /// The outcome of an import the import rules refused.
+    pub fn refused(problem: &agora_core::import::ImportProblem) -> Self {
+        use agora_core::import::ImportProblem;
+        match problem {
+            ImportProblem::PredecessorMissing { entry, .. } => ImportOutcome::PredecessorMissing { seq: entry.seq },
+            ImportProblem::Link(_) | ImportProblem::Payload(_) | ImportProblem::Signature(_) => ImportOutcome::Invalid { reason: problem.to_string() },
+        }
+    }
 }
 
 /// Something the driver must do.
@@ -540,6 +566,15 @@ pub struct Replicator {
     past: BTreeMap<PeerId, (u32, u64)>,
     /// Authors whose tips changed and are not announced yet.
     pending_announce: BTreeSet<AgentId>,
+    /// Authors some peer may hold more of than we do: every author whose
+    /// claims (a peer's frontier) or local tips changed since planning last
+    /// found it caught up with every claim. Planning looks at these only, so
+    /// its cost follows what changed, not how many authors the swarm has
+    /// (an author outside it is one [`Replicator::want`] answers `None` for,
+    /// whatever the peer). At most the authors claimed by peers or held.
+    behind: BTreeSet<AgentId>,
+    /// `behind` is pruned when it reaches this size.
+    behind_prune_at: usize,
     /// When tips were last announced.
     last_announce_ms: u64,
     /// The latest time passed in (for decisions made without one).
@@ -606,6 +641,8 @@ impl Replicator {
             published_forks: BTreeSet::new(),
             past: BTreeMap::new(),
             pending_announce: BTreeSet::new(),
+            behind: BTreeSet::new(),
+            behind_prune_at: BEHIND_PRUNE_MIN,
             last_announce_ms: 0,
             clock_ms: 0,
             next_req: 1,
@@ -633,6 +670,9 @@ impl Replicator {
             self.author_buckets.retain(|author, _| a.contains_key(author));
         }
         self.admitted = admitted;
+        // Authors admitted now may be claimed already.
+        let claimed: Vec<AgentId> = self.peers.values().flat_map(|s| s.frontier.keys().copied()).collect();
+        self.behind.extend(claimed);
         // Who is outside the roster changed: count each peer's claims of
         // non-members again, keeping them within their bound.
         let (admitted, max) = (&self.admitted, self.config.non_member_heads_per_peer);
@@ -681,6 +721,7 @@ impl Replicator {
         let next = group(heads);
         let changed: Vec<Head> =
             next.iter().filter(|(a, tips)| self.local.get(*a) != Some(*tips)).flat_map(|(_, tips)| self.capped(tips)).collect();
+        self.behind.extend(self.local.keys().chain(next.keys()).copied());
         self.local = next;
         self.announce(changed);
         self.plan_all(now_ms);
@@ -706,6 +747,10 @@ impl Replicator {
         } else {
             self.local.insert(author, tips);
         }
+        // A tip we passed may now be an interior entry some peer still
+        // claims: a branch to probe, as `want` sees it.
+        self.behind.insert(author);
+        self.prune_behind_if_large();
         self.pending_announce.insert(author);
         if now_ms >= self.last_announce_ms.saturating_add(ANNOUNCE_INTERVAL_MS) {
             self.flush_announcements(now_ms);
@@ -1090,6 +1135,7 @@ impl Replicator {
         for ((author, mut tips), member) in update.into_iter().zip(members) {
             dropped += cap_tips(&mut tips, cap) as u64;
             if member {
+                self.behind.insert(author);
                 state.frontier.insert(author, tips);
                 planned.push(author);
                 continue;
@@ -1101,6 +1147,7 @@ impl Replicator {
             let others = state.non_member_heads.saturating_sub(state.frontier.get(&author).map_or(0, Vec::len));
             if others + tips.len() <= non_member_max {
                 state.non_member_heads = others + tips.len();
+                // Planned only if admitted later (`set_admitted` marks it then).
                 state.frontier.insert(author, tips);
             } else {
                 dropped += tips.len() as u64;
@@ -1114,6 +1161,7 @@ impl Replicator {
         }
         self.stats.refused_not_admitted += refused;
         self.stats.claims_dropped += dropped;
+        self.prune_behind_if_large();
         for author in planned {
             self.plan_author(peer, author, now_ms);
         }
@@ -1175,6 +1223,8 @@ impl Replicator {
 
     fn plan_all(&mut self, now_ms: u64) {
         self.clock_ms = self.clock_ms.max(now_ms);
+        self.behind_prune_at = 0;
+        self.prune_behind_if_large();
         for p in self.peers_in_rank_order() {
             self.plan(p, now_ms);
         }
@@ -1202,6 +1252,35 @@ impl Replicator {
         cursor
     }
 
+    /// Forget the authors of `behind` that are caught up, once it has grown
+    /// to twice what was left the last time (or [`BEHIND_PRUNE_MIN`]): it
+    /// then never holds more than twice the authors claimed or held, however
+    /// peers rotate their claims between planning passes, and pruning costs
+    /// a constant per author marked.
+    fn prune_behind_if_large(&mut self) {
+        if self.behind.len() < self.behind_prune_at {
+            return;
+        }
+        let caught_up: Vec<AgentId> = self.behind.iter().filter(|a| !self.is_behind(a)).copied().collect();
+        for a in caught_up {
+            self.behind.remove(&a);
+        }
+        self.behind_prune_at = (2 * self.behind.len()).max(BEHIND_PRUNE_MIN);
+    }
+
+    /// Does some peer claim an entry of `author` that [`Replicator::want`]
+    /// could ask for: a seq above our highest, or, at or below it, a head
+    /// that is not one of our tips (a branch, or an entry we passed)? `want`
+    /// adds only conditions of time, admission and requests in flight, so
+    /// for an author where this is false it answers `None` for every peer.
+    fn is_behind(&self, author: &AgentId) -> bool {
+        let ours = self.local.get(author).map(Vec::as_slice).unwrap_or(&[]);
+        let our_max = max_seq(ours);
+        self.peers.values().filter_map(|s| s.frontier.get(author)).any(|theirs| {
+            max_seq(theirs) > our_max || theirs.iter().any(|h| h.seq <= our_max && !ours.iter().any(|o| o.id == h.id))
+        })
+    }
+
     /// Was the branch head `tip` asked for less than
     /// [`SOUGHT_RETRY_TIMEOUTS`] request timeouts ago?
     fn sought_recently(&self, tip: EntryId, now_ms: u64) -> bool {
@@ -1219,7 +1298,9 @@ impl Replicator {
         }
         let ours = self.local.get(author).map(Vec::as_slice).unwrap_or(&[]);
         let our_max = max_seq(ours);
-        let next = self.next_unasked(author, our_max);
+        // `next` is above our highest seq: a peer claiming no more than that
+        // has nothing forward for us, and the scan of requests is skipped.
+        let next = if max_seq(theirs) > our_max { self.next_unasked(author, our_max) } else { u64::MAX };
         if max_seq(theirs) >= next && next <= up_to {
             let limit = u64::from(self.config.range_limit).min(up_to - next + 1);
             return Some((RangeStart::at(next), u32::try_from(limit).unwrap_or(self.config.range_limit), Purpose::Forward));
@@ -1241,7 +1322,8 @@ impl Replicator {
     /// (pipelined), each range asked of one peer only (at first).
     fn plan(&mut self, peer: PeerId, now_ms: u64) {
         let Some(state) = self.peers.get(&peer) else { return };
-        let authors: Vec<AgentId> = state.frontier.keys().copied().collect();
+        // The others are caught up with every claim: `want` is `None` for them.
+        let authors: Vec<AgentId> = self.behind.iter().filter(|a| state.frontier.contains_key(*a)).copied().collect();
         for author in authors {
             if !self.may_request(peer) {
                 break;
@@ -1695,10 +1777,12 @@ impl Replicator {
             let member = self.is_member(&author);
             if let Some(state) = self.peers.get_mut(&from).filter(|_| member) {
                 merge_head(&mut state.frontier, head, true);
+                self.behind.insert(author);
                 if let Some(tips) = state.frontier.get_mut(&author) {
                     cap_tips(tips, cap);
                 }
             }
+            self.prune_behind_if_large();
             return self.plan_author(from, author, now_ms);
         }
         if !self.resume.iter().any(|r| r.1 == author && r.2 == missing_seq) {
@@ -1776,12 +1860,14 @@ impl Replicator {
         let cap = self.config.heads_per_author_max;
         if let Some(state) = self.peers.get_mut(&peer) {
             merge_head(&mut state.frontier, head, false);
+            self.behind.insert(head.author);
             // A forked author's tips grow with every higher entry relayed.
             if let Some(tips) = state.frontier.get_mut(&head.author) {
                 cap_tips(tips, cap);
             }
             state.note_holds(head.id);
         }
+        self.prune_behind_if_large();
         if !known {
             self.import(peer, vec![entry], Some(head));
         }
@@ -1812,11 +1898,13 @@ impl Replicator {
         if let Some(state) = self.peers.get_mut(&peer) {
             for h in heads {
                 merge_head(&mut state.frontier, *h, fork);
+                self.behind.insert(h.author);
                 if let Some(tips) = state.frontier.get_mut(&h.author) {
                     cap_tips(tips, cap);
                 }
             }
         }
+        self.prune_behind_if_large();
         let authors: BTreeSet<AgentId> = heads.iter().map(|h| h.author).collect();
         for a in authors {
             self.plan_author(peer, a, now_ms);
