@@ -356,6 +356,44 @@ fn a_damaged_store_gives_a_clear_error_not_a_panic() {
     assert_eq!(before, listing_after, "a failed open must not create or delete files");
 }
 
+/// `agora sim sweep` plays a scenario at each size, one line per run, and
+/// writes the sweep's report and plots, and each run's report and plots; the
+/// same sweep gives the same report; the axis must be given, one way only.
+#[test]
+fn sim_sweep_plays_each_size_and_draws_the_curves() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("../simulations/scenarios/debate-partition.toml");
+    let scenario = scenario.to_str().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let out = ok(dir.path(), &["sim", "sweep", scenario, "--sizes", "3,5", "--out", a.to_str().unwrap()], None);
+    assert!(out.contains(&format!("replay: agora sim sweep {scenario} --sizes 3,5 --seed 1")), "{out}");
+    assert!(out.contains("  3 nodes, 3 agents, seed 1: converged") && out.contains("  5 nodes, 3 agents, seed 1: converged"), "{out}");
+    assert!(out.contains("every invariant held in every run") && !out.contains("VIOLATED"), "{out}");
+    ok(dir.path(), &["sim", "sweep", scenario, "--sizes", "3,5", "--out", b.to_str().unwrap()], None);
+    let (sa, sb) = (std::fs::read(a.join("sweep.json")).unwrap(), std::fs::read(b.join("sweep.json")).unwrap());
+    assert_eq!(sa, sb, "the same sweep gives the same report");
+    let report: Value = serde_json::from_slice(&sa).unwrap();
+    assert_eq!((report["axis"].as_str(), report["ok"].as_bool()), (Some("nodes"), Some(true)));
+    let nodes: Vec<u64> = report["points"].as_array().unwrap().iter().map(|p| p["nodes"].as_u64().unwrap()).collect();
+    assert_eq!(nodes, [3, 5]);
+    assert_eq!(report["points"][1]["replay"], format!("agora sim sweep {scenario} --sizes 5 --seed 1"));
+    for stem in ["sweep-convergence", "sweep-bandwidth"] {
+        assert!(std::fs::read(a.join(format!("{stem}.png"))).unwrap().starts_with(b"\x89PNG"), "{stem}.png");
+        assert!(std::fs::read_to_string(a.join(format!("{stem}.svg"))).unwrap().contains("<svg"), "{stem}.svg");
+        assert!(out.contains(&format!("plot: {}", a.join(format!("{stem}.png")).display())), "{out}");
+    }
+    for n in [3, 5] {
+        let run: Value = serde_json::from_slice(&std::fs::read(a.join(format!("runs/nodes-{n}/report.json"))).unwrap()).unwrap();
+        assert_eq!(run["swarm"]["honest_nodes"], n);
+        assert!(a.join(format!("runs/nodes-{n}/run-disputes-forks.png")).exists());
+    }
+    let seeds = json(dir.path(), &["sim", "sweep", scenario, "--seeds", "1..2"], None);
+    assert_eq!(seeds["points"].as_array().unwrap().iter().map(|p| p["seed"].as_u64().unwrap()).collect::<Vec<_>>(), [1, 2]);
+    fails(dir.path(), &["sim", "sweep", scenario], None, "--sizes <SIZES>|--seeds <SEEDS>");
+    fails(dir.path(), &["sim", "sweep", scenario, "--sizes", "3", "--seeds", "1..2"], None, "cannot be used with");
+    fails(dir.path(), &["sim", "sweep", scenario, "--sizes", "3,0"], None, "at least one honest node");
+}
+
 /// `agora sim run` plays a checked-in scenario: it prints its seed and the
 /// command that replays it, writes a report whose invariants all hold, gives
 /// the same report for the same seed, and refuses a scenario that does not
@@ -372,6 +410,8 @@ fn sim_run_plays_a_scenario_and_replays_it_from_its_seed() {
     ok(dir.path(), &["sim", "run", scenario, "--seed", "5", "--out", b.to_str().unwrap()], None);
     let (ra, rb) = (std::fs::read(a.join("report.json")).unwrap(), std::fs::read(b.join("report.json")).unwrap());
     assert_eq!(ra, rb, "the same seed gives the same report");
+    assert!(std::fs::read(a.join("run-disputes-forks.png")).unwrap().starts_with(b"\x89PNG"), "sim run --out draws the run's timeline");
+    assert!(out.contains(&format!("plot: {}", a.join("run-disputes-forks.svg").display())), "{out}");
     let report: Value = serde_json::from_slice(&ra).unwrap();
     assert_eq!(report["ok"], true);
     assert_eq!(report["entries_written"]["honest"], 6);

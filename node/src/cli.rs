@@ -56,7 +56,32 @@ pub enum SimCommand {
         /// The seed of every random choice (default: the scenario's).
         #[arg(long)]
         seed: Option<u64>,
-        /// Write the JSON report there (DIR/report.json).
+        /// Write the JSON report and the run's plots there (DIR/report.json,
+        /// DIR/run-*.svg and .png).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Play a scenario over a range of swarm sizes or seeds, one run after
+    /// another, and draw the curves: convergence time and bandwidth per
+    /// honest node against the size (or seed), and when forks were detected.
+    /// Exit 3 if an invariant was violated in any run.
+    #[command(group(clap::ArgGroup::new("axis").required(true).args(["sizes", "seeds"])))]
+    Sweep {
+        /// The scenario (TOML; see simulations/scenarios/).
+        scenario: PathBuf,
+        /// Honest nodes of each run, e.g. 5,10,20,40 (generated agents scale
+        /// with them; node indices in partitions and churn are rescaled).
+        #[arg(long)]
+        sizes: Option<String>,
+        /// Seeds of each run at the scenario's size: FROM..TO (both included) or a list.
+        #[arg(long)]
+        seeds: Option<String>,
+        /// The seed of every run of a size sweep (default: the scenario's).
+        #[arg(long, conflicts_with = "seeds")]
+        seed: Option<u64>,
+        /// Write the sweep's JSON report and plots there (DIR/sweep.json,
+        /// DIR/sweep-*.svg and .png), and each run's report and plots under
+        /// DIR/runs/.
         #[arg(long)]
         out: Option<PathBuf>,
     },

@@ -63,8 +63,14 @@ fn main() -> ExitCode {
     let args = cli::Args::parse();
     let json = args.json;
     // The simulator needs no home: it runs its own simulated nodes.
-    if let Command::Sim(cli::SimCommand::Run { scenario, seed, out }) = &args.command {
-        return sim_cmd::run(scenario, *seed, out.as_deref(), json).unwrap_or_else(|e| fail(&e, json));
+    match &args.command {
+        Command::Sim(cli::SimCommand::Run { scenario, seed, out }) => {
+            return sim_cmd::run(scenario, *seed, out.as_deref(), json).unwrap_or_else(|e| fail(&e, json));
+        }
+        Command::Sim(cli::SimCommand::Sweep { scenario, sizes, seeds, seed, out }) => {
+            return sim_cmd::sweep(scenario, sizes.as_deref(), seeds.as_deref(), *seed, out.as_deref(), json).unwrap_or_else(|e| fail(&e, json));
+        }
+        _ => {}
     }
     let home = match home::Home::resolve(args.home.clone()) {
         Ok(h) => h,

@@ -1,17 +1,33 @@
-//! `agora sim run`: play a scenario file in the swarm simulator (`agora-sim`)
-//! and report. The simulator runs its own simulated nodes; no home, store or
-//! network of this machine is touched, except the report written to `--out`.
+//! `agora sim run` and `agora sim sweep`: play a scenario file in the swarm
+//! simulator (`agora-sim`), once or over a range of sizes or seeds, report
+//! and draw. The simulator runs its own simulated nodes; no home, store or
+//! network of this machine is touched, except the reports and plots written
+//! to `--out`.
 
-use anyhow::{Context, Result};
-use std::path::Path;
+use agora_sim::SweepAxis;
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Instant;
+
+fn load(path: &Path) -> Result<agora_sim::Scenario> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading the scenario {}", path.display()))?;
+    agora_sim::Scenario::from_toml(&text).with_context(|| format!("scenario {}", path.display()))
+}
+
+/// Write `report` as `dir/report.json` and draw the run's plots beside it.
+fn write_run(report: &agora_sim::Report, bytes: &[u8], dir: &Path) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let file = dir.join("report.json");
+    std::fs::write(&file, bytes).with_context(|| format!("writing {}", file.display()))?;
+    Ok(agora_sim::draw_run(report, dir)?)
+}
 
 /// Play `path` with `seed` (or the scenario's), print the summary (or the
-/// report, with `--json`), write `out/report.json`. Exit code 3 when an
-/// invariant was violated.
+/// report, with `--json`), write `out/report.json` and the run's plots.
+/// Exit code 3 when an invariant was violated.
 pub fn run(path: &Path, seed: Option<u64>, out: Option<&Path>, json: bool) -> Result<ExitCode> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading the scenario {}", path.display()))?;
-    let scenario = agora_sim::Scenario::from_toml(&text).with_context(|| format!("scenario {}", path.display()))?;
+    let scenario = load(path)?;
     let seed = seed.unwrap_or(scenario.seed);
     let replay = format!("agora sim run {} --seed {seed}", path.display());
     if !json {
@@ -21,11 +37,10 @@ pub fn run(path: &Path, seed: Option<u64>, out: Option<&Path>, json: bool) -> Re
     let report = agora_sim::run(&scenario, seed, replay);
     let wall = started.elapsed();
     let bytes = serde_json::to_vec_pretty(&report)?;
-    if let Some(dir) = out {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let file = dir.join("report.json");
-        std::fs::write(&file, &bytes).with_context(|| format!("writing {}", file.display()))?;
-    }
+    let plots = match out {
+        Some(dir) => write_run(&report, &bytes, dir)?,
+        None => Vec::new(),
+    };
     if json {
         println!("{}", String::from_utf8_lossy(&bytes));
     } else {
@@ -51,7 +66,109 @@ pub fn run(path: &Path, seed: Option<u64>, out: Option<&Path>, json: bool) -> Re
         if let Some(dir) = out {
             println!("report: {}", dir.join("report.json").display());
         }
+        for plot in &plots {
+            println!("plot: {}", plot.display());
+        }
         println!("{:.1} s of wall time for {} ms of virtual time", wall.as_secs_f64(), report.end_ms);
     }
     Ok(if report.ok { ExitCode::SUCCESS } else { ExitCode::from(3) })
+}
+
+/// Play `path` at every size of `sizes` (with `seed`, or the scenario's) or
+/// at every seed of `seeds`, one run after another; print a line per run as
+/// it ends (or, with `--json`, the sweep's report at the end); write
+/// `out/sweep.json`, the sweep's plots, and each run's report and plots under
+/// `out/runs/`. Exit code 3 when an invariant was violated in any run.
+pub fn sweep(path: &Path, sizes: Option<&str>, seeds: Option<&str>, seed: Option<u64>, out: Option<&Path>, json: bool) -> Result<ExitCode> {
+    let scenario = load(path)?;
+    let seed = seed.unwrap_or(scenario.seed);
+    let shown = path.display().to_string();
+    let (axis, replay_sweep) = match (sizes, seeds) {
+        (Some(list), None) => (SweepAxis::parse_sizes(list)?, format!("agora sim sweep {shown} --sizes {list} --seed {seed}")),
+        (None, Some(range)) => (SweepAxis::parse_seeds(range)?, format!("agora sim sweep {shown} --seeds {range}")),
+        _ => bail!("give either --sizes or --seeds"),
+    };
+    // A size sweep's run is replayed as a sweep of that one size; a seed
+    // sweep's run is the scenario as written, so `sim run` replays it.
+    let replay_point = |nodes: usize, seed: u64| match axis {
+        SweepAxis::Sizes(_) => format!("agora sim sweep {shown} --sizes {nodes} --seed {seed}"),
+        SweepAxis::Seeds(_) => format!("agora sim run {shown} --seed {seed}"),
+    };
+    if !json {
+        println!("scenario {}: {} runs; replay: {replay_sweep}", scenario.name, axis.len());
+    }
+    let started = Instant::now();
+    let mut lap = started;
+    let mut failed_write = None;
+    let report = agora_sim::sweep_with(&scenario, &axis, seed, replay_point, |point, run| {
+        let took = lap.elapsed();
+        lap = Instant::now();
+        if let Some(dir) = out
+            && failed_write.is_none()
+        {
+            let name = match axis {
+                SweepAxis::Sizes(_) => format!("nodes-{}", point.nodes),
+                SweepAxis::Seeds(_) => format!("seed-{}", point.seed),
+            };
+            let written = serde_json::to_vec_pretty(run).map_err(anyhow::Error::from).and_then(|bytes| write_run(run, &bytes, &dir.join("runs").join(name)));
+            if let Err(e) = written {
+                failed_write = Some(e);
+            }
+        }
+        if !json {
+            println!("{}", point_line(point, took.as_secs_f64()));
+        }
+    })?;
+    if let Some(e) = failed_write {
+        return Err(e);
+    }
+    let bytes = serde_json::to_vec_pretty(&report)?;
+    let mut plots = Vec::new();
+    if let Some(dir) = out {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let file = dir.join("sweep.json");
+        std::fs::write(&file, &bytes).with_context(|| format!("writing {}", file.display()))?;
+        plots = agora_sim::draw_sweep(&report, dir)?;
+    }
+    if json {
+        println!("{}", String::from_utf8_lossy(&bytes));
+    } else {
+        let violated = report.points.iter().filter(|p| !p.ok).count();
+        match violated {
+            0 => println!("every invariant held in every run"),
+            n => println!("VIOLATED in {n} of {} runs (each run's replay is above)", report.points.len()),
+        }
+        if let Some(dir) = out {
+            println!("report: {}", dir.join("sweep.json").display());
+            println!("runs: {}", dir.join("runs").display());
+        }
+        for plot in &plots {
+            println!("plot: {}", plot.display());
+        }
+        println!("{:.1} s of wall time", started.elapsed().as_secs_f64());
+    }
+    Ok(if report.ok { ExitCode::SUCCESS } else { ExitCode::from(3) })
+}
+
+/// One run of a sweep, in a line: its size, convergence, traffic, forks and
+/// invariants, and how to replay it when one was violated.
+fn point_line(p: &agora_sim::SweepPoint, wall_s: f64) -> String {
+    let converged = p.convergence_ms.map_or(format!("did not converge within {} ms", p.settle_ms), |ms| format!("converged in {ms} ms"));
+    let traffic = format!("{} sent, {} received per honest node", bytes(p.traffic.bytes_sent_per_honest_node), bytes(p.traffic.bytes_received_per_honest_node));
+    let forks = match p.forks.iter().map(|f| f.all_honest_ms).collect::<Option<Vec<u64>>>() {
+        _ if p.forks.is_empty() => String::new(),
+        Some(all) => format!("; {} forks proven everywhere by {} ms", p.forks.len(), all.into_iter().max().unwrap_or(0)),
+        None => format!("; {} forks, not all proven everywhere", p.forks.len()),
+    };
+    let held = if p.ok { "ok".to_string() } else { format!("VIOLATED: {}; replay: {}", p.violated.join(", "), p.replay) };
+    format!("  {} nodes, {} agents, seed {}: {converged}; {traffic}{forks}; {held} ({wall_s:.1} s of wall time)", p.nodes, p.agents, p.seed)
+}
+
+/// Bytes in the unit that keeps the number short.
+fn bytes(n: u64) -> String {
+    match n {
+        n if n >= 10 << 20 => format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64),
+        n if n >= 10 << 10 => format!("{:.1} KiB", n as f64 / 1024.0),
+        n => format!("{n} bytes"),
+    }
 }

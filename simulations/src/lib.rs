@@ -7,20 +7,26 @@
 //! outputs as the node's driver does. Nothing here decides what to ask,
 //! serve, gossip or ban: the replicator does, as in the node. A scenario
 //! file ([`scenario`]) says who records what, when, over which network, with
-//! which adversaries; the runner ([`run`]) plays it and checks the
+//! which adversaries; the runner ([`run`](mod@run)) plays it and checks the
 //! invariants; the report ([`report`]) is the same bytes for the same seed.
+//! A sweep ([`sweep`](mod@sweep)) plays a scenario over a range of swarm sizes or seeds;
+//! [`plot`] draws a sweep's curves and a run's timeline as SVG and PNG.
 #![deny(missing_docs)]
 
 pub mod model;
 pub mod net;
+pub mod plot;
 pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod store;
+pub mod sweep;
 
 pub use model::{Latency, LinkModel};
 pub use net::{Behaviour, Net, Node, Packet, Traffic};
+pub use plot::{PlotError, draw_run, draw_sweep};
 pub use report::Report;
 pub use run::run;
 pub use scenario::Scenario;
 pub use store::{Imported, MemStore, Stored};
+pub use sweep::{SweepAxis, SweepError, SweepPoint, SweepReport, sweep, sweep_with};
