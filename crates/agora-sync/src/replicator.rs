@@ -575,6 +575,12 @@ pub struct Replicator {
     behind: BTreeSet<AgentId>,
     /// `behind` is pruned when it reaches this size.
     behind_prune_at: usize,
+    /// A planning step stopped at a limit (requests in flight, a peer's
+    /// share, the output queue) since the last full pass: a slot coming free
+    /// then plans everything again. Otherwise every change has planned what
+    /// it affects, and a free slot plans only its own author, so that the
+    /// cost of an import or a response does not grow with the authors.
+    starved: bool,
     /// When tips were last announced.
     last_announce_ms: u64,
     /// The latest time passed in (for decisions made without one).
@@ -643,6 +649,7 @@ impl Replicator {
             pending_announce: BTreeSet::new(),
             behind: BTreeSet::new(),
             behind_prune_at: BEHIND_PRUNE_MIN,
+            starved: false,
             last_announce_ms: 0,
             clock_ms: 0,
             next_req: 1,
@@ -1223,8 +1230,7 @@ impl Replicator {
 
     fn plan_all(&mut self, now_ms: u64) {
         self.clock_ms = self.clock_ms.max(now_ms);
-        self.behind_prune_at = 0;
-        self.prune_behind_if_large();
+        self.starved = false;
         for p in self.peers_in_rank_order() {
             self.plan(p, now_ms);
         }
@@ -1321,13 +1327,19 @@ impl Replicator {
     /// the in-flight limits: several ranges of one author at a time
     /// (pipelined), each range asked of one peer only (at first).
     fn plan(&mut self, peer: PeerId, now_ms: u64) {
-        let Some(state) = self.peers.get(&peer) else { return };
-        // The others are caught up with every claim: `want` is `None` for them.
-        let authors: Vec<AgentId> = self.behind.iter().filter(|a| state.frontier.contains_key(*a)).copied().collect();
-        for author in authors {
+        // Only authors in `behind`: the others are caught up with every
+        // claim, and `want` is `None` for them. Walked lazily, so a pass
+        // that finds the limits reached stops at once.
+        let mut after: Option<AgentId> = None;
+        loop {
             if !self.may_request(peer) {
-                break;
+                self.starved = true;
+                return;
             }
+            let Some(state) = self.peers.get(&peer) else { return };
+            let from = after.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
+            let Some(author) = self.behind.range((from, std::ops::Bound::Unbounded)).find(|a| state.frontier.contains_key(*a)).copied() else { return };
+            after = Some(author);
             self.plan_author(peer, author, now_ms);
         }
     }
@@ -1375,6 +1387,7 @@ impl Replicator {
                 && self.in_flight.len() < self.config.in_flight_max
                 && self.held.range((author, start)..).next().is_some_and(|((a, _), _)| *a == author);
             if !fills_gap && !self.may_request(peer) {
+                self.starved = true;
                 return;
             }
             // Planned requests go out only below the limit of requests in
@@ -1485,6 +1498,7 @@ impl Replicator {
         let due: Vec<(EntryRef, Missing)> = self.missing.iter().filter(|(_, m)| m.next_ms <= now_ms).map(|(e, m)| (*e, *m)).take(64).collect();
         for (e, m) in due {
             if self.in_flight.len() + self.held.len() + self.imports.len() >= self.config.in_flight_max {
+                self.starved = true;
                 return;
             }
             if m.tries >= self.config.payload_tries_max {
@@ -1630,9 +1644,12 @@ impl Replicator {
         }
         // Else a second answer would be accepted and the slot never come free.
         assert!(!self.in_flight.contains_key(&req), "request {req} still in flight after its answer");
-        // A slot came free: this author first, then any other.
+        // A slot came free: this author first, then any other that waited
+        // for one.
         self.plan_author(peer, author, now_ms);
-        self.plan_all(now_ms);
+        if self.starved {
+            self.plan_all(now_ms);
+        }
     }
 
     /// Hand the held responses of `author` that now continue what the store
@@ -1708,7 +1725,14 @@ impl Replicator {
         assert!(imp.is_some(), "import {id} reported twice or never handed out");
         let Some(Importing { from, author, first_seq, gossiped }) = imp else { return };
         match outcome {
-            ImportOutcome::Stored => {}
+            // The new tips arrive through `set_local_heads`, which plans the
+            // author; the slot that came free matters only to what waited.
+            ImportOutcome::Stored => {
+                if self.starved {
+                    self.plan_all(now_ms);
+                }
+                return;
+            }
             ImportOutcome::PredecessorMissing { seq } => self.predecessor_missing(from, author, seq, gossiped, now_ms),
             ImportOutcome::Invalid { reason } => {
                 if gossiped.is_some() {
