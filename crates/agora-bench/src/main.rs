@@ -4,7 +4,8 @@
 //!
 //! Run: `cargo run --release -p agora-bench -- store --entries 100000`
 //! and `cargo run --release -p agora-bench -- graph --events 1000000`
-//! and `cargo run --release -p agora-bench -- merge --agents 100 --events-per-agent 10000`.
+//! and `cargo run --release -p agora-bench -- merge --agents 100 --events-per-agent 10000`
+//! and `cargo run --release -p agora-bench -- sim --agents 10,100,1000,10000`.
 
 use agora_core::AgentKey;
 use agora_store::{Store, StoreOptions};
@@ -25,6 +26,7 @@ static MALLOC_CONF: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000,muz
 mod graph_bench;
 mod node_bench;
 mod merge_bench;
+mod sim_bench;
 
 #[derive(Parser)]
 #[command(about = "Agora benchmarks: store (appends, verification), graph (replay, lookups, trace) and merge (merged-view recompute)")]
@@ -37,6 +39,9 @@ enum Bench {
     Node(node_bench::NodeArgs),
     /// Recompute of the merged view (merge layer) of a synthetic swarm.
     Merge(merge_bench::MergeArgs),
+    /// The swarm simulator: wall time, entries per second and peak memory of
+    /// a scenario (by default a thousand agents), optionally at several sizes.
+    Sim(sim_bench::SimArgs),
 }
 
 #[derive(clap::Args)]
@@ -89,6 +94,7 @@ fn main() -> Result<()> {
         Bench::Graph(args) => graph_bench::run(args),
         Bench::Node(args) => node_bench::run(args),
         Bench::Merge(args) => merge_bench::run(args),
+        Bench::Sim(args) => sim_bench::run(args),
     }
 }
 

@@ -1341,6 +1341,11 @@ impl Replicator {
             let Some(author) = self.behind.range((from, std::ops::Bound::Unbounded)).find(|a| state.frontier.contains_key(*a)).copied() else { return };
             after = Some(author);
             self.plan_author(peer, author, now_ms);
+            // Found caught up with every claim: out of `behind` until the
+            // next change marks it again.
+            if !self.is_behind(&author) {
+                self.behind.remove(&author);
+            }
         }
     }
 
