@@ -54,8 +54,9 @@ pub fn run(path: &Path, seed: Option<u64>, out: Option<&Path>, json: bool) -> Re
             None => println!("did not converge within {} ms after activity ended", report.settle_ms),
         }
         for f in &report.forks {
-            let all = f.all_honest_ms.map_or("not at every honest node".to_string(), |t| format!("at every honest node by {t} ms"));
-            println!("fork {}… seq {}: first proven at {} ms, {all}", &f.author[..16], f.seq, f.first_ms);
+            let first = f.to_first_honest_ms().map_or("proven at no honest node".to_string(), |t| format!("first proven at an honest node {t} ms later"));
+            let all = f.to_all_honest_ms().map_or("not at every honest node".to_string(), |t| format!("at every honest node {t} ms later"));
+            println!("fork {}… seq {}: signed at {} ms, {first}, {all}", &f.author[..16], f.seq, f.forked_ms);
         }
         for i in &report.invariants {
             match &i.violation {
@@ -155,9 +156,9 @@ pub fn sweep(path: &Path, sizes: Option<&str>, seeds: Option<&str>, seed: Option
 fn point_line(p: &agora_sim::SweepPoint, wall_s: f64) -> String {
     let converged = p.convergence_ms.map_or(format!("did not converge within {} ms", p.settle_ms), |ms| format!("converged in {ms} ms"));
     let traffic = format!("{} sent, {} received per honest node", bytes(p.traffic.bytes_sent_per_honest_node), bytes(p.traffic.bytes_received_per_honest_node));
-    let forks = match p.forks.iter().map(|f| f.all_honest_ms).collect::<Option<Vec<u64>>>() {
+    let forks = match p.forks.iter().map(|f| f.to_all_honest_ms()).collect::<Option<Vec<u64>>>() {
         _ if p.forks.is_empty() => String::new(),
-        Some(all) => format!("; {} forks proven everywhere by {} ms", p.forks.len(), all.into_iter().max().unwrap_or(0)),
+        Some(all) => format!("; {} forks, each proven at every honest node within {} ms of being signed", p.forks.len(), all.into_iter().max().unwrap_or(0)),
         None => format!("; {} forks, not all proven everywhere", p.forks.len()),
     };
     let held = if p.ok { "ok".to_string() } else { format!("VIOLATED: {}; replay: {}", p.violated.join(", "), p.replay) };

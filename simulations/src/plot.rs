@@ -368,8 +368,8 @@ impl Figure for SweepBandwidth<'_> {
     }
 }
 
-/// (d, over a sweep) When the slowest fork of each run was first proven,
-/// and proven at every honest node.
+/// (d, over a sweep) How long after it was signed the slowest fork of each
+/// run was first proven at an honest node, and at every honest node.
 struct SweepForkDetection<'r>(&'r SweepReport);
 
 impl Figure for SweepForkDetection<'_> {
@@ -380,22 +380,22 @@ impl Figure for SweepForkDetection<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
         let r = self.0;
         let axis = sweep_axis(r);
-        let first = along(r, |p| p.forks.iter().map(|f| f.first_ms).max().map(seconds));
+        let first = along(r, |p| p.forks.iter().filter_map(ForkDetection::to_first_honest_ms).max().map(seconds));
         // A run where some fork never reached every honest node has no such time.
-        let everywhere = along(r, |p| p.forks.iter().map(|f| f.all_honest_ms).collect::<Option<Vec<u64>>>().and_then(|v| v.into_iter().max()).map(seconds));
+        let everywhere = along(r, |p| p.forks.iter().map(ForkDetection::to_all_honest_ms).collect::<Option<Vec<u64>>>().and_then(|v| v.into_iter().max()).map(seconds));
         let max = first.iter().chain(&everywhere).map(|p| p.1).fold(0.0, f64::max);
         let frame_desc = Frame {
             title: format!("Fork detection against {} ({})", axis.against, run_title(r)),
             x: axis.range.clone(),
             y: y_range(max, 2),
             x_desc: axis.desc,
-            y_desc: "proven at, slowest fork (virtual s from the start)",
+            y_desc: "time to prove the slowest fork (virtual s after it was signed)",
             x_ticks: axis.ticks,
             x_label: &whole,
             y_counts: false,
         };
         let mut chart = frame(root, &frame_desc)?;
-        curve(&mut chart, &first, BLUE, "first proof, at any node", axis.joined)?;
+        curve(&mut chart, &first, BLUE, "first proof at an honest node", axis.joined)?;
         curve(&mut chart, &everywhere, ORANGE, "proof held by every honest node", axis.joined)?;
         legend(&mut chart, SeriesLabelPosition::UpperLeft)
     }
@@ -444,8 +444,8 @@ impl Figure for RunTimeline<'_> {
     }
 }
 
-/// (d, one run) Per forked position: when it was first proven anywhere,
-/// and when the last honest node proved it.
+/// (d, one run) Per forked position: how long after it was signed the first
+/// honest node proved it, and the last.
 struct RunForkDetection<'r>(&'r Report);
 
 /// A fork's name on the x axis: its author's first bytes and the seq.
@@ -461,7 +461,7 @@ impl Figure for RunForkDetection<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
         let r = self.0;
         let forks = &r.forks;
-        let max = forks.iter().map(|f| seconds(f.all_honest_ms.unwrap_or(f.first_ms).max(f.first_ms))).fold(0.0, f64::max);
+        let max = forks.iter().map(|f| seconds(f.to_all_honest_ms().or(f.to_first_honest_ms()).unwrap_or(0))).fold(0.0, f64::max);
         let names: Vec<String> = forks.iter().map(fork_name).collect();
         let label = |v: &f64| {
             let i = v.round();
@@ -472,7 +472,7 @@ impl Figure for RunForkDetection<'_> {
             x: -0.6..(forks.len() as f64 - 0.4),
             y: y_range(max, if forks.iter().any(|f| f.all_honest_ms.is_none()) { 3 } else { 2 }),
             x_desc: "forked position (author, seq)",
-            y_desc: "proven at (virtual s from the start)",
+            y_desc: "time to prove it (virtual s after it was signed)",
             x_ticks: forks.len().min(8),
             x_label: &label,
             y_counts: false,
@@ -484,11 +484,11 @@ impl Figure for RunForkDetection<'_> {
             Rectangle::new([(a, 0.0), (b, seconds(ms))], color.filled())
         };
         chart
-            .draw_series(forks.iter().enumerate().map(|(i, f)| bar(i, true, f.first_ms, BLUE)))?
-            .label("first proof, at any node")
+            .draw_series(forks.iter().enumerate().filter_map(|(i, f)| f.to_first_honest_ms().map(|t| bar(i, true, t, BLUE))))?
+            .label("first proof at an honest node")
             .legend(|(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], BLUE.filled()));
         chart
-            .draw_series(forks.iter().enumerate().filter_map(|(i, f)| f.all_honest_ms.map(|t| bar(i, false, t, ORANGE))))?
+            .draw_series(forks.iter().enumerate().filter_map(|(i, f)| f.to_all_honest_ms().map(|t| bar(i, false, t, ORANGE))))?
             .label("proof held by every honest node")
             .legend(|(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], ORANGE.filled()));
         if forks.iter().any(|f| f.all_honest_ms.is_none()) {

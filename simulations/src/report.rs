@@ -74,10 +74,27 @@ pub struct ForkDetection {
     pub author: String,
     /// The seq.
     pub seq: u64,
-    /// When it was first proven anywhere.
+    /// When the equivocator signed its branches (virtual ms from the start).
+    pub forked_ms: u64,
+    /// When it was first proven anywhere (the equivocator's own node
+    /// included, which proves it as it signs).
     pub first_ms: u64,
+    /// When the first honest node proved it (`None`: none did).
+    pub first_honest_ms: Option<u64>,
     /// When the last honest node that proved it did (`None`: some never did).
     pub all_honest_ms: Option<u64>,
+}
+
+impl ForkDetection {
+    /// Time from the fork to its first proof at an honest node.
+    pub fn to_first_honest_ms(&self) -> Option<u64> {
+        self.first_honest_ms.map(|t| t.saturating_sub(self.forked_ms))
+    }
+
+    /// Time from the fork until every honest node held its proof.
+    pub fn to_all_honest_ms(&self) -> Option<u64> {
+        self.all_honest_ms.map(|t| t.saturating_sub(self.forked_ms))
+    }
 }
 
 /// One sample of the reference node's view.

@@ -113,7 +113,7 @@ pub struct Run<'s> {
     honest_ids: Vec<EntryId>,
     written: Written,
     /// Forked positions written by equivocators.
-    forked: BTreeSet<(AgentId, u64)>,
+    forked: BTreeMap<(AgentId, u64), u64>,
     series: Vec<Sample>,
     activity_end_ms: u64,
     last_heal_ms: u64,
@@ -212,7 +212,7 @@ impl<'s> Run<'s> {
             labels: BTreeMap::new(),
             honest_ids: Vec::new(),
             written: Written::default(),
-            forked: BTreeSet::new(),
+            forked: BTreeMap::new(),
             series: Vec::new(),
             activity_end_ms: 0,
             last_heal_ms: 0,
@@ -556,7 +556,7 @@ impl<'s> Run<'s> {
                     written.push((e, Some(payload)));
                 }
                 self.written.adversary += branches as u64;
-                self.forked.insert((author, seq + 1));
+                self.forked.insert((author, seq + 1), now);
                 self.adversaries[a].forked = true;
                 self.net.committed_with_proofs(node, author, &written, &proofs);
             }
@@ -786,15 +786,16 @@ impl<'s> Run<'s> {
         // Every equivocation proven at every honest node.
         let mut forks = Vec::new();
         let mut unproven = None;
-        for &(author, seq) in &self.forked {
+        for (&(author, seq), &forked_at) in &self.forked {
             let seen = self.net.forks_seen.get(&(author, seq)).cloned().unwrap_or_default();
             let first_ms = seen.values().min().map_or(0, |t| t - START_MS);
             let honest_seen: Vec<u64> = up.iter().filter_map(|n| seen.get(n).copied()).collect();
+            let first_honest_ms = honest_seen.iter().min().map(|t| t - START_MS);
             let all = (honest_seen.len() == up.len()).then(|| honest_seen.iter().max().map_or(0, |t| t - START_MS));
             if let Some(&n) = up.iter().find(|n| !self.net.nodes[**n].store.proofs.contains_key(&(author, seq))) {
                 unproven.get_or_insert(format!("node {n} holds no proof of {} seq {seq}", hex::encode(author.0)));
             }
-            forks.push(ForkDetection { author: hex::encode(author.0), seq, first_ms, all_honest_ms: all });
+            forks.push(ForkDetection { author: hex::encode(author.0), seq, forked_ms: forked_at - START_MS, first_ms, first_honest_ms, all_honest_ms: all });
         }
         check("every equivocation is proven at every honest node", unproven);
 
