@@ -682,9 +682,9 @@ impl<'s> Run<'s> {
             return Some(format!("{label:?}: expected its node, found none in the merged graph (its entry is missing, pending or off its author's view chain)"));
         };
         if let Some(expected) = e.status
-            && node.status() != expected.status()
+            && node.status() != expected
         {
-            return Some(format!("{label:?} status: expected {}, found {}", expected.status().name(), node.status().name()));
+            return Some(format!("{label:?} status: expected {}, found {}", expected.name(), node.status().name()));
         }
         if let Some(by) = &e.superseded_by {
             let expected = self.labels.get(by).copied();

@@ -272,8 +272,8 @@ pub struct Expectation {
     /// refine, synthesize, question or resolve).
     pub label: String,
     /// Its reasoning status in the merged graph.
-    #[serde(default)]
-    pub status: Option<ExpectedStatus>,
+    #[serde(default, with = "status_name")]
+    pub status: Option<Status>,
     /// The move whose node superseded it (the graph names the first successor).
     #[serde(default)]
     pub superseded_by: Option<String>,
@@ -291,43 +291,26 @@ pub struct Expectation {
     pub accepted_by: Option<Vec<String>>,
 }
 
-/// A reasoning status as a scenario names it: agora-graph's [`Status`],
-/// spelled as [`Status::name`] spells it. A scenario cannot name a status
-/// the graph does not have: the file is refused, with the names it takes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ExpectedStatus {
-    /// [`Status::Active`].
-    Active,
-    /// [`Status::Contested`].
-    Contested,
-    /// [`Status::Superseded`].
-    Superseded,
-    /// [`Status::Resolved`].
-    Resolved,
-    /// [`Status::Parked`].
-    Parked,
-    /// [`Status::Retracted`].
-    Retracted,
-    /// [`Status::Duplicate`].
-    Duplicate,
-    /// [`Status::Invalid`].
-    Invalid,
-}
+/// A reasoning status in a scenario file: agora-graph's [`Status`], by its
+/// [`Status::name`]. A name the graph does not have is refused, with the
+/// names it takes.
+mod status_name {
+    use super::Status;
+    use serde::{Deserialize, Deserializer, Serializer};
 
-impl ExpectedStatus {
-    /// The graph's status of that name.
-    pub fn status(self) -> Status {
-        match self {
-            ExpectedStatus::Active => Status::Active,
-            ExpectedStatus::Contested => Status::Contested,
-            ExpectedStatus::Superseded => Status::Superseded,
-            ExpectedStatus::Resolved => Status::Resolved,
-            ExpectedStatus::Parked => Status::Parked,
-            ExpectedStatus::Retracted => Status::Retracted,
-            ExpectedStatus::Duplicate => Status::Duplicate,
-            ExpectedStatus::Invalid => Status::Invalid,
+    pub fn serialize<S: Serializer>(status: &Option<Status>, s: S) -> Result<S::Ok, S::Error> {
+        match status {
+            Some(status) => s.serialize_some(status.name()),
+            None => s.serialize_none(),
         }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Status>, D::Error> {
+        let name = String::deserialize(d)?;
+        Status::from_name(&name).map(Some).ok_or_else(|| {
+            let names: Vec<&str> = Status::ALL.iter().map(|s| s.name()).collect();
+            serde::de::Error::custom(format!("unknown status {name:?}: one of {}", names.join(", ")))
+        })
     }
 }
 

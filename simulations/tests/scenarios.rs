@@ -4,7 +4,8 @@
 //! bounded sweep of short adversarial runs holds every invariant on every
 //! seed (a failure names its seed and the command that replays it).
 
-use agora_sim::scenario::{Expectation, ExpectedStatus};
+use agora_graph::Status;
+use agora_sim::scenario::Expectation;
 use agora_sim::{run, Scenario};
 use std::path::{Path, PathBuf};
 
@@ -75,8 +76,8 @@ const EXPECTATIONS_HOLD: &str = "scripted expectations hold at every honest node
 fn a_wrong_expectation_fails_the_run_naming_its_label() {
     let mut s = load("debate-partition.toml");
     let tier = s.expect.iter_mut().find(|e| e.label == "tier").expect("debate-partition expects something of \"tier\"");
-    assert_eq!(tier.status, Some(ExpectedStatus::Superseded), "the flip below assumes the checked-in expectation");
-    tier.status = Some(ExpectedStatus::Active);
+    assert_eq!(tier.status, Some(Status::Superseded), "the flip below assumes the checked-in expectation");
+    tier.status = Some(Status::Active);
     s.validate().expect("a flipped status is still a valid scenario");
     let report = run(&s, s.seed, String::new());
     assert!(!report.ok, "a wrong expectation passed");
@@ -102,7 +103,7 @@ fn a_wrong_expectation_fails_the_run_naming_its_label() {
 fn expectations_are_checked_when_the_file_is_read() {
     for name in ["active", "contested", "superseded", "resolved", "parked", "retracted", "duplicate", "invalid"] {
         let e: Expectation = toml::from_str(&format!("label = \"x\"\nstatus = \"{name}\"")).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(e.status.map(|s| s.status().name()), Some(name));
+        assert_eq!(e.status.map(|s| s.name()), Some(name));
     }
     let text = std::fs::read_to_string(scenarios_dir().join("debate-partition.toml")).expect("debate-partition.toml");
     let refused = |extra: &str, says: &str| {

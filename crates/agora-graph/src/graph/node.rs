@@ -38,6 +38,15 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in declaration order.
+    pub const ALL: [Status; 8] =
+        [Status::Active, Status::Contested, Status::Superseded, Status::Resolved, Status::Parked, Status::Retracted, Status::Duplicate, Status::Invalid];
+
+    /// The status with this [`Status::name`].
+    pub fn from_name(name: &str) -> Option<Status> {
+        Status::ALL.into_iter().find(|s| s.name() == name)
+    }
+
     /// Lowercase name.
     pub fn name(self) -> &'static str {
         match self {
