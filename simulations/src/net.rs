@@ -19,13 +19,24 @@
 use crate::model::LinkModel;
 use crate::store::MemStore;
 use agora_core::xorshift::Xorshift64;
-use agora_core::{AgentId, AgentKey, EntryRef, SignedEntry};
+use agora_core::{AgentId, AgentKey, EntryId, EntryRef, SignedEntry};
 use agora_sync::wire::gossip_message_id;
 use agora_sync::{
     Config, Gossip, GossipVerdict, Message, Output, PeerId, Replicator, WireEntry, WireRequest, WireResponse, WorkspaceId, ANNOUNCE_INTERVAL_MS,
     BUSY_BACKOFF_MS,
 };
 use std::collections::{BTreeMap, BTreeSet};
+
+/// How an honest move spread: see [`Net::spread`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Spread {
+    /// When its agent's node appended it, virtual ms.
+    pub appended_ms: u64,
+    /// Honest nodes holding it (its own included).
+    pub honest_nodes: u32,
+    /// When the last of them stored it.
+    pub last_ms: u64,
+}
 
 /// How a node behaves towards its peers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -128,6 +139,13 @@ pub struct Net {
     /// When each node first held a proof of each forked position: (author,
     /// seq) → node → virtual ms.
     pub forks_seen: BTreeMap<(AgentId, u64), BTreeMap<usize, u64>>,
+    /// Nodes `0..honest_nodes` are honest (the rest run adversaries): what
+    /// [`Net::spread`] follows. All of them unless the runner says otherwise.
+    pub honest_nodes: usize,
+    /// Every entry appended by an honest node's agent: when it was
+    /// appended, how many honest nodes hold it, when the last of them got
+    /// it (how far and how fast a move spreads).
+    pub spread: BTreeMap<EntryId, Spread>,
     /// The link model every pair uses unless it has its own.
     pub model: LinkModel,
     /// Links with a model of their own (lower index first).
@@ -183,6 +201,8 @@ impl Net {
             wrong_workspace: 0,
             request_log: Vec::new(),
             forks_seen: BTreeMap::new(),
+            spread: BTreeMap::new(),
+            honest_nodes: n,
             model: LinkModel::default(),
             link_models: BTreeMap::new(),
             uplink_free_ms: vec![0; n],
@@ -290,6 +310,9 @@ impl Net {
     pub fn append(&mut self, i: usize, key: &AgentKey, payload: &[u8]) -> SignedEntry {
         let now = self.now;
         let e = self.nodes[i].store.append(key, payload, now);
+        if i < self.honest_nodes {
+            self.spread.insert(e.id(), Spread { appended_ms: now, honest_nodes: 1, last_ms: now });
+        }
         self.committed(i, key.agent_id(), &[(e.clone(), Some(payload.to_vec()))]);
         e
     }
@@ -501,6 +524,14 @@ impl Net {
     /// missing reported.
     fn after_import(&mut self, i: usize, r: &crate::store::Imported) {
         let now = self.now;
+        if i < self.honest_nodes {
+            for id in &r.stored {
+                if let Some(s) = self.spread.get_mut(id) {
+                    s.honest_nodes += 1;
+                    s.last_ms = now;
+                }
+            }
+        }
         for a in &r.changed {
             let tips = self.nodes[i].store.tips(a);
             self.nodes[i].rep.set_local_heads(*a, tips, now);

@@ -96,6 +96,7 @@ pub fn draw_sweep(report: &SweepReport, out_dir: &Path) -> Result<Vec<PathBuf>, 
     prepare(out_dir)?;
     let mut files = Vec::new();
     files.extend(write(&SweepConvergence(report), out_dir)?);
+    files.extend(write(&SweepSpread(report), out_dir)?);
     files.extend(write(&SweepBandwidth(report), out_dir)?);
     let figure = SweepForkDetection(report);
     if report.points.iter().any(|p| !p.forks.is_empty()) {
@@ -331,6 +332,41 @@ impl Figure for SweepConvergence<'_> {
                 .label("did not converge (drawn at settle_ms, the bound)")
                 .legend(|(x, y)| Cross::new((x + 12, y), 6, RED.stroke_width(3)));
         }
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)
+    }
+}
+
+/// (a') How long an honest move takes to reach every honest node (median,
+/// 99th percentile, slowest) against the swarm's size (or seed): at a fixed
+/// fan-out, gossip should reach N nodes in about log N hops.
+struct SweepSpread<'r>(&'r SweepReport);
+
+impl Figure for SweepSpread<'_> {
+    fn stem(&self) -> &'static str {
+        "sweep-spread"
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
+        let r = self.0;
+        let axis = sweep_axis(r);
+        let p50 = along(r, |p| p.spread.as_ref().map(|s| seconds(s.p50_ms)));
+        let p99 = along(r, |p| p.spread.as_ref().map(|s| seconds(s.p99_ms)));
+        let max_ = along(r, |p| p.spread.as_ref().map(|s| seconds(s.max_ms)));
+        let max = max_.iter().map(|p| p.1).fold(0.0, f64::max);
+        let frame_desc = Frame {
+            title: format!("Time for a move to reach every honest node against {} ({})", axis.against, run_title(r)),
+            x: axis.range.clone(),
+            y: y_range(max, 1),
+            x_desc: axis.desc,
+            y_desc: "from its append to the last honest node storing it (virtual s)",
+            x_ticks: axis.ticks,
+            x_label: &whole,
+            y_counts: false,
+        };
+        let mut chart = frame(root, &frame_desc)?;
+        curve(&mut chart, &p50, BLUE, "median", axis.joined)?;
+        curve(&mut chart, &p99, ORANGE, "99th percentile", axis.joined)?;
+        curve(&mut chart, &max_, RED, "slowest", axis.joined)?;
         legend(&mut chart, SeriesLabelPosition::UpperLeft)
     }
 }

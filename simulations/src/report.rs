@@ -27,6 +27,8 @@ pub struct Report {
     pub convergence_ms: Option<u64>,
     /// The bound the scenario sets on convergence.
     pub settle_ms: u64,
+    /// How fast honest moves reached every honest node (`None`: none did).
+    pub spread: Option<MoveSpread>,
     /// Entries written: by honest agents, by adversaries.
     pub entries_written: Written,
     /// The merged view's hash per honest node, hex (equal when converged).
@@ -65,6 +67,23 @@ pub struct Written {
     pub honest: u64,
     /// By adversaries (forks, spam, outsiders' and backdated entries).
     pub adversary: u64,
+}
+
+/// How fast honest moves spread: virtual ms from a move's append on its
+/// agent's node until the last honest node stored it, over the moves every
+/// honest node held at the end.
+#[derive(Clone, Debug, Serialize)]
+pub struct MoveSpread {
+    /// Moves held by every honest node.
+    pub moves: usize,
+    /// Moves some honest node never held (one that left, say).
+    pub moves_not_everywhere: usize,
+    /// Median.
+    pub p50_ms: u64,
+    /// 99th percentile.
+    pub p99_ms: u64,
+    /// The slowest.
+    pub max_ms: u64,
 }
 
 /// A forked position and its detection.

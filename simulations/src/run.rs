@@ -10,7 +10,7 @@
 //! network's latencies and losses.
 
 use crate::net::{Behaviour, Net};
-use crate::report::{Ban, ForkDetection, InvariantResult, NodeFigures, Report, Sample, Swarm, Written};
+use crate::report::{Ban, ForkDetection, InvariantResult, MoveSpread, NodeFigures, Report, Sample, Swarm, Written};
 use crate::scenario::{AdversaryKind, Expectation, MoveKind, Scenario, Topology};
 use agora_core::entry::next_header;
 use agora_core::limits::FUTURE_SKEW_MAX_MS;
@@ -26,7 +26,7 @@ use std::rc::Rc;
 const REDIAL_EVERY_MS: u64 = 1_000;
 
 /// How often convergence is checked while the swarm settles, ms.
-const SETTLE_CHECK_MS: u64 = 500;
+const SETTLE_CHECK_MS: u64 = 50;
 
 /// Samples in a report's series.
 const SAMPLES: u64 = 40;
@@ -131,6 +131,7 @@ impl<'s> Run<'s> {
         let adversary_nodes: usize = scenario.adversaries.iter().map(|a| a.count).sum();
         let total = honest + adversary_nodes;
         let mut net = Net::with_seed(total, scenario.replicator.config(), seed ^ 0x005e_ed0f_a60a);
+        net.honest_nodes = scenario.nodes;
         net.model = scenario.network.clone();
         for l in &scenario.links {
             net.link_models.insert((l.a.min(l.b) as u64, l.a.max(l.b) as u64), l.model.clone());
@@ -872,6 +873,19 @@ impl<'s> Run<'s> {
             .collect();
         let bans = std::mem::take(&mut self.net.bans).into_iter().map(|(by, peer, reason)| Ban { by, peer, reason }).collect();
         let ok = invariants.iter().all(|i| i.held);
+        // How fast honest moves spread: from its append to the last honest
+        // node storing it, over the moves every honest node holds.
+        let mut spreads: Vec<u64> =
+            self.net.spread.values().filter(|m| m.honest_nodes as usize >= s.nodes).map(|m| m.last_ms - m.appended_ms).collect();
+        spreads.sort_unstable();
+        let quantile = |q: f64| spreads[((spreads.len() - 1) as f64 * q).round() as usize];
+        let spread = (!spreads.is_empty()).then(|| MoveSpread {
+            moves: spreads.len(),
+            moves_not_everywhere: self.net.spread.len() - spreads.len(),
+            p50_ms: quantile(0.5),
+            p99_ms: quantile(0.99),
+            max_ms: quantile(1.0),
+        });
         Report {
             scenario: s.name.clone(),
             seed: self.seed,
@@ -887,6 +901,7 @@ impl<'s> Run<'s> {
             end_ms,
             convergence_ms: converged_at,
             settle_ms: s.settle_ms,
+            spread,
             entries_written: self.written,
             view_hashes,
             forks,

@@ -48,6 +48,8 @@ pub struct Imported {
     pub missing: Vec<EntryRef>,
     /// Entries whose missing payload this import brought.
     pub filled: Vec<EntryId>,
+    /// Entries newly stored.
+    pub stored: Vec<EntryId>,
 }
 
 impl MemStore {
@@ -72,7 +74,7 @@ impl MemStore {
     /// Plan and write entries whose signatures and payloads are known good
     /// (checked by the replicator, or signed here).
     fn write(&mut self, offered: Vec<Offered>, now_ms: u64) -> Imported {
-        let mut out = Imported { outcome: ImportOutcome::Stored, new_forks: Vec::new(), changed: BTreeSet::new(), missing: Vec::new(), filled: Vec::new() };
+        let mut out = Imported { outcome: ImportOutcome::Stored, new_forks: Vec::new(), changed: BTreeSet::new(), missing: Vec::new(), filled: Vec::new(), stored: Vec::new() };
         // Signatures and payloads come checked (the type says so).
         let plan = match import::plan_import(&*self, offered, false, now_ms) {
             Ok(plan) => plan,
@@ -102,6 +104,7 @@ impl MemStore {
                 self.payloads_missing += 1;
             }
             self.ids.insert(id, (a, s));
+            out.stored.push(id);
             self.digest.iter_mut().zip(id.0).for_each(|(d, b)| *d ^= b);
             self.bytes += (entry.encode().len() + payload.as_ref().map_or(0, Vec::len)) as u64;
             self.entries.insert((a, s, id), (entry, payload));

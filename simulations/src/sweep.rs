@@ -10,7 +10,7 @@
 //! crashed node stays the same fraction of the way along. Generated agents
 //! scale with the nodes (`agents_per_node`); adversaries keep their count.
 
-use crate::report::{ForkDetection, Report, Written};
+use crate::report::{ForkDetection, MoveSpread, Report, Written};
 use crate::scenario::Scenario;
 use serde::Serialize;
 
@@ -150,6 +150,8 @@ pub struct SweepPoint {
     pub convergence_ms: Option<u64>,
     /// The bound on convergence.
     pub settle_ms: u64,
+    /// How fast honest moves reached every honest node.
+    pub spread: Option<MoveSpread>,
     /// What went over the wire.
     pub traffic: SweepTraffic,
     /// Each forked position: when it was first proven anywhere and when at
@@ -212,6 +214,7 @@ impl SweepPoint {
             activity_end_ms: report.activity_end_ms,
             convergence_ms: report.convergence_ms,
             settle_ms: report.settle_ms,
+            spread: report.spread.clone(),
             traffic,
             forks: report.forks.clone(),
             entries_written: report.entries_written.clone(),

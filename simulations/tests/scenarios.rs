@@ -184,3 +184,18 @@ fn a_sweep_of_adversarial_seeds_holds_every_invariant() {
         assert!(report.ok, "seed {seed} (replay: the short adversarial scenario of tests/scenarios.rs with seed {seed}): {:?}", violations(&report));
     }
 }
+
+/// Every honest move's spread is measured: at ten nodes with one agent
+/// each, every move reaches every node, and the median, the 99th percentile
+/// and the slowest are in order and within the propagation a 20-60 ms mesh
+/// allows.
+#[test]
+fn the_spread_of_every_honest_move_is_reported() {
+    let s = load("fanout.toml");
+    let report = run(&s, 3, String::new());
+    assert!(report.ok, "{:?}", violations(&report));
+    let spread = report.spread.expect("moves reached every honest node");
+    assert_eq!((spread.moves, spread.moves_not_everywhere), (s.nodes * s.agents_per_node * s.generated.events_per_agent, 0));
+    assert!(spread.p50_ms <= spread.p99_ms && spread.p99_ms <= spread.max_ms, "{spread:?}");
+    assert!(spread.p50_ms >= 20 && spread.max_ms < 5_000, "{spread:?}");
+}
