@@ -669,3 +669,36 @@ fn a_response_with_too_many_entries_is_refused() {
     let entries = vec![WireEntry { entry: vec![0], payload: None }; RESPONSE_ENTRIES_MAX + 1];
     assert!(agora_sync::check_entries(entries).is_err());
 }
+
+/// A peer that lags (it still claims an entry we held as our tip and have
+/// since passed) holds no branch of ours: it is not probed for its claim.
+/// Before the tips passed were remembered, every such stale claim was asked
+/// for alone, as a possible fork, once per four request timeouts: at a
+/// thousand authors and hundreds of nodes, most of the planning work and of
+/// the requests.
+#[test]
+fn a_lagging_peer_is_not_probed_for_a_tip_we_passed() {
+    let mut net = Net::new(2, Config::default());
+    let alice = alice();
+    let mut prev: Option<SignedEntry> = None;
+    for i in 0..3u8 {
+        let payload = [i; 8];
+        let e = SignedEntry::sign(next_header(alice.agent_id(), prev.as_ref(), 1_000, &payload).unwrap(), &alice);
+        net.nodes[0].store.put(&e, Some(&payload), 1_000);
+        prev = Some(e);
+    }
+    net.connect(0, 1);
+    net.run();
+    assert_eq!(net.nodes[1].store.max_seq(&alice.agent_id()), 3);
+    // Node 1 gets seq 4 from elsewhere (its own writer, say) while node 0
+    // still claims seq 3: node 1's old tip, an entry it holds.
+    let payload = [9u8; 8];
+    let four = SignedEntry::sign(next_header(alice.agent_id(), prev.as_ref(), 2_000, &payload).unwrap(), &alice);
+    net.nodes[1].store.put(&four, Some(&payload), 2_000);
+    let asked_before = net.request_log.len();
+    net.committed(1, alice.agent_id(), &[(four.clone(), Some(payload.to_vec()))]);
+    net.run();
+    let probes: Vec<_> = net.request_log[asked_before..].iter().filter(|(from, to, start, limit)| *from == 1 && *to == 0 && start.seq == 3 && *limit == 1).collect();
+    assert!(probes.is_empty(), "node 1 probed node 0's stale claim: {probes:?}");
+    assert_eq!(net.nodes[0].store.max_seq(&alice.agent_id()), 4, "node 0 still catches up");
+}

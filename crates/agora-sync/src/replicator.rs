@@ -71,6 +71,10 @@ const RESUME_MAX: usize = 256;
 /// below this many.
 const BEHIND_PRUNE_MIN: usize = 4_096;
 
+/// Tips passed remembered per author held (a peer that lags claims one of
+/// them until it announces its own new tips; it is not probed as a branch).
+const PASSED_TIPS_MAX: usize = 8;
+
 /// Limits and timings. Every queue and message is bounded by one of these.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -575,6 +579,9 @@ pub struct Replicator {
     behind: BTreeSet<AgentId>,
     /// `behind` is pruned when it reaches this size.
     behind_prune_at: usize,
+    /// Per author held, the last [`PASSED_TIPS_MAX`] tips we passed: held
+    /// entries, so a peer's claim of one is not a branch to probe.
+    passed_tips: BTreeMap<AgentId, VecDeque<EntryId>>,
     /// A planning step stopped at a limit (requests in flight, a peer's
     /// share, the output queue) since the last full pass: a slot coming free
     /// then plans everything again. Otherwise every change has planned what
@@ -649,6 +656,7 @@ impl Replicator {
             pending_announce: BTreeSet::new(),
             behind: BTreeSet::new(),
             behind_prune_at: BEHIND_PRUNE_MIN,
+            passed_tips: BTreeMap::new(),
             starved: false,
             last_announce_ms: 0,
             clock_ms: 0,
@@ -749,13 +757,25 @@ impl Replicator {
         if self.local.get(&author) == Some(&tips) {
             return;
         }
+        // Tips passed are held (entries are never deleted): a peer that still
+        // claims one lags, it holds no branch of ours to probe.
+        let passed: Vec<EntryId> = self.local.get(&author).map(|old| old.iter().filter(|o| !tips.contains(o)).map(|o| o.id).collect()).unwrap_or_default();
         if tips.is_empty() {
             self.local.remove(&author);
+            self.passed_tips.remove(&author);
         } else {
             self.local.insert(author, tips);
+            let recent = self.passed_tips.entry(author).or_default();
+            for id in passed {
+                if recent.len() == PASSED_TIPS_MAX {
+                    recent.pop_front();
+                }
+                recent.push_back(id);
+            }
         }
         // A tip we passed may now be an interior entry some peer still
-        // claims: a branch to probe, as `want` sees it.
+        // claims: a branch to probe, as `want` sees it, unless it is one of
+        // the recent tips we passed.
         self.behind.insert(author);
         self.prune_behind_if_large();
         self.pending_announce.insert(author);
@@ -1282,9 +1302,16 @@ impl Replicator {
     fn is_behind(&self, author: &AgentId) -> bool {
         let ours = self.local.get(author).map(Vec::as_slice).unwrap_or(&[]);
         let our_max = max_seq(ours);
-        self.peers.values().filter_map(|s| s.frontier.get(author)).any(|theirs| {
-            max_seq(theirs) > our_max || theirs.iter().any(|h| h.seq <= our_max && !ours.iter().any(|o| o.id == h.id))
-        })
+        self.peers
+            .values()
+            .filter_map(|s| s.frontier.get(author))
+            .any(|theirs| max_seq(theirs) > our_max || theirs.iter().any(|h| h.seq <= our_max && !self.known_held(author, ours, h.id)))
+    }
+
+    /// Is `id` one of our tips of `author`, or a tip we held and passed
+    /// lately (so an entry we hold, not a branch)?
+    fn known_held(&self, author: &AgentId, ours: &[Head], id: EntryId) -> bool {
+        ours.iter().any(|o| o.id == id) || self.passed_tips.get(author).is_some_and(|p| p.contains(&id))
     }
 
     /// Was the branch head `tip` asked for less than
@@ -1318,7 +1345,7 @@ impl Replicator {
         // range before it ([`Replicator::import_result`]).
         let tip = theirs
             .iter()
-            .filter(|h| h.seq <= our_max && h.seq <= up_to && !ours.iter().any(|o| o.id == h.id) && !self.sought_recently(h.id, now_ms))
+            .filter(|h| h.seq <= our_max && h.seq <= up_to && !self.known_held(author, ours, h.id) && !self.sought_recently(h.id, now_ms))
             .min()?;
         Some((RangeStart::at(tip.seq), 1, Purpose::Branch(tip.id)))
     }
