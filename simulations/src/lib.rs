@@ -28,5 +28,5 @@ pub use plot::{PlotError, draw_run, draw_sweep};
 pub use report::Report;
 pub use run::run;
 pub use scenario::Scenario;
-pub use store::{Imported, MemStore, Stored};
+pub use store::{Imported, Interner, MemStore, Stored};
 pub use sweep::{SweepAxis, SweepError, SweepPoint, SweepReport, sweep, sweep_with};

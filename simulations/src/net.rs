@@ -17,7 +17,7 @@
 //! own seeded generator, so a run is the same for the same seed.
 
 use crate::model::LinkModel;
-use crate::store::MemStore;
+use crate::store::{Interner, MemStore};
 use agora_core::xorshift::Xorshift64;
 use agora_core::{AgentId, AgentKey, EntryId, EntryRef, SignedEntry};
 use agora_sync::wire::gossip_message_id;
@@ -172,10 +172,11 @@ impl Net {
     /// [`Net::new`] with the network's random choices drawn from `seed`.
     pub fn with_seed(n: usize, config: Config, seed: u64) -> Self {
         let workspace = WorkspaceId::new(&AgentId([0xf0; 32]), "sim");
+        let interner = Interner::default();
         let nodes = (0..n)
             .map(|_| Node {
                 rep: Replicator::new(config.clone()),
-                store: MemStore::default(),
+                store: MemStore::sharing(&interner),
                 workspace,
                 behaviour: Behaviour::Honest,
                 down: false,

@@ -521,7 +521,7 @@ impl<'s> Run<'s> {
     fn adversary_record(&mut self, a: usize, payload: &[u8], timestamp_ms: u64) -> SignedEntry {
         let (node, key) = (self.adversaries[a].node, self.adversaries[a].key.clone());
         let store = &self.net.nodes[node].store;
-        let prev = store.tips(&key.agent_id()).into_iter().max_by_key(|h| (h.seq, h.id)).and_then(|h| store.get(&h.id).map(|(e, _)| e.clone()));
+        let prev = store.tips(&key.agent_id()).into_iter().max_by_key(|h| (h.seq, h.id)).and_then(|h| store.get(&h.id).map(|(e, _)| SignedEntry::clone(e)));
         let e = SignedEntry::sign(next_header(key.agent_id(), prev.as_ref(), timestamp_ms, payload).expect("a small payload"), &key);
         let r = self.net.nodes[node].store.put(&e, Some(payload), self.net.now.max(timestamp_ms));
         self.written.adversary += 1;
@@ -546,7 +546,7 @@ impl<'s> Run<'s> {
                 // Sign `branches` entries at the fork seq on the same predecessor.
                 let key = self.adversaries[a].key.clone();
                 let store = &self.net.nodes[node].store;
-                let prev = store.tips(&author).into_iter().max_by_key(|h| (h.seq, h.id)).and_then(|h| store.get(&h.id).map(|(e, _)| e.clone()));
+                let prev = store.tips(&author).into_iter().max_by_key(|h| (h.seq, h.id)).and_then(|h| store.get(&h.id).map(|(e, _)| SignedEntry::clone(e)));
                 let mut written = Vec::with_capacity(branches);
                 let mut proofs = Vec::new();
                 for b in 0..branches {
@@ -756,7 +756,7 @@ impl<'s> Run<'s> {
             let (h, mismatch) = match by_digest.get(&fp) {
                 Some(known) => known.clone(),
                 None => {
-                    let entries: Vec<MergeEntry> = store.entries.values().filter_map(|(e, p)| MergeEntry::from_owned(e.clone(), p.clone()).ok()).collect();
+                    let entries: Vec<MergeEntry> = store.entries.values().filter_map(|(e, p)| MergeEntry::from_owned(SignedEntry::clone(e), p.as_deref().map(<[u8]>::to_vec)).ok()).collect();
                     let proofs: Vec<_> = store.proofs.values().cloned().collect();
                     // Only a scenario with expectations pays for the merged graph.
                     let computed = if s.expect.is_empty() {
@@ -805,7 +805,7 @@ impl<'s> Run<'s> {
         let mut distinct_entries: BTreeMap<EntryId, (SignedEntry, Option<Vec<u8>>, usize)> = BTreeMap::new();
         for &n in &up {
             for (e, p) in self.net.nodes[n].store.entries.values() {
-                distinct_entries.entry(e.id()).or_insert_with(|| (e.clone(), p.clone(), n));
+                distinct_entries.entry(e.id()).or_insert_with(|| (SignedEntry::clone(e), p.as_deref().map(<[u8]>::to_vec), n));
             }
         }
         let mut invalid = None;

@@ -5,20 +5,74 @@
 //! their successors deferred, a payload that was missing filled in), and
 //! translating the result into the replicator's outcome the way the node's
 //! driver does ([`ImportOutcome::accepted`], [`ImportOutcome::refused`]).
+//!
+//! Simulated nodes that hold the same entry share one copy of it
+//! ([`Interner`]): each node still decodes and verifies what it receives
+//! (the replicator's work is not shortcut), but what it keeps is a pointer
+//! to bytes another node may already hold. A swarm of N nodes replicating E
+//! entries keeps E entries and N x E pointers instead of N x E entries,
+//! which is what lets 1,000 nodes of ten agents each run on one machine.
 
 use agora_core::entry::next_header;
 use agora_core::import::{self, Held, Offered, PlanError};
 use agora_core::verify::CheckedEntry;
 use agora_core::{AgentId, AgentKey, EntryId, EntryRef, ForkProof, SignedEntry};
 use agora_sync::{Head, ImportOutcome, ServeRequest, WireEntry};
+use agora_core::idmap::IdMap;
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::{Rc, Weak};
 
-/// A stored entry and its payload, when held.
-pub type Stored = (SignedEntry, Option<Vec<u8>>);
+/// A stored entry and its payload, when held: shared with every other
+/// simulated node that holds them ([`Interner`]).
+pub type Stored = (Rc<SignedEntry>, Option<Rc<[u8]>>);
+
+/// One copy of each entry and payload for all the stores that hold it. The
+/// id decides: an entry's id is the hash of its header, and a payload held
+/// is one whose hash its header names, so two nodes holding the same id
+/// hold the same bytes. Weak references: the table never keeps an entry
+/// alive that no store holds (the simulator never deletes entries, so the
+/// table's size is the number of distinct entries).
+#[derive(Default, Clone)]
+pub struct Interner(Rc<RefCell<IdMap<EntryId, (Weak<SignedEntry>, Weak<[u8]>)>>>);
+
+impl Interner {
+    /// The shared copy of `entry` (and of `payload`, when given).
+    fn intern(&self, entry: SignedEntry, payload: Option<Vec<u8>>) -> Stored {
+        let mut table = self.0.borrow_mut();
+        let slot = table.entry(entry.id()).or_insert_with(|| (Weak::new(), Weak::<[u8; 0]>::new() as Weak<[u8]>));
+        let e = slot.0.upgrade().unwrap_or_else(|| {
+            let e = Rc::new(entry);
+            slot.0 = Rc::downgrade(&e);
+            e
+        });
+        let p = payload.map(|p| {
+            slot.1.upgrade().unwrap_or_else(|| {
+                let p: Rc<[u8]> = p.into();
+                slot.1 = Rc::downgrade(&p);
+                p
+            })
+        });
+        (e, p)
+    }
+
+    /// The shared copy of a payload filled in for an entry already held.
+    fn intern_payload(&self, id: EntryId, payload: Vec<u8>) -> Rc<[u8]> {
+        let mut table = self.0.borrow_mut();
+        let slot = table.entry(id).or_insert_with(|| (Weak::new(), Weak::<[u8; 0]>::new() as Weak<[u8]>));
+        slot.1.upgrade().unwrap_or_else(|| {
+            let p: Rc<[u8]> = payload.into();
+            slot.1 = Rc::downgrade(&p);
+            p
+        })
+    }
+}
 
 /// An in-memory store with agora-store's rules.
 #[derive(Default, Clone)]
 pub struct MemStore {
+    /// Where entries and payloads are kept once for all stores sharing it.
+    interner: Interner,
     /// Every entry held, by (author, seq, id): the order ranges are served in.
     pub entries: BTreeMap<(AgentId, u64, EntryId), Stored>,
     /// Where each id is.
@@ -26,7 +80,9 @@ pub struct MemStore {
     /// One fork proof per forked position.
     pub proofs: BTreeMap<(AgentId, u64), ForkProof>,
     /// Tips by author, kept as entries are stored.
-    tip_set: BTreeMap<AgentId, BTreeSet<(u64, EntryId)>>,
+    /// One set for all authors, not a set per author: almost every author
+    /// has one tip, and a set of one still allocates a whole tree node.
+    tip_set: BTreeSet<EntryRef>,
     /// XOR of every id held: two stores with the same entries have the same
     /// digest (and, with the same count, almost surely only they do).
     pub digest: [u8; 32],
@@ -53,6 +109,11 @@ pub struct Imported {
 }
 
 impl MemStore {
+    /// An empty store keeping its entries in `interner`, shared with others.
+    pub fn sharing(interner: &Interner) -> Self {
+        Self { interner: interner.clone(), ..Self::default() }
+    }
+
     /// The entry with this id, if held.
     pub fn get(&self, id: &EntryId) -> Option<&Stored> {
         self.ids.get(id).map(|(a, s)| &self.entries[&(*a, *s, *id)])
@@ -90,7 +151,7 @@ impl MemStore {
             let held = self.entries.get_mut(&(at.author, at.seq, at.id)).expect("a filled entry is held");
             self.payloads_missing = self.payloads_missing.saturating_sub(1);
             self.bytes += payload.len() as u64;
-            held.1 = Some(payload);
+            held.1 = Some(self.interner.intern_payload(at.id, payload));
             out.filled.push(at.id);
         }
         for proof in plan.proofs {
@@ -107,10 +168,14 @@ impl MemStore {
             out.stored.push(id);
             self.digest.iter_mut().zip(id.0).for_each(|(d, b)| *d ^= b);
             self.bytes += (entry.encode().len() + payload.as_ref().map_or(0, Vec::len)) as u64;
-            self.entries.insert((a, s, id), (entry, payload));
+            self.entries.insert((a, s, id), self.interner.intern(entry, payload));
         }
         for (author, tips) in plan.tips {
-            self.tip_set.insert(author, tips.into_iter().map(|t| (t.seq, t.id)).collect());
+            let old: Vec<EntryRef> = self.author_tips(&author).collect();
+            old.iter().for_each(|t| {
+                self.tip_set.remove(t);
+            });
+            self.tip_set.extend(tips);
             out.changed.insert(author);
         }
         out
@@ -118,7 +183,7 @@ impl MemStore {
 
     /// Sign and store the next entry of `key`'s chain (its highest tip).
     pub fn append(&mut self, key: &AgentKey, payload: &[u8], now_ms: u64) -> SignedEntry {
-        let prev = self.tips(&key.agent_id()).into_iter().max().map(|h| self.entries[&(h.author, h.seq, h.id)].0.clone());
+        let prev = self.tips(&key.agent_id()).into_iter().max().map(|h| SignedEntry::clone(&self.entries[&(h.author, h.seq, h.id)].0));
         let e = SignedEntry::sign(next_header(key.agent_id(), prev.as_ref(), now_ms, payload).expect("header"), key);
         // Signed here, as agora-store's append does: not verified again.
         let r = self.write(vec![Offered { entry: e.clone(), payload: Some(payload.to_vec()) }], e.header().timestamp_ms);
@@ -134,12 +199,18 @@ impl MemStore {
 
     /// The tips of `author`'s chain (several when it is forked).
     pub fn tips(&self, author: &AgentId) -> Vec<Head> {
-        self.tip_set.get(author).map(|t| t.iter().map(|(seq, id)| Head { author: *author, seq: *seq, id: *id }).collect()).unwrap_or_default()
+        self.author_tips(author).map(|t| Head { author: t.author, seq: t.seq, id: t.id }).collect()
+    }
+
+    /// `author`'s tips, lowest seq first.
+    fn author_tips(&self, author: &AgentId) -> impl Iterator<Item = EntryRef> + '_ {
+        let author = *author;
+        self.tip_set.range(EntryRef { author, seq: 0, id: EntryId([0; 32]) }..).take_while(move |t| t.author == author).copied()
     }
 
     /// The tips of every author.
     pub fn heads(&self) -> Vec<Head> {
-        self.tip_set.keys().flat_map(|a| self.tips(a)).collect()
+        self.tip_set.iter().map(|t| Head { author: t.author, seq: t.seq, id: t.id }).collect()
     }
 
     /// The highest seq held of `author` (0: none).
@@ -155,7 +226,7 @@ impl MemStore {
             .take_while(|((a, _, _), _)| *a == s.author)
             .filter(|((_, seq, id), _)| s.start.after.is_none() || *seq > s.start.seq || Some(*id) > s.start.after)
             .take(s.read_max)
-            .map(|((_, seq, _), (e, p))| (*seq, WireEntry { entry: e.encode(), payload: p.clone() }))
+            .map(|((_, seq, _), (e, p))| (*seq, WireEntry { entry: e.encode(), payload: p.as_deref().map(<[u8]>::to_vec) }))
             .collect()
     }
 
@@ -173,7 +244,7 @@ impl Held for MemStore {
     }
 
     fn load(&self, author: &AgentId, seq: u64, id: &EntryId) -> Result<Option<SignedEntry>, Self::Error> {
-        Ok(self.entries.get(&(*author, seq, *id)).map(|(e, _)| e.clone()))
+        Ok(self.entries.get(&(*author, seq, *id)).map(|(e, _)| SignedEntry::clone(e)))
     }
 
     fn payload_missing(&self, author: &AgentId, seq: u64, id: &EntryId) -> Result<bool, Self::Error> {
@@ -181,7 +252,7 @@ impl Held for MemStore {
     }
 
     fn tips(&self, author: &AgentId) -> Result<Vec<EntryRef>, Self::Error> {
-        Ok(self.tip_set.get(author).map(|t| t.iter().map(|(seq, id)| EntryRef { author: *author, seq: *seq, id: *id }).collect()).unwrap_or_default())
+        Ok(self.author_tips(author).collect())
     }
 
     fn proven(&self, author: &AgentId, seq: u64) -> Result<bool, Self::Error> {
@@ -189,6 +260,6 @@ impl Held for MemStore {
     }
 
     fn first_at(&self, author: &AgentId, seq: u64) -> Result<Option<SignedEntry>, Self::Error> {
-        Ok(self.entries.range((*author, seq, EntryId([0; 32]))..).next().filter(|((a, s, _), _)| a == author && *s == seq).map(|(_, (e, _))| e.clone()))
+        Ok(self.entries.range((*author, seq, EntryId([0; 32]))..).next().filter(|((a, s, _), _)| a == author && *s == seq).map(|(_, (e, _))| SignedEntry::clone(e)))
     }
 }

@@ -101,7 +101,7 @@ fn a_node_never_asks_back_for_what_it_served() {
 fn forked_pair(net: &mut Net, theirs: usize, shared: usize, own: usize) {
     let alice = alice();
     chain(&mut net.nodes[0].store, &alice, theirs, 1);
-    let first: Vec<(SignedEntry, Option<Vec<u8>>)> = net.nodes[0].store.entries.values().take(shared).cloned().collect();
+    let first: Vec<Stored> = net.nodes[0].store.entries.values().take(shared).cloned().collect();
     for (e, p) in first {
         net.nodes[1].store.put(&e, p.as_deref(), 1);
     }
@@ -458,7 +458,7 @@ fn a_fork_flood_of_two_thousand_branches_is_transferred_linearly() {
     net.connect(1, 2);
     net.run();
     let branches = flood(&mut net.nodes[0].store, &m, K);
-    let root = net.nodes[0].store.entries.values().next().unwrap().0.clone();
+    let root = SignedEntry::clone(&net.nodes[0].store.entries.values().next().unwrap().0);
     net.nodes[0].rep.local_commit(&[(root, Some(b"root".to_vec()))], &[]);
     let published: Vec<(SignedEntry, Option<Vec<u8>>)> =
         branches.iter().enumerate().map(|(i, e)| (e.clone(), Some(format!("branch {i}").into_bytes()))).collect();
