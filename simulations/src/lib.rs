@@ -24,7 +24,7 @@ pub mod sweep;
 
 pub use model::{Latency, LinkModel};
 pub use net::{Behaviour, Net, Node, Packet, Traffic};
-pub use plot::{PlotError, draw_run, draw_sweep};
+pub use plot::{PlotError, SpreadPoint, draw_run, draw_spread_by_agents, draw_sweep};
 pub use report::Report;
 pub use run::run;
 pub use scenario::Scenario;

@@ -107,6 +107,90 @@ pub fn draw_sweep(report: &SweepReport, out_dir: &Path) -> Result<Vec<PathBuf>, 
     Ok(files)
 }
 
+/// One size of a spread-against-size curve: the swarm (agents over nodes)
+/// and the spread of its moves (see the report's `spread`).
+#[derive(Clone, Debug)]
+pub struct SpreadPoint {
+    /// Agents in the swarm.
+    pub agents: u64,
+    /// Honest nodes they run on.
+    pub nodes: u64,
+    /// Median spread of a move, virtual ms.
+    pub p50_ms: u64,
+    /// 99th percentile.
+    pub p99_ms: u64,
+    /// The slowest move.
+    pub max_ms: u64,
+}
+
+/// The spread of a move against the number of agents on a logarithmic
+/// axis, from the points of one or more sweeps (a curve that grows
+/// logarithmically with the swarm is a straight line here), into
+/// `out_dir/spread-by-agents.{svg,png}`.
+pub fn draw_spread_by_agents(title: &str, points: &[SpreadPoint], out_dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
+    prepare(out_dir)?;
+    write(&SpreadByAgents { title, points }, out_dir)
+}
+
+struct SpreadByAgents<'p> {
+    title: &'p str,
+    points: &'p [SpreadPoint],
+}
+
+impl Figure for SpreadByAgents<'_> {
+    fn stem(&self) -> &'static str {
+        "spread-by-agents"
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
+        // One curve pair per number of agents per node: the spread depends
+        // on the nodes a move must reach, so each density is its own line.
+        let mut groups: std::collections::BTreeMap<u64, Vec<SpreadPoint>> = std::collections::BTreeMap::new();
+        for p in self.points {
+            groups.entry(p.agents / p.nodes.max(1)).or_default().push(p.clone());
+        }
+        let x = |p: &SpreadPoint| (p.agents.max(1) as f64).log10();
+        let lo = self.points.iter().map(x).fold(f64::INFINITY, f64::min).min(4.0);
+        let hi = self.points.iter().map(x).fold(0.0, f64::max).max(lo + 1.0);
+        let top = self.points.iter().map(|p| seconds(p.max_ms)).fold(0.0, f64::max);
+        let power = |v: &f64| {
+            let n = 10f64.powf(*v).round() as u64;
+            // Thousands separated, as the README writes them.
+            let digits = n.to_string();
+            let mut out = String::new();
+            for (i, c) in digits.chars().enumerate() {
+                if i > 0 && (digits.len() - i) % 3 == 0 {
+                    out.push(',');
+                }
+                out.push(c);
+            }
+            out
+        };
+        let frame_desc = Frame {
+            title: self.title.to_string(),
+            x: (lo - 0.15)..(hi + 0.15),
+            y: y_range(top, 2 * groups.len()),
+            x_desc: "agents (logarithmic axis)",
+            y_desc: "from a move's append to the last honest node storing it (virtual s)",
+            x_ticks: ((hi - lo) * 2.0).round() as usize + 1,
+            x_label: &power,
+            y_counts: false,
+        };
+        let mut chart = frame(root, &frame_desc)?;
+        let colors = [(BLUE, ORANGE), (RED, RGBColor(150, 90, 200)), (RGBColor(40, 150, 60), RGBColor(120, 120, 120))];
+        for (i, (per_node, pts)) in groups.iter_mut().enumerate() {
+            pts.sort_by_key(|p| p.agents);
+            let (median_color, p99_color) = colors[i % colors.len()];
+            let density = if *per_node == 1 { "1 agent per node".to_string() } else { format!("{per_node} agents per node") };
+            let p50: Vec<(f64, f64)> = pts.iter().map(|p| (x(p), seconds(p.p50_ms))).collect();
+            let p99: Vec<(f64, f64)> = pts.iter().map(|p| (x(p), seconds(p.p99_ms))).collect();
+            curve(&mut chart, &p50, median_color, &format!("median, {density}"), true)?;
+            curve(&mut chart, &p99, p99_color, &format!("99th percentile, {density}"), true)?;
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)
+    }
+}
+
 /// The plots of one run, into `out_dir` (created if need be): disputes and
 /// forks over time, and each fork's detection when the run had forks.
 /// Returns the files written.
