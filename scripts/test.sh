@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, then runs every test in the
-# workspace (unit, property, test-vector and CLI integration tests), and ends
-# with one summary line over all test binaries.
+# workspace (unit, property, test-vector and CLI integration tests) and the
+# property-based API test (scripts/api-property-test.sh), and ends with one
+# summary line over all test binaries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -11,4 +12,6 @@ trap 'rm -f "$log"' EXIT
 # --lib --bins --tests: the crates have no doctests, and an empty doctest run
 # would be the last "test result" line printed.
 cargo test --release --workspace --locked --lib --bins --tests "$@" 2>&1 | tee "$log"
+# The JSON API against its OpenAPI document, property-based (schemathesis).
+bash scripts/api-property-test.sh
 awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "\nall test binaries: %d passed, %d failed, %d ignored\n%d passed, %d failed\n", p, f, i, p, f }' "$log"

@@ -42,6 +42,19 @@ pub enum Command {
     /// The swarm simulator: seeded runs of many agents and nodes on virtual time.
     #[command(subcommand)]
     Sim(SimCommand),
+    /// Serve this agent's moves and reads as Model Context Protocol tools on
+    /// standard input and output, for an LLM agent's MCP client to start as
+    /// a subprocess. Commands go to the node running on this home, else run
+    /// on its store. (A running node also serves them at /mcp over HTTP.)
+    Mcp,
+    /// The live graph page of the node running on this home: print its URL
+    /// (the control token in the fragment, which browsers never send) and
+    /// open it in the desktop's browser when there is one.
+    Open {
+        /// Print the URL only.
+        #[arg(long)]
+        no_browser: bool,
+    },
 }
 
 /// The swarm simulator (`simulations/`).
@@ -380,7 +393,7 @@ pub enum ReadCommand {
     Orphans,
     /// Success and failure counts of memory items.
     Outcomes,
-    /// Export the graph: --format dot|mermaid.
+    /// Export the graph: --format dot|mermaid|json (json: nodes with statuses, and edges).
     Graph {
         #[arg(long, default_value = "dot")]
         format: String,

@@ -167,8 +167,16 @@ pub enum ForwardError {
     Failed(anyhow::Error),
 }
 
-/// Run a command in the node and copy its output here. Returns the exit code.
+/// Run a command in the node and copy its output to this process's
+/// standard output and error. Returns the exit code.
 pub fn forward(node: &NodeFile, request: &CommandRequest, stdin: &[u8]) -> Result<ExitCode, ForwardError> {
+    let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
+    forward_to(node, request, stdin, &mut stdout.lock(), &mut stderr.lock()).map(ExitCode::from)
+}
+
+/// Run a command in the node and write its standard output and error to
+/// `out` and `err` as they arrive. Returns the exit code's byte.
+pub fn forward_to(node: &NodeFile, request: &CommandRequest, stdin: &[u8], out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, ForwardError> {
     verify_node(node)?;
     let mut body = serde_json::to_vec(request).map_err(|e| ForwardError::Failed(e.into()))?;
     body.push(b'\n');
@@ -188,12 +196,10 @@ pub fn forward(node: &NodeFile, request: &CommandRequest, stdin: &[u8]) -> Resul
         return Err(ForwardError::Failed(anyhow::anyhow!("the node refused the command ({}): {}", response.status(), text.trim())));
     }
     let mut reader = response.body_mut().as_reader();
-    copy_frames(&mut reader).map_err(ForwardError::Failed)
+    copy_frames(&mut reader, out, err).map_err(ForwardError::Failed)
 }
 
-fn copy_frames(reader: &mut impl Read) -> Result<ExitCode> {
-    let stdout = std::io::stdout();
-    let stderr = std::io::stderr();
+fn copy_frames(reader: &mut impl Read, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
     loop {
         let mut head = [0u8; 5];
         if let Err(e) = reader.read_exact(&mut head) {
@@ -207,12 +213,11 @@ fn copy_frames(reader: &mut impl Read) -> Result<ExitCode> {
         reader.read_exact(&mut bytes).context("reading a control frame")?;
         match head[0] {
             FRAME_STDOUT => {
-                let mut out = stdout.lock();
                 out.write_all(&bytes)?;
                 out.flush()?;
             }
-            FRAME_STDERR => stderr.lock().write_all(&bytes)?,
-            FRAME_EXIT => return Ok(ExitCode::from(bytes.first().copied().unwrap_or(1))),
+            FRAME_STDERR => err.write_all(&bytes)?,
+            FRAME_EXIT => return Ok(bytes.first().copied().unwrap_or(1)),
             other => bail!("unknown control frame kind {other}"),
         }
     }

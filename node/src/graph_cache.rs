@@ -13,6 +13,7 @@ use agora_core::AgentId;
 use agora_graph::{Graph, LogEvent};
 use agora_roster::Roster;
 use agora_store::{CommitNotice, Store, StoreError};
+use prometheus_client::metrics::histogram::Histogram;
 use std::sync::Mutex;
 
 /// The graph of the workspace founded by `founder` (see
@@ -21,12 +22,19 @@ use std::sync::Mutex;
 pub struct GraphCache {
     founder: AgentId,
     graph: Mutex<Option<(Graph, Roster)>>,
+    /// How long each rebuild by replay took (the node's `/metrics`).
+    recompute_seconds: Histogram,
 }
 
 impl GraphCache {
     /// An empty cache for the workspace founded by `founder`.
     pub fn new(founder: AgentId) -> Self {
-        Self { founder, graph: Mutex::new(None) }
+        Self::observed(founder, Histogram::new([1.0]))
+    }
+
+    /// An empty cache that records each rebuild's duration in `recompute_seconds`.
+    pub fn observed(founder: AgentId, recompute_seconds: Histogram) -> Self {
+        Self { founder, graph: Mutex::new(None), recompute_seconds }
     }
 
     /// Keep the graph current with a committed write (called by the store's
@@ -65,7 +73,12 @@ impl GraphCache {
         let mut slot = self.graph.lock().unwrap_or_else(|p| p.into_inner());
         let (graph, _) = match slot.take() {
             Some(g) => slot.insert(g),
-            None => slot.insert((agora_view::load_graph(store, self.founder)?, agora_view::derive_roster(store, self.founder)?)),
+            None => {
+                let started = std::time::Instant::now();
+                let rebuilt = (agora_view::load_graph(store, self.founder)?, agora_view::derive_roster(store, self.founder)?);
+                self.recompute_seconds.observe(started.elapsed().as_secs_f64());
+                slot.insert(rebuilt)
+            }
         };
         Ok(f(graph))
     }

@@ -25,8 +25,11 @@ mod control;
 mod daemon;
 mod graph_cache;
 mod home;
+mod mcp;
 mod membership;
 mod merge_cmds;
+mod metrics;
+mod ops;
 mod output;
 mod own_chain;
 mod reasoning;
@@ -81,6 +84,8 @@ fn main() -> ExitCode {
             return daemon::run(home.dir.clone(), run, json).unwrap_or_else(|e| fail(&e, json));
         }
         Command::Node(NodeCommand::Status) => return node_status(&home, json).unwrap_or_else(|e| fail(&e, json)),
+        Command::Mcp => return mcp::serve_stdio(home).unwrap_or_else(|e| fail(&e, json)),
+        Command::Open { no_browser } => return open_page(&home, *no_browser, json).unwrap_or_else(|e| fail(&e, json)),
         Command::Automerge(cli::AutomergeCommand::Pull { doc, client }) => {
             return automerge_pull(&home, doc, client, json).unwrap_or_else(|e| fail(&e, json));
         }
@@ -152,6 +157,27 @@ fn read_stdin(max: usize) -> anyhow::Result<Vec<u8>> {
         anyhow::bail!("standard input is larger than {} bytes; pass a file path instead", max - 1);
     }
     Ok(buf)
+}
+
+/// `agora open`: the live page's URL, with the token in the fragment.
+fn open_page(home: &home::Home, no_browser: bool, json: bool) -> anyhow::Result<ExitCode> {
+    let node = control::find_node(&home.dir)
+        .ok_or_else(|| anyhow::anyhow!("no node is running on {}: the page is served by `agora node run`", home.dir.display()))?;
+    if control::verify_node(&node).is_err() {
+        anyhow::bail!("no node of this home answers at {} (node.json is stale: pid {})", node.control, node.pid);
+    }
+    let url = format!("http://{}/#token={}", node.control, node.token);
+    if json {
+        println!("{}", serde_json::json!({ "url": url }));
+    } else {
+        println!("{url}");
+    }
+    let desktop = std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
+    if !no_browser && desktop {
+        // Best effort: the URL is printed either way.
+        let _ = std::process::Command::new("xdg-open").arg(&url).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn();
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn node_status(home: &home::Home, json: bool) -> anyhow::Result<ExitCode> {

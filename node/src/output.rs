@@ -6,15 +6,54 @@ use base64::Engine;
 use serde_json::{json, Value};
 use std::io::Write;
 
-/// Report an error: as `{"error": ...}` on `out` with `--json`, and always as
-/// `error: ...` on `err`, with the whole chain of causes.
+/// A read named an event the graph does not hold (not stored, or not an
+/// event of the workspace's views).
+#[derive(Debug)]
+pub struct NoSuchEvent(pub agora_core::EntryId);
+
+impl std::fmt::Display for NoSuchEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "no event {} in the graph", self.0)
+    }
+}
+
+impl std::error::Error for NoSuchEvent {}
+
+/// Report an error: as `{"error": ..., "rule": ..., "entry": ...}` on `out`
+/// with `--json` (`rule` and `entry` where a typed cause names them), and
+/// always as `error: ...` on `err`, with the whole chain of causes.
 pub fn write_error(error: &anyhow::Error, json: bool, out: &mut dyn Write, err: &mut dyn Write) {
     let chain: Vec<String> = error.chain().map(|e| e.to_string()).collect();
     let text = chain.join(": ");
     if json {
-        let _ = writeln!(out, "{}", json!({ "error": text }));
+        let mut v = json!({ "error": text });
+        if let Some((rule, entry)) = error_rule(error) {
+            v["rule"] = json!(rule);
+            v["entry"] = json!(entry);
+        }
+        let _ = writeln!(out, "{v}");
     }
     let _ = writeln!(err, "error: {text}");
+}
+
+/// The rule an error broke, and the entry it concerns, for programs: the
+/// reasoning graph's rules by name, and the store's answers about references.
+pub fn error_rule(error: &anyhow::Error) -> Option<(&'static str, Option<String>)> {
+    error.chain().find_map(|cause| {
+        if let Some(NoSuchEvent(id)) = cause.downcast_ref::<NoSuchEvent>() {
+            return Some(("unknown_entry", Some(id.to_string())));
+        }
+        if let Some(r) = cause.downcast_ref::<agora_graph::RuleError>() {
+            return Some((r.rule(), r.entry().map(|e| e.to_string())));
+        }
+        match cause.downcast_ref::<agora_store::StoreError>()? {
+            agora_store::StoreError::NotFound(what) => Some(("unknown_entry", Some(what.clone()))),
+            agora_store::StoreError::Ambiguous { prefix, .. } => Some(("ambiguous_prefix", Some(prefix.clone()))),
+            agora_store::StoreError::BadPrefix(what) => Some(("not_an_entry_id", Some(what.clone()))),
+            agora_store::StoreError::Forked { .. } => Some(("own_chain_forked", None)),
+            _ => None,
+        }
+    })
 }
 
 pub fn entry_header_json(e: &SignedEntry) -> Value {

@@ -6,6 +6,7 @@
 
 use crate::args::{entry_reference as reference, now_ms};
 use crate::cli::{FrameCommand, FrameMove, ReadCommand, ReasoningCommand, RecordCommand, TaskCommand};
+use crate::output::NoSuchEvent;
 use crate::session::Session;
 use agora_core::EntryId;
 use agora_graph::event::Confidence;
@@ -183,7 +184,7 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
                         let missing: Vec<String> = p.missing.iter().map(|m| m.to_string()).collect();
                         (json!({ "id": id.to_string(), "status": "pending", "missing": missing }), format!("{id}: pending, waiting for {}", missing.join(", ")))
                     }
-                    None => bail!("no event {id} in the log"),
+                    None => return Err(NoSuchEvent(id).into()),
                 },
             }
         }
@@ -209,7 +210,7 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
         }
         ReadCommand::Latest { target } => {
             let id = reference(store, target)?;
-            let latest = graph.latest_in_chain(&id).with_context(|| format!("no event {id} in the graph"))?;
+            let latest = graph.latest_in_chain(&id).ok_or(NoSuchEvent(id))?;
             let n = graph.node(&latest).context("latest node vanished")?;
             (json!({ "id": id.to_string(), "latest": latest.to_string(), "text": n.text, "status": n.status().name() }), format!("{latest}  [{}]  {}", n.status().name(), n.text))
         }
@@ -271,12 +272,40 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
             let text = match format.as_str() {
                 "dot" => agora_graph::export::to_dot(graph),
                 "mermaid" => agora_graph::export::to_mermaid(graph),
-                other => bail!("--format must be dot or mermaid, got {other:?}"),
+                "json" => {
+                    let v = graph_json(graph);
+                    let text = v.to_string();
+                    return Ok((v, text));
+                }
+                other => bail!("--format must be dot, mermaid or json, got {other:?}"),
             };
             (json!({ "format": format, "graph": text }), text.trim_end().to_string())
         }
     };
     Ok(value_text)
+}
+
+/// The graph as data: every node (raw and redacted events left out, as in
+/// the other formats) with its status, author and place in its chain, and
+/// every edge between shown nodes, from the newer event to the one it names.
+fn graph_json(g: &Graph) -> Value {
+    let shown = |n: &Node| !matches!(n.kind, "raw" | "redacted");
+    let nodes: Vec<Value> = g
+        .nodes()
+        .filter(|n| shown(n))
+        .map(|n| {
+            json!({
+                "id": n.id.to_string(), "kind": n.kind, "text": n.text, "status": n.status().name(),
+                "author": g.position(n).author.to_string(), "seq": n.seq, "timestamp_ms": n.timestamp_ms,
+            })
+        })
+        .collect();
+    let edges: Vec<Value> = g
+        .nodes()
+        .filter(|n| shown(n))
+        .flat_map(|n| n.edges.iter().filter(|(_, to)| g.node(to).is_some_and(shown)).map(move |(rel, to)| json!({ "from": n.id.to_string(), "to": to.to_string(), "relation": rel })))
+        .collect();
+    json!({ "format": "json", "nodes": nodes, "edges": edges })
 }
 
 /// The frame tree under `frame`, in verification (post-) order.
@@ -423,7 +452,7 @@ fn nodes_listing<'a>(nodes: impl Iterator<Item = &'a Node>) -> (Value, String) {
 /// `trace`: every event that touched the node, in order, each verified
 /// against its chain (see `agora_view::trace`).
 fn trace(store: &Store, g: &Graph, id: &EntryId) -> Result<(Value, String)> {
-    let node = g.node(id).with_context(|| format!("no event {id} in the graph"))?;
+    let node = g.node(id).ok_or(NoSuchEvent(*id))?;
     let traced = agora_view::trace(store, g, id)?;
     let mut rows = Vec::new();
     let mut text = Vec::new();

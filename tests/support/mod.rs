@@ -213,3 +213,11 @@ pub fn propose_concurrently(home: &Path, n: usize, label: &str) {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
 }
+
+/// Every operation of the MCP server and the JSON API, by name.
+pub const OPERATIONS: &[&str] = &[
+    "propose", "support", "contradict", "refine", "synthesize", "ask", "resolve", "park", "resume", "reframe", "connect", "tension", "claim", "relate",
+    "confirm", "frame_open", "frame_evidence", "frame_conclude", "frame_suspend", "frame_resume", "frame_invalidate", "task_new", "task_update",
+    "trajectory", "judge", "memory_item", "record_use", "accept", "dispute", "withdraw", "resolve_fork", "orient", "status", "trace", "history",
+    "latest", "decisions", "questions", "disagreements", "perspective", "consensus", "audit",
+];

@@ -396,6 +396,9 @@ pub struct Lag {
     pub total: u64,
     /// Per peer: what it claims beyond us.
     pub per_peer: BTreeMap<PeerId, u64>,
+    /// Per admitted author some peer claims more of: how many more (authors
+    /// caught up are left out, so this is bounded by the authors behind).
+    pub per_author: BTreeMap<AgentId, u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -1037,8 +1040,9 @@ impl Replicator {
             }
             per_peer.insert(*p, lag);
         }
-        let total = best.iter().map(|(a, s)| s.saturating_sub(ours(a))).sum();
-        Lag { total, per_peer }
+        let per_author: BTreeMap<AgentId, u64> = best.iter().map(|(a, s)| (*a, s.saturating_sub(ours(a)))).filter(|(_, l)| *l > 0).collect();
+        let total = per_author.values().sum();
+        Lag { total, per_peer, per_author }
     }
 
     fn ban(&mut self, peer: PeerId, reason: String, now_ms: u64) {

@@ -10,8 +10,10 @@
 //! write was synced when it was made).
 
 mod driver;
+mod http_api;
+mod live_page;
 mod network;
-mod server;
+pub(crate) mod server;
 
 use crate::cli::NodeRunArgs;
 use crate::control::{remove_node_file, write_node_file, NodeFile};
@@ -53,6 +55,8 @@ pub struct NodeContext {
     pub founder: AgentId,
     pub workspace: WorkspaceId,
     pub node_key: Keypair,
+    /// The histograms of `/metrics` (gossip latency, view recomputes).
+    pub histograms: crate::metrics::Histograms,
 }
 
 fn load_or_create_node_key(home: &Path) -> Result<Keypair> {
@@ -123,8 +127,9 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
     let workspace = WorkspaceId::new(&founder, &config.workspace);
     let node_key = load_or_create_node_key(&home.dir)?;
     let peer_id = node_key.public().to_peer_id();
-    let graph = Arc::new(GraphCache::new(founder));
-    let ctx = NodeContext { config: config.clone(), store: store.clone(), graph: graph.clone(), agent, founder, workspace, node_key };
+    let histograms = crate::metrics::Histograms::default();
+    let graph = Arc::new(GraphCache::observed(founder, histograms.view_recompute.clone()));
+    let ctx = NodeContext { config: config.clone(), store: store.clone(), graph: graph.clone(), agent, founder, workspace, node_key, histograms: histograms.clone() };
     let settings = NetworkSettings { mdns: config.mdns, heartbeat: config.gossip_heartbeat, ..NetworkSettings::default() };
 
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
@@ -147,6 +152,9 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
         let token = random_token()?;
         let control = tokio::net::TcpListener::bind("127.0.0.1:0").await.context("binding the control channel on 127.0.0.1")?;
         let control_addr = control.local_addr()?;
+        // Ends the long-lived streams (the MCP endpoint's, the page's
+        // /v1/events), which would otherwise hold the graceful shutdown open.
+        let streams_end = tokio_util::sync::CancellationToken::new();
         let state = Arc::new(server::ControlState {
             store: store.clone(),
             graph: graph.clone(),
@@ -156,10 +164,13 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
             status: status_tx,
             published: std::sync::Mutex::new(crate::automerge_view::PublishedView::default()),
             generation,
+            histograms,
+            streams_end: streams_end.clone(),
         });
         let (stop_control, control_stopped) = oneshot::channel::<()>();
+        let router = server::router(state);
         let server = tokio::spawn(async move {
-            axum::serve(control, server::router(state))
+            axum::serve(control, router)
                 .with_graceful_shutdown(async move {
                     let _ = control_stopped.await;
                 })
@@ -207,6 +218,7 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
         // bounded: every acknowledged write was synced when it was made, so
         // a command or an import still running when the time is up loses
         // nothing that was acknowledged (SHUTDOWN_STEP_MAX, below).
+        streams_end.cancel();
         let _ = stop_control.send(());
         let _ = tokio::time::timeout(SHUTDOWN_STEP_MAX, server).await;
         let loop_result = match early {

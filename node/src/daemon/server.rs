@@ -1,7 +1,8 @@
 //! The control channel's server side: proves knowledge of the token to a
 //! client that asks (`/v1/hello`), runs forwarded commands on the node's open
 //! store (`/v1/command`), answers status requests (`/v1/status`) and serves
-//! the merged view over Automerge sync (`/v1/automerge/sync`). See
+//! the merged view over Automerge sync (`/v1/automerge/sync`), and serves
+//! the MCP tools over streamable HTTP (`/mcp`, see `mcp/`). See
 //! `control.rs` for the protocol.
 
 use crate::cli::{Args, ChainCommand, Command, NodeCommand};
@@ -20,6 +21,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use clap::Parser;
 use std::convert::Infallible;
 use std::io::Write;
@@ -41,6 +44,10 @@ pub struct ControlState {
     /// Counts committed writes (set by the store observer), so the document
     /// is republished only when something changed.
     pub generation: Arc<std::sync::atomic::AtomicU64>,
+    /// The histograms `/metrics` reports beside the status snapshot.
+    pub histograms: crate::metrics::Histograms,
+    /// Cancelled when the node stops: long-lived streams end.
+    pub streams_end: tokio_util::sync::CancellationToken,
 }
 
 /// Largest body of an Automerge sync message from a client (its heads,
@@ -55,9 +62,32 @@ pub fn router(state: Arc<ControlState>) -> Router {
     let authenticated = Router::new()
         .route("/v1/command", post(command).layer(DefaultBodyLimit::max(STDIN_BYTES_MAX + COMMAND_LINE_BYTES_MAX)))
         .route("/v1/status", get(status).layer(DefaultBodyLimit::max(0)))
+        .route("/metrics", get(metrics).layer(DefaultBodyLimit::max(0)))
+        .route("/v1/events", get(super::live_page::events).layer(DefaultBodyLimit::max(0)))
         .route("/v1/automerge/sync", post(automerge_sync).layer(DefaultBodyLimit::max(AUTOMERGE_MESSAGE_BYTES_MAX)))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
-    Router::new().route("/v1/hello", get(hello)).merge(authenticated).with_state(state)
+    // The MCP endpoint (streamable HTTP): the same tools as `agora mcp`,
+    // run on this node's open store, behind the same token. Its host check
+    // admits 127.0.0.1 and localhost, where the control channel listens.
+    let backend: Arc<dyn crate::ops::Backend> = Arc::new(crate::ops::invoke::NodeInvoker { state: state.clone() });
+    let server = crate::mcp::AgoraMcp::new(backend);
+    let mcp: StreamableHttpService<crate::mcp::AgoraMcp, LocalSessionManager> = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default().with_cancellation_token(state.streams_end.child_token()),
+    );
+    let mcp = Router::new().nest_service("/mcp", mcp).layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
+    // The JSON API over the same operations, and its OpenAPI document.
+    let (ops, openapi) = super::http_api::routes(state.clone());
+    let ops = ops.layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
+    Router::new()
+        .route("/v1/hello", get(hello))
+        .merge(authenticated)
+        .with_state(state)
+        .merge(mcp)
+        .merge(ops)
+        .merge(openapi)
+        .merge(super::live_page::static_files())
 }
 
 fn authorized(state: &ControlState, headers: &HeaderMap) -> bool {
@@ -72,7 +102,7 @@ fn authorized(state: &ControlState, headers: &HeaderMap) -> bool {
 /// body of an unauthenticated request is never read (nor buffered).
 async fn require_token(State(state): State<Arc<ControlState>>, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
     if !authorized(&state, request.headers()) {
-        return (StatusCode::UNAUTHORIZED, "bad or missing token").into_response();
+        return super::http_api::ApiError::new("unauthorized", "bad or missing bearer token (the node's control token, in node.json)").into_response();
     }
     next.run(request).await
 }
@@ -95,6 +125,24 @@ async fn status(State(state): State<Arc<ControlState>>) -> Response {
     }
     match rx.await {
         Ok(v) => (StatusCode::OK, v.to_string()).into_response(),
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down").into_response(),
+    }
+}
+
+/// `GET /metrics`: the status snapshot and the histograms, in the
+/// Prometheus text format.
+async fn metrics(State(state): State<Arc<ControlState>>) -> Response {
+    let (tx, rx) = oneshot::channel();
+    if state.status.send(tx).await.is_err() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down").into_response();
+    }
+    match rx.await {
+        Ok(status) => (
+            StatusCode::OK,
+            [("content-type", "text/plain; version=0.0.4; charset=utf-8")],
+            crate::metrics::render(&status, &state.histograms),
+        )
+            .into_response(),
         Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down").into_response(),
     }
 }
@@ -152,7 +200,16 @@ async fn command(State(state): State<Arc<ControlState>>, body: Bytes) -> Respons
 fn run_forwarded(state: &ControlState, request: CommandRequest, stdin: Bytes, tx: mpsc::Sender<Vec<u8>>) {
     let mut out = FrameWriter { kind: FRAME_STDOUT, tx: tx.clone() };
     let mut err = FrameWriter { kind: FRAME_STDERR, tx: tx.clone() };
-    let code: u8 = match Args::try_parse_from(&request.argv) {
+    let code = run_in_node(state, &request, &stdin, &mut out, &mut err);
+    let _ = tx.blocking_send(frame(FRAME_EXIT, &[code]));
+}
+
+/// Run a command line on the node's open store and live graph, as `agora`
+/// would run it by hand, with its output written to `out` and `err`.
+/// Returns the exit code's byte. The control channel's forwarded commands
+/// and the node's MCP tools both come through here.
+pub fn run_in_node(state: &ControlState, request: &CommandRequest, stdin: &[u8], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    match Args::try_parse_from(&request.argv) {
         Err(e) => {
             let _ = write!(err, "{}", e.render());
             e.exit_code().clamp(0, 255) as u8
@@ -165,26 +222,25 @@ fn run_forwarded(state: &ControlState, request: CommandRequest, stdin: Bytes, tx
                 1
             } else {
                 absolutize(&mut command, &request.cwd);
-                let mut input = std::io::Cursor::new(&stdin[..]);
+                let mut input = std::io::Cursor::new(stdin);
                 let result = {
-                    let session = Session::in_node(&state.home, json, &mut out, &mut input, &state.store, &state.graph, state.founder);
+                    let session = Session::in_node(&state.home, json, out, &mut input, &state.store, &state.graph, state.founder);
                     crate::commands::run(&session, command)
                 };
                 match result {
                     Ok(code) => exit_code_byte(code),
                     Err(e) => {
-                        crate::output::write_error(&e, json, &mut out, &mut err);
+                        crate::output::write_error(&e, json, out, err);
                         1
                     }
                 }
             }
         }
-    };
-    let _ = tx.blocking_send(frame(FRAME_EXIT, &[code]));
+    }
 }
 
 /// `ExitCode` hides its value; the commands only return these.
-fn exit_code_byte(code: std::process::ExitCode) -> u8 {
+pub(crate) fn exit_code_byte(code: std::process::ExitCode) -> u8 {
     if code == std::process::ExitCode::SUCCESS {
         0
     } else if code == std::process::ExitCode::from(3) {

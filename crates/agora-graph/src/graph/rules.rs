@@ -60,6 +60,30 @@ pub enum RuleError {
     Decode(EventDecodeError),
 }
 
+impl RuleError {
+    /// The rule's name, stable, for programs (an API's error `rule`).
+    pub fn rule(&self) -> &'static str {
+        match self {
+            RuleError::SelfReference(_) => "self_reference",
+            RuleError::SynthesisArity(_) => "synthesis_arity",
+            RuleError::WrongKind { .. } => "wrong_kind",
+            RuleError::Cycle { .. } => "supersession_cycle",
+            RuleError::WrongState { .. } => "wrong_state",
+            RuleError::Decode(_) => "undecodable_event",
+        }
+    }
+
+    /// The entry the rule was broken about, where there is one.
+    pub fn entry(&self) -> Option<EntryId> {
+        match self {
+            RuleError::SelfReference(id) => Some(*id),
+            RuleError::WrongKind { target, .. } | RuleError::WrongState { target, .. } => Some(*target),
+            RuleError::Cycle { to, .. } => Some(*to),
+            RuleError::SynthesisArity(_) | RuleError::Decode(_) => None,
+        }
+    }
+}
+
 const POSITION_KINDS: &[&str] =
     &["proposition", "support", "contradiction", "refinement", "synthesis", "reframe", "claim", "memory_item"];
 const CLAIM_KINDS: &[&str] = &["proposition", "refinement", "synthesis", "reframe", "claim", "memory_item"];

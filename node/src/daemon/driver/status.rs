@@ -56,6 +56,7 @@ impl Driver {
             "frontier": frontier,
             "sync": {
                 "lag_entries": lag.total,
+                "lag_by_author": lag.per_author.iter().map(|(a, l)| json!({ "author": a.to_string(), "lag_entries": l })).collect::<Vec<_>>(),
                 "in_flight": self.rep.in_flight(),
                 "held_responses": self.rep.held(),
                 "pending_imports": self.rep.pending_imports(),

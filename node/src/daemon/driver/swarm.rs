@@ -49,6 +49,21 @@ impl Driver {
         }
     }
 
+    /// The time from an accepted gossiped entry's signing to now, into the
+    /// `/metrics` histogram. Read from the message's own entry bytes (the
+    /// replicator has already decoded and checked them).
+    fn observe_gossip_latency(&self, data: &[u8]) {
+        let entry = match Gossip::decode(data) {
+            Ok(Gossip::Entry(w)) => w.entry,
+            Ok(Gossip::Announce(bytes)) => bytes,
+            _ => return,
+        };
+        if let Ok(e) = agora_core::SignedEntry::decode(&entry) {
+            let late_ms = crate::args::now_ms().saturating_sub(e.header().timestamp_ms);
+            self.ctx.histograms.gossip_latency.observe(late_ms as f64 / 1000.0);
+        }
+    }
+
     fn on_behaviour(&mut self, event: BehaviourEvent, now: u64) {
         match event {
             BehaviourEvent::Sync(e) => self.on_sync(e, now),
@@ -63,7 +78,10 @@ impl Driver {
                             let verdict = self.rep.gossip(p, g, now);
                             debug!(%propagation_source, ?verdict, "gossip");
                             match verdict {
-                                GossipVerdict::Accept => gossipsub::MessageAcceptance::Accept,
+                                GossipVerdict::Accept => {
+                                    self.observe_gossip_latency(&message.data);
+                                    gossipsub::MessageAcceptance::Accept
+                                }
                                 GossipVerdict::Ignore => gossipsub::MessageAcceptance::Ignore,
                                 GossipVerdict::Reject(_) => gossipsub::MessageAcceptance::Reject,
                             }

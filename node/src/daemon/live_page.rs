@@ -1,0 +1,75 @@
+//! The live graph page at `/`: three static files embedded in the binary
+//! (`node/ui/`: no build step, no library), which read the JSON API with the
+//! control token, and `/v1/events`, the stream that tells an open page the
+//! log changed (server-sent events), so it redraws within a second.
+//!
+//! The files themselves hold nothing secret and are served without the
+//! token; the page takes the token from the URL fragment (`agora open`
+//! prints the URL), which a browser never sends to a server.
+
+use super::server::ControlState;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use std::convert::Infallible;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+const INDEX_HTML: &str = include_str!("../../ui/index.html");
+const APP_JS: &str = include_str!("../../ui/app.js");
+const APP_CSS: &str = include_str!("../../ui/app.css");
+
+/// How often an open stream looks for a change: well within the second
+/// the page promises.
+const POLL: Duration = Duration::from_millis(200);
+/// A comment line this often keeps proxies and the browser from closing an
+/// idle stream.
+const KEEP_ALIVE_POLLS: u32 = 75;
+
+fn file(content_type: &'static str, body: &'static str) -> Response {
+    (StatusCode::OK, [(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, "no-cache")], body).into_response()
+}
+
+/// `/`, `/ui/app.js`, `/ui/app.css`.
+pub fn static_files() -> Router {
+    Router::new()
+        .route("/", get(|| async { file("text/html; charset=utf-8", INDEX_HTML) }))
+        .route("/ui/app.js", get(|| async { file("text/javascript; charset=utf-8", APP_JS) }))
+        .route("/ui/app.css", get(|| async { file("text/css; charset=utf-8", APP_CSS) }))
+}
+
+/// `GET /v1/events`: `event: change` with the write generation whenever a
+/// write was committed since the last look, a comment now and then to keep
+/// the stream open, and the end when the node stops.
+pub async fn events(State(state): State<Arc<ControlState>>) -> Response {
+    let generation = state.generation.clone();
+    let end = state.streams_end.clone();
+    let first = generation.load(Ordering::Acquire);
+    let hello = futures::stream::once(async move { Ok::<_, Infallible>(format!("event: hello\ndata: {first}\n\n")) });
+    let changes = futures::stream::unfold((first, 0u32), move |(last, idle)| {
+        let (generation, end) = (generation.clone(), end.clone());
+        async move {
+            let mut idle = idle;
+            loop {
+                tokio::select! {
+                    _ = end.cancelled() => return None,
+                    _ = tokio::time::sleep(POLL) => {}
+                }
+                let now = generation.load(Ordering::Acquire);
+                if now != last {
+                    return Some((Ok(format!("event: change\ndata: {now}\n\n")), (now, 0)));
+                }
+                idle += 1;
+                if idle >= KEEP_ALIVE_POLLS {
+                    return Some((Ok(": keep-alive\n\n".to_string()), (last, 0)));
+                }
+            }
+        }
+    });
+    let body = Body::from_stream(futures::StreamExt::chain(hello, changes));
+    (StatusCode::OK, [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")], body).into_response()
+}

@@ -1,0 +1,130 @@
+//! Where an operation's command line runs: the same places the CLI's commands run
+//! (see `session.rs`). `agora mcp` over stdio forwards each command to the
+//! node running on its home, or, with no node, opens the store for that
+//! command alone, as `agora <command>` would; the node's own MCP endpoint
+//! runs them on its open store.
+
+use super::catalog::{Invoke, OpError};
+use crate::control::{self, CommandRequest, ForwardError};
+use crate::daemon::server::{run_in_node, ControlState};
+use crate::home::Home;
+use crate::session::Session;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long a command waits for a store another short-lived command holds.
+const STORE_BUSY_WAIT: Duration = Duration::from_secs(10);
+
+/// A command's output and exit code.
+pub struct Ran {
+    pub code: u8,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+impl Ran {
+    /// The command's JSON result, or the error it reported. Exit code 3 is a
+    /// finding, not a failure (an audit that found problems reports them).
+    pub fn into_result(self) -> Result<Value, OpError> {
+        let text = String::from_utf8_lossy(&self.stdout);
+        let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let parsed: Option<Value> = serde_json::from_str(last).ok();
+        if self.code == 0 || self.code == 3 {
+            return match parsed {
+                Some(v) => Ok(v),
+                None => Err(OpError::msg(format!("the command printed no JSON result: {}", text.trim()))),
+            };
+        }
+        // With --json a failed command prints {"error": ...}; clap's own
+        // errors (a malformed argument) go to standard error.
+        let field = |k: &str| parsed.as_ref().and_then(|v| v.get(k)).and_then(Value::as_str).map(str::to_string);
+        let message = field("error").unwrap_or_else(|| String::from_utf8_lossy(&self.stderr).trim().trim_start_matches("error: ").to_string());
+        let message = if message.is_empty() { format!("the command failed with exit code {}", self.code) } else { message };
+        // A usage error (exit 2) is the caller's: clap's own message.
+        let rule = field("rule").or_else(|| (self.code == 2).then(|| "usage".to_string()));
+        Err(OpError { message, rule, entry: field("entry") })
+    }
+}
+
+/// Commands of `agora mcp`: forwarded to this home's node, else run here.
+pub struct HomeInvoker {
+    pub home: Home,
+}
+
+impl HomeInvoker {
+    fn run(&self, argv: Vec<String>) -> Result<Ran, OpError> {
+        let started = Instant::now();
+        loop {
+            let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+            if let Some(node) = control::find_node(&self.home.dir) {
+                let request = CommandRequest { argv: argv.clone(), cwd: std::env::current_dir().unwrap_or_default() };
+                match control::forward_to(&node, &request, &[], &mut stdout, &mut stderr) {
+                    Ok(code) => return Ok(Ran { code, stdout, stderr }),
+                    Err(ForwardError::Failed(e)) => return Err(OpError::msg(format!("{e:#}"))),
+                    Err(ForwardError::Unreachable) => {}
+                }
+            }
+            let args = match <crate::cli::Args as clap::Parser>::try_parse_from(&argv) {
+                Ok(a) => a,
+                Err(e) => return Ok(Ran { code: 2, stdout, stderr: e.render().to_string().into_bytes() }),
+            };
+            let mut input = std::io::empty();
+            let result = {
+                let session = Session::local(&self.home, true, &mut stdout, &mut input);
+                crate::commands::run(&session, args.command)
+            };
+            match result {
+                Ok(code) => return Ok(Ran { code: crate::daemon::server::exit_code_byte(code), stdout, stderr }),
+                Err(e) if crate::is_locked(&e) && started.elapsed() < STORE_BUSY_WAIT => std::thread::sleep(Duration::from_millis(50)),
+                Err(e) => {
+                    let mut out = Vec::new();
+                    crate::output::write_error(&e, true, &mut out, &mut stderr);
+                    return Ok(Ran { code: 1, stdout: out, stderr });
+                }
+            }
+        }
+    }
+}
+
+impl Invoke for HomeInvoker {
+    fn invoke(&self, argv: Vec<String>) -> Result<Value, OpError> {
+        self.run(argv)?.into_result()
+    }
+}
+
+/// Commands of the node's own MCP endpoint: on its open store.
+pub struct NodeInvoker {
+    pub state: Arc<ControlState>,
+}
+
+impl Invoke for NodeInvoker {
+    fn invoke(&self, argv: Vec<String>) -> Result<Value, OpError> {
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        let request = CommandRequest { argv, cwd: self.state.home.dir.clone() };
+        let code = run_in_node(&self.state, &request, &[], &mut stdout, &mut stderr);
+        Ran { code, stdout, stderr }.into_result()
+    }
+}
+
+impl super::Backend for HomeInvoker {
+    fn node_status(&self) -> Result<Value, OpError> {
+        if let Some(node) = control::find_node(&self.home.dir)
+            && control::verify_node(&node).is_ok()
+        {
+            return control::status(&node).map_err(|e| OpError::msg(format!("{e:#}")));
+        }
+        let agent = self.invoke(super::argv::Argv::new(&["id"]).build())?;
+        let authors = self.invoke(super::argv::Argv::new(&["authors"]).build())?;
+        Ok(serde_json::json!({ "node_running": false, "home": self.home.dir, "agent": agent, "authors": authors }))
+    }
+}
+
+impl super::Backend for NodeInvoker {
+    fn node_status(&self) -> Result<Value, OpError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let gone = || OpError::msg("the node is shutting down".to_string());
+        self.state.status.blocking_send(tx).map_err(|_| gone())?;
+        rx.blocking_recv().map_err(|_| gone())
+    }
+}

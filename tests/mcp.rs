@@ -1,0 +1,223 @@
+//! The MCP server, driven by the protocol's own Rust SDK client: `agora mcp`
+//! started as a subprocess over stdio, and a running node's `/mcp` endpoint
+//! over streamable HTTP with the control channel's token. Each test lists
+//! the tools and checks every schema, plays a debate (propose, contradict,
+//! refine, accept, dispute) through tool calls, and reads the statuses back.
+
+mod support;
+
+use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use support::*;
+
+type Client = RunningService<RoleClient, ()>;
+
+/// Every tool the issue names, by its MCP name.
+const MOVES: &[&str] = &[
+    "propose", "support", "contradict", "refine", "synthesize", "ask", "resolve", "park", "resume", "reframe", "connect", "tension", "claim", "relate",
+    "confirm", "frame_open", "frame_evidence", "frame_conclude", "frame_suspend", "frame_resume", "frame_invalidate", "task_new", "task_update",
+    "trajectory", "judge", "memory_item", "record_use",
+];
+const MERGE: &[&str] = &["accept", "dispute", "withdraw", "resolve_fork"];
+const READS: &[&str] = &[
+    "orient", "status", "trace", "history", "latest", "decisions", "questions", "disagreements", "perspective", "consensus", "audit",
+];
+/// Further reads the server offers.
+const MORE_READS: &[&str] = &["disputes", "frame_tree", "outcomes", "identity", "view_hash", "graph"];
+
+async fn call(client: &Client, tool: &str, args: Value) -> Result<Value, String> {
+    let args = args.as_object().cloned().unwrap_or_default();
+    let r = client.call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args)).await.map_err(|e| format!("protocol error: {e}"))?;
+    let text = r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n");
+    if r.is_error == Some(true) {
+        return Err(text);
+    }
+    Ok(r.structured_content.unwrap_or_else(|| panic!("{tool}: no structured content: {text}")))
+}
+
+async fn ok_call(client: &Client, tool: &str, args: Value) -> Value {
+    call(client, tool, args.clone()).await.unwrap_or_else(|e| panic!("{tool} {args}: {e}"))
+}
+
+fn id(v: &Value) -> String {
+    v["id"].as_str().unwrap_or_else(|| panic!("no id in {v}")).to_string()
+}
+
+/// tools/list: every tool there, each with an object input schema whose
+/// required fields are its properties, an object output schema, a title, a
+/// description and hints that match what it does.
+async fn check_tool_list(client: &Client) {
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let names: BTreeSet<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(OPERATIONS.len(), MOVES.len() + MERGE.len() + READS.len());
+    for want in MOVES.iter().chain(MERGE).chain(READS).chain(MORE_READS) {
+        assert!(names.contains(want), "tool {want} missing from {names:?}");
+    }
+    for t in &tools {
+        let input = &*t.input_schema;
+        assert_eq!(input.get("type"), Some(&json!("object")), "{}: input schema {input:?}", t.name);
+        let props = input.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
+        for r in input.get("required").and_then(Value::as_array).into_iter().flatten() {
+            assert!(props.contains_key(r.as_str().unwrap()), "{}: required {r} is not a property", t.name);
+        }
+        assert_eq!(input.get("additionalProperties"), Some(&json!(false)), "{}: unknown fields are refused", t.name);
+        let output = t.output_schema.as_ref().unwrap_or_else(|| panic!("{}: no output schema", t.name));
+        assert_eq!(output.get("type"), Some(&json!("object")), "{}: output schema {output:?}", t.name);
+        assert!(t.description.as_ref().is_some_and(|d| d.len() > 20), "{}: a description for a model", t.name);
+        let a = t.annotations.as_ref().unwrap_or_else(|| panic!("{}: no annotations", t.name));
+        let read = READS.contains(&t.name.as_ref()) || MORE_READS.contains(&t.name.as_ref());
+        assert_eq!(a.read_only_hint, Some(read), "{}: read-only hint", t.name);
+        assert_eq!(a.idempotent_hint, Some(read), "{}: idempotent hint", t.name);
+        assert_eq!(a.destructive_hint, Some(t.name == "resolve_fork"), "{}: destructive hint", t.name);
+    }
+    // Schemas say what the tools take.
+    let refine = tools.iter().find(|t| t.name == "refine").unwrap();
+    let props = refine.input_schema["properties"].as_object().unwrap();
+    assert!(props.contains_key("target") && props.contains_key("text") && props.contains_key("resolves"), "{props:?}");
+    let required: BTreeSet<&str> = refine.input_schema["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert_eq!(required, BTreeSet::from(["target", "text"]));
+    let recorded = refine.output_schema.as_ref().unwrap();
+    assert!(recorded["properties"].as_object().unwrap().contains_key("id"), "{recorded:?}");
+}
+
+/// The debate, with `bob_says` recording Bob's moves on his side and making
+/// them reach Alice's store (the way differs per test). Returns nothing;
+/// panics on the first wrong status.
+async fn debate(alice: &Client, bob: &Agent, mut bob_says: impl FnMut(&[&str]) -> String) {
+    let p = id(&ok_call(alice, "propose", json!({ "text": "Usage-based pricing aligns our incentives with customers" })).await);
+    let c = bob_says(&["contradict", &p, "Enterprise procurement needs predictable costs"]);
+    let q = bob_says(&["propose", "Drop the free tier entirely"]);
+    let status = ok_call(alice, "status", json!({ "target": p })).await;
+    assert_eq!(status["status"], "contested", "the contradiction arrived: {status}");
+
+    let r = ok_call(alice, "refine", json!({ "target": p, "text": "Usage-based with a committed annual minimum", "resolves": [c] })).await;
+    assert_eq!(r["kind"], "refinement", "{r}");
+    assert!(r["seq"].as_u64().unwrap() >= 2, "{r}");
+    let r = id(&r);
+    ok_call(alice, "accept", json!({ "author": bob.id, "up_to": "1" })).await;
+    let d = ok_call(alice, "dispute", json!({ "target": q, "reason": "The free tier is our funnel", "counter": "Keep a capped free tier" })).await;
+    assert_eq!(d["kind"], "dispute", "{d}");
+
+    // Statuses read back exactly.
+    for (node, want) in [(&p, "superseded"), (&c, "resolved"), (&r, "resolved"), (&q, "active")] {
+        let s = ok_call(alice, "status", json!({ "target": node })).await;
+        assert_eq!(s["status"], want, "status of {node}: {s}");
+    }
+    let latest = ok_call(alice, "latest", json!({ "target": p })).await;
+    assert_eq!(latest["latest"], r.as_str(), "{latest}");
+    let trace = ok_call(alice, "trace", json!({ "target": p })).await;
+    assert!(trace.to_string().contains(&c), "the trace shows the contradiction: {trace}");
+
+    // The merge layer: Alice accepts Bob through his contradiction and disputes his proposal.
+    let perspective = ok_call(alice, "perspective", json!({})).await;
+    assert!(perspective["disputes"].as_array().unwrap().iter().any(|x| x["target"] == q.as_str() && x["counter_claim"] == "Keep a capped free tier"), "{perspective}");
+    let map = ok_call(alice, "disputes", json!({})).await;
+    assert!(map["disputed"].as_array().unwrap().iter().any(|x| x.to_string().contains(&q)), "{map}");
+
+    // orient: the current nodes on the topic, the superseded one left out unless asked.
+    let o = ok_call(alice, "orient", json!({ "topic": "usage-based pricing" })).await;
+    let found: Vec<&str> = o["nodes"].as_array().unwrap().iter().map(|n| n["id"].as_str().unwrap()).collect();
+    assert!(found.contains(&r.as_str()) && !found.contains(&p.as_str()), "{o}");
+    let o = ok_call(alice, "orient", json!({ "topic": "usage-based pricing", "include_superseded": true })).await;
+    assert!(o["nodes"].as_array().unwrap().iter().any(|n| n["id"] == p.as_str() && n["status"] == "superseded"), "{o}");
+
+    // A broken rule is a tool error that names it, never a crash.
+    let e = call(alice, "refine", json!({ "target": "ffff", "text": "x" })).await.expect_err("no such entry");
+    assert!(e.contains("ffff"), "the error names the reference: {e}");
+    let e = call(alice, "propose", json!({ "text": "x", "unexpected": 1 })).await.expect_err("unknown field");
+    assert!(e.contains("unexpected"), "{e}");
+    let e = call(alice, "synthesize", json!({ "sources": [p], "text": "alone" })).await.expect_err("a synthesis needs two sources");
+    assert!(!e.is_empty());
+    // A text that looks like an option is still a text.
+    let t = ok_call(alice, "propose", json!({ "text": "--json -5 degrees is too cold" })).await;
+    let s = ok_call(alice, "status", json!({ "target": id(&t) })).await;
+    assert_eq!(s["text"], "--json -5 degrees is too cold", "{s}");
+
+    // Resources: the status and the merged view.
+    let resources = alice.list_all_resources().await.expect("resources/list");
+    let uris: BTreeSet<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris, BTreeSet::from(["agora://status", "agora://view"]));
+    let view = read_json(alice, "agora://view").await;
+    assert_eq!(view["view_hash"].as_str().map(str::len), Some(64), "{view}");
+    read_json(alice, "agora://status").await;
+}
+
+async fn read_json(client: &Client, uri: &str) -> Value {
+    let r = client.read_resource(ReadResourceRequestParams::new(uri.to_string())).await.unwrap_or_else(|e| panic!("{uri}: {e}"));
+    match &r.contents[0] {
+        ResourceContents::TextResourceContents { text, .. } => serde_json::from_str(text).unwrap_or_else(|e| panic!("{uri}: {e}: {text}")),
+        other => panic!("{uri}: not text: {other:?}"),
+    }
+}
+
+/// Bob's move on his own home, and his chain exported into Alice's.
+fn bob_over_packs<'a>(alice: &'a Agent, bob: &'a Agent, dir: &'a std::path::Path) -> impl FnMut(&[&str]) -> String + 'a {
+    move |args: &[&str]| {
+        // Bob holds Alice's chain first, so his references resolve.
+        let from_alice = dir.join("alice.jsonl");
+        ok(&alice.home, &["export", "--author", &alice.id, "--output", from_alice.to_str().unwrap()]);
+        ok(&bob.home, &["import", from_alice.to_str().unwrap()]);
+        let moved = json(&bob.home, args);
+        let from_bob = dir.join("bob.jsonl");
+        ok(&bob.home, &["export", "--author", &bob.id, "--output", from_bob.to_str().unwrap()]);
+        ok(&alice.home, &["import", from_bob.to_str().unwrap()]);
+        id(&moved)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_debate_through_agora_mcp_over_stdio() {
+    let (alice, bob) = (Agent::new(), Agent::new());
+    ok(&alice.home, &["admit", &bob.id, "a member"]);
+    let dir = tempfile::tempdir().unwrap();
+    let home = alice.home.clone();
+    let transport = TokioChildProcess::new(tokio::process::Command::new(env!("CARGO_BIN_EXE_agora")).configure(|c| {
+        c.arg("--home").arg(&home).arg("mcp").env_remove("AGORA_HOME");
+    }))
+    .expect("agora mcp starts");
+    let client = ().serve(transport).await.expect("initialize");
+    let info = client.peer_info().expect("initialized");
+    assert_eq!(info.server_info.as_ref().map(|i| i.name.as_str()), Some("agora"));
+    check_tool_list(&client).await;
+    debate(&client, &bob, bob_over_packs(&alice, &bob, dir.path())).await;
+    client.cancel().await.expect("shut down");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_debate_through_a_running_nodes_mcp_endpoint_over_http() {
+    let (alice, bob) = (Agent::new(), Agent::new());
+    admit(&alice, &[&bob]);
+    let na = Node::start(&alice, &alice.id, &[]);
+    let nb = Node::start(&bob, &alice.id, &[&na.addr]);
+    let node: Value = serde_json::from_str(&std::fs::read_to_string(alice.home.join("node.json")).unwrap()).unwrap();
+    let url = format!("http://{}/mcp", node["control"].as_str().unwrap());
+
+    // Without the token: refused before any session exists.
+    let refused = ().serve(StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(url.clone()))).await;
+    assert!(refused.is_err(), "the endpoint needs the control channel's token");
+    let wrong = StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header("not-the-token".to_string());
+    assert!(().serve(StreamableHttpClientTransport::from_config(wrong)).await.is_err(), "a wrong token is refused");
+
+    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(node["token"].as_str().unwrap().to_string());
+    let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.expect("initialize over HTTP");
+    check_tool_list(&client).await;
+    let (na_ref, nb_ref) = (&na, &nb);
+    debate(&client, &bob, |args: &[&str]| {
+        // Bob records through his node; the move reaches Alice's node by replication.
+        if let Some(target) = args.get(1).filter(|_| args[0] != "propose") {
+            wait_for("Bob's node to hold Alice's entry", || nb_ref.holds(target).then_some(()));
+        }
+        let moved = id(&json(&bob.home, args));
+        wait_for("Alice's node to hold Bob's move", || na_ref.holds(&moved).then_some(()));
+        moved
+    })
+    .await;
+    let status = read_json(&client, "agora://status").await;
+    assert!(status.to_string().contains(&bob.id), "the node's status names its peer's chain: {status}");
+    client.cancel().await.expect("shut down");
+}
