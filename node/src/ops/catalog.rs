@@ -176,6 +176,26 @@ macro_rules! one_command {
     };
 }
 
+/// An input with the same fields as `$inner`: deserialized and described
+/// as it, under its own tool name.
+macro_rules! same_input {
+    ($ty:ident, $inner:ident) => {
+        impl<'de> Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                $inner::deserialize(d).map($ty)
+            }
+        }
+        impl JsonSchema for $ty {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($ty).into()
+            }
+            fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                $inner::json_schema(g)
+            }
+        }
+    };
+}
+
 /// A new position.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -202,19 +222,7 @@ pub struct Reframe(OnTarget);
 
 macro_rules! on_target {
     ($ty:ident, $name:literal) => {
-        impl<'de> Deserialize<'de> for $ty {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                OnTarget::deserialize(d).map($ty)
-            }
-        }
-        impl JsonSchema for $ty {
-            fn schema_name() -> std::borrow::Cow<'static, str> {
-                stringify!($ty).into()
-            }
-            fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-                OnTarget::json_schema(g)
-            }
-        }
+        same_input!($ty, OnTarget);
         one_command!($ty, $name, |self| Argv::new(&[$name]).arg(&self.0.target).arg(&self.0.text));
     };
 }
@@ -273,19 +281,7 @@ pub struct Connect(Pair);
 pub struct Tension(Pair);
 macro_rules! pair {
     ($ty:ident, $name:literal) => {
-        impl<'de> Deserialize<'de> for $ty {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                Pair::deserialize(d).map($ty)
-            }
-        }
-        impl JsonSchema for $ty {
-            fn schema_name() -> std::borrow::Cow<'static, str> {
-                stringify!($ty).into()
-            }
-            fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-                Pair::json_schema(g)
-            }
-        }
+        same_input!($ty, Pair);
         one_command!($ty, $name, |self| Argv::new(&[$name]).arg(&self.0.a).arg(&self.0.b).arg(&self.0.text));
     };
 }
@@ -314,7 +310,7 @@ pub struct ResumeNode {
 one_command!(ResumeNode, "resume", |self| Argv::new(&["resume"]).arg(&self.target));
 
 /// The kinds of memory a claim can be.
-#[derive(Deserialize, JsonSchema, Clone, Copy, Default)]
+#[derive(Deserialize, Serialize, JsonSchema, Clone, Copy, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum MemoryKind {
     Episodic,
@@ -331,22 +327,6 @@ pub enum MemoryKind {
 
 fn snake<T: Serialize>(v: &T) -> String {
     serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
-}
-
-impl Serialize for MemoryKind {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(match self {
-            MemoryKind::Episodic => "episodic",
-            MemoryKind::Semantic => "semantic",
-            MemoryKind::Preference => "preference",
-            MemoryKind::Procedural => "procedural",
-            MemoryKind::Task => "task",
-            MemoryKind::Environmental => "environmental",
-            MemoryKind::Shared => "shared",
-            MemoryKind::System => "system",
-            MemoryKind::Audit => "audit",
-        })
-    }
 }
 
 /// A memory claim with its kind and provenance.
@@ -477,19 +457,7 @@ pub struct FrameResume(FrameRef);
 pub struct FrameTree(FrameRef);
 macro_rules! frame_ref {
     ($ty:ident, $name:literal, $words:expr) => {
-        impl<'de> Deserialize<'de> for $ty {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                FrameRef::deserialize(d).map($ty)
-            }
-        }
-        impl JsonSchema for $ty {
-            fn schema_name() -> std::borrow::Cow<'static, str> {
-                stringify!($ty).into()
-            }
-            fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-                FrameRef::json_schema(g)
-            }
-        }
+        same_input!($ty, FrameRef);
         one_command!($ty, $name, |self| Argv::new(&$words).arg(&self.0.frame));
     };
 }
@@ -704,19 +672,7 @@ pub struct Trace(NodeRef);
 pub struct Latest(NodeRef);
 macro_rules! node_ref {
     ($ty:ident, $name:literal) => {
-        impl<'de> Deserialize<'de> for $ty {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                NodeRef::deserialize(d).map($ty)
-            }
-        }
-        impl JsonSchema for $ty {
-            fn schema_name() -> std::borrow::Cow<'static, str> {
-                stringify!($ty).into()
-            }
-            fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-                NodeRef::json_schema(g)
-            }
-        }
+        same_input!($ty, NodeRef);
         one_command!($ty, $name, |self| Argv::new(&[$name]).arg(&self.0.target));
     };
 }
@@ -748,19 +704,7 @@ pub struct Identity(Nothing);
 pub struct ViewHash(Nothing);
 macro_rules! nothing {
     ($ty:ident, $name:literal, $words:expr) => {
-        impl<'de> Deserialize<'de> for $ty {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                Nothing::deserialize(d).map($ty)
-            }
-        }
-        impl JsonSchema for $ty {
-            fn schema_name() -> std::borrow::Cow<'static, str> {
-                stringify!($ty).into()
-            }
-            fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-                Nothing::json_schema(g)
-            }
-        }
+        same_input!($ty, Nothing);
         one_command!($ty, $name, |self| Argv::new(&$words));
     };
 }
