@@ -903,3 +903,30 @@ pub fn catalog() -> Vec<Operation> {
         tool!(ViewHash, "Merged view hash", Read, ReadResult, "The merged view's hash and entry count: equal on every node that holds the same entries."),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names<T: JsonSchema>() -> Vec<String> {
+        let schema = serde_json::to_value(schemars::schema_for!(T)).unwrap();
+        let mut v: Vec<String> = schema["enum"].as_array().or_else(|| schema["oneOf"].as_array()).into_iter().flatten().filter_map(|x| x.as_str().or_else(|| x["const"].as_str()).map(str::to_string)).collect();
+        v.sort();
+        v
+    }
+
+    fn sorted(mut v: Vec<&str>) -> Vec<String> {
+        v.sort();
+        v.into_iter().map(str::to_string).collect()
+    }
+
+    /// The schemas' enums are the graph's names: a kind, relation or task
+    /// state added to the graph and not here (or spelt differently) fails.
+    #[test]
+    fn the_schema_enums_are_the_graphs_names() {
+        assert_eq!(names::<MemoryKind>(), sorted(agora_graph::MemoryKind::ALL.iter().map(|k| k.name()).collect()));
+        assert_eq!(names::<Relation>(), sorted(agora_graph::Relation::ALL.iter().map(|r| r.name()).collect()));
+        let states = [agora_graph::TaskState::Created, agora_graph::TaskState::InProgress, agora_graph::TaskState::Blocked, agora_graph::TaskState::Done, agora_graph::TaskState::Abandoned];
+        assert_eq!(names::<TaskState>(), sorted(states.iter().map(|s| s.name()).collect()));
+    }
+}
