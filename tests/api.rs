@@ -200,3 +200,73 @@ fn metrics_after_a_sync_report_the_figures() {
     assert!(text.contains("# TYPE agora_gossip_latency_seconds histogram"), "{text}");
     assert!(text.trim_end().ends_with("# EOF"), "OpenMetrics text ends with # EOF");
 }
+
+/// The signed log's and the roster's commands through the API: append,
+/// log, show, verify, export on one node and import on another, authors,
+/// redact (the chain still verifies), forks and check_proof, search and
+/// orphans, admit and roster. Each answer is checked against the document.
+#[test]
+fn the_log_and_the_roster_are_reachable_through_the_api() {
+    let (alice, bob) = (Agent::new(), Agent::new());
+    let _na = Node::start(&alice, &alice.id, &[]);
+    let api = Api::of(&alice);
+    let doc = api.document();
+    let call = |name: &str, body: Value| {
+        let v = api.ok(name, body);
+        check_answer(&doc, &format!("/v1/ops/{name}"), 200, &v);
+        v
+    };
+
+    let raw = call("append", json!({ "text": "a raw note, not an event" }));
+    assert_eq!((raw["author"].as_str(), raw["seq"].as_u64()), (Some(alice.id.as_str()), Some(1)), "{raw}");
+    let binary = call("append", json!({ "base64": "AAECAwQ=" }));
+    assert_eq!(binary["payload_len"], 5, "{binary}");
+    let (status, body) = api.post("append", json!({ "text": "x", "base64": "AA==" }));
+    assert_eq!((status, body["rule"].as_str()), (400, Some("input_schema")), "exactly one of text or base64: {body}");
+    let p = id(&call("propose", json!({ "text": "Cache the merged view per generation" })));
+
+    let log = call("log", json!({}));
+    let ids: Vec<&str> = log["result"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [id(&raw), id(&binary), p.clone()], "{log}");
+    let shown = call("show", json!({ "entry": &id(&raw)[..12] }));
+    assert_eq!(shown["id"], id(&raw).as_str(), "{shown}");
+    assert!(shown.to_string().contains("a raw note, not an event"), "{shown}");
+    let verified = call("verify", json!({}));
+    assert_eq!((verified["ok"].as_bool(), verified["entries"].as_u64()), (Some(true), Some(3)), "{verified}");
+    let found = call("search", json!({ "query": "merged view" }));
+    assert_eq!(found["hits"][0]["id"], p.as_str(), "{found}");
+    assert!(call("orphans", json!({}))["result"].as_array().unwrap().is_empty());
+
+    // A pack from Alice's node, imported on Bob's (twice: nothing new the second time).
+    let exported = call("export", json!({ "author": alice.id }));
+    assert_eq!(exported["entries"], 3, "{exported}");
+    // Bob's node is in Alice's workspace (her chain is the founder's) but not connected to hers.
+    let _nb = Node::start(&bob, &alice.id, &[]);
+    let bob_api = Api::of(&bob);
+    let imported = bob_api.ok("import", json!({ "pack": exported["pack"] }));
+    assert_eq!(imported["imported"], 3, "{imported}");
+    assert_eq!(bob_api.ok("import", json!({ "pack": exported["pack"] }))["already_present"], 3);
+    let authors = bob_api.ok("authors", json!({}));
+    assert!(authors["result"].as_array().unwrap().iter().any(|a| a["author"] == alice.id.as_str() && a["max_seq"] == 3), "{authors}");
+    let (status, body) = bob_api.post("import", json!({ "pack": "not a pack" }));
+    assert!(status == 400 || status == 422, "a bad pack is refused: {status} {body}");
+    assert!(body["message"].as_str().unwrap().contains("pack") || body["message"].as_str().unwrap().contains("header"), "{body}");
+
+    // Redaction: the payload is gone here, the chain still verifies.
+    let r = call("redact", json!({ "entry": id(&raw) }));
+    assert_eq!(r["redacted"], true, "{r}");
+    assert!(!call("show", json!({ "entry": id(&raw) })).to_string().contains("a raw note"), "the text is gone");
+    assert_eq!(call("verify", json!({}))["ok"], true);
+
+    // No forks here; a proof that is not one is refused with a message.
+    assert!(call("forks", json!({}))["result"].as_array().unwrap().is_empty());
+    let (status, body) = api.post("check_proof", json!({ "proof": "00ff" }));
+    check_answer(&doc, "/v1/ops/check_proof", status, &body);
+    assert!(status >= 400 && body["message"].as_str().unwrap().contains("proof"), "{status} {body}");
+
+    // Membership: Alice founded this workspace; she admits Bob.
+    let admitted = call("admit", json!({ "agent": bob.id, "note": "reviewer" }));
+    assert!(admitted["id"].is_string(), "{admitted}");
+    let roster = call("roster", json!({}));
+    assert!(roster.to_string().contains(&bob.id), "{roster}");
+}

@@ -28,7 +28,9 @@ const READS: &[&str] = &[
     "orient", "status", "trace", "history", "latest", "decisions", "questions", "disagreements", "perspective", "consensus", "audit",
 ];
 /// Further reads the server offers.
-const MORE_READS: &[&str] = &["disputes", "frame_tree", "outcomes", "identity", "view_hash", "graph"];
+const MORE_READS: &[&str] = &["disputes", "frame_tree", "outcomes", "identity", "view_hash", "graph", "log", "show", "verify", "export", "authors", "forks", "check_proof", "search", "orphans", "roster"];
+/// The signed log's and the roster's writes.
+const LOG_WRITES: &[&str] = &["append", "redact", "import", "admit", "remove"];
 
 async fn call(client: &Client, tool: &str, args: Value) -> Result<Value, String> {
     let args = args.as_object().cloned().unwrap_or_default();
@@ -54,8 +56,9 @@ fn id(v: &Value) -> String {
 async fn check_tool_list(client: &Client) {
     let tools = client.list_all_tools().await.expect("tools/list");
     let names: BTreeSet<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(OPERATIONS.len(), MOVES.len() + MERGE.len() + READS.len());
-    for want in MOVES.iter().chain(MERGE).chain(READS).chain(MORE_READS) {
+    assert_eq!(OPERATIONS.len(), MOVES.len() + MERGE.len() + READS.len() + MORE_READS.len() + LOG_WRITES.len());
+    assert_eq!(names.len(), OPERATIONS.len(), "every tool is in the test's list: {names:?}");
+    for want in OPERATIONS {
         assert!(names.contains(want), "tool {want} missing from {names:?}");
     }
     for t in &tools {
@@ -72,8 +75,10 @@ async fn check_tool_list(client: &Client) {
         let a = t.annotations.as_ref().unwrap_or_else(|| panic!("{}: no annotations", t.name));
         let read = READS.contains(&t.name.as_ref()) || MORE_READS.contains(&t.name.as_ref());
         assert_eq!(a.read_only_hint, Some(read), "{}: read-only hint", t.name);
-        assert_eq!(a.idempotent_hint, Some(read), "{}: idempotent hint", t.name);
-        assert_eq!(a.destructive_hint, Some(t.name == "resolve_fork"), "{}: destructive hint", t.name);
+        // Importing the same pack twice stores nothing the second time.
+        assert_eq!(a.idempotent_hint, Some(read || t.name == "import"), "{}: idempotent hint", t.name);
+        // Only giving up a branch for good, and deleting a payload here, destroy anything.
+        assert_eq!(a.destructive_hint, Some(t.name == "resolve_fork" || t.name == "redact"), "{}: destructive hint", t.name);
     }
     // Schemas say what the tools take.
     let refine = tools.iter().find(|t| t.name == "refine").unwrap();

@@ -74,9 +74,16 @@ fn pricing_debate_through_the_cli() {
     assert!(trace["events"].as_array().unwrap().iter().all(|e| e["verified"] == true));
     // search: hides the superseded proposition unless asked, shows statuses.
     let hits = json(&h, &["search", "usage-based"]);
-    assert!(hits.as_array().unwrap().iter().all(|h| h["status"] != "superseded"));
+    assert!(hits["hits"].as_array().unwrap().iter().all(|h| h["status"] != "superseded"));
     let all = json(&h, &["search", "usage-based", "--all"]);
-    assert!(all.as_array().unwrap().iter().any(|h| h["id"] == e1.as_str() && h["status"] == "superseded"));
+    assert!(all["hits"].as_array().unwrap().iter().any(|h| h["id"] == e1.as_str() && h["status"] == "superseded"));
+    // Each answer names the frontier it was computed over: this one chain at its last seq.
+    let me = json(&h, &["id"])["agent"].as_str().unwrap().to_string();
+    for answer in [&hits, &trace, &json(&h, &["status", &e1])] {
+        let over = &answer["computed_over"];
+        assert_eq!((over["authors"].as_u64(), over["chains"][&me].as_u64()), (Some(1), Some(4)), "{answer}");
+        assert_eq!(over["frontier_hash"].as_str().map(str::len), Some(64), "{answer}");
+    }
     // exports
     let (_, dot, _) = agora(&h, &["graph", "--format", "dot"]);
     assert!(dot.starts_with("digraph agora") && dot.contains("superseded"));

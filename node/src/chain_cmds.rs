@@ -135,7 +135,13 @@ fn show(s: &Session, entry: &str) -> Result<ExitCode> {
 fn verify(s: &Session, author: Option<&str>, threads: usize) -> Result<ExitCode> {
     let store = s.store()?;
     let author = author.map(parse_author).transpose()?;
-    let report = store.audit(author.as_ref(), threads)?;
+    let total: u64 = match &author {
+        Some(a) => store.tips(a)?.iter().map(|t| t.seq).max().unwrap_or(0),
+        None => store.authors()?.iter().map(|a| a.max_seq).sum(),
+    };
+    let bar = s.progress(total, "verify {bar:40} {pos}/{len} entries ({per_sec}, eta {eta})");
+    let report = store.audit_observed(author.as_ref(), threads, &|n| bar.set_position(n))?;
+    bar.finish_and_clear();
     let authors: Vec<_> = report
         .authors
         .iter()
@@ -236,10 +242,17 @@ fn import(s: &Session, file: &Path) -> Result<ExitCode> {
     } else {
         let name = file.display().to_string();
         let f = std::fs::File::open(file).with_context(|| format!("opening {name}"))?;
-        read_pack(&name, &mut std::io::BufReader::new(f))?
+        let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+        let bar = s.progress(size, "read  {bar:40} {bytes}/{total_bytes} ({bytes_per_sec}, eta {eta})");
+        let items = read_pack(&name, &mut std::io::BufReader::new(bar.wrap_read(f)))?;
+        bar.finish_and_clear();
+        items
     };
     let store = s.store()?;
-    let report = store.import(items, now_ms())?;
+    let bar = s.progress(0, &format!("{{spinner}} verifying and storing {} entries ({{elapsed}})", items.len()));
+    let report = store.import(items, now_ms());
+    bar.finish_and_clear();
+    let report = report?;
     let forks: Vec<_> = report.forks.iter().map(|(a, s)| json!({ "author": a.to_string(), "seq": s })).collect();
     let deferred = report.deferred.map(|d| json!({ "count": d.count, "first": d.first.id.to_string(), "until_ms": d.until_ms }));
     s.print(

@@ -3,9 +3,10 @@
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
-/// Agora: signed, hash-linked reasoning chains for agent swarms.
+/// Agora: signed, hash-linked reasoning chains for agent swarms, replicated
+/// between nodes, merged into one reasoning graph every node derives alike.
 #[derive(Parser, Debug)]
-#[command(name = "agora", version, about, propagate_version = true)]
+#[command(name = "agora", version, propagate_version = true)]
 pub struct Args {
     /// Directory holding the agent key and the data store.
     /// Default: $AGORA_HOME, else ~/.agora.
@@ -505,4 +506,83 @@ pub enum AutomergeCommand {
         #[arg(long, default_value = "cli")]
         client: String,
     },
+}
+
+/// The command line's definition, with `agora --help` laid out as a manual:
+/// the commands in groups (the signed log, reasoning moves, reading the
+/// graph, the merge layer, node and membership, interfaces, simulation),
+/// each group taken from its own enum, so a command added to a group is
+/// listed under it.
+pub fn command() -> clap::Command {
+    use clap::{CommandFactory, Subcommand};
+    let cmd = Args::command();
+    let names = |sub: clap::Command| -> Vec<String> { sub.get_subcommands().map(|c| c.get_name().to_string()).collect() };
+    let empty = || clap::Command::new("group");
+    let groups: [(&str, Vec<String>); 7] = [
+        ("The signed log: keys, entries, packs, forks", names(ChainCommand::augment_subcommands(empty()))),
+        ("Reasoning: record typed events", {
+            let mut v = names(RecordCommand::augment_subcommands(empty()));
+            v.push("frame".to_string());
+            v
+        }),
+        ("Reasoning: read the graph", names(ReadCommand::augment_subcommands(empty()))),
+        ("Merge: positions on other chains, and the views of all of them", names(MergeCommand::augment_subcommands(empty()))),
+        ("Node and membership", {
+            let mut v = vec!["node".to_string()];
+            v.extend(names(MembershipCommand::augment_subcommands(empty())));
+            v
+        }),
+        ("Interfaces: for agents, programs and people", vec!["mcp".into(), "open".into(), "automerge".into()]),
+        ("Simulation", vec!["sim".into()]),
+    ];
+    let width = cmd.get_subcommands().map(|c| c.get_name().len()).max().unwrap_or(10) + 2;
+    let mut listed = std::collections::BTreeSet::new();
+    let mut text = String::new();
+    for (heading, members) in &groups {
+        text.push_str(heading);
+        text.push_str(":\n");
+        for name in members {
+            if let Some(sub) = cmd.find_subcommand(name) {
+                let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+                // The first sentence: the command's own help says the rest.
+                let line = about.lines().next().unwrap_or("");
+                let first = line.split_once(". ").map_or(line, |(head, _)| head);
+                text.push_str(&format!("  {name:<width$}{first}\n"));
+                listed.insert(name.clone());
+            }
+        }
+        text.push('\n');
+    }
+    // Every command is in a group (the test `every_command_is_in_a_help_group` holds it).
+    debug_assert!(cmd.get_subcommands().all(|c| listed.contains(c.get_name()) || c.get_name() == "help"));
+    let template = format!(
+        "{{before-help}}{{name}} {{version}}\n{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n{text}Options:\n{{options}}\n\n`agora <command> --help` explains one command.{{after-help}}"
+    );
+    cmd.help_template(template)
+}
+
+/// Parse the process's arguments (exits with the help or a usage error).
+pub fn parse() -> Args {
+    use clap::FromArgMatches;
+    let matches = command().get_matches();
+    Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every top-level command is listed under one of the help's groups.
+    #[test]
+    fn every_command_is_in_a_help_group() {
+        let cmd = command();
+        let help = cmd.clone().render_help().to_string();
+        for sub in cmd.get_subcommands().filter(|c| c.get_name() != "help") {
+            let line = format!("  {} ", sub.get_name());
+            assert!(help.contains(&line), "{} is not in a group of the help:\n{help}", sub.get_name());
+        }
+        for heading in ["The signed log", "Reasoning: record", "Reasoning: read", "Merge:", "Node and membership", "Interfaces:"] {
+            assert!(help.contains(heading), "{heading}:\n{help}");
+        }
+    }
 }

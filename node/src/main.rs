@@ -23,6 +23,7 @@ mod commands;
 mod config;
 mod control;
 mod daemon;
+mod frontier;
 mod graph_cache;
 mod home;
 mod mcp;
@@ -36,7 +37,6 @@ mod reasoning;
 mod session;
 mod sim_cmd;
 
-use clap::Parser;
 use cli::{ChainCommand, Command, NodeCommand};
 use std::io::Read;
 use std::path::Path;
@@ -63,7 +63,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 static MALLOC_CONF: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
 
 fn main() -> ExitCode {
-    let args = cli::Args::parse();
+    let args = cli::parse();
     let json = args.json;
     // The simulator needs no home: it runs its own simulated nodes.
     match &args.command {
@@ -119,7 +119,7 @@ fn main() -> ExitCode {
             }
         }
         // Commands consume their arguments; a retry parses them again.
-        let command = cli::Args::parse().command;
+        let command = cli::parse().command;
         let result = {
             let mut out = std::io::stdout().lock();
             let mut input = std::io::Cursor::new(&stdin[..]);

@@ -17,7 +17,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 use std::sync::Arc;
-use crate::ops::{argv, Backend, Effect, OpError, Operation};
+use crate::ops::{argv, Backend, OpError, Operation};
 
 /// The resources, by URI.
 const STATUS_URI: &str = "agora://status";
@@ -56,11 +56,7 @@ impl AgoraMcp {
 }
 
 fn describe(t: &Operation) -> rmcp::model::Tool {
-    let (read_only, destructive, idempotent) = match t.effect {
-        Effect::Read => (true, false, true),
-        Effect::Append => (false, false, false),
-        Effect::AppendFinal => (false, true, false),
-    };
+    let (read_only, destructive, idempotent) = t.effect.hints();
     let mut tool = rmcp::model::Tool::new(t.name, t.description, (t.input_schema)())
         .with_raw_output_schema(Arc::new((t.output_schema)()))
         .with_annotations(ToolAnnotations::with_title(t.title).read_only(read_only).destructive(destructive).idempotent(idempotent).open_world(false));

@@ -122,7 +122,7 @@ pub fn perspective(s: &Session, agent: Option<&str>) -> Result<ExitCode> {
         Some(a) => parse_author(a)?,
         None => s.home.load_key()?.agent_id(),
     };
-    let (entries, proofs) = agora_view::load_merge_input(s.store()?, s.founder()?)?;
+    let ((entries, proofs), over) = merge_input(s)?;
     let m = Merge::compute(&entries, &proofs)?;
     let p = m.perspective(&agent);
     let nodes: Vec<Value> = p
@@ -138,6 +138,7 @@ pub fn perspective(s: &Session, agent: Option<&str>) -> Result<ExitCode> {
         "disputes": p.disputes.iter().map(|d| json!({ "dispute": d.dispute.to_string(), "by": d.by.to_string(), "target": d.target.to_string(), "reason": d.reason, "counter_claim": d.counter_claim })).collect::<Vec<_>>(),
         "excluded": p.excluded.iter().map(ToString::to_string).collect::<Vec<_>>(),
         "nodes": nodes,
+        "computed_over": over,
     });
     s.print(&value, || {
         let mut out = vec![format!("perspective of {agent} (hash {})", hex::encode(&p.hash()[..8]))];
@@ -155,7 +156,7 @@ pub fn perspective(s: &Session, agent: Option<&str>) -> Result<ExitCode> {
 
 /// `agora consensus --quorum k [--agents a,b,c]`.
 pub fn consensus(s: &Session, quorum: usize, agents: &[String]) -> Result<ExitCode> {
-    let (entries, proofs) = agora_view::load_merge_input(s.store()?, s.founder()?)?;
+    let ((entries, proofs), over) = merge_input(s)?;
     let m = Merge::compute(&entries, &proofs)?;
     let agents = agents_arg(agents)?.unwrap_or_else(|| m.agents());
     let c = m.consensus(&agents, quorum)?;
@@ -175,7 +176,7 @@ pub fn consensus(s: &Session, quorum: usize, agents: &[String]) -> Result<ExitCo
             })
         })
         .collect();
-    s.print(&json!({ "quorum": c.quorum, "agents": ids(&c.agents), "view_hash": hex::encode(m.view_hash()), "chains": chains }), || {
+    s.print(&json!({ "quorum": c.quorum, "agents": ids(&c.agents), "view_hash": hex::encode(m.view_hash()), "chains": chains, "computed_over": over }), || {
         let mut out = vec![format!("consensus with quorum {} of {} agents", c.quorum, c.agents.len())];
         for ch in &c.chains {
             let frozen = ch.frozen_at.map_or(String::new(), |f| format!(", FROZEN at fork seq {f}"));
@@ -253,9 +254,11 @@ pub fn disputes(s: &Session, agents: &[String]) -> Result<ExitCode> {
 /// `agora audit <agent>`: exit 3 when the chain has problems.
 pub fn audit(s: &Session, agent: &str) -> Result<ExitCode> {
     let agent = parse_author(agent)?;
+    let bar = s.progress(0, "{spinner} auditing: reading and verifying every chain, then the merge layer ({elapsed})");
     let (entries, proofs) = agora_view::load_merge_input(s.store()?, s.founder()?)?;
     let m = Merge::compute(&entries, &proofs)?;
     let a = m.audit(&agent);
+    bar.finish_and_clear();
     let clean = a.is_clean();
     let value = json!({
         "agent": agent.to_string(), "clean": clean, "held": a.held, "max_seq": a.max_seq, "view_len": a.view_len,
@@ -295,9 +298,16 @@ pub fn audit(s: &Session, agent: &str) -> Result<ExitCode> {
 
 /// `agora view-hash`: the merged view's hash (equal on nodes holding the same entries).
 pub fn view_hash(s: &Session) -> Result<ExitCode> {
-    let (entries, proofs) = agora_view::load_merge_input(s.store()?, s.founder()?)?;
+    let ((entries, proofs), over) = merge_input(s)?;
     let m = Merge::compute(&entries, &proofs)?;
     let h = hex::encode(m.view_hash());
-    s.print(&json!({ "view_hash": h, "entries": entries.len() }), || h.clone())?;
+    s.print(&json!({ "view_hash": h, "entries": entries.len(), "computed_over": over }), || h.clone())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The merge layer's input with the frontier it was read at (see
+/// `frontier::around`).
+fn merge_input(s: &Session) -> Result<((Vec<agora_merge::MergeEntry>, Vec<agora_core::ForkProof>), Value)> {
+    let (store, founder) = (s.store()?, s.founder()?);
+    crate::frontier::around(store, || agora_view::load_merge_input(store, founder).map_err(anyhow::Error::from))
 }

@@ -252,7 +252,7 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
             let hits = index.search(graph, query, *all, *limit)?;
             let rows: Vec<Value> = hits.iter().map(|h| json!({ "id": h.id.to_string(), "score": h.score, "status": h.status.name(), "kind": h.kind, "text": h.text })).collect();
             let text = hits.iter().map(|h| format!("{:>7.3} {} [{}] {}: {}", h.score, h.id.short(), h.status.name(), h.kind, h.text)).collect::<Vec<_>>().join("\n");
-            (json!(rows), text)
+            (json!({ "hits": rows }), text)
         }
         ReadCommand::Outcomes => {
             let rows: Vec<(Value, String)> = graph
@@ -282,6 +282,12 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
             (json!({ "format": format, "graph": text }), text.trim_end().to_string())
         }
     };
+    // Answers about the current graph name the frontier they were computed
+    // over (read under the graph's lock, see frontier.rs).
+    let mut value_text = value_text;
+    if matches!(command, ReadCommand::Status { .. } | ReadCommand::Trace { .. } | ReadCommand::Search { .. } | ReadCommand::Latest { .. }) {
+        crate::frontier::attach(&mut value_text.0, crate::frontier::of_store(store)?);
+    }
     Ok(value_text)
 }
 

@@ -84,6 +84,23 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// A progress bar on standard error for a long command (an import, a
+    /// verification): drawn when the command runs in this process and
+    /// standard error is a terminal, hidden otherwise (inside a node, whose
+    /// standard error is its log; in a script). `len` 0 is a spinner.
+    pub fn progress(&self, len: u64, template: &str) -> indicatif::ProgressBar {
+        use std::io::IsTerminal;
+        if self.shared.is_some() || !std::io::stderr().is_terminal() {
+            return indicatif::ProgressBar::hidden();
+        }
+        let bar = if len == 0 { indicatif::ProgressBar::new_spinner() } else { indicatif::ProgressBar::new(len) };
+        bar.set_style(indicatif::ProgressStyle::with_template(template).unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
+        if len == 0 {
+            bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        }
+        bar
+    }
+
     /// The store (opened on first use when running by hand).
     pub fn store(&self) -> Result<&Store> {
         if let Some(s) = self.shared {

@@ -219,5 +219,7 @@ pub const OPERATIONS: &[&str] = &[
     "propose", "support", "contradict", "refine", "synthesize", "ask", "resolve", "park", "resume", "reframe", "connect", "tension", "claim", "relate",
     "confirm", "frame_open", "frame_evidence", "frame_conclude", "frame_suspend", "frame_resume", "frame_invalidate", "task_new", "task_update",
     "trajectory", "judge", "memory_item", "record_use", "accept", "dispute", "withdraw", "resolve_fork", "orient", "status", "trace", "history",
-    "latest", "decisions", "questions", "disagreements", "perspective", "consensus", "audit",
+    "latest", "decisions", "questions", "disagreements", "perspective", "consensus", "audit", "disputes", "frame_tree", "outcomes", "identity",
+    "view_hash", "graph", "log", "show", "verify", "append", "redact", "export", "import", "authors", "forks", "check_proof", "search", "orphans",
+    "admit", "remove", "roster",
 ];

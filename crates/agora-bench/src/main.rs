@@ -24,6 +24,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 static MALLOC_CONF: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
 
 mod graph_bench;
+mod mcp_bench;
 mod node_bench;
 mod merge_bench;
 mod sim_bench;

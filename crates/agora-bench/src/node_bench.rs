@@ -5,7 +5,8 @@
 //!
 //! Run: `./scripts/bench.sh node sync --entries 100000`,
 //! `./scripts/bench.sh node gossip --nodes 10 --events 100`,
-//! `./scripts/bench.sh node rss --entries 1000000`.
+//! `./scripts/bench.sh node rss --entries 1000000`,
+//! `./scripts/bench.sh node mcp --calls 1000` (see `mcp_bench.rs`).
 
 use agora_core::identity::KEY_FILE_BYTES;
 use agora_core::verify::verify_signatures;
@@ -42,6 +43,18 @@ enum What {
         #[arg(long, default_value_t = 100)]
         events: usize,
     },
+    /// MCP tools/call latency through a running node: `status` and `propose`,
+    /// over stdio (`agora mcp`, which forwards each call to the node) and over
+    /// the node's streamable HTTP endpoint, beside a bare HTTP round trip to
+    /// the node (`GET /v1/hello`), the floor of any call.
+    Mcp {
+        /// Calls of each tool on each transport.
+        #[arg(long, default_value_t = 1000)]
+        calls: usize,
+        /// Events in the graph before measuring.
+        #[arg(long, default_value_t = 1000)]
+        events: usize,
+    },
     /// Resident memory of a node holding many entries, idle and while serving
     /// and receiving a full sync.
     Rss {
@@ -64,6 +77,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
         What::Sync { entries, payload_bytes } => sync(&agora, entries, payload_bytes),
         What::Gossip { nodes, events } => gossip(&agora, nodes, events),
         What::Rss { entries, payload_bytes } => rss(&agora, entries, payload_bytes),
+        What::Mcp { calls, events } => crate::mcp_bench::run(&agora, calls, events),
     }
 }
 
@@ -92,19 +106,19 @@ fn batch_verify_rate(key: &AgentKey) -> f64 {
     n as f64 / start.elapsed().as_secs_f64()
 }
 
-struct Home {
+pub(crate) struct Home {
     _dir: tempfile::TempDir,
-    path: PathBuf,
-    agent: String,
+    pub(crate) path: PathBuf,
+    pub(crate) agent: String,
 }
 
-fn agora_cmd(agora: &Path, home: &Path) -> Command {
+pub(crate) fn agora_cmd(agora: &Path, home: &Path) -> Command {
     let mut c = Command::new(agora);
     c.arg("--home").arg(home).env_remove("AGORA_HOME").stdin(Stdio::null());
     c
 }
 
-fn agora_json(agora: &Path, home: &Path, args: &[&str]) -> Result<Value> {
+pub(crate) fn agora_json(agora: &Path, home: &Path, args: &[&str]) -> Result<Value> {
     let out = agora_cmd(agora, home).arg("--json").args(args).output()?;
     if !out.status.success() {
         bail!("agora {args:?}: {}", String::from_utf8_lossy(&out.stderr));
@@ -112,7 +126,7 @@ fn agora_json(agora: &Path, home: &Path, args: &[&str]) -> Result<Value> {
     Ok(serde_json::from_slice(&out.stdout)?)
 }
 
-fn new_home(agora: &Path) -> Result<Home> {
+pub(crate) fn new_home(agora: &Path) -> Result<Home> {
     let dir = tempfile::tempdir_in(std::env::var_os("AGORA_BENCH_DIR").map(PathBuf::from).unwrap_or_else(std::env::temp_dir))?;
     let path = dir.path().join("home");
     let v = agora_json(agora, &path, &["init"])?;
@@ -145,15 +159,15 @@ fn fill(home: &Path, n: usize, payload_bytes: usize) -> Result<()> {
     Ok(())
 }
 
-struct Node {
+pub(crate) struct Node {
     child: Child,
     addr: String,
-    control: NodeControl,
+    pub(crate) control: NodeControl,
 }
 
-struct NodeControl {
-    url: String,
-    token: String,
+pub(crate) struct NodeControl {
+    pub(crate) url: String,
+    pub(crate) token: String,
 }
 
 impl NodeControl {
@@ -175,7 +189,7 @@ impl Drop for Node {
     }
 }
 
-fn start(agora: &Path, home: &Home, founder: &str, bootstrap: &[&str]) -> Result<Node> {
+pub(crate) fn start(agora: &Path, home: &Home, founder: &str, bootstrap: &[&str]) -> Result<Node> {
     let ready = home.path.join("ready.json");
     let _ = std::fs::remove_file(&ready);
     let mut c = agora_cmd(agora, &home.path);

@@ -89,6 +89,12 @@ impl Store {
     /// pool of `threads` threads (0: one per core). Problems in stored data are
     /// reported, not returned as errors; an `Err` means the store could not be read.
     pub fn audit(&self, author: Option<&AgentId>, threads: usize) -> Result<AuditReport, StoreError> {
+        self.audit_observed(author, threads, &|_| {})
+    }
+
+    /// [`Store::audit`], calling `progress` with the number of entries
+    /// checked so far after each block (a progress bar's position).
+    pub fn audit_observed(&self, author: Option<&AgentId>, threads: usize, progress: &(dyn Fn(u64) + Sync)) -> Result<AuditReport, StoreError> {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
@@ -98,13 +104,16 @@ impl Store {
             None => self.authors()?.into_iter().map(|s| s.author).collect(),
         };
         let mut report = AuditReport::default();
+        let mut done = 0u64;
         for a in authors {
-            report.authors.push(pool.install(|| self.audit_author(&a))?);
+            let audit = pool.install(|| self.audit_author(&a, &|n| progress(done + n)))?;
+            done += audit.entries;
+            report.authors.push(audit);
         }
         Ok(report)
     }
 
-    fn audit_author(&self, author: &AgentId) -> Result<AuthorAudit, StoreError> {
+    fn audit_author(&self, author: &AgentId, progress: &(dyn Fn(u64) + Sync)) -> Result<AuthorAudit, StoreError> {
         let mut audit = AuthorAudit { author: *author, ..Default::default() };
         let mut entries = self.db.raw_iterator_cf(self.cf(CF_ENTRIES)?);
         let mut payloads = self.db.raw_iterator_cf(self.cf(CF_PAYLOADS)?);
@@ -135,6 +144,7 @@ impl Store {
                     audit.problem(p);
                 }
             }
+            progress(audit.entries);
             block = next?;
         }
         entries.status().map_err(db("reading entries"))?;

@@ -21,9 +21,10 @@ use axum::{Json, Router};
 use serde_json::{json, Map, Value};
 use std::sync::{Arc, OnceLock};
 
-/// Largest request body: an operation's input carries at most a payload's
-/// worth of text, JSON-escaped.
-const BODY_BYTES_MAX: usize = 2 * agora_core::limits::PAYLOAD_BYTES_MAX as usize + 64 * 1024;
+/// Largest request body: a move carries at most a payload's worth of text,
+/// JSON-escaped; an imported pack is bounded by this (larger packs go
+/// through `agora import`, which streams them over the control channel).
+const BODY_BYTES_MAX: usize = 32 << 20;
 
 /// The API's error: one shape for every failure.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -157,11 +158,7 @@ pub fn openapi() -> &'static Value {
         for op in operations() {
             let input = hoist((op.input_schema)(), &mut defs);
             let output = hoist((op.output_schema)(), &mut defs);
-            let effect = match op.effect {
-                Effect::Read => "Reads only.",
-                Effect::Append => "Appends one signed event to this agent's chain.",
-                Effect::AppendFinal => "Appends one signed event that gives something up for good.",
-            };
+            let effect = op.effect.sentence();
             paths.insert(
                 format!("/v1/ops/{}", op.name),
                 json!({ "post": {

@@ -21,6 +21,36 @@ pub enum Effect {
     /// Appends an event that gives something up for good: which branch of a
     /// forked chain continues.
     AppendFinal,
+    /// Stores other agents' entries after verifying them. Nothing is
+    /// overwritten, and storing the same entries again changes nothing
+    /// (idempotent).
+    Store,
+    /// Deletes data held here for good: a redacted payload (the signed
+    /// header stays, so the chain still verifies).
+    Delete,
+}
+
+impl Effect {
+    /// MCP's hints: (read-only, destructive, idempotent).
+    pub fn hints(self) -> (bool, bool, bool) {
+        match self {
+            Effect::Read => (true, false, true),
+            Effect::Append => (false, false, false),
+            Effect::AppendFinal | Effect::Delete => (false, true, false),
+            Effect::Store => (false, false, true),
+        }
+    }
+
+    /// What it does, in a sentence (the HTTP API's descriptions).
+    pub fn sentence(self) -> &'static str {
+        match self {
+            Effect::Read => "Reads only.",
+            Effect::Append => "Appends one signed event to this agent's chain.",
+            Effect::AppendFinal => "Appends one signed event that gives something up for good.",
+            Effect::Store => "Stores verified entries; never overwrites.",
+            Effect::Delete => "Deletes data held on this node for good.",
+        }
+    }
 }
 
 /// A failure to turn a call into commands, or of the commands themselves:
@@ -53,11 +83,17 @@ impl std::fmt::Display for OpError {
     }
 }
 
-/// Runs a command line and returns its JSON output.
+/// Runs a command line.
 pub trait Invoke {
-    /// Run `argv` (as built by [`Argv`]); the command's JSON output, or its
-    /// error as the CLI words it.
-    fn invoke(&self, argv: Vec<String>) -> Result<Value, OpError>;
+    /// Run `argv` (as built by [`Argv`]) with `stdin` as its standard
+    /// input: its output and exit code.
+    fn run(&self, argv: Vec<String>, stdin: &[u8]) -> Result<super::invoke::Ran, OpError>;
+
+    /// Run `argv` with no input: the command's JSON output, or its error as
+    /// the CLI words it.
+    fn invoke(&self, argv: Vec<String>) -> Result<Value, OpError> {
+        self.run(argv, &[])?.into_result()
+    }
 }
 
 /// One operation.
@@ -800,7 +836,8 @@ pub struct Orient {
 fn orient(invoker: &dyn Invoke, input: Value) -> Result<Value, OpError> {
     let o: Orient = parse("orient", input)?;
     let limit = o.limit.unwrap_or(20).clamp(1, 1000);
-    let hits = invoker.invoke(Argv::new(&["search"]).switch("all", o.include_superseded).opt("limit", Some(limit)).arg(&o.topic).build())?;
+    let found = invoker.invoke(Argv::new(&["search"]).switch("all", o.include_superseded).opt("limit", Some(limit)).arg(&o.topic).build())?;
+    let hits = found["hits"].clone();
     let ids: std::collections::BTreeSet<String> =
         hits.as_array().into_iter().flatten().filter_map(|h| h.get("id").and_then(Value::as_str)).map(str::to_string).collect();
     let on_topic = |rows: Value| -> Vec<Value> {
@@ -808,7 +845,7 @@ fn orient(invoker: &dyn Invoke, input: Value) -> Result<Value, OpError> {
     };
     let questions = on_topic(invoker.invoke(Argv::new(&["questions"]).build())?);
     let contested = on_topic(invoker.invoke(Argv::new(&["disagreements"]).build())?);
-    Ok(json!({ "topic": o.topic, "nodes": hits, "open_questions": questions, "contested": contested }))
+    Ok(json!({ "topic": o.topic, "nodes": hits, "open_questions": questions, "contested": contested, "computed_over": found["computed_over"] }))
 }
 
 /// What `orient` returns.
@@ -822,10 +859,28 @@ pub struct Oriented {
     pub open_questions: Vec<Value>,
     /// Contested nodes among them, with what contests them.
     pub contested: Vec<Value>,
+    /// The frontier the search was computed over.
+    pub computed_over: ComputedOver,
+}
+
+/// The frontier an answer was computed over: every author's tips in the
+/// store when it was read.
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct ComputedOver {
+    /// SHA-256 of the frontier (protocol-spec/views.md): two answers with the same hash were computed over the same entries.
+    pub frontier_hash: String,
+    /// How many chains (authors) are stored.
+    pub authors: usize,
+    /// Each chain's highest seq by author id (an object with `max_seq` and `tips` when the chain is forked); at most 256 chains.
+    pub chains: Map<String, Value>,
+    /// True when more chains are stored than listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chains_truncated: Option<bool>,
 }
 
 // ---------------------------------------------------------------------------
 // The catalog
+
 
 macro_rules! tool {
     ($ty:ty, $title:literal, $effect:expr, $out:ty, $desc:expr) => {
@@ -841,10 +896,18 @@ macro_rules! tool {
     };
 }
 
+// Children of this module (they use its macros and private helpers),
+// kept in their own files beside it.
+#[path = "answers.rs"]
+mod answers;
+#[path = "log_inputs.rs"]
+mod log_inputs;
+use answers::*;
+
 /// Every operation, in the order they are listed.
 pub fn catalog() -> Vec<Operation> {
     use Effect::*;
-    vec![
+    let mut ops = vec![
         tool!(Propose, "Propose a position", Append, Recorded, "Record a new position (a proposition) in this agent's signed chain. Use it for a claim others may support, contradict or refine. Returns the new event's id, which later moves use to refer to it."),
         tool!(Support, "Support a node", Append, Recorded, concat!("Record evidence for an earlier node.", references!())),
         tool!(Contradict, "Contradict a node", Append, Recorded, concat!("Record a contradiction of an earlier node: the node becomes contested until the contradiction is resolved (by a refinement that resolves it, or a resolve).", references!())),
@@ -885,23 +948,25 @@ pub fn catalog() -> Vec<Operation> {
             output_schema: schema_of::<Oriented>,
             run: orient,
         },
-        tool!(Status, "A node's status", Read, ReadResult, concat!("A node's status and the events that made it so.", statuses!())),
-        tool!(Trace, "Trace a node", Read, ReadResult, "Every event that touched a node, in order, each verified against its author's chain."),
+        tool!(Status, "A node's status", Read, StatusAnswer, concat!("A node's status and the events that made it so.", statuses!())),
+        tool!(Trace, "Trace a node", Read, TraceAnswer, "Every event that touched a node, in order, each verified against its author's chain."),
         tool!(History, "History as of", Read, ReadResult, "The graph as it was at a time (ms since the epoch or YYYY-MM-DD, UTC) or as of an event: every node with its status then, or one node."),
-        tool!(Latest, "Latest version of a node", Read, ReadResult, "The current version of a node: follows refinements, reframes, updates and state changes to the newest."),
-        tool!(Decisions, "Decisions", Read, ReadResult, "What was decided, and the events it rests on."),
-        tool!(Questions, "Open questions", Read, ReadResult, "Questions not yet resolved."),
-        tool!(Disagreements, "Contested nodes", Read, ReadResult, "Contested nodes and what contests them (open contradictions and tensions)."),
-        tool!(Perspective, "An agent's perspective", Read, ReadResult, concat!("An agent's perspective: its own chain plus the prefixes of other chains it accepts, minus the events it disputes, with statuses.", statuses!())),
-        tool!(Consensus, "Consensus", Read, ReadResult, "Which prefix of each chain at least `quorum` agents accept, what is disputed and by whom, and the merged view's hash."),
+        tool!(Latest, "Latest version of a node", Read, LatestAnswer, "The current version of a node: follows refinements, reframes, updates and state changes to the newest."),
+        tool!(Decisions, "Decisions", Read, DecisionList, "What was decided, and the events it rests on."),
+        tool!(Questions, "Open questions", Read, NodeList, "Questions not yet resolved."),
+        tool!(Disagreements, "Contested nodes", Read, ContestedList, "Contested nodes and what contests them (open contradictions and tensions)."),
+        tool!(Perspective, "An agent's perspective", Read, PerspectiveAnswer, concat!("An agent's perspective: its own chain plus the prefixes of other chains it accepts, minus the events it disputes, with statuses.", statuses!())),
+        tool!(Consensus, "Consensus", Read, ConsensusAnswer, "Which prefix of each chain at least `quorum` agents accept, what is disputed and by whom, and the merged view's hash."),
         tool!(Disputes, "Dispute map", Read, ReadResult, "The disagreement map across agents: each disputed event, who accepts and who disputes it, counter-claims; and forked chains by branch."),
         tool!(Audit, "Audit a chain", Read, ReadResult, "Verify an agent's replicated chain end to end: forks, gaps, missing payloads, disputes, accept frontiers."),
         tool!(FrameTree, "Frame tree", Read, ReadResult, "The frames under a frame, in verification (post-) order, with their states."),
         tool!(Outcomes, "Memory item outcomes", Read, ReadResult, "Success and failure counts of memory items, from the judged trajectories that used them."),
         tool!(Identity, "This agent's id", Read, ReadResult, "This agent's id (64 hex characters): what others pass as `author` or `agent`."),
         tool!(GraphExport, "The whole graph", Read, ReadResult, concat!("Every node of the reasoning graph with its status, author and place in its chain, and every edge (from the newer event to the one it names), as data (json) or as Graphviz DOT or Mermaid text.", statuses!())),
-        tool!(ViewHash, "Merged view hash", Read, ReadResult, "The merged view's hash and entry count: equal on every node that holds the same entries."),
-    ]
+        tool!(ViewHash, "Merged view hash", Read, ViewHashAnswer, "The merged view's hash and entry count: equal on every node that holds the same entries."),
+    ];
+    ops.extend(log_inputs::operations());
+    ops
 }
 
 #[cfg(test)]

@@ -36,6 +36,21 @@ impl Ran {
                 None => Err(OpError::msg(format!("the command printed no JSON result: {}", text.trim()))),
             };
         }
+        Err(self.error(parsed))
+    }
+
+    /// The command's standard output as it printed it (a pack), or the
+    /// error it reported.
+    pub fn into_output(self) -> Result<Vec<u8>, OpError> {
+        if self.code == 0 {
+            return Ok(self.stdout);
+        }
+        let text = String::from_utf8_lossy(&self.stdout);
+        let parsed: Option<Value> = text.lines().rev().find(|l| !l.trim().is_empty()).and_then(|l| serde_json::from_str(l).ok());
+        Err(self.error(parsed))
+    }
+
+    fn error(&self, parsed: Option<Value>) -> OpError {
         // With --json a failed command prints {"error": ...}; clap's own
         // errors (a malformed argument) go to standard error.
         let field = |k: &str| parsed.as_ref().and_then(|v| v.get(k)).and_then(Value::as_str).map(str::to_string);
@@ -43,7 +58,7 @@ impl Ran {
         let message = if message.is_empty() { format!("the command failed with exit code {}", self.code) } else { message };
         // A usage error (exit 2) is the caller's: clap's own message.
         let rule = field("rule").or_else(|| (self.code == 2).then(|| "usage".to_string()));
-        Err(OpError { message, rule, entry: field("entry") })
+        OpError { message, rule, entry: field("entry") }
     }
 }
 
@@ -52,14 +67,14 @@ pub struct HomeInvoker {
     pub home: Home,
 }
 
-impl HomeInvoker {
-    fn run(&self, argv: Vec<String>) -> Result<Ran, OpError> {
+impl Invoke for HomeInvoker {
+    fn run(&self, argv: Vec<String>, stdin: &[u8]) -> Result<Ran, OpError> {
         let started = Instant::now();
         loop {
             let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
             if let Some(node) = control::find_node(&self.home.dir) {
                 let request = CommandRequest { argv: argv.clone(), cwd: std::env::current_dir().unwrap_or_default() };
-                match control::forward_to(&node, &request, &[], &mut stdout, &mut stderr) {
+                match control::forward_to(&node, &request, stdin, &mut stdout, &mut stderr) {
                     Ok(code) => return Ok(Ran { code, stdout, stderr }),
                     Err(ForwardError::Failed(e)) => return Err(OpError::msg(format!("{e:#}"))),
                     Err(ForwardError::Unreachable) => {}
@@ -69,7 +84,7 @@ impl HomeInvoker {
                 Ok(a) => a,
                 Err(e) => return Ok(Ran { code: 2, stdout, stderr: e.render().to_string().into_bytes() }),
             };
-            let mut input = std::io::empty();
+            let mut input = std::io::Cursor::new(stdin);
             let result = {
                 let session = Session::local(&self.home, true, &mut stdout, &mut input);
                 crate::commands::run(&session, args.command)
@@ -87,23 +102,17 @@ impl HomeInvoker {
     }
 }
 
-impl Invoke for HomeInvoker {
-    fn invoke(&self, argv: Vec<String>) -> Result<Value, OpError> {
-        self.run(argv)?.into_result()
-    }
-}
-
 /// Commands of the node's own MCP endpoint: on its open store.
 pub struct NodeInvoker {
     pub state: Arc<ControlState>,
 }
 
 impl Invoke for NodeInvoker {
-    fn invoke(&self, argv: Vec<String>) -> Result<Value, OpError> {
+    fn run(&self, argv: Vec<String>, stdin: &[u8]) -> Result<Ran, OpError> {
         let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
         let request = CommandRequest { argv, cwd: self.state.home.dir.clone() };
-        let code = run_in_node(&self.state, &request, &[], &mut stdout, &mut stderr);
-        Ran { code, stdout, stderr }.into_result()
+        let code = run_in_node(&self.state, &request, stdin, &mut stdout, &mut stderr);
+        Ok(Ran { code, stdout, stderr })
     }
 }
 
