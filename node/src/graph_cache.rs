@@ -4,9 +4,9 @@
 //! The graph is a view of the log: it is built by replay on first use, then
 //! every committed entry that sorts after the last one applied is applied
 //! in place ([`Graph::apply`]). An entry that sorts earlier (a peer's older
-//! entry arriving late), a payload that changed (redaction, fill-in) or an
-//! entry of the founder's chain (the roster decides which entries count)
-//! drops the graph, and the next read rebuilds it by replay. Tests prove that
+//! entry arriving late), a payload that changed (redaction, fill-in) or a
+//! roster event of the founder's chain, or a fork of it (the roster decides
+//! which entries count) drops the graph, and the next read rebuilds it by replay. Tests prove that
 //! incremental application and replay give the same snapshot bytes.
 
 use agora_core::AgentId;
@@ -45,7 +45,14 @@ impl GraphCache {
         // A changed payload (filled in, redacted) changes an event's meaning
         // or makes it known; a founder entry may change the roster, whose
         // cut-offs decide which entries count: replay on the next read.
-        if !notice.payloads_changed.is_empty() || notice.entries.iter().any(|(e, _)| e.header().author == self.founder) {
+        // Only the founder's roster events (or an entry of the founder's
+        // whose payload is not known, which may be one) and a fork of the
+        // founder's chain (which freezes the roster) change the roster: the
+        // founder's reasoning moves are applied in place like anyone's.
+        let roster_may_change = notice.entries.iter().any(|(e, payload)| {
+            e.header().author == self.founder && payload.as_deref().is_none_or(agora_roster::RosterEvent::is_roster_payload)
+        }) || notice.forks.iter().any(|(author, _)| *author == self.founder);
+        if !notice.payloads_changed.is_empty() || roster_may_change {
             *slot = None;
             return;
         }
@@ -93,6 +100,7 @@ impl GraphCache {
 mod tests {
     use super::GraphCache;
     use agora_core::AgentKey;
+    use prometheus_client::metrics::histogram::Histogram;
     use agora_graph::Event;
     use agora_store::{CommitNotice, Store, StoreOptions};
     use std::sync::Arc;
@@ -105,7 +113,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(dir.path(), &StoreOptions { create: true, sync: false, ..Default::default() }).unwrap());
         let founder = AgentKey::from_seed([9; 32]).agent_id();
-        let cache = Arc::new(GraphCache::new(founder));
+        let rebuilds = Histogram::new([1.0]);
+        let cache = Arc::new(GraphCache::observed(founder, rebuilds.clone()));
+        let rebuilt = || {
+            let mut text = String::new();
+            let mut registry = prometheus_client::registry::Registry::default();
+            registry.register("rebuilds", "", rebuilds.clone());
+            prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+            text.lines().find_map(|l| l.strip_prefix("rebuilds_count ")).unwrap().trim().parse::<u64>().unwrap()
+        };
         let observer_cache = cache.clone();
         store.set_observer(Some(Arc::new(move |n: CommitNotice| observer_cache.observe(&n))));
         let (alice, bob) = (AgentKey::from_seed([1; 32]), AgentKey::from_seed([2; 32]));
@@ -140,5 +156,16 @@ mod tests {
         store.redact(&c.id(), 4_000, Some(&residue)).unwrap();
         check("after a redaction");
         assert_eq!(cache.with(&store, |g| g.node(&p.id()).unwrap().status().name()).unwrap(), "superseded", "the redacted contradiction keeps its effect");
+        // The founder's own reasoning moves are applied in place (no
+        // replay); a roster event of the founder's drops the graph.
+        let founder_key = AgentKey::from_seed([9; 32]);
+        let before = rebuilt();
+        store.append(&founder_key, &Event::Proposition { text: "the founder reasons too".into() }.encode(), 5_000).unwrap();
+        check("after the founder's proposition");
+        assert_eq!(rebuilt(), before, "a founder's reasoning move is applied in place");
+        let admit = agora_roster::RosterEvent::Admit { agent: carol.agent_id(), note: String::new() };
+        store.append(&founder_key, &admit.encode(), 6_000).unwrap();
+        check("after the founder admitted an agent");
+        assert_eq!(rebuilt(), before + 1, "a roster event replays");
     }
 }

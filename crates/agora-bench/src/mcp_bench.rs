@@ -10,9 +10,10 @@
 //! - over the node's own streamable HTTP endpoint (`/mcp`, a session kept
 //!   open, one keep-alive connection).
 //!
-//! The floor, measured in the same run: a bare HTTP round trip to the node
-//! (`GET /v1/hello`, no work). Figures are p50 / p99 / max in ms, and the
-//! p99 as a multiple of the floor's p99.
+//! The floors, measured in the same run: a bare HTTP round trip to the node
+//! (`GET /v1/hello`, no work), and a small write made durable (fdatasync) on
+//! the disk the store is on, which every append waits for. Figures are p50 /
+//! p99 / max in ms, and the p99 as a multiple of the round trip's p99.
 
 use crate::node_bench::{agora_json, new_home, start, Home};
 use anyhow::{bail, Context, Result};
@@ -46,6 +47,14 @@ pub fn run(agora: &Path, calls: usize, events: usize) -> Result<()> {
     }
 
     let floor = time(calls, || http.hello())?;
+    // The floor of a durable append on this disk: a small write made durable
+    // (fdatasync), as the store's write-ahead log does for each append.
+    let mut file = std::fs::File::create(home.path.join("fsync-probe"))?;
+    let fsync = time(calls, || {
+        file.write_all(&[0u8; 256])?;
+        file.sync_data()?;
+        Ok(())
+    })?;
     let http_status = time(calls, || http.call("status", json!({ "target": target })).map(drop))?;
     let http_propose = time(calls, || http.call("propose", json!({ "text": "a move over HTTP" })).map(drop))?;
     let mut stdio = StdioClient::spawn(agora, &home)?;
@@ -63,6 +72,7 @@ pub fn run(agora: &Path, calls: usize, events: usize) -> Result<()> {
     let f99 = floor.pct(0.99);
     for (name, t, target) in [
         ("floor: GET /v1/hello (HTTP round trip)", &floor, None),
+        ("floor: 256-byte write + fdatasync", &fsync, None),
         ("status over stdio (agora mcp -> node)", &stdio_status, Some(5.0)),
         ("propose over stdio (agora mcp -> node)", &stdio_propose, Some(10.0)),
         ("status over streamable HTTP (/mcp)", &http_status, Some(5.0)),
