@@ -128,6 +128,22 @@ fn the_pricing_debate_between_three_agents_with_a_dispute_and_a_synthesis() {
         assert_eq!(last["view_hash"], json(&a.home, &["view-hash"])["view_hash"], "{last}");
     }
     assert!(last["bytes_received"].as_u64().unwrap() * 2 < first_bytes, "only the change travels: {last} after {pulled}");
+    // The document is read only: a client's own change, sent in its sync
+    // messages, is dropped, and another client never sees it.
+    {
+        use automerge::transaction::Transactable;
+        let mut forged = automerge::AutoCommit::load(&std::fs::read(&doc).unwrap()).unwrap();
+        forged.put(automerge::ROOT, "view_hash", "forged by a client").unwrap();
+        std::fs::write(&doc, forged.save()).unwrap();
+    }
+    json(&a.home, &["automerge", "pull", "--doc", doc.to_str().unwrap()]);
+    let other = a.home.parent().unwrap().join("other.automerge");
+    let fresh = json(&a.home, &["automerge", "pull", "--doc", other.to_str().unwrap(), "--client", "another"]);
+    assert_eq!(fresh["view_hash"], json(&a.home, &["view-hash"])["view_hash"], "the forged change did not reach the node: {fresh}");
+    // Every value the key holds, conflicting ones included.
+    use automerge::ReadDoc;
+    let text = format!("{:?}", automerge::AutoCommit::load(&std::fs::read(&other).unwrap()).unwrap().get_all(automerge::ROOT, "view_hash").unwrap());
+    assert!(!text.contains("forged"), "{text}");
 }
 
 #[test]

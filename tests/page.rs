@@ -1,14 +1,30 @@
 //! The live graph page in a real browser: headless Chromium, driven over
 //! WebDriver (chromedriver; both from Debian's packages, installed by
-//! `scripts/setup.sh`), against a real `agora node run` on 127.0.0.1 with a
-//! scripted debate between two agents. The page draws the nodes with their
-//! statuses and the dispute, shows a node's verified trace when clicked,
-//! finds nodes by search, and draws an event recorded through the API
-//! without a reload. A screenshot is saved as a test artifact.
+//! `scripts/setup.sh`), against a real `agora node run` on 127.0.0.1.
+//!
+//! - A scripted debate between two agents: the page draws the nodes with
+//!   their statuses, the dispute and the accept frontier, shows a node's
+//!   verified trace when clicked, finds nodes by search, and draws an event
+//!   recorded through the API without a reload.
+//! - A forked chain, resolved by its author, and accepts by two agents: the
+//!   branches are drawn as sub-lanes with the fork point and the kept
+//!   branch, and each accept frontier on the lane it accepts.
+//! - 10,000 events by four agents (imported as one pack): the time to the
+//!   first draw and of interactions (perspective, as-of, search, zoom,
+//!   filter), and the page's responsiveness under a stream of new events,
+//!   printed and bounded generously.
+//!
+//! Screenshots are saved as test artifacts.
 
 mod support;
 
+use agora_core::entry::next_header;
+use agora_core::xorshift::Xorshift64;
+use agora_core::{pack, AgentKey, SignedEntry};
+use agora_graph::workload::Debate;
 use serde_json::{json, Value};
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use support::*;
@@ -152,6 +168,14 @@ fn the_live_page_draws_the_debate_and_follows_new_events() {
     assert_eq!(status_of(&drawn, &c), Some(("resolved".into(), false)), "{drawn}");
     assert_eq!(status_of(&drawn, &r), Some(("resolved".into(), false)), "{drawn}");
     assert_eq!(status_of(&drawn, &q), Some(("active".into(), true)), "the dispute is drawn: {drawn}");
+    // Alice's accept of Bob's chain through seq 1 (his contradiction) is
+    // drawn on his lane.
+    let (ticks, _) = until("the accept frontier", Duration::from_secs(10), || {
+        let v: Value = browser.execute("return [...document.querySelectorAll('g.frontier')].map(g => [g.dataset.agent, g.dataset.author, Number(g.dataset.seq), g.textContent])");
+        (!v.as_array().unwrap().is_empty()).then_some(v)
+    });
+    assert_eq!(ticks.as_array().unwrap().len(), 1, "{ticks}");
+    assert_eq!((ticks[0][0].as_str(), ticks[0][1].as_str(), ticks[0][2].as_u64()), (Some(alice.id.as_str()), Some(bob.id.as_str()), Some(1)), "{ticks}");
     // The token left the address bar at once.
     let address = browser.current_url();
     assert!(!address.contains(&token), "the token stays out of the address bar: {address}");
@@ -207,4 +231,308 @@ fn the_live_page_draws_the_debate_and_follows_new_events() {
     let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("live-page.png");
     std::fs::write(&path, &png).unwrap();
     println!("screenshot: {}", path.display());
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+/// `from`'s chains as a pack, imported into `into`.
+fn carry(from: &Path, into: &Path, dir: &Path, name: &str) {
+    let file = dir.join(format!("{name}.jsonl"));
+    ok(from, &["export", "--output", file.to_str().unwrap()]);
+    ok(into, &["import", file.to_str().unwrap()]);
+}
+
+fn save_screenshot(browser: &Browser, name: &str) {
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::write(&path, browser.screenshot()).unwrap();
+    println!("screenshot: {}", path.display());
+}
+
+fn page_url(home: &Path) -> String {
+    json(home, &["open", "--no-browser"])["url"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn the_live_page_draws_forks_and_who_accepts_what() {
+    let (alice, bob, m) = (Agent::new(), Agent::new(), Agent::new());
+    let dir = tempfile::tempdir().unwrap();
+    // M's chain forks at seq 2: a copy of its home (a restored backup, say)
+    // writes on too, two entries.
+    let shared = id(&json(&m.home, &["propose", "We sell to enterprises first"]));
+    let twin = dir.path().join("twin");
+    copy_dir(&m.home, &twin);
+    let x = id(&json(&m.home, &["propose", "The enterprise pilot is signed"]));
+    let y = id(&json(&twin, &["propose", "The enterprise pilot fell through"]));
+    let y2 = id(&json(&twin, &["propose", "Renegotiate the pilot's scope"]));
+    // M learns of the other branch, keeps its own and writes on.
+    carry(&twin, &m.home, dir.path(), "twin");
+    json(&m.home, &["resolve-fork", &x]);
+    let z = id(&json(&m.home, &["propose", "Staff the pilot with two engineers"]));
+    // Bob accepts M's chain through the shared start; Alice through the
+    // kept branch's last entry (seq 4), and Bob's through seq 1.
+    let b1 = id(&json(&bob.home, &["propose", "Hire a solutions engineer"]));
+    carry(&m.home, &bob.home, dir.path(), "m-to-bob");
+    json(&bob.home, &["accept", &m.id, "1"]);
+    carry(&m.home, &alice.home, dir.path(), "m-to-alice");
+    carry(&bob.home, &alice.home, dir.path(), "bob-to-alice");
+    json(&alice.home, &["accept", &m.id, &z]);
+    json(&alice.home, &["accept", &bob.id, "1"]);
+    let disputes = json(&alice.home, &["disputes"]);
+    assert_eq!(disputes["forks"].as_array().map(Vec::len), Some(1), "one fork: {disputes}");
+
+    let _node = Node::start(&alice, &alice.id, &[]);
+    let driver = chromedriver();
+    let browser = Browser::start(&driver);
+    browser.goto(&page_url(&alice.home));
+    let (drawn, _) = until("the fork to be drawn", Duration::from_secs(20), || {
+        let v = browser.execute("return [...document.querySelectorAll('g.node')].map(g => [g.dataset.id, Number(g.dataset.col)])");
+        (v.as_array().unwrap().len() >= 6 && browser.execute("return document.querySelectorAll('g.fork-marker').length") == 1).then_some(v)
+    });
+    let col = |id: &str| drawn.as_array().unwrap().iter().find(|n| n[0] == id).and_then(|n| n[1].as_u64()).unwrap_or_else(|| panic!("{id} not drawn: {drawn}"));
+    // Two sub-lanes: the kept branch goes on in M's lane, the other beside it.
+    assert_eq!((col(&shared), col(&x), col(&z)), (0, 0, 0), "{drawn}");
+    assert_eq!((col(&y), col(&y2)), (1, 1), "{drawn}");
+    assert_eq!(col(&b1), 0, "{drawn}");
+    let fork: Value = browser.execute(
+        "const g = document.querySelector('g.fork-marker'); return [g.dataset.author, Number(g.dataset.seq), g.dataset.resolved, g.textContent, \
+         [...g.querySelectorAll('text[data-branch]')].map(t => [t.dataset.branch, t.dataset.kept])]",
+    );
+    assert_eq!((fork[0].as_str(), fork[1].as_u64(), fork[2].as_str()), (Some(m.id.as_str()), Some(2), Some("true")), "{fork}");
+    assert!(fork[3].as_str().unwrap().contains("fork at seq 2"), "{fork}");
+    assert!(fork[4].as_array().unwrap().contains(&json!([x, "true"])), "the kept branch is marked: {fork}");
+    assert!(fork[4].as_array().unwrap().contains(&json!([y, "false"])), "{fork}");
+    // Who accepts what: a tick per accept frontier on the accepted lane.
+    let ticks: Value = browser.execute("return [...document.querySelectorAll('g.frontier')].map(g => [g.dataset.agent, g.dataset.author, Number(g.dataset.seq), g.querySelector('title').textContent]).sort()");
+    let mut want = vec![(alice.id.clone(), m.id.clone(), 4), (bob.id.clone(), m.id.clone(), 1), (alice.id.clone(), bob.id.clone(), 1)];
+    want.sort();
+    let got: Vec<(String, String, u64)> = ticks.as_array().unwrap().iter().map(|t| (t[0].as_str().unwrap().into(), t[1].as_str().unwrap().into(), t[2].as_u64().unwrap())).collect();
+    assert_eq!(got, want, "{ticks}");
+    assert!(ticks.as_array().unwrap().iter().all(|t| t[3].as_str().unwrap().contains("accepts agent")), "{ticks}");
+    // And in words, in the panel.
+    let panel: Value = browser.execute("return [document.querySelectorAll('#accepts li').length, document.getElementById('forks').textContent]");
+    assert_eq!(panel[0], 3, "{panel}");
+    assert!(panel[1].as_str().unwrap().contains("fork at seq 2; resolved"), "{panel}");
+    save_screenshot(&browser, "live-page-fork.png");
+}
+
+/// A pack of `events` reasoning events (the seeded debate the graph
+/// benchmark replays) signed by `keys` in turn, dated one second apart and
+/// ending a minute ago.
+fn debate_pack(keys: &[AgentKey], events: usize, path: &Path) -> PathBuf {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    writeln!(out, "{}", pack::header_line()).unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    let start = now - 60_000 - events as u64 * 1_000;
+    let mut rng = Xorshift64(0x9e37_79b9_7f4a_7c15);
+    let mut debate = Debate::default();
+    let mut prev: Vec<Option<SignedEntry>> = vec![None; keys.len()];
+    for i in 0..events {
+        let ev = debate.make(&mut rng, i);
+        let payload = ev.encode();
+        let k = i % keys.len();
+        let e = SignedEntry::sign(next_header(keys[k].agent_id(), prev[k].as_ref(), start + i as u64 * 1_000, &payload).unwrap(), &keys[k]);
+        debate.record(e.id(), &ev);
+        writeln!(out, "{}", pack::entry_line(&e, Some(&payload))).unwrap();
+        prev[k] = Some(e);
+    }
+    out.flush().unwrap();
+    path.to_path_buf()
+}
+
+/// Run `script` (which starts an interaction) and wait until `done` (a JS
+/// expression over `t0`, the page's clock when it started) holds; the
+/// page-side time it took, from `took` (an expression over `t0`).
+fn interaction(browser: &Browser, what: &str, script: &str, done: &str, took: &str) -> f64 {
+    browser.execute(&format!("window.__t0 = performance.now(); {script}; return true"));
+    let (ms, _) = until(what, Duration::from_secs(30), || {
+        let v = browser.execute(&format!("const t0 = window.__t0; return ({done}) ? ({took}) : null"));
+        v.as_f64()
+    });
+    ms
+}
+
+#[test]
+fn the_live_page_stays_interactive_with_ten_thousand_nodes() {
+    const EVENTS: usize = 10_000;
+    let alice = Agent::new();
+    let dir = tempfile::tempdir().unwrap();
+    let keys: Vec<AgentKey> = (1..=4u8).map(|i| AgentKey::from_seed([i; 32])).collect();
+    let made = Instant::now();
+    let pack = debate_pack(&keys, EVENTS, &dir.path().join("debate.jsonl"));
+    let imported = json(&alice.home, &["import", pack.to_str().unwrap()]);
+    assert_eq!(imported["imported"].as_u64(), Some(EVENTS as u64), "{imported}");
+    // Alice accepts two chains in part and disputes one event.
+    let ids: Vec<String> = keys.iter().map(|k| k.agent_id().to_string()).collect();
+    json(&alice.home, &["accept", &ids[0], "2000"]);
+    json(&alice.home, &["accept", &ids[1], "1200"]);
+    let graph = json(&alice.home, &["graph", "--format", "json"]);
+    let target = graph["nodes"].as_array().unwrap().iter().find(|n| n["author"] == ids[2].as_str() && n["seq"] == 2400).unwrap()["id"].as_str().unwrap().to_string();
+    json(&alice.home, &["dispute", &target, "Not what the data says"]);
+    println!("built a home with {EVENTS} events by 4 agents (one pack import) and 3 merge events in {} ms", made.elapsed().as_millis());
+
+    let node = Node::start(&alice, &alice.id, &[]);
+    let control: Value = serde_json::from_str(&std::fs::read_to_string(alice.home.join("node.json")).unwrap()).unwrap();
+    let (control, token) = (control["control"].as_str().unwrap().to_string(), control["token"].as_str().unwrap().to_string());
+    let driver = chromedriver();
+    let browser = Browser::start(&driver);
+    let url = page_url(&alice.home);
+    let opened = Instant::now();
+    browser.goto(&url);
+    let (stats, _) = until("the first draw", Duration::from_secs(60), || {
+        let v = browser.execute("return window.agoraStats && window.agoraStats.firstDrawAt !== null ? window.agoraStats : null");
+        (!v.is_null()).then_some(v)
+    });
+    let wall = opened.elapsed();
+    let first = stats["firstDrawAt"].as_f64().unwrap();
+    println!(
+        "first draw of {} nodes: {first:.0} ms after navigation (wall clock from the WebDriver `url` call: {} ms); fetch {:.0} ms, layout {:.0} ms, draw {:.0} ms; {} nodes and {} edges in the SVG",
+        stats["nodes"], wall.as_millis(), stats["fetchMs"].as_f64().unwrap(), stats["layoutMs"].as_f64().unwrap(),
+        stats["drawMs"].as_f64().unwrap(), stats["drawnNodes"], stats["drawnEdges"]
+    );
+    assert_eq!(stats["nodes"].as_u64(), Some(EVENTS as u64), "{stats}");
+    assert!(stats["drawnNodes"].as_u64().unwrap() < 200, "only the viewport is drawn: {stats}");
+    assert!(first < 10_000.0, "first draw within 10 s: {first} ms");
+    let mut figures = vec![("first draw", first)];
+
+    // Interactions that fetch: a perspective, the as-of slider, a search.
+    let ms = interaction(
+        &browser,
+        "the perspective",
+        &format!("const s = document.getElementById('perspective'); s.value = '{}'; s.dispatchEvent(new Event('change'))", alice.id),
+        &format!("agoraStats.view.perspective === '{}' && agoraStats.loadedAt > t0", alice.id),
+        "agoraStats.loadedAt - t0",
+    );
+    figures.push(("perspective select (Alice: 2 chains in part)", ms));
+    let seen: Value = browser.execute("return agoraStats.view.nodes");
+    println!("Alice's perspective: {seen} nodes");
+    let ms = interaction(
+        &browser,
+        "back to the merged view",
+        "const s = document.getElementById('perspective'); s.value = ''; s.dispatchEvent(new Event('change'))",
+        "agoraStats.view.perspective === '' && agoraStats.loadedAt > t0",
+        "agoraStats.loadedAt - t0",
+    );
+    figures.push(("merged view again", ms));
+    let ms = interaction(
+        &browser,
+        "the as-of slider",
+        "const s = document.getElementById('asof'); s.value = String(Math.floor(Number(s.max) / 2)); s.dispatchEvent(new Event('input'))",
+        "agoraStats.view.asOf !== null && agoraStats.loadedAt > t0",
+        "agoraStats.loadedAt - t0",
+    );
+    figures.push(("as-of slider (half way)", ms));
+    let half: Value = browser.execute("return agoraStats.view.nodes");
+    assert!(half.as_u64().unwrap() > 4_000 && half.as_u64().unwrap() < 6_000, "half the graph: {half}");
+    let ms = interaction(
+        &browser,
+        "the slider back to now",
+        "const s = document.getElementById('asof'); s.value = s.max; s.dispatchEvent(new Event('input'))",
+        "agoraStats.view.asOf === null && agoraStats.loadedAt > t0",
+        "agoraStats.loadedAt - t0",
+    );
+    figures.push(("as-of slider (now)", ms));
+    let ms = interaction(
+        &browser,
+        "a search",
+        "document.getElementById('search').value = 'hiring plan 7'; document.querySelector('#search-form button').click()",
+        "agoraStats.searchedAt > t0 && document.querySelectorAll('g.node.match').length > 0",
+        "agoraStats.searchedAt - t0",
+    );
+    figures.push(("search", ms));
+
+    // Interactions on the page alone (synchronous: measured inside one script).
+    let zoomed: Value = browser.execute("const ms = agora.setZoom(-6); return [ms, agoraStats.clusters, agoraStats.drawnNodes, agoraStats.drawnEdges]");
+    println!("zoomed out: {} cluster glyphs in the graph, {} nodes and {} edges in the SVG", zoomed[1], zoomed[2], zoomed[3]);
+    assert!(zoomed[1].as_u64().unwrap() > 0, "settled runs collapse: {zoomed}");
+    figures.push(("zoom out fully", zoomed[0].as_f64().unwrap()));
+    let scrolled: Value = browser.execute(
+        "const box = document.getElementById('canvas'); let worst = 0; \
+         for (let k = 1; k <= 10; k++) { box.scrollTop = box.scrollHeight * k / 11; const t = performance.now(); agora.draw(); worst = Math.max(worst, performance.now() - t); } return worst",
+    );
+    figures.push(("redraw after a scroll, zoomed out (worst of 10)", scrolled.as_f64().unwrap()));
+    let zoomed_in: Value = browser.execute("return agora.setZoom(0)");
+    figures.push(("zoom back in", zoomed_in.as_f64().unwrap()));
+    let scrolled: Value = browser.execute(
+        "const box = document.getElementById('canvas'); let worst = 0; \
+         for (let k = 1; k <= 10; k++) { box.scrollTop = box.scrollHeight * k / 11; const t = performance.now(); agora.draw(); worst = Math.max(worst, performance.now() - t); } return worst",
+    );
+    figures.push(("redraw after a scroll (worst of 10)", scrolled.as_f64().unwrap()));
+    let filtered: Value = browser.execute(
+        "let t = performance.now(); document.querySelector('#legend span[data-status=superseded]').click(); const off = performance.now() - t; const shown = agoraStats.shown; \
+         t = performance.now(); document.querySelector('#legend span[data-status=superseded]').click(); return [off, performance.now() - t, shown]",
+    );
+    assert!(filtered[2].as_u64().unwrap() < EVENTS as u64, "{filtered}");
+    figures.push(("filter a status out", filtered[0].as_f64().unwrap()));
+    figures.push(("and back in", filtered[1].as_f64().unwrap()));
+    let lane: Value = browser.execute(&format!(
+        "const s = document.getElementById('agent-filter'); const t = performance.now(); s.value = '{}'; s.dispatchEvent(new Event('change')); const ms = performance.now() - t; \
+         const shown = agoraStats.shown; s.value = ''; s.dispatchEvent(new Event('change')); return [ms, shown]",
+        ids[1]
+    ));
+    assert_eq!(lane[1].as_u64(), Some(EVENTS as u64 / 4), "{lane}");
+    figures.push(("one agent's lane only", lane[0].as_f64().unwrap()));
+
+    // A stream of events: 40 moves recorded through the API as fast as they
+    // go; meanwhile the page must answer a script within a bound, and it
+    // reloads at most once per change batch, not once per event.
+    let loads_before = browser.execute("return agoraStats.loads").as_u64().unwrap();
+    let writer = std::thread::spawn(move || {
+        let agent = ureq::Agent::config_builder().proxy(None).build().new_agent();
+        let mut last = String::new();
+        for i in 0..40 {
+            let v: Value = agent
+                .post(format!("http://{control}/v1/ops/propose"))
+                .header("authorization", format!("Bearer {token}"))
+                .send(json!({ "text": format!("streamed move {i}") }).to_string())
+                .unwrap()
+                .body_mut()
+                .read_to_string()
+                .map(|t| serde_json::from_str(&t).unwrap())
+                .unwrap();
+            last = id(&v);
+        }
+        (last, Instant::now())
+    });
+    let mut worst = Duration::ZERO;
+    while !writer.is_finished() {
+        let t = Instant::now();
+        browser.execute("return 1");
+        worst = worst.max(t.elapsed());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (last, written) = writer.join().unwrap();
+    let (_, _) = until("the last streamed move on the page", Duration::from_secs(20), || {
+        let v = browser.execute(&format!("return agora.state.layout.row.has('{last}')"));
+        (v == true).then_some(())
+    });
+    let caught_up = written.elapsed();
+    let after: Value = browser.execute("return [agoraStats.loads, agoraStats.longestTaskMs, agoraStats.loadMs, agoraStats.nodes]");
+    let loads = after[0].as_u64().unwrap() - loads_before;
+    println!(
+        "a stream of 40 moves: {loads} reloads; the page answered WebDriver within {} ms at worst meanwhile; the last move drawn {} ms after it was recorded; a reload of {} nodes takes {:.0} ms; longest main-thread task {:.0} ms",
+        worst.as_millis(), caught_up.as_millis(), after[3], after[2].as_f64().unwrap(), after[1].as_f64().unwrap()
+    );
+    println!("interactions with {EVENTS} nodes (page-side, ms):");
+    for (what, ms) in &figures {
+        println!("  {what:<48} {ms:>7.1}");
+    }
+    for (what, ms) in &figures[1..] {
+        assert!(*ms < 3_000.0, "{what} within 3 s: {ms} ms");
+    }
+    assert!(worst < Duration::from_secs(2), "the page stays responsive during the stream: {worst:?}");
+    assert!(caught_up < Duration::from_secs(5), "caught up with the stream: {caught_up:?}");
+    assert!(loads < 40, "reloads are coalesced: {loads}");
+    save_screenshot(&browser, "live-page-10k.png");
+    drop(node);
 }

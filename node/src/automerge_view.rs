@@ -55,6 +55,25 @@ impl PublishedView {
         Ok(())
     }
 
+    /// The store generation the document was last published at (none
+    /// before the first `refresh`).
+    pub fn generation(&self) -> Option<u64> {
+        self.published_generation
+    }
+
+    /// The document's heads.
+    pub fn heads(&mut self) -> Vec<automerge::ChangeHash> {
+        self.doc.get_heads()
+    }
+
+    /// The document's changes that are not ancestors of `since` (every
+    /// change for an empty `since`); `since` are heads this document had.
+    /// The node's automerge-repo document is kept up to date with these
+    /// (`daemon/automerge_repo.rs`).
+    pub fn changes_since(&mut self, since: &[automerge::ChangeHash]) -> Vec<automerge::Change> {
+        self.doc.get_changes(since)
+    }
+
     /// One round of the sync protocol with `client`.
     pub fn sync(&mut self, client: &str, message: &[u8]) -> Result<Vec<u8>> {
         if !self.states.contains_key(client) {
@@ -68,7 +87,14 @@ impl PublishedView {
         }
         let state = self.states.get_mut(client).context("client state vanished")?;
         if !message.is_empty() {
-            let msg = Message::decode(message).context("not an Automerge sync message")?;
+            let mut msg = Message::decode(message).context("not an Automerge sync message")?;
+            // Read only: the view is derived from the signed log, so a
+            // client's own changes are dropped (its heads, needs and haves
+            // are kept, which is all the node needs to send it what it lacks).
+            if !msg.changes.is_empty() {
+                tracing::debug!(client, "dropped the changes an automerge client sent: the published view is read only");
+                msg.changes = automerge::sync::ChunkList::from(Vec::<Vec<u8>>::new());
+            }
             self.doc.sync().receive_sync_message(state, msg).context("applying the client's sync message")?;
         }
         let reply = self.doc.sync().generate_sync_message(state).map(Message::encode).unwrap_or_default();

@@ -207,17 +207,51 @@ pub fn disputes(s: &Session, agents: &[String]) -> Result<ExitCode> {
             })
         })
         .collect();
+    // Each branch's entries, walked back from its tips by backlink to the
+    // fork seq, so that a reader (the live page) places every entry on its
+    // branch, not only the first and the tips.
+    let forked: std::collections::BTreeSet<AgentId> = map.forks.iter().map(|f| f.author).collect();
+    let backlinks: std::collections::HashMap<agora_core::EntryId, (u64, Option<agora_core::EntryId>)> = entries
+        .iter()
+        .filter(|e| forked.contains(&e.signed().header().author))
+        .map(|e| (e.id(), (e.signed().header().seq, e.signed().header().backlink)))
+        .collect();
+    let members = |fork_seq: u64, tips: &[(u64, agora_core::EntryId)]| -> (Vec<String>, bool) {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut out: Vec<(u64, agora_core::EntryId)> = Vec::new();
+        for (_, tip) in tips {
+            let mut at = Some(*tip);
+            while let Some(id) = at {
+                let Some(&(seq, back)) = backlinks.get(&id) else { break };
+                if seq < fork_seq || !seen.insert(id) {
+                    break;
+                }
+                if out.len() == BRANCH_MEMBERS_MAX {
+                    out.sort();
+                    return (out.into_iter().map(|(_, id): (u64, agora_core::EntryId)| id.to_string()).collect(), true);
+                }
+                out.push((seq, id));
+                at = back;
+            }
+        }
+        out.sort();
+        (out.into_iter().map(|(_, id): (u64, agora_core::EntryId)| id.to_string()).collect(), false)
+    };
     let forks: Vec<Value> = map
         .forks
         .iter()
         .map(|f| {
             json!({
                 "author": f.author.to_string(), "seq": f.fork.seq, "shared": f.fork.shared.map(|s| s.to_string()),
-                "branches": f.branches.iter().map(|b| json!({
-                    "first": b.first.to_string(), "held": b.held, "kept": b.kept,
-                    "tips": b.tips.iter().map(|(seq, id)| json!({ "seq": seq, "id": id.to_string() })).collect::<Vec<_>>(),
-                    "accepted_by": ids(&b.accepted_by), "built_on_by": ids(&b.built_on_by),
-                })).collect::<Vec<_>>(),
+                "branches": f.branches.iter().map(|b| {
+                    let (members, truncated) = members(f.fork.seq, &b.tips);
+                    json!({
+                        "first": b.first.to_string(), "held": b.held, "kept": b.kept,
+                        "tips": b.tips.iter().map(|(seq, id)| json!({ "seq": seq, "id": id.to_string() })).collect::<Vec<_>>(),
+                        "accepted_by": ids(&b.accepted_by), "built_on_by": ids(&b.built_on_by),
+                        "members": members, "members_truncated": truncated,
+                    })
+                }).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -250,6 +284,10 @@ pub fn disputes(s: &Session, agents: &[String]) -> Result<ExitCode> {
     })?;
     Ok(ExitCode::SUCCESS)
 }
+
+/// Most entries listed per fork branch in `disputes` (`members`); beyond it
+/// `members_truncated` is set.
+const BRANCH_MEMBERS_MAX: usize = 10_000;
 
 /// `agora audit <agent>`: exit 3 when the chain has problems.
 pub fn audit(s: &Session, agent: &str) -> Result<ExitCode> {

@@ -6,9 +6,10 @@
 //! and `agora node status` can never disagree. Those that are
 //! distributions over time (how long gossip took to arrive, how long a full
 //! recompute of the reasoning view took) are histograms kept here, observed
-//! where the events happen.
+//! where the events happen. libp2p's own metrics (`libp2p_*`) come from its
+//! metrics crate, fed every swarm event by the event loop.
 
-use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::text::{encode_eof, encode_registry};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -16,9 +17,14 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use serde_json::Value;
 
-/// Histograms kept across scrapes.
+/// Histograms kept across scrapes, and libp2p's own metrics.
 #[derive(Clone)]
 pub struct Histograms {
+    /// libp2p's metrics (`libp2p_*`: connections, dials, listeners,
+    /// identify, Kademlia, ping round trips, gossipsub), recorded by the
+    /// event loop from the swarm's events into their own registry.
+    pub libp2p: std::sync::Arc<libp2p::metrics::Metrics>,
+    libp2p_registry: std::sync::Arc<Registry>,
     /// Seconds from an entry's signing (its timestamp) to its arrival here
     /// by gossip, for gossip accepted. A timestamp is its author's claim,
     /// so this is a measurement for operators, never an input to a decision.
@@ -32,7 +38,10 @@ impl Default for Histograms {
     fn default() -> Self {
         let latency = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
         let recompute = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
-        Self { gossip_latency: Histogram::new(latency), view_recompute: Histogram::new(recompute) }
+        // libp2p-metrics names its own metrics `libp2p_*`.
+        let mut libp2p_registry = Registry::default();
+        let libp2p = std::sync::Arc::new(libp2p::metrics::Metrics::new(&mut libp2p_registry));
+        Self { libp2p, libp2p_registry: std::sync::Arc::new(libp2p_registry), gossip_latency: Histogram::new(latency), view_recompute: Histogram::new(recompute) }
     }
 }
 
@@ -116,6 +125,8 @@ pub fn render(status: &Value, histograms: &Histograms) -> String {
 
     let mut out = String::new();
     // Writing to a String cannot fail.
-    let _ = encode(&mut out, &r);
+    let _ = encode_registry(&mut out, &r);
+    let _ = encode_registry(&mut out, &histograms.libp2p_registry);
+    let _ = encode_eof(&mut out);
     out
 }

@@ -9,6 +9,7 @@
 //! already queued are stored, and the store is closed (every acknowledged
 //! write was synced when it was made).
 
+mod automerge_repo;
 mod driver;
 mod http_api;
 mod live_page;
@@ -153,8 +154,17 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
         let control = tokio::net::TcpListener::bind("127.0.0.1:0").await.context("binding the control channel on 127.0.0.1")?;
         let control_addr = control.local_addr()?;
         // Ends the long-lived streams (the MCP endpoint's, the page's
-        // /v1/events), which would otherwise hold the graceful shutdown open.
+        // /v1/events, the automerge-repo WebSockets), which would otherwise
+        // hold the graceful shutdown open.
         let streams_end = tokio_util::sync::CancellationToken::new();
+        // The published view, also served over the automerge-repo protocol
+        // (one samod document made of its changes; see `automerge_repo.rs`).
+        let mut published = crate::automerge_view::PublishedView::default();
+        let automerge_repo = Arc::new(
+            automerge_repo::AutomergeRepo::start(&mut published, &peer_id.to_string(), &format!("ws://{control_addr}{}", automerge_repo::WEBSOCKET_PATH))
+                .await
+                .context("starting the automerge-repo server")?,
+        );
         let state = Arc::new(server::ControlState {
             store: store.clone(),
             graph: graph.clone(),
@@ -162,14 +172,25 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
             founder,
             token: token.clone(),
             status: status_tx,
-            published: std::sync::Mutex::new(crate::automerge_view::PublishedView::default()),
+            published: std::sync::Mutex::new(published),
             generation,
             histograms,
             streams_end: streams_end.clone(),
+            automerge_repo: automerge_repo.clone(),
         });
+        // Ends (and stops the repo) when `streams_end` is cancelled.
+        let automerge_watcher = automerge_repo.spawn_watcher(state.clone());
         let (stop_control, control_stopped) = oneshot::channel::<()>();
         let router = server::router(state);
         let server = tokio::spawn(async move {
+            // No Nagle delay: an answer written in pieces (a server-sent
+            // event stream, the MCP endpoint's) would otherwise wait for the
+            // client's delayed ACK, 40 ms a call.
+            let control = axum::serve::ListenerExt::tap_io(control, |tcp| {
+                if let Err(e) = tcp.set_nodelay(true) {
+                    tracing::debug!(error = %e, "could not set TCP_NODELAY on a control connection");
+                }
+            });
             axum::serve(control, router)
                 .with_graceful_shutdown(async move {
                     let _ = control_stopped.await;
@@ -221,6 +242,7 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
         streams_end.cancel();
         let _ = stop_control.send(());
         let _ = tokio::time::timeout(SHUTDOWN_STEP_MAX, server).await;
+        let _ = tokio::time::timeout(SHUTDOWN_STEP_MAX, automerge_watcher).await;
         let loop_result = match early {
             Some(ended) => ended.context("the node's event loop")?.and(Err(anyhow::anyhow!("the node's event loop stopped"))),
             None => {

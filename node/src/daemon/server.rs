@@ -1,9 +1,10 @@
 //! The control channel's server side: proves knowledge of the token to a
 //! client that asks (`/v1/hello`), runs forwarded commands on the node's open
 //! store (`/v1/command`), answers status requests (`/v1/status`) and serves
-//! the merged view over Automerge sync (`/v1/automerge/sync`), and serves
-//! the MCP tools over streamable HTTP (`/mcp`, see `mcp/`). See
-//! `control.rs` for the protocol.
+//! the merged view over Automerge sync (`/v1/automerge/sync`) and over the
+//! automerge-repo protocol on a WebSocket (`/v1/automerge/repo`, see
+//! `automerge_repo.rs`), and serves the MCP tools over streamable HTTP
+//! (`/mcp`, see `mcp/`). See `control.rs` for the protocol.
 
 use crate::cli::{Args, ChainCommand, Command, NodeCommand};
 use crate::control::{
@@ -48,10 +49,13 @@ pub struct ControlState {
     pub histograms: crate::metrics::Histograms,
     /// Cancelled when the node stops: long-lived streams end.
     pub streams_end: tokio_util::sync::CancellationToken,
+    /// The published document served over the automerge-repo protocol
+    /// (`/v1/automerge/repo`, `/v1/automerge/url`).
+    pub automerge_repo: Arc<super::automerge_repo::AutomergeRepo>,
 }
 
 /// Largest body of an Automerge sync message from a client (its heads,
-/// haves and needs; clients do not push changes to the published view).
+/// haves and needs; changes it sends are dropped: the view is read only).
 const AUTOMERGE_MESSAGE_BYTES_MAX: usize = 16 << 20;
 
 /// The routes. Every route but `/v1/hello` sits behind [`require_token`],
@@ -65,6 +69,8 @@ pub fn router(state: Arc<ControlState>) -> Router {
         .route("/metrics", get(metrics).layer(DefaultBodyLimit::max(0)))
         .route("/v1/events", get(super::live_page::events).layer(DefaultBodyLimit::max(0)))
         .route("/v1/automerge/sync", post(automerge_sync).layer(DefaultBodyLimit::max(AUTOMERGE_MESSAGE_BYTES_MAX)))
+        .route(super::automerge_repo::WEBSOCKET_PATH, get(super::automerge_repo::websocket).layer(DefaultBodyLimit::max(0)))
+        .route("/v1/automerge/url", get(super::automerge_repo::url).layer(DefaultBodyLimit::max(0)))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
     // The MCP endpoint (streamable HTTP): the same tools as `agora mcp`,
     // run on this node's open store, behind the same token. Its host check
@@ -124,7 +130,13 @@ async fn status(State(state): State<Arc<ControlState>>) -> Response {
         return (StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down").into_response();
     }
     match rx.await {
-        Ok(v) => (StatusCode::OK, v.to_string()).into_response(),
+        Ok(mut v) => {
+            // Where an automerge-repo client finds the view.
+            if let Some(o) = v.as_object_mut() {
+                o.insert("automerge".to_string(), state.automerge_repo.describe());
+            }
+            (StatusCode::OK, v.to_string()).into_response()
+        }
         Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down").into_response(),
     }
 }

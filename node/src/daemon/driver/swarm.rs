@@ -21,6 +21,20 @@ pub const PENDING_RESPONSES_MAX: usize = 1024;
 impl Driver {
     pub(super) fn on_swarm(&mut self, event: SwarmEvent<BehaviourEvent>) {
         let now = self.now_ms();
+        {
+            use libp2p::metrics::Recorder;
+            let m = &self.ctx.histograms.libp2p;
+            m.record(&event);
+            if let SwarmEvent::Behaviour(b) = &event {
+                match b {
+                    BehaviourEvent::Gossip(e) => m.record(e),
+                    BehaviourEvent::Identify(e) => m.record(e),
+                    BehaviourEvent::Kad(e) => m.record(e),
+                    BehaviourEvent::Ping(e) => m.record(e),
+                    _ => {}
+                }
+            }
+        }
         match event {
             SwarmEvent::ConnectionEstablished { peer_id, num_established, endpoint, .. } => {
                 debug!(%peer_id, addr = %endpoint.get_remote_address(), "connected");

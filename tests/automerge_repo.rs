@@ -1,0 +1,292 @@
+//! The merged view over the automerge-repo sync protocol: a real `agora node
+//! run`, and a Rust automerge-repo client (a `samod` repo) connected to the
+//! node's `/v1/automerge/repo` WebSocket with the control token. The client
+//! finds the document `/v1/automerge/url` names, reads the view (chains,
+//! nodes and their statuses, the view hash), follows a new event within a
+//! second, and cannot change the node's document (read-only). Without the
+//! token: 401. At most 64 sockets (503 beyond), and an open socket does not
+//! hold the node's shutdown.
+
+mod support;
+
+use agora_automerge::Tree;
+use automerge::{transaction::Transactable, AutoCommit, Automerge, ROOT};
+use futures::future::BoxFuture;
+use futures::{FutureExt, SinkExt, StreamExt};
+use samod::{BackoffConfig, DialError, Dialer, DocHandle, DocumentId, Repo, Transport};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::*;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::{self, Message};
+
+/// How soon a committed event must reach a connected client.
+const FOLLOW_MAX: Duration = Duration::from_secs(1);
+const STEP: Duration = Duration::from_secs(30);
+
+struct Control {
+    addr: String,
+    token: String,
+}
+
+impl Control {
+    fn of(agent: &Agent) -> Self {
+        let node: Value = serde_json::from_str(&std::fs::read_to_string(agent.home.join("node.json")).unwrap()).unwrap();
+        Self { addr: node["control"].as_str().unwrap().to_string(), token: node["token"].as_str().unwrap().to_string() }
+    }
+
+    /// `GET path` with an optional token: status and body.
+    fn get(&self, path: &str, token: Option<&str>) -> (u16, String) {
+        let http = ureq::Agent::config_builder().http_status_as_error(false).proxy(None).build().new_agent();
+        let mut req = http.get(format!("http://{}{path}", self.addr));
+        if let Some(t) = token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        let mut resp = req.call().expect("the node answers");
+        (resp.status().as_u16(), resp.body_mut().read_to_string().unwrap_or_default())
+    }
+
+    /// The WebSocket, opened with an optional token.
+    async fn socket(
+        &self,
+        path: &str,
+        token: Option<&str>,
+    ) -> Result<tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>, tungstenite::Error> {
+        let mut request = format!("ws://{}{path}", self.addr).into_client_request()?;
+        if let Some(t) = token {
+            request.headers_mut().insert("authorization", format!("Bearer {t}").parse().unwrap());
+        }
+        tokio_tungstenite::connect_async(request).await.map(|(ws, _)| ws)
+    }
+}
+
+/// The status of a refused WebSocket handshake.
+fn refused_status(result: Result<impl Sized, tungstenite::Error>) -> u16 {
+    match result {
+        Err(tungstenite::Error::Http(response)) => response.status().as_u16(),
+        Err(e) => panic!("expected an HTTP refusal, got {e}"),
+        Ok(_) => panic!("expected an HTTP refusal, the socket opened"),
+    }
+}
+
+/// A samod dialer: a plain WebSocket with the bearer token, its binary
+/// messages as samod's bytes.
+struct BearerDialer {
+    addr: String,
+    path: String,
+    token: String,
+}
+
+impl Dialer for BearerDialer {
+    type Error = std::convert::Infallible;
+
+    fn url(&self) -> samod::Url {
+        samod::Url::parse(&format!("ws://{}{}", self.addr, self.path)).unwrap()
+    }
+
+    fn connect(&self) -> BoxFuture<'static, Result<Transport, DialError<Self::Error>>> {
+        let control = Control { addr: self.addr.clone(), token: self.token.clone() };
+        let path = self.path.clone();
+        async move {
+            let ws = control.socket(&path, Some(&control.token)).await.map_err(DialError::transient)?;
+            let (sink, stream) = ws.split();
+            let stream = stream.filter_map(|m| async move {
+                match m {
+                    Ok(Message::Binary(b)) => Some(Ok(b.to_vec())),
+                    Ok(Message::Text(_)) => Some(Err(std::io::Error::other("a text message"))),
+                    Ok(_) => None,
+                    Err(e) => Some(Err(std::io::Error::other(e))),
+                }
+            });
+            let sink = sink.with(|b: Vec<u8>| futures::future::ready(Ok::<_, tungstenite::Error>(Message::Binary(b.into()))));
+            Ok(Transport::new(Box::pin(stream), sink))
+        }
+        .boxed()
+    }
+}
+
+/// A client repo connected to the node.
+async fn client(control: &Control) -> Repo {
+    let repo = Repo::build_tokio().load().await;
+    let dialer = BearerDialer { addr: control.addr.clone(), path: "/v1/automerge/repo".to_string(), token: control.token.clone() };
+    // A few retries: samod 0.16's `Repo::dial` hands the first attempt to its
+    // IO loop before it registers the dialer, and on a multi-threaded
+    // runtime that attempt can fail with "no dialer registered".
+    let handle = repo.dial(BackoffConfig { max_retries: Some(5), ..BackoffConfig::default() }, Arc::new(dialer)).unwrap();
+    tokio::time::timeout(STEP, handle.established()).await.expect("connected in time").expect("connected");
+    repo
+}
+
+async fn find(repo: &Repo, id: &DocumentId) -> DocHandle {
+    tokio::time::timeout(STEP, repo.find(id.clone())).await.expect("found in time").expect("the repo runs").expect("the node has the document")
+}
+
+/// The document as the view's tree.
+fn tree(doc: &DocHandle) -> BTreeMap<String, Tree> {
+    let bytes = doc.with_document(|d: &mut Automerge| d.save());
+    agora_automerge::read_tree(&AutoCommit::load(&bytes).unwrap()).unwrap()
+}
+
+fn map<'a>(t: &'a BTreeMap<String, Tree>, key: &str) -> &'a BTreeMap<String, Tree> {
+    match t.get(key) {
+        Some(Tree::Map(m)) => m,
+        other => panic!("{key} is not a map: {other:?}"),
+    }
+}
+
+fn text(t: &BTreeMap<String, Tree>, key: &str) -> Option<String> {
+    match t.get(key) {
+        Some(Tree::Str(s)) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// A node's status in the view, if the node is there.
+fn status_of(t: &BTreeMap<String, Tree>, id: &str) -> Option<String> {
+    match map(t, "nodes").get(id) {
+        Some(Tree::Map(n)) => text(n, "status"),
+        _ => None,
+    }
+}
+
+fn id(v: &Value) -> String {
+    v["id"].as_str().unwrap_or_else(|| panic!("no id in {v}")).to_string()
+}
+
+/// `agora --json args` off the async threads.
+async fn agora_json(home: &std::path::Path, args: &[&str]) -> Value {
+    let (home, args): (std::path::PathBuf, Vec<String>) = (home.to_path_buf(), args.iter().map(|a| a.to_string()).collect());
+    tokio::task::spawn_blocking(move || json(&home, &args.iter().map(String::as_str).collect::<Vec<_>>())).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_automerge_repo_client_follows_the_view_read_only() {
+    let alice = Agent::new();
+    let mut node = Node::start(&alice, &alice.id, &[]);
+    let control = Control::of(&alice);
+    let p = id(&agora_json(&alice.home, &["propose", "Ship on Friday"]).await);
+    let c = id(&agora_json(&alice.home, &["contradict", &p, "QA is not done"]).await);
+
+    // Without the token (or with a wrong one): 401, before any upgrade.
+    assert_eq!(control.get("/v1/automerge/url", None).0, 401);
+    assert_eq!(control.get("/v1/automerge/url", Some("not-the-token")).0, 401);
+    assert_eq!(refused_status(control.socket("/v1/automerge/repo", None).await), 401);
+    assert_eq!(refused_status(control.socket("/v1/automerge/repo", Some("not-the-token")).await), 401);
+
+    // Which document, and where.
+    let (status, body) = control.get("/v1/automerge/url", Some(&control.token));
+    assert_eq!(status, 200, "{body}");
+    let named: Value = serde_json::from_str(&body).unwrap();
+    let url = named["url"].as_str().unwrap();
+    let doc_id: DocumentId = named["document_id"].as_str().unwrap().parse().unwrap();
+    assert_eq!(url, format!("automerge:{doc_id}"), "{named}");
+    assert_eq!(named["websocket"], "/v1/automerge/repo");
+    let status = agora_json(&alice.home, &["node", "status"]).await;
+    assert_eq!(status["automerge"]["url"], url, "the node's status names the document: {status}");
+
+    // A client finds the document and reads the view.
+    let started = Instant::now();
+    let a = client(&control).await;
+    let doc = find(&a, &doc_id).await;
+    println!("connected and found the document in {:?}", started.elapsed());
+    let view = tree(&doc);
+    assert_eq!(text(&view, "format").as_deref(), Some(agora_automerge::DOCUMENT_FORMAT));
+    let hash = agora_json(&alice.home, &["view-hash"]).await["view_hash"].as_str().unwrap().to_string();
+    assert_eq!(text(&view, "view_hash").as_deref(), Some(hash.as_str()), "the view the node computes");
+    assert!(map(&view, "chains").contains_key(&alice.id), "Alice's chain: {:?}", map(&view, "chains").keys());
+    assert_eq!(status_of(&view, &p).as_deref(), Some("contested"));
+    let c_status = agora_json(&alice.home, &["status", &c]).await["status"].as_str().unwrap().to_string();
+    assert_eq!(status_of(&view, &c).as_deref(), Some(c_status.as_str()));
+    assert!(doc.peers().0.values().any(|s| s.peer_read_only), "the node says it ignores this client's changes");
+
+    // The client edits its copy: it keeps its edit, the node does not take it.
+    let tampered = doc.with_document(|d: &mut Automerge| {
+        d.transact::<_, _, automerge::AutomergeError>(|tx| {
+            tx.put(ROOT, "intruder", "a client's edit")?;
+            Ok(())
+        })
+        .unwrap();
+        d.get_heads()
+    });
+    // Wait until the client has sent the edit, then give the node time to
+    // take it if it would.
+    let sent = Instant::now();
+    loop {
+        let peers = doc.peers().0;
+        if peers.values().any(|s| s.last_sent_heads.as_ref() == Some(&tampered)) {
+            break;
+        }
+        assert!(sent.elapsed() < STEP, "the client never sent its edit: {peers:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let b = client(&control).await;
+    let fresh = find(&b, &doc_id).await;
+    let seen = tree(&fresh);
+    assert!(!seen.contains_key("intruder"), "the node's document took a client's edit");
+    assert_eq!(text(&seen, "view_hash").as_deref(), Some(hash.as_str()));
+    assert!(doc.peers().0.values().all(|s| s.their_heads.as_ref().is_none_or(|h| !h.iter().any(|x| tampered.contains(x)))));
+
+    // A new event reaches both clients within a second of its commit.
+    let mut changes = Box::pin(doc.changes());
+    let r = id(&agora_json(&alice.home, &["refine", &p, "Ship on Monday after QA", "--resolves", &c]).await);
+    let committed = Instant::now();
+    loop {
+        if status_of(&tree(&doc), &r).is_some() {
+            break;
+        }
+        let left = FOLLOW_MAX.saturating_sub(committed.elapsed());
+        assert!(!left.is_zero(), "the client did not receive the change within {FOLLOW_MAX:?}");
+        let _ = tokio::time::timeout(left, changes.next()).await;
+    }
+    let delay = committed.elapsed();
+    println!("the new event reached the client {delay:?} after `agora refine` returned");
+    let view = tree(&doc);
+    for (node, want) in [(&p, "superseded"), (&c, "resolved"), (&r, "resolved")] {
+        assert_eq!(status_of(&view, node).as_deref(), Some(want), "{node}");
+    }
+    let hash = agora_json(&alice.home, &["view-hash"]).await["view_hash"].as_str().unwrap().to_string();
+    assert_eq!(text(&view, "view_hash").as_deref(), Some(hash.as_str()));
+    assert_eq!(text(&view, "intruder").as_deref(), Some("a client's edit"), "the client keeps its own edit");
+    let deadline = Instant::now() + STEP;
+    while status_of(&tree(&fresh), &r).is_none() {
+        assert!(Instant::now() < deadline, "the second client never received the change");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!tree(&fresh).contains_key("intruder"));
+
+    // At most 64 sockets: the two clients and 62 more; the next is refused.
+    let mut open = Vec::new();
+    for _ in 0..62 {
+        open.push(control.socket("/v1/automerge/repo", Some(&control.token)).await.expect("a socket within the limit"));
+    }
+    assert_eq!(refused_status(control.socket("/v1/automerge/repo", Some(&control.token)).await), 503);
+    for mut ws in open.drain(..) {
+        let _ = ws.close(None).await;
+    }
+    let deadline = Instant::now() + STEP;
+    loop {
+        match control.socket("/v1/automerge/repo", Some(&control.token)).await {
+            Ok(mut ws) => {
+                let _ = ws.close(None).await;
+                break;
+            }
+            Err(e) => {
+                assert!(Instant::now() < deadline, "closed sockets never freed their places: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    b.stop().await;
+
+    // An open socket does not hold the node's shutdown.
+    let stopping = Instant::now();
+    let exit = tokio::task::spawn_blocking(move || node.terminate()).await.unwrap();
+    let took = stopping.elapsed();
+    assert!(exit.success(), "the node stopped cleanly: {exit}");
+    assert!(took < Duration::from_secs(5), "the node took {took:?} to stop with a client connected");
+    println!("the node stopped in {took:?} with a client connected");
+    tokio::time::timeout(Duration::from_secs(5), a.stop()).await.expect("the client stops");
+}
