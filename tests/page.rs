@@ -233,18 +233,6 @@ fn the_live_page_draws_the_debate_and_follows_new_events() {
     println!("screenshot: {}", path.display());
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
-        }
-    }
-}
 
 /// `from`'s chains as a pack, imported into `into`.
 fn carry(from: &Path, into: &Path, dir: &Path, name: &str) {

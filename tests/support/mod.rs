@@ -223,3 +223,18 @@ pub const OPERATIONS: &[&str] = &[
     "view_hash", "graph", "log", "show", "verify", "append", "redact", "export", "import", "authors", "forks", "check_proof", "search", "orphans",
     "admit", "remove", "roster",
 ];
+
+/// Copy a directory tree (a home, to restore it or to start a second
+/// writer on the same key).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
