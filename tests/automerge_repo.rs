@@ -62,6 +62,19 @@ impl Control {
     }
 }
 
+/// The WebSocket with the headers a browser can make carry the token: a
+/// subprotocol list, or a cookie and an `Origin`. Returns the protocol the
+/// handshake selected.
+async fn browser_socket(addr: &str, headers: &[(&'static str, String)]) -> Result<Option<String>, tungstenite::Error> {
+    let mut request = format!("ws://{addr}/v1/automerge/repo").into_client_request()?;
+    for (k, v) in headers {
+        request.headers_mut().insert(*k, v.parse().unwrap());
+    }
+    let (mut ws, response) = tokio_tungstenite::connect_async(request).await?;
+    let _ = ws.close(None).await;
+    Ok(response.headers().get("sec-websocket-protocol").map(|v| v.to_str().unwrap().to_string()))
+}
+
 /// The status of a refused WebSocket handshake.
 fn refused_status(result: Result<impl Sized, tungstenite::Error>) -> u16 {
     match result {
@@ -289,4 +302,55 @@ async fn an_automerge_repo_client_follows_the_view_read_only() {
     assert!(took < Duration::from_secs(5), "the node took {took:?} to stop with a client connected");
     println!("the node stopped in {took:?} with a client connected");
     tokio::time::timeout(Duration::from_secs(5), a.stop()).await.expect("the client stops");
+}
+
+/// A browser cannot put a header on a WebSocket, so the stock automerge-repo
+/// adapters cannot send the bearer token: the node also takes it as the
+/// subprotocol `agora-token.<token>`, and as the cookie `POST /v1/session`
+/// sets (HttpOnly, SameSite=Strict, for the socket's path) when the
+/// handshake comes from a page of the node's own origin. Nothing else gets
+/// in: a wrong subprotocol, the cookie without an `Origin` or from another
+/// origin, or the cookie on any other route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_opens_the_websocket_with_a_subprotocol_or_the_session_cookie() {
+    let alice = Agent::new();
+    let _node = Node::start(&alice, &alice.id, &[]);
+    let control = Control::of(&alice);
+    let addr = control.addr.clone();
+    let token = control.token.clone();
+
+    // The session cookie, for the bearer of the token only.
+    let http = ureq::Agent::config_builder().http_status_as_error(false).proxy(None).build().new_agent();
+    let refused = http.post(format!("http://{addr}/v1/session")).send_empty().unwrap();
+    assert_eq!(refused.status().as_u16(), 401);
+    let given = http.post(format!("http://{addr}/v1/session")).header("authorization", format!("Bearer {token}")).send_empty().unwrap();
+    assert_eq!(given.status().as_u16(), 204);
+    let cookie = given.headers().get("set-cookie").expect("a cookie").to_str().unwrap().to_string();
+    for part in [format!("agora_token={token}"), "HttpOnly".into(), "SameSite=Strict".into(), "Path=/v1/automerge/repo".into()] {
+        assert!(cookie.split("; ").any(|p| p == part), "{part} in {cookie}");
+    }
+    let cookie_header = ("cookie", format!("agora_token={token}"));
+    let own_origin = ("origin", format!("http://{addr}"));
+
+    // A subprotocol: the handshake selects it, as a browser requires.
+    let protocol = format!("agora-token.{token}");
+    let selected = browser_socket(&addr, &[("sec-websocket-protocol", format!("automerge-repo, {protocol}"))]).await.expect("the subprotocol lets the socket in");
+    assert_eq!(selected.as_deref(), Some(protocol.as_str()));
+    assert_eq!(refused_status(browser_socket(&addr, &[("sec-websocket-protocol", "agora-token.0123abcd".to_string())]).await), 401);
+
+    // The cookie, from the node's own origin.
+    browser_socket(&addr, &[cookie_header.clone(), own_origin.clone()]).await.expect("the cookie lets a page of this origin in");
+    assert_eq!(refused_status(browser_socket(&addr, &[cookie_header.clone()]).await), 401, "no Origin: not a browser page");
+    assert_eq!(refused_status(browser_socket(&addr, &[cookie_header.clone(), ("origin", "http://evil.example".to_string())]).await), 401);
+    assert_eq!(refused_status(browser_socket(&addr, &[("cookie", "agora_token=0123abcd".to_string()), own_origin.clone()]).await), 401);
+
+    // Only the socket takes them: the JSON API still wants the bearer token.
+    let api = http
+        .post(format!("http://{addr}/v1/ops/status"))
+        .header("cookie", format!("agora_token={token}"))
+        .header("origin", format!("http://{addr}"))
+        .header("sec-websocket-protocol", protocol.clone())
+        .send("{}")
+        .unwrap();
+    assert_eq!(api.status().as_u16(), 401);
 }

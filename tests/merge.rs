@@ -7,7 +7,6 @@
 mod support;
 
 use serde_json::Value;
-use std::path::Path;
 use support::*;
 
 fn id_of(v: &Value) -> String {

@@ -204,6 +204,25 @@ fn the_live_page_draws_the_debate_and_follows_new_events() {
         (hits.as_array().unwrap().len() == 1 && hits[0] == c.as_str()).then_some(())
     });
 
+    // An automerge-repo client in the page: the browser's WebSocket cannot
+    // carry the token in a header; the page's session cookie (HttpOnly, so
+    // not readable by scripts) lets it in, and so does the token as a
+    // subprotocol.
+    browser.execute(
+        "window.__ws = {}; window.agora.session.then((repo) => { \
+           const go = (k, protocols) => { const w = new WebSocket(repo.websocket, protocols); \
+             w.onopen = () => { window.__ws[k] = 'open ' + w.protocol; w.close(); }; w.onerror = () => { window.__ws[k] = 'refused'; }; }; \
+           go('cookie', []); go('protocol', ['agora-token.' + window.agora.state.token]); }); return true",
+    );
+    let (sockets, _) = until("the page's WebSockets", Duration::from_secs(10), || {
+        let v = browser.execute("return window.__ws");
+        (v.as_object().is_some_and(|o| o.len() == 2)).then_some(v)
+    });
+    assert_eq!(sockets["cookie"], "open ", "{sockets}");
+    assert_eq!(sockets["protocol"], format!("open agora-token.{token}"), "{sockets}");
+    let readable: Value = browser.execute("return document.cookie.includes('agora_token')");
+    assert_eq!(readable, false, "the cookie is HttpOnly");
+
     // A new event, recorded through the API, appears without a reload.
     let marker: Value = browser.execute("window.__loaded = true; return true");
     assert_eq!(marker, true);

@@ -1,13 +1,15 @@
 //! `agora`: the command-line front of an Agora node, and the node itself.
 //!
-//! This binary is thin: it parses arguments ([`cli`]), resolves the home
-//! directory ([`home`]), and runs one command in a [`session::Session`]
-//! through the dispatcher ([`commands`]: [`chain_cmds`], [`membership`],
-//! [`reasoning`], [`merge_cmds`]), mapping errors to exit codes.
-//! `agora node run` starts the long-running node ([`daemon`]); while one runs
-//! on the home, every other command is forwarded to it over the local control
-//! channel ([`control`]) instead of opening the store a second time.
-//! Formats, verification, storage and replication live in the library crates.
+//! This binary is thin: it parses arguments (`agora_commands::cli`),
+//! resolves the home directory, and runs one command where it belongs
+//! (`agora_commands::run::run_at_home`: forwarded to the home's running
+//! node over the local control channel, or on the home's store), mapping
+//! errors to exit codes. `agora node run` starts the long-running node
+//! ([`daemon`]); `agora mcp` serves the MCP tools over standard input and
+//! output (`agora_interfaces::mcp`); `agora sim` runs the simulator
+//! ([`sim_cmd`]). The commands live in `agora-commands`, the front ends in
+//! `agora-interfaces`; formats, verification, storage and replication in the
+//! library crates below them.
 //!
 //! Exit codes: 0 success; 1 refused or failed (bad input, I/O, a store that is
 //! not ours); 2 usage error; 3 `verify` found problems in stored data.
@@ -15,37 +17,16 @@
 // Store errors name the entry they concern and are built only on failure.
 #![allow(clippy::result_large_err)]
 
-mod args;
-mod automerge_view;
-mod chain_cmds;
-mod cli;
-mod commands;
-mod config;
-mod control;
 mod daemon;
-mod frontier;
-mod graph_cache;
-mod home;
-mod mcp;
-mod membership;
-mod merge_cmds;
 mod metrics;
-mod ops;
-mod output;
-mod own_chain;
-mod reasoning;
-mod session;
 mod sim_cmd;
 
-use cli::{ChainCommand, Command, NodeCommand};
+use agora_commands::cli::{self, ChainCommand, Command, NodeCommand};
+use agora_commands::{automerge_view, control, home, output};
+use agora_interfaces::mcp;
 use std::io::Read;
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
-
-/// How long a command run by hand waits for a store that another short-lived
-/// command holds open.
-const STORE_BUSY_WAIT: Duration = Duration::from_secs(10);
 
 /// jemalloc rather than glibc's allocator: a node allocates and frees
 /// megabyte buffers from many threads (RocksDB memtables, responses being
@@ -102,42 +83,15 @@ fn main() -> ExitCode {
     };
     let local_only = matches!(args.command, Command::Chain(ChainCommand::Init | ChainCommand::CheckProof { .. }));
     drop(args);
-    let started = Instant::now();
-    loop {
-        if !local_only
-            && let Some(node) = control::find_node(&home.dir)
-        {
-            let request = control::CommandRequest {
-                argv: std::env::args().collect(),
-                cwd: std::env::current_dir().unwrap_or_default(),
-            };
-            match control::forward(&node, &request, &stdin) {
-                Ok(code) => return code,
-                Err(control::ForwardError::Failed(e)) => return fail(&e, json),
-                // A node that died without cleaning up: run here.
-                Err(control::ForwardError::Unreachable) => {}
-            }
-        }
-        // Commands consume their arguments; a retry parses them again.
-        let command = cli::parse().command;
-        let result = {
-            let mut out = std::io::stdout().lock();
-            let mut input = std::io::Cursor::new(&stdin[..]);
-            let session = session::Session::local(&home, json, &mut out, &mut input);
-            commands::run(&session, command)
-        };
-        match result {
-            Ok(code) => return code,
-            // Another short-lived command holds the store: it never wrote
-            // anything of ours yet (opening is the first step), so wait.
-            Err(e) if is_locked(&e) && started.elapsed() < STORE_BUSY_WAIT => std::thread::sleep(Duration::from_millis(50)),
-            Err(e) => return fail(&e, json),
-        }
+    let argv: Vec<String> = std::env::args().collect();
+    let result = {
+        let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
+        agora_commands::run::run_at_home(&home, &argv, &stdin, local_only, &mut stdout.lock(), &mut stderr.lock())
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => fail(&e, json),
     }
-}
-
-fn is_locked(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| matches!(c.downcast_ref::<agora_store::StoreError>(), Some(agora_store::StoreError::Locked { .. })))
 }
 
 /// Does the command read standard input, and up to how many bytes?

@@ -1,7 +1,11 @@
 //! The merged view served over the automerge-repo sync protocol (the one
 //! the JS `@automerge/automerge-repo` and Rust `samod` speak), on a
 //! WebSocket of the control channel: `GET /v1/automerge/repo`, behind the
-//! control token. `GET /v1/automerge/url` names the one document served.
+//! control token: as a bearer token, as the subprotocol
+//! `agora-token.<token>`, or as the cookie `POST /v1/session` sets for a
+//! page of the node's own origin (browsers cannot put headers on a
+//! WebSocket; see `server.rs`). `GET /v1/automerge/url` names the one
+//! document served.
 //!
 //! The node runs a `samod` repo (in-memory storage) holding ONE document, a
 //! copy of [`PublishedView`]'s (the document `POST /v1/automerge/sync`
@@ -35,7 +39,7 @@
 //! locked.
 
 use super::server::ControlState;
-use crate::automerge_view::PublishedView;
+use agora_commands::automerge_view::PublishedView;
 use anyhow::{anyhow, Context, Result};
 use automerge::{Automerge, ChangeHash};
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
@@ -211,7 +215,7 @@ pub async fn url(State(state): State<Arc<ControlState>>) -> Response {
 /// `GET /v1/automerge/repo`: the WebSocket, handed to the repo once the
 /// document is up to date.
 pub async fn websocket(State(state): State<Arc<ControlState>>, upgrade: WebSocketUpgrade) -> Response {
-    let unavailable = |why: &str| super::http_api::ApiError::new("unavailable", why).into_response();
+    let unavailable = |why: &str| agora_interfaces::http_api::ApiError::new("unavailable", why).into_response();
     if state.streams_end.is_cancelled() {
         return unavailable("the node is shutting down");
     }
@@ -219,7 +223,10 @@ pub async fn websocket(State(state): State<Arc<ControlState>>, upgrade: WebSocke
     let Ok(permit) = repo.connections.clone().try_acquire_owned() else {
         return unavailable(&format!("{CONNECTIONS_MAX} automerge-repo connections are open; try again later"));
     };
-    upgrade.max_message_size(MESSAGE_BYTES_MAX).on_upgrade(move |socket| async move {
+    // A client that sent the token as a subprotocol gets it selected (a
+    // browser refuses a handshake that selects none of those it offered).
+    let offered = format!("{}{}", super::server::TOKEN_PROTOCOL_PREFIX, state.token);
+    upgrade.protocols([offered]).max_message_size(MESSAGE_BYTES_MAX).on_upgrade(move |socket| async move {
         if let Err(e) = repo.update(&state).await {
             tracing::warn!("updating the automerge-repo document: {e:#}");
         }

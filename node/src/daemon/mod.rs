@@ -11,20 +11,18 @@
 
 mod automerge_repo;
 mod driver;
-mod http_api;
-mod live_page;
 mod network;
-pub(crate) mod server;
+mod server;
 
-use crate::cli::NodeRunArgs;
-use crate::control::{remove_node_file, write_node_file, NodeFile};
-use crate::graph_cache::GraphCache;
-use crate::home::Home;
+use agora_commands::cli::NodeRunArgs;
+use agora_commands::control::{remove_node_file, write_node_file, NodeFile};
+use agora_commands::graph_cache::GraphCache;
+use agora_commands::home::Home;
 use agora_core::AgentId;
 use agora_store::Store;
 use agora_sync::WorkspaceId;
 use anyhow::{bail, Context, Result};
-use crate::config::{self, NodeConfig};
+use agora_commands::config::{self, NodeConfig};
 use libp2p::identity::Keypair;
 use network::NetworkSettings;
 use std::io::{IsTerminal, Write};
@@ -66,7 +64,7 @@ fn load_or_create_node_key(home: &Path) -> Result<Keypair> {
         Ok(bytes) => Keypair::from_protobuf_encoding(&bytes).with_context(|| format!("node key {} is damaged", path.display())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let key = Keypair::generate_ed25519();
-            crate::home::write_private_file(&path, &key.to_protobuf_encoding()?)?;
+            agora_commands::home::write_private_file(&path, &key.to_protobuf_encoding()?)?;
             Ok(key)
         }
         Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
@@ -103,8 +101,8 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
     let config = config::resolve(args, home_dir)?;
     let home = Home { dir: config.home.clone() };
     let key = home.load_key()?;
-    if let Some(other) = crate::control::find_node(&home.dir)
-        && crate::control::status(&other).is_ok()
+    if let Some(other) = agora_commands::control::find_node(&home.dir)
+        && agora_commands::control::status(&other).is_ok()
     {
         bail!("a node (pid {}) is already running on {}", other.pid, home.dir.display());
     }
@@ -159,7 +157,7 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
         let streams_end = tokio_util::sync::CancellationToken::new();
         // The published view, also served over the automerge-repo protocol
         // (one samod document made of its changes; see `automerge_repo.rs`).
-        let mut published = crate::automerge_view::PublishedView::default();
+        let mut published = agora_commands::automerge_view::PublishedView::default();
         let automerge_repo = Arc::new(
             automerge_repo::AutomergeRepo::start(&mut published, &peer_id.to_string(), &format!("ws://{control_addr}{}", automerge_repo::WEBSOCKET_PATH))
                 .await

@@ -4,16 +4,21 @@
 //! the merged view over Automerge sync (`/v1/automerge/sync`) and over the
 //! automerge-repo protocol on a WebSocket (`/v1/automerge/repo`, see
 //! `automerge_repo.rs`), and serves the MCP tools over streamable HTTP
-//! (`/mcp`, see `mcp/`). See `control.rs` for the protocol.
+//! (`/mcp`), the JSON API (`/v1/ops/<name>`) and the live page (`/`), the
+//! last three from `agora-interfaces` over [`NodeBackend`]. See
+//! `agora_commands::control` for the protocol.
 
-use crate::cli::{Args, ChainCommand, Command, NodeCommand};
-use crate::control::{
+use agora_commands::control::{
     frame, proof, token_matches, CommandRequest, CHALLENGE_HEADER, COMMAND_LINE_BYTES_MAX, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT, PROOF_HEADER,
     STDIN_BYTES_MAX,
 };
-use crate::graph_cache::GraphCache;
-use crate::home::Home;
-use crate::session::Session;
+use agora_commands::graph_cache::GraphCache;
+use agora_commands::home::Home;
+use agora_commands::ops::invoke::Ran;
+use agora_commands::ops::{Backend, Invoke, OpError};
+use agora_commands::run::{run_in_open_store, OpenStore};
+use agora_interfaces::http_api::ApiError;
+use agora_interfaces::{http_api, live_page, mcp};
 use agora_core::AgentId;
 use agora_store::Store;
 use axum::body::{Body, Bytes};
@@ -22,12 +27,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use clap::Parser;
 use std::convert::Infallible;
 use std::io::Write;
-use std::path::Path;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
@@ -41,7 +42,7 @@ pub struct ControlState {
     /// Asks the event loop for a status snapshot.
     pub status: mpsc::Sender<oneshot::Sender<serde_json::Value>>,
     /// The merged view published as an Automerge document.
-    pub published: std::sync::Mutex<crate::automerge_view::PublishedView>,
+    pub published: std::sync::Mutex<agora_commands::automerge_view::PublishedView>,
     /// Counts committed writes (set by the store observer), so the document
     /// is republished only when something changed.
     pub generation: Arc<std::sync::atomic::AtomicU64>,
@@ -67,33 +68,27 @@ pub fn router(state: Arc<ControlState>) -> Router {
         .route("/v1/command", post(command).layer(DefaultBodyLimit::max(STDIN_BYTES_MAX + COMMAND_LINE_BYTES_MAX)))
         .route("/v1/status", get(status).layer(DefaultBodyLimit::max(0)))
         .route("/metrics", get(metrics).layer(DefaultBodyLimit::max(0)))
-        .route("/v1/events", get(super::live_page::events).layer(DefaultBodyLimit::max(0)))
         .route("/v1/automerge/sync", post(automerge_sync).layer(DefaultBodyLimit::max(AUTOMERGE_MESSAGE_BYTES_MAX)))
         .route(super::automerge_repo::WEBSOCKET_PATH, get(super::automerge_repo::websocket).layer(DefaultBodyLimit::max(0)))
         .route("/v1/automerge/url", get(super::automerge_repo::url).layer(DefaultBodyLimit::max(0)))
+        .route("/v1/session", post(session).layer(DefaultBodyLimit::max(0)))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
-    // The MCP endpoint (streamable HTTP): the same tools as `agora mcp`,
-    // run on this node's open store, behind the same token. Its host check
-    // admits 127.0.0.1 and localhost, where the control channel listens.
-    let backend: Arc<dyn crate::ops::Backend> = Arc::new(crate::ops::invoke::NodeInvoker { state: state.clone() });
-    let server = crate::mcp::AgoraMcp::new(backend);
-    let mcp: StreamableHttpService<crate::mcp::AgoraMcp, LocalSessionManager> = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default().with_cancellation_token(state.streams_end.child_token()),
-    );
-    let mcp = Router::new().nest_service("/mcp", mcp).layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
-    // The JSON API over the same operations, and its OpenAPI document.
-    let (ops, openapi) = super::http_api::routes(state.clone());
-    let ops = ops.layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
+    // The front ends, run on this node's open store, behind the same token:
+    // the MCP endpoint (streamable HTTP: the same tools as `agora mcp`), the
+    // JSON API over the same operations (its OpenAPI document is open), and
+    // the live page's change stream (its static files are open).
+    let backend: Arc<dyn Backend> = Arc::new(NodeBackend { state: state.clone() });
+    let mcp = Router::new().nest_service("/mcp", mcp::http_service(backend.clone(), state.streams_end.child_token()));
+    let (ops, openapi) = http_api::routes(backend);
+    let changes = live_page::events(live_page::Changes { generation: state.generation.clone(), end: state.streams_end.clone() });
+    let front_ends = mcp.merge(ops).merge(changes).layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
     Router::new()
         .route("/v1/hello", get(hello))
         .merge(authenticated)
         .with_state(state)
-        .merge(mcp)
-        .merge(ops)
+        .merge(front_ends)
         .merge(openapi)
-        .merge(super::live_page::static_files())
+        .merge(live_page::static_files())
 }
 
 fn authorized(state: &ControlState, headers: &HeaderMap) -> bool {
@@ -104,11 +99,55 @@ fn authorized(state: &ControlState, headers: &HeaderMap) -> bool {
         .is_some_and(|t| token_matches(t, &state.token))
 }
 
+/// The cookie `POST /v1/session` gives a browser page, so that a stock
+/// automerge-repo WebSocket adapter (a browser's WebSocket cannot carry an
+/// `Authorization` header) is let in: HttpOnly, SameSite=Strict, and sent
+/// for the WebSocket's path only.
+pub const SESSION_COOKIE: &str = "agora_token";
+/// A WebSocket client that can name subprotocols but not headers offers
+/// `agora-token.<token>`; the handshake selects it.
+pub const TOKEN_PROTOCOL_PREFIX: &str = "agora-token.";
+
+/// The token a WebSocket handshake carries where a browser can put it: in
+/// the session cookie, from a page of this node's own origin (a browser
+/// always sends `Origin` on a WebSocket handshake, and a page of another
+/// site gets a different one), or as a subprotocol.
+fn websocket_authorized(state: &ControlState, headers: &HeaderMap) -> bool {
+    let by_protocol = headers
+        .get_all("sec-websocket-protocol")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|p| p.trim().strip_prefix(TOKEN_PROTOCOL_PREFIX))
+        .any(|t| token_matches(t, &state.token));
+    let host = headers.get("host").and_then(|v| v.to_str().ok());
+    let same_origin = headers.get("origin").and_then(|v| v.to_str().ok()).zip(host).is_some_and(|(o, h)| o == format!("http://{h}"));
+    let by_cookie = same_origin
+        && headers
+            .get_all("cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|c| c.trim().strip_prefix(SESSION_COOKIE)?.strip_prefix('='))
+            .any(|t| token_matches(t, &state.token));
+    by_protocol || by_cookie
+}
+
+/// `POST /v1/session` (behind the bearer token): the session cookie for
+/// the automerge-repo WebSocket.
+async fn session(State(state): State<Arc<ControlState>>) -> Response {
+    let cookie = format!("{SESSION_COOKIE}={}; HttpOnly; SameSite=Strict; Path={}", state.token, super::automerge_repo::WEBSOCKET_PATH);
+    (StatusCode::NO_CONTENT, [("set-cookie", cookie), ("cache-control", "no-store".to_string())]).into_response()
+}
+
 /// Refuse a request without the bearer token from its headers alone: the
-/// body of an unauthenticated request is never read (nor buffered).
+/// body of an unauthenticated request is never read (nor buffered). The
+/// automerge-repo WebSocket also takes the token where a browser can put it
+/// ([`websocket_authorized`]).
 async fn require_token(State(state): State<Arc<ControlState>>, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    if !authorized(&state, request.headers()) {
-        return super::http_api::ApiError::new("unauthorized", "bad or missing bearer token (the node's control token, in node.json)").into_response();
+    let websocket = request.uri().path() == super::automerge_repo::WEBSOCKET_PATH;
+    if !authorized(&state, request.headers()) && !(websocket && websocket_authorized(&state, request.headers())) {
+        return ApiError::new("unauthorized", "bad or missing bearer token (the node's control token, in node.json)").into_response();
     }
     next.run(request).await
 }
@@ -179,21 +218,6 @@ impl Write for FrameWriter {
     }
 }
 
-/// Make the command's relative paths relative to the caller's directory.
-fn absolutize(command: &mut Command, cwd: &Path) {
-    let fix = |p: &mut std::path::PathBuf| {
-        if p.is_relative() && p.as_os_str() != "-" {
-            *p = cwd.join(&*p);
-        }
-    };
-    match command {
-        Command::Chain(ChainCommand::Append { file: Some(p) }) => fix(p),
-        Command::Chain(ChainCommand::Import { file }) => fix(file),
-        Command::Chain(ChainCommand::Export { output: Some(p), .. }) => fix(p),
-        _ => {}
-    }
-}
-
 async fn command(State(state): State<Arc<ControlState>>, body: Bytes) -> Response {
     let Some(split) = body.iter().take(COMMAND_LINE_BYTES_MAX).position(|b| *b == b'\n') else {
         return (StatusCode::BAD_REQUEST, format!("no request line within {COMMAND_LINE_BYTES_MAX} bytes")).into_response();
@@ -217,50 +241,34 @@ fn run_forwarded(state: &ControlState, request: CommandRequest, stdin: Bytes, tx
 }
 
 /// Run a command line on the node's open store and live graph, as `agora`
-/// would run it by hand, with its output written to `out` and `err`.
-/// Returns the exit code's byte. The control channel's forwarded commands
-/// and the node's MCP tools both come through here.
-pub fn run_in_node(state: &ControlState, request: &CommandRequest, stdin: &[u8], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    match Args::try_parse_from(&request.argv) {
-        Err(e) => {
-            let _ = write!(err, "{}", e.render());
-            e.exit_code().clamp(0, 255) as u8
-        }
-        Ok(args) => {
-            let json = args.json;
-            let mut command = args.command;
-            if matches!(command, Command::Chain(ChainCommand::Init) | Command::Node(NodeCommand::Run(_))) {
-                let _ = writeln!(err, "error: a node is already running on {}", state.home.dir.display());
-                1
-            } else {
-                absolutize(&mut command, &request.cwd);
-                let mut input = std::io::Cursor::new(stdin);
-                let result = {
-                    let session = Session::in_node(&state.home, json, out, &mut input, &state.store, &state.graph, state.founder);
-                    crate::commands::run(&session, command)
-                };
-                match result {
-                    Ok(code) => exit_code_byte(code),
-                    Err(e) => {
-                        crate::output::write_error(&e, json, out, err);
-                        1
-                    }
-                }
-            }
-        }
+/// would run it by hand. Forwarded commands and the front ends' operations
+/// both come through here.
+fn run_in_node(state: &ControlState, request: &CommandRequest, stdin: &[u8], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let open = OpenStore { home: &state.home, store: &state.store, graph: &state.graph, founder: state.founder };
+    run_in_open_store(&open, request, stdin, out, err)
+}
+
+/// The node as the front ends' backend: operations run on its open store,
+/// its status from the event loop.
+pub struct NodeBackend {
+    pub state: Arc<ControlState>,
+}
+
+impl Invoke for NodeBackend {
+    fn run(&self, argv: Vec<String>, stdin: &[u8]) -> Result<Ran, OpError> {
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        let request = CommandRequest { argv, cwd: self.state.home.dir.clone() };
+        let code = run_in_node(&self.state, &request, stdin, &mut stdout, &mut stderr);
+        Ok(Ran { code, stdout, stderr })
     }
 }
 
-/// `ExitCode` hides its value; the commands only return these.
-pub(crate) fn exit_code_byte(code: std::process::ExitCode) -> u8 {
-    if code == std::process::ExitCode::SUCCESS {
-        0
-    } else if code == std::process::ExitCode::from(3) {
-        3
-    } else if code == std::process::ExitCode::from(2) {
-        2
-    } else {
-        1
+impl Backend for NodeBackend {
+    fn node_status(&self) -> Result<serde_json::Value, OpError> {
+        let (tx, rx) = oneshot::channel();
+        let gone = || OpError::msg("the node is shutting down".to_string());
+        self.state.status.blocking_send(tx).map_err(|_| gone())?;
+        rx.blocking_recv().map_err(|_| gone())
     }
 }
 
@@ -269,7 +277,7 @@ async fn automerge_sync(State(state): State<Arc<ControlState>>, body: Bytes) -> 
         return (StatusCode::BAD_REQUEST, "no client id line").into_response();
     };
     let client = match std::str::from_utf8(&body[..split]) {
-        Ok(c) if !c.is_empty() && c.len() <= crate::automerge_view::CLIENT_ID_MAX => c.to_string(),
+        Ok(c) if !c.is_empty() && c.len() <= agora_commands::automerge_view::CLIENT_ID_MAX => c.to_string(),
         _ => return (StatusCode::BAD_REQUEST, "client id must be 1 to 64 bytes of UTF-8").into_response(),
     };
     let message = body.slice(split + 1..);

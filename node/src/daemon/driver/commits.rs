@@ -13,7 +13,7 @@
 //! founder can cause.
 
 use super::Driver;
-use crate::graph_cache::GraphCache;
+use agora_commands::graph_cache::GraphCache;
 use agora_core::{AgentId, EntryRef};
 use agora_store::{CommitNotice, Store, StoreError};
 use agora_sync::Head;

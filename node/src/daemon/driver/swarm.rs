@@ -73,7 +73,7 @@ impl Driver {
             _ => return,
         };
         if let Ok(e) = agora_core::SignedEntry::decode(&entry) {
-            let late_ms = crate::args::now_ms().saturating_sub(e.header().timestamp_ms);
+            let late_ms = agora_commands::args::now_ms().saturating_sub(e.header().timestamp_ms);
             self.ctx.histograms.gossip_latency.observe(late_ms as f64 / 1000.0);
         }
     }

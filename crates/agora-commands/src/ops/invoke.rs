@@ -1,20 +1,15 @@
 //! Where an operation's command line runs: the same places the CLI's commands run
 //! (see `session.rs`). `agora mcp` over stdio forwards each command to the
 //! node running on its home, or, with no node, opens the store for that
-//! command alone, as `agora <command>` would; the node's own MCP endpoint
-//! runs them on its open store.
+//! command alone, as `agora <command>` would. The node's own front ends run
+//! them on its open store, with an invoker of the node's
+//! ([`crate::run::run_in_open_store`]).
 
 use super::catalog::{Invoke, OpError};
-use crate::control::{self, CommandRequest, ForwardError};
-use crate::daemon::server::{run_in_node, ControlState};
+use crate::control;
 use crate::home::Home;
-use crate::session::Session;
+use crate::run::run_at_home;
 use serde_json::Value;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// How long a command waits for a store another short-lived command holds.
-const STORE_BUSY_WAIT: Duration = Duration::from_secs(10);
 
 /// A command's output and exit code.
 pub struct Ran {
@@ -62,57 +57,23 @@ impl Ran {
     }
 }
 
-/// Commands of `agora mcp`: forwarded to this home's node, else run here.
+/// Commands of `agora mcp`: forwarded to this home's node, else run here,
+/// exactly as `agora <command>` runs them ([`run_at_home`]).
 pub struct HomeInvoker {
     pub home: Home,
 }
 
 impl Invoke for HomeInvoker {
     fn run(&self, argv: Vec<String>, stdin: &[u8]) -> Result<Ran, OpError> {
-        let started = Instant::now();
-        loop {
-            let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-            if let Some(node) = control::find_node(&self.home.dir) {
-                let request = CommandRequest { argv: argv.clone(), cwd: std::env::current_dir().unwrap_or_default() };
-                match control::forward_to(&node, &request, stdin, &mut stdout, &mut stderr) {
-                    Ok(code) => return Ok(Ran { code, stdout, stderr }),
-                    Err(ForwardError::Failed(e)) => return Err(OpError::msg(format!("{e:#}"))),
-                    Err(ForwardError::Unreachable) => {}
-                }
-            }
-            let args = match <crate::cli::Args as clap::Parser>::try_parse_from(&argv) {
-                Ok(a) => a,
-                Err(e) => return Ok(Ran { code: 2, stdout, stderr: e.render().to_string().into_bytes() }),
-            };
-            let mut input = std::io::Cursor::new(stdin);
-            let result = {
-                let session = Session::local(&self.home, true, &mut stdout, &mut input);
-                crate::commands::run(&session, args.command)
-            };
-            match result {
-                Ok(code) => return Ok(Ran { code: crate::daemon::server::exit_code_byte(code), stdout, stderr }),
-                Err(e) if crate::is_locked(&e) && started.elapsed() < STORE_BUSY_WAIT => std::thread::sleep(Duration::from_millis(50)),
-                Err(e) => {
-                    let mut out = Vec::new();
-                    crate::output::write_error(&e, true, &mut out, &mut stderr);
-                    return Ok(Ran { code: 1, stdout: out, stderr });
-                }
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        match run_at_home(&self.home, &argv, stdin, false, &mut stdout, &mut stderr) {
+            Ok(code) => Ok(Ran { code, stdout, stderr }),
+            Err(e) => {
+                let mut out = Vec::new();
+                crate::output::write_error(&e, true, &mut out, &mut stderr);
+                Ok(Ran { code: 1, stdout: out, stderr })
             }
         }
-    }
-}
-
-/// Commands of the node's own MCP endpoint: on its open store.
-pub struct NodeInvoker {
-    pub state: Arc<ControlState>,
-}
-
-impl Invoke for NodeInvoker {
-    fn run(&self, argv: Vec<String>, stdin: &[u8]) -> Result<Ran, OpError> {
-        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-        let request = CommandRequest { argv, cwd: self.state.home.dir.clone() };
-        let code = run_in_node(&self.state, &request, stdin, &mut stdout, &mut stderr);
-        Ok(Ran { code, stdout, stderr })
     }
 }
 
@@ -126,14 +87,5 @@ impl super::Backend for HomeInvoker {
         let agent = self.invoke(super::argv::Argv::new(&["id"]).build())?;
         let authors = self.invoke(super::argv::Argv::new(&["authors"]).build())?;
         Ok(serde_json::json!({ "node_running": false, "home": self.home.dir, "agent": agent, "authors": authors }))
-    }
-}
-
-impl super::Backend for NodeInvoker {
-    fn node_status(&self) -> Result<Value, OpError> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let gone = || OpError::msg("the node is shutting down".to_string());
-        self.state.status.blocking_send(tx).map_err(|_| gone())?;
-        rx.blocking_recv().map_err(|_| gone())
     }
 }

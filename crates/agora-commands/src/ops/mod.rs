@@ -3,7 +3,7 @@
 //! typed input whose JSON Schema is derived from its type, an output schema,
 //! a description written for a model, and what it does to the log.
 //!
-//! The MCP server (`mcp.rs`) lists them as tools. An operation is one or
+//! The MCP server (`agora_interfaces::mcp`) lists them as tools. An operation is one or
 //! more commands of the CLI ([`argv`]), parsed by the CLI's own argument
 //! definitions and run by its own dispatcher where the CLI would run them
 //! ([`invoke`]): nothing here adds a rule or a code path, so an operation

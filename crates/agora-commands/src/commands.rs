@@ -1,7 +1,7 @@
 //! The dispatcher: one exhaustive match over the command groups of
 //! `cli.rs`, each handed to the module that owns it. `init`, `check-proof`,
 //! `node` and `automerge` commands never reach here through a node (see
-//! `main.rs`); `node` and `automerge` never reach here at all.
+//! the `agora` binary's `main.rs`); `node` and `automerge` never reach here at all.
 
 use crate::cli::Command;
 use crate::session::Session;

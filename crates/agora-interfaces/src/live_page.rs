@@ -1,5 +1,5 @@
 //! The live graph page at `/`: three static files embedded in the binary
-//! (`node/ui/`: no build step, no library), which read the JSON API with the
+//! (`crates/agora-interfaces/ui/`: no build step, no library), which read the JSON API with the
 //! control token, and `/v1/events`, the stream that tells an open page the
 //! log changed (server-sent events), so it redraws within a second.
 //!
@@ -7,21 +7,21 @@
 //! token; the page takes the token from the URL fragment (`agora open`
 //! prints the URL), which a browser never sends to a server.
 
-use super::server::ControlState;
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use std::convert::Infallible;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
-const INDEX_HTML: &str = include_str!("../../ui/index.html");
-const APP_JS: &str = include_str!("../../ui/app.js");
-const APP_CSS: &str = include_str!("../../ui/app.css");
+const INDEX_HTML: &str = include_str!("../ui/index.html");
+const APP_JS: &str = include_str!("../ui/app.js");
+const APP_CSS: &str = include_str!("../ui/app.css");
 
 /// How often an open stream looks for a change: well within the second
 /// the page promises.
@@ -42,12 +42,26 @@ pub fn static_files() -> Router {
         .route("/ui/app.css", get(|| async { file("text/css; charset=utf-8", APP_CSS) }))
 }
 
+/// What tells an open page the log changed.
+#[derive(Clone)]
+pub struct Changes {
+    /// Counts committed writes (the node's store observer adds to it).
+    pub generation: Arc<AtomicU64>,
+    /// Cancelled when the node stops: open streams end.
+    pub end: CancellationToken,
+}
+
+/// `/v1/events`, to be put behind the token by the caller.
+pub fn events(changes: Changes) -> Router {
+    Router::new().route("/v1/events", get(stream).layer(DefaultBodyLimit::max(0))).with_state(changes)
+}
+
 /// `GET /v1/events`: `event: change` with the write generation whenever a
 /// write was committed since the last look, a comment now and then to keep
 /// the stream open, and the end when the node stops.
-pub async fn events(State(state): State<Arc<ControlState>>) -> Response {
-    let generation = state.generation.clone();
-    let end = state.streams_end.clone();
+async fn stream(State(changes): State<Changes>) -> Response {
+    let generation = changes.generation;
+    let end = changes.end;
     let first = generation.load(Ordering::Acquire);
     let hello = futures::stream::once(async move { Ok::<_, Infallible>(format!("event: hello\ndata: {first}\n\n")) });
     let changes = futures::stream::unfold((first, 0u32), move |(last, idle)| {

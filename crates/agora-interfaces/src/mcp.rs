@@ -17,7 +17,9 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 use std::sync::Arc;
-use crate::ops::{argv, Backend, OpError, Operation};
+use agora_commands::ops::{argv, Backend, OpError, Operation};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 /// The resources, by URI.
 const STATUS_URI: &str = "agora://status";
@@ -38,7 +40,7 @@ pub struct AgoraMcp {
 
 impl AgoraMcp {
     pub fn new(backend: Arc<dyn Backend>) -> Self {
-        Self { tools: Arc::new(crate::ops::catalog()), backend }
+        Self { tools: Arc::new(agora_commands::ops::catalog()), backend }
     }
 
     /// The tools as MCP lists them.
@@ -49,7 +51,7 @@ impl AgoraMcp {
     fn merged_view(&self) -> Result<Value, OpError> {
         let b = &self.backend;
         let hash = b.invoke(argv::Argv::new(&["view-hash"]).build())?;
-        let nodes = b.invoke(argv::Argv::new(&["history"]).opt("as-of", Some(crate::args::now_ms().saturating_add(1))).build())?;
+        let nodes = b.invoke(argv::Argv::new(&["history"]).opt("as-of", Some(agora_commands::args::now_ms().saturating_add(1))).build())?;
         let disputes = b.invoke(argv::Argv::new(&["disputes"]).build())?;
         Ok(serde_json::json!({ "view_hash": hash["view_hash"], "entries": hash["entries"], "nodes": nodes, "disputes": disputes }))
     }
@@ -136,13 +138,26 @@ impl ServerHandler for AgoraMcp {
 
 /// `agora mcp`: serve over standard input and output until the client
 /// closes them. Logs go to standard error; standard output is the protocol's.
-pub fn serve_stdio(home: crate::home::Home) -> anyhow::Result<std::process::ExitCode> {
+pub fn serve_stdio(home: agora_commands::home::Home) -> anyhow::Result<std::process::ExitCode> {
     use rmcp::ServiceExt;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async move {
-        let server = AgoraMcp::new(Arc::new(crate::ops::invoke::HomeInvoker { home }));
+        let server = AgoraMcp::new(Arc::new(agora_commands::ops::invoke::HomeInvoker { home }));
         let running = server.serve(rmcp::transport::stdio()).await.map_err(|e| anyhow::anyhow!("MCP initialization failed: {e}"))?;
         running.waiting().await.map_err(|e| anyhow::anyhow!("the MCP server stopped: {e}"))?;
         Ok(std::process::ExitCode::SUCCESS)
     })
+}
+
+/// The same server over streamable HTTP, its tools run by `backend` (a
+/// running node's open store), for the caller to mount (at `/mcp`) behind
+/// its token. Sessions end when `end` is cancelled. Its host check admits
+/// 127.0.0.1 and localhost, where the control channel listens.
+pub fn http_service(backend: Arc<dyn Backend>, end: tokio_util::sync::CancellationToken) -> StreamableHttpService<AgoraMcp, LocalSessionManager> {
+    let server = AgoraMcp::new(backend);
+    StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default().with_cancellation_token(end),
+    )
 }

@@ -69,7 +69,7 @@ impl PublishedView {
     /// The document's changes that are not ancestors of `since` (every
     /// change for an empty `since`); `since` are heads this document had.
     /// The node's automerge-repo document is kept up to date with these
-    /// (`daemon/automerge_repo.rs`).
+    /// (the node's `daemon/automerge_repo.rs`).
     pub fn changes_since(&mut self, since: &[automerge::ChangeHash]) -> Vec<automerge::Change> {
         self.doc.get_changes(since)
     }

@@ -770,6 +770,14 @@ function main() {
     const c = e.target.closest("g.cluster");
     if (c) setZoom(0, Number(c.dataset.row));
   });
+  // The session cookie lets an automerge-repo client in this page (whose
+  // WebSocket cannot carry the token in a header) follow the merged view
+  // at /v1/automerge/repo: window.agora.automergeRepo names the URLs.
+  window.agora.session = fetch("/v1/session", { method: "POST", headers: { authorization: "Bearer " + state.token } })
+    .then((r) => r.ok ? fetch("/v1/automerge/url", { headers: { authorization: "Bearer " + state.token } }) : null)
+    .then((r) => r && r.ok ? r.json() : null)
+    .then((v) => { window.agora.automergeRepo = v ? { url: v.url, websocket: "ws://" + location.host + v.websocket } : null; return window.agora.automergeRepo; })
+    .catch(() => null);
   op("identity", {}).then((v) => { document.getElementById("node").textContent = "this agent " + short(v.agent || v.id || ""); }).catch(() => {});
   reload();
   live();

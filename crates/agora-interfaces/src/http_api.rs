@@ -9,9 +9,7 @@
 //! `wrong_state`, `input_schema`, `unknown_entry`, ...) and `entry` the
 //! entry it concerns.
 
-use super::server::ControlState;
-use crate::ops::invoke::NodeInvoker;
-use crate::ops::{catalog, Effect, Invoke, OpError, Operation};
+use agora_commands::ops::{catalog, Backend, Effect, Invoke, OpError, Operation};
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::StatusCode;
@@ -83,15 +81,15 @@ fn operations() -> &'static [Operation] {
     OPS.get_or_init(catalog)
 }
 
-/// The API's routes: the operations behind the token (the caller layers
-/// it), and the document without (it holds no secret).
-pub fn routes(state: Arc<ControlState>) -> (Router, Router) {
-    let ops = Router::new().route("/v1/ops/{name}", post(call).layer(DefaultBodyLimit::max(BODY_BYTES_MAX))).with_state(state);
+/// The API's routes: the operations, run by `backend`, behind the token
+/// (the caller layers it), and the document without (it holds no secret).
+pub fn routes(backend: Arc<dyn Backend>) -> (Router, Router) {
+    let ops = Router::new().route("/v1/ops/{name}", post(call).layer(DefaultBodyLimit::max(BODY_BYTES_MAX))).with_state(backend);
     let open = Router::new().route("/v1/openapi.json", get(|| async { Json(openapi().clone()) }));
     (ops, open)
 }
 
-async fn call(State(state): State<Arc<ControlState>>, Path(name): Path<String>, body: Bytes) -> Response {
+async fn call(State(backend): State<Arc<dyn Backend>>, Path(name): Path<String>, body: Bytes) -> Response {
     let Some(op) = operations().iter().find(|o| o.name == name) else {
         return ApiError::new("unknown_operation", format!("no operation {name:?}; GET /v1/openapi.json lists them")).into_response();
     };
@@ -105,9 +103,8 @@ async fn call(State(state): State<Arc<ControlState>>, Path(name): Path<String>, 
         }
     };
     let run = op.run;
-    let invoker = NodeInvoker { state };
-    match tokio::task::spawn_blocking(move || run(&invoker as &dyn Invoke, input)).await {
-        Ok(Ok(v)) => (StatusCode::OK, Json(crate::ops::catalog::as_object(v))).into_response(),
+    match tokio::task::spawn_blocking(move || run(&*backend as &dyn Invoke, input)).await {
+        Ok(Ok(v)) => (StatusCode::OK, Json(catalog::as_object(v))).into_response(),
         Ok(Err(e)) => ApiError::from_op(e).into_response(),
         Err(e) => ApiError::new("internal", format!("the operation stopped unexpectedly: {e}")).into_response(),
     }
@@ -151,7 +148,7 @@ pub fn openapi() -> &'static Value {
     static DOC: OnceLock<Value> = OnceLock::new();
     DOC.get_or_init(|| {
         let mut defs = Map::new();
-        let error = hoist(crate::ops::catalog::schema_of::<ApiError>(), &mut defs);
+        let error = hoist(catalog::schema_of::<ApiError>(), &mut defs);
         defs.insert("Error".to_string(), error);
         let err = |what: &str| json!({ "description": what, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } });
         let mut paths = Map::new();

@@ -1,0 +1,40 @@
+//! Agora's command API: every command of the `agora` command line, as typed
+//! arguments ([`cli`]), run in a [`session::Session`] by one dispatcher
+//! ([`commands`]: [`chain_cmds`], [`membership`], [`reasoning`],
+//! [`merge_cmds`]), and the same commands as typed operations for programs
+//! ([`ops`]: inputs with JSON Schemas, output schemas, effects).
+//!
+//! Every front end calls into this crate and adds no rule of its own: the
+//! `agora` binary parses a command line and runs it ([`run::run_at_home`]);
+//! a running node runs forwarded command lines on its open store
+//! ([`run::run_in_open_store`]); the MCP server, the JSON API and the live
+//! page (crate `agora-interfaces`) run operations, which are command lines
+//! too. So adding a command touches this crate, plus a line per front end,
+//! and the front ends cannot disagree.
+//!
+//! It knows no daemon, no network and no HTTP server. What it does touch:
+//! the home directory's files, the store (through `agora-store`), and the
+//! control channel's client side ([`control`]), which forwards a command to
+//! the home's node.
+
+// Store errors name the entry they concern and are built only on failure.
+#![allow(clippy::result_large_err)]
+
+pub mod args;
+pub mod automerge_view;
+pub mod chain_cmds;
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod control;
+pub mod frontier;
+pub mod graph_cache;
+pub mod home;
+pub mod membership;
+pub mod merge_cmds;
+pub mod ops;
+pub mod output;
+pub mod own_chain;
+pub mod reasoning;
+pub mod run;
+pub mod session;

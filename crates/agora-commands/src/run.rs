@@ -1,0 +1,142 @@
+//! Running one command line where it belongs: the one code path the `agora`
+//! binary, `agora mcp` and the node's own front ends share.
+//!
+//! While a node runs on the home, a command is forwarded to it over the
+//! control channel and runs on the node's open store ([`run_in_open_store`]
+//! on the node's side); with no node, it opens the store itself
+//! ([`run_at_home`]), waiting briefly if another short-lived command holds it.
+
+use crate::cli::{Args, ChainCommand, Command, NodeCommand};
+use crate::control::{self, CommandRequest, ForwardError};
+use crate::graph_cache::GraphCache;
+use crate::home::Home;
+use crate::session::Session;
+use agora_core::AgentId;
+use agora_store::Store;
+use clap::Parser;
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// How long a command run by hand waits for a store that another short-lived
+/// command holds open.
+pub const STORE_BUSY_WAIT: Duration = Duration::from_secs(10);
+
+/// Did the command fail because another process holds the store open?
+pub fn is_locked(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| matches!(c.downcast_ref::<agora_store::StoreError>(), Some(agora_store::StoreError::Locked { .. })))
+}
+
+/// `ExitCode` hides its value; the commands only return these.
+pub fn exit_code_byte(code: ExitCode) -> u8 {
+    if code == ExitCode::SUCCESS {
+        0
+    } else if code == ExitCode::from(3) {
+        3
+    } else if code == ExitCode::from(2) {
+        2
+    } else {
+        1
+    }
+}
+
+/// Run the command line `argv` (program name first) for `home`: forwarded to
+/// the home's running node, or on the home's store when none runs (or when
+/// `local_only`: `init` and `check-proof` never need a node). Output is
+/// written to `out` and `err` as it comes. Returns the exit code's byte; a
+/// usage error is clap's message on `err` with code 2. An error is returned
+/// when the command could not run at all or failed on this process's own
+/// store; the caller renders it.
+pub fn run_at_home(home: &Home, argv: &[String], stdin: &[u8], local_only: bool, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<u8> {
+    let started = Instant::now();
+    loop {
+        if !local_only && let Some(node) = control::find_node(&home.dir) {
+            let request = CommandRequest { argv: argv.to_vec(), cwd: std::env::current_dir().unwrap_or_default() };
+            match control::forward_to(&node, &request, stdin, out, err) {
+                Ok(code) => return Ok(code),
+                Err(ForwardError::Failed(e)) => return Err(e),
+                // A node that died without cleaning up: run here.
+                Err(ForwardError::Unreachable) => {}
+            }
+        }
+        // Commands consume their arguments; a retry parses them again.
+        let args = match Args::try_parse_from(argv) {
+            Ok(a) => a,
+            Err(e) => {
+                let _ = write!(err, "{}", e.render());
+                return Ok(e.exit_code().clamp(0, 255) as u8);
+            }
+        };
+        let mut input = std::io::Cursor::new(stdin);
+        let result = {
+            let session = Session::local(home, args.json, out, &mut input);
+            crate::commands::run(&session, args.command)
+        };
+        match result {
+            Ok(code) => return Ok(exit_code_byte(code)),
+            // Another short-lived command holds the store: it never wrote
+            // anything of ours yet (opening is the first step), so wait.
+            Err(e) if is_locked(&e) && started.elapsed() < STORE_BUSY_WAIT => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// A running node's open store and live graph, on which forwarded commands
+/// run.
+pub struct OpenStore<'a> {
+    pub home: &'a Home,
+    pub store: &'a Store,
+    pub graph: &'a GraphCache,
+    /// The workspace founder the node runs for.
+    pub founder: AgentId,
+}
+
+/// Run a command line on a node's open store and live graph, as `agora`
+/// would run it by hand, with its output written to `out` and `err`.
+/// Returns the exit code's byte. The control channel's forwarded commands
+/// and every front end of the node (MCP, the JSON API) come through here.
+pub fn run_in_open_store(open: &OpenStore<'_>, request: &CommandRequest, stdin: &[u8], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let args = match Args::try_parse_from(&request.argv) {
+        Ok(args) => args,
+        Err(e) => {
+            let _ = write!(err, "{}", e.render());
+            return e.exit_code().clamp(0, 255) as u8;
+        }
+    };
+    let json = args.json;
+    let mut command = args.command;
+    if matches!(command, Command::Chain(ChainCommand::Init) | Command::Node(NodeCommand::Run(_))) {
+        let _ = writeln!(err, "error: a node is already running on {}", open.home.dir.display());
+        return 1;
+    }
+    absolutize(&mut command, &request.cwd);
+    let mut input = std::io::Cursor::new(stdin);
+    let result = {
+        let session = Session::in_node(open.home, json, out, &mut input, open.store, open.graph, open.founder);
+        crate::commands::run(&session, command)
+    };
+    match result {
+        Ok(code) => exit_code_byte(code),
+        Err(e) => {
+            crate::output::write_error(&e, json, out, err);
+            1
+        }
+    }
+}
+
+/// Make the command's relative paths relative to the caller's directory.
+fn absolutize(command: &mut Command, cwd: &Path) {
+    let fix = |p: &mut std::path::PathBuf| {
+        if p.is_relative() && p.as_os_str() != "-" {
+            *p = cwd.join(&*p);
+        }
+    };
+    match command {
+        Command::Chain(ChainCommand::Append { file: Some(p) }) => fix(p),
+        Command::Chain(ChainCommand::Import { file }) => fix(file),
+        Command::Chain(ChainCommand::Export { output: Some(p), .. }) => fix(p),
+        _ => {}
+    }
+}
