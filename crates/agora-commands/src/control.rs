@@ -26,28 +26,16 @@
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::path::Path;
 use std::time::Duration;
 
 /// The file a running node writes into its home.
 pub const NODE_FILE: &str = "node.json";
-/// Largest standard input forwarded to a node (a pack piped into `import`).
-pub const STDIN_BYTES_MAX: usize = 256 << 20;
-
-/// Largest request line (the JSON arguments) before a command's input.
-pub const COMMAND_LINE_BYTES_MAX: usize = 8 << 20;
-/// The header carrying a client's challenge to `GET /v1/hello`.
-pub const CHALLENGE_HEADER: &str = "x-agora-challenge";
-/// The header carrying the node's answer.
-pub const PROOF_HEADER: &str = "x-agora-proof";
-
-/// Frame kinds.
-pub const FRAME_STDOUT: u8 = 1;
-/// Standard error.
-pub const FRAME_STDERR: u8 = 2;
-/// The exit code (one byte).
-pub const FRAME_EXIT: u8 = 3;
+pub use agora_command_line::wire::{
+    frame, proof, token_matches, CommandRequest, CHALLENGE_HEADER, COMMAND_LINE_BYTES_MAX, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT, PROOF_HEADER,
+    STDIN_BYTES_MAX,
+};
+use agora_command_line::wire::{encode_request, frame_head};
 
 /// Contents of `node.json`.
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -64,24 +52,6 @@ pub struct NodeFile {
     pub listen: Vec<String>,
     /// Workspace name.
     pub workspace: String,
-}
-
-/// The first line of a `POST /v1/command` body (standard input follows).
-#[derive(Serialize, Deserialize, Debug)]
-pub struct CommandRequest {
-    /// The arguments, program name first.
-    pub argv: Vec<String>,
-    /// The caller's working directory, against which relative paths resolve.
-    pub cwd: PathBuf,
-}
-
-/// Encode one frame.
-pub fn frame(kind: u8, bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(5 + bytes.len());
-    out.push(kind);
-    out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
-    out.extend_from_slice(bytes);
-    out
 }
 
 /// Write `node.json` atomically with mode 0600.
@@ -123,14 +93,6 @@ fn process_alive(pid: u32) -> bool {
     proc_root.join(pid.to_string()).exists()
 }
 
-/// The answer to a challenge that proves knowledge of `token`.
-pub fn proof(token: &str, challenge: &str) -> String {
-    let mut bytes = b"agora-control-proof/1".to_vec();
-    bytes.extend_from_slice(token.as_bytes());
-    bytes.extend_from_slice(challenge.as_bytes());
-    hex::encode(agora_core::sha256(&bytes))
-}
-
 /// Does the listener at `node.control` know the token? Sends a random
 /// challenge and nothing else.
 pub fn verify_node(node: &NodeFile) -> Result<(), ForwardError> {
@@ -167,20 +129,11 @@ pub enum ForwardError {
     Failed(anyhow::Error),
 }
 
-/// Run a command in the node and copy its output to this process's
-/// standard output and error. Returns the exit code.
-pub fn forward(node: &NodeFile, request: &CommandRequest, stdin: &[u8]) -> Result<ExitCode, ForwardError> {
-    let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
-    forward_to(node, request, stdin, &mut stdout.lock(), &mut stderr.lock()).map(ExitCode::from)
-}
-
 /// Run a command in the node and write its standard output and error to
 /// `out` and `err` as they arrive. Returns the exit code's byte.
 pub fn forward_to(node: &NodeFile, request: &CommandRequest, stdin: &[u8], out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, ForwardError> {
     verify_node(node)?;
-    let mut body = serde_json::to_vec(request).map_err(|e| ForwardError::Failed(e.into()))?;
-    body.push(b'\n');
-    body.extend_from_slice(stdin);
+    let body = encode_request(request, stdin);
     let response = agent(None)
         .post(format!("http://{}/v1/command", node.control))
         .header("authorization", format!("Bearer {}", node.token))
@@ -205,13 +158,10 @@ fn copy_frames(reader: &mut impl Read, out: &mut dyn Write, err: &mut dyn Write)
         if let Err(e) = reader.read_exact(&mut head) {
             bail!("the node closed the control stream before the command finished: {e}");
         }
-        let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
-        if len > 64 << 20 {
-            bail!("control frame of {len} bytes from the node exceeds 64 MiB");
-        }
+        let (kind, len) = frame_head(head)?;
         let mut bytes = vec![0u8; len];
         reader.read_exact(&mut bytes).context("reading a control frame")?;
-        match head[0] {
+        match kind {
             FRAME_STDOUT => {
                 out.write_all(&bytes)?;
                 out.flush()?;
@@ -238,12 +188,6 @@ pub fn status(node: &NodeFile) -> Result<serde_json::Value> {
         bail!("the node refused the status request ({}): {text}", response.status());
     }
     Ok(serde_json::from_str(&text)?)
-}
-
-/// Compare two tokens in time independent of where they differ.
-pub fn token_matches(given: &str, expected: &str) -> bool {
-    let (a, b) = (given.as_bytes(), expected.as_bytes());
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// One round of Automerge sync with the node's published merged view.

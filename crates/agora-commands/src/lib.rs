@@ -1,5 +1,5 @@
 //! Agora's command API: every command of the `agora` command line, as typed
-//! arguments ([`cli`]), run in a [`session::Session`] by one dispatcher
+//! arguments ([`cli`], from `agora-command-line`), run in a [`session::Session`] by one dispatcher
 //! ([`commands`]: [`chain_cmds`], [`membership`], [`reasoning`],
 //! [`merge_cmds`]), and the same commands as typed operations for programs
 //! ([`ops`]: inputs with JSON Schemas, output schemas, effects).
@@ -23,7 +23,6 @@
 pub mod args;
 pub mod automerge_view;
 pub mod chain_cmds;
-pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod control;
@@ -38,3 +37,5 @@ pub mod own_chain;
 pub mod reasoning;
 pub mod run;
 pub mod session;
+
+pub use agora_command_line::cli;

@@ -219,14 +219,13 @@ impl Write for FrameWriter {
 }
 
 async fn command(State(state): State<Arc<ControlState>>, body: Bytes) -> Response {
-    let Some(split) = body.iter().take(COMMAND_LINE_BYTES_MAX).position(|b| *b == b'\n') else {
-        return (StatusCode::BAD_REQUEST, format!("no request line within {COMMAND_LINE_BYTES_MAX} bytes")).into_response();
+    let (request, stdin) = match agora_command_line::wire::decode_request(&body) {
+        Ok((request, stdin)) => {
+            let at = body.len() - stdin.len();
+            (request, body.slice(at..))
+        }
+        Err(e) => return (StatusCode::BAD_REQUEST, e.to_string()).into_response(),
     };
-    let request: CommandRequest = match serde_json::from_slice(&body[..split]) {
-        Ok(r) => r,
-        Err(e) => return (StatusCode::BAD_REQUEST, format!("request line: {e}")).into_response(),
-    };
-    let stdin = body.slice(split + 1..);
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(32);
     tokio::task::spawn_blocking(move || run_forwarded(&state, request, stdin, tx));
     let stream = futures::stream::poll_fn(move |cx| rx.poll_recv(cx).map(|f| f.map(|f| Ok::<_, Infallible>(Bytes::from(f)))));
