@@ -237,3 +237,41 @@ fn a_malicious_equivocation_is_detected_and_proven_by_every_honest_node() {
     assert!(!agora(&na.home, &["check-proof", std::str::from_utf8(&forged).unwrap()]).status.success());
     drop((nm, nt));
 }
+
+/// The merge layer's views as they were: `--as-of` keeps the entries dated
+/// at or before a time, so an accept or a dispute made later is not in the
+/// perspective, the consensus or the dispute map as of before it.
+#[test]
+fn the_merge_views_as_of_a_time_leave_out_later_accepts_and_disputes() {
+    let (a, b) = (Agent::new(), Agent::new());
+    admit(&a, &[&b]);
+    let na = Node::start(&a, &a.id, &[]);
+    let nb = Node::start(&b, &a.id, &[&na.addr]);
+    let p = id_of(&json(&a.home, &["propose", "Ship weekly"]));
+    wait_for("B to hold the proposition", || nb.holds(&p).then_some(()));
+    let stamp = |id: &str| json(&b.home, &["show", id])["timestamp_ms"].as_u64().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let accept = id_of(&json(&b.home, &["accept", &a.id, "1"]));
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let dispute = id_of(&json(&b.home, &["dispute", &p, "Weekly is too often for enterprise customers"]));
+    let (before_accept, before_dispute) = ((stamp(&accept) - 1).to_string(), (stamp(&dispute) - 1).to_string());
+
+    let included = |v: &Value| v["included"].as_array().unwrap().iter().filter(|i| i["author"] == a.id.as_str()).map(|i| i["through_seq"].as_u64().unwrap()).collect::<Vec<_>>();
+    assert_eq!(included(&json(&b.home, &["perspective", "--as-of", &before_accept, &b.id])), Vec::<u64>::new(), "not accepted yet");
+    assert_eq!(included(&json(&b.home, &["perspective", "--as-of", &before_dispute, &b.id])), vec![1]);
+    assert_eq!(included(&json(&b.home, &["perspective", &b.id])), vec![1]);
+
+    let disputed = |v: &Value| v["disputed"].as_array().unwrap().len();
+    assert_eq!(disputed(&json(&b.home, &["disputes", "--as-of", &before_dispute])), 0);
+    assert_eq!(disputed(&json(&b.home, &["disputes"])), 1);
+
+    let b_frontier = |v: &Value| {
+        v["chains"].as_array().unwrap().iter().filter(|c| c["author"] == a.id.as_str()).flat_map(|c| c["frontiers"].as_array().unwrap().clone()).filter(|f| f["agent"] == b.id.as_str()).count()
+    };
+    assert_eq!(b_frontier(&json(&b.home, &["consensus", "--quorum", "1", "--as-of", &before_accept])), 0);
+    assert_eq!(b_frontier(&json(&b.home, &["consensus", "--quorum", "1"])), 1);
+
+    let bad = agora(&b.home, &["perspective", "--as-of", "last week"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stdout).contains("--as-of \"last week\"") || String::from_utf8_lossy(&bad.stderr).contains("--as-of \"last week\""), "{bad:?}");
+}

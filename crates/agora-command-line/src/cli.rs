@@ -214,7 +214,13 @@ pub enum MergeCommand {
     /// Resolve a fork of this agent's own chain: <entry at the fork seq on the branch that continues>.
     ResolveFork { keep: String },
     /// An agent's perspective: its chain, what it accepts, minus what it disputes, with statuses (default: this agent).
-    Perspective { agent: Option<String> },
+    Perspective {
+        agent: Option<String>,
+        /// Only the entries dated at or before this time (ms, or YYYY-MM-DD in
+        /// UTC): the view as it was then, read with today's roster.
+        #[arg(long, value_name = "MS|DATE")]
+        as_of: Option<String>,
+    },
     /// Which prefix of each chain at least k agents accept, what is disputed and by whom.
     Consensus {
         /// k: how many agents must accept.
@@ -223,6 +229,10 @@ pub enum MergeCommand {
         /// The agents counted (comma-separated or repeated; default: every agent that wrote).
         #[arg(long)]
         agents: Vec<String>,
+        /// Only the entries dated at or before this time (ms, or YYYY-MM-DD in
+        /// UTC): the view as it was then, read with today's roster.
+        #[arg(long, value_name = "MS|DATE")]
+        as_of: Option<String>,
     },
     /// The disagreement map across agents: each disputed event, what led to it,
     /// who accepts and who disputes it, counter-claims; and forked chains by branch.
@@ -230,6 +240,10 @@ pub enum MergeCommand {
         /// Only these agents' accepts and disputes (comma-separated or repeated).
         #[arg(long)]
         agents: Vec<String>,
+        /// Only the entries dated at or before this time (ms, or YYYY-MM-DD in
+        /// UTC): the view as it was then, read with today's roster.
+        #[arg(long, value_name = "MS|DATE")]
+        as_of: Option<String>,
     },
     /// Verify an agent's replicated chain end to end: forks, gaps, disputes, accept frontiers. Exit 3 on problems.
     Audit { agent: String },

@@ -23,9 +23,9 @@ pub fn run(s: &Session, command: MergeCommand) -> Result<ExitCode> {
         MergeCommand::Dispute { target, reason, counter } => dispute(s, &target, &reason, counter.as_deref()),
         MergeCommand::Withdraw { dispute: d } => withdraw(s, &d),
         MergeCommand::ResolveFork { keep } => resolve_fork(s, &keep),
-        MergeCommand::Perspective { agent } => perspective(s, agent.as_deref()),
-        MergeCommand::Consensus { quorum, agents } => consensus(s, quorum, &agents),
-        MergeCommand::Disputes { agents } => disputes(s, &agents),
+        MergeCommand::Perspective { agent, as_of } => perspective(s, agent.as_deref(), as_of.as_deref()),
+        MergeCommand::Consensus { quorum, agents, as_of } => consensus(s, quorum, &agents, as_of.as_deref()),
+        MergeCommand::Disputes { agents, as_of } => disputes(s, &agents, as_of.as_deref()),
         MergeCommand::Audit { agent } => audit(s, &agent),
         MergeCommand::ViewHash => view_hash(s),
     }
@@ -116,13 +116,13 @@ fn record_json(r: &MergeRecord) -> Value {
     })
 }
 
-/// `agora perspective [<agent>]`.
-pub fn perspective(s: &Session, agent: Option<&str>) -> Result<ExitCode> {
+/// `agora perspective [<agent>] [--as-of T]`.
+pub fn perspective(s: &Session, agent: Option<&str>, as_of: Option<&str>) -> Result<ExitCode> {
     let agent = match agent {
         Some(a) => parse_author(a)?,
         None => s.home.load_key()?.agent_id(),
     };
-    let ((entries, proofs), over) = merge_input(s)?;
+    let ((entries, proofs), over) = merge_input(s, as_of)?;
     let m = Merge::compute(&entries, &proofs)?;
     let p = m.perspective(&agent);
     let nodes: Vec<Value> = p
@@ -154,9 +154,9 @@ pub fn perspective(s: &Session, agent: Option<&str>) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `agora consensus --quorum k [--agents a,b,c]`.
-pub fn consensus(s: &Session, quorum: usize, agents: &[String]) -> Result<ExitCode> {
-    let ((entries, proofs), over) = merge_input(s)?;
+/// `agora consensus --quorum k [--agents a,b,c] [--as-of T]`.
+pub fn consensus(s: &Session, quorum: usize, agents: &[String], as_of: Option<&str>) -> Result<ExitCode> {
+    let ((entries, proofs), over) = merge_input(s, as_of)?;
     let m = Merge::compute(&entries, &proofs)?;
     let agents = agents_arg(agents)?.unwrap_or_else(|| m.agents());
     let c = m.consensus(&agents, quorum)?;
@@ -188,9 +188,10 @@ pub fn consensus(s: &Session, quorum: usize, agents: &[String]) -> Result<ExitCo
     Ok(ExitCode::SUCCESS)
 }
 
-/// `agora disputes [--agents a,b,c]`: the disagreement map across agents.
-pub fn disputes(s: &Session, agents: &[String]) -> Result<ExitCode> {
-    let (entries, proofs) = agora_view::load_merge_input(s.store()?, s.founder()?)?;
+/// `agora disputes [--agents a,b,c] [--as-of T]`: the disagreement map across agents.
+pub fn disputes(s: &Session, agents: &[String], as_of: Option<&str>) -> Result<ExitCode> {
+    let cut = as_of.map(parse_as_of).transpose()?;
+    let (entries, proofs) = as_it_was(agora_view::load_merge_input(s.store()?, s.founder()?)?, cut);
     let m = Merge::compute(&entries, &proofs)?;
     let agents = agents_arg(agents)?;
     let map = m.disagreements(agents.as_deref());
@@ -336,7 +337,7 @@ pub fn audit(s: &Session, agent: &str) -> Result<ExitCode> {
 
 /// `agora view-hash`: the merged view's hash (equal on nodes holding the same entries).
 pub fn view_hash(s: &Session) -> Result<ExitCode> {
-    let ((entries, proofs), over) = merge_input(s)?;
+    let ((entries, proofs), over) = merge_input(s, None)?;
     let m = Merge::compute(&entries, &proofs)?;
     let h = hex::encode(m.view_hash());
     s.print(&json!({ "view_hash": h, "entries": entries.len(), "computed_over": over }), || h.clone())?;
@@ -345,7 +346,35 @@ pub fn view_hash(s: &Session) -> Result<ExitCode> {
 
 /// The merge layer's input with the frontier it was read at (see
 /// `frontier::around`).
-fn merge_input(s: &Session) -> Result<((Vec<agora_merge::MergeEntry>, Vec<agora_core::ForkProof>), Value)> {
+type MergeInput = (Vec<agora_merge::MergeEntry>, Vec<agora_core::ForkProof>);
+
+/// The merge layer's input, and the frontier it was read at; with `as_of`,
+/// only the entries dated at or before it ([`as_it_was`]).
+fn merge_input(s: &Session, as_of: Option<&str>) -> Result<(MergeInput, Value)> {
+    let cut = as_of.map(parse_as_of).transpose()?;
     let (store, founder) = (s.store()?, s.founder()?);
-    crate::frontier::around(store, || agora_view::load_merge_input(store, founder).map_err(anyhow::Error::from))
+    let (input, over) = crate::frontier::around(store, || agora_view::load_merge_input(store, founder).map_err(anyhow::Error::from))?;
+    Ok((as_it_was(input, cut), over))
+}
+
+fn parse_as_of(text: &str) -> Result<u64> {
+    crate::reasoning::parse_time(text).with_context(|| format!("--as-of {text:?}: not a time (ms, or YYYY-MM-DD in UTC)"))
+}
+
+/// The merge input as it was at `cut`: the entries dated at or before it,
+/// and the fork proofs both of whose entries are. A chain's timestamps never
+/// go backwards (a verify rule), so what is left of each chain, and of each
+/// branch of a fork, is a prefix of it: the views are those a node holding
+/// exactly these entries computes.
+fn as_it_was((entries, proofs): MergeInput, cut: Option<u64>) -> MergeInput {
+    let Some(t) = cut else { return (entries, proofs) };
+    let entries = entries.into_iter().filter(|e| e.signed().header().timestamp_ms <= t).collect();
+    let proofs = proofs
+        .into_iter()
+        .filter(|p| {
+            let (a, b) = p.entries();
+            a.header().timestamp_ms <= t && b.header().timestamp_ms <= t
+        })
+        .collect();
+    (entries, proofs)
 }

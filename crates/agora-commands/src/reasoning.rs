@@ -477,7 +477,8 @@ fn trace(store: &Store, g: &Graph, id: &EntryId) -> Result<(Value, String)> {
 }
 
 /// Milliseconds since the epoch, or a UTC date `YYYY-MM-DD` (its first millisecond).
-fn parse_time(text: &str) -> Option<u64> {
+/// A time given as ms since the epoch, or as YYYY-MM-DD (midnight UTC).
+pub fn parse_time(text: &str) -> Option<u64> {
     if !text.is_empty() && text.len() < 16 && text.bytes().all(|b| b.is_ascii_digit()) {
         return text.parse().ok();
     }

@@ -113,10 +113,11 @@ async function load() {
     const [full, past, p, disputes, consensus] = await Promise.all([
       op("graph", { format: "json" }),
       asOf !== null ? op("history", { as_of: String(asOf) }) : null,
-      perspective ? op("perspective", { agent: perspective }) : null,
-      op("disputes", {}),
+      // The merge layer as it was too: who had accepted and disputed what then.
+      perspective ? op("perspective", asOf !== null ? { agent: perspective, as_of: String(asOf) } : { agent: perspective }) : null,
+      op("disputes", asOf !== null ? { as_of: String(asOf) } : {}),
       // No chain yet: no quorum to ask for.
-      op("consensus", { quorum: 1 }).catch(() => null),
+      op("consensus", asOf !== null ? { quorum: 1, as_of: String(asOf) } : { quorum: 1 }).catch(() => null),
     ]);
     const t1 = performance.now();
     let graph = full;

@@ -758,8 +758,12 @@ pub struct Perspective {
     /// The agent (default: this one).
     #[serde(default)]
     pub agent: Option<String>,
+    /// Only the entries dated at or before this time (ms since the epoch,
+    /// or YYYY-MM-DD in UTC): the view as it was then.
+    #[serde(default)]
+    pub as_of: Option<String>,
 }
-one_command!(Perspective, "perspective", |self| Argv::new(&["perspective"]).args(self.agent.iter().cloned()));
+one_command!(Perspective, "perspective", |self| Argv::new(&["perspective"]).opt("as-of", self.as_of.clone()).args(self.agent.iter().cloned()));
 
 /// What at least k agents accept.
 #[derive(Deserialize, JsonSchema)]
@@ -771,8 +775,12 @@ pub struct Consensus {
     /// The agents counted (default: every agent that wrote).
     #[serde(default)]
     pub agents: Vec<String>,
+    /// Only the entries dated at or before this time (ms since the epoch,
+    /// or YYYY-MM-DD in UTC): the view as it was then.
+    #[serde(default)]
+    pub as_of: Option<String>,
 }
-one_command!(Consensus, "consensus", |self| Argv::new(&["consensus"]).opt("quorum", Some(self.quorum)).each("agents", &self.agents));
+one_command!(Consensus, "consensus", |self| Argv::new(&["consensus"]).opt("quorum", Some(self.quorum)).each("agents", &self.agents).opt("as-of", self.as_of.clone()));
 
 /// The disagreement map across agents.
 #[derive(Deserialize, JsonSchema)]
@@ -781,8 +789,12 @@ pub struct Disputes {
     /// Only these agents' accepts and disputes (default: all).
     #[serde(default)]
     pub agents: Vec<String>,
+    /// Only the entries dated at or before this time (ms since the epoch,
+    /// or YYYY-MM-DD in UTC): the view as it was then.
+    #[serde(default)]
+    pub as_of: Option<String>,
 }
-one_command!(Disputes, "disputes", |self| Argv::new(&["disputes"]).each("agents", &self.agents));
+one_command!(Disputes, "disputes", |self| Argv::new(&["disputes"]).each("agents", &self.agents).opt("as-of", self.as_of.clone()));
 
 /// Audit one agent's replicated chain.
 #[derive(Deserialize, JsonSchema)]
