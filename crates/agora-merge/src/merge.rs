@@ -510,8 +510,13 @@ impl<'a> Merge<'a> {
         let mut view: Vec<u32> = Vec::new();
         let mut forks: Vec<ForkPoint> = Vec::new();
         // The highest seq of an entry whose payload never arrived: any of
-        // them may be a fork resolution (on any branch), so a fork below it
-        // is not settled until it arrives.
+        // them may be a fork resolution (on any branch), so a fork at or
+        // below its seq is not settled until it arrives. At its own seq too:
+        // an entry at a fork's seq (one of the fork's candidates) can be a
+        // resolution of that very fork, naming a sibling signed before it,
+        // and with a higher number than the resolutions held it decides the
+        // fork. Settling without it could put on the view a branch that the
+        // full view drops.
         let unknown_up_to = (start..end).filter(|&k| self.items[k].missing()).map(|k| self.items[k].seq()).max().unwrap_or(0);
         let mut cur: u32 = NONE;
         let mut seq = 1u64;
@@ -554,7 +559,7 @@ impl<'a> Merge<'a> {
             let mut candidates: Vec<EntryId> = children.iter().map(|&k| self.items[k as usize].id()).chain(named).collect();
             candidates.sort_unstable();
             let shared = (cur != NONE).then(|| self.items[cur as usize].id());
-            let outcome = if unknown_up_to > seq { ForkOutcome::Frozen } else { self.settle_fork(seq, &children, resolutions) };
+            let outcome = if unknown_up_to >= seq { ForkOutcome::Frozen } else { self.settle_fork(seq, &children, resolutions) };
             let next = match &outcome {
                 ForkOutcome::Resolved { continue_with, .. } => self.lookup(continue_with),
                 _ => None,

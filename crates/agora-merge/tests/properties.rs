@@ -299,3 +299,70 @@ proptest! {
         prop_assert_eq!(Merge::compute(&stripped, &[]).unwrap().view_hash(), reference.view_hash());
     }
 }
+
+/// The minimal case proptest found for the property above (regression
+/// `cc ef5ebe52…`, minimised to four entries): agent 0 writes `p1`, then
+/// `b2` and `f2` both after `p1` (a fork at seq 2), and `r3` after `f2`
+/// resolving that fork with `f2`. `b2`'s payload is missing (what it says
+/// does not matter). `b2` is one of the fork's own candidates, at the fork
+/// seq rather than above it, and it too may be a resolution of that fork
+/// (it can name its sibling `f2`, or a third one, with a higher number: see
+/// the next test). So the fork waits for it: the view is frozen at `p1` and
+/// does not reach seq 2 on either branch.
+#[test]
+fn a_missing_candidate_at_the_fork_seq_freezes_the_fork() {
+    let mut s = Swarm::new(1);
+    let p1 = s.event(0, Event::Proposition { text: "p1".into() });
+    let b2 = s.append_after(0, Some(p1), Event::Proposition { text: "b2".into() }.encode());
+    let f2 = s.append_after(0, Some(p1), Event::Proposition { text: "f2".into() }.encode());
+    let r3 = s.append_after(0, Some(f2), MergeEvent::ForkResolution { fork_number: 1, fork_seq: 2, continue_with: f2 }.encode());
+    let author = s.agent(0);
+
+    // With every payload held: resolved, the view follows f2.
+    let full = s.compute();
+    assert_eq!(full.view_chain(&author), vec![p1, f2, r3]);
+    assert_eq!(full.record(&r3).unwrap().status, MergeStatus::Applied);
+
+    // b2's payload missing: the fork at seq 2 is frozen at p1.
+    let mut stripped = s.entries.clone();
+    let k = stripped.iter().position(|e| e.id() == b2).unwrap();
+    stripped[k] = MergeEntry::new(s.signed(&b2), None).unwrap();
+    let m = Merge::compute(&stripped, &[]).unwrap();
+    assert_eq!(m.view_chain(&author), vec![p1], "the view ends before the missing entry's seq");
+    assert!(!m.on_view(&b2) && !m.on_view(&f2) && !m.on_view(&r3));
+    let fork = m.chain(&author).unwrap().frozen().expect("frozen until b2 arrives");
+    assert_eq!((fork.seq, fork.shared, fork.outcome.clone()), (2, Some(p1), ForkOutcome::Frozen));
+    assert_ne!(m.record(&r3).unwrap().status, MergeStatus::Applied);
+
+    // The payload arrives: the full view again.
+    stripped.push(s.entries[k].clone());
+    assert_eq!(Merge::compute(&stripped, &[]).unwrap().view_hash(), full.view_hash());
+}
+
+/// Why the fork above waits: an entry at the fork seq can be a resolution of
+/// its own fork, naming a sibling signed before it. Here `d2` (seq 2, fork
+/// number 2) picks `g2` over `r3`'s (seq 3, number 1) `f2`. Were `d2`'s
+/// missing payload read as "no resolution", the pending view would show `f2`
+/// and `r3`, which the full view drops: the view would depend on which
+/// relay stripped what.
+#[test]
+fn a_missing_entry_at_the_fork_seq_may_be_the_resolution_that_decides_it() {
+    let mut s = Swarm::new(1);
+    let p1 = s.event(0, Event::Proposition { text: "p1".into() });
+    let f2 = s.append_after(0, Some(p1), Event::Proposition { text: "f2".into() }.encode());
+    let g2 = s.append_after(0, Some(p1), Event::Proposition { text: "g2".into() }.encode());
+    let d2 = s.append_after(0, Some(p1), MergeEvent::ForkResolution { fork_number: 2, fork_seq: 2, continue_with: g2 }.encode());
+    let r3 = s.append_after(0, Some(f2), MergeEvent::ForkResolution { fork_number: 1, fork_seq: 2, continue_with: f2 }.encode());
+    let author = s.agent(0);
+
+    let full = s.compute();
+    assert_eq!(full.view_chain(&author), vec![p1, g2], "d2 (number 2) decides the fork");
+    assert_eq!(full.record(&d2).unwrap().status, MergeStatus::Applied);
+    assert_eq!(full.record(&r3).unwrap().status, MergeStatus::Idle);
+
+    let stripped = s.entries.iter().map(|e| if e.id() == d2 { MergeEntry::new(e.signed().clone(), None).unwrap() } else { e.clone() }).collect::<Vec<_>>();
+    let m = Merge::compute(&stripped, &[]).unwrap();
+    assert_eq!(m.view_chain(&author), vec![p1], "frozen until d2 arrives, never on the branch d2 drops");
+    assert!(!m.on_view(&f2) && !m.on_view(&r3));
+    assert_ne!(m.record(&r3).unwrap().status, MergeStatus::Applied);
+}
