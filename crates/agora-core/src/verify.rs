@@ -116,15 +116,22 @@ pub fn verify_signatures(entries: &[&SignedEntry]) -> Result<(), VerifyError> {
     let mut keys: Vec<(AgentId, PublicKey)> = Vec::new();
     for chunk in entries.chunks(VERIFY_BATCH_LEN) {
         let mut chunk_keys = Vec::with_capacity(chunk.len());
-        for entry in chunk {
+        for (i, entry) in chunk.iter().enumerate() {
             let author = entry.header().author;
             let key = match keys.iter().find(|(a, _)| *a == author) {
                 Some((_, k)) => *k,
-                None => {
-                    let k = author_key(entry)?;
-                    keys.push((author, k));
-                    k
-                }
+                None => match author_key(entry) {
+                    Ok(k) => {
+                        keys.push((author, k));
+                        k
+                    }
+                    Err(e) => {
+                        // An earlier entry of the chunk (its key is valid) may
+                        // be badly signed: it is the first invalid one.
+                        verify_signatures(&chunk[..i])?;
+                        return Err(e);
+                    }
+                },
             };
             chunk_keys.push(key);
         }

@@ -1350,10 +1350,14 @@ impl Replicator {
         // branch (a fork), or an entry we hold that has successors. Ask for
         // its seq alone, once in a while (`sought`): the store skips what it holds, and
         // an entry of a branch we lack fails to link, which asks for the
-        // range before it ([`Replicator::import_result`]).
+        // range before it ([`Replicator::import_result`]). A claimed head at
+        // seq 0 names no entry (seqs start at 1): never asked about, or we
+        // would send a request that peers ban for.
         let tip = theirs
             .iter()
-            .filter(|h| h.seq <= our_max && h.seq <= up_to && !self.known_held(author, ours, h.id) && !self.sought_recently(h.id, now_ms))
+            .filter(|h| {
+                h.seq >= 1 && h.seq <= our_max && h.seq <= up_to && !self.known_held(author, ours, h.id) && !self.sought_recently(h.id, now_ms)
+            })
             .min()?;
         Some((RangeStart::at(tip.seq), 1, Purpose::Branch(tip.id)))
     }

@@ -1,0 +1,3 @@
+#![no_main]
+// See agora_fuzz::merge_views for what this target checks.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| agora_fuzz::merge_views(data));

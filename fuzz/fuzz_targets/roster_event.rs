@@ -1,0 +1,3 @@
+#![no_main]
+// See agora_fuzz::roster_event for what this target checks.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| agora_fuzz::roster_event(data));
