@@ -138,6 +138,9 @@ pub fn build_swarm(key: Keypair, topic: &gossipsub::IdentTopic, settings: &Netwo
         .with_tcp(tcp::Config::default().nodelay(true), noise::Config::new, yamux::Config::default)?;
     #[cfg(feature = "quic")]
     let builder = builder.with_quic();
+    // `/dns4/<name>/tcp/<port>` addresses (a swarm's service names in
+    // containers), resolved with the system's resolver configuration.
+    let builder = builder.with_dns()?;
     let mut swarm = builder
         .with_behaviour(|key| -> Result<Behaviour, Box<dyn std::error::Error + Send + Sync>> {
             let peer_id = key.public().to_peer_id();
