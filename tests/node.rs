@@ -260,3 +260,31 @@ fn a_peer_sending_garbage_is_banned_while_the_others_keep_working() {
     let id = json(&b.home, &["propose", "still working"])["id"].as_str().unwrap().to_string();
     wait_for("B's entry to reach A after the ban", || node_a.holds(&id).then_some(()));
 }
+
+/// A node dials its bootstrap peers again while they are not connected: a
+/// peer that went away (killed here; a long partition alike) and came back
+/// is joined again, though it has no bootstrap of its own and nothing else
+/// would dial. Replication resumes.
+#[test]
+fn a_node_rejoins_a_bootstrap_peer_that_came_back() {
+    let (a, b) = (Agent::new(), Agent::new());
+    admit(&a, &[&b]);
+    let mut na = Node::start(&a, &a.id, &[]);
+    let listen = na.addr.split("/p2p/").next().unwrap().to_string();
+    let nb = Node::start(&b, &a.id, &[&na.addr]);
+    wait_for("B to connect to A", || (nb.peers() >= 1).then_some(()));
+    na.kill();
+    wait_for("B to see A gone", || (nb.peers() == 0).then_some(()));
+    // A comes back where it was, with no bootstrap address: only B's redial
+    // can join them again.
+    let na = Node::start_on(&a, &a.id, &[], &listen);
+    let back = std::time::Instant::now();
+    wait_for("B to rejoin A", || (nb.peers() >= 1).then_some(()));
+    let rejoined = back.elapsed();
+    let p = json(&a.home, &["propose", "after the restart"])["id"].as_str().unwrap().to_string();
+    wait_for("B to receive A's new entry", || nb.holds(&p).then_some(()));
+    assert_eq!(na.peers(), 1);
+    println!("B rejoined its restarted bootstrap peer {} ms after it came back", rejoined.as_millis());
+    assert!(rejoined < std::time::Duration::from_secs(35), "within the longest redial wait: {rejoined:?}");
+}
+

@@ -86,12 +86,17 @@ pub struct Node {
 
 impl Node {
     pub fn start(agent: &Agent, founder: &str, bootstrap: &[&str]) -> Self {
+        Self::start_on(agent, founder, bootstrap, "/ip4/127.0.0.1/tcp/0")
+    }
+
+    /// A node listening on `listen` (a fixed port, to come back where it was).
+    pub fn start_on(agent: &Agent, founder: &str, bootstrap: &[&str], listen: &str) -> Self {
         let ready = agent.home.join("ready.json");
         let _ = std::fs::remove_file(&ready);
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_agora"));
         cmd.arg("--home")
             .arg(&agent.home)
-            .args(["node", "run", "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns", "--workspace", WORKSPACE, "--founder", founder])
+            .args(["node", "run", "--listen", listen, "--no-mdns", "--workspace", WORKSPACE, "--founder", founder])
             .arg("--ready-file")
             .arg(&ready)
             .env_remove("AGORA_HOME")

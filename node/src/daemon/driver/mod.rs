@@ -94,6 +94,9 @@ struct Driver {
     /// the replicator took; read from `missing_cursor` when it has room.
     missing_more: bool,
     missing_cursor: Option<EntryRef>,
+    /// The configured bootstrap addresses, dialled again while their peer
+    /// is not connected.
+    bootstrap: Vec<peers::Bootstrap>,
 }
 
 /// Everything the loop receives besides swarm events.
@@ -162,6 +165,7 @@ pub async fn run(ctx: NodeContext, settings: super::network::NetworkSettings, mu
         missing_more: true,
         missing_cursor: None,
         rep: Replicator::new(Config::default()),
+        bootstrap: ctx.config.bootstrap.iter().cloned().map(peers::Bootstrap::new).collect(),
         swarm,
         ctx,
     };
@@ -170,9 +174,7 @@ pub async fn run(ctx: NodeContext, settings: super::network::NetworkSettings, mu
     driver.refresh_roster();
     driver.feed_missing_payloads();
     driver.progress = super::progress_bar();
-    for addr in driver.ctx.config.bootstrap.clone() {
-        driver.dial_bootstrap(addr);
-    }
+    driver.dial_bootstraps();
     let _ = ready.send(listen);
 
     let mut tick = tokio::time::interval(TICK);
@@ -319,6 +321,7 @@ impl Driver {
             self.rep.handle_timeout(now);
         }
         self.unblock_expired();
+        self.dial_bootstraps();
         self.feed_missing_payloads();
         self.pending_responses.retain(|_, (_, at)| at.elapsed() < PENDING_RESPONSE_MAX_AGE);
         self.update_progress();

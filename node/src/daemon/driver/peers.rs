@@ -12,6 +12,34 @@ use tracing::{info, warn};
 
 /// Bans remembered for `agora node status`.
 const RECENT_BANS_MAX: usize = 32;
+/// A lost bootstrap peer is dialled again after this, doubling on each
+/// failure up to [`REDIAL_MAX`]: a partition longer than TCP keeps its
+/// connections, or a peer restarted, is joined again without a restart here.
+const REDIAL_FIRST: Duration = Duration::from_secs(2);
+/// The longest wait between two dials of one bootstrap address.
+const REDIAL_MAX: Duration = Duration::from_secs(30);
+
+/// A bootstrap address, the peer found there, and when to dial it again.
+pub struct Bootstrap {
+    addr: Multiaddr,
+    /// The peer a dial of this address reached (from the address's `/p2p/`
+    /// part, or learned from the first connection).
+    peer: Option<libp2p::PeerId>,
+    /// The dial in flight, if any.
+    dialing: Option<libp2p::swarm::ConnectionId>,
+    next_dial: Instant,
+    backoff: Duration,
+}
+
+impl Bootstrap {
+    pub fn new(addr: Multiaddr) -> Self {
+        let peer = match addr.iter().last() {
+            Some(libp2p::multiaddr::Protocol::P2p(peer)) => Some(peer),
+            _ => None,
+        };
+        Self { addr, peer, dialing: None, next_dial: Instant::now(), backoff: REDIAL_FIRST }
+    }
+}
 
 /// The node's peers as libp2p and the replicator name them.
 #[derive(Default)]
@@ -56,14 +84,58 @@ impl PeerBook {
 }
 
 impl Driver {
-    pub(super) fn dial_bootstrap(&mut self, addr: Multiaddr) {
-        if let Some(libp2p::multiaddr::Protocol::P2p(peer)) = addr.iter().last() {
-            self.swarm.behaviour_mut().kad.add_address(&peer, addr.clone());
+    /// Dial every bootstrap address whose peer is not connected (nor banned,
+    /// nor in another workspace) and whose wait is over: at start, and on
+    /// every tick after, so a lost bootstrap peer is joined again.
+    pub(super) fn dial_bootstraps(&mut self) {
+        let now = Instant::now();
+        let mut dialled = false;
+        for i in 0..self.bootstrap.len() {
+            let b = &self.bootstrap[i];
+            let connected = b.peer.is_some_and(|p| self.swarm.is_connected(&p) || !self.peers.dialable(&p));
+            if connected || b.dialing.is_some() || b.next_dial > now {
+                continue;
+            }
+            let addr = b.addr.clone();
+            if let Some(peer) = b.peer {
+                self.swarm.behaviour_mut().kad.add_address(&peer, addr.clone());
+            }
+            let opts = libp2p::swarm::dial_opts::DialOpts::unknown_peer_id().address(addr.clone()).build();
+            let id = opts.connection_id();
+            let b = &mut self.bootstrap[i];
+            b.next_dial = now + b.backoff;
+            b.backoff = (b.backoff * 2).min(REDIAL_MAX);
+            match self.swarm.dial(opts) {
+                Ok(()) => {
+                    b.dialing = Some(id);
+                    dialled = true;
+                }
+                Err(e) => warn!(%addr, "cannot dial bootstrap peer: {e}"),
+            }
         }
-        if let Err(e) = self.swarm.dial(addr.clone()) {
-            warn!(%addr, "cannot dial bootstrap peer: {e}");
+        if dialled {
+            let _ = self.swarm.behaviour_mut().kad.bootstrap();
         }
-        let _ = self.swarm.behaviour_mut().kad.bootstrap();
+    }
+
+    /// A connection came up: if it is a bootstrap dial's, remember the peer
+    /// and start the next wait afresh.
+    pub(super) fn bootstrap_connected(&mut self, id: libp2p::swarm::ConnectionId, peer: libp2p::PeerId) {
+        for b in self.bootstrap.iter_mut().filter(|b| b.dialing == Some(id) || b.peer == Some(peer)) {
+            if b.dialing == Some(id) {
+                b.dialing = None;
+                b.peer.get_or_insert(peer);
+            }
+            b.backoff = REDIAL_FIRST;
+        }
+    }
+
+    /// A dial failed: if it was a bootstrap dial, its wait (already set
+    /// when it was dialled) runs before the next.
+    pub(super) fn bootstrap_failed(&mut self, id: libp2p::swarm::ConnectionId) {
+        for b in self.bootstrap.iter_mut().filter(|b| b.dialing == Some(id)) {
+            b.dialing = None;
+        }
     }
 
     /// Carry out a ban the replicator decided.

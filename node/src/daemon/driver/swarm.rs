@@ -36,8 +36,9 @@ impl Driver {
             }
         }
         match event {
-            SwarmEvent::ConnectionEstablished { peer_id, num_established, endpoint, .. } => {
+            SwarmEvent::ConnectionEstablished { peer_id, connection_id, num_established, endpoint, .. } => {
                 debug!(%peer_id, addr = %endpoint.get_remote_address(), "connected");
+                self.bootstrap_connected(connection_id, peer_id);
                 if num_established.get() == 1 && !self.peers.foreign.contains(&peer_id) {
                     let p = self.peers.number(peer_id);
                     self.rep.connected(p, now);
@@ -57,7 +58,10 @@ impl Driver {
                 tracing::info!(%address, "listening");
                 self.listen.push(address);
             }
-            SwarmEvent::OutgoingConnectionError { peer_id, error, .. } => debug!(?peer_id, "dial failed: {error}"),
+            SwarmEvent::OutgoingConnectionError { peer_id, connection_id, error } => {
+                debug!(?peer_id, "dial failed: {error}");
+                self.bootstrap_failed(connection_id);
+            }
             SwarmEvent::Behaviour(b) => self.on_behaviour(b, now),
             _ => {}
         }
