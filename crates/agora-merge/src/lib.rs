@@ -27,6 +27,7 @@
 
 mod check;
 mod hash;
+mod live;
 pub mod input;
 mod merge;
 pub mod payload;
@@ -37,6 +38,7 @@ mod views;
 
 pub use check::ResolutionPlan;
 pub use input::{decode_fork_proof, InputError, MergeEntry};
+pub use live::{ChainInput, LiveApplied, LiveMerge, LiveUpdate};
 pub use merge::{Chain, ForkOutcome, ForkPoint, Frontier, Merge, MergeRecord};
 pub use payload::{MergeDecodeError, MergeEvent};
 pub use published::{ChainSummary, MergedView, ViewNode, ViewNodes};

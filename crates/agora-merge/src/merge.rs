@@ -277,7 +277,7 @@ impl<'a> Merge<'a> {
     }
 
     /// Steps 1 and 2: the entries indexed, each chain's tree, forks and view chain.
-    fn chains_of(entries: &'a [MergeEntry], proofs: &'a [ForkProof]) -> Result<Self, InputError> {
+    pub(crate) fn chains_of(entries: &'a [MergeEntry], proofs: &'a [ForkProof]) -> Result<Self, InputError> {
         if entries.len() > MERGE_ENTRIES_MAX {
             return Err(InputError::TooMany { what: "entries", len: entries.len(), max: MERGE_ENTRIES_MAX });
         }

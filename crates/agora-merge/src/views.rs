@@ -323,13 +323,7 @@ impl Merge<'_> {
     /// the event and it does not dispute it; the accepted prefix is the longest
     /// prefix whose every event at least `k` agents count for.
     pub fn consensus(&self, agents: &[AgentId], k: usize) -> Result<Consensus, ConsensusError> {
-        if agents.len() > AGENTS_MAX {
-            return Err(ConsensusError::TooManyAgents(agents.len()));
-        }
-        let agents: Vec<AgentId> = agents.iter().copied().collect::<BTreeSet<_>>().into_iter().collect();
-        if k == 0 || k > agents.len() {
-            return Err(ConsensusError::Quorum { quorum: k, agents: agents.len() });
-        }
+        let agents = counted_agents(agents, k)?;
         let counted: HashSet<AgentId> = agents.iter().copied().collect();
         // Open disputes by counted agents, grouped by target item.
         let mut by_target: BTreeMap<u32, Vec<(AgentId, EntryId)>> = BTreeMap::new();
@@ -359,20 +353,7 @@ impl Merge<'_> {
                 })
                 .collect();
             disputed.sort_by_key(|d| (d.seq, d.target));
-            let mut sorted: Vec<u64> = frontiers.iter().map(|(_, f)| *f).collect();
-            sorted.sort_unstable_by(|a, b| b.cmp(a));
-            let mut accepted = if sorted.len() >= k { sorted[k - 1] } else { 0 };
-            for d in disputed.iter().filter(|d| d.on_view) {
-                if d.seq > accepted {
-                    break;
-                }
-                let covering = frontiers.iter().filter(|(_, f)| *f >= d.seq).count();
-                let disputing = d.by.iter().filter(|(a, _)| frontiers.iter().any(|(b, f)| b == a && *f >= d.seq)).count();
-                if covering - disputing < k {
-                    accepted = d.seq - 1;
-                    break;
-                }
-            }
+            let accepted = accepted_prefix(&frontiers, &disputed, k);
             let first_disputed = disputed.iter().find(|d| d.on_view).map(|d| (d.seq, d.target));
             chains.push(ChainConsensus {
                 author: chain.author,
@@ -712,4 +693,38 @@ impl Merge<'_> {
     pub fn statuses_of(&self, agent: &AgentId) -> Vec<(EntryId, MergeStatus)> {
         self.records.iter().filter(|r| r.signer == *agent).map(|r| (r.entry, r.status.clone())).collect()
     }
+}
+
+/// The longest prefix of a chain that at least `k` of the counted agents
+/// count for: the k-th highest frontier, cut before the first disputed event
+/// on the view that fewer than `k` agents count for (covered and not
+/// disputed). `disputed` is in seq order.
+pub(crate) fn accepted_prefix(frontiers: &[(AgentId, u64)], disputed: &[DisputedEvent], k: usize) -> u64 {
+    let mut sorted: Vec<u64> = frontiers.iter().map(|(_, f)| *f).collect();
+    sorted.sort_unstable_by(|a, b| b.cmp(a));
+    let accepted = if sorted.len() >= k { sorted[k - 1] } else { 0 };
+    for d in disputed.iter().filter(|d| d.on_view) {
+        if d.seq > accepted {
+            break;
+        }
+        let covering = frontiers.iter().filter(|(_, f)| *f >= d.seq).count();
+        let disputing = d.by.iter().filter(|(a, _)| frontiers.iter().any(|(b, f)| b == a && *f >= d.seq)).count();
+        if covering - disputing < k {
+            return d.seq - 1;
+        }
+    }
+    accepted
+}
+
+/// The n agents a consensus counts, ascending and once each, checked against
+/// the limit and the quorum `k`.
+pub(crate) fn counted_agents(agents: &[AgentId], k: usize) -> Result<Vec<AgentId>, ConsensusError> {
+    if agents.len() > AGENTS_MAX {
+        return Err(ConsensusError::TooManyAgents(agents.len()));
+    }
+    let agents: Vec<AgentId> = agents.iter().copied().collect::<BTreeSet<_>>().into_iter().collect();
+    if k == 0 || k > agents.len() {
+        return Err(ConsensusError::Quorum { quorum: k, agents: agents.len() });
+    }
+    Ok(agents)
 }

@@ -10,7 +10,7 @@ mod common;
 use agora_core::{AgentId, EntryId, SignedEntry};
 use agora_graph::Event;
 use agora_merge::payload::{KIND_COUNT, TEXT_BYTES_MAX};
-use agora_merge::{Merge, MergeEntry, MergeEvent};
+use agora_merge::{ChainInput, LiveMerge, LiveUpdate, Merge, MergeEntry, MergeEvent};
 use common::{text, Swarm};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -94,7 +94,13 @@ fn generate() -> Value {
         "description": "Agora merge-event payload vectors and a small swarm with its view hash; see protocol-spec/merge.md",
         "valid": valid,
         "invalid": bad,
-        "swarm": { "entries": entries, "statuses": statuses, "canonical_bytes": hex::encode(m.canonical_bytes()), "view_hash": hex::encode(m.view_hash()) },
+        "swarm": {
+            "entries": entries,
+            "statuses": statuses,
+            "chain_bytes": m.agents().iter().map(|a| json!({ "author": a.to_string(), "bytes": hex::encode(m.chain_canonical_bytes(a).unwrap()) })).collect::<Vec<_>>(),
+            "canonical_bytes": hex::encode(m.canonical_bytes()),
+            "view_hash": hex::encode(m.view_hash()),
+        },
     })
 }
 
@@ -154,8 +160,30 @@ fn merge_vectors_check() {
         assert_eq!(r.entry.to_string(), expected["entry"].as_str().unwrap());
         assert_eq!(r.status.name(), expected["status"].as_str().unwrap(), "{:?}", r.event);
     }
+    // Each chain's bytes, and the view bytes made of their digests.
+    let mut view_bytes = b"agora-merge-view/2".to_vec();
+    let chains = swarm["chain_bytes"].as_array().unwrap();
+    view_bytes.extend_from_slice(&(chains.len() as u32).to_be_bytes());
+    for (a, c) in m.agents().iter().zip(chains) {
+        assert_eq!(a.to_string(), c["author"].as_str().unwrap());
+        let bytes = hex::decode(c["bytes"].as_str().unwrap()).unwrap();
+        assert_eq!(m.chain_canonical_bytes(a).unwrap(), bytes);
+        view_bytes.extend_from_slice(a.as_bytes());
+        view_bytes.extend_from_slice(&agora_core::sha256(&bytes));
+    }
+    assert_eq!(hex::encode(&view_bytes), swarm["canonical_bytes"].as_str().unwrap());
     assert_eq!(hex::encode(m.canonical_bytes()), swarm["canonical_bytes"].as_str().unwrap());
     assert_eq!(hex::encode(m.view_hash()), swarm["view_hash"].as_str().unwrap());
+    // The live view, given the entries one at a time in that (reverse) order
+    // and built at once: the same hash.
+    let mut live = LiveMerge::new();
+    for (i, e) in entries.iter().enumerate() {
+        let held = &entries[..=i];
+        let input = |a: &agora_core::AgentId| -> Result<ChainInput, std::convert::Infallible> { Ok((held.iter().filter(|e| e.author() == *a).cloned().collect(), Vec::new())) };
+        live.apply(LiveUpdate { entries: vec![e.clone()], ..LiveUpdate::default() }, input).unwrap();
+    }
+    assert_eq!(hex::encode(live.view_hash()), swarm["view_hash"].as_str().unwrap());
+    assert_eq!(hex::encode(LiveMerge::from_entries(&entries, &[]).unwrap().view_hash()), swarm["view_hash"].as_str().unwrap());
     // Every status name appears at least once in the swarm except clipped and off_view.
     let names: std::collections::BTreeSet<&str> = m.records().iter().map(|r| r.status.name()).collect();
     for n in ["applied", "withdrawn", "idle", "pending", "invalid"] {

@@ -1,0 +1,824 @@
+//! The merged state kept current as entries arrive: [`LiveMerge`].
+//!
+//! [`Merge::compute`] derives the merged state from the whole set of entries;
+//! a node that takes in a few entries a second cannot redo that (about half a
+//! second at a million entries) for every one. A [`LiveMerge`] holds the same
+//! state (each chain's view, forks and gaps, every merge event's status, the
+//! accept frontiers, the open disputes and the view hash) and updates only
+//! what an arrival can change:
+//!
+//! - **The arriving entry's chain.** The common case, an entry that continues
+//!   a chain with no fork, gap or broken link (the next seq, linked to the
+//!   head, a known payload, not a fork resolution), extends its view chain in
+//!   place. Anything else (a fork, an entry that arrives before its
+//!   predecessor, a resolution, a payload filled in or redacted, a fork proof)
+//!   re-derives that one chain from its entries, asked of the caller, with the
+//!   same code as [`Merge::compute`] (steps 1 and 2 over one author).
+//! - **The merge events that read it.** An accept's status and reach depend
+//!   on the accepted chain only; a dispute's and a withdrawal's on whether
+//!   their target is known. So when a chain is re-derived, the accepts of
+//!   other agents whose head is on it are judged again (each signer keeps its
+//!   accepts by accepted chain); when an id becomes known, the signers that
+//!   waited for it are evaluated again; when an agent's own chain is
+//!   re-derived, all its merge events are.
+//! - **The view hash**, two-level (see `hash.rs`): only the digests of the
+//!   chains whose state, events or frontiers changed are hashed again.
+//!
+//! The result equals [`Merge::compute`] over the same set after every step,
+//! whatever the arrival order: the property test `live_equals_recompute`
+//! checks the view hash, every status, frontier, chain and open dispute, and
+//! the consensus, after each delivery.
+
+use crate::hash::{chain_bytes, view_bytes, ChainParts};
+use crate::input::{InputError, MergeEntry};
+use crate::merge::{ForkOutcome, ForkPoint, Frontier, Merge, NONE};
+use crate::payload::MergeEvent;
+use crate::rules::{MergeRuleError, MergeStatus};
+use crate::views::{accepted_prefix, counted_agents, ChainConsensus, Consensus, ConsensusError, DisputeMark, DisputedEvent};
+use agora_core::{AgentId, EntryId, ForkProof};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+type IdMap<V> = agora_core::idmap::IdMap<EntryId, V>;
+/// One chain's open disputes: (target seq, target) -> (disputer, dispute entry).
+type OpenMarks = BTreeMap<(u64, EntryId), BTreeSet<(AgentId, EntryId)>>;
+
+/// Where a known entry is: its chain's slot and its seq.
+#[derive(Clone, Copy, Debug)]
+struct Loc {
+    chain: u32,
+    seq: u64,
+}
+
+/// What evaluation needs of an entry that is not on its chain's view.
+#[derive(Clone, Copy, Debug)]
+struct OffView {
+    /// The held predecessor it links to.
+    parent: Option<EntryId>,
+    /// Its backlink (named predecessor).
+    backlink: Option<EntryId>,
+    rooted: bool,
+}
+
+/// A merge event of a chain's author.
+#[derive(Clone, Debug)]
+struct LiveRecord {
+    entry: EntryId,
+    seq: u64,
+    event: Option<MergeEvent>,
+    /// The status the chain analysis gives it (off view, a decode failure,
+    /// a fork resolution's): what evaluation starts from.
+    base: MergeStatus,
+    status: MergeStatus,
+    on_view: bool,
+}
+
+/// One author's chain and, as a signer, what its merge events did.
+#[derive(Debug, Default)]
+struct LiveChain {
+    author: AgentId,
+    /// Entries known (held, or carried by a fork proof).
+    len: u64,
+    /// Distinct entries held (given as entries, not only by a proof).
+    held: u64,
+    max_seq: u64,
+    view: Vec<EntryId>,
+    head_timestamp_ms: u64,
+    forks: Vec<ForkPoint>,
+    fork_seqs: Vec<u64>,
+    missing: Vec<(u64, EntryId)>,
+    off_view: IdMap<OffView>,
+    proofs: usize,
+    /// In (seq, id) order.
+    records: Vec<LiveRecord>,
+    record_of: IdMap<u32>,
+    /// Accepts on view whose head is held on another chain (by that
+    /// chain's slot): judged again when that chain changes.
+    accepts_on: HashMap<u32, Vec<u32>>,
+    /// Furthest accept per accepted chain: (seq, record).
+    reach: HashMap<u32, (u64, u32)>,
+    digest: Option<[u8; 32]>,
+}
+
+impl LiveChain {
+    /// No fork, gap, broken link, unknown payload or proof: every entry on
+    /// the view. Only such a chain is extended in place.
+    fn simple(&self) -> bool {
+        self.off_view.is_empty() && self.missing.is_empty() && self.fork_seqs.is_empty() && self.forks.is_empty() && self.proofs == 0 && self.view.len() as u64 == self.max_seq && self.len == self.max_seq
+    }
+    fn on_view(&self, id: &EntryId, seq: u64) -> bool {
+        seq >= 1 && self.view.get((seq - 1) as usize) == Some(id)
+    }
+    fn frozen(&self) -> Option<&ForkPoint> {
+        self.forks.last().filter(|f| !matches!(f.outcome, ForkOutcome::Resolved { .. }))
+    }
+}
+
+/// What one call to [`LiveMerge::apply`] did, for metrics and tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LiveApplied {
+    /// Entries that extended their chain in place.
+    pub extended: usize,
+    /// Chains derived again from their entries.
+    pub rederived: usize,
+    /// Signers whose merge events were all evaluated again.
+    pub reevaluated: usize,
+    /// (signer, chain) pairs whose accepts were judged again.
+    pub rejudged: usize,
+}
+
+/// An update: entries newly held, fork proofs newly held, and the authors of
+/// entries whose payload changed (filled in, redacted).
+#[derive(Default)]
+pub struct LiveUpdate {
+    /// Newly held entries, any order.
+    pub entries: Vec<MergeEntry>,
+    /// Newly held fork proofs (their authors' chains are derived again).
+    pub proofs: Vec<ForkProof>,
+    /// Authors whose entries' payloads changed.
+    pub changed: Vec<AgentId>,
+}
+
+/// The merged state of a growing set of entries, kept current. See the
+/// module docs.
+#[derive(Debug, Default)]
+pub struct LiveMerge {
+    chains: Vec<LiveChain>,
+    by_author: BTreeMap<AgentId, u32>,
+    index: IdMap<Loc>,
+    /// Chain slot -> signers with accepts on it.
+    referrers: HashMap<u32, BTreeSet<u32>>,
+    /// Id not known -> signers whose evaluation looked it up.
+    waiting: IdMap<BTreeSet<u32>>,
+    /// Open disputes by target chain: (target seq, target) -> (disputer, dispute entry).
+    open: HashMap<u32, OpenMarks>,
+    view_hash: Option<[u8; 32]>,
+}
+
+/// The entries of one author and the fork proofs of its chain: what the
+/// caller hands over when a chain must be derived again.
+pub type ChainInput = (Vec<MergeEntry>, Vec<ForkProof>);
+
+impl LiveMerge {
+    /// An empty state.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The state of `entries` and `proofs`, computed once with
+    /// [`Merge::compute`] (a node's start-up), then kept current by
+    /// [`LiveMerge::apply`].
+    pub fn from_entries(entries: &[MergeEntry], proofs: &[ForkProof]) -> Result<Self, InputError> {
+        let m = Merge::chains_of(entries, proofs)?;
+        let mut live = LiveMerge::default();
+        let mut proofs_by_author: HashMap<AgentId, usize> = HashMap::new();
+        for p in proofs {
+            *proofs_by_author.entry(p.author()).or_default() += 1;
+        }
+        let mut held: HashMap<AgentId, HashSet<EntryId>> = HashMap::new();
+        for e in entries {
+            held.entry(e.author()).or_default().insert(e.id());
+        }
+        for c in 0..m.chains.len() {
+            let author = m.chains[c].author;
+            let slot = live.chains.len() as u32;
+            let n_held = held.get(&author).map_or(0, |s| s.len() as u64);
+            let chain = extract(&m, c, proofs_by_author.get(&author).copied().unwrap_or(0), n_held);
+            live.index_chain(slot, &m, c);
+            live.by_author.insert(author, slot);
+            live.chains.push(chain);
+        }
+        for s in 0..live.chains.len() as u32 {
+            live.evaluate(s);
+        }
+        Ok(live)
+    }
+
+    /// Take in an update. `chain_input(author)` must return every entry held
+    /// of `author` (with what is known of its payload) and the fork proofs of
+    /// its chain, the update included; it is called only for chains that
+    /// cannot be extended in place.
+    pub fn apply<E>(&mut self, update: LiveUpdate, mut chain_input: impl FnMut(&AgentId) -> Result<ChainInput, E>) -> Result<LiveApplied, E> {
+        let mut done = LiveApplied::default();
+        let mut rederive: BTreeSet<AgentId> = update.changed.iter().copied().collect();
+        rederive.extend(update.proofs.iter().map(ForkProof::author));
+        let mut by_author: BTreeMap<AgentId, Vec<MergeEntry>> = BTreeMap::new();
+        for e in update.entries {
+            by_author.entry(e.author()).or_default().push(e);
+        }
+        let mut new_ids: Vec<EntryId> = Vec::new();
+        // Signers with records appended in place: (slot, first new record).
+        let mut appended: BTreeMap<u32, usize> = BTreeMap::new();
+        for (author, mut entries) in by_author {
+            if rederive.contains(&author) {
+                continue;
+            }
+            entries.sort_by_key(|e| (e.seq(), e.id()));
+            for e in &entries {
+                // Held already (queued twice while the view was rebuilt): a
+                // simple chain holds every entry with its payload known.
+                if let Some(loc) = self.index.get(&e.id())
+                    && self.chains[loc.chain as usize].simple()
+                {
+                    continue;
+                }
+                match self.extend(e) {
+                    Some((slot, first_record)) => {
+                        done.extended += 1;
+                        new_ids.push(e.id());
+                        if let Some(r) = first_record {
+                            appended.entry(slot).or_insert(r);
+                        }
+                    }
+                    None => {
+                        rederive.insert(author);
+                        break;
+                    }
+                }
+            }
+        }
+        let mut evaluate: BTreeSet<u32> = BTreeSet::new();
+        let mut rederived: Vec<u32> = Vec::new();
+        for author in &rederive {
+            let (entries, proofs) = chain_input(author)?;
+            let slot = self.rederive(author, &entries, &proofs, &mut new_ids);
+            done.rederived += 1;
+            evaluate.insert(slot);
+            rederived.push(slot);
+        }
+        for id in &new_ids {
+            if let Some(signers) = self.waiting.remove(id) {
+                evaluate.extend(signers);
+            }
+        }
+        for &s in &evaluate {
+            self.evaluate(s);
+            done.reevaluated += 1;
+        }
+        for (s, first) in appended {
+            if !evaluate.contains(&s) {
+                self.evaluate_from(s, first);
+            }
+        }
+        for t in rederived {
+            let signers: Vec<u32> = self.referrers.get(&t).map(|s| s.iter().copied().collect()).unwrap_or_default();
+            for s in signers {
+                if !evaluate.contains(&s) {
+                    self.rejudge(s, t);
+                    done.rejudged += 1;
+                }
+            }
+        }
+        Ok(done)
+    }
+
+    /// Extend a simple chain by `e` in place (or start a chain at seq 1).
+    /// Returns the slot and, for a merge event, its record's index; `None`
+    /// when `e` needs the chain derived again.
+    fn extend(&mut self, e: &MergeEntry) -> Option<(u32, Option<usize>)> {
+        if self.index.contains_key(&e.id()) {
+            return None;
+        }
+        // A payload that never arrived: the view waits for it; derive the chain.
+        let payload = match e.content() {
+            agora_core::Content::Missing => return None,
+            content => content.meaning(),
+        };
+        let event = payload.filter(|p| MergeEvent::is_merge_payload(p)).map(MergeEvent::decode);
+        if matches!(event, Some(Ok(MergeEvent::ForkResolution { .. }))) {
+            return None;
+        }
+        let slot = match self.by_author.get(&e.author()) {
+            Some(&slot) => {
+                let chain = &self.chains[slot as usize];
+                let linked = chain.simple() && e.seq() == chain.max_seq + 1 && e.backlink() == chain.view.last().copied() && e.timestamp_ms() >= chain.head_timestamp_ms;
+                if !linked {
+                    return None;
+                }
+                slot
+            }
+            None => {
+                if e.seq() != 1 {
+                    return None;
+                }
+                let slot = self.chains.len() as u32;
+                self.chains.push(LiveChain { author: e.author(), ..LiveChain::default() });
+                self.by_author.insert(e.author(), slot);
+                slot
+            }
+        };
+        let chain = &mut self.chains[slot as usize];
+        chain.len += 1;
+        chain.held += 1;
+        chain.max_seq = e.seq();
+        chain.view.push(e.id());
+        chain.head_timestamp_ms = e.timestamp_ms();
+        chain.digest = None;
+        self.view_hash = None;
+        self.index.insert(e.id(), Loc { chain: slot, seq: e.seq() });
+        let Some(event) = event else { return Some((slot, None)) };
+        let (event, base) = match event {
+            Ok(ev) => (Some(ev), MergeStatus::OffView),
+            Err(err) => (None, MergeStatus::Invalid(MergeRuleError::Decode(err))),
+        };
+        let r = chain.records.len();
+        chain.record_of.insert(e.id(), r as u32);
+        chain.records.push(LiveRecord { entry: e.id(), seq: e.seq(), event, status: base.clone(), base, on_view: true });
+        Some((slot, Some(r)))
+    }
+
+    /// Derive `author`'s chain again from all its entries and proofs.
+    fn rederive(&mut self, author: &AgentId, entries: &[MergeEntry], proofs: &[ForkProof], new_ids: &mut Vec<EntryId>) -> u32 {
+        let slot = match self.by_author.get(author) {
+            Some(&s) => s,
+            None => {
+                let s = self.chains.len() as u32;
+                self.chains.push(LiveChain { author: *author, ..LiveChain::default() });
+                self.by_author.insert(*author, s);
+                s
+            }
+        };
+        self.unregister(slot);
+        let own: Vec<MergeEntry> = entries.iter().filter(|e| e.author() == *author).cloned().collect();
+        let own_proofs: Vec<ForkProof> = proofs.iter().filter(|p| p.author() == *author).cloned().collect();
+        let held = own.iter().map(MergeEntry::id).collect::<HashSet<_>>().len() as u64;
+        // Bounded like any merge input; past the limits the chain is left as
+        // it was (an author cannot hold 16 million entries in one store).
+        let Ok(m) = Merge::chains_of(&own, &own_proofs) else { return slot };
+        let chain = match m.chains.first() {
+            Some(_) => {
+                for k in 0..m.items.len() {
+                    let id = m.items[k].id();
+                    if !self.index.contains_key(&id) {
+                        new_ids.push(id);
+                    }
+                }
+                self.index_chain(slot, &m, 0);
+                extract(&m, 0, own_proofs.len(), held)
+            }
+            None => LiveChain { author: *author, ..LiveChain::default() },
+        };
+        self.chains[slot as usize] = chain;
+        self.view_hash = None;
+        slot
+    }
+
+    fn index_chain(&mut self, slot: u32, m: &Merge<'_>, c: usize) {
+        let chain = &m.chains[c];
+        for k in chain.start..chain.end {
+            let it = &m.items[k as usize];
+            self.index.insert(it.id(), Loc { chain: slot, seq: it.seq() });
+        }
+    }
+
+    /// Drop what signer `s`'s evaluation registered: its accepts with the
+    /// chains they read, its open disputes.
+    fn unregister(&mut self, s: u32) {
+        let chain = &mut self.chains[s as usize];
+        for t in chain.accepts_on.keys() {
+            if let Some(set) = self.referrers.get_mut(t) {
+                set.remove(&s);
+            }
+        }
+        chain.accepts_on.clear();
+        chain.reach.clear();
+        let author = chain.author;
+        for r in &chain.records {
+            if let (Some(MergeEvent::Dispute { target, .. }), MergeStatus::Applied) = (&r.event, &r.status)
+                && let Some(loc) = self.index.get(target)
+                && let Some(marks) = self.open.get_mut(&loc.chain)
+                && let Some(by) = marks.get_mut(&(loc.seq, *target))
+            {
+                by.remove(&(author, r.entry));
+                if by.is_empty() {
+                    marks.remove(&(loc.seq, *target));
+                }
+            }
+        }
+    }
+
+    /// Evaluate every merge event of signer `s` from the start.
+    fn evaluate(&mut self, s: u32) {
+        self.unregister(s);
+        let author = self.chains[s as usize].author;
+        for r in 0..self.chains[s as usize].records.len() {
+            let rec = &self.chains[s as usize].records[r];
+            let mut status = rec.base.clone();
+            // A resolution whose branch is unknown to its own chain: foreign
+            // if another chain holds it (the chain analysis sees one chain).
+            if let (Some(MergeEvent::ForkResolution { continue_with, .. }), MergeStatus::Pending { missing }) = (&rec.event, &rec.base)
+                && continue_with == missing
+            {
+                match self.index.get(continue_with) {
+                    Some(loc) if loc.chain != s => {
+                        status = MergeStatus::Invalid(MergeRuleError::ResolutionForeign { signer: author, continue_with: *continue_with, author: self.chains[loc.chain as usize].author });
+                    }
+                    Some(_) => {}
+                    None => {
+                        self.waiting.entry(*continue_with).or_default().insert(s);
+                    }
+                }
+            }
+            self.chains[s as usize].records[r].status = status;
+        }
+        self.evaluate_from(s, 0);
+    }
+
+    /// Evaluate signer `s`'s merge events from record `first` on, in seq
+    /// order, over what the earlier ones did (as `Merge::evaluate_signer`).
+    fn evaluate_from(&mut self, s: u32, first: usize) {
+        let signer = self.chains[s as usize].author;
+        for r in first..self.chains[s as usize].records.len() {
+            let rec = &self.chains[s as usize].records[r];
+            if !rec.on_view {
+                continue;
+            }
+            let status = match rec.event.clone() {
+                Some(MergeEvent::Accept { author, up_to_seq, head }) => self.eval_accept(s, r as u32, signer, author, up_to_seq, head),
+                Some(MergeEvent::Dispute { target, .. }) => self.eval_dispute(s, signer, target),
+                Some(MergeEvent::Withdraw { dispute }) => self.eval_withdraw(s, r, signer, dispute),
+                Some(MergeEvent::ForkResolution { .. }) | None => continue,
+            };
+            self.chains[s as usize].records[r].status = status;
+        }
+        // Open disputes: what is applied once every withdrawal is.
+        for r in first..self.chains[s as usize].records.len() {
+            let rec = &self.chains[s as usize].records[r];
+            if let (Some(MergeEvent::Dispute { target, .. }), MergeStatus::Applied) = (&rec.event, &rec.status)
+                && let Some(loc) = self.index.get(target)
+            {
+                self.open.entry(loc.chain).or_default().entry((loc.seq, *target)).or_default().insert((signer, rec.entry));
+            }
+        }
+        // A withdrawal may close a dispute recorded before `first`.
+        if first > 0 {
+            for r in first..self.chains[s as usize].records.len() {
+                if let Some(MergeEvent::Withdraw { dispute }) = self.chains[s as usize].records[r].event
+                    && self.chains[s as usize].records[r].status == MergeStatus::Applied
+                {
+                    let d = &self.chains[s as usize];
+                    if let Some(&dr) = d.record_of.get(&dispute)
+                        && let Some(MergeEvent::Dispute { target, .. }) = &d.records[dr as usize].event
+                        && let Some(tloc) = self.index.get(target)
+                        && let Some(marks) = self.open.get_mut(&tloc.chain)
+                        && let Some(by) = marks.get_mut(&(tloc.seq, *target))
+                    {
+                        by.remove(&(signer, dispute));
+                        if by.is_empty() {
+                            marks.remove(&(tloc.seq, *target));
+                        }
+                    }
+                }
+            }
+        }
+        self.chains[s as usize].digest = None;
+        self.view_hash = None;
+    }
+
+    /// Judge the accepts of signer `s` on chain `t` again (`t` changed).
+    fn rejudge(&mut self, s: u32, t: u32) {
+        let signer = self.chains[s as usize].author;
+        let records = self.chains[s as usize].accepts_on.get(&t).cloned().unwrap_or_default();
+        self.chains[s as usize].reach.remove(&t);
+        for r in records {
+            let Some(MergeEvent::Accept { author, up_to_seq, head }) = self.chains[s as usize].records[r as usize].event else { continue };
+            let status = self.judge_and_reach(s, r, signer, author, up_to_seq, head, false);
+            self.chains[s as usize].records[r as usize].status = status;
+        }
+        self.chains[s as usize].digest = None;
+        self.view_hash = None;
+    }
+
+    fn eval_accept(&mut self, s: u32, r: u32, signer: AgentId, author: AgentId, up_to_seq: u64, head: EntryId) -> MergeStatus {
+        self.judge_and_reach(s, r, signer, author, up_to_seq, head, true)
+    }
+
+    /// Judge one accept, count its reach, and (when `register`) note the
+    /// chain it reads or the id it waits for.
+    #[allow(clippy::too_many_arguments)]
+    fn judge_and_reach(&mut self, s: u32, r: u32, signer: AgentId, author: AgentId, up_to_seq: u64, head: EntryId, register: bool) -> MergeStatus {
+        let judged = self.judge_accept(signer, author, up_to_seq, head);
+        let Some(t) = self.index.get(&head).map(|l| l.chain) else {
+            // Not held: judged again when it arrives.
+            if register {
+                self.waiting.entry(head).or_default().insert(s);
+            }
+            return judged.err().unwrap_or(MergeStatus::Applied);
+        };
+        let counts = match &judged {
+            Ok(seq) => Some(*seq),
+            Err(MergeStatus::Clipped { effective_seq, .. }) => Some(*effective_seq),
+            // A gap below the head, on chain `t`.
+            Err(MergeStatus::Pending { .. }) => None,
+            // A rule broken for good (the head's author and seq never change).
+            Err(status) => return status.clone(),
+        };
+        // Held on chain `t` with the named author and seq: its judgment
+        // follows `t`.
+        if register {
+            self.chains[s as usize].accepts_on.entry(t).or_default().push(r);
+            self.referrers.entry(t).or_default().insert(s);
+        }
+        if let Some(effective) = counts
+            && effective > 0
+        {
+            let f = self.chains[s as usize].reach.entry(t).or_insert((0, r));
+            if effective > f.0 {
+                *f = (effective, r);
+            }
+        }
+        match judged {
+            Ok(_) => MergeStatus::Applied,
+            Err(status) => status,
+        }
+    }
+
+    /// As `Merge::judge_accept`: Ok(the seq it counts for).
+    fn judge_accept(&self, signer: AgentId, author: AgentId, up_to_seq: u64, head: EntryId) -> Result<u64, MergeStatus> {
+        if author == signer {
+            return Err(MergeStatus::Invalid(MergeRuleError::SelfAccept(author)));
+        }
+        if up_to_seq == 0 {
+            return Err(MergeStatus::Invalid(MergeRuleError::ZeroSeq));
+        }
+        let Some(loc) = self.index.get(&head).copied() else { return Err(MergeStatus::Pending { missing: head }) };
+        let chain = &self.chains[loc.chain as usize];
+        if chain.author != author || loc.seq != up_to_seq {
+            return Err(MergeStatus::Invalid(MergeRuleError::HeadMismatch { head, author, up_to_seq, found_author: chain.author, found_seq: loc.seq }));
+        }
+        if chain.on_view(&head, loc.seq) {
+            return Ok(up_to_seq);
+        }
+        let rooted = chain.off_view.get(&head).is_some_and(|o| o.rooted);
+        if !rooted {
+            return Err(MergeStatus::Pending { missing: missing_below(chain, head) });
+        }
+        let effective_seq = view_ancestor(chain, head, loc.seq).unwrap_or(0);
+        let fork_seq = effective_seq + 1;
+        let rule = if effective_seq == chain.view.len() as u64 && chain.frozen().is_some() {
+            MergeRuleError::CrossesFork { author, up_to_seq, fork_seq }
+        } else {
+            MergeRuleError::DroppedBranch { author, up_to_seq, fork_seq }
+        };
+        Err(MergeStatus::Clipped { effective_seq, rule })
+    }
+
+    fn eval_dispute(&mut self, s: u32, signer: AgentId, target: EntryId) -> MergeStatus {
+        let Some(loc) = self.index.get(&target).copied() else {
+            self.waiting.entry(target).or_default().insert(s);
+            return MergeStatus::Pending { missing: target };
+        };
+        if self.chains[loc.chain as usize].author == signer {
+            return MergeStatus::Invalid(MergeRuleError::SelfDispute(target));
+        }
+        MergeStatus::Applied
+    }
+
+    fn eval_withdraw(&mut self, s: u32, r: usize, signer: AgentId, dispute: EntryId) -> MergeStatus {
+        let Some(loc) = self.index.get(&dispute).copied() else {
+            self.waiting.entry(dispute).or_default().insert(s);
+            return MergeStatus::Pending { missing: dispute };
+        };
+        let d_author = self.chains[loc.chain as usize].author;
+        if d_author != signer {
+            return MergeStatus::Invalid(MergeRuleError::NotOwnDispute { dispute, author: d_author });
+        }
+        let chain = &mut self.chains[s as usize];
+        let withdraw = (chain.records[r].entry, chain.records[r].seq);
+        let dr = chain.record_of.get(&dispute).copied().filter(|&dr| matches!(chain.records[dr as usize].event, Some(MergeEvent::Dispute { .. })));
+        let Some(dr) = dr.filter(|_| chain.on_view(&dispute, loc.seq) && loc.seq < withdraw.1) else {
+            return MergeStatus::Invalid(MergeRuleError::NotADispute(dispute));
+        };
+        if let MergeStatus::Withdrawn { by } = chain.records[dr as usize].status {
+            return MergeStatus::Invalid(MergeRuleError::AlreadyWithdrawn { dispute, by });
+        }
+        chain.records[dr as usize].status = MergeStatus::Withdrawn { by: withdraw.0 };
+        MergeStatus::Applied
+    }
+}
+
+/// The first id missing below `id` (held, not rooted), as `Merge::missing_below`.
+fn missing_below(chain: &LiveChain, id: EntryId) -> EntryId {
+    let mut k = id;
+    loop {
+        let Some(o) = chain.off_view.get(&k) else { return k };
+        match o.parent {
+            Some(p) => k = p,
+            None => return o.backlink.unwrap_or(k),
+        }
+    }
+}
+
+/// The seq of the deepest view entry that is `id` or an ancestor of it.
+fn view_ancestor(chain: &LiveChain, id: EntryId, seq: u64) -> Option<u64> {
+    let (mut k, mut seq) = (id, seq);
+    loop {
+        if chain.on_view(&k, seq) {
+            return Some(seq);
+        }
+        let o = chain.off_view.get(&k)?;
+        k = o.parent?;
+        seq -= 1;
+    }
+}
+
+/// One chain of `m` as a [`LiveChain`], with its records' statuses from the
+/// chain analysis (step 2); merge events are evaluated after.
+fn extract(m: &Merge<'_>, c: usize, proofs: usize, held: u64) -> LiveChain {
+    let chain = &m.chains[c];
+    let mut live = LiveChain {
+        author: chain.author,
+        len: chain.len() as u64,
+        held,
+        view: chain.view.iter().map(|&k| m.items[k as usize].id()).collect(),
+        head_timestamp_ms: chain.view.last().map_or(0, |&k| m.items[k as usize].timestamp_ms),
+        forks: chain.forks.clone(),
+        fork_seqs: chain.fork_seqs.clone(),
+        missing: chain.missing.clone(),
+        proofs,
+        ..LiveChain::default()
+    };
+    for k in chain.start..chain.end {
+        let it = &m.items[k as usize];
+        live.max_seq = live.max_seq.max(it.seq());
+        if !it.on_view() {
+            let parent = (it.parent != NONE).then(|| m.items[it.parent as usize].id());
+            live.off_view.insert(it.id(), OffView { parent, backlink: it.signed.header().backlink, rooted: it.rooted() });
+        }
+        if it.record != NONE {
+            let r = &m.records[it.record as usize];
+            let base = match &r.event {
+                Some(MergeEvent::Accept { .. } | MergeEvent::Dispute { .. } | MergeEvent::Withdraw { .. }) => MergeStatus::OffView,
+                _ => r.status.clone(),
+            };
+            live.record_of.insert(r.entry, live.records.len() as u32);
+            live.records.push(LiveRecord { entry: r.entry, seq: r.seq, event: r.event.clone(), status: base.clone(), base, on_view: it.on_view() });
+        }
+    }
+    live
+}
+
+// Reads.
+impl LiveMerge {
+    fn chains_in_order(&self) -> impl Iterator<Item = &LiveChain> {
+        self.by_author.values().map(|&s| &self.chains[s as usize]).filter(|c| c.len > 0)
+    }
+
+    /// The view hash, equal to [`Merge::view_hash`] over the same set.
+    pub fn view_hash(&mut self) -> [u8; 32] {
+        if let Some(h) = self.view_hash {
+            return h;
+        }
+        let slots: Vec<u32> = self.by_author.values().copied().filter(|&s| self.chains[s as usize].len > 0).collect();
+        for &s in &slots {
+            if self.chains[s as usize].digest.is_none() {
+                let d = agora_core::sha256(&self.chain_bytes(s));
+                self.chains[s as usize].digest = Some(d);
+            }
+        }
+        let digests = slots.iter().map(|&s| (self.chains[s as usize].author, self.chains[s as usize].digest.unwrap_or_default()));
+        let h = agora_core::sha256(&view_bytes(digests.collect::<Vec<_>>().into_iter()));
+        self.view_hash = Some(h);
+        h
+    }
+
+    fn chain_bytes(&self, s: u32) -> Vec<u8> {
+        let c = &self.chains[s as usize];
+        let parts = ChainParts { author: &c.author, len: c.len, view_len: c.view.len() as u64, head: c.view.last().copied(), forks: &c.forks, fork_seqs: &c.fork_seqs, missing: &c.missing };
+        let frontiers = self.frontiers_of(s);
+        chain_bytes(&parts, c.records.iter().map(|r| (r.entry, &r.status)), frontiers.iter().map(|(b, f)| (*b, f.seq, f.head)).collect::<Vec<_>>().into_iter())
+    }
+
+    /// Signer `s`'s frontiers, ascending by accepted author.
+    fn frontiers_of(&self, s: u32) -> BTreeMap<AgentId, Frontier> {
+        let c = &self.chains[s as usize];
+        c.reach
+            .iter()
+            .filter_map(|(&t, &(seq, r))| {
+                let target = &self.chains[t as usize];
+                let head = *target.view.get((seq - 1) as usize)?;
+                Some((target.author, Frontier { seq, head, accept: c.records[r as usize].entry }))
+            })
+            .collect()
+    }
+
+    /// Every accept frontier: (acceptor, author) → frontier, ascending.
+    pub fn frontiers(&self) -> BTreeMap<(AgentId, AgentId), Frontier> {
+        let mut out = BTreeMap::new();
+        for (&a, &s) in &self.by_author {
+            for (b, f) in self.frontiers_of(s) {
+                out.insert((a, b), f);
+            }
+        }
+        out
+    }
+
+    /// `acceptor`'s frontier on `author`'s chain.
+    pub fn frontier(&self, acceptor: &AgentId, author: &AgentId) -> Option<Frontier> {
+        let s = *self.by_author.get(acceptor)?;
+        let t = *self.by_author.get(author)?;
+        let &(seq, r) = self.chains[s as usize].reach.get(&t)?;
+        let head = *self.chains[t as usize].view.get((seq - 1) as usize)?;
+        Some(Frontier { seq, head, accept: self.chains[s as usize].records[r as usize].entry })
+    }
+
+    /// Every merge event held with its status, in (signer, seq, id) order:
+    /// (entry, signer, seq, status).
+    pub fn statuses(&self) -> Vec<(EntryId, AgentId, u64, MergeStatus)> {
+        self.chains_in_order().flat_map(|c| c.records.iter().map(|r| (r.entry, c.author, r.seq, r.status.clone()))).collect()
+    }
+
+    /// Every author with a chain, ascending (the default n for a consensus).
+    pub fn agents(&self) -> Vec<AgentId> {
+        self.chains_in_order().map(|c| c.author).collect()
+    }
+
+    /// The view chain of `author`, seq 1 first (empty when unknown).
+    pub fn view_chain(&self, author: &AgentId) -> &[EntryId] {
+        self.by_author.get(author).map_or(&[], |&s| &self.chains[s as usize].view)
+    }
+
+    /// Forks met along `author`'s view chain, in seq order.
+    pub fn forks(&self, author: &AgentId) -> &[ForkPoint] {
+        self.by_author.get(author).map_or(&[], |&s| &self.chains[s as usize].forks)
+    }
+
+    /// Distinct entries held (not counting those known only from a proof).
+    pub fn entries_held(&self) -> u64 {
+        self.chains.iter().map(|c| c.held).sum()
+    }
+
+    /// The author of a known entry.
+    pub fn author_of(&self, id: &EntryId) -> Option<AgentId> {
+        self.index.get(id).map(|l| self.chains[l.chain as usize].author)
+    }
+
+    /// Is this entry known (held, or carried by a proof)?
+    pub fn contains(&self, id: &EntryId) -> bool {
+        self.index.contains_key(id)
+    }
+
+    /// Open disputes (status applied), as marks, in (target, disputer, dispute) order.
+    pub fn open_disputes(&self) -> Vec<DisputeMark> {
+        let mut out = Vec::new();
+        for c in self.chains_in_order() {
+            for r in &c.records {
+                if let (Some(MergeEvent::Dispute { target, reason, counter_claim }), MergeStatus::Applied) = (&r.event, &r.status) {
+                    out.push(DisputeMark { dispute: r.entry, by: c.author, target: *target, reason: reason.clone(), counter_claim: counter_claim.clone() });
+                }
+            }
+        }
+        out.sort_by_key(|a| (a.target, a.by, a.dispute));
+        out
+    }
+
+    /// Consensus with quorum `k` of `agents`, as [`Merge::consensus`].
+    pub fn consensus(&self, agents: &[AgentId], k: usize) -> Result<Consensus, ConsensusError> {
+        let agents = counted_agents(agents, k)?;
+        let counted_ids: HashSet<AgentId> = agents.iter().copied().collect();
+        let mut chains = Vec::with_capacity(self.chains.len());
+        for (&author, &t) in &self.by_author {
+            let chain = &self.chains[t as usize];
+            if chain.len == 0 {
+                continue;
+            }
+            let view_len = chain.view.len() as u64;
+            let mut frontiers: Vec<(AgentId, u64)> = Vec::new();
+            for a in &agents {
+                let f = if *a == author {
+                    view_len
+                } else {
+                    self.by_author.get(a).and_then(|&s| self.chains[s as usize].reach.get(&t)).map_or(0, |&(seq, _)| seq)
+                };
+                if f > 0 {
+                    frontiers.push((*a, f));
+                }
+            }
+            let disputed: Vec<DisputedEvent> = self
+                .open
+                .get(&t)
+                .map(|marks| {
+                    marks
+                        .iter()
+                        .filter_map(|(&(seq, target), by)| {
+                            let by: Vec<(AgentId, EntryId)> = by.iter().filter(|(a, _)| counted_ids.contains(a)).copied().collect();
+                            (!by.is_empty()).then(|| DisputedEvent { target, seq, on_view: chain.on_view(&target, seq), by })
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let accepted = accepted_prefix(&frontiers, &disputed, k);
+            let first_disputed = disputed.iter().find(|d| d.on_view).map(|d| (d.seq, d.target));
+            chains.push(ChainConsensus {
+                author,
+                view_len,
+                frozen_at: chain.frozen().map(|f| f.seq),
+                accepted_seq: accepted,
+                accepted_head: (accepted > 0).then(|| chain.view[(accepted - 1) as usize]),
+                frontiers,
+                disputed,
+                first_disputed,
+            });
+        }
+        Ok(Consensus { quorum: k, agents, chains })
+    }
+}
