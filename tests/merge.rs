@@ -275,3 +275,33 @@ fn the_merge_views_as_of_a_time_leave_out_later_accepts_and_disputes() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stdout).contains("--as-of \"last week\"") || String::from_utf8_lossy(&bad.stderr).contains("--as-of \"last week\""), "{bad:?}");
 }
+
+/// Issue 16: a running node answers `view-hash` and `consensus` from its live
+/// merged view, kept current as entries arrive by replication (accepts,
+/// disputes, a withdrawal, entries whose targets arrive after them); once the
+/// node stops, the full recompute over its store gives the same answers.
+#[test]
+fn the_live_merged_view_equals_a_recompute_of_the_store() {
+    let Trio { agents: [a, b, c], nodes: [na, mut nb, nc] } = Trio::start();
+    let p1 = id_of(&json(&a.home, &["propose", "Ship the pricing page this week"]));
+    let q1 = id_of(&json(&c.home, &["propose", "Run a survey first"]));
+    wait_for("B to hold both proposals", || (nb.holds(&p1) && nb.holds(&q1)).then_some(()));
+    json(&b.home, &["accept", &a.id, &p1]);
+    let d1 = id_of(&json(&b.home, &["dispute", &q1, "a survey takes a month"]));
+    json(&c.home, &["contradict", &p1, "legal has not read it"]);
+    let d2 = id_of(&json(&a.home, &["dispute", &q1, "too slow"]));
+    json(&a.home, &["withdraw", &d2]);
+    json(&b.home, &["withdraw", &d1]);
+    json(&c.home, &["accept", &a.id, &p1]);
+    let hash = converged(&[&na, &nb, &nc]);
+    let live_consensus = json(&nb.home, &["consensus", "--quorum", "2"]);
+    assert_eq!(live_consensus["view_hash"], hash.as_str());
+    // The node's answers came from its live view; stop it and recompute.
+    nb.kill();
+    let _ = std::fs::remove_file(b.home.join("node.json"));
+    let recomputed = json(&b.home, &["view-hash"]);
+    assert_eq!(recomputed["view_hash"], hash.as_str(), "live {hash}, recomputed {recomputed}");
+    let recomputed_consensus = json(&b.home, &["consensus", "--quorum", "2"]);
+    assert_eq!(recomputed_consensus["chains"], live_consensus["chains"]);
+    assert_eq!(recomputed_consensus["agents"], live_consensus["agents"]);
+}

@@ -32,6 +32,11 @@ pub struct Histograms {
     /// Seconds to rebuild the reasoning view by replay (the live graph is
     /// otherwise updated entry by entry).
     pub view_recompute: Histogram,
+    /// Seconds to build the live merged view from the store (at start, and
+    /// after a roster change).
+    pub merge_rebuild: Histogram,
+    /// Seconds from a commit until the live merged view includes it.
+    pub merge_lag: Histogram,
 }
 
 impl Default for Histograms {
@@ -41,7 +46,11 @@ impl Default for Histograms {
         // libp2p-metrics names its own metrics `libp2p_*`.
         let mut libp2p_registry = Registry::default();
         let libp2p = std::sync::Arc::new(libp2p::metrics::Metrics::new(&mut libp2p_registry));
-        Self { libp2p, libp2p_registry: std::sync::Arc::new(libp2p_registry), gossip_latency: Histogram::new(latency), view_recompute: Histogram::new(recompute) }
+        Self { libp2p, libp2p_registry: std::sync::Arc::new(libp2p_registry), gossip_latency: Histogram::new(latency),
+            view_recompute: Histogram::new(recompute),
+            merge_rebuild: Histogram::new(recompute),
+            merge_lag: Histogram::new(recompute),
+        }
     }
 }
 
@@ -122,6 +131,8 @@ pub fn render(status: &Value, histograms: &Histograms) -> String {
     counter(&mut r, "gossip_received", "Gossip messages received", u(&gossip["received"]));
     r.register("gossip_latency_seconds", "From an entry's timestamp to its arrival here by gossip (accepted gossip only)", histograms.gossip_latency.clone());
     r.register("view_recompute_seconds", "Time to rebuild the reasoning view by replay", histograms.view_recompute.clone());
+    r.register("merge_view_rebuild_seconds", "Time to build the live merged view from the store (at start, after a roster change)", histograms.merge_rebuild.clone());
+    r.register("merge_view_lag_seconds", "From a commit until the live merged view includes it", histograms.merge_lag.clone());
 
     let mut out = String::new();
     // Writing to a String cannot fail.

@@ -26,6 +26,7 @@ static MALLOC_CONF: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000,muz
 mod graph_bench;
 mod mcp_bench;
 mod node_bench;
+mod live_bench;
 mod merge_bench;
 mod sim_bench;
 
@@ -40,6 +41,8 @@ enum Bench {
     Node(node_bench::NodeArgs),
     /// Recompute of the merged view (merge layer) of a synthetic swarm.
     Merge(merge_bench::MergeArgs),
+    /// The live merged view: built once, then kept current entry by entry.
+    Live(live_bench::LiveArgs),
     /// The swarm simulator: wall time, entries per second and peak memory of
     /// a scenario (by default a thousand agents), optionally at several sizes.
     Sim(sim_bench::SimArgs),
@@ -95,6 +98,7 @@ fn main() -> Result<()> {
         Bench::Graph(args) => graph_bench::run(args),
         Bench::Node(args) => node_bench::run(args),
         Bench::Merge(args) => merge_bench::run(args),
+        Bench::Live(args) => live_bench::run(args),
         Bench::Sim(args) => sim_bench::run(args),
     }
 }

@@ -55,6 +55,20 @@ enum What {
         #[arg(long, default_value_t = 1000)]
         events: usize,
     },
+    /// Merge-layer reads through a running node holding the merge bench's
+    /// swarm (100 agents x 10,000 events by default): the time to build its
+    /// live merged view at start, then `view-hash` and `consensus --quorum 2`
+    /// (each a whole `agora` command, forwarded to the node) after each new
+    /// entry, and the node's memory.
+    Views {
+        #[arg(long, default_value_t = 100)]
+        agents: usize,
+        #[arg(long, default_value_t = 10_000)]
+        events_per_agent: usize,
+        /// New entries, each followed by the reads.
+        #[arg(long, default_value_t = 200)]
+        rounds: usize,
+    },
     /// Resident memory of a node holding many entries, idle and while serving
     /// and receiving a full sync.
     Rss {
@@ -77,6 +91,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
         What::Sync { entries, payload_bytes } => sync(&agora, entries, payload_bytes),
         What::Gossip { nodes, events } => gossip(&agora, nodes, events),
         What::Rss { entries, payload_bytes } => rss(&agora, entries, payload_bytes),
+        What::Views { agents, events_per_agent, rounds } => views(&agora, agents, events_per_agent, rounds),
         What::Mcp { calls, events } => crate::mcp_bench::run(&agora, calls, events),
     }
 }
@@ -374,5 +389,63 @@ fn rss(agora: &Path, entries: usize, payload_bytes: usize) -> Result<()> {
         mib("table_readers_bytes")
     );
     println!("  (sync took {:.1} s = {:.0} entries/s; target: RSS < 150 MiB)", took.as_secs_f64(), entries as f64 / took.as_secs_f64());
+    Ok(())
+}
+
+fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result<()> {
+    let home = new_home(agora)?;
+    let t = Instant::now();
+    let entries = crate::merge_bench::swarm(agents, per_agent);
+    let n = entries.len();
+    {
+        let store = Store::open(home.path.join("store"), &StoreOptions { sync: false, ..Default::default() })?;
+        for chunk in entries.chunks(10_000) {
+            let items = chunk
+                .iter()
+                .map(|e| agora_store::ImportItem { entry: e.signed().clone(), payload: e.payload().map(<[u8]>::to_vec), origin: "bench".into() })
+                .collect();
+            store.import(items, 1_800_000_000_000)?;
+        }
+        store.flush()?;
+    }
+    drop(entries);
+    eprintln!("{n} entries stored in {:.0} s", t.elapsed().as_secs_f64());
+    let t = Instant::now();
+    let node = start(agora, &home, &home.agent, &[])?;
+    let ready = t.elapsed();
+    // The first answer waits for the view built at start.
+    let t = Instant::now();
+    agora_json(agora, &home.path, &["view-hash"])?;
+    let built = t.elapsed();
+    let timed = |args: &[&str]| -> Result<Duration> {
+        let t = Instant::now();
+        let out = agora_cmd(agora, &home.path).arg("--json").args(args).output()?;
+        let took = t.elapsed();
+        if !out.status.success() {
+            bail!("agora {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(took)
+    };
+    // The floor: a command the node answers without reading any view.
+    let (mut hash, mut consensus, mut floor) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..rounds {
+        timed(&["propose", &format!("live view round {i}")])?;
+        hash.push(timed(&["view-hash"])?);
+        consensus.push(timed(&["consensus", "--quorum", "2"])?);
+        floor.push(timed(&["node", "status"])?);
+    }
+    for v in [&mut hash, &mut consensus, &mut floor] {
+        v.sort();
+    }
+    let (rss, hwm) = rss_kib(node.child.id())?;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let q = |v: &[Duration], p: f64| ms(crate::percentile(v, p));
+    println!("a node holding {n} entries ({agents} agents x {per_agent} events, the merge bench's swarm):");
+    println!("  start: ready in {:.2} s; first view-hash answered {:.2} s later (the live merged view built once)", ready.as_secs_f64(), built.as_secs_f64());
+    println!("  after each of {rounds} new entries (`agora propose` through the node), whole `agora --json` commands:");
+    println!("    view-hash:            p50 {:.1} ms, p99 {:.1} ms", q(&hash, 0.5), q(&hash, 0.99));
+    println!("    consensus --quorum 2: p50 {:.1} ms, p99 {:.1} ms", q(&consensus, 0.5), q(&consensus, 0.99));
+    println!("    node status (floor: a command that reads no view): p50 {:.1} ms, p99 {:.1} ms", q(&floor, 0.5), q(&floor, 0.99));
+    println!("  node RSS {} MiB (peak {} MiB)", rss / 1024, hwm / 1024);
     Ok(())
 }

@@ -28,6 +28,7 @@ pub mod config;
 pub mod control;
 pub mod frontier;
 pub mod graph_cache;
+pub mod merge_cache;
 pub mod home;
 pub mod membership;
 pub mod merge_cmds;

@@ -156,10 +156,22 @@ pub fn perspective(s: &Session, agent: Option<&str>, as_of: Option<&str>) -> Res
 
 /// `agora consensus --quorum k [--agents a,b,c] [--as-of T]`.
 pub fn consensus(s: &Session, quorum: usize, agents: &[String], as_of: Option<&str>) -> Result<ExitCode> {
-    let ((entries, proofs), over) = merge_input(s, as_of)?;
-    let m = Merge::compute(&entries, &proofs)?;
-    let agents = agents_arg(agents)?.unwrap_or_else(|| m.agents());
-    let c = m.consensus(&agents, quorum)?;
+    let (c, view_hash, over) = match (s.live_merge(), as_of) {
+        // Inside a node, now: from the live merged view.
+        (Some(cache), None) => {
+            let store = s.store()?;
+            let (mut view, over) = live_view(cache, store)?;
+            let m = view.merge();
+            let agents = agents_arg(agents)?.unwrap_or_else(|| m.agents());
+            (m.consensus(&agents, quorum)?, m.view_hash(), over)
+        }
+        _ => {
+            let ((entries, proofs), over) = merge_input(s, as_of)?;
+            let m = Merge::compute(&entries, &proofs)?;
+            let agents = agents_arg(agents)?.unwrap_or_else(|| m.agents());
+            (m.consensus(&agents, quorum)?, m.view_hash(), over)
+        }
+    };
     let chains: Vec<Value> = c
         .chains
         .iter()
@@ -176,7 +188,7 @@ pub fn consensus(s: &Session, quorum: usize, agents: &[String], as_of: Option<&s
             })
         })
         .collect();
-    s.print(&json!({ "quorum": c.quorum, "agents": ids(&c.agents), "view_hash": hex::encode(m.view_hash()), "chains": chains, "computed_over": over }), || {
+    s.print(&json!({ "quorum": c.quorum, "agents": ids(&c.agents), "view_hash": hex::encode(view_hash), "chains": chains, "computed_over": over }), || {
         let mut out = vec![format!("consensus with quorum {} of {} agents", c.quorum, c.agents.len())];
         for ch in &c.chains {
             let frozen = ch.frozen_at.map_or(String::new(), |f| format!(", FROZEN at fork seq {f}"));
@@ -335,13 +347,46 @@ pub fn audit(s: &Session, agent: &str) -> Result<ExitCode> {
     Ok(if clean { ExitCode::SUCCESS } else { ExitCode::from(3) })
 }
 
-/// `agora view-hash`: the merged view's hash (equal on nodes holding the same entries).
+/// `agora view-hash`: the merged view's hash (equal on nodes holding the same
+/// entries); inside a node, the live view's.
 pub fn view_hash(s: &Session) -> Result<ExitCode> {
-    let ((entries, proofs), over) = merge_input(s, None)?;
-    let m = Merge::compute(&entries, &proofs)?;
-    let h = hex::encode(m.view_hash());
-    s.print(&json!({ "view_hash": h, "entries": entries.len(), "computed_over": over }), || h.clone())?;
+    let (hash, entries, over) = match s.live_merge() {
+        Some(cache) => {
+            let (mut view, over) = live_view(cache, s.store()?)?;
+            let m = view.merge();
+            (m.view_hash(), m.entries_held(), over)
+        }
+        None => {
+            let ((entries, proofs), over) = merge_input(s, None)?;
+            let m = Merge::compute(&entries, &proofs)?;
+            (m.view_hash(), entries.len() as u64, over)
+        }
+    };
+    let h = hex::encode(hash);
+    s.print(&json!({ "view_hash": h, "entries": entries, "computed_over": over }), || h.clone())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The node's live merged view, current with every committed write, and the
+/// frontier it covers: read while the view is held, again if a write was
+/// queued meanwhile (at most [`crate::frontier::STABLE_TRIES`] times, then
+/// `"exact": false`).
+fn live_view<'c>(cache: &'c crate::merge_cache::MergeCache, store: &agora_store::Store) -> Result<(crate::merge_cache::LiveView<'c>, Value)> {
+    let mut tries = 0;
+    loop {
+        let view = cache.current(store)?;
+        let mut over = crate::frontier::of_store(store)?;
+        tries += 1;
+        if cache.is_current() {
+            return Ok((view, over));
+        }
+        if tries >= crate::frontier::STABLE_TRIES {
+            if let Some(o) = over.as_object_mut() {
+                o.insert("exact".into(), Value::Bool(false));
+            }
+            return Ok((view, over));
+        }
+    }
 }
 
 /// The merge layer's input with the frontier it was read at (see

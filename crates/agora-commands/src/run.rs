@@ -89,6 +89,8 @@ pub struct OpenStore<'a> {
     pub home: &'a Home,
     pub store: &'a Store,
     pub graph: &'a GraphCache,
+    /// Its live merged view.
+    pub merge: &'a crate::merge_cache::MergeCache,
     /// The workspace founder the node runs for.
     pub founder: AgentId,
 }
@@ -114,7 +116,7 @@ pub fn run_in_open_store(open: &OpenStore<'_>, request: &CommandRequest, stdin: 
     absolutize(&mut command, &request.cwd);
     let mut input = std::io::Cursor::new(stdin);
     let result = {
-        let session = Session::in_node(open.home, json, out, &mut input, open.store, open.graph, open.founder);
+        let session = Session::in_node(open.home, json, out, &mut input, open.store, open.graph, open.merge, open.founder);
         crate::commands::run(&session, command)
     };
     match result {

@@ -9,6 +9,7 @@
 //! never opened a second time, so one process writes each chain.
 
 use crate::graph_cache::GraphCache;
+use crate::merge_cache::MergeCache;
 use crate::home::Home;
 use agora_core::AgentId;
 use agora_graph::Graph;
@@ -30,6 +31,7 @@ pub struct Session<'a> {
     opened: OnceCell<Store>,
     graph: Option<&'a GraphCache>,
     own_graph: OnceCell<GraphCache>,
+    merge: Option<&'a MergeCache>,
     founder: Option<AgentId>,
 }
 
@@ -45,11 +47,14 @@ impl<'a> Session<'a> {
             opened: OnceCell::new(),
             graph: None,
             own_graph: OnceCell::new(),
+            merge: None,
             founder: None,
         }
     }
 
-    /// A session inside the node: its open store and its live graph.
+    /// A session inside the node: its open store, its live graph and its
+    /// live merged view.
+    #[allow(clippy::too_many_arguments)]
     pub fn in_node(
         home: &'a Home,
         json: bool,
@@ -57,6 +62,7 @@ impl<'a> Session<'a> {
         input: &'a mut dyn Read,
         store: &'a Store,
         graph: &'a GraphCache,
+        merge: &'a MergeCache,
         founder: AgentId,
     ) -> Self {
         Self {
@@ -68,6 +74,7 @@ impl<'a> Session<'a> {
             opened: OnceCell::new(),
             graph: Some(graph),
             own_graph: OnceCell::new(),
+            merge: Some(merge),
             founder: Some(founder),
         }
     }
@@ -125,6 +132,11 @@ impl<'a> Session<'a> {
             }
         };
         cache.with(store, |g| f(store, g))?
+    }
+
+    /// The node's live merged view, when the command runs inside a node.
+    pub fn live_merge(&self) -> Option<&MergeCache> {
+        self.merge
     }
 
     /// Print a result: `value` as one JSON line with `--json`, else `text()`

@@ -96,6 +96,23 @@ pub fn load_merge_input(store: &Store, founder: AgentId) -> Result<(Vec<MergeEnt
     Ok((entries, proofs))
 }
 
+/// One author's part of [`load_merge_input`] under `roster`: its entries that
+/// count, with what is known of their payloads, and the fork proofs of its
+/// chain at positions that count. A live merged view (`agora_merge::LiveMerge`)
+/// asks for this when a chain must be derived again.
+pub fn load_chain_merge_input(store: &Store, roster: &Roster, author: &AgentId) -> Result<(Vec<MergeEntry>, Vec<ForkProof>), StoreError> {
+    let mut entries = Vec::new();
+    store.for_each_entry(Some(author), |e| {
+        let h = e.signed.header();
+        if roster.admits_entry(&h.author, h.seq) {
+            entries.push(MergeEntry::with_content(e.signed, known(e.payload)).map_err(StoreError::Verify)?);
+        }
+        Ok(())
+    })?;
+    let proofs = store.fork_proofs(Some(author))?.into_iter().filter(|p| roster.admits_entry(&p.author(), p.seq())).collect();
+    Ok((entries, proofs))
+}
+
 /// The residue a node keeps when it redacts `payload` (see
 /// `agora_core::payload`): what the payload meant without its text, in the
 /// payload's own format (reasoning event, merge event, roster event), or

@@ -17,6 +17,7 @@ mod server;
 use agora_commands::cli::NodeRunArgs;
 use agora_commands::control::{remove_node_file, write_node_file, NodeFile};
 use agora_commands::graph_cache::GraphCache;
+use agora_commands::merge_cache::MergeCache;
 use agora_commands::home::Home;
 use agora_core::AgentId;
 use agora_store::Store;
@@ -128,6 +129,7 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
     let peer_id = node_key.public().to_peer_id();
     let histograms = crate::metrics::Histograms::default();
     let graph = Arc::new(GraphCache::observed(founder, histograms.view_recompute.clone()));
+    let merge = Arc::new(MergeCache::observed(founder, histograms.merge_rebuild.clone(), histograms.merge_lag.clone()));
     let ctx = NodeContext { config: config.clone(), store: store.clone(), graph: graph.clone(), agent, founder, workspace, node_key, histograms: histograms.clone() };
     let settings = NetworkSettings { mdns: config.mdns, heartbeat: config.gossip_heartbeat, ..NetworkSettings::default() };
 
@@ -136,7 +138,17 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
         let (commit_tx, commits) = mpsc::channel(1024);
         let commits_missed = Arc::new(AtomicBool::new(false));
         let generation = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        store.set_observer(Some(driver::observer(graph.clone(), commit_tx, commits_missed.clone(), generation.clone())));
+        store.set_observer(Some(driver::observer(graph.clone(), merge.clone(), commit_tx, commits_missed.clone(), generation.clone())));
+        // The live merged view's thread: builds it from the store now, then
+        // applies each commit as soon as it is made.
+        let merge_stop = Arc::new(AtomicBool::new(false));
+        let merge_worker = {
+            let (merge, store, stop) = (merge.clone(), store.clone(), merge_stop.clone());
+            std::thread::Builder::new()
+                .name("merged-view".into())
+                .spawn(move || merge.run_worker(&store, || stop.load(std::sync::atomic::Ordering::Relaxed)))
+                .context("starting the merged view's thread")?
+        };
         let (status_tx, status) = mpsc::channel(16);
         let (stop_loop, shutdown) = oneshot::channel();
         let (ready_tx, ready_rx) = oneshot::channel();
@@ -166,6 +178,7 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
         let state = Arc::new(server::ControlState {
             store: store.clone(),
             graph: graph.clone(),
+            merge: merge.clone(),
             home: Home { dir: ctx.config.home.clone() },
             founder,
             token: token.clone(),
@@ -256,6 +269,12 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
             }
         };
         store.set_observer(None);
+        merge_stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        merge.wake();
+        let deadline = std::time::Instant::now() + SHUTDOWN_STEP_MAX;
+        while !merge_worker.is_finished() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         loop_result
     });
     // Commands still running on blocking threads are not waited for.

@@ -36,6 +36,8 @@ use tokio::sync::{mpsc, oneshot};
 pub struct ControlState {
     pub store: Arc<Store>,
     pub graph: Arc<GraphCache>,
+    /// The live merged view (kept current by its own thread).
+    pub merge: Arc<agora_commands::merge_cache::MergeCache>,
     pub home: Home,
     pub founder: AgentId,
     pub token: String,
@@ -243,7 +245,7 @@ fn run_forwarded(state: &ControlState, request: CommandRequest, stdin: Bytes, tx
 /// would run it by hand. Forwarded commands and the front ends' operations
 /// both come through here.
 fn run_in_node(state: &ControlState, request: &CommandRequest, stdin: &[u8], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let open = OpenStore { home: &state.home, store: &state.store, graph: &state.graph, founder: state.founder };
+    let open = OpenStore { home: &state.home, store: &state.store, graph: &state.graph, merge: &state.merge, founder: state.founder };
     run_in_open_store(&open, request, stdin, out, err)
 }
 

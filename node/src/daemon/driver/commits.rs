@@ -14,6 +14,7 @@
 
 use super::Driver;
 use agora_commands::graph_cache::GraphCache;
+use agora_commands::merge_cache::MergeCache;
 use agora_core::{AgentId, EntryRef};
 use agora_store::{CommitNotice, Store, StoreError};
 use agora_sync::Head;
@@ -27,9 +28,10 @@ use tracing::warn;
 /// that wrote sees its write in the next read) and hands the notice to the
 /// loop. If the loop is behind, the notice is dropped and the loop resyncs
 /// from the store instead (bounded memory under any write rate).
-pub fn observer(graph: Arc<GraphCache>, tx: mpsc::Sender<CommitNotice>, missed: Arc<AtomicBool>, generation: Arc<AtomicU64>) -> agora_store::Observer {
+pub fn observer(graph: Arc<GraphCache>, merge: Arc<MergeCache>, tx: mpsc::Sender<CommitNotice>, missed: Arc<AtomicBool>, generation: Arc<AtomicU64>) -> agora_store::Observer {
     Arc::new(move |notice: CommitNotice| {
         graph.observe(&notice);
+        merge.observe(&notice);
         generation.fetch_add(1, Ordering::Release);
         if tx.try_send(notice).is_err() {
             missed.store(true, Ordering::Relaxed);

@@ -1,0 +1,157 @@
+//! Live merged-view benchmark: a node's [`LiveMerge`] built once over the
+//! synthetic swarm of the merge bench (default 100 agents x 10,000 events),
+//! then entries arriving one at a time, each applied and the view hash read
+//! after it: the cost of keeping the merged view current, beside the full
+//! recompute (`Merge::compute` + view hash + consensus) in the same run.
+//!
+//! The arrivals are the last entries of every chain, in log order: mostly
+//! entries that extend their chain in place, and, at the end of agent 0's
+//! and agent 1's chains, a fork with its resolution and an equivocation,
+//! which make their chains be derived again.
+
+use crate::percentile;
+use agora_core::AgentId;
+use agora_merge::{ChainInput, LiveMerge, LiveUpdate, Merge, MergeEntry};
+use anyhow::Result;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args)]
+pub struct LiveArgs {
+    /// Agents in the swarm.
+    #[arg(long, default_value_t = 100)]
+    agents: usize,
+    /// Events on each agent's chain.
+    #[arg(long, default_value_t = 10_000)]
+    events_per_agent: usize,
+    /// Entries held back from each chain and delivered one at a time.
+    #[arg(long, default_value_t = 20)]
+    arrivals_per_agent: usize,
+    /// Timed full recomputes, for comparison.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: LiveArgs) -> Result<()> {
+    anyhow::ensure!(args.agents >= 2 && args.runs >= 1, "need at least 2 agents and 1 run");
+    let entries = crate::merge_bench::swarm(args.agents, args.events_per_agent);
+    let n = entries.len();
+    // The last entries of each chain (entries come by author, then seq).
+    let mut by_author: HashMap<AgentId, Vec<MergeEntry>> = HashMap::new();
+    for e in &entries {
+        by_author.entry(e.author()).or_default().push(e.clone());
+    }
+    let mut held: HashMap<AgentId, Vec<MergeEntry>> = HashMap::new();
+    let mut arrivals: Vec<MergeEntry> = Vec::new();
+    for (a, chain) in by_author {
+        let keep = chain.len().saturating_sub(args.arrivals_per_agent);
+        let (start, late) = chain.split_at(keep);
+        held.insert(a, start.to_vec());
+        arrivals.extend(late.iter().cloned());
+    }
+    arrivals.sort_by_key(|e| (e.timestamp_ms(), e.author(), e.seq(), e.id()));
+    let mut initial: Vec<MergeEntry> = held.values().flatten().cloned().collect();
+    initial.sort_unstable_by_key(|e| (e.author(), e.seq(), e.id()));
+
+    // Start-up: the live view built once from what is held.
+    let t = Instant::now();
+    let mut live = LiveMerge::from_entries(&initial, &[])?;
+    let first_hash = live.view_hash();
+    let startup = t.elapsed();
+    drop(initial);
+    std::hint::black_box(first_hash);
+
+    // Arrivals, one at a time: apply, then read the view hash.
+    let mut extended: Vec<Duration> = Vec::new();
+    let mut rederived: Vec<Duration> = Vec::new();
+    let mut all: Vec<Duration> = Vec::new();
+    for e in arrivals.iter().cloned() {
+        let author = e.author();
+        let t = Instant::now();
+        held.entry(author).or_default().push(e.clone());
+        let input = |a: &AgentId| -> Result<ChainInput, std::convert::Infallible> { Ok((held.get(a).cloned().unwrap_or_default(), Vec::new())) };
+        let done = live.apply(LiveUpdate { entries: vec![e], ..LiveUpdate::default() }, input).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        std::hint::black_box(live.view_hash());
+        let took = t.elapsed();
+        all.push(took);
+        if done.rederived > 0 { rederived.push(took) } else { extended.push(took) }
+    }
+    for v in [&mut all, &mut extended, &mut rederived] {
+        v.sort();
+    }
+    // Reads on the live view.
+    let agents = live.agents();
+    let mut consensus = Vec::new();
+    for _ in 0..50 {
+        let t = Instant::now();
+        std::hint::black_box(live.consensus(&agents, 2)?);
+        consensus.push(t.elapsed());
+    }
+    consensus.sort();
+
+    // The same state recomputed in full, as every answer did before.
+    let t = Instant::now();
+    let all_entries: Vec<MergeEntry> = {
+        let mut v: Vec<MergeEntry> = held.values().flatten().cloned().collect();
+        v.sort_unstable_by_key(|e| (e.author(), e.seq(), e.id()));
+        v
+    };
+    let gather = t.elapsed();
+    let mut recompute = Vec::new();
+    let mut reference = [0u8; 32];
+    for _ in 0..args.runs {
+        let t = Instant::now();
+        let m = Merge::compute(&all_entries, &[])?;
+        reference = m.view_hash();
+        std::hint::black_box(m.consensus(&m.agents(), 2)?);
+        recompute.push(t.elapsed());
+    }
+    recompute.sort();
+    anyhow::ensure!(live.view_hash() == reference, "the live view hash differs from the recompute's");
+    anyhow::ensure!(all_entries.len() == n, "every entry was delivered");
+
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let q = |v: &[Duration], p: f64| if v.is_empty() { 0.0 } else { ms(percentile(v, p)) };
+    let recompute_median = ms(percentile(&recompute, 0.5));
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "agents": args.agents, "entries": n, "arrivals": all.len(),
+                "startup_ms": ms(startup),
+                "apply_ms": { "p50": q(&all, 0.5), "p99": q(&all, 0.99), "max": q(&all, 1.0) },
+                "extended": { "count": extended.len(), "p50": q(&extended, 0.5), "p99": q(&extended, 0.99), "max": q(&extended, 1.0) },
+                "rederived": { "count": rederived.len(), "p50": q(&rederived, 0.5), "p99": q(&rederived, 0.99), "max": q(&rederived, 1.0) },
+                "consensus_quorum_2_ms": { "p50": q(&consensus, 0.5), "p99": q(&consensus, 0.99) },
+                "recompute_ms": { "median": recompute_median, "min": ms(recompute[0]) },
+                "apply_p99_over_recompute": q(&all, 0.99) / recompute_median,
+                "gather_ms": ms(gather),
+                "view_hash": hex::encode(reference),
+            })
+        );
+    } else {
+        println!("swarm: {} agents, {n} entries; {} delivered one at a time after the start", args.agents, all.len());
+        println!("start-up: live view built from {} entries in {:.0} ms", n - all.len(), ms(startup));
+        println!(
+            "one arrival applied + view hash read: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+            q(&all, 0.5),
+            q(&all, 0.99),
+            q(&all, 1.0)
+        );
+        println!("  extended in place: {} arrivals, p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms", extended.len(), q(&extended, 0.5), q(&extended, 0.99), q(&extended, 1.0));
+        println!("  chain derived again (fork, resolution): {} arrivals, p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms", rederived.len(), q(&rederived, 0.5), q(&rederived, 0.99), q(&rederived, 1.0));
+        println!("consensus (quorum 2 of {}) on the live view: p50 {:.3} ms, p99 {:.3} ms", agents.len(), q(&consensus, 0.5), q(&consensus, 0.99));
+        println!(
+            "full recompute (merge state + view hash + consensus), {} runs: median {:.0} ms, min {:.0} ms; one arrival's p99 is {:.5} of it",
+            args.runs,
+            recompute_median,
+            ms(recompute[0]),
+            q(&all, 0.99) / recompute_median
+        );
+        println!("view hash {} (live and recomputed agree)", hex::encode(reference));
+    }
+    Ok(())
+}

@@ -1,0 +1,200 @@
+//! The merged view kept in memory by a long-running node
+//! ([`agora_merge::LiveMerge`]), updated as entries are committed, so that
+//! `view-hash` and `consensus` answer from it instead of recomputing the
+//! merge over every entry.
+//!
+//! The store's observer must not block (it runs with the store's write lock
+//! held), so it only queues what was committed ([`MergeCache::observe`]); the
+//! queue is applied by the node's view thread as soon as it is woken
+//! ([`MergeCache::run_worker`]), and by any reader before it answers, so a
+//! command sees its own write. Applying may read the store: a chain that
+//! cannot be extended in place is derived again from its entries.
+//!
+//! Like the live graph, the view is rebuilt from the store (once) when the
+//! roster may have changed (a roster event of the founder's, or a fork of the
+//! founder's chain: the roster decides which entries count), when the queue
+//! overflows (a bound on memory under any write rate), and at start.
+
+use agora_core::{AgentId, EntryId};
+use agora_merge::{LiveMerge, LiveUpdate, MergeEntry};
+use agora_roster::Roster;
+use agora_core::SignedEntry;
+use agora_store::{CommitNotice, Store, StoreError};
+use prometheus_client::metrics::histogram::Histogram;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Most committed entries queued before the view is dropped and rebuilt.
+pub const PENDING_ENTRIES_MAX: usize = 200_000;
+
+#[derive(Default)]
+struct Pending {
+    entries: Vec<(SignedEntry, Option<Vec<u8>>)>,
+    changed: Vec<EntryId>,
+    forks: Vec<AgentId>,
+    /// The view must be rebuilt (roster change, overflow).
+    rebuild: bool,
+    /// When the oldest queued write was committed.
+    since: Option<Instant>,
+}
+
+impl Pending {
+    fn is_empty(&self) -> bool {
+        self.entries.is_empty() && self.changed.is_empty() && self.forks.is_empty() && !self.rebuild
+    }
+}
+
+/// The live merged view of the workspace founded by `founder`, with the
+/// roster it was built under.
+pub struct MergeCache {
+    founder: AgentId,
+    pending: Mutex<Pending>,
+    woken: Condvar,
+    live: Mutex<Option<(LiveMerge, Roster)>>,
+    /// How long each rebuild from the store took.
+    rebuild_seconds: Histogram,
+    /// How long after its commit a write was in the view.
+    lag_seconds: Histogram,
+}
+
+/// The live view, current with every write committed before it was taken.
+pub struct LiveView<'a> {
+    guard: MutexGuard<'a, Option<(LiveMerge, Roster)>>,
+}
+
+impl LiveView<'_> {
+    /// The merged state.
+    pub fn merge(&mut self) -> &mut LiveMerge {
+        match self.guard.as_mut() {
+            Some((m, _)) => m,
+            None => unreachable!("a LiveView is only made over a built view"),
+        }
+    }
+}
+
+impl MergeCache {
+    /// An empty cache (built on first use) for the workspace founded by `founder`.
+    pub fn new(founder: AgentId) -> Self {
+        Self::observed(founder, Histogram::new([1.0]), Histogram::new([1.0]))
+    }
+
+    /// An empty cache that records rebuild times and the view's lag behind commits.
+    pub fn observed(founder: AgentId, rebuild_seconds: Histogram, lag_seconds: Histogram) -> Self {
+        Self { founder, pending: Mutex::new(Pending::default()), woken: Condvar::new(), live: Mutex::new(None), rebuild_seconds, lag_seconds }
+    }
+
+    /// Queue a committed write (called by the store's observer, in commit
+    /// order; never blocks on the view).
+    pub fn observe(&self, notice: &CommitNotice) {
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let roster_may_change = notice.entries.iter().any(|(e, payload)| {
+            e.header().author == self.founder && payload.as_deref().is_none_or(agora_roster::RosterEvent::is_roster_payload)
+        }) || notice.forks.iter().any(|(author, _)| *author == self.founder);
+        if roster_may_change || p.entries.len() + notice.entries.len() > PENDING_ENTRIES_MAX {
+            *p = Pending { rebuild: true, since: p.since.or(Some(Instant::now())), ..Pending::default() };
+        } else if !p.rebuild {
+            p.entries.extend(notice.entries.iter().cloned());
+            p.changed.extend(notice.payloads_changed.iter().copied());
+            p.forks.extend(notice.forks.iter().map(|(a, _)| *a));
+            p.since.get_or_insert_with(Instant::now);
+        }
+        drop(p);
+        self.woken.notify_one();
+    }
+
+    /// The live view, brought up to date first (built from the store if it
+    /// is not yet, or must be again).
+    pub fn current<'a>(&'a self, store: &Store) -> Result<LiveView<'a>, StoreError> {
+        let mut guard = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        self.catch_up(store, &mut guard)?;
+        Ok(LiveView { guard })
+    }
+
+    /// Is every committed write in the view?
+    pub fn is_current(&self) -> bool {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+    }
+
+    fn catch_up(&self, store: &Store, live: &mut Option<(LiveMerge, Roster)>) -> Result<(), StoreError> {
+        loop {
+            let batch = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+            let Some(since) = batch.since.or(live.is_none().then(Instant::now)) else { return Ok(()) };
+            if batch.rebuild || live.is_none() {
+                let started = Instant::now();
+                let roster = agora_view::derive_roster(store, self.founder)?;
+                let (entries, proofs) = agora_view::load_merge_input(store, self.founder)?;
+                let merge = LiveMerge::from_entries(&entries, &proofs).map_err(|e| StoreError::Corrupt { location: "merge input".into(), problem: e.to_string() })?;
+                *live = Some((merge, roster));
+                self.rebuild_seconds.observe(started.elapsed().as_secs_f64());
+                tracing::info!(entries = entries.len(), seconds = started.elapsed().as_secs_f64(), "merged view built from the store");
+                // What was queued meanwhile is in the store already; applying
+                // it again is harmless (known entries are skipped).
+                continue;
+            }
+            let Some((merge, roster)) = live.as_mut() else { continue };
+            let mut update = LiveUpdate::default();
+            for (signed, payload) in batch.entries {
+                let h = signed.header();
+                if !roster.admits_entry(&h.author, h.seq) {
+                    continue;
+                }
+                match MergeEntry::from_owned(signed, payload) {
+                    Ok(e) => update.entries.push(e),
+                    Err(e) => return Err(StoreError::Verify(e)),
+                }
+            }
+            for id in batch.changed {
+                let author = match merge.author_of(&id) {
+                    Some(a) => Some(a),
+                    None => store.get(&id)?.map(|e| e.signed.header().author),
+                };
+                update.changed.extend(author);
+            }
+            update.changed.extend(batch.forks);
+            if update.changed.contains(&self.founder) {
+                // A founder's payload changed: it may be a roster event.
+                self.pending.lock().unwrap_or_else(|e| e.into_inner()).rebuild = true;
+                continue;
+            }
+            let roster: &Roster = roster;
+            merge.apply(update, |author| agora_view::load_chain_merge_input(store, roster, author))?;
+            self.lag_seconds.observe(since.elapsed().as_secs_f64());
+        }
+    }
+
+    /// The node's view thread: apply what is committed as soon as it is
+    /// (building the view first), until `stop` returns true.
+    pub fn run_worker(&self, store: &Store, stop: impl Fn() -> bool) {
+        let mut failures = 0u32;
+        while !stop() {
+            {
+                let mut guard = self.live.lock().unwrap_or_else(|e| e.into_inner());
+                if let Err(e) = self.catch_up(store, &mut guard) {
+                    failures += 1;
+                    tracing::warn!("keeping the merged view current: {e}");
+                    *guard = None;
+                    if failures > 3 {
+                        std::thread::sleep(Duration::from_secs(1));
+                    }
+                } else {
+                    failures = 0;
+                }
+            }
+            let p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            if p.is_empty() {
+                let _ = self.woken.wait_timeout(p, Duration::from_millis(500));
+            }
+        }
+    }
+
+    /// Wake the view thread (to see its stop condition).
+    pub fn wake(&self) {
+        self.woken.notify_all();
+    }
+
+    /// Drop the view (a write path the cache could not follow): rebuilt on the next read.
+    pub fn invalidate(&self) {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).rebuild = true;
+        self.woken.notify_one();
+    }
+}
