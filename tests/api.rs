@@ -119,6 +119,11 @@ fn every_route_answers_as_its_openapi_document_says() {
         let (status, body) = api.post_raw(name, "{}", Some("not-the-token"));
         assert_eq!((status, body["code"].as_str()), (401, Some("unauthorized")), "{name}");
     }
+    // A refusal leaves its request's body unread and closes the connection:
+    // it says so, or a client would send its next request down a closed one.
+    let refused = api.agent.post(format!("{}/v1/ops/status", api.base)).header("content-type", "application/json").send("{}").expect("the node answers");
+    assert_eq!(refused.status().as_u16(), 401);
+    assert_eq!(refused.headers().get("connection").and_then(|v| v.to_str().ok()), Some("close"), "{:?}", refused.headers());
     let (status, body) = api.post("no_such_operation", json!({}));
     assert_eq!((status, body["code"].as_str()), (404, Some("unknown_operation")), "{body}");
     let (status, body) = api.post_raw("propose", "not json", Some(&api.token));

@@ -146,10 +146,16 @@ async fn session(State(state): State<Arc<ControlState>>) -> Response {
 /// body of an unauthenticated request is never read (nor buffered). The
 /// automerge-repo WebSocket also takes the token where a browser can put it
 /// ([`websocket_authorized`]).
+///
+/// The refusal says `Connection: close`: its request's body is left unread,
+/// so the connection is closed after the answer, and a client that kept it
+/// for its next request would find it gone.
 async fn require_token(State(state): State<Arc<ControlState>>, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
     let websocket = request.uri().path() == super::automerge_repo::WEBSOCKET_PATH;
     if !authorized(&state, request.headers()) && !(websocket && websocket_authorized(&state, request.headers())) {
-        return ApiError::new("unauthorized", "bad or missing bearer token (the node's control token, in node.json)").into_response();
+        let mut refusal = ApiError::new("unauthorized", "bad or missing bearer token (the node's control token, in node.json)").into_response();
+        refusal.headers_mut().insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+        return refusal;
     }
     next.run(request).await
 }
