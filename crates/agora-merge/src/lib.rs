@@ -38,7 +38,7 @@ mod views;
 
 pub use check::ResolutionPlan;
 pub use input::{decode_fork_proof, InputError, MergeEntry};
-pub use live::{ChainInput, LiveApplied, LiveMerge, LiveUpdate};
+pub use live::{ChainInput, LiveApplied, LiveMerge, LiveUpdate, CONSENSUS_CACHED_MAX};
 pub use merge::{Chain, ForkOutcome, ForkPoint, Frontier, Merge, MergeRecord};
 pub use payload::{MergeDecodeError, MergeEvent};
 pub use published::{ChainSummary, MergedView, ViewNode, ViewNodes};

@@ -37,6 +37,7 @@ use crate::rules::{MergeRuleError, MergeStatus};
 use crate::views::{accepted_prefix, counted_agents, ChainConsensus, Consensus, ConsensusError, DisputeMark, DisputedEvent};
 use agora_core::{AgentId, EntryId, ForkProof};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 type IdMap<V> = agora_core::idmap::IdMap<EntryId, V>;
 /// One chain's open disputes: (target seq, target) -> (disputer, dispute entry).
@@ -97,6 +98,11 @@ struct LiveChain {
     /// Furthest accept per accepted chain: (seq, record).
     reach: HashMap<u32, (u64, u32)>,
     digest: Option<[u8; 32]>,
+    /// The [`LiveMerge`] epoch at which something this chain's consensus
+    /// depends on last changed: its view, an agent's reach on it, an open
+    /// dispute of one of its entries. A cached consensus result computed at
+    /// this epoch is still right.
+    changed_at: u64,
 }
 
 impl LiveChain {
@@ -152,6 +158,23 @@ pub struct LiveMerge {
     /// Open disputes by target chain: (target seq, target) -> (disputer, dispute entry).
     open: HashMap<u32, OpenMarks>,
     view_hash: Option<[u8; 32]>,
+    /// Counts changes (see `LiveChain::changed_at`); never goes back.
+    epoch: u64,
+    /// The consensus of the quorums asked for most recently, at most
+    /// [`CONSENSUS_CACHED_MAX`], least recently asked first.
+    consensus_cache: Vec<QuorumCache>,
+}
+
+/// Most quorums (agent set and k) whose consensus a [`LiveMerge`] keeps.
+pub const CONSENSUS_CACHED_MAX: usize = 4;
+
+/// One quorum's consensus, per chain slot: the epoch it was computed at and
+/// the result.
+#[derive(Debug)]
+struct QuorumCache {
+    agents: Vec<AgentId>,
+    k: usize,
+    per_slot: Vec<Option<(u64, Arc<ChainConsensus>)>>,
 }
 
 /// The entries of one author and the fork proofs of its chain: what the
@@ -306,6 +329,7 @@ impl LiveMerge {
                 slot
             }
         };
+        self.epoch += 1;
         let chain = &mut self.chains[slot as usize];
         chain.len += 1;
         chain.held += 1;
@@ -313,6 +337,7 @@ impl LiveMerge {
         chain.view.push(e.id());
         chain.head_timestamp_ms = e.timestamp_ms();
         chain.digest = None;
+        chain.changed_at = self.epoch;
         self.view_hash = None;
         self.index.insert(e.id(), Loc { chain: slot, seq: e.seq() });
         let Some(event) = event else { return Some((slot, None)) };
@@ -359,7 +384,14 @@ impl LiveMerge {
         };
         self.chains[slot as usize] = chain;
         self.view_hash = None;
+        self.touch(slot);
         slot
+    }
+
+    /// Something chain `t`'s consensus depends on changed.
+    fn touch(&mut self, t: u32) {
+        self.epoch += 1;
+        self.chains[t as usize].changed_at = self.epoch;
     }
 
     fn index_chain(&mut self, slot: u32, m: &Merge<'_>, c: usize) {
@@ -380,7 +412,7 @@ impl LiveMerge {
             }
         }
         chain.accepts_on.clear();
-        chain.reach.clear();
+        let mut touched: Vec<u32> = chain.reach.drain().map(|(t, _)| t).collect();
         let author = chain.author;
         for r in &chain.records {
             if let (Some(MergeEvent::Dispute { target, .. }), MergeStatus::Applied) = (&r.event, &r.status)
@@ -392,7 +424,11 @@ impl LiveMerge {
                 if by.is_empty() {
                     marks.remove(&(loc.seq, *target));
                 }
+                touched.push(loc.chain);
             }
+        }
+        for t in touched {
+            self.touch(t);
         }
     }
 
@@ -446,11 +482,14 @@ impl LiveMerge {
             if let (Some(MergeEvent::Dispute { target, .. }), MergeStatus::Applied) = (&rec.event, &rec.status)
                 && let Some(loc) = self.index.get(target)
             {
-                self.open.entry(loc.chain).or_default().entry((loc.seq, *target)).or_default().insert((signer, rec.entry));
+                let t = loc.chain;
+                self.open.entry(t).or_default().entry((loc.seq, *target)).or_default().insert((signer, rec.entry));
+                self.touch(t);
             }
         }
         // A withdrawal may close a dispute recorded before `first`.
         if first > 0 {
+            let mut touched: Vec<u32> = Vec::new();
             for r in first..self.chains[s as usize].records.len() {
                 if let Some(MergeEvent::Withdraw { dispute }) = self.chains[s as usize].records[r].event
                     && self.chains[s as usize].records[r].status == MergeStatus::Applied
@@ -466,8 +505,12 @@ impl LiveMerge {
                         if by.is_empty() {
                             marks.remove(&(tloc.seq, *target));
                         }
+                        touched.push(tloc.chain);
                     }
                 }
+            }
+            for t in touched {
+                self.touch(t);
             }
         }
         self.chains[s as usize].digest = None;
@@ -479,6 +522,7 @@ impl LiveMerge {
         let signer = self.chains[s as usize].author;
         let records = self.chains[s as usize].accepts_on.get(&t).cloned().unwrap_or_default();
         self.chains[s as usize].reach.remove(&t);
+        self.touch(t);
         for r in records {
             let Some(MergeEvent::Accept { author, up_to_seq, head }) = self.chains[s as usize].records[r as usize].event else { continue };
             let status = self.judge_and_reach(s, r, signer, author, up_to_seq, head, false);
@@ -525,6 +569,7 @@ impl LiveMerge {
             if effective > f.0 {
                 *f = (effective, r);
             }
+            self.touch(t);
         }
         match judged {
             Ok(_) => MergeStatus::Applied,
@@ -772,8 +817,19 @@ impl LiveMerge {
     }
 
     /// Consensus with quorum `k` of `agents`, as [`Merge::consensus`].
-    pub fn consensus(&self, agents: &[AgentId], k: usize) -> Result<Consensus, ConsensusError> {
+    ///
+    /// Each chain's result is kept for the last [`CONSENSUS_CACHED_MAX`]
+    /// quorums asked for and computed again only when something it depends
+    /// on changed (`LiveChain::changed_at`): after one arrival, asking again
+    /// costs the chains it touched, not the disputes of the whole history.
+    pub fn consensus(&mut self, agents: &[AgentId], k: usize) -> Result<Consensus, ConsensusError> {
         let agents = counted_agents(agents, k)?;
+        let at = self.consensus_cache.iter().position(|q| q.k == k && q.agents == agents);
+        let mut cache = match at {
+            Some(i) => self.consensus_cache.remove(i),
+            None => QuorumCache { agents: agents.clone(), k, per_slot: Vec::new() },
+        };
+        cache.per_slot.resize(self.chains.len(), None);
         let counted_ids: HashSet<AgentId> = agents.iter().copied().collect();
         let mut chains = Vec::with_capacity(self.chains.len());
         for (&author, &t) in &self.by_author {
@@ -781,44 +837,62 @@ impl LiveMerge {
             if chain.len == 0 {
                 continue;
             }
-            let view_len = chain.view.len() as u64;
-            let mut frontiers: Vec<(AgentId, u64)> = Vec::new();
-            for a in &agents {
-                let f = if *a == author {
-                    view_len
-                } else {
-                    self.by_author.get(a).and_then(|&s| self.chains[s as usize].reach.get(&t)).map_or(0, |&(seq, _)| seq)
-                };
-                if f > 0 {
-                    frontiers.push((*a, f));
+            let result = match &cache.per_slot[t as usize] {
+                Some((at, result)) if *at == chain.changed_at => result.clone(),
+                _ => {
+                    let result = Arc::new(self.chain_consensus(author, t, &agents, &counted_ids, k));
+                    cache.per_slot[t as usize] = Some((chain.changed_at, result.clone()));
+                    result
                 }
-            }
-            let disputed: Vec<DisputedEvent> = self
-                .open
-                .get(&t)
-                .map(|marks| {
-                    marks
-                        .iter()
-                        .filter_map(|(&(seq, target), by)| {
-                            let by: Vec<(AgentId, EntryId)> = by.iter().filter(|(a, _)| counted_ids.contains(a)).copied().collect();
-                            (!by.is_empty()).then(|| DisputedEvent { target, seq, on_view: chain.on_view(&target, seq), by })
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            let accepted = accepted_prefix(&frontiers, &disputed, k);
-            let first_disputed = disputed.iter().find(|d| d.on_view).map(|d| (d.seq, d.target));
-            chains.push(ChainConsensus {
-                author,
-                view_len,
-                frozen_at: chain.frozen().map(|f| f.seq),
-                accepted_seq: accepted,
-                accepted_head: (accepted > 0).then(|| chain.view[(accepted - 1) as usize]),
-                frontiers,
-                disputed,
-                first_disputed,
-            });
+            };
+            chains.push(result);
+        }
+        self.consensus_cache.push(cache);
+        if self.consensus_cache.len() > CONSENSUS_CACHED_MAX {
+            self.consensus_cache.remove(0);
         }
         Ok(Consensus { quorum: k, agents, chains })
+    }
+
+    /// Consensus on the chain in slot `t` (of `author`).
+    fn chain_consensus(&self, author: AgentId, t: u32, agents: &[AgentId], counted_ids: &HashSet<AgentId>, k: usize) -> ChainConsensus {
+        let chain = &self.chains[t as usize];
+        let view_len = chain.view.len() as u64;
+        let mut frontiers: Vec<(AgentId, u64)> = Vec::new();
+        for a in agents {
+            let f = if *a == author {
+                view_len
+            } else {
+                self.by_author.get(a).and_then(|&s| self.chains[s as usize].reach.get(&t)).map_or(0, |&(seq, _)| seq)
+            };
+            if f > 0 {
+                frontiers.push((*a, f));
+            }
+        }
+        let disputed: Vec<DisputedEvent> = self
+            .open
+            .get(&t)
+            .map(|marks| {
+                marks
+                    .iter()
+                    .filter_map(|(&(seq, target), by)| {
+                        let by: Vec<(AgentId, EntryId)> = by.iter().filter(|(a, _)| counted_ids.contains(a)).copied().collect();
+                        (!by.is_empty()).then(|| DisputedEvent { target, seq, on_view: chain.on_view(&target, seq), by })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let accepted = accepted_prefix(&frontiers, &disputed, k);
+        let first_disputed = disputed.iter().find(|d| d.on_view).map(|d| (d.seq, d.target));
+        ChainConsensus {
+            author,
+            view_len,
+            frozen_at: chain.frozen().map(|f| f.seq),
+            accepted_seq: accepted,
+            accepted_head: (accepted > 0).then(|| chain.view[(accepted - 1) as usize]),
+            frontiers,
+            disputed,
+            first_disputed,
+        }
     }
 }

@@ -9,6 +9,7 @@ use agora_core::verify::{verify_link, verify_payload, verify_signatures, VerifyE
 use agora_core::{AgentId, EntryId, ForkProof};
 use agora_graph::{Event, Graph, LogPosition, Status};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 
 /// Most ancestors listed for one disputed event in the disagreement map
 /// (breadth first, nearest first); the rest is marked truncated. Follow a
@@ -126,8 +127,9 @@ pub struct Consensus {
     pub quorum: usize,
     /// The n agents counted, ascending.
     pub agents: Vec<AgentId>,
-    /// Every chain, ascending by author.
-    pub chains: Vec<ChainConsensus>,
+    /// Every chain, ascending by author. Shared: a live view hands out the
+    /// same result for a chain until something it depends on changes.
+    pub chains: Vec<Arc<ChainConsensus>>,
 }
 
 /// Why a consensus cannot be computed.
@@ -355,7 +357,7 @@ impl Merge<'_> {
             disputed.sort_by_key(|d| (d.seq, d.target));
             let accepted = accepted_prefix(&frontiers, &disputed, k);
             let first_disputed = disputed.iter().find(|d| d.on_view).map(|d| (d.seq, d.target));
-            chains.push(ChainConsensus {
+            chains.push(Arc::new(ChainConsensus {
                 author: chain.author,
                 view_len: chain.view_len(),
                 frozen_at: chain.frozen().map(|f| f.seq),
@@ -364,7 +366,7 @@ impl Merge<'_> {
                 frontiers,
                 disputed,
                 first_disputed,
-            });
+            }));
         }
         Ok(Consensus { quorum: k, agents, chains })
     }
