@@ -172,23 +172,27 @@ pub fn consensus(s: &Session, quorum: usize, agents: &[String], as_of: Option<&s
             (m.consensus(&agents, quorum)?, m.view_hash(), over)
         }
     };
-    let chains: Vec<Value> = c
-        .chains
-        .iter()
-        .map(|ch| {
-            json!({
-                "author": ch.author.to_string(), "view_len": ch.view_len, "frozen_at": ch.frozen_at,
-                "accepted_seq": ch.accepted_seq, "accepted_head": ch.accepted_head.map(|h| h.to_string()),
-                "frontiers": ch.frontiers.iter().map(|(a, seq)| json!({ "agent": a.to_string(), "seq": seq })).collect::<Vec<_>>(),
-                "disputed": ch.disputed.iter().map(|d| json!({
-                    "target": d.target.to_string(), "seq": d.seq, "on_view": d.on_view,
-                    "by": d.by.iter().map(|(a, e)| json!({ "agent": a.to_string(), "dispute": e.to_string() })).collect::<Vec<_>>(),
-                })).collect::<Vec<_>>(),
-                "first_disputed": ch.first_disputed.map(|(seq, id)| json!({ "seq": seq, "id": id.to_string() })),
+    // The JSON lists every disputed event; the text, one line per chain.
+    let json = || {
+        let chains: Vec<Value> = c
+            .chains
+            .iter()
+            .map(|ch| {
+                json!({
+                    "author": ch.author.to_string(), "view_len": ch.view_len, "frozen_at": ch.frozen_at,
+                    "accepted_seq": ch.accepted_seq, "accepted_head": ch.accepted_head.map(|h| h.to_string()),
+                    "frontiers": ch.frontiers.iter().map(|(a, seq)| json!({ "agent": a.to_string(), "seq": seq })).collect::<Vec<_>>(),
+                    "disputed": ch.disputed.iter().map(|d| json!({
+                        "target": d.target.to_string(), "seq": d.seq, "on_view": d.on_view,
+                        "by": d.by.iter().map(|(a, e)| json!({ "agent": a.to_string(), "dispute": e.to_string() })).collect::<Vec<_>>(),
+                    })).collect::<Vec<_>>(),
+                    "first_disputed": ch.first_disputed.map(|(seq, id)| json!({ "seq": seq, "id": id.to_string() })),
+                })
             })
-        })
-        .collect();
-    s.print(&json!({ "quorum": c.quorum, "agents": ids(&c.agents), "view_hash": hex::encode(view_hash), "chains": chains, "computed_over": over }), || {
+            .collect();
+        json!({ "quorum": c.quorum, "agents": ids(&c.agents), "view_hash": hex::encode(view_hash), "chains": chains, "computed_over": over })
+    };
+    s.print_lazy(json, || {
         let mut out = vec![format!("consensus with quorum {} of {} agents", c.quorum, c.agents.len())];
         for ch in &c.chains {
             let frozen = ch.frozen_at.map_or(String::new(), |f| format!(", FROZEN at fork seq {f}"));

@@ -154,6 +154,16 @@ impl<'a> Session<'a> {
         Ok(())
     }
 
+    /// As [`Session::print`], with the JSON built only when it is printed
+    /// (a large answer whose text form is a summary).
+    pub fn print_lazy(&self, value: impl FnOnce() -> Value, text: impl FnOnce() -> String) -> Result<()> {
+        if self.json {
+            self.print(&value(), String::new)
+        } else {
+            self.print(&Value::Null, text)
+        }
+    }
+
     /// Standard output, for commands that stream (export).
     pub fn with_out<R>(&self, f: impl FnOnce(&mut dyn Write) -> R) -> R {
         let mut out = self.out.borrow_mut();
