@@ -27,7 +27,7 @@ pub fn agora(home: &Path, args: &[&str]) -> std::process::Output {
 
 pub fn ok(home: &Path, args: &[&str]) -> String {
     let out = agora(home, args);
-    assert!(out.status.success(), "agora {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "agora {args:?} failed ({}): {}{}", out.status, String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 

@@ -115,8 +115,12 @@ impl Store {
 
     fn audit_author(&self, author: &AgentId, progress: &(dyn Fn(u64) + Sync)) -> Result<AuthorAudit, StoreError> {
         let mut audit = AuthorAudit { author: *author, ..Default::default() };
-        let mut entries = self.db.raw_iterator_cf(self.cf(CF_ENTRIES)?);
-        let mut payloads = self.db.raw_iterator_cf(self.cf(CF_PAYLOADS)?);
+        // One snapshot for the entries, payloads, redactions and the tips
+        // index: a node storing meanwhile (a sync) would otherwise show a
+        // tips index ahead of the entries read, a problem that is not there.
+        let snapshot = self.db.snapshot();
+        let mut entries = snapshot.raw_iterator_cf(self.cf(CF_ENTRIES)?);
+        let mut payloads = snapshot.raw_iterator_cf(self.cf(CF_PAYLOADS)?);
         entries.seek(author.as_bytes());
         payloads.seek(author.as_bytes());
         let mut links = LinkState::default();
@@ -135,7 +139,7 @@ impl Store {
                 let Some(entry) = c.entry else { continue };
                 if c.payload_held {
                     audit.payloads_held += 1;
-                } else if self.db.get_pinned_cf(self.cf(CF_REDACTIONS)?, &raw.key).map_err(db("reading redactions"))?.is_some() {
+                } else if snapshot.get_pinned_cf(self.cf(CF_REDACTIONS)?, &raw.key).map_err(db("reading redactions"))?.is_some() {
                     audit.payloads_redacted += 1;
                 } else {
                     audit.payloads_not_held += 1;
@@ -151,7 +155,13 @@ impl Store {
         links.finish();
         audit.max_seq = links.level_seq;
         audit.fork_seqs = links.fork_seqs;
-        let stored_tips: BTreeSet<EntryRef> = self.tips(author)?.into_iter().collect();
+        let stored_tips: BTreeSet<EntryRef> = match snapshot.get_pinned_cf(self.cf(CF_HEADS)?, author.as_bytes()).map_err(db("reading heads"))? {
+            None => BTreeSet::new(),
+            Some(v) => decode_heads(author, &v)
+                .ok_or_else(|| StoreError::Corrupt { location: format!("heads/{author}"), problem: "malformed tips list".into() })?
+                .into_iter()
+                .collect(),
+        };
         audit.tips = stored_tips.len();
         if stored_tips != links.leaves {
             audit.problem(format!(
