@@ -8,7 +8,9 @@
 //! on the same graph always has the same effects, so a replay in log order
 //! rebuilds the same nodes. Apart from what a node starts with (its kind,
 //! meta, expiry, redacted flag or invalid reason, set when `mod.rs` adds it),
-//! every mark and state a status is computed from is written here: the
+//! every mark and state a status is computed from is written here (each
+//! write announced by `Graph::changed` first, which keeps the digest of
+//! `digest.rs` current): the
 //! rules (`rules.rs`) read that state, the node (`node.rs`) turns it into
 //! statuses and readings. That is why it is one module.
 
@@ -85,12 +87,14 @@ impl Graph {
                 let (fx, tx) = (t[0], t[1]);
                 self.touch(fx, me);
                 self.edge(me, relation.name(), tx);
+                self.changed(fx);
                 push_tight(&mut self.nodes[fx as usize].edges, (relation.name(), *to));
                 match relation {
                     Relation::Update | Relation::StateChange => self.supersede(tx, *from),
                     Relation::Expands | Relation::Qualifies => {}
                     Relation::Contradicts => {
                         // No winner: both sides are challenged by this relation.
+                        self.changed(me);
                         push_tight(&mut self.nodes[me as usize].edges, ("contradicts", *from));
                         self.extra_at(fx).push(Mark::OpenChallenge, id);
                         self.extra_at(tx).push(Mark::OpenChallenge, id);
@@ -241,6 +245,7 @@ impl Graph {
                 // as an edge, both claims contested.
                 self.touch(t[0], me);
                 self.edge(me, relation.name(), t[1]);
+                self.changed(t[0]);
                 push_tight(&mut self.nodes[t[0] as usize].edges, (relation.name(), *to));
                 vec![t[0], t[1]]
             }
@@ -266,12 +271,14 @@ impl Graph {
     }
 
     pub(super) fn extra_at(&mut self, ix: Ix) -> &mut Extra {
+        self.changed(ix);
         self.nodes[ix as usize].extra.get_or_insert_with(Box::default)
     }
 
     /// Record that `by` touched `target` (once, and never a node itself).
     fn touch(&mut self, target: Ix, by: Ix) {
         let by_id = self.nodes[by as usize].id;
+        self.changed(target);
         let n = &mut self.nodes[target as usize];
         if n.touched.last() != Some(&by_id) && target != by {
             push_tight(&mut n.touched, by_id);
@@ -280,6 +287,7 @@ impl Graph {
 
     fn edge(&mut self, from: Ix, relation: &'static str, to: Ix) {
         let to_id = self.nodes[to as usize].id;
+        self.changed(from);
         push_tight(&mut self.nodes[from as usize].edges, (relation, to_id));
         self.touch(to, from);
     }

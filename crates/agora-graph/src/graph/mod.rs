@@ -19,13 +19,16 @@
 //! - `replay`: a graph built from a whole log ([`Graph::replay`],
 //!   [`OrderedReplay`]);
 //! - `snapshot`: the canonical bytes and their hash ([`Graph::snapshot`],
-//!   [`Graph::view_hash`], [`Graph::by_id`]).
+//!   [`Graph::view_hash`], [`Graph::by_id`]);
+//! - `digest`: a two-level hash of the same bytes kept current as events
+//!   apply ([`Graph::digest`]).
 //!
 //! Inside the graph a node is named by its position in application order;
 //! at the public surface, by its entry id. An event's references are looked
 //! up once, when it is applied; the rules, then (if it keeps them) the
 //! effects, reach the nodes by position.
 
+mod digest;
 mod effects;
 mod index;
 mod input;
@@ -35,6 +38,7 @@ mod rules;
 mod snapshot;
 
 pub use agora_core::LogPosition;
+pub use digest::DIGEST_BUCKETS;
 pub use index::NODES_MAX;
 pub use input::{Body, LogEvent};
 pub use node::{FrameState, Node, Status};
@@ -80,6 +84,9 @@ pub struct Graph {
     /// Node positions in id order, once asked for ([`Graph::by_id`]); cleared
     /// by every apply.
     id_order: std::sync::OnceLock<Vec<Ix>>,
+    /// The bucket digests of [`Graph::digest`], once asked for; kept current
+    /// by every apply from then on.
+    digests: Option<Box<digest::Digests>>,
 }
 
 /// An event's references resolved to node positions, in [`Event::ref_list`]
@@ -214,6 +221,7 @@ impl Graph {
         let me = self.nodes.len() as Ix;
         self.nodes.push(node);
         self.index.insert(&id, me);
+        self.added(me);
         if e.redacted {
             self.extra_at(me).redacted = true;
         }

@@ -193,7 +193,7 @@ impl<'g> ById<'g> {
 /// One node's part of [`Graph::snapshot`]. Lists are written as a 4-byte
 /// big-endian count and the ids; counts are patched in after the ids, so no
 /// list is collected first.
-fn write_snapshot_node(n: &Node, out: &mut Vec<u8>) {
+pub(super) fn write_snapshot_node(n: &Node, out: &mut Vec<u8>) {
     fn list(out: &mut Vec<u8>, ids: impl FnOnce(&mut dyn FnMut(EntryId))) {
         let at = out.len();
         out.extend_from_slice(&[0; 4]);
