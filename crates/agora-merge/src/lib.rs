@@ -28,6 +28,7 @@
 mod check;
 mod hash;
 mod live;
+mod live_perspective;
 pub mod input;
 mod merge;
 pub mod payload;
@@ -39,6 +40,7 @@ mod views;
 pub use check::ResolutionPlan;
 pub use input::{decode_fork_proof, InputError, MergeEntry};
 pub use live::{ChainInput, LiveApplied, LiveMerge, LiveUpdate, CONSENSUS_CACHED_MAX};
+pub use live_perspective::{LivePerspective, PerspectiveRefresh};
 pub use merge::{Chain, ForkOutcome, ForkPoint, Frontier, Merge, MergeRecord};
 pub use payload::{MergeDecodeError, MergeEvent};
 pub use published::{ChainSummary, MergedView, ViewNode, ViewNodes};

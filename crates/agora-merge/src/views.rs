@@ -61,10 +61,12 @@ impl Perspective {
     pub fn disputed(&self, id: &EntryId) -> bool {
         self.disputes.iter().any(|d| d.target == *id)
     }
-    /// Canonical bytes: the agent, the included prefixes, the dispute marks,
-    /// then the graph snapshot.
-    pub fn canonical_bytes(&self) -> Vec<u8> {
-        let mut out = b"agora-perspective/1".to_vec();
+    /// Canonical bytes (normative: `protocol-spec/merge.md`, "Perspective
+    /// hash"): the agent, the included prefixes, the dispute marks, then the
+    /// graph's digest ([`Graph::digest`]), which a live perspective keeps
+    /// current, so hashing again after an arrival costs what changed.
+    pub fn canonical_bytes(&mut self) -> Vec<u8> {
+        let mut out = PERSPECTIVE_TAG.to_vec();
         out.extend_from_slice(self.agent.as_bytes());
         out.extend_from_slice(&(self.included.len() as u32).to_be_bytes());
         for (a, s) in &self.included {
@@ -76,14 +78,17 @@ impl Perspective {
             out.extend_from_slice(d.dispute.as_bytes());
             out.extend_from_slice(d.target.as_bytes());
         }
-        out.extend_from_slice(&self.graph.snapshot());
+        out.extend_from_slice(&self.graph.digest());
         out
     }
     /// SHA-256 of [`Perspective::canonical_bytes`].
-    pub fn hash(&self) -> [u8; 32] {
+    pub fn hash(&mut self) -> [u8; 32] {
         agora_core::sha256(&self.canonical_bytes())
     }
 }
+
+/// Version 2: the graph enters by its digest, not its whole snapshot.
+const PERSPECTIVE_TAG: &[u8] = b"agora-perspective/2";
 
 /// A disputed event, with who disputes it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -417,6 +417,32 @@ fn assert_live_equals(live: &mut LiveMerge, held: &[MergeEntry], proofs: &[ForkP
     Ok(())
 }
 
+/// Every entry of `held` by `author` with a seq in `seqs`: what a node's store
+/// answers a live perspective.
+fn entries_in(held: &[MergeEntry], author: &agora_core::AgentId, seqs: std::ops::RangeInclusive<u64>) -> Result<Vec<MergeEntry>, std::convert::Infallible> {
+    Ok(held.iter().filter(|e| e.author() == *author && seqs.contains(&e.seq())).cloned().collect())
+}
+
+/// Each live perspective, refreshed, equals the recompute's: the same hash
+/// (agent, prefixes, disputes and the graph's digest), prefixes, left-out
+/// events and graph snapshot.
+fn assert_perspectives_equal(perspectives: &mut [LivePerspective], live: &LiveMerge, held: &[MergeEntry], proofs: &[ForkProof], what: &str) -> Result<(), TestCaseError> {
+    let m = Merge::compute(held, proofs).unwrap();
+    for p in perspectives.iter_mut() {
+        p.refresh(live, |a, seqs| entries_in(held, a, seqs)).unwrap();
+        let mut want = m.perspective(&p.agent());
+        prop_assert_eq!(&p.view().included, &want.included, "included {}", what);
+        prop_assert_eq!(&p.view().excluded, &want.excluded, "excluded {}", what);
+        prop_assert_eq!(&p.view().disputes, &want.disputes, "disputes {}", what);
+        prop_assert_eq!(p.view().graph.snapshot(), want.graph.snapshot(), "graph {}", what);
+        // The snapshot leaves text out: a redaction must reach it too.
+        let texts = |g: &Graph| g.nodes().map(|n| (n.id, n.kind, n.text.to_string(), n.redacted())).collect::<Vec<_>>();
+        prop_assert_eq!(texts(&p.view().graph), texts(&want.graph), "node texts {}", what);
+        prop_assert_eq!(p.hash(), want.hash(), "perspective hash {}", what);
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
@@ -436,6 +462,9 @@ proptest! {
         let mut proofs: Vec<ForkProof> = Vec::new();
         let mut live = LiveMerge::from_entries(&held, &proofs).unwrap();
         assert_live_equals(&mut live, &held, &proofs, "at start")?;
+        // Every agent's perspective, kept current alongside.
+        let mut perspectives: Vec<LivePerspective> = (0..n).map(|i| LivePerspective::build(&live, s.agent(i), |a, seqs| entries_in(&held, a, seqs)).unwrap()).collect();
+        assert_perspectives_equal(&mut perspectives, &live, &held, &proofs, "at start")?;
         let mut next = start;
         let mut steps = steps;
         // Then everything left arrives.
@@ -481,6 +510,7 @@ proptest! {
             };
             live.apply(update, author_input).unwrap();
             assert_live_equals(&mut live, &held, &proofs, &format!("after step {i} ({st:?})"))?;
+            assert_perspectives_equal(&mut perspectives, &live, &held, &proofs, &format!("after step {i} ({st:?})"))?;
         }
         // Built from scratch over the final set: the same state.
         let mut fresh = LiveMerge::from_entries(&held, &proofs).unwrap();

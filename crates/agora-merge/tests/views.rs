@@ -34,9 +34,9 @@ fn perspective_leaves_out_what_the_agent_disputes() {
     assert_eq!(p.graph.pending().len(), 1);
     assert_eq!(p.status(&a4), Some(Status::Active));
     // The author's own perspective has everything, and no merge events as nodes.
-    let own = m.perspective(&s.agent(0));
+    let mut own = m.perspective(&s.agent(0));
     assert_eq!(own.graph.len(), 4);
-    let bobs = m.perspective(&s.agent(1));
+    let mut bobs = m.perspective(&s.agent(1));
     assert!(bobs.graph.nodes().all(|n| n.kind != "raw"), "merge events are not reasoning nodes");
     assert_ne!(own.hash(), bobs.hash());
 }

@@ -1,0 +1,219 @@
+//! An agent's perspective kept current as entries arrive:
+//! [`LivePerspective`].
+//!
+//! [`Merge::perspective`](crate::Merge::perspective) replays every event the
+//! agent sees into a reasoning graph (about 0.5 s at 700k events) and hashes
+//! it whole. A node answers the perspectives in use from a
+//! `LivePerspective` instead, refreshed from the [`LiveMerge`] after each
+//! update:
+//!
+//! - **In place**, the common case: every prefix it included is still there
+//!   unchanged (each chain's included head is still on its view, and the
+//!   chain was only extended since, see [`LiveMerge::chain_generation`]), no
+//!   event it left out is back, and the newly included events all sort after
+//!   the last one its graph applied. Its own new events and accepts of
+//!   others' latest events are of this kind. The new events are asked of the
+//!   caller (only those) and applied; the graph's digest
+//!   ([`agora_graph::Graph::digest`]) then hashes again only the buckets they
+//!   changed.
+//! - **Rebuilt** otherwise (an accept that reaches back into another chain's
+//!   history, a withdrawn dispute, a fork, a payload filled in): the included
+//!   prefixes are asked of the caller and replayed, as a recompute does.
+//!
+//! After every refresh it equals [`Merge::perspective`](crate::Merge::perspective)
+//! over the same set: the property test `live_equals_recompute` checks the
+//! hash after each delivery.
+//!
+//! Pure like the rest of the crate: the caller reads the store.
+
+use crate::input::MergeEntry;
+use crate::live::LiveMerge;
+use crate::payload::MergeEvent;
+use crate::views::{DisputeMark, Perspective};
+use agora_core::{AgentId, EntryId};
+use agora_graph::{Graph, LogEvent};
+use std::collections::{BTreeMap, HashSet};
+use std::ops::RangeInclusive;
+
+/// What a perspective includes of one chain: its prefix through `upto`,
+/// whose last entry is `head`, as of the chain's `generation`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Prefix {
+    upto: u64,
+    head: EntryId,
+    generation: u64,
+}
+
+/// What one [`LivePerspective::refresh`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PerspectiveRefresh {
+    /// Events applied to the graph in place.
+    pub applied: usize,
+    /// The graph was replayed from the included prefixes.
+    pub rebuilt: bool,
+}
+
+/// One agent's perspective, kept current. See the module docs.
+#[derive(Debug)]
+pub struct LivePerspective {
+    view: Perspective,
+    prefixes: BTreeMap<AgentId, Prefix>,
+}
+
+/// The inputs of a perspective as the merged state has them now.
+struct Inputs {
+    prefixes: BTreeMap<AgentId, Prefix>,
+    disputes: Vec<DisputeMark>,
+    /// Sorted.
+    excluded: Vec<EntryId>,
+}
+
+fn inputs(merge: &LiveMerge, agent: &AgentId) -> Inputs {
+    let mut prefixes = BTreeMap::new();
+    for author in merge.agents() {
+        let view = merge.view_chain(&author);
+        let upto = if author == *agent { view.len() as u64 } else { merge.frontier(agent, &author).map_or(0, |f| f.seq) };
+        if let Some(&head) = upto.checked_sub(1).and_then(|i| view.get(i as usize)) {
+            prefixes.insert(author, Prefix { upto, head, generation: merge.chain_generation(&author) });
+        }
+    }
+    let disputes = merge.open_disputes_by(agent);
+    // The reasoning events on those prefixes that the agent disputes.
+    let mut excluded: Vec<EntryId> = disputes
+        .iter()
+        .filter(|d| {
+            merge.locate(&d.target).is_some_and(|(author, seq)| {
+                prefixes.get(&author).is_some_and(|p| seq <= p.upto)
+                    && merge.view_chain(&author).get((seq - 1) as usize) == Some(&d.target)
+                    && !merge.is_merge_event(&d.target)
+            })
+        })
+        .map(|d| d.target)
+        .collect();
+    excluded.sort_unstable();
+    excluded.dedup();
+    Inputs { prefixes, disputes, excluded }
+}
+
+/// The graph's events among `entries` (every entry held of `author` with a
+/// seq in a range, any branch): those on the view chain `view` (seq 1 first),
+/// not merge events, not excluded, payload known.
+fn events_of(entries: Vec<MergeEntry>, view: &[EntryId], excluded: &HashSet<EntryId>, out: &mut Vec<LogEvent>) {
+    for e in entries {
+        let id = e.id();
+        let on_view = e.seq().checked_sub(1).and_then(|i| view.get(i as usize)) == Some(&id);
+        if !on_view || excluded.contains(&id) || e.payload().is_some_and(MergeEvent::is_merge_payload) {
+            continue;
+        }
+        out.extend(LogEvent::from_content(id, e.signed().header().log_position(), e.content()));
+    }
+}
+
+impl LivePerspective {
+    /// `agent`'s perspective of `merge`, built by replay. `load(author,
+    /// seqs)` must return every entry held of `author` with a seq in `seqs`
+    /// (any branch, any order), with what is known of its payload.
+    pub fn build<E>(merge: &LiveMerge, agent: AgentId, mut load: impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>) -> Result<Self, E> {
+        let inputs = inputs(merge, &agent);
+        let graph = Self::replay(merge, &inputs, &mut load)?;
+        Ok(Self::of(agent, inputs, graph))
+    }
+
+    fn of(agent: AgentId, inputs: Inputs, graph: Graph) -> Self {
+        let included = inputs.prefixes.iter().map(|(a, p)| (*a, p.upto)).collect();
+        Self { view: Perspective { agent, included, disputes: inputs.disputes, excluded: inputs.excluded, graph }, prefixes: inputs.prefixes }
+    }
+
+    fn replay<E>(merge: &LiveMerge, inputs: &Inputs, load: &mut impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>) -> Result<Graph, E> {
+        let excluded: HashSet<EntryId> = inputs.excluded.iter().copied().collect();
+        let mut events = Vec::new();
+        for (author, p) in &inputs.prefixes {
+            events_of(load(author, 1..=p.upto)?, merge.view_chain(author), &excluded, &mut events);
+        }
+        Ok(Graph::replay(events))
+    }
+
+    /// Bring the perspective up to date with `merge` (see the module docs);
+    /// `load` as for [`LivePerspective::build`], asked only for what is new
+    /// unless the perspective must be rebuilt.
+    pub fn refresh<E>(&mut self, merge: &LiveMerge, mut load: impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>) -> Result<PerspectiveRefresh, E> {
+        let agent = self.view.agent;
+        let now = inputs(merge, &agent);
+        if let Some(events) = self.appended(merge, &now, &mut load)? {
+            let applied = events.len();
+            for e in events {
+                let ok = self.view.graph.apply(e);
+                debug_assert!(ok, "checked to sort after the last event applied");
+            }
+            self.view.included = now.prefixes.iter().map(|(a, p)| (*a, p.upto)).collect();
+            self.view.disputes = now.disputes;
+            self.view.excluded = now.excluded;
+            self.prefixes = now.prefixes;
+            return Ok(PerspectiveRefresh { applied, rebuilt: false });
+        }
+        let graph = Self::replay(merge, &now, &mut load)?;
+        *self = Self::of(agent, now, graph);
+        Ok(PerspectiveRefresh { applied: 0, rebuilt: true })
+    }
+
+    /// The events to apply in place, in log order, or `None` if the
+    /// perspective must be rebuilt.
+    fn appended<E>(
+        &self,
+        merge: &LiveMerge,
+        now: &Inputs,
+        load: &mut impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>,
+    ) -> Result<Option<Vec<LogEvent>>, E> {
+        // Every prefix included before is still there, unchanged.
+        for (author, was) in &self.prefixes {
+            let kept = now.prefixes.get(author).is_some_and(|p| p.upto >= was.upto && p.generation == was.generation)
+                && merge.view_chain(author).get((was.upto - 1) as usize) == Some(&was.head);
+            if !kept {
+                return Ok(None);
+            }
+        }
+        // No event left out before is back, and none of the old prefixes is
+        // newly left out.
+        let now_excluded: HashSet<EntryId> = now.excluded.iter().copied().collect();
+        if self.view.excluded.iter().any(|id| !now_excluded.contains(id)) {
+            return Ok(None);
+        }
+        let was_excluded: HashSet<EntryId> = self.view.excluded.iter().copied().collect();
+        for id in now.excluded.iter().filter(|id| !was_excluded.contains(id)) {
+            let Some((author, seq)) = merge.locate(id) else { return Ok(None) };
+            if self.prefixes.get(&author).is_some_and(|was| seq <= was.upto) {
+                return Ok(None);
+            }
+        }
+        let mut events = Vec::new();
+        for (author, p) in &now.prefixes {
+            let from = self.prefixes.get(author).map_or(1, |was| was.upto + 1);
+            if from <= p.upto {
+                events_of(load(author, from..=p.upto)?, merge.view_chain(author), &now_excluded, &mut events);
+            }
+        }
+        events.sort_by_key(|e| (e.pos, e.id));
+        let in_order = match (events.first(), self.view.graph.last_position()) {
+            (Some(first), Some(last)) => first.pos >= last,
+            _ => true,
+        };
+        Ok(in_order.then_some(events))
+    }
+
+    /// The agent.
+    pub fn agent(&self) -> AgentId {
+        self.view.agent
+    }
+
+    /// The perspective, as [`Merge::perspective`](crate::Merge::perspective)
+    /// gives it.
+    pub fn view(&self) -> &Perspective {
+        &self.view
+    }
+
+    /// [`Perspective::hash`]: hashes again only the graph's buckets changed
+    /// since it was last asked.
+    pub fn hash(&mut self) -> [u8; 32] {
+        self.view.hash()
+    }
+}
