@@ -276,16 +276,21 @@ fn the_merge_views_as_of_a_time_leave_out_later_accepts_and_disputes() {
     assert!(String::from_utf8_lossy(&bad.stdout).contains("--as-of \"last week\"") || String::from_utf8_lossy(&bad.stderr).contains("--as-of \"last week\""), "{bad:?}");
 }
 
-/// Issue 16: a running node answers `view-hash` and `consensus` from its live
-/// merged view, kept current as entries arrive by replication (accepts,
-/// disputes, a withdrawal, entries whose targets arrive after them); once the
-/// node stops, the full recompute over its store gives the same answers.
+/// Issue 16: a running node answers `view-hash`, `consensus` and
+/// `perspective` from its live merged view and the perspectives it keeps,
+/// current as entries arrive by replication (accepts, disputes, a withdrawal,
+/// entries whose targets arrive after them); once the node stops, the full
+/// recompute over its store gives the same answers.
 #[test]
 fn the_live_merged_view_equals_a_recompute_of_the_store() {
     let Trio { agents: [a, b, c], nodes: [na, mut nb, nc] } = Trio::start();
     let p1 = id_of(&json(&a.home, &["propose", "Ship the pricing page this week"]));
     let q1 = id_of(&json(&c.home, &["propose", "Run a survey first"]));
     wait_for("B to hold both proposals", || (nb.holds(&p1) && nb.holds(&q1)).then_some(()));
+    // Asked now, B's own perspective and A's are kept current from here on.
+    let early = json(&b.home, &["perspective", "--summary"]);
+    assert_eq!(early["nodes"], serde_json::json!([]), "{early}");
+    json(&b.home, &["perspective", &a.id]);
     json(&b.home, &["accept", &a.id, &p1]);
     let d1 = id_of(&json(&b.home, &["dispute", &q1, "a survey takes a month"]));
     json(&c.home, &["contradict", &p1, "legal has not read it"]);
@@ -296,6 +301,8 @@ fn the_live_merged_view_equals_a_recompute_of_the_store() {
     let hash = converged(&[&na, &nb, &nc]);
     let live_consensus = json(&nb.home, &["consensus", "--quorum", "2"]);
     assert_eq!(live_consensus["view_hash"], hash.as_str());
+    let live_perspectives: Vec<serde_json::Value> = [&b.id, &a.id, &c.id].iter().map(|x| json(&b.home, &["perspective", x])).collect();
+    assert!(live_perspectives[0]["included"].as_array().unwrap().len() >= 2, "B accepted A: {}", live_perspectives[0]);
     // The node's answers came from its live view; stop it and recompute.
     nb.kill();
     let _ = std::fs::remove_file(b.home.join("node.json"));
@@ -304,4 +311,10 @@ fn the_live_merged_view_equals_a_recompute_of_the_store() {
     let recomputed_consensus = json(&b.home, &["consensus", "--quorum", "2"]);
     assert_eq!(recomputed_consensus["chains"], live_consensus["chains"]);
     assert_eq!(recomputed_consensus["agents"], live_consensus["agents"]);
+    for (x, live) in [&b.id, &a.id, &c.id].iter().zip(&live_perspectives) {
+        let recomputed = json(&b.home, &["perspective", x]);
+        for field in ["hash", "included", "disputes", "excluded", "node_count", "nodes"] {
+            assert_eq!(recomputed[field], live[field], "perspective of {x}: {field}");
+        }
+    }
 }

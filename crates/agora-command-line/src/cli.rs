@@ -220,6 +220,10 @@ pub enum MergeCommand {
         /// UTC): the view as it was then, read with today's roster.
         #[arg(long, value_name = "MS|DATE")]
         as_of: Option<String>,
+        /// Leave out the node list: the hash, the prefixes included, the
+        /// disputes, the events left out and the number of nodes.
+        #[arg(long)]
+        summary: bool,
     },
     /// Which prefix of each chain at least k agents accept, what is disputed and by whom.
     Consensus {

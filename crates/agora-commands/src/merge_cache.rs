@@ -1,7 +1,9 @@
 //! The merged view kept in memory by a long-running node
 //! ([`agora_merge::LiveMerge`]), updated as entries are committed, so that
 //! `view-hash` and `consensus` answer from it instead of recomputing the
-//! merge over every entry.
+//! merge over every entry; with it, the perspectives in use
+//! ([`agora_merge::LivePerspective`], at most [`PERSPECTIVES_LIVE_MAX`]),
+//! refreshed after every update, so that `perspective` does not replay.
 //!
 //! The store's observer must not block (it runs with the store's write lock
 //! held), so it only queues what was committed ([`MergeCache::observe`]); the
@@ -16,7 +18,7 @@
 //! overflows (a bound on memory under any write rate), and at start.
 
 use agora_core::{AgentId, EntryId};
-use agora_merge::{LiveMerge, LiveUpdate, MergeEntry};
+use agora_merge::{LiveMerge, LivePerspective, LiveUpdate, MergeEntry};
 use agora_roster::Roster;
 use agora_core::SignedEntry;
 use agora_store::{CommitNotice, Store, StoreError};
@@ -26,6 +28,10 @@ use std::time::{Duration, Instant};
 
 /// Most committed entries queued before the view is dropped and rebuilt.
 pub const PENDING_ENTRIES_MAX: usize = 200_000;
+/// Most perspectives kept current (those asked for most recently): each holds
+/// a reasoning graph of what its agent sees, as large as the workspace's
+/// graph when the agent accepts most chains.
+pub const PERSPECTIVES_LIVE_MAX: usize = 2;
 
 #[derive(Default)]
 struct Pending {
@@ -50,24 +56,76 @@ pub struct MergeCache {
     founder: AgentId,
     pending: Mutex<Pending>,
     woken: Condvar,
-    live: Mutex<Option<(LiveMerge, Roster)>>,
+    live: Mutex<Option<LiveState>>,
     /// How long each rebuild from the store took.
     rebuild_seconds: Histogram,
     /// How long after its commit a write was in the view.
     lag_seconds: Histogram,
 }
 
+/// The merged state, the roster it was built under, and the perspectives
+/// in use (least recently asked for first).
+struct LiveState {
+    merge: LiveMerge,
+    roster: Roster,
+    perspectives: Vec<LivePerspective>,
+}
+
+impl LiveState {
+    /// Bring every perspective kept up to date with the merged state.
+    fn refresh_perspectives(&mut self, store: &Store) -> Result<(), StoreError> {
+        let (merge, roster) = (&self.merge, &self.roster);
+        for p in &mut self.perspectives {
+            let done = p.refresh(merge, |author, seqs| agora_view::load_chain_range(store, roster, author, seqs))?;
+            if done.rebuilt {
+                tracing::debug!(agent = %p.agent(), "perspective replayed");
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The live view, current with every write committed before it was taken.
 pub struct LiveView<'a> {
-    guard: MutexGuard<'a, Option<(LiveMerge, Roster)>>,
+    guard: MutexGuard<'a, Option<LiveState>>,
 }
 
 impl LiveView<'_> {
+    fn state(&mut self) -> &mut LiveState {
+        match self.guard.as_mut() {
+            Some(state) => state,
+            None => unreachable!("a LiveView is only made over a built view"),
+        }
+    }
+
     /// The merged state.
     pub fn merge(&mut self) -> &mut LiveMerge {
-        match self.guard.as_mut() {
-            Some((m, _)) => m,
-            None => unreachable!("a LiveView is only made over a built view"),
+        &mut self.state().merge
+    }
+
+    /// `agent`'s perspective, current: kept from an earlier ask (then
+    /// refreshed with every update), or built now by replay and kept from
+    /// then on, in place of the least recently asked for if
+    /// [`PERSPECTIVES_LIVE_MAX`] are kept already.
+    pub fn perspective(&mut self, agent: AgentId, store: &Store) -> Result<&mut LivePerspective, StoreError> {
+        let state = self.state();
+        match state.perspectives.iter().position(|p| p.agent() == agent) {
+            Some(i) => {
+                let p = state.perspectives.remove(i);
+                state.perspectives.push(p);
+            }
+            None => {
+                let (merge, roster) = (&state.merge, &state.roster);
+                let p = LivePerspective::build(merge, agent, |author, seqs| agora_view::load_chain_range(store, roster, author, seqs))?;
+                if state.perspectives.len() >= PERSPECTIVES_LIVE_MAX {
+                    state.perspectives.remove(0);
+                }
+                state.perspectives.push(p);
+            }
+        }
+        match state.perspectives.last_mut() {
+            Some(p) => Ok(p),
+            None => unreachable!("a perspective was just placed last"),
         }
     }
 }
@@ -115,7 +173,7 @@ impl MergeCache {
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
     }
 
-    fn catch_up(&self, store: &Store, live: &mut Option<(LiveMerge, Roster)>) -> Result<(), StoreError> {
+    fn catch_up(&self, store: &Store, live: &mut Option<LiveState>) -> Result<(), StoreError> {
         loop {
             let batch = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
             let Some(since) = batch.since.or(live.is_none().then(Instant::now)) else { return Ok(()) };
@@ -124,14 +182,14 @@ impl MergeCache {
                 let roster = agora_view::derive_roster(store, self.founder)?;
                 let (entries, proofs) = agora_view::load_merge_input(store, self.founder)?;
                 let merge = LiveMerge::from_entries(&entries, &proofs).map_err(|e| StoreError::Corrupt { location: "merge input".into(), problem: e.to_string() })?;
-                *live = Some((merge, roster));
+                *live = Some(LiveState { merge, roster, perspectives: Vec::new() });
                 self.rebuild_seconds.observe(started.elapsed().as_secs_f64());
                 tracing::info!(entries = entries.len(), seconds = started.elapsed().as_secs_f64(), "merged view built from the store");
                 // What was queued meanwhile is in the store already; applying
                 // it again is harmless (known entries are skipped).
                 continue;
             }
-            let Some((merge, roster)) = live.as_mut() else { continue };
+            let Some(LiveState { merge, roster, .. }) = live.as_mut() else { continue };
             let mut update = LiveUpdate::default();
             for (signed, payload) in batch.entries {
                 let h = signed.header();
@@ -158,6 +216,9 @@ impl MergeCache {
             }
             let roster: &Roster = roster;
             merge.apply(update, |author| agora_view::load_chain_merge_input(store, roster, author))?;
+            if let Some(state) = live.as_mut() {
+                state.refresh_perspectives(store)?;
+            }
             self.lag_seconds.observe(since.elapsed().as_secs_f64());
         }
     }

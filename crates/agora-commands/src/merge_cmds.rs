@@ -23,7 +23,7 @@ pub fn run(s: &Session, command: MergeCommand) -> Result<ExitCode> {
         MergeCommand::Dispute { target, reason, counter } => dispute(s, &target, &reason, counter.as_deref()),
         MergeCommand::Withdraw { dispute: d } => withdraw(s, &d),
         MergeCommand::ResolveFork { keep } => resolve_fork(s, &keep),
-        MergeCommand::Perspective { agent, as_of } => perspective(s, agent.as_deref(), as_of.as_deref()),
+        MergeCommand::Perspective { agent, as_of, summary } => perspective(s, agent.as_deref(), as_of.as_deref(), summary),
         MergeCommand::Consensus { quorum, agents, as_of } => consensus(s, quorum, &agents, as_of.as_deref()),
         MergeCommand::Disputes { agents, as_of } => disputes(s, &agents, as_of.as_deref()),
         MergeCommand::Audit { agent } => audit(s, &agent),
@@ -116,38 +116,62 @@ fn record_json(r: &MergeRecord) -> Value {
     })
 }
 
-/// `agora perspective [<agent>] [--as-of T]`.
-pub fn perspective(s: &Session, agent: Option<&str>, as_of: Option<&str>) -> Result<ExitCode> {
+/// `agora perspective [<agent>] [--as-of T] [--summary]`.
+pub fn perspective(s: &Session, agent: Option<&str>, as_of: Option<&str>, summary: bool) -> Result<ExitCode> {
     let agent = match agent {
         Some(a) => parse_author(a)?,
         None => s.home.load_key()?.agent_id(),
     };
-    let ((entries, proofs), over) = merge_input(s, as_of)?;
-    let m = Merge::compute(&entries, &proofs)?;
-    let p = m.perspective(&agent);
-    let nodes: Vec<Value> = p
-        .graph
-        .nodes()
-        .filter(|n| n.is_event())
-        .map(|n| json!({ "id": n.id.to_string(), "kind": n.kind, "text": n.text, "status": n.status().name(), "disputed": p.disputed(&n.id) }))
-        .collect();
-    let value = json!({
-        "agent": agent.to_string(),
-        "hash": hex::encode(p.hash()),
-        "included": p.included.iter().map(|(a, seq)| json!({ "author": a.to_string(), "through_seq": seq })).collect::<Vec<_>>(),
-        "disputes": p.disputes.iter().map(|d| json!({ "dispute": d.dispute.to_string(), "by": d.by.to_string(), "target": d.target.to_string(), "reason": d.reason, "counter_claim": d.counter_claim })).collect::<Vec<_>>(),
-        "excluded": p.excluded.iter().map(ToString::to_string).collect::<Vec<_>>(),
-        "nodes": nodes,
-        "computed_over": over,
-    });
-    s.print(&value, || {
-        let mut out = vec![format!("perspective of {agent} (hash {})", hex::encode(&p.hash()[..8]))];
+    match (s.live_merge(), as_of) {
+        // Inside a node, now: the perspective kept current with the live view.
+        (Some(cache), None) => {
+            let store = s.store()?;
+            let (mut view, over) = live_view(cache, store)?;
+            let p = view.perspective(agent, store)?;
+            let hash = p.hash();
+            print_perspective(s, p.view(), hash, over, summary)
+        }
+        _ => {
+            let ((entries, proofs), over) = merge_input(s, as_of)?;
+            let m = Merge::compute(&entries, &proofs)?;
+            let mut p = m.perspective(&agent);
+            let hash = p.hash();
+            print_perspective(s, &p, hash, over, summary)
+        }
+    }
+}
+
+fn print_perspective(s: &Session, p: &agora_merge::Perspective, hash: [u8; 32], over: Value, summary: bool) -> Result<ExitCode> {
+    let events = || p.graph.nodes().filter(|n| n.is_event());
+    let json = || {
+        let nodes: Vec<Value> = if summary {
+            Vec::new()
+        } else {
+            events().map(|n| json!({ "id": n.id.to_string(), "kind": n.kind, "text": n.text, "status": n.status().name(), "disputed": p.disputed(&n.id) })).collect()
+        };
+        json!({
+            "agent": p.agent.to_string(),
+            "hash": hex::encode(hash),
+            "included": p.included.iter().map(|(a, seq)| json!({ "author": a.to_string(), "through_seq": seq })).collect::<Vec<_>>(),
+            "disputes": p.disputes.iter().map(|d| json!({ "dispute": d.dispute.to_string(), "by": d.by.to_string(), "target": d.target.to_string(), "reason": d.reason, "counter_claim": d.counter_claim })).collect::<Vec<_>>(),
+            "excluded": p.excluded.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "node_count": p.graph.len(),
+            "nodes": nodes,
+            "computed_over": over,
+        })
+    };
+    s.print_lazy(json, || {
+        let mut out = vec![format!("perspective of {} (hash {})", p.agent, hex::encode(&hash[..8]))];
         for (a, seq) in &p.included {
             out.push(format!("  includes {} through seq {seq}", a.short()));
         }
-        for n in p.graph.nodes().filter(|n| n.is_event()) {
-            let mark = if p.disputed(&n.id) { " DISPUTED" } else { "" };
-            out.push(format!("{} {:<13} [{}{mark}] {}", n.id.short(), n.kind, n.status().name(), n.text));
+        if summary {
+            out.push(format!("  {} nodes, {} disputes in force, {} events left out", p.graph.len(), p.disputes.len(), p.excluded.len()));
+        } else {
+            for n in events() {
+                let mark = if p.disputed(&n.id) { " DISPUTED" } else { "" };
+                out.push(format!("{} {:<13} [{}{mark}] {}", n.id.short(), n.kind, n.status().name(), n.text));
+            }
         }
         out.join("\n")
     })?;

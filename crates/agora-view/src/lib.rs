@@ -113,6 +113,39 @@ pub fn load_chain_merge_input(store: &Store, roster: &Roster, author: &AgentId) 
     Ok((entries, proofs))
 }
 
+/// The entries of `author` with a seq in `seqs` that count under `roster`
+/// (every branch of a forked seq), with what is known of their payloads: what
+/// a live perspective (`agora_merge::LivePerspective`) asks for, the part
+/// of a chain it has not seen yet, or a prefix when it is rebuilt.
+pub fn load_chain_range(store: &Store, roster: &Roster, author: &AgentId, seqs: std::ops::RangeInclusive<u64>) -> Result<Vec<MergeEntry>, StoreError> {
+    /// Entries read from the store at a time.
+    const PAGE: usize = 4096;
+    let mut out = Vec::new();
+    let mut from = *seqs.start();
+    while from <= *seqs.end() {
+        let page = store.chain(author, from, PAGE)?;
+        let full = page.len() == PAGE;
+        // A full page may end inside a forked seq: its last seq is read
+        // again with the next page, unless the whole page is that one seq.
+        let last = page.last().map_or(from, |e| e.signed.header().seq);
+        let upto = if full && last > from { last - 1 } else { last };
+        for e in page {
+            let seq = e.signed.header().seq;
+            if seq > upto || seq > *seqs.end() {
+                break;
+            }
+            if roster.admits_entry(author, seq) {
+                out.push(MergeEntry::with_content(e.signed, known(e.payload)).map_err(StoreError::Verify)?);
+            }
+        }
+        if !full {
+            break;
+        }
+        from = upto + 1;
+    }
+    Ok(out)
+}
+
 /// The residue a node keeps when it redacts `payload` (see
 /// `agora_core::payload`): what the payload meant without its text, in the
 /// payload's own format (reasoning event, merge event, roster event), or

@@ -287,7 +287,12 @@ pub struct PerspectiveAnswer {
     pub disputes: Vec<PerspectiveDispute>,
     /// Events left out (disputed, or beyond what is accepted).
     pub excluded: Vec<String>,
-    /// Its reasoning graph's nodes with their statuses.
+    /// How many nodes its reasoning graph has: the valid reasoning events
+    /// `nodes` lists, and raw notes, invalid events and entries redacted
+    /// without a residue.
+    pub node_count: usize,
+    /// Its reasoning graph's nodes with their statuses (empty when a
+    /// summary was asked for).
     pub nodes: Vec<PerspectiveNode>,
     /// The frontier the answer was computed over.
     pub computed_over: ComputedOver,

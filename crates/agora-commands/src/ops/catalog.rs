@@ -762,8 +762,12 @@ pub struct Perspective {
     /// or YYYY-MM-DD in UTC): the view as it was then.
     #[serde(default)]
     pub as_of: Option<String>,
+    /// Leave out the node list (`nodes` is empty; `node_count` says how
+    /// many there are).
+    #[serde(default)]
+    pub summary: bool,
 }
-one_command!(Perspective, "perspective", |self| Argv::new(&["perspective"]).opt("as-of", self.as_of.clone()).args(self.agent.iter().cloned()));
+one_command!(Perspective, "perspective", |self| Argv::new(&["perspective"]).opt("as-of", self.as_of.clone()).switch("summary", self.summary).args(self.agent.iter().cloned()));
 
 /// What at least k agents accept.
 #[derive(Deserialize, JsonSchema)]
