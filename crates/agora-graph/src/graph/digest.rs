@@ -36,6 +36,10 @@ pub(super) struct Digests {
     dirty: Vec<bool>,
     /// The buckets marked dirty, each once.
     dirty_list: Vec<u16>,
+    /// The pending set's digest, until an event is held or released.
+    pending: Option<[u8; 32]>,
+    /// The digest, until the next apply.
+    root: Option<[u8; 32]>,
 }
 
 fn bucket(id: &EntryId) -> usize {
@@ -50,10 +54,11 @@ impl Digests {
             members[bucket(&n.id)].push(ix as Ix);
         }
         members.par_iter_mut().for_each(|m| m.sort_unstable_by(|a, b| nodes[*a as usize].id.cmp(&nodes[*b as usize].id)));
-        Self { members, hashes: vec![[0; 32]; DIGEST_BUCKETS], dirty: vec![true; DIGEST_BUCKETS], dirty_list: (0..DIGEST_BUCKETS as u16).collect() }
+        Self { members, hashes: vec![[0; 32]; DIGEST_BUCKETS], dirty: vec![true; DIGEST_BUCKETS], dirty_list: (0..DIGEST_BUCKETS as u16).collect(), pending: None, root: None }
     }
 
     fn mark(&mut self, b: usize) {
+        self.root = None;
         if !self.dirty[b] {
             self.dirty[b] = true;
             self.dirty_list.push(b as u16);
@@ -67,6 +72,14 @@ impl Graph {
     pub(super) fn changed(&mut self, ix: Ix) {
         if let Some(d) = self.digests.as_deref_mut() {
             d.mark(bucket(&self.nodes[ix as usize].id));
+        }
+    }
+
+    /// An event was held as pending, or released.
+    pub(super) fn pending_changed(&mut self) {
+        if let Some(d) = self.digests.as_deref_mut() {
+            d.pending = None;
+            d.root = None;
         }
     }
 
@@ -86,20 +99,23 @@ impl Graph {
     /// The graph digest:
     ///
     /// ```text
-    /// digest        = SHA-256("agora-graph-digest/1" || u64 nodes
-    ///                   || bucket digest 0 .. bucket digest 4095
-    ///                   || u32 pending || pending ids in log order)
-    /// bucket digest = SHA-256(snapshot bytes of the bucket's nodes, ascending by id)
+    /// digest         = SHA-256("agora-graph-digest/1" || u64 nodes
+    ///                    || bucket digest 0 .. bucket digest 4095 || pending digest)
+    /// bucket digest  = SHA-256(snapshot bytes of the bucket's nodes, ascending by id)
+    /// pending digest = SHA-256(u32 pending || pending ids in log order)
     /// ```
     ///
     /// A node is in bucket `(id[0] << 4) | (id[1] >> 4)`. The first call
     /// hashes every node and from then on the graph keeps track of the
     /// buckets its applies change, so a later call hashes only those (and
-    /// the 128 KiB of bucket digests).
+    /// the 128 KiB of bucket digests); nothing, if nothing was applied since.
     pub fn digest(&mut self) -> [u8; 32] {
         use sha2::Digest;
         let nodes = &self.nodes;
         let d = self.digests.get_or_insert_with(|| Box::new(Digests::of(nodes)));
+        if let Some(root) = d.root {
+            return root;
+        }
         let dirty = std::mem::take(&mut d.dirty_list);
         let members = &d.members;
         let fresh: Vec<[u8; 32]> = dirty
@@ -122,13 +138,21 @@ impl Graph {
         for h in &d.hashes {
             hasher.update(h);
         }
-        let mut held: Vec<(LogPosition, EntryId)> = self.waiting.values().flatten().map(|e| (e.pos, e.id)).collect();
-        held.sort_unstable();
-        hasher.update((held.len() as u32).to_be_bytes());
-        for (_, id) in held {
-            hasher.update(id.as_bytes());
-        }
-        hasher.finalize().into()
+        let waiting = &self.waiting;
+        let pending = *d.pending.get_or_insert_with(|| {
+            let mut held: Vec<(LogPosition, EntryId)> = waiting.values().flatten().map(|e| (e.pos, e.id)).collect();
+            held.sort_unstable();
+            let mut bytes = Vec::with_capacity(4 + held.len() * 32);
+            bytes.extend_from_slice(&(held.len() as u32).to_be_bytes());
+            for (_, id) in held {
+                bytes.extend_from_slice(id.as_bytes());
+            }
+            agora_core::sha256(&bytes)
+        });
+        hasher.update(pending);
+        let root: [u8; 32] = hasher.finalize().into();
+        d.root = Some(root);
+        root
     }
 
     /// The position of the last event applied in log order (`None` before

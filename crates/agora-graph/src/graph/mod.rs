@@ -143,6 +143,7 @@ impl Graph {
                     let held = std::mem::replace(e, LogEvent { id: e.id, pos: e.pos, body: Body::Redacted, redacted: false });
                     self.pending_count += 1;
                     self.waiting.entry(*r).or_default().push(held);
+                    self.pending_changed();
                     return false;
                 }
             }
@@ -170,6 +171,7 @@ impl Graph {
     /// Move the events waiting for `id` onto `stack`, the earliest on top.
     fn take_waiting(&mut self, id: &EntryId, stack: &mut Vec<LogEvent>) {
         if let Some(mut released) = self.waiting.remove(id) {
+            self.pending_changed();
             self.pending_count -= released.len();
             released.sort_by_key(|r| std::cmp::Reverse((r.pos, r.id)));
             stack.extend(released);
