@@ -9,10 +9,13 @@
 //! entries that extend their chain in place, and, at the end of agent 0's
 //! and agent 1's chains, a fork with its resolution and an equivocation,
 //! which make their chains be derived again.
+//!
+//! Beside it, the perspective of the agent that accepts the most: built by
+//! replay at start, then refreshed and hashed after each arrival.
 
 use crate::percentile;
 use agora_core::AgentId;
-use agora_merge::{ChainInput, LiveMerge, LiveUpdate, Merge, MergeEntry};
+use agora_merge::{ChainInput, LiveMerge, LivePerspective, LiveUpdate, Merge, MergeEntry};
 use anyhow::Result;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -75,6 +78,18 @@ pub fn run(args: LiveArgs) -> Result<()> {
     let mut extended: Vec<Duration> = Vec::new();
     let mut rederived: Vec<Duration> = Vec::new();
     let mut all: Vec<Duration> = Vec::new();
+    // The perspective of the agent whose frontiers reach furthest.
+    let frontiers = live.frontiers();
+    let viewer = agents.iter().copied().max_by_key(|a| frontiers.iter().filter(|((x, _), _)| x == a).map(|(_, f)| f.seq).sum::<u64>()).unwrap_or(agents[0]);
+    let range = |held: &HashMap<AgentId, Vec<MergeEntry>>, a: &AgentId, seqs: std::ops::RangeInclusive<u64>| -> Result<Vec<MergeEntry>, std::convert::Infallible> {
+        Ok(held.get(a).map(|c| c.iter().filter(|e| seqs.contains(&e.seq())).cloned().collect()).unwrap_or_default())
+    };
+    let t = Instant::now();
+    let mut perspective = LivePerspective::build(&live, viewer, |a, seqs| range(&held, a, seqs)).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    std::hint::black_box(perspective.hash());
+    let perspective_built = t.elapsed();
+    let perspective_nodes = perspective.view().graph.len();
+    let (mut perspective_in_place, mut perspective_replayed) = (Vec::new(), Vec::new());
     for e in arrivals.iter().cloned() {
         let author = e.author();
         let t = Instant::now();
@@ -88,7 +103,13 @@ pub fn run(args: LiveArgs) -> Result<()> {
         let t = Instant::now();
         std::hint::black_box(live.consensus(&agents, 2)?);
         consensus.push(t.elapsed());
+        let t = Instant::now();
+        let done = perspective.refresh(&live, |a, seqs| range(&held, a, seqs)).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        std::hint::black_box(perspective.hash());
+        if done.rebuilt { perspective_replayed.push(t.elapsed()) } else { perspective_in_place.push(t.elapsed()) }
     }
+    perspective_in_place.sort();
+    perspective_replayed.sort();
     for v in [&mut all, &mut extended, &mut rederived] {
         v.sort();
     }
@@ -113,6 +134,10 @@ pub fn run(args: LiveArgs) -> Result<()> {
     }
     recompute.sort();
     anyhow::ensure!(live.view_hash() == reference, "the live view hash differs from the recompute's");
+    let t = Instant::now();
+    let perspective_reference = Merge::compute(&all_entries, &[])?.perspective(&viewer).hash();
+    let perspective_recompute = t.elapsed();
+    anyhow::ensure!(perspective.hash() == perspective_reference, "the live perspective's hash differs from the recompute's");
     anyhow::ensure!(all_entries.len() == n, "every entry was delivered");
 
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -131,6 +156,11 @@ pub fn run(args: LiveArgs) -> Result<()> {
                 "recompute_ms": { "median": recompute_median, "min": ms(recompute[0]) },
                 "apply_p99_over_recompute": q(&all, 0.99) / recompute_median,
                 "gather_ms": ms(gather),
+                "perspective": {
+                    "nodes": perspective_nodes, "built_ms": ms(perspective_built), "recompute_ms": ms(perspective_recompute),
+                    "in_place": { "count": perspective_in_place.len(), "p50": q(&perspective_in_place, 0.5), "p99": q(&perspective_in_place, 0.99), "max": q(&perspective_in_place, 1.0) },
+                    "replayed": { "count": perspective_replayed.len(), "p50": q(&perspective_replayed, 0.5), "max": q(&perspective_replayed, 1.0) },
+                },
                 "view_hash": hex::encode(reference),
             })
         );
@@ -161,6 +191,10 @@ pub fn run(args: LiveArgs) -> Result<()> {
             q(&all, 0.99) / recompute_median
         );
         println!("view hash {} (live and recomputed agree)", hex::encode(reference));
+        println!("perspective of the agent that accepts the most ({perspective_nodes} nodes): built at start in {:.0} ms; recomputed (merge state + replay + hash) in {:.0} ms", ms(perspective_built), ms(perspective_recompute));
+        println!("  refreshed + hashed after each arrival, in place: {} arrivals, p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms", perspective_in_place.len(), q(&perspective_in_place, 0.5), q(&perspective_in_place, 0.99), q(&perspective_in_place, 1.0));
+        println!("  replayed (an event older than its last one came in): {} arrivals, p50 {:.0} ms, max {:.0} ms", perspective_replayed.len(), q(&perspective_replayed, 0.5), q(&perspective_replayed, 1.0));
+        println!("  (live and recomputed perspective hashes agree)");
     }
     Ok(())
 }
