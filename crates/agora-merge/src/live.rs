@@ -811,6 +811,79 @@ impl LiveMerge {
         self.index.contains_key(id)
     }
 
+    /// [`Merge::check`] on the live state: the same answer for a merge event
+    /// `signer` is about to write, without recomputing the merge (a node
+    /// checks `accept`, `dispute`, `withdraw` and `resolve-fork` this way).
+    pub fn check(&self, signer: &AgentId, event: &MergeEvent) -> Result<(), MergeRuleError> {
+        event.check_limits().map_err(MergeRuleError::Decode)?;
+        let own = self.by_author.get(signer).map(|&s| &self.chains[s as usize]);
+        if !matches!(event, MergeEvent::ForkResolution { .. })
+            && let Some(f) = own.and_then(LiveChain::frozen)
+        {
+            return Err(MergeRuleError::SignerForked { author: *signer, fork_seq: f.seq });
+        }
+        let known = |id: &EntryId, what: &'static str| self.index.get(id).copied().ok_or(MergeRuleError::UnknownEntry { what, id: *id });
+        match event {
+            MergeEvent::Accept { author, up_to_seq, head } => match self.judge_accept(*signer, *author, *up_to_seq, *head) {
+                Ok(_) => Ok(()),
+                Err(MergeStatus::Clipped { rule, .. } | MergeStatus::Invalid(rule)) => Err(rule),
+                Err(_) => Err(MergeRuleError::BeyondHead { author: *author, up_to_seq: *up_to_seq, head_seq: self.view_chain(author).len() as u64 }),
+            },
+            MergeEvent::Dispute { target, .. } => {
+                let loc = known(target, "dispute target")?;
+                if self.chains[loc.chain as usize].author == *signer {
+                    return Err(MergeRuleError::SelfDispute(*target));
+                }
+                let open = own.and_then(|c| {
+                    c.records.iter().find(|r| r.status == MergeStatus::Applied && matches!(&r.event, Some(MergeEvent::Dispute { target: t, .. }) if t == target))
+                });
+                match open {
+                    Some(r) => Err(MergeRuleError::AlreadyDisputed { target: *target, dispute: r.entry }),
+                    None => Ok(()),
+                }
+            }
+            MergeEvent::Withdraw { dispute } => {
+                let loc = known(dispute, "dispute")?;
+                let chain = &self.chains[loc.chain as usize];
+                if chain.author != *signer {
+                    return Err(MergeRuleError::NotOwnDispute { dispute: *dispute, author: chain.author });
+                }
+                let record = chain.record_of.get(dispute).map(|&r| &chain.records[r as usize]);
+                match record {
+                    Some(r) if matches!(r.event, Some(MergeEvent::Dispute { .. })) && chain.on_view(dispute, loc.seq) => match r.status {
+                        MergeStatus::Withdrawn { by } => Err(MergeRuleError::AlreadyWithdrawn { dispute: *dispute, by }),
+                        _ => Ok(()),
+                    },
+                    _ => Err(MergeRuleError::NotADispute(*dispute)),
+                }
+            }
+            MergeEvent::ForkResolution { fork_number, fork_seq, continue_with } => {
+                let loc = known(continue_with, "branch to continue")?;
+                let author = self.chains[loc.chain as usize].author;
+                if author != *signer {
+                    return Err(MergeRuleError::ResolutionForeign { signer: *signer, continue_with: *continue_with, author });
+                }
+                if loc.seq != *fork_seq {
+                    return Err(MergeRuleError::ResolutionSeq { continue_with: *continue_with, fork_seq: *fork_seq, found_seq: loc.seq });
+                }
+                let previous = own
+                    .map(|c| c.records.iter().filter_map(|r| match r.event {
+                        Some(MergeEvent::ForkResolution { fork_number, .. }) => Some(fork_number),
+                        _ => None,
+                    }).max().unwrap_or(0))
+                    .unwrap_or(0);
+                if *fork_number <= previous {
+                    return Err(MergeRuleError::ForkNumberNotIncreasing { fork_number: *fork_number, previous });
+                }
+                let decides = own.and_then(|c| c.forks.iter().find(|f| f.seq == *fork_seq)).is_some_and(|f| f.candidates.contains(continue_with));
+                if !decides {
+                    return Err(MergeRuleError::NoFork { author: *signer, fork_seq: *fork_seq });
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// Where a known entry is: its author and seq.
     pub fn locate(&self, id: &EntryId) -> Option<(AgentId, u64)> {
         self.index.get(id).map(|l| (self.chains[l.chain as usize].author, l.seq))

@@ -403,6 +403,39 @@ fn assert_live_equals(live: &mut LiveMerge, held: &[MergeEntry], proofs: &[ForkP
         prop_assert_eq!(live.forks(&a), &m.chain(&a).unwrap().forks[..], "forks {}", what);
     }
     prop_assert_eq!(live.view_hash(), m.view_hash(), "view hash {}", what);
+    // A write checked on the live state gets the recompute's answer: accepts
+    // of view heads, of seq 1 and of fork branches, disputes of heads, of
+    // disputed events and of an unknown id, withdrawals of every open
+    // dispute, fork resolutions of every branch.
+    let open = m.open_disputes();
+    let unknown = EntryId([0xee; 32]);
+    let mut events: Vec<MergeEvent> = vec![MergeEvent::Dispute { target: unknown, reason: "r".into(), counter_claim: None }, MergeEvent::Withdraw { dispute: unknown }];
+    for b in m.agents() {
+        let view = m.view_chain(&b);
+        if let (Some(first), Some(last)) = (view.first(), view.last()) {
+            events.push(MergeEvent::Accept { author: b, up_to_seq: view.len() as u64, head: *last });
+            events.push(MergeEvent::Accept { author: b, up_to_seq: 1, head: *first });
+            events.push(MergeEvent::Dispute { target: *last, reason: "r".into(), counter_claim: None });
+            events.push(MergeEvent::Withdraw { dispute: *last });
+        }
+        for f in &m.chain(&b).unwrap().forks {
+            for c in &f.candidates {
+                events.push(MergeEvent::Accept { author: b, up_to_seq: f.seq, head: *c });
+                for fork_number in 1..=2 {
+                    events.push(MergeEvent::ForkResolution { fork_number, fork_seq: f.seq, continue_with: *c });
+                }
+            }
+        }
+    }
+    for d in &open {
+        events.push(MergeEvent::Dispute { target: d.target, reason: "again".into(), counter_claim: None });
+        events.push(MergeEvent::Withdraw { dispute: d.dispute });
+    }
+    for a in m.agents() {
+        for ev in &events {
+            prop_assert_eq!(live.check(&a, ev), m.check(&a, ev), "check of {:?} by {} {}", ev, a, what);
+        }
+    }
     let agents = m.agents();
     for k in 1..=agents.len() {
         prop_assert_eq!(live.consensus(&agents, k).unwrap(), m.consensus(&agents, k).unwrap(), "consensus {} {}", k, what);
