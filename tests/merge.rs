@@ -298,6 +298,21 @@ fn the_live_merged_view_equals_a_recompute_of_the_store() {
     json(&a.home, &["withdraw", &d2]);
     json(&b.home, &["withdraw", &d1]);
     json(&c.home, &["accept", &a.id, &p1]);
+    // Writes through the node are checked on its live view: the same
+    // refusals as a recompute gives.
+    let d3 = id_of(&json(&b.home, &["dispute", &q1, "still too slow"]));
+    for (args, rule) in [
+        (vec!["dispute", q1.as_str(), "twice"], "already"),
+        (vec!["withdraw", d1.as_str()], "withdrawn"),
+        (vec!["accept", a.id.as_str(), "99"], "not seq 99"),
+        (vec!["dispute", p1.as_str(), "my own"], "own"),
+    ] {
+        let who = if args[1] == p1 { &a.home } else { &b.home };
+        let out = agora(who, &args);
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(!out.status.success() && text.to_lowercase().contains(rule), "{args:?}: {text}");
+    }
+    json(&b.home, &["withdraw", &d3]);
     let hash = converged(&[&na, &nb, &nc]);
     let live_consensus = json(&nb.home, &["consensus", "--quorum", "2"]);
     assert_eq!(live_consensus["view_hash"], hash.as_str());

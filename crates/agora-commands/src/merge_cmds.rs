@@ -34,14 +34,32 @@ pub fn run(s: &Session, command: MergeCommand) -> Result<ExitCode> {
 fn record_event(s: &Session, event: MergeEvent) -> Result<ExitCode> {
     let me = s.home.load_key()?.agent_id();
     let store = s.store()?;
-    {
-        let (entries, proofs) = agora_view::load_merge_input(store, s.founder()?)?;
-        let m = Merge::compute(&entries, &proofs)?;
-        m.check(&me, &event).with_context(|| format!("refused: this {} breaks a rule", event.kind_name()))?;
-    }
+    let checked = match s.live_merge() {
+        // Inside a node: against the live merged view, current with every
+        // committed write (the same answer as a recompute, property-tested).
+        Some(cache) => cache.current(store)?.merge().check(&me, &event),
+        None => {
+            let (entries, proofs) = agora_view::load_merge_input(store, s.founder()?)?;
+            Merge::compute(&entries, &proofs)?.check(&me, &event)
+        }
+    };
+    checked.with_context(|| format!("refused: this {} breaks a rule", event.kind_name()))?;
     let entry = append_own(s, &event.encode())?;
     s.print(&json!({ "id": entry.id().to_string(), "kind": event.kind_name(), "seq": entry.header().seq }), || entry.id().to_string())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `author`'s view chain: from the live merged view inside a node, else
+/// recomputed.
+fn view_chain(s: &Session, author: &AgentId) -> Result<Vec<agora_core::EntryId>> {
+    let store = s.store()?;
+    Ok(match s.live_merge() {
+        Some(cache) => cache.current(store)?.merge().view_chain(author).to_vec(),
+        None => {
+            let (entries, proofs) = agora_view::load_merge_input(store, s.founder()?)?;
+            Merge::compute(&entries, &proofs)?.view_chain(author)
+        }
+    })
 }
 
 /// `agora accept <author> <seq | entry id>`.
@@ -50,9 +68,7 @@ pub fn accept(s: &Session, author: &str, up_to: &str) -> Result<ExitCode> {
     let store = s.store()?;
     let (up_to_seq, head) = if let Ok(seq) = up_to.parse::<u64>() {
         // A seq: the entry at that seq on the author's view chain.
-        let (entries, proofs) = agora_view::load_merge_input(store, s.founder()?)?;
-        let m = Merge::compute(&entries, &proofs)?;
-        let chain = m.view_chain(&author);
+        let chain = view_chain(s, &author)?;
         let head = chain
             .get(usize::try_from(seq).unwrap_or(usize::MAX).wrapping_sub(1))
             .copied()
