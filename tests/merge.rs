@@ -300,7 +300,7 @@ fn the_live_merged_view_equals_a_recompute_of_the_store() {
     json(&c.home, &["accept", &a.id, &p1]);
     // Writes through the node are checked on its live view: the same
     // refusals as a recompute gives.
-    let d3 = id_of(&json(&b.home, &["dispute", &q1, "still too slow"]));
+    id_of(&json(&b.home, &["dispute", &q1, "still too slow"]));
     for (args, rule) in [
         (vec!["dispute", q1.as_str(), "twice"], "already"),
         (vec!["withdraw", d1.as_str()], "withdrawn"),
@@ -312,10 +312,16 @@ fn the_live_merged_view_equals_a_recompute_of_the_store() {
         let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         assert!(!out.status.success() && text.to_lowercase().contains(rule), "{args:?}: {text}");
     }
-    json(&b.home, &["withdraw", &d3]);
     let hash = converged(&[&na, &nb, &nc]);
     let live_consensus = json(&nb.home, &["consensus", "--quorum", "2"]);
     assert_eq!(live_consensus["view_hash"], hash.as_str());
+    let summary = json(&nb.home, &["consensus", "--quorum", "2", "--summary"]);
+    for (full, short) in live_consensus["chains"].as_array().unwrap().iter().zip(summary["chains"].as_array().unwrap()) {
+        assert_eq!(short["disputed"], serde_json::json!([]), "{summary}");
+        assert_eq!(short["disputed_count"].as_u64().unwrap() as usize, full["disputed"].as_array().unwrap().len(), "{summary}");
+        assert_eq!(short["accepted_seq"], full["accepted_seq"]);
+    }
+    assert!(summary["chains"].as_array().unwrap().iter().any(|c| c["disputed_count"] == 1), "B's dispute of q1 is open: {summary}");
     let live_perspectives: Vec<serde_json::Value> = [&b.id, &a.id, &c.id].iter().map(|x| json(&b.home, &["perspective", x])).collect();
     assert!(live_perspectives[0]["included"].as_array().unwrap().len() >= 2, "B accepted A: {}", live_perspectives[0]);
     // The node's answers came from its live view; stop it and recompute.

@@ -509,6 +509,7 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
     let (mut hash_http, mut consensus_http) = (Vec::new(), Vec::new());
     // The floor: a command the node answers without reading any view.
     let (mut hash, mut consensus, mut consensus_json, mut floor) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut consensus_summary, mut consensus_summary_http) = (Vec::new(), Vec::new());
     for i in 0..rounds {
         timed(&["propose", &format!("live view round {i}")])?;
         hash.push(timed(&["view-hash"])?);
@@ -517,6 +518,8 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
         floor.push(timed(&["node", "status"])?);
         hash_http.push(timed_op("view_hash", serde_json::json!({}))?);
         consensus_http.push(timed_op("consensus", serde_json::json!({ "quorum": 2 }))?);
+        consensus_summary.push(timed(&["consensus", "--quorum", "2", "--summary"])?);
+        consensus_summary_http.push(timed_op("consensus", serde_json::json!({ "quorum": 2, "summary": true }))?);
     }
     // The node's agent accepts the first half of every chain of the swarm,
     // so its perspective holds about half the history; asked once, it is
@@ -553,7 +556,7 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
     for v in [&mut perspective, &mut perspective_http] {
         v.sort();
     }
-    for v in [&mut hash, &mut consensus, &mut consensus_json, &mut floor, &mut hash_http, &mut consensus_http] {
+    for v in [&mut hash, &mut consensus, &mut consensus_json, &mut floor, &mut hash_http, &mut consensus_http, &mut consensus_summary, &mut consensus_summary_http] {
         v.sort();
     }
     let (rss, hwm) = rss_kib(node.child.id())?;
@@ -568,6 +571,7 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
     println!("  the same through the HTTP API (POST /v1/ops/<name>, JSON answers, no process started):");
     println!("    view_hash:            p50 {:.1} ms, p99 {:.1} ms", q(&hash_http, 0.5), q(&hash_http, 0.99));
     println!("    consensus quorum 2:   p50 {:.1} ms, p99 {:.1} ms (every disputed event listed)", q(&consensus_http, 0.5), q(&consensus_http, 0.99));
+    println!("    consensus quorum 2, summary (disputed events counted): p50 {:.1} ms, p99 {:.1} ms; the same as a whole `agora --json consensus --quorum 2 --summary`: p50 {:.1} ms, p99 {:.1} ms", q(&consensus_summary_http, 0.5), q(&consensus_summary_http, 0.99), q(&consensus_summary, 0.5), q(&consensus_summary, 0.99));
     println!("  perspective of the node's agent ({perspective_nodes} nodes): built when first asked in {:.2} s, then kept current", perspective_built.as_secs_f64());
     println!("    perspective --summary: p50 {:.1} ms, p99 {:.1} ms; through the HTTP API p50 {:.1} ms, p99 {:.1} ms", q(&perspective, 0.5), q(&perspective, 0.99), q(&perspective_http, 0.5), q(&perspective_http, 0.99));
     if let Some(d) = reach_back {

@@ -237,6 +237,10 @@ pub enum MergeCommand {
         /// UTC): the view as it was then, read with today's roster.
         #[arg(long, value_name = "MS|DATE")]
         as_of: Option<String>,
+        /// In JSON, count each chain's disputed events instead of listing
+        /// them (`disputed_count`; the first disputed event is still named).
+        #[arg(long)]
+        summary: bool,
     },
     /// The disagreement map across agents: each disputed event, what led to it,
     /// who accepts and who disputes it, counter-claims; and forked chains by branch.

@@ -24,7 +24,7 @@ pub fn run(s: &Session, command: MergeCommand) -> Result<ExitCode> {
         MergeCommand::Withdraw { dispute: d } => withdraw(s, &d),
         MergeCommand::ResolveFork { keep } => resolve_fork(s, &keep),
         MergeCommand::Perspective { agent, as_of, summary } => perspective(s, agent.as_deref(), as_of.as_deref(), summary),
-        MergeCommand::Consensus { quorum, agents, as_of } => consensus(s, quorum, &agents, as_of.as_deref()),
+        MergeCommand::Consensus { quorum, agents, as_of, summary } => consensus(s, quorum, &agents, as_of.as_deref(), summary),
         MergeCommand::Disputes { agents, as_of } => disputes(s, &agents, as_of.as_deref()),
         MergeCommand::Audit { agent } => audit(s, &agent),
         MergeCommand::ViewHash => view_hash(s),
@@ -194,8 +194,8 @@ fn print_perspective(s: &Session, p: &agora_merge::Perspective, hash: [u8; 32], 
     Ok(ExitCode::SUCCESS)
 }
 
-/// `agora consensus --quorum k [--agents a,b,c] [--as-of T]`.
-pub fn consensus(s: &Session, quorum: usize, agents: &[String], as_of: Option<&str>) -> Result<ExitCode> {
+/// `agora consensus --quorum k [--agents a,b,c] [--as-of T] [--summary]`.
+pub fn consensus(s: &Session, quorum: usize, agents: &[String], as_of: Option<&str>, summary: bool) -> Result<ExitCode> {
     let (c, view_hash, over) = match (s.live_merge(), as_of) {
         // Inside a node, now: from the live merged view.
         (Some(cache), None) => {
@@ -212,7 +212,8 @@ pub fn consensus(s: &Session, quorum: usize, agents: &[String], as_of: Option<&s
             (m.consensus(&agents, quorum)?, m.view_hash(), over)
         }
     };
-    // The JSON lists every disputed event; the text, one line per chain.
+    // The JSON lists every disputed event (unless a summary is asked for);
+    // the text, one line per chain.
     let json = || {
         let chains: Vec<Value> = c
             .chains
@@ -222,7 +223,8 @@ pub fn consensus(s: &Session, quorum: usize, agents: &[String], as_of: Option<&s
                     "author": ch.author.to_string(), "view_len": ch.view_len, "frozen_at": ch.frozen_at,
                     "accepted_seq": ch.accepted_seq, "accepted_head": ch.accepted_head.map(|h| h.to_string()),
                     "frontiers": ch.frontiers.iter().map(|(a, seq)| json!({ "agent": a.to_string(), "seq": seq })).collect::<Vec<_>>(),
-                    "disputed": ch.disputed.iter().map(|d| json!({
+                    "disputed_count": ch.disputed.len(),
+                    "disputed": ch.disputed.iter().take(if summary { 0 } else { usize::MAX }).map(|d| json!({
                         "target": d.target.to_string(), "seq": d.seq, "on_view": d.on_view,
                         "by": d.by.iter().map(|(a, e)| json!({ "agent": a.to_string(), "dispute": e.to_string() })).collect::<Vec<_>>(),
                     })).collect::<Vec<_>>(),

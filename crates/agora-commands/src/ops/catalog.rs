@@ -783,8 +783,12 @@ pub struct Consensus {
     /// or YYYY-MM-DD in UTC): the view as it was then.
     #[serde(default)]
     pub as_of: Option<String>,
+    /// Count each chain's disputed events instead of listing them
+    /// (`disputed` is empty; `disputed_count` says how many).
+    #[serde(default)]
+    pub summary: bool,
 }
-one_command!(Consensus, "consensus", |self| Argv::new(&["consensus"]).opt("quorum", Some(self.quorum)).each("agents", &self.agents).opt("as-of", self.as_of.clone()));
+one_command!(Consensus, "consensus", |self| Argv::new(&["consensus"]).opt("quorum", Some(self.quorum)).each("agents", &self.agents).opt("as-of", self.as_of.clone()).switch("summary", self.summary));
 
 /// The disagreement map across agents.
 #[derive(Deserialize, JsonSchema)]
