@@ -320,6 +320,8 @@ fn the_live_merged_view_equals_a_recompute_of_the_store() {
         assert_eq!(short["disputed"], serde_json::json!([]), "{summary}");
         assert_eq!(short["disputed_count"].as_u64().unwrap() as usize, full["disputed"].as_array().unwrap().len(), "{summary}");
         assert_eq!(short["accepted_seq"], full["accepted_seq"]);
+        assert_eq!(short["frontier_count"].as_u64().unwrap() as usize, full["frontiers"].as_array().unwrap().len(), "{summary}");
+        assert_eq!(short["frontiers"], serde_json::json!([]), "{summary}");
     }
     assert!(summary["chains"].as_array().unwrap().iter().any(|c| c["disputed_count"] == 1), "B's dispute of q1 is open: {summary}");
     let live_perspectives: Vec<serde_json::Value> = [&b.id, &a.id, &c.id].iter().map(|x| json(&b.home, &["perspective", x])).collect();

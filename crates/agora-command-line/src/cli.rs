@@ -237,8 +237,9 @@ pub enum MergeCommand {
         /// UTC): the view as it was then, read with today's roster.
         #[arg(long, value_name = "MS|DATE")]
         as_of: Option<String>,
-        /// In JSON, count each chain's disputed events instead of listing
-        /// them (`disputed_count`; the first disputed event is still named).
+        /// In JSON, count each chain's accept frontiers and disputed events
+        /// instead of listing them (`frontier_count`, `disputed_count`; the
+        /// accepted prefix and the first disputed event are still named).
         #[arg(long)]
         summary: bool,
     },

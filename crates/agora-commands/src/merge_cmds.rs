@@ -222,7 +222,8 @@ pub fn consensus(s: &Session, quorum: usize, agents: &[String], as_of: Option<&s
                 json!({
                     "author": ch.author.to_string(), "view_len": ch.view_len, "frozen_at": ch.frozen_at,
                     "accepted_seq": ch.accepted_seq, "accepted_head": ch.accepted_head.map(|h| h.to_string()),
-                    "frontiers": ch.frontiers.iter().map(|(a, seq)| json!({ "agent": a.to_string(), "seq": seq })).collect::<Vec<_>>(),
+                    "frontier_count": ch.frontiers.len(),
+                    "frontiers": ch.frontiers.iter().take(if summary { 0 } else { usize::MAX }).map(|(a, seq)| json!({ "agent": a.to_string(), "seq": seq })).collect::<Vec<_>>(),
                     "disputed_count": ch.disputed.len(),
                     "disputed": ch.disputed.iter().take(if summary { 0 } else { usize::MAX }).map(|d| json!({
                         "target": d.target.to_string(), "seq": d.seq, "on_view": d.on_view,

@@ -307,7 +307,7 @@ pub struct ConsensusAnswer {
     pub agents: Vec<String>,
     /// The merged view's hash (hex).
     pub view_hash: String,
-    /// Per chain: the prefix at least `quorum` agents accept (`accepted_seq`, `accepted_head`), each agent's accept frontier, what is disputed and by whom (`disputed`, empty in a summary) and how many events are (`disputed_count`).
+    /// Per chain: the prefix at least `quorum` agents accept (`accepted_seq`, `accepted_head`), each agent's accept frontier (`frontiers`, empty in a summary; `frontier_count`), what is disputed and by whom (`disputed`, empty in a summary; `disputed_count`).
     pub chains: Vec<Map<String, Value>>,
     /// The frontier the answer was computed over.
     pub computed_over: ComputedOver,

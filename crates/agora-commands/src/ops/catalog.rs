@@ -783,8 +783,9 @@ pub struct Consensus {
     /// or YYYY-MM-DD in UTC): the view as it was then.
     #[serde(default)]
     pub as_of: Option<String>,
-    /// Count each chain's disputed events instead of listing them
-    /// (`disputed` is empty; `disputed_count` says how many).
+    /// Count each chain's accept frontiers and disputed events instead of
+    /// listing them (`frontiers` and `disputed` are empty;
+    /// `frontier_count` and `disputed_count` say how many).
     #[serde(default)]
     pub summary: bool,
 }
