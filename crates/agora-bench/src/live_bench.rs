@@ -104,7 +104,7 @@ pub fn run(args: LiveArgs) -> Result<()> {
         std::hint::black_box(live.consensus(&agents, 2)?);
         consensus.push(t.elapsed());
         let t = Instant::now();
-        let done = perspective.refresh(&live, |a, seqs| range(&held, a, seqs)).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let done = perspective.refresh(&live, &[], |a, seqs| range(&held, a, seqs)).map_err(|e| anyhow::anyhow!("{e:?}"))?;
         std::hint::black_box(perspective.hash());
         if done.rebuilt { perspective_replayed.push(t.elapsed()) } else { perspective_in_place.push(t.elapsed()) }
     }

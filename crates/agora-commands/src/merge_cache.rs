@@ -72,11 +72,12 @@ struct LiveState {
 }
 
 impl LiveState {
-    /// Bring every perspective kept up to date with the merged state.
-    fn refresh_perspectives(&mut self, store: &Store) -> Result<(), StoreError> {
+    /// Bring every perspective kept up to date with the merged state, after
+    /// an update in which the payloads of `payloads_changed` changed.
+    fn refresh_perspectives(&mut self, store: &Store, payloads_changed: &[EntryId]) -> Result<(), StoreError> {
         let (merge, roster) = (&self.merge, &self.roster);
         for p in &mut self.perspectives {
-            let done = p.refresh(merge, |author, seqs| agora_view::load_chain_range(store, roster, author, seqs))?;
+            let done = p.refresh(merge, payloads_changed, |author, seqs| agora_view::load_chain_range(store, roster, author, seqs))?;
             if done.rebuilt {
                 tracing::debug!(agent = %p.agent(), "perspective replayed");
             }
@@ -201,10 +202,10 @@ impl MergeCache {
                     Err(e) => return Err(StoreError::Verify(e)),
                 }
             }
-            for id in batch.changed {
-                let author = match merge.author_of(&id) {
+            for id in &batch.changed {
+                let author = match merge.author_of(id) {
                     Some(a) => Some(a),
-                    None => store.get(&id)?.map(|e| e.signed.header().author),
+                    None => store.get(id)?.map(|e| e.signed.header().author),
                 };
                 update.changed.extend(author);
             }
@@ -217,7 +218,7 @@ impl MergeCache {
             let roster: &Roster = roster;
             merge.apply(update, |author| agora_view::load_chain_merge_input(store, roster, author))?;
             if let Some(state) = live.as_mut() {
-                state.refresh_perspectives(store)?;
+                state.refresh_perspectives(store, &batch.changed)?;
             }
             self.lag_seconds.observe(since.elapsed().as_secs_f64());
         }

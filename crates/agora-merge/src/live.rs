@@ -103,10 +103,6 @@ struct LiveChain {
     /// dispute of one of its entries. A cached consensus result computed at
     /// this epoch is still right.
     changed_at: u64,
-    /// The epoch at which what is known of the payloads of the chain's
-    /// entries last changed (filled in, redacted). Until it does, an entry
-    /// on the view means what it meant when it was first seen there.
-    payloads_changed_at: u64,
 }
 
 impl LiveChain {
@@ -268,9 +264,6 @@ impl LiveMerge {
         for author in &rederive {
             let (entries, proofs) = chain_input(author)?;
             let slot = self.rederive(author, &entries, &proofs, &mut new_ids);
-            if update.changed.contains(author) {
-                self.chains[slot as usize].payloads_changed_at = self.epoch;
-            }
             done.rederived += 1;
             evaluate.insert(slot);
             rederived.push(slot);
@@ -370,7 +363,6 @@ impl LiveMerge {
             }
         };
         self.unregister(slot);
-        let payloads_changed_at = self.chains[slot as usize].payloads_changed_at;
         let own: Vec<MergeEntry> = entries.iter().filter(|e| e.author() == *author).cloned().collect();
         let own_proofs: Vec<ForkProof> = proofs.iter().filter(|p| p.author() == *author).cloned().collect();
         let held = own.iter().map(MergeEntry::id).collect::<HashSet<_>>().len() as u64;
@@ -393,7 +385,6 @@ impl LiveMerge {
         self.chains[slot as usize] = chain;
         self.view_hash = None;
         self.touch(slot);
-        self.chains[slot as usize].payloads_changed_at = payloads_changed_at;
         slot
     }
 
@@ -892,16 +883,6 @@ impl LiveMerge {
     /// Is this known entry a merge event (its payload, or residue, one)?
     pub fn is_merge_event(&self, id: &EntryId) -> bool {
         self.index.get(id).is_some_and(|l| self.chains[l.chain as usize].record_of.contains_key(id))
-    }
-
-    /// A number that changes whenever what is known of the payloads of
-    /// `author`'s entries changes (filled in, redacted). A prefix of a view
-    /// chain is named by its last entry (the entries link by hash); while
-    /// this number stays the same, its entries also mean what they meant, so
-    /// a view over the prefix only has to take in what was appended. A fork
-    /// or an entry out of order does not change it.
-    pub fn chain_generation(&self, author: &AgentId) -> u64 {
-        self.by_author.get(author).map_or(0, |&s| self.chains[s as usize].payloads_changed_at)
     }
 
     /// `agent`'s open disputes (status applied), as marks, in (target,

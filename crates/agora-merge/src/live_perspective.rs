@@ -8,16 +8,16 @@
 //! update:
 //!
 //! - **In place**, the common case: every prefix it included is still there
-//!   unchanged (each chain's included head is still on its view, and the
-//!   chain was only extended since, see [`LiveMerge::chain_generation`]), no
-//!   event it left out is back, and the newly included events all sort after
-//!   the last one its graph applied. Its own new events and accepts of
+//!   unchanged (each chain's included head is still on its view: the entries
+//!   link by hash, so the head names the prefix; and no payload inside it
+//!   changed), no event it left out is back, and the newly included events
+//!   all sort after the last one its graph applied. Its own new events and accepts of
 //!   others' latest events are of this kind. The new events are asked of the
 //!   caller (only those) and applied; the graph's digest
 //!   ([`agora_graph::Graph::digest`]) then hashes again only the buckets they
 //!   changed.
 //! - **Rebuilt** otherwise (an accept that reaches back into another chain's
-//!   history, a withdrawn dispute, a fork, a payload filled in): the included
+//!   history, a withdrawn dispute, a redaction inside it): the included
 //!   prefixes are asked of the caller and replayed, as a recompute does.
 //!
 //! After every refresh it equals [`Merge::perspective`](crate::Merge::perspective)
@@ -36,12 +36,11 @@ use std::collections::{BTreeMap, HashSet};
 use std::ops::RangeInclusive;
 
 /// What a perspective includes of one chain: its prefix through `upto`,
-/// whose last entry is `head`, as of the chain's `generation`.
+/// whose last entry is `head`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Prefix {
     upto: u64,
     head: EntryId,
-    generation: u64,
 }
 
 /// What one [`LivePerspective::refresh`] did.
@@ -74,7 +73,7 @@ fn inputs(merge: &LiveMerge, agent: &AgentId) -> Inputs {
         let view = merge.view_chain(&author);
         let upto = if author == *agent { view.len() as u64 } else { merge.frontier(agent, &author).map_or(0, |f| f.seq) };
         if let Some(&head) = upto.checked_sub(1).and_then(|i| view.get(i as usize)) {
-            prefixes.insert(author, Prefix { upto, head, generation: merge.chain_generation(&author) });
+            prefixes.insert(author, Prefix { upto, head });
         }
     }
     let disputes = merge.open_disputes_by(agent);
@@ -133,13 +132,25 @@ impl LivePerspective {
         Ok(Graph::replay(events))
     }
 
-    /// Bring the perspective up to date with `merge` (see the module docs);
-    /// `load` as for [`LivePerspective::build`], asked only for what is new
-    /// unless the perspective must be rebuilt.
-    pub fn refresh<E>(&mut self, merge: &LiveMerge, mut load: impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>) -> Result<PerspectiveRefresh, E> {
+    /// Bring the perspective up to date with `merge` (see the module docs).
+    /// `payloads_changed`: every entry whose payload was filled in or
+    /// redacted since the last refresh (only one inside the included
+    /// prefixes makes it replay: a peer that releases withheld payloads of
+    /// later entries one at a time costs it nothing). `load` as for
+    /// [`LivePerspective::build`], asked only for what is new unless the
+    /// perspective must be rebuilt.
+    pub fn refresh<E>(
+        &mut self,
+        merge: &LiveMerge,
+        payloads_changed: &[EntryId],
+        mut load: impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>,
+    ) -> Result<PerspectiveRefresh, E> {
         let agent = self.view.agent;
         let now = inputs(merge, &agent);
-        if let Some(events) = self.appended(merge, &now, &mut load)? {
+        let inside = payloads_changed.iter().any(|id| {
+            merge.locate(id).is_some_and(|(author, seq)| self.prefixes.get(&author).is_some_and(|was| seq <= was.upto))
+        });
+        if !inside && let Some(events) = self.appended(merge, &now, &mut load)? {
             let applied = events.len();
             for e in events {
                 let ok = self.view.graph.apply(e);
@@ -166,7 +177,7 @@ impl LivePerspective {
     ) -> Result<Option<Vec<LogEvent>>, E> {
         // Every prefix included before is still there, unchanged.
         for (author, was) in &self.prefixes {
-            let kept = now.prefixes.get(author).is_some_and(|p| p.upto >= was.upto && p.generation == was.generation)
+            let kept = now.prefixes.get(author).is_some_and(|p| p.upto >= was.upto)
                 && merge.view_chain(author).get((was.upto - 1) as usize) == Some(&was.head);
             if !kept {
                 return Ok(None);

@@ -459,10 +459,10 @@ fn entries_in(held: &[MergeEntry], author: &agora_core::AgentId, seqs: std::ops:
 /// Each live perspective, refreshed, equals the recompute's: the same hash
 /// (agent, prefixes, disputes and the graph's digest), prefixes, left-out
 /// events and graph snapshot.
-fn assert_perspectives_equal(perspectives: &mut [LivePerspective], live: &LiveMerge, held: &[MergeEntry], proofs: &[ForkProof], what: &str) -> Result<(), TestCaseError> {
+fn assert_perspectives_equal(perspectives: &mut [LivePerspective], live: &LiveMerge, changed: &[EntryId], held: &[MergeEntry], proofs: &[ForkProof], what: &str) -> Result<(), TestCaseError> {
     let m = Merge::compute(held, proofs).unwrap();
     for p in perspectives.iter_mut() {
-        p.refresh(live, |a, seqs| entries_in(held, a, seqs)).unwrap();
+        p.refresh(live, changed, |a, seqs| entries_in(held, a, seqs)).unwrap();
         let mut want = m.perspective(&p.agent());
         prop_assert_eq!(&p.view().included, &want.included, "included {}", what);
         prop_assert_eq!(&p.view().excluded, &want.excluded, "excluded {}", what);
@@ -497,13 +497,15 @@ proptest! {
         assert_live_equals(&mut live, &held, &proofs, "at start")?;
         // Every agent's perspective, kept current alongside.
         let mut perspectives: Vec<LivePerspective> = (0..n).map(|i| LivePerspective::build(&live, s.agent(i), |a, seqs| entries_in(&held, a, seqs)).unwrap()).collect();
-        assert_perspectives_equal(&mut perspectives, &live, &held, &proofs, "at start")?;
+        assert_perspectives_equal(&mut perspectives, &live, &[], &held, &proofs, "at start")?;
         let mut next = start;
         let mut steps = steps;
         // Then everything left arrives.
         steps.push(Step::Arrive { count: order.len(), stripped: false });
         for (i, st) in steps.iter().enumerate() {
             let mut update = LiveUpdate::default();
+            // Entries whose payload this step fills in or redacts.
+            let mut changed: Vec<EntryId> = Vec::new();
             match st {
                 Step::Arrive { count, stripped } => {
                     let end = (next + count).min(order.len());
@@ -520,6 +522,7 @@ proptest! {
                     let k = stripped[pick % stripped.len()];
                     let full = s.entries.iter().find(|e| e.id() == held[k].id()).unwrap().clone();
                     update.changed.push(full.author());
+                    changed.push(full.id());
                     held[k] = full;
                 }
                 Step::Redact { pick } => {
@@ -528,6 +531,7 @@ proptest! {
                     let k = with[pick % with.len()];
                     let r = residue(held[k].payload().unwrap());
                     update.changed.push(held[k].author());
+                    changed.push(held[k].id());
                     held[k] = MergeEntry::with_content(held[k].signed().clone(), agora_core::Payload::Redacted(Some(r))).unwrap();
                 }
                 Step::Proof { pick } => {
@@ -543,10 +547,52 @@ proptest! {
             };
             live.apply(update, author_input).unwrap();
             assert_live_equals(&mut live, &held, &proofs, &format!("after step {i} ({st:?})"))?;
-            assert_perspectives_equal(&mut perspectives, &live, &held, &proofs, &format!("after step {i} ({st:?})"))?;
+            assert_perspectives_equal(&mut perspectives, &live, &changed, &held, &proofs, &format!("after step {i} ({st:?})"))?;
         }
         // Built from scratch over the final set: the same state.
         let mut fresh = LiveMerge::from_entries(&held, &proofs).unwrap();
         prop_assert_eq!(fresh.view_hash(), live.view_hash());
     }
+}
+
+/// A payload filled in beyond what a live perspective includes does not make
+/// it replay (an author that withholds the payloads of its later entries and
+/// releases them one at a time must not make every node replay the
+/// perspectives that accept its chain); a payload redacted inside it does,
+/// so that the text is gone.
+#[test]
+fn a_payload_change_replays_a_live_perspective_only_inside_what_it_includes() {
+    let mut s = Swarm::new(2);
+    let b1 = s.event(1, Event::Proposition { text: "b1".into() });
+    let b2 = s.event(1, Event::Proposition { text: "b2".into() });
+    let accept = s.accept_of(&b2);
+    s.merge(0, accept);
+    s.event(0, Event::Proposition { text: "a1".into() });
+    let b3 = s.event(1, Event::Proposition { text: "b3".into() });
+    s.event(1, Event::Proposition { text: "b4".into() });
+    let full = s.entries.clone();
+    let at = |id: EntryId| full.iter().position(|e| e.id() == id).unwrap();
+    let mut held = full.clone();
+    held[at(b3)] = MergeEntry::new(full[at(b3)].signed().clone(), None).unwrap();
+    let mut live = LiveMerge::from_entries(&held, &[]).unwrap();
+    let agent = s.agent(0);
+    let mut p = LivePerspective::build(&live, agent, |a, seqs| entries_in(&held, a, seqs)).unwrap();
+    let chain_of = |held: &[MergeEntry], a: &agora_core::AgentId| -> Result<ChainInput, std::convert::Infallible> { Ok((held.iter().filter(|e| e.author() == *a).cloned().collect(), Vec::new())) };
+
+    // b3's payload arrives: b3 and b4 join B's view, beyond A's accept.
+    held[at(b3)] = full[at(b3)].clone();
+    live.apply(LiveUpdate { changed: vec![s.agent(1)], ..LiveUpdate::default() }, |a| chain_of(&held, a)).unwrap();
+    let done = p.refresh(&live, &[b3], |a, seqs| entries_in(&held, a, seqs)).unwrap();
+    assert!(!done.rebuilt, "a payload beyond the accepted prefix replayed the perspective");
+    assert_eq!(p.hash(), Merge::compute(&held, &[]).unwrap().perspective(&agent).hash());
+
+    // b1, inside it, is redacted here: replayed, its text gone.
+    let r = residue(held[at(b1)].payload().unwrap());
+    held[at(b1)] = MergeEntry::with_content(full[at(b1)].signed().clone(), agora_core::Payload::Redacted(Some(r))).unwrap();
+    live.apply(LiveUpdate { changed: vec![s.agent(1)], ..LiveUpdate::default() }, |a| chain_of(&held, a)).unwrap();
+    let done = p.refresh(&live, &[b1], |a, seqs| entries_in(&held, a, seqs)).unwrap();
+    assert!(done.rebuilt, "a redaction inside the prefix must reach the perspective");
+    let node = p.view().graph.node(&b1).unwrap();
+    assert!(node.text.is_empty() && node.redacted(), "{node:?}");
+    assert_eq!(p.hash(), Merge::compute(&held, &[]).unwrap().perspective(&agent).hash());
 }
