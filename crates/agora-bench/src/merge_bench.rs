@@ -61,18 +61,28 @@ impl Chain {
 
 /// The synthetic swarm. Returns the entries (as a store would hand them over).
 pub fn swarm(agents: usize, per_agent: usize) -> Vec<MergeEntry> {
+    swarm_from(agents, per_agent, 0, SWARM_CLOCK)
+}
+
+/// The first timestamp of [`swarm`]; each event takes the next millisecond.
+pub const SWARM_CLOCK: u64 = 1_700_000_000_000;
+
+/// [`swarm`] of the agents numbered from `first_agent` (other keys than a
+/// swarm's first agents), its clock starting at `clock`: a swarm that
+/// arrives after another.
+pub fn swarm_from(agents: usize, per_agent: usize, first_agent: usize, clock: u64) -> Vec<MergeEntry> {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut chains: Vec<Chain> = (0..agents)
         .map(|i| {
             let mut seed = [0u8; 32];
-            seed[..8].copy_from_slice(&(i as u64 + 1).to_le_bytes());
+            seed[..8].copy_from_slice(&((first_agent + i) as u64 + 1).to_le_bytes());
             Chain { key: AgentKey::from_seed(seed), headers: Vec::new(), payloads: Vec::new(), disputes: Vec::new() }
         })
         .collect();
     let authors: Vec<_> = chains.iter().map(|c| c.key.agent_id()).collect();
     // Recent reasoning positions, for references: (author, seq, id).
     let mut recent: Vec<EntryId> = Vec::new();
-    let mut clock = 1_700_000_000_000u64;
+    let mut clock = clock;
     for step in 0..per_agent {
         for a in 0..agents {
             clock += 1;

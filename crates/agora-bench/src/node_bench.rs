@@ -82,6 +82,13 @@ enum What {
         agents: usize,
         #[arg(long, default_value_t = 30)]
         seconds: usize,
+        /// Agents of a swarm stored before the node starts (the merge
+        /// bench's; 0: the load goes into an empty node).
+        #[arg(long, default_value_t = 0)]
+        preload_agents: usize,
+        /// Events on each preloaded agent's chain.
+        #[arg(long, default_value_t = 10_000)]
+        preload_events: usize,
     },
     /// Resident memory of a node holding many entries, idle and while serving
     /// and receiving a full sync.
@@ -106,7 +113,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
         What::Gossip { nodes, events } => gossip(&agora, nodes, events),
         What::Rss { entries, payload_bytes } => rss(&agora, entries, payload_bytes),
         What::Views { agents, events_per_agent, rounds } => views(&agora, agents, events_per_agent, rounds),
-        What::Load { rate, agents, seconds } => load(&agora, rate, agents, seconds),
+        What::Load { rate, agents, seconds, preload_agents, preload_events } => load(&agora, rate, agents, seconds, preload_agents, preload_events),
         What::Mcp { calls, events } => crate::mcp_bench::run(&agora, calls, events),
     }
 }
@@ -458,24 +465,28 @@ fn rss(agora: &Path, entries: usize, payload_bytes: usize) -> Result<()> {
     Ok(())
 }
 
-fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result<()> {
-    let home = new_home(agora)?;
+/// Store the merge bench's swarm of `agents` x `per_agent` events in the
+/// home's store (before its node starts). Returns how many entries.
+fn store_swarm(home: &Home, agents: usize, per_agent: usize) -> Result<usize> {
     let t = Instant::now();
     let entries = crate::merge_bench::swarm(agents, per_agent);
     let n = entries.len();
-    {
-        let store = Store::open(home.path.join("store"), &StoreOptions { sync: false, ..Default::default() })?;
-        for chunk in entries.chunks(10_000) {
-            let items = chunk
-                .iter()
-                .map(|e| agora_store::ImportItem { entry: e.signed().clone(), payload: e.payload().map(<[u8]>::to_vec), origin: "bench".into() })
-                .collect();
-            store.import(items, 1_800_000_000_000)?;
-        }
-        store.flush()?;
+    let store = Store::open(home.path.join("store"), &StoreOptions { sync: false, ..Default::default() })?;
+    for chunk in entries.chunks(10_000) {
+        let items = chunk
+            .iter()
+            .map(|e| agora_store::ImportItem { entry: e.signed().clone(), payload: e.payload().map(<[u8]>::to_vec), origin: "bench".into() })
+            .collect();
+        store.import(items, 1_800_000_000_000)?;
     }
-    drop(entries);
+    store.flush()?;
     eprintln!("{n} entries stored in {:.0} s", t.elapsed().as_secs_f64());
+    Ok(n)
+}
+
+fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result<()> {
+    let home = new_home(agora)?;
+    let n = store_swarm(&home, agents, per_agent)?;
     let t = Instant::now();
     let node = start(agora, &home, &home.agent, &[])?;
     let ready = t.elapsed();
@@ -614,14 +625,21 @@ fn histogram_quantile(text: &str, name: &str, p: f64) -> Option<(f64, u64)> {
     buckets.iter().find(|(_, c)| *c >= want).map(|(le, _)| (*le, total))
 }
 
-fn load(agora: &Path, rate: usize, agents: usize, seconds: usize) -> Result<()> {
+fn load(agora: &Path, rate: usize, agents: usize, seconds: usize, preload_agents: usize, preload_events: usize) -> Result<()> {
     anyhow::ensure!(agents >= 2 && rate >= 10 && seconds >= 1, "need at least 2 agents, 10 entries/s and 1 s");
     let home = new_home(agora)?;
+    let preloaded = if preload_agents > 0 { store_swarm(&home, preload_agents, preload_events)? } else { 0 };
     let per_agent = (rate * seconds).div_ceil(agents);
-    let mut entries = crate::merge_bench::swarm(agents, per_agent);
+    // Other agents than the preloaded ones, writing after them.
+    let clock = crate::merge_bench::SWARM_CLOCK + (preloaded as u64) + 1_000;
+    let mut entries = crate::merge_bench::swarm_from(agents, per_agent, preload_agents, clock);
     entries.sort_by_key(|e| (e.timestamp_ms(), e.author(), e.seq()));
+    let t = Instant::now();
     let node = start(agora, &home, &home.agent, &[])?;
     agora_json(agora, &home.path, &["view-hash"])?;
+    if preloaded > 0 {
+        println!("on top of {preloaded} entries ({preload_agents} agents x {preload_events} events) stored before the node started; its view built in {:.1} s", t.elapsed().as_secs_f64());
+    }
     let pid = node.child.id();
     let batch = rate / 10;
     let before = thread_ticks(pid)?;
