@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # Build the agora runtime image offline, FROM scratch (docker/Dockerfile): the
-# project's own release binary, stripped into a staging directory, exactly the
-# shared libraries `ldd` lists for it plus the dynamic loader, and a minimal
-# /etc. No base image is pulled, so this works with no container registry.
+# project's own release binaries (`agora`, the command line, and `agora-node`,
+# the full program it hands the node and local commands to), stripped into a
+# staging directory, exactly the shared libraries `ldd` lists for them plus the
+# dynamic loader, and a minimal /etc. No base image is pulled, so this works with no container registry.
 #
 #   docker/build-image.sh [--force]
 #
 # Environment:
 #   AGORA_IMAGE  the tag to build (default agora:local)
-#   AGORA_BIN    the binary to package (default: $CARGO_TARGET_DIR/release/agora,
-#                $HOME/.cache/agora-target unless set, as scripts/env.sh says).
-#                When the default binary is missing, the workspace is built
+#   AGORA_BIN    the command line to package (default: $CARGO_TARGET_DIR/release/agora,
+#                $HOME/.cache/agora-target unless set, as scripts/env.sh says);
+#                the full program is the `agora-node` beside it.
+#                When the default binaries are missing, the workspace is built
 #                first (release profile, scripts/setup.sh for what it needs).
 #
-# The image is rebuilt only when the binary changed (its size and modification
-# time are recorded in the image's label org.agora.source), or with --force.
+# The image is rebuilt only when a binary changed (their sizes and modification
+# times are recorded in the image's label org.agora.source), or with --force.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(dirname "$here")"
@@ -40,14 +42,16 @@ else
   # shellcheck source=../scripts/env.sh
   . "$repo/scripts/env.sh"
   BIN="$CARGO_TARGET_DIR/release/agora"
-  if [ ! -x "$BIN" ]; then
-    echo "build-image: $BIN is missing: building the workspace (release; RocksDB's C++ takes 15-35 minutes the first time)" >&2
+  if [ ! -x "$BIN" ] || [ ! -x "$(dirname "$BIN")/agora-node" ]; then
+    echo "build-image: $BIN or agora-node beside it is missing: building the workspace (release; RocksDB's C++ takes 15-35 minutes the first time)" >&2
     (cd "$repo" && bash scripts/setup.sh && cargo build --release --workspace --locked)
     [ -x "$BIN" ] || die "the build did not produce $BIN"
   fi
 fi
+NODE_BIN="$(dirname "$BIN")/agora-node"
+[ -x "$NODE_BIN" ] || die "$NODE_BIN is missing: the full program is packaged from beside $BIN"
 
-stamp="$(stat -L -c '%s-%Y' "$BIN")"
+stamp="$(stat -L -c '%s-%Y' "$BIN")/$(stat -L -c '%s-%Y' "$NODE_BIN")"
 current="$(docker image inspect -f '{{ index .Config.Labels "org.agora.source" }}' "$IMAGE" 2>/dev/null || true)"
 if [ "$force" = 0 ] && [ "$current" = "$stamp" ]; then
   echo "build-image: $IMAGE is up to date with $BIN" >&2
@@ -60,15 +64,17 @@ trap 'rm -rf "$stage"' EXIT
 root="$stage/root"
 mkdir -p "$root/usr/local/bin" "$root/etc"
 
-# Strip a copy; the target directory's binary keeps its line tables.
+# Strip copies; the target directory's binaries keep their line tables.
 objcopy --strip-all "$BIN" "$root/usr/local/bin/agora"
-chmod 0755 "$root/usr/local/bin/agora"
+objcopy --strip-all "$NODE_BIN" "$root/usr/local/bin/agora-node"
+chmod 0755 "$root/usr/local/bin/agora" "$root/usr/local/bin/agora-node"
 
 # Exactly what ldd lists: "name => /path (addr)" lines, and the loader's own
 # "/lib64/ld-linux-x86-64.so.2 (addr)" line; linux-vdso has no file.
-libs="$(ldd "$root/usr/local/bin/agora" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u || true)"
+# (One file per ldd call: given several, it prints a "file:" line before each.)
+libs="$(for f in "$root/usr/local/bin/agora" "$root/usr/local/bin/agora-node"; do ldd "$f" 2>/dev/null; done | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u || true)"
 if [ -z "$libs" ]; then
-  ldd "$root/usr/local/bin/agora" 2>&1 | grep -q "not a dynamic executable" || die "ldd listed no libraries for $BIN"
+  ldd "$root/usr/local/bin/agora-node" 2>&1 | grep -q "not a dynamic executable" || die "ldd listed no libraries for $NODE_BIN"
 fi
 for lib in $libs; do
   mkdir -p "$root$(dirname "$lib")"
@@ -106,7 +112,7 @@ tar --numeric-owner --owner=10001 --group=10001 -C "$own" -rf "$ctx/rootfs.tar" 
 cp "$here/Dockerfile" "$ctx/Dockerfile"
 
 version="$("$BIN" --version 2>/dev/null | awk '{ print $2 }')"
-echo "build-image: building $IMAGE from $BIN (stripped $(du -h "$root/usr/local/bin/agora" | cut -f1), $(echo "$libs" | grep -c . || true) shared libraries)" >&2
+echo "build-image: building $IMAGE from $BIN and $NODE_BIN (stripped $(du -h "$root/usr/local/bin/agora" | cut -f1) and $(du -h "$root/usr/local/bin/agora-node" | cut -f1), $(echo "$libs" | grep -c . || true) shared libraries)" >&2
 docker build -q -t "$IMAGE" \
   --label "org.agora.source=$stamp" \
   --label "org.opencontainers.image.title=agora" \

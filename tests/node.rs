@@ -8,6 +8,8 @@
 mod support;
 
 use agora_core::AgentKey;
+use std::io::Write;
+use std::process::{Command, Stdio};
 use support::*;
 
 #[test]
@@ -288,3 +290,61 @@ fn a_node_rejoins_a_bootstrap_peer_that_came_back() {
     assert!(rejoined < std::time::Duration::from_secs(35), "within the longest redial wait: {rejoined:?}");
 }
 
+
+/// `agora` alone, with no `agora-node` beside it or on `PATH`: what a node
+/// runs is forwarded without the full program (standard input too), and
+/// what needs the store (no node running, `init`) is handed to the full
+/// program, whose absence is then a clear error. This is what keeps a read
+/// through a node off the full program's 6 ms start-up.
+#[test]
+fn the_command_line_forwards_to_a_node_without_the_full_program() {
+    let alone = tempfile::tempdir().unwrap();
+    let agora_alone = alone.path().join("agora");
+    std::fs::copy(env!("CARGO_BIN_EXE_agora"), &agora_alone).unwrap();
+    let run = |home: &std::path::Path, args: &[&str], stdin: &[u8]| {
+        let mut child = Command::new(&agora_alone)
+            .arg("--home")
+            .arg(home)
+            .args(args)
+            .env_remove("AGORA_HOME")
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(stdin).unwrap();
+        let out = child.wait_with_output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let a = Agent::new();
+    let node = Node::start(&a, &a.id, &[]);
+    let (code, out, err) = run(&a.home, &["--json", "propose", "forwarded"], b"");
+    assert_eq!(code, Some(0), "{err}");
+    let id = serde_json::from_str::<serde_json::Value>(&out).unwrap()["id"].as_str().unwrap().to_string();
+    let (code, out, err) = run(&a.home, &["--json", "append"], b"a note from standard input");
+    assert_eq!(code, Some(0), "{err}");
+    let note = serde_json::from_str::<serde_json::Value>(&out).unwrap()["id"].as_str().unwrap().to_string();
+    let shown = ok(&a.home, &["show", &note]);
+    assert!(shown.contains("a note from standard input"), "{shown}");
+    let (code, out, err) = run(&a.home, &["--json", "view-hash"], b"");
+    assert_eq!((code, out.trim_end()), (Some(0), ok(&a.home, &["--json", "view-hash"]).trim_end()), "{err}");
+    let (code, out, _) = run(&a.home, &["--json", "node", "status"], b"");
+    assert_eq!(code, Some(0));
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&out).unwrap()["agent"], a.id.as_str());
+    // Usage errors are the grammar's, in either program.
+    let (code, _, err) = run(&a.home, &["propose"], b"");
+    assert_eq!(code, Some(2), "{err}");
+    // `init` never goes to a node: it needs the full program.
+    let fresh = tempfile::tempdir().unwrap();
+    let (code, _, err) = run(&fresh.path().join("h"), &["init"], b"");
+    assert_eq!(code, Some(1));
+    assert!(err.contains("agora-node is neither beside") && err.contains("cargo install --path node"), "{err}");
+    drop(node);
+    // No node: the store is opened by the full program, here missing.
+    let (code, out, err) = run(&a.home, &["--json", "status", &id], b"");
+    assert_eq!(code, Some(1));
+    assert!(err.contains("agora-node") && out.contains("\"error\""), "{out} {err}");
+    // Beside the full program the same command line runs on the store.
+    assert_eq!(json(&a.home, &["status", &id])["status"], "active");
+}

@@ -1,6 +1,10 @@
-//! `agora`: the command-line front of an Agora node, and the node itself.
+//! `agora-node`: the full program behind the `agora` command line, and the
+//! node itself.
 //!
-//! This binary is thin: it parses arguments (`agora_commands::cli`),
+//! `agora` (`client.rs`, a second binary of this package) forwards commands
+//! to a running node and hands everything else to this program in its own
+//! process (`exec`), so this one takes the same command line. It is thin
+//! too: it parses arguments (`agora_commands::cli`),
 //! resolves the home directory, and runs one command where it belongs
 //! (`agora_commands::run::run_at_home`: forwarded to the home's running
 //! node over the local control channel, or on the home's store), mapping
@@ -24,7 +28,7 @@ mod sim_cmd;
 use agora_commands::cli::{self, ChainCommand, Command, NodeCommand};
 use agora_commands::{automerge_view, control, home, output};
 use agora_interfaces::mcp;
-use std::io::Read;
+use agora_node_client as client;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -64,9 +68,9 @@ fn main() -> ExitCode {
         Command::Node(NodeCommand::Run(run)) => {
             return daemon::run(home.dir.clone(), run, json).unwrap_or_else(|e| fail(&e, json));
         }
-        Command::Node(NodeCommand::Status) => return node_status(&home, json).unwrap_or_else(|e| fail(&e, json)),
+        Command::Node(NodeCommand::Status) => return done(client::print_status(&home.dir, json), json),
         Command::Mcp => return mcp::serve_stdio(home).unwrap_or_else(|e| fail(&e, json)),
-        Command::Open { no_browser } => return open_page(&home, *no_browser, json).unwrap_or_else(|e| fail(&e, json)),
+        Command::Open { no_browser } => return done(client::open_page(&home.dir, *no_browser, json), json),
         Command::Automerge(cli::AutomergeCommand::Pull { doc, client }) => {
             return automerge_pull(&home, doc, client, json).unwrap_or_else(|e| fail(&e, json));
         }
@@ -74,8 +78,8 @@ fn main() -> ExitCode {
     }
     // Standard input is read up front when the command uses it, so that the
     // command can be forwarded to a node, or retried, with it.
-    let stdin = match reads_stdin(&args.command) {
-        Some(max) => match read_stdin(max) {
+    let stdin = match client::reads_stdin(&args.command) {
+        Some(max) => match client::read_stdin(max) {
             Ok(bytes) => bytes,
             Err(e) => return fail(&e, json),
         },
@@ -92,58 +96,6 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => fail(&e, json),
     }
-}
-
-/// Does the command read standard input, and up to how many bytes?
-fn reads_stdin(command: &Command) -> Option<usize> {
-    let dash = |p: &Path| p == Path::new("-");
-    match command {
-        Command::Chain(ChainCommand::Append { file }) if file.as_deref().is_none_or(dash) => Some(agora_core::limits::PAYLOAD_BYTES_MAX as usize + 1),
-        Command::Chain(ChainCommand::Import { file }) if dash(file) => Some(control::STDIN_BYTES_MAX + 1),
-        _ => None,
-    }
-}
-
-fn read_stdin(max: usize) -> anyhow::Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    std::io::stdin().lock().take(max as u64).read_to_end(&mut buf)?;
-    if buf.len() >= max && max > agora_core::limits::PAYLOAD_BYTES_MAX as usize + 1 {
-        anyhow::bail!("standard input is larger than {} bytes; pass a file path instead", max - 1);
-    }
-    Ok(buf)
-}
-
-/// `agora open`: the live page's URL, with the token in the fragment.
-fn open_page(home: &home::Home, no_browser: bool, json: bool) -> anyhow::Result<ExitCode> {
-    let node = control::find_node(&home.dir)
-        .ok_or_else(|| anyhow::anyhow!("no node is running on {}: the page is served by `agora node run`", home.dir.display()))?;
-    if control::verify_node(&node).is_err() {
-        anyhow::bail!("no node of this home answers at {} (node.json is stale: pid {})", node.control, node.pid);
-    }
-    let url = format!("http://{}/#token={}", node.control, node.token);
-    if json {
-        println!("{}", serde_json::json!({ "url": url }));
-    } else {
-        println!("{url}");
-    }
-    let desktop = std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
-    if !no_browser && desktop {
-        // Best effort: the URL is printed either way.
-        let _ = std::process::Command::new("xdg-open").arg(&url).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn();
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn node_status(home: &home::Home, json: bool) -> anyhow::Result<ExitCode> {
-    let node = control::find_node(&home.dir)
-        .ok_or_else(|| anyhow::anyhow!("no node is running on {} (no {})", home.dir.display(), control::NODE_FILE))?;
-    let status = control::status(&node)?;
-    if json {
-        println!("{status}");
-    } else {
-        println!("{}", serde_json::to_string_pretty(&status)?);
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn automerge_pull(home: &home::Home, doc: &Path, client: &str, json: bool) -> anyhow::Result<ExitCode> {
@@ -176,6 +128,13 @@ fn automerge_pull(home: &home::Home, doc: &Path, client: &str, json: bool) -> an
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn done(result: anyhow::Result<()>, json: bool) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e, json),
+    }
 }
 
 fn fail(error: &anyhow::Error, json: bool) -> ExitCode {

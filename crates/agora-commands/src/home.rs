@@ -20,14 +20,7 @@ pub struct Home {
 
 impl Home {
     pub fn resolve(home: Option<PathBuf>) -> Result<Self> {
-        let dir = match home {
-            Some(dir) => dir,
-            None => {
-                let user = std::env::var_os("HOME").context("neither --home, AGORA_HOME nor HOME is set")?;
-                PathBuf::from(user).join(".agora")
-            }
-        };
-        Ok(Self { dir })
+        Ok(Self { dir: agora_node_client::home_dir(home)? })
     }
 
     pub fn key_path(&self) -> PathBuf {

@@ -1,0 +1,276 @@
+//! The local control channel: how the `agora` command line reaches a running
+//! node on the same home directory.
+//!
+//! While a node runs it listens on an HTTP port of 127.0.0.1 and writes
+//! `<home>/node.json` (mode 0600: its pid, control address, a random bearer
+//! token, peer id and listen addresses). A command line invocation that finds
+//! the file sends its arguments (and its standard input, when the command
+//! reads it) to `POST /v1/command`; the node runs the command on its own open
+//! store and streams back frames of standard output, standard error and the
+//! exit code. `GET /v1/status` answers `agora node status`, and
+//! `POST /v1/automerge/sync` serves the merged view to `agora automerge pull`.
+//! Only the home's owner can read the token, so only they can drive the node.
+//!
+//! Frame: one kind byte (1 stdout, 2 stderr, 3 exit code), a u32 big-endian
+//! length, the bytes.
+//!
+//! `node.json` can outlive its node (a crash, a kill). Before a client sends
+//! the token, its arguments or its input, it checks that the recorded pid is
+//! alive, then that whatever listens at the address knows the token:
+//! `GET /v1/hello` with a fresh random challenge, answered with
+//! SHA-256(`"agora-control-proof/1"` || token || challenge) ([`proof`]). A
+//! listener that fails either check receives nothing else, and the command
+//! runs on the store directly (which RocksDB's lock refuses while a live node
+//! holds it).
+//!
+//! This crate is the client's side and nothing else: it links no store, so
+//! the `agora` command line, which forwards every command while a node runs,
+//! starts without loading RocksDB (see `node/src/client.rs`). The node's side
+//! (writing `node.json`, serving the routes) is in `agora-commands::control`
+//! and `agora-node`'s `daemon/server.rs`.
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The file a running node writes into its home.
+pub const NODE_FILE: &str = "node.json";
+pub use agora_command_line::wire::{
+    frame, proof, token_matches, CommandRequest, CHALLENGE_HEADER, COMMAND_LINE_BYTES_MAX, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT, PROOF_HEADER,
+    STDIN_BYTES_MAX,
+};
+use agora_command_line::cli::{ChainCommand, Command};
+use agora_command_line::wire::{encode_request, frame_head};
+use agora_core::limits::PAYLOAD_BYTES_MAX;
+
+/// Contents of `node.json`.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct NodeFile {
+    /// The node's process id.
+    pub pid: u32,
+    /// `127.0.0.1:PORT` of the control channel.
+    pub control: String,
+    /// Bearer token for the control channel.
+    pub token: String,
+    /// The node's libp2p peer id.
+    pub peer_id: String,
+    /// Addresses it listens on, each ending in /p2p/<peer id>.
+    pub listen: Vec<String>,
+    /// Workspace name.
+    pub workspace: String,
+}
+
+/// The home directory a command line means: `--home` (or `AGORA_HOME`, which
+/// the grammar reads into the same option), else `~/.agora`.
+pub fn home_dir(home: Option<PathBuf>) -> Result<PathBuf> {
+    match home {
+        Some(dir) => Ok(dir),
+        None => {
+            let user = std::env::var_os("HOME").context("neither --home, AGORA_HOME nor HOME is set")?;
+            Ok(PathBuf::from(user).join(".agora"))
+        }
+    }
+}
+
+/// A node found through `node.json` whose recorded process is alive. It may
+/// still not be ours (the pid reused): [`verify_node`] tells, and every call
+/// below makes it first.
+pub fn find_node(home: &Path) -> Option<NodeFile> {
+    let text = std::fs::read_to_string(home.join(NODE_FILE)).ok()?;
+    let file: NodeFile = serde_json::from_str(&text).ok()?;
+    process_alive(file.pid).then_some(file)
+}
+
+/// Is a process with this pid running? (Linux: its `/proc` entry; where
+/// `/proc` is not mounted, assume it is and let [`verify_node`] decide.)
+fn process_alive(pid: u32) -> bool {
+    let proc_root = Path::new("/proc");
+    if !proc_root.join("self").exists() {
+        return true;
+    }
+    proc_root.join(pid.to_string()).exists()
+}
+
+/// Does the listener at `node.control` know the token? Sends a random
+/// challenge and nothing else.
+pub fn verify_node(node: &NodeFile) -> Result<(), ForwardError> {
+    let mut challenge = [0u8; 32];
+    getrandom::fill(&mut challenge).map_err(|e| ForwardError::Failed(anyhow::anyhow!("OS random source failed: {e}")))?;
+    let challenge = hex::encode(challenge);
+    let response = agent(Some(Duration::from_secs(10))).get(format!("http://{}/v1/hello", node.control)).header(CHALLENGE_HEADER, &challenge).call();
+    let answer = match response {
+        Ok(r) if r.status() == 200 => r.headers().get(PROOF_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string),
+        _ => None,
+    };
+    match answer {
+        Some(a) if token_matches(&a, &proof(&node.token, &challenge)) => Ok(()),
+        // Nothing listens, or something that is not this home's node.
+        _ => Err(ForwardError::Unreachable),
+    }
+}
+
+fn agent(timeout: Option<Duration>) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .proxy(None)
+        .timeout_connect(Some(Duration::from_secs(2)))
+        .timeout_global(timeout)
+        .http_status_as_error(false)
+        .build()
+        .new_agent()
+}
+
+/// Why a forward did not happen.
+pub enum ForwardError {
+    /// Nothing listens at the address: the node is gone (run locally).
+    Unreachable,
+    /// The node answered with an error.
+    Failed(anyhow::Error),
+}
+
+/// Run a command in the node and write its standard output and error to
+/// `out` and `err` as they arrive. Returns the exit code's byte.
+pub fn forward_to(node: &NodeFile, request: &CommandRequest, stdin: &[u8], out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, ForwardError> {
+    verify_node(node)?;
+    send_command(node, request, stdin, out, err)
+}
+
+/// [`forward_to`] to a node [`verify_node`] has already accepted: the
+/// command line reads its standard input only once it knows a node will
+/// take it, so that it can still hand the input to a local run otherwise.
+pub fn send_command(node: &NodeFile, request: &CommandRequest, stdin: &[u8], out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, ForwardError> {
+    let body = encode_request(request, stdin);
+    let response = agent(None)
+        .post(format!("http://{}/v1/command", node.control))
+        .header("authorization", format!("Bearer {}", node.token))
+        .send(&body[..]);
+    let mut response = match response {
+        Ok(r) => r,
+        Err(ureq::Error::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => return Err(ForwardError::Unreachable),
+        Err(ureq::Error::ConnectionFailed) => return Err(ForwardError::Unreachable),
+        Err(e) => return Err(ForwardError::Failed(anyhow::anyhow!("control channel of the node at {}: {e}", node.control))),
+    };
+    if response.status() != 200 {
+        let text = response.body_mut().read_to_string().unwrap_or_default();
+        return Err(ForwardError::Failed(anyhow::anyhow!("the node refused the command ({}): {}", response.status(), text.trim())));
+    }
+    let mut reader = response.body_mut().as_reader();
+    copy_frames(&mut reader, out, err).map_err(ForwardError::Failed)
+}
+
+fn copy_frames(reader: &mut impl Read, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8> {
+    loop {
+        let mut head = [0u8; 5];
+        if let Err(e) = reader.read_exact(&mut head) {
+            bail!("the node closed the control stream before the command finished: {e}");
+        }
+        let (kind, len) = frame_head(head)?;
+        let mut bytes = vec![0u8; len];
+        reader.read_exact(&mut bytes).context("reading a control frame")?;
+        match kind {
+            FRAME_STDOUT => {
+                out.write_all(&bytes)?;
+                out.flush()?;
+            }
+            FRAME_STDERR => err.write_all(&bytes)?,
+            FRAME_EXIT => return Ok(bytes.first().copied().unwrap_or(1)),
+            other => bail!("unknown control frame kind {other}"),
+        }
+    }
+}
+
+/// `GET /v1/status` of a running node.
+pub fn status(node: &NodeFile) -> Result<serde_json::Value> {
+    if verify_node(node).is_err() {
+        bail!("no node of this home answers at {} (node.json is stale: pid {})", node.control, node.pid);
+    }
+    let mut response = agent(Some(Duration::from_secs(10)))
+        .get(format!("http://{}/v1/status", node.control))
+        .header("authorization", format!("Bearer {}", node.token))
+        .call()
+        .with_context(|| format!("no node answers at {} (is it running?)", node.control))?;
+    let text = response.body_mut().read_to_string()?;
+    if response.status() != 200 {
+        bail!("the node refused the status request ({}): {text}", response.status());
+    }
+    Ok(serde_json::from_str(&text)?)
+}
+
+/// One round of Automerge sync with the node's published merged view.
+pub fn automerge_sync(node: &NodeFile, client: &str, message: &[u8]) -> Result<Vec<u8>> {
+    if verify_node(node).is_err() {
+        bail!("no node of this home answers at {} (node.json is stale: pid {})", node.control, node.pid);
+    }
+    let mut body = client.as_bytes().to_vec();
+    body.push(b'\n');
+    body.extend_from_slice(message);
+    let mut response = agent(Some(Duration::from_secs(60)))
+        .post(format!("http://{}/v1/automerge/sync", node.control))
+        .header("authorization", format!("Bearer {}", node.token))
+        .send(&body[..])
+        .with_context(|| format!("no node answers at {} (is it running?)", node.control))?;
+    if response.status() != 200 {
+        let text = response.body_mut().read_to_string().unwrap_or_default();
+        bail!("the node refused the sync message ({}): {}", response.status(), text.trim());
+    }
+    let mut out = Vec::new();
+    response.body_mut().as_reader().take(64 << 20).read_to_end(&mut out)?;
+    Ok(out)
+}
+
+/// Does the command read standard input, and up to how many bytes? It is
+/// read up front, so that the command can be forwarded to a node, or
+/// retried, with it.
+pub fn reads_stdin(command: &Command) -> Option<usize> {
+    let dash = |p: &Path| p == Path::new("-");
+    match command {
+        Command::Chain(ChainCommand::Append { file }) if file.as_deref().is_none_or(dash) => Some(PAYLOAD_BYTES_MAX as usize + 1),
+        Command::Chain(ChainCommand::Import { file }) if dash(file) => Some(STDIN_BYTES_MAX + 1),
+        _ => None,
+    }
+}
+
+/// Read standard input up to `max` bytes ([`reads_stdin`]). More than a
+/// payload's worth is refused: an import that large is read from a file.
+pub fn read_stdin(max: usize) -> Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    std::io::stdin().lock().take(max as u64).read_to_end(&mut buf)?;
+    if buf.len() >= max && max > PAYLOAD_BYTES_MAX as usize + 1 {
+        bail!("standard input is larger than {} bytes; pass a file path instead", max - 1);
+    }
+    Ok(buf)
+}
+
+/// `agora node status`: the running node's status, printed.
+pub fn print_status(home: &Path, json: bool) -> Result<()> {
+    let node = find_node(home).ok_or_else(|| anyhow::anyhow!("no node is running on {} (no {})", home.display(), NODE_FILE))?;
+    let status = status(&node)?;
+    if json {
+        println!("{status}");
+    } else {
+        println!("{}", serde_json::to_string_pretty(&status)?);
+    }
+    Ok(())
+}
+
+/// `agora open`: the live page's URL, with the token in the fragment,
+/// printed and (on a desktop, unless `no_browser`) opened.
+pub fn open_page(home: &Path, no_browser: bool, json: bool) -> Result<()> {
+    let node = find_node(home).ok_or_else(|| anyhow::anyhow!("no node is running on {}: the page is served by `agora node run`", home.display()))?;
+    if verify_node(&node).is_err() {
+        bail!("no node of this home answers at {} (node.json is stale: pid {})", node.control, node.pid);
+    }
+    let url = format!("http://{}/#token={}", node.control, node.token);
+    if json {
+        println!("{}", serde_json::json!({ "url": url }));
+    } else {
+        println!("{url}");
+    }
+    let desktop = std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
+    if !no_browser && desktop {
+        // Best effort: the URL is printed either way.
+        let _ = std::process::Command::new("xdg-open").arg(&url).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn();
+    }
+    Ok(())
+}
