@@ -326,6 +326,10 @@ fn the_live_merged_view_equals_a_recompute_of_the_store() {
     assert!(summary["chains"].as_array().unwrap().iter().any(|c| c["disputed_count"] == 1), "B's dispute of q1 is open: {summary}");
     let live_perspectives: Vec<serde_json::Value> = [&b.id, &a.id, &c.id].iter().map(|x| json(&b.home, &["perspective", x])).collect();
     assert!(live_perspectives[0]["included"].as_array().unwrap().len() >= 2, "B accepted A: {}", live_perspectives[0]);
+    // Audits: each chain checked again, the merge events about it from the live view.
+    let live_audits: Vec<serde_json::Value> = [&b.id, &a.id, &c.id].iter().map(|x| json(&b.home, &["audit", x])).collect();
+    assert_eq!(live_audits[2]["disputes_against"].as_array().unwrap().len(), 3, "C's q1 was disputed three times: {}", live_audits[2]);
+    assert!(!live_audits[0]["accepts_made"].as_array().unwrap().is_empty() && !live_audits[1]["accepted_by"].as_array().unwrap().is_empty(), "{live_audits:?}");
     // The node's answers came from its live view; stop it and recompute.
     nb.kill();
     let _ = std::fs::remove_file(b.home.join("node.json"));
@@ -339,5 +343,8 @@ fn the_live_merged_view_equals_a_recompute_of_the_store() {
         for field in ["hash", "included", "disputes", "excluded", "node_count", "nodes"] {
             assert_eq!(recomputed[field], live[field], "perspective of {x}: {field}");
         }
+    }
+    for (x, live) in [&b.id, &a.id, &c.id].iter().zip(&live_audits) {
+        assert_eq!(&json(&b.home, &["audit", x]), live, "audit of {x}");
     }
 }

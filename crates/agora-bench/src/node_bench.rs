@@ -105,8 +105,10 @@ pub fn run(args: NodeArgs) -> Result<()> {
         Some(p) => p,
         None => std::env::current_exe()?.parent().context("bench binary has no directory")?.join("agora"),
     };
-    if !agora.exists() {
-        bail!("{} not found: build it with `cargo build --release -p agora-node`", agora.display());
+    for program in [agora.clone(), agora.with_file_name("agora-node")] {
+        if !program.exists() {
+            bail!("{} not found: build it with `cargo build --release --workspace --locked --bins`", program.display());
+        }
     }
     match args.what {
         What::Sync { entries, payload_bytes } => sync(&agora, entries, payload_bytes),
@@ -564,7 +566,28 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
         }
         None => None,
     };
-    for v in [&mut perspective, &mut perspective_http] {
+    // Audits of whole chains (10,000 entries each in the swarm): the chain
+    // read and checked again, the merge events about it from the live view.
+    let mut audit = Vec::new();
+    for (i, (author, _)) in chains.iter().cycle().take(rounds.min(50)).enumerate() {
+        timed(&["propose", &format!("audit round {i}")])?;
+        audit.push(timed(&["audit", author])?);
+    }
+    // The start-up floor of each program: the command line that forwards,
+    // and the full program it hands local commands to.
+    let full = agora.with_file_name("agora-node");
+    let (mut start_client, mut start_full) = (Vec::new(), Vec::new());
+    for _ in 0..100 {
+        for (program, out) in [(agora, &mut start_client), (full.as_path(), &mut start_full)] {
+            let t = Instant::now();
+            let status = std::process::Command::new(program).arg("--version").stdout(std::process::Stdio::null()).status()?;
+            out.push(t.elapsed());
+            if !status.success() {
+                bail!("{} --version failed", program.display());
+            }
+        }
+    }
+    for v in [&mut perspective, &mut perspective_http, &mut audit, &mut start_client, &mut start_full] {
         v.sort();
     }
     for v in [&mut hash, &mut consensus, &mut consensus_json, &mut floor, &mut hash_http, &mut consensus_http, &mut consensus_summary, &mut consensus_summary_http] {
@@ -588,7 +611,15 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
     if let Some(d) = reach_back {
         println!("    after an accept that reaches further back into a chain (replayed): {:.0} ms", ms(d));
     }
+    println!("  audit <chain> (one of {} chains, after a new entry each time): p50 {:.1} ms, p99 {:.1} ms", chains.len(), q(&audit, 0.5), q(&audit, 0.99));
     println!("    node status (floor: a command that reads no view): p50 {:.1} ms, p99 {:.1} ms", q(&floor, 0.5), q(&floor, 0.99));
+    println!(
+        "  start-up, `--version` x100: agora (the command line) p50 {:.2} ms, p99 {:.2} ms; agora-node (the full program) p50 {:.2} ms, p99 {:.2} ms",
+        q(&start_client, 0.5),
+        q(&start_client, 0.99),
+        q(&start_full, 0.5),
+        q(&start_full, 0.99)
+    );
     println!("  node RSS {} MiB (peak {} MiB)", rss / 1024, hwm / 1024);
     Ok(())
 }

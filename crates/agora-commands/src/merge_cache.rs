@@ -104,6 +104,14 @@ impl LiveView<'_> {
         &mut self.state().merge
     }
 
+    /// `agent`'s audit ([`LiveMerge::audit`]): its chain read from the store
+    /// and checked again, the merge events about it from the live state.
+    pub fn audit(&mut self, agent: &AgentId, store: &Store) -> anyhow::Result<agora_merge::Audit> {
+        let state = self.state();
+        let chain = agora_view::load_chain_merge_input(store, &state.roster, agent)?;
+        Ok(state.merge.audit(agent, &chain)?)
+    }
+
     /// `agent`'s perspective, current: kept from an earlier ask (then
     /// refreshed with every update), or built now by replay and kept from
     /// then on, in place of the least recently asked for if

@@ -349,14 +349,22 @@ pub fn disputes(s: &Session, agents: &[String], as_of: Option<&str>) -> Result<E
 /// `members_truncated` is set.
 const BRANCH_MEMBERS_MAX: usize = 10_000;
 
-/// `agora audit <agent>`: exit 3 when the chain has problems.
+/// `agora audit <agent>`: exit 3 when the chain has problems. Inside a node
+/// it costs the agent's chain and a pass over the merge events
+/// ([`agora_merge::LiveMerge::audit`]), not a recompute.
 pub fn audit(s: &Session, agent: &str) -> Result<ExitCode> {
     let agent = parse_author(agent)?;
-    let bar = s.progress(0, "{spinner} auditing: reading and verifying every chain, then the merge layer ({elapsed})");
-    let (entries, proofs) = agora_view::load_merge_input(s.store()?, s.founder()?)?;
-    let m = Merge::compute(&entries, &proofs)?;
-    let a = m.audit(&agent);
-    bar.finish_and_clear();
+    let a = match s.live_merge() {
+        // In a node: the agent's chain checked again, the rest from the live view.
+        Some(cache) => live_view(cache, s.store()?)?.0.audit(&agent, s.store()?)?,
+        None => {
+            let bar = s.progress(0, "{spinner} auditing: reading and verifying every chain, then the merge layer ({elapsed})");
+            let (entries, proofs) = agora_view::load_merge_input(s.store()?, s.founder()?)?;
+            let a = Merge::compute(&entries, &proofs)?.audit(&agent);
+            bar.finish_and_clear();
+            a
+        }
+    };
     let clean = a.is_clean();
     let value = json!({
         "agent": agent.to_string(), "clean": clean, "held": a.held, "max_seq": a.max_seq, "view_len": a.view_len,

@@ -31,7 +31,7 @@
 
 use crate::hash::{chain_bytes, view_bytes, ChainParts};
 use crate::input::{InputError, MergeEntry};
-use crate::merge::{ForkOutcome, ForkPoint, Frontier, Merge, NONE};
+use crate::merge::{ForkOutcome, ForkPoint, Frontier, Merge, MergeRecord, NONE};
 use crate::payload::MergeEvent;
 use crate::rules::{MergeRuleError, MergeStatus};
 use crate::views::{accepted_prefix, counted_agents, ChainConsensus, Consensus, ConsensusError, DisputeMark, DisputedEvent};
@@ -755,6 +755,45 @@ impl LiveMerge {
             }
         }
         out
+    }
+
+    /// `agent`'s audit, equal to [`Merge::audit`] over every entry held.
+    ///
+    /// `chain` is what [`LiveMerge::apply`] asks for of `agent` (every entry
+    /// held of it, with what is known of its payloads, and its chain's fork
+    /// proofs). Its part of the audit (signatures, payload bindings and links
+    /// checked again, gaps, detached entries, forks, proofs, its view's
+    /// length) is computed from those alone: a chain's view depends on its
+    /// own entries only. The merge events about it (its resolutions,
+    /// disputes and accepts with their status, the disputes of its events,
+    /// the frontiers both ways) are read off the live state. So an audit in
+    /// a node costs the chain's length and a pass over the merge events
+    /// held, not a recompute of every entry. (Entries of other authors in
+    /// `chain` change nothing but the cost.)
+    pub fn audit(&self, agent: &AgentId, chain: &ChainInput) -> Result<crate::views::Audit, InputError> {
+        let (entries, proofs) = chain;
+        let mut audit = Merge::compute(entries, proofs)?.audit(agent);
+        let record = |c: &LiveChain, r: &LiveRecord| MergeRecord { entry: r.entry, signer: c.author, seq: r.seq, event: r.event.clone(), status: r.status.clone(), item: NONE };
+        let own = self.by_author.get(agent).map(|&s| &self.chains[s as usize]).filter(|c| c.len > 0);
+        let mine = |kind: fn(&MergeEvent) -> bool| -> Vec<MergeRecord> {
+            own.map_or_else(Vec::new, |c| c.records.iter().filter(|r| r.event.as_ref().is_some_and(kind)).map(|r| record(c, r)).collect())
+        };
+        audit.resolutions = mine(|e| matches!(e, MergeEvent::ForkResolution { .. }));
+        audit.disputes_made = mine(|e| matches!(e, MergeEvent::Dispute { .. }));
+        audit.accepts_made = mine(|e| matches!(e, MergeEvent::Accept { .. }));
+        let slot = self.by_author.get(agent).copied();
+        audit.disputes_against = self
+            .chains_in_order()
+            .flat_map(|c| c.records.iter().map(move |r| (c, r)))
+            .filter(|(_, r)| match &r.event {
+                Some(MergeEvent::Dispute { target, .. }) => self.index.get(target).is_some_and(|l| Some(l.chain) == slot),
+                _ => false,
+            })
+            .map(|(c, r)| record(c, r))
+            .collect();
+        audit.frontiers = slot.map_or_else(Vec::new, |s| self.frontiers_of(s).into_iter().collect());
+        audit.accepted_by = self.chains_in_order().filter_map(|c| Some((c.author, self.frontier(&c.author, agent)?))).collect();
+        Ok(audit)
     }
 
     /// `acceptor`'s frontier on `author`'s chain.

@@ -390,6 +390,21 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
+/// Everything an audit says, as text (a record's place in a recompute's
+/// tables is not part of it).
+fn audit_parts(a: &agora_merge::Audit) -> String {
+    let records = |rs: &[agora_merge::MergeRecord]| rs.iter().map(|r| format!("{} {} {} {:?} {:?}", r.entry, r.signer, r.seq, r.event, r.status)).collect::<Vec<_>>();
+    format!(
+        "{:#?}",
+        (
+            (a.agent, a.held, a.max_seq, a.view_len, a.problems.iter().map(ToString::to_string).collect::<Vec<_>>(), &a.gaps, &a.detached, &a.missing),
+            (&a.fork_seqs, &a.forks, a.proofs.iter().map(|p| hex::encode(p.encode())).collect::<Vec<_>>()),
+            (records(&a.resolutions), records(&a.disputes_against), records(&a.disputes_made), records(&a.accepts_made)),
+            (&a.frontiers, &a.accepted_by),
+        )
+    )
+}
+
 /// Everything the live view answers, compared with a full recompute.
 fn assert_live_equals(live: &mut LiveMerge, held: &[MergeEntry], proofs: &[ForkProof], what: &str) -> Result<(), TestCaseError> {
     let m = Merge::compute(held, proofs).unwrap();
@@ -401,6 +416,9 @@ fn assert_live_equals(live: &mut LiveMerge, held: &[MergeEntry], proofs: &[ForkP
     for a in m.agents() {
         prop_assert_eq!(live.view_chain(&a).to_vec(), m.view_chain(&a), "view chain {}", what);
         prop_assert_eq!(live.forks(&a), &m.chain(&a).unwrap().forks[..], "forks {}", what);
+        // The audit from the agent's chain and the live state.
+        let chain: ChainInput = (held.iter().filter(|e| e.author() == a).cloned().collect(), proofs.iter().filter(|p| p.author() == a).cloned().collect());
+        prop_assert_eq!(audit_parts(&live.audit(&a, &chain).unwrap()), audit_parts(&m.audit(&a)), "audit of {} {}", a, what);
     }
     prop_assert_eq!(live.view_hash(), m.view_hash(), "view hash {}", what);
     // A write checked on the live state gets the recompute's answer: accepts
