@@ -203,6 +203,9 @@ fn metrics_after_a_sync_report_the_figures() {
     assert_eq!(sample(&text, "agora_rejected_inputs_total{rule=\"malformed_messages\"}"), Some(0.0), "{text}");
     assert!(sample(&text, "agora_view_recompute_seconds_count").unwrap() >= 1.0, "{text}");
     assert!(text.contains("# TYPE agora_gossip_latency_seconds histogram"), "{text}");
+    // The allocator's own figures: its structures hold something, kept resident.
+    let allocated = sample(&text, "agora_allocator_bytes{kind=\"allocated\"}").unwrap_or(0.0);
+    assert!(allocated > 0.0 && sample(&text, "agora_allocator_bytes{kind=\"resident\"}").unwrap_or(0.0) >= allocated, "{text}");
     // libp2p's own metrics, fed by the swarm's events: the connection to Alice's node.
     assert_eq!(sample(&text, "libp2p_swarm_connections_established_total{role=\"Dialer\",protocols=\"/ip4/tcp/p2p\"}"), Some(1.0), "{text}");
     assert!(text.lines().any(|l| l.starts_with("libp2p_identify_remote_protocols{")), "{text}");

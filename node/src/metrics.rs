@@ -125,6 +125,16 @@ pub fn render(status: &Value, histograms: &Histograms) -> String {
     r.register("rejected_inputs", "Input refused, by the rule that refused it", rejected);
     counter(&mut r, "bans", "Peers banned for breaking the protocol", u(&rej["bans"]));
 
+    // The allocator's figures: what the node's structures hold (allocated)
+    // against what the process keeps resident for them.
+    let memory: Family<Labels, Gauge> = Family::default();
+    for kind in ["allocated", "active", "metadata", "resident", "mapped", "retained"] {
+        if let Some(v) = status["memory"][kind].as_u64() {
+            memory.get_or_create(&vec![("kind".to_string(), kind.to_string())]).set(i64::try_from(v).unwrap_or(i64::MAX));
+        }
+    }
+    r.register("allocator_bytes", "The allocator's statistics (jemalloc's stats.*), by kind", memory);
+
     let gossip = &status["gossip"];
     gauge(&mut r, "gossip_mesh_peers", "Peers in this node's gossip mesh", u(&gossip["mesh_peers"]));
     counter(&mut r, "gossip_published", "Gossip messages published", u(&gossip["published"]));
@@ -140,4 +150,22 @@ pub fn render(status: &Value, histograms: &Histograms) -> String {
     let _ = encode_registry(&mut out, &histograms.libp2p_registry);
     let _ = encode_eof(&mut out);
     out
+}
+
+/// The allocator's statistics, in bytes (jemalloc's `stats.*`, refreshed
+/// first): `allocated` is what the node's structures hold; `resident` what
+/// the allocator keeps in memory for them (the difference is fragmentation
+/// and pages not yet returned); `retained` address space kept for reuse,
+/// not memory. `None` where the statistics cannot be read.
+pub fn allocator_memory() -> Option<Value> {
+    use tikv_jemalloc_ctl::{epoch, stats};
+    epoch::advance().ok()?;
+    Some(serde_json::json!({
+        "allocated": stats::allocated::read().ok()?,
+        "active": stats::active::read().ok()?,
+        "metadata": stats::metadata::read().ok()?,
+        "resident": stats::resident::read().ok()?,
+        "mapped": stats::mapped::read().ok()?,
+        "retained": stats::retained::read().ok()?,
+    }))
 }

@@ -52,6 +52,7 @@ impl Driver {
             "workspace": { "name": self.ctx.config.workspace, "id": self.ctx.workspace.to_string(), "founder": self.ctx.founder.to_string(), "members": self.roster_members },
             "uptime_ms": self.now_ms(),
             "store_memory": self.ctx.store.memory_usage().ok(),
+            "memory": crate::metrics::allocator_memory(),
             "peers": peers,
             "frontier": frontier,
             "sync": {
