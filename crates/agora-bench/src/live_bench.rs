@@ -61,10 +61,13 @@ pub fn run(args: LiveArgs) -> Result<()> {
     initial.sort_unstable_by_key(|e| (e.author(), e.seq(), e.id()));
 
     // Start-up: the live view built once from what is held.
+    let before = crate::allocated_bytes();
     let t = Instant::now();
     let mut live = LiveMerge::from_entries(&initial, &[])?;
     let first_hash = live.view_hash();
     let startup = t.elapsed();
+    let live_bytes = crate::allocated_bytes().saturating_sub(before);
+    let live_entries = initial.len() as u64;
     drop(initial);
     std::hint::black_box(first_hash);
 
@@ -84,10 +87,12 @@ pub fn run(args: LiveArgs) -> Result<()> {
     let range = |held: &HashMap<AgentId, Vec<MergeEntry>>, a: &AgentId, seqs: std::ops::RangeInclusive<u64>| -> Result<Vec<MergeEntry>, std::convert::Infallible> {
         Ok(held.get(a).map(|c| c.iter().filter(|e| seqs.contains(&e.seq())).cloned().collect()).unwrap_or_default())
     };
+    let before = crate::allocated_bytes();
     let t = Instant::now();
     let mut perspective = LivePerspective::build(&live, viewer, |a, seqs| range(&held, a, seqs)).map_err(|e| anyhow::anyhow!("{e:?}"))?;
     std::hint::black_box(perspective.hash());
     let perspective_built = t.elapsed();
+    let perspective_bytes = crate::allocated_bytes().saturating_sub(before);
     let perspective_nodes = perspective.view().graph.len();
     let (mut perspective_in_place, mut perspective_replayed) = (Vec::new(), Vec::new());
     for e in arrivals.iter().cloned() {
@@ -162,11 +167,19 @@ pub fn run(args: LiveArgs) -> Result<()> {
                     "replayed": { "count": perspective_replayed.len(), "p50": q(&perspective_replayed, 0.5), "max": q(&perspective_replayed, 1.0) },
                 },
                 "view_hash": hex::encode(reference),
+                "memory": { "live_view_bytes": live_bytes, "live_view_bytes_per_entry": live_bytes / live_entries.max(1), "perspective_bytes": perspective_bytes, "perspective_bytes_per_node": perspective_bytes / (perspective_nodes as u64).max(1) },
             })
         );
     } else {
         println!("swarm: {} agents, {n} entries; {} delivered one at a time after the start", args.agents, all.len());
         println!("start-up: live view built from {} entries in {:.0} ms", n - all.len(), ms(startup));
+        println!(
+            "memory (bytes allocated across the step): the live view {} MiB ({} B per entry); the perspective below {} MiB ({} B per node)",
+            live_bytes >> 20,
+            live_bytes / live_entries.max(1),
+            perspective_bytes >> 20,
+            perspective_bytes / (perspective_nodes as u64).max(1)
+        );
         println!(
             "one arrival applied + view hash read: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
             q(&all, 0.5),

@@ -23,6 +23,15 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[unsafe(export_name = "_rjem_malloc_conf")]
 static MALLOC_CONF: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
 
+/// Bytes the program holds in live allocations now (jemalloc's
+/// `stats.allocated`, refreshed first): the difference across a step is what
+/// the structures it built hold.
+pub(crate) fn allocated_bytes() -> u64 {
+    use tikv_jemalloc_ctl::{epoch, stats};
+    let _ = epoch::advance();
+    stats::allocated::read().map_or(0, |b| b as u64)
+}
+
 mod graph_bench;
 mod mcp_bench;
 mod node_bench;

@@ -67,10 +67,38 @@ struct LiveRecord {
     seq: u64,
     event: Option<MergeEvent>,
     /// The status the chain analysis gives it (off view, a decode failure,
-    /// a fork resolution's): what evaluation starts from.
-    base: MergeStatus,
-    status: MergeStatus,
+    /// a fork resolution's): what evaluation starts from. `None` stands for
+    /// [`MergeStatus::OffView`], where every accept, dispute and withdrawal
+    /// starts: a status is 128 bytes, and a million-entry swarm holds a
+    /// record per merge event.
+    base: Option<Box<MergeStatus>>,
+    /// Its status now: `None` stands for [`MergeStatus::Applied`], what most
+    /// merge events come to (see `base`).
+    status: Option<Box<MergeStatus>>,
     on_view: bool,
+}
+
+/// What a record's `status` of `None` stands for.
+static APPLIED: MergeStatus = MergeStatus::Applied;
+
+impl LiveRecord {
+    fn new(entry: EntryId, seq: u64, event: Option<MergeEvent>, base: MergeStatus, on_view: bool) -> Self {
+        let status = (base != MergeStatus::Applied).then(|| Box::new(base.clone()));
+        let base = (base != MergeStatus::OffView).then(|| Box::new(base));
+        LiveRecord { entry, seq, event, base, status, on_view }
+    }
+    fn base(&self) -> MergeStatus {
+        self.base.as_deref().cloned().unwrap_or(MergeStatus::OffView)
+    }
+    fn status(&self) -> &MergeStatus {
+        self.status.as_deref().unwrap_or(&APPLIED)
+    }
+    fn set_status(&mut self, status: MergeStatus) {
+        self.status = (status != MergeStatus::Applied).then(|| Box::new(status));
+    }
+    fn applied(&self) -> bool {
+        self.status.is_none()
+    }
 }
 
 /// One author's chain and, as a signer, what its merge events did.
@@ -347,7 +375,7 @@ impl LiveMerge {
         };
         let r = chain.records.len();
         chain.record_of.insert(e.id(), r as u32);
-        chain.records.push(LiveRecord { entry: e.id(), seq: e.seq(), event, status: base.clone(), base, on_view: true });
+        chain.records.push(LiveRecord::new(e.id(), e.seq(), event, base, true));
         Some((slot, Some(r)))
     }
 
@@ -415,7 +443,7 @@ impl LiveMerge {
         let mut touched: Vec<u32> = chain.reach.drain().map(|(t, _)| t).collect();
         let author = chain.author;
         for r in &chain.records {
-            if let (Some(MergeEvent::Dispute { target, .. }), MergeStatus::Applied) = (&r.event, &r.status)
+            if let (Some(MergeEvent::Dispute { target, .. }), MergeStatus::Applied) = (&r.event, r.status())
                 && let Some(loc) = self.index.get(target)
                 && let Some(marks) = self.open.get_mut(&loc.chain)
                 && let Some(by) = marks.get_mut(&(loc.seq, *target))
@@ -438,10 +466,10 @@ impl LiveMerge {
         let author = self.chains[s as usize].author;
         for r in 0..self.chains[s as usize].records.len() {
             let rec = &self.chains[s as usize].records[r];
-            let mut status = rec.base.clone();
+            let mut status = rec.base();
             // A resolution whose branch is unknown to its own chain: foreign
             // if another chain holds it (the chain analysis sees one chain).
-            if let (Some(MergeEvent::ForkResolution { continue_with, .. }), MergeStatus::Pending { missing }) = (&rec.event, &rec.base)
+            if let (Some(MergeEvent::ForkResolution { continue_with, .. }), Some(MergeStatus::Pending { missing })) = (&rec.event, rec.base.as_deref())
                 && continue_with == missing
             {
                 match self.index.get(continue_with) {
@@ -454,7 +482,7 @@ impl LiveMerge {
                     }
                 }
             }
-            self.chains[s as usize].records[r].status = status;
+            self.chains[s as usize].records[r].set_status(status);
         }
         self.evaluate_from(s, 0);
     }
@@ -474,12 +502,12 @@ impl LiveMerge {
                 Some(MergeEvent::Withdraw { dispute }) => self.eval_withdraw(s, r, signer, dispute),
                 Some(MergeEvent::ForkResolution { .. }) | None => continue,
             };
-            self.chains[s as usize].records[r].status = status;
+            self.chains[s as usize].records[r].set_status(status);
         }
         // Open disputes: what is applied once every withdrawal is.
         for r in first..self.chains[s as usize].records.len() {
             let rec = &self.chains[s as usize].records[r];
-            if let (Some(MergeEvent::Dispute { target, .. }), MergeStatus::Applied) = (&rec.event, &rec.status)
+            if let (Some(MergeEvent::Dispute { target, .. }), MergeStatus::Applied) = (&rec.event, rec.status())
                 && let Some(loc) = self.index.get(target)
             {
                 let t = loc.chain;
@@ -492,7 +520,7 @@ impl LiveMerge {
             let mut touched: Vec<u32> = Vec::new();
             for r in first..self.chains[s as usize].records.len() {
                 if let Some(MergeEvent::Withdraw { dispute }) = self.chains[s as usize].records[r].event
-                    && self.chains[s as usize].records[r].status == MergeStatus::Applied
+                    && self.chains[s as usize].records[r].applied()
                 {
                     let d = &self.chains[s as usize];
                     if let Some(&dr) = d.record_of.get(&dispute)
@@ -526,7 +554,7 @@ impl LiveMerge {
         for r in records {
             let Some(MergeEvent::Accept { author, up_to_seq, head }) = self.chains[s as usize].records[r as usize].event else { continue };
             let status = self.judge_and_reach(s, r, signer, author, up_to_seq, head, false);
-            self.chains[s as usize].records[r as usize].status = status;
+            self.chains[s as usize].records[r as usize].set_status(status);
         }
         self.chains[s as usize].digest = None;
         self.view_hash = None;
@@ -633,10 +661,10 @@ impl LiveMerge {
         let Some(dr) = dr.filter(|_| chain.on_view(&dispute, loc.seq) && loc.seq < withdraw.1) else {
             return MergeStatus::Invalid(MergeRuleError::NotADispute(dispute));
         };
-        if let MergeStatus::Withdrawn { by } = chain.records[dr as usize].status {
+        if let MergeStatus::Withdrawn { by } = *chain.records[dr as usize].status() {
             return MergeStatus::Invalid(MergeRuleError::AlreadyWithdrawn { dispute, by });
         }
-        chain.records[dr as usize].status = MergeStatus::Withdrawn { by: withdraw.0 };
+        chain.records[dr as usize].set_status(MergeStatus::Withdrawn { by: withdraw.0 });
         MergeStatus::Applied
     }
 }
@@ -696,9 +724,12 @@ fn extract(m: &Merge<'_>, c: usize, proofs: usize, held: u64) -> LiveChain {
                 _ => r.status.clone(),
             };
             live.record_of.insert(r.entry, live.records.len() as u32);
-            live.records.push(LiveRecord { entry: r.entry, seq: r.seq, event: r.event.clone(), status: base.clone(), base, on_view: it.on_view() });
+            live.records.push(LiveRecord::new(r.entry, r.seq, r.event.clone(), base, it.on_view()));
         }
     }
+    // Built once, then extended one entry at a time: no room held for growth.
+    live.records.shrink_to_fit();
+    live.record_of.shrink_to_fit();
     live
 }
 
@@ -730,7 +761,7 @@ impl LiveMerge {
         let c = &self.chains[s as usize];
         let parts = ChainParts { author: &c.author, len: c.len, view_len: c.view.len() as u64, head: c.view.last().copied(), forks: &c.forks, fork_seqs: &c.fork_seqs, missing: &c.missing };
         let frontiers = self.frontiers_of(s);
-        chain_bytes(&parts, c.records.iter().map(|r| (r.entry, &r.status)), frontiers.iter().map(|(b, f)| (*b, f.seq, f.head)).collect::<Vec<_>>().into_iter())
+        chain_bytes(&parts, c.records.iter().map(|r| (r.entry, r.status())), frontiers.iter().map(|(b, f)| (*b, f.seq, f.head)).collect::<Vec<_>>().into_iter())
     }
 
     /// Signer `s`'s frontiers, ascending by accepted author.
@@ -773,7 +804,7 @@ impl LiveMerge {
     pub fn audit(&self, agent: &AgentId, chain: &ChainInput) -> Result<crate::views::Audit, InputError> {
         let (entries, proofs) = chain;
         let mut audit = Merge::compute(entries, proofs)?.audit(agent);
-        let record = |c: &LiveChain, r: &LiveRecord| MergeRecord { entry: r.entry, signer: c.author, seq: r.seq, event: r.event.clone(), status: r.status.clone(), item: NONE };
+        let record = |c: &LiveChain, r: &LiveRecord| MergeRecord { entry: r.entry, signer: c.author, seq: r.seq, event: r.event.clone(), status: r.status().clone(), item: NONE };
         let own = self.by_author.get(agent).map(|&s| &self.chains[s as usize]).filter(|c| c.len > 0);
         let mine = |kind: fn(&MergeEvent) -> bool| -> Vec<MergeRecord> {
             own.map_or_else(Vec::new, |c| c.records.iter().filter(|r| r.event.as_ref().is_some_and(kind)).map(|r| record(c, r)).collect())
@@ -808,7 +839,7 @@ impl LiveMerge {
     /// Every merge event held with its status, in (signer, seq, id) order:
     /// (entry, signer, seq, status).
     pub fn statuses(&self) -> Vec<(EntryId, AgentId, u64, MergeStatus)> {
-        self.chains_in_order().flat_map(|c| c.records.iter().map(|r| (r.entry, c.author, r.seq, r.status.clone()))).collect()
+        self.chains_in_order().flat_map(|c| c.records.iter().map(|r| (r.entry, c.author, r.seq, r.status().clone()))).collect()
     }
 
     /// Every author with a chain, ascending (the default n for a consensus).
@@ -865,7 +896,7 @@ impl LiveMerge {
                     return Err(MergeRuleError::SelfDispute(*target));
                 }
                 let open = own.and_then(|c| {
-                    c.records.iter().find(|r| r.status == MergeStatus::Applied && matches!(&r.event, Some(MergeEvent::Dispute { target: t, .. }) if t == target))
+                    c.records.iter().find(|r| r.applied() && matches!(&r.event, Some(MergeEvent::Dispute { target: t, .. }) if t == target))
                 });
                 match open {
                     Some(r) => Err(MergeRuleError::AlreadyDisputed { target: *target, dispute: r.entry }),
@@ -880,7 +911,7 @@ impl LiveMerge {
                 }
                 let record = chain.record_of.get(dispute).map(|&r| &chain.records[r as usize]);
                 match record {
-                    Some(r) if matches!(r.event, Some(MergeEvent::Dispute { .. })) && chain.on_view(dispute, loc.seq) => match r.status {
+                    Some(r) if matches!(r.event, Some(MergeEvent::Dispute { .. })) && chain.on_view(dispute, loc.seq) => match *r.status() {
                         MergeStatus::Withdrawn { by } => Err(MergeRuleError::AlreadyWithdrawn { dispute: *dispute, by }),
                         _ => Ok(()),
                     },
@@ -933,7 +964,7 @@ impl LiveMerge {
         let mut out: Vec<DisputeMark> = c
             .records
             .iter()
-            .filter_map(|r| match (&r.event, &r.status) {
+            .filter_map(|r| match (&r.event, r.status()) {
                 (Some(MergeEvent::Dispute { target, reason, counter_claim }), MergeStatus::Applied) => {
                     Some(DisputeMark { dispute: r.entry, by: c.author, target: *target, reason: reason.clone(), counter_claim: counter_claim.clone() })
                 }
@@ -949,7 +980,7 @@ impl LiveMerge {
         let mut out = Vec::new();
         for c in self.chains_in_order() {
             for r in &c.records {
-                if let (Some(MergeEvent::Dispute { target, reason, counter_claim }), MergeStatus::Applied) = (&r.event, &r.status) {
+                if let (Some(MergeEvent::Dispute { target, reason, counter_claim }), MergeStatus::Applied) = (&r.event, r.status()) {
                     out.push(DisputeMark { dispute: r.entry, by: c.author, target: *target, reason: reason.clone(), counter_claim: counter_claim.clone() });
                 }
             }
