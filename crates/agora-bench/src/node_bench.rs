@@ -496,6 +496,22 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
     let t = Instant::now();
     agora_json(agora, &home.path, &["view-hash"])?;
     let built = t.elapsed();
+    // Memory at points of the run: RSS, and what the allocator says the
+    // node's structures hold (allocated) and keeps resident.
+    let mut memory: Vec<(&str, String)> = Vec::new();
+    let mut memory_at = |what: &'static str, node: &Node| -> Result<()> {
+        std::thread::sleep(Duration::from_secs(2)); // freed pages go back within a second
+        let (rss, _) = rss_kib(node.child.id())?;
+        let m = node.control.status()?["memory"].clone();
+        let mib = |k: &str| m[k].as_u64().unwrap_or(0) >> 20;
+        memory.push((what, format!("RSS {} MiB; allocated {} MiB, resident {} MiB, metadata {} MiB", rss / 1024, mib("allocated"), mib("resident"), mib("metadata"))));
+        Ok(())
+    };
+    memory_at("the live merged view built", &node)?;
+    // A reasoning read builds the node's reasoning graph (on first use).
+    let probe = agora_json(agora, &home.path, &["propose", "memory probe"])?;
+    agora_json(agora, &home.path, &["status", probe["id"].as_str().context("propose printed no id")?])?;
+    memory_at("the reasoning graph built too", &node)?;
     let timed_as = |json: bool, args: &[&str]| -> Result<Duration> {
         let t = Instant::now();
         let mut cmd = agora_cmd(agora, &home.path);
@@ -553,6 +569,7 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
     let first = agora_json(agora, &home.path, &["perspective", "--summary"])?;
     let perspective_built = t.elapsed();
     let perspective_nodes = first["node_count"].as_u64().unwrap_or(0);
+    memory_at("the perspective built", &node)?;
     let (mut perspective, mut perspective_http) = (Vec::new(), Vec::new());
     for i in 0..rounds {
         timed(&["propose", &format!("perspective round {i}")])?;
@@ -595,6 +612,7 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
     for v in [&mut hash, &mut consensus, &mut consensus_json, &mut floor, &mut hash_http, &mut consensus_http, &mut consensus_summary, &mut consensus_summary_http] {
         v.sort();
     }
+    memory_at("at the end of the reads", &node)?;
     let (rss, hwm) = rss_kib(node.child.id())?;
     // The same audit with no node: the command reads every entry and
     // recomputes the merge.
@@ -633,6 +651,9 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
         q(&start_full, 0.99)
     );
     println!("  node RSS {} MiB (peak {} MiB)", rss / 1024, hwm / 1024);
+    for (what, line) in &memory {
+        println!("    memory, {what}: {line}");
+    }
     Ok(())
 }
 
