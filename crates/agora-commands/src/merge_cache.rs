@@ -104,12 +104,9 @@ impl LiveView<'_> {
         &mut self.state().merge
     }
 
-    /// `agent`'s audit ([`LiveMerge::audit`]): its chain read from the store
-    /// and checked again, the merge events about it from the live state.
-    pub fn audit(&mut self, agent: &AgentId, store: &Store) -> anyhow::Result<agora_merge::Audit> {
-        let state = self.state();
-        let chain = agora_view::load_chain_merge_input(store, &state.roster, agent)?;
-        Ok(state.merge.audit(agent, &chain)?)
+    /// The roster the view was built under (which entries count).
+    pub fn roster(&mut self) -> &Roster {
+        &self.state().roster
     }
 
     /// `agent`'s perspective, current: kept from an earlier ask (then

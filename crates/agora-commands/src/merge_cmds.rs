@@ -355,8 +355,17 @@ const BRANCH_MEMBERS_MAX: usize = 10_000;
 pub fn audit(s: &Session, agent: &str) -> Result<ExitCode> {
     let agent = parse_author(agent)?;
     let a = match s.live_merge() {
-        // In a node: the agent's chain checked again, the rest from the live view.
-        Some(cache) => live_view(cache, s.store()?)?.0.audit(&agent, s.store()?)?,
+        // In a node: the agent's chain read and checked again without
+        // holding the live view (its updates go on meanwhile), then the
+        // merge events about it from the view.
+        Some(cache) => {
+            let store = s.store()?;
+            let roster = live_view(cache, store)?.0.roster().clone();
+            let (entries, proofs) = agora_view::load_chain_merge_input(store, &roster, &agent)?;
+            let mut a = Merge::compute(&entries, &proofs)?.audit(&agent);
+            live_view(cache, store)?.0.merge().complete_audit(&mut a);
+            a
+        }
         None => {
             let bar = s.progress(0, "{spinner} auditing: reading and verifying every chain, then the merge layer ({elapsed})");
             let (entries, proofs) = agora_view::load_merge_input(s.store()?, s.founder()?)?;

@@ -795,15 +795,25 @@ impl LiveMerge {
     /// proofs). Its part of the audit (signatures, payload bindings and links
     /// checked again, gaps, detached entries, forks, proofs, its view's
     /// length) is computed from those alone: a chain's view depends on its
-    /// own entries only. The merge events about it (its resolutions,
-    /// disputes and accepts with their status, the disputes of its events,
-    /// the frontiers both ways) are read off the live state. So an audit in
-    /// a node costs the chain's length and a pass over the merge events
-    /// held, not a recompute of every entry. (Entries of other authors in
-    /// `chain` change nothing but the cost.)
+    /// own entries only. The merge events about it are read off the live
+    /// state ([`LiveMerge::complete_audit`]). So an audit in a node costs the
+    /// chain's length and a pass over the merge events held, not a
+    /// recompute of every entry. (Entries of other authors in `chain` change
+    /// nothing but the cost.)
     pub fn audit(&self, agent: &AgentId, chain: &ChainInput) -> Result<crate::views::Audit, InputError> {
         let (entries, proofs) = chain;
         let mut audit = Merge::compute(entries, proofs)?.audit(agent);
+        self.complete_audit(&mut audit);
+        Ok(audit)
+    }
+
+    /// Fill in the parts of `audit` (of its agent's chain alone, as
+    /// `Merge::compute(chain).audit(agent)` gives it) that other chains
+    /// decide: its resolutions, disputes and accepts with their status, the
+    /// disputes of its events, the frontiers both ways. A node checks the
+    /// chain without holding its live view, then completes the audit here.
+    pub fn complete_audit(&self, audit: &mut crate::views::Audit) {
+        let agent = &audit.agent;
         let record = |c: &LiveChain, r: &LiveRecord| MergeRecord { entry: r.entry, signer: c.author, seq: r.seq, event: r.event.clone(), status: r.status().clone(), item: NONE };
         let own = self.by_author.get(agent).map(|&s| &self.chains[s as usize]).filter(|c| c.len > 0);
         let mine = |kind: fn(&MergeEvent) -> bool| -> Vec<MergeRecord> {
@@ -824,7 +834,6 @@ impl LiveMerge {
             .collect();
         audit.frontiers = slot.map_or_else(Vec::new, |s| self.frontiers_of(s).into_iter().collect());
         audit.accepted_by = self.chains_in_order().filter_map(|c| Some((c.author, self.frontier(&c.author, agent)?))).collect();
-        Ok(audit)
     }
 
     /// `acceptor`'s frontier on `author`'s chain.
