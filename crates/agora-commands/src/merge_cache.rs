@@ -73,15 +73,20 @@ struct LiveState {
 
 impl LiveState {
     /// Bring every perspective kept up to date with the merged state, after
-    /// an update in which the payloads of `payloads_changed` changed.
+    /// an update in which the payloads of `payloads_changed` changed. One
+    /// that would have to be replayed is dropped instead, and built again
+    /// when it is next asked for: this runs on the view thread, which a
+    /// replay (about a second at a million entries) would hold back.
     fn refresh_perspectives(&mut self, store: &Store, payloads_changed: &[EntryId]) -> Result<(), StoreError> {
         let (merge, roster) = (&self.merge, &self.roster);
-        for p in &mut self.perspectives {
-            let done = p.refresh(merge, payloads_changed, |author, seqs| agora_view::load_chain_range(store, roster, author, seqs))?;
-            if done.rebuilt {
-                tracing::debug!(agent = %p.agent(), "perspective replayed");
+        let mut kept = Vec::with_capacity(self.perspectives.len());
+        for mut p in std::mem::take(&mut self.perspectives) {
+            match p.refresh_in_place(merge, payloads_changed, |author, seqs| agora_view::load_chain_range(store, roster, author, seqs))? {
+                Some(_) => kept.push(p),
+                None => tracing::debug!(agent = %p.agent(), "perspective dropped: it is replayed when next asked for"),
             }
         }
+        self.perspectives = kept;
         Ok(())
     }
 }

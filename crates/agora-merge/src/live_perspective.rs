@@ -145,26 +145,46 @@ impl LivePerspective {
         payloads_changed: &[EntryId],
         mut load: impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>,
     ) -> Result<PerspectiveRefresh, E> {
-        let agent = self.view.agent;
-        let now = inputs(merge, &agent);
+        if let Some(done) = self.refresh_in_place(merge, payloads_changed, &mut load)? {
+            return Ok(done);
+        }
+        let now = inputs(merge, &self.view.agent);
+        let graph = Self::replay(merge, &now, &mut load)?;
+        *self = Self::of(self.view.agent, now, graph);
+        Ok(PerspectiveRefresh { applied: 0, rebuilt: true })
+    }
+
+    /// [`LivePerspective::refresh`] when it can be done in place; `None`,
+    /// changing nothing, when the perspective would have to be replayed.
+    /// A node keeps perspectives current on the thread that keeps its
+    /// merged view current: a replay there (about a second at a million
+    /// entries, after an accept that reaches back into a chain's history)
+    /// would hold every update back, so it drops such a perspective instead
+    /// and builds it again when it is next asked for.
+    pub fn refresh_in_place<E>(
+        &mut self,
+        merge: &LiveMerge,
+        payloads_changed: &[EntryId],
+        mut load: impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>,
+    ) -> Result<Option<PerspectiveRefresh>, E> {
+        let now = inputs(merge, &self.view.agent);
         let inside = payloads_changed.iter().any(|id| {
             merge.locate(id).is_some_and(|(author, seq)| self.prefixes.get(&author).is_some_and(|was| seq <= was.upto))
         });
-        if !inside && let Some(events) = self.appended(merge, &now, &mut load)? {
-            let applied = events.len();
-            for e in events {
-                let ok = self.view.graph.apply(e);
-                debug_assert!(ok, "checked to sort after the last event applied");
-            }
-            self.view.included = now.prefixes.iter().map(|(a, p)| (*a, p.upto)).collect();
-            self.view.disputes = now.disputes;
-            self.view.excluded = now.excluded;
-            self.prefixes = now.prefixes;
-            return Ok(PerspectiveRefresh { applied, rebuilt: false });
+        if inside {
+            return Ok(None);
         }
-        let graph = Self::replay(merge, &now, &mut load)?;
-        *self = Self::of(agent, now, graph);
-        Ok(PerspectiveRefresh { applied: 0, rebuilt: true })
+        let Some(events) = self.appended(merge, &now, &mut load)? else { return Ok(None) };
+        let applied = events.len();
+        for e in events {
+            let ok = self.view.graph.apply(e);
+            debug_assert!(ok, "checked to sort after the last event applied");
+        }
+        self.view.included = now.prefixes.iter().map(|(a, p)| (*a, p.upto)).collect();
+        self.view.disputes = now.disputes;
+        self.view.excluded = now.excluded;
+        self.prefixes = now.prefixes;
+        Ok(Some(PerspectiveRefresh { applied, rebuilt: false }))
     }
 
     /// The events to apply in place, in log order, or `None` if the

@@ -608,6 +608,10 @@ fn a_payload_change_replays_a_live_perspective_only_inside_what_it_includes() {
     let r = residue(held[at(b1)].payload().unwrap());
     held[at(b1)] = MergeEntry::with_content(full[at(b1)].signed().clone(), agora_core::Payload::Redacted(Some(r))).unwrap();
     live.apply(LiveUpdate { changed: vec![s.agent(1)], ..LiveUpdate::default() }, |a| chain_of(&held, a)).unwrap();
+    // In place it cannot be done: a node drops the perspective instead of replaying it on its view thread.
+    let before = p.hash();
+    assert_eq!(p.refresh_in_place(&live, &[b1], |a, seqs| entries_in(&held, a, seqs)).unwrap(), None);
+    assert_eq!(p.hash(), before, "refresh_in_place changed a perspective it could not refresh");
     let done = p.refresh(&live, &[b1], |a, seqs| entries_in(&held, a, seqs)).unwrap();
     assert!(done.rebuilt, "a redaction inside the prefix must reach the perspective");
     let node = p.view().graph.node(&b1).unwrap();
