@@ -3,7 +3,9 @@
 //! `view-hash` and `consensus` answer from it instead of recomputing the
 //! merge over every entry; with it, the perspectives in use
 //! ([`agora_merge::LivePerspective`], at most [`PERSPECTIVES_LIVE_MAX`]),
-//! refreshed after every update, so that `perspective` does not replay.
+//! refreshed in place after every update, so that `perspective` does not
+//! replay (one that only a replay would bring up to date is dropped, and
+//! built again when next asked for: not on the view thread).
 //!
 //! The store's observer must not block (it runs with the store's write lock
 //! held), so it only queues what was committed ([`MergeCache::observe`]); the
