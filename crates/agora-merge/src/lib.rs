@@ -26,6 +26,7 @@
 #![allow(clippy::result_large_err)]
 
 mod check;
+mod disagreements;
 mod hash;
 mod live;
 mod live_perspective;

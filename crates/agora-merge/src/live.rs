@@ -39,6 +39,8 @@ use agora_core::{AgentId, EntryId, ForkProof};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
+mod disagreements;
+
 type IdMap<V> = agora_core::idmap::IdMap<EntryId, V>;
 /// One chain's open disputes: (target seq, target) -> (disputer, dispute entry).
 type OpenMarks = BTreeMap<(u64, EntryId), BTreeSet<(AgentId, EntryId)>>;

@@ -1,14 +1,15 @@
-//! The views: an agent's perspective, consensus with a quorum, the
-//! disagreement map with the branch view of forks, and the audit of an agent.
-//! Each is a pure function of the [`Merge`] (so of the set of entries).
+//! The views: an agent's perspective, consensus with a quorum, and the audit
+//! of an agent (the disagreement map, whose types are here, is computed in
+//! `disagreements.rs`). Each is a pure function of the [`Merge`] (so of the
+//! set of entries).
 
-use crate::merge::{ForkOutcome, ForkPoint, Frontier, Merge, MergeRecord, NONE};
+use crate::merge::{ForkPoint, Frontier, Merge, MergeRecord, NONE};
 use crate::payload::MergeEvent;
 use crate::rules::MergeStatus;
 use agora_core::verify::{verify_link, verify_payload, verify_signatures, VerifyError};
 use agora_core::{AgentId, EntryId, ForkProof};
-use agora_graph::{Event, Graph, LogPosition, Status};
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use agora_graph::{Graph, LogPosition, Status};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 /// Most ancestors listed for one disputed event in the disagreement map
@@ -266,7 +267,7 @@ impl Audit {
 }
 
 impl Merge<'_> {
-    fn dispute_mark(&self, r: &MergeRecord) -> Option<DisputeMark> {
+    pub(crate) fn dispute_mark(&self, r: &MergeRecord) -> Option<DisputeMark> {
         match &r.event {
             Some(MergeEvent::Dispute { target, reason, counter_claim }) => Some(DisputeMark {
                 dispute: r.entry,
@@ -374,219 +375,6 @@ impl Merge<'_> {
             }));
         }
         Ok(Consensus { quorum: k, agents, chains })
-    }
-
-    /// The reasoning event carried by an item, if its payload is one.
-    fn reasoning_event(&self, k: u32) -> Option<Event> {
-        self.items[k as usize].payload.filter(|p| Event::is_event_payload(p)).and_then(|p| Event::decode(p).ok())
-    }
-
-    fn kind_and_text(&self, k: u32) -> (String, String) {
-        let it = &self.items[k as usize];
-        if it.record != NONE {
-            let r = &self.records[it.record as usize];
-            return (r.event.as_ref().map_or("invalid", |e| e.kind_name()).to_string(), String::new());
-        }
-        if it.missing() {
-            return ("missing".into(), String::new());
-        }
-        match it.payload {
-            None => ("redacted".into(), String::new()),
-            Some(p) if !Event::is_event_payload(p) => ("raw".into(), String::new()),
-            Some(p) => match Event::decode(p) {
-                Ok(e) => (e.kind_name().to_string(), e.into_text()),
-                Err(_) => ("invalid".into(), String::new()),
-            },
-        }
-    }
-
-    /// Held references of an item's reasoning event, decoded once per query.
-    fn refs_of<'c>(&self, memo: &'c mut HashMap<u32, Vec<u32>>, k: u32) -> &'c [u32] {
-        memo.entry(k).or_insert_with(|| match self.reasoning_event(k) {
-            Some(ev) => ev.ref_list().iter().filter_map(|r| self.lookup(r)).collect(),
-            None => Vec::new(),
-        })
-    }
-
-    /// Reasoning ancestors of an item: breadth first over event references.
-    fn ancestors(&self, memo: &mut HashMap<u32, Vec<u32>>, k: u32) -> (Vec<EntryId>, bool) {
-        let mut out = Vec::new();
-        let mut seen: HashSet<u32> = HashSet::from([k]);
-        let mut queue = VecDeque::from([k]);
-        while let Some(x) = queue.pop_front() {
-            for &y in self.refs_of(memo, x) {
-                if seen.insert(y) {
-                    if out.len() == ANCESTORS_MAX {
-                        return (out, true);
-                    }
-                    out.push(self.items[y as usize].id());
-                    queue.push_back(y);
-                }
-            }
-        }
-        (out, false)
-    }
-
-    /// Frontiers grouped by the chain they are on: (acceptor, seq).
-    fn frontiers_by_chain(&self) -> HashMap<AgentId, Vec<(AgentId, u64)>> {
-        let mut out: HashMap<AgentId, Vec<(AgentId, u64)>> = HashMap::new();
-        for ((acceptor, author), f) in &self.frontiers {
-            out.entry(*author).or_default().push((*acceptor, f.seq));
-        }
-        out
-    }
-
-    /// Agents whose accepts cover item `t`.
-    fn acceptors_of(&self, t: u32, by_chain: &HashMap<AgentId, Vec<(AgentId, u64)>>) -> Vec<AgentId> {
-        let it = &self.items[t as usize];
-        let chain = &self.chains[it.author as usize];
-        let mut out: BTreeSet<AgentId> = BTreeSet::new();
-        if it.on_view() {
-            out.insert(chain.author);
-            for (acceptor, seq) in by_chain.get(&chain.author).into_iter().flatten() {
-                if *seq >= it.seq() {
-                    out.insert(*acceptor);
-                }
-            }
-        } else {
-            for &(h, r) in &self.branch_accepts {
-                if self.items[h as usize].author == it.author && self.descends_from(h, t) {
-                    out.insert(self.records[r as usize].signer);
-                }
-            }
-        }
-        out.into_iter().collect()
-    }
-
-    /// The disagreement map. With `agents`, only their disputes, accepts and
-    /// reasoning are counted.
-    pub fn disagreements(&self, agents: Option<&[AgentId]>) -> DisagreementMap {
-        let counted: Option<HashSet<AgentId>> = agents.map(|a| a.iter().copied().collect());
-        let counts = |a: &AgentId| counted.as_ref().is_none_or(|c| c.contains(a));
-        let mut grouped: BTreeMap<u32, Vec<DisputeMark>> = BTreeMap::new();
-        for &(t, r) in &self.open_disputes {
-            let rec = &self.records[r as usize];
-            if counts(&rec.signer)
-                && let Some(m) = self.dispute_mark(rec)
-            {
-                grouped.entry(t).or_default().push(m);
-            }
-        }
-        let mut disputed = Vec::with_capacity(grouped.len());
-        let mut memo: HashMap<u32, Vec<u32>> = HashMap::new();
-        let by_chain = self.frontiers_by_chain();
-        for (t, mut marks) in grouped {
-            marks.sort_by_key(|a| (a.by, a.dispute));
-            let it = &self.items[t as usize];
-            let (kind, text) = self.kind_and_text(t);
-            let (ancestors, ancestors_truncated) = self.ancestors(&mut memo, t);
-            disputed.push(DisputedEventView {
-                target: it.id(),
-                author: it.signed.header().author,
-                seq: it.seq(),
-                on_view: it.on_view(),
-                kind,
-                text,
-                ancestors,
-                ancestors_truncated,
-                accepted_by: self.acceptors_of(t, &by_chain).into_iter().filter(|a| counts(a)).collect(),
-                disputes: marks,
-            });
-        }
-        let forks = self.branch_view(&counts);
-        DisagreementMap { disputed, forks }
-    }
-
-    /// Every fork on a view chain, with each side's tips, acceptors and builders.
-    fn branch_view(&self, counts: &dyn Fn(&AgentId) -> bool) -> Vec<ForkBranches> {
-        let mut out = Vec::new();
-        // Entry id -> (fork index, branch index), for the "built on" scan.
-        let mut member: crate::merge::IdMap<(usize, usize)> = Default::default();
-        for chain in &self.chains {
-            for fork in &chain.forks {
-                let kept = match &fork.outcome {
-                    ForkOutcome::Resolved { continue_with, .. } => Some(*continue_with),
-                    _ => None,
-                };
-                let mut branches = Vec::new();
-                for first in &fork.candidates {
-                    let Some(root) = self.lookup(first) else {
-                        branches.push(Branch { first: *first, held: false, kept: false, tips: vec![], accepted_by: vec![], built_on_by: vec![] });
-                        continue;
-                    };
-                    let sub = self.subtree(root);
-                    for &k in &sub {
-                        member.insert(self.items[k as usize].id(), (out.len(), branches.len()));
-                    }
-                    let mut tips: Vec<(u64, EntryId)> = self.subtree_tips(root).into_iter().map(|k| (self.items[k as usize].seq(), self.items[k as usize].id())).collect();
-                    tips.sort_unstable();
-                    let inside: HashSet<u32> = sub.into_iter().collect();
-                    let mut accepted_by: BTreeSet<AgentId> = BTreeSet::new();
-                    for &(h, r) in &self.branch_accepts {
-                        if inside.contains(&h) {
-                            accepted_by.insert(self.records[r as usize].signer);
-                        }
-                    }
-                    if kept == Some(*first) {
-                        // Accepts on the kept side past the fork are applied ones.
-                        for ((acceptor, author), f) in &self.frontiers {
-                            if *author == chain.author && f.seq >= fork.seq {
-                                accepted_by.insert(*acceptor);
-                            }
-                        }
-                    }
-                    branches.push(Branch {
-                        first: *first,
-                        held: true,
-                        kept: kept == Some(*first),
-                        tips,
-                        accepted_by: accepted_by.into_iter().filter(|a| counts(a)).collect(),
-                        built_on_by: Vec::new(),
-                    });
-                }
-                out.push(ForkBranches { author: chain.author, fork: fork.clone(), branches });
-            }
-        }
-        if member.is_empty() {
-            return out;
-        }
-        // Who builds on which side: viewed reasoning that refers into a branch.
-        // A reference is the 32 id bytes inside the payload, so a payload that
-        // contains no 8-byte prefix of a branch entry's id is not decoded.
-        let mut first = [false; 256];
-        let mut prefixes: HashSet<[u8; 8]> = HashSet::new();
-        for id in member.keys() {
-            first[id.as_bytes()[0] as usize] = true;
-            let mut p = [0u8; 8];
-            p.copy_from_slice(&id.as_bytes()[..8]);
-            prefixes.insert(p);
-        }
-        let may_refer = |payload: &[u8]| {
-            payload.windows(8).any(|w| first[w[0] as usize] && w.try_into().is_ok_and(|p: [u8; 8]| prefixes.contains(&p)))
-        };
-        let mut built: BTreeSet<(usize, usize, AgentId)> = BTreeSet::new();
-        for chain in &self.chains {
-            if !counts(&chain.author) {
-                continue;
-            }
-            for &k in &chain.view {
-                if !self.items[k as usize].payload.is_some_and(may_refer) {
-                    continue;
-                }
-                let Some(ev) = self.reasoning_event(k) else { continue };
-                for r in ev.ref_list().iter() {
-                    if let Some(&(f, b)) = member.get(r)
-                        && out[f].author != chain.author
-                    {
-                        built.insert((f, b, chain.author));
-                    }
-                }
-            }
-        }
-        for (f, b, a) in built {
-            out[f].branches[b].built_on_by.push(a);
-        }
-        out
     }
 
     /// The audit of `agent`: its chain verified end to end (signatures,

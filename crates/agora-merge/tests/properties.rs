@@ -421,6 +421,28 @@ fn assert_live_equals(live: &mut LiveMerge, held: &[MergeEntry], proofs: &[ForkP
         prop_assert_eq!(audit_parts(&live.audit(&a, &chain).unwrap()), audit_parts(&m.audit(&a)), "audit of {} {}", a, what);
     }
     prop_assert_eq!(live.view_hash(), m.view_hash(), "view hash {}", what);
+    // The disagreement map off the live state, reading what a node's store
+    // answers: entries by id, the forked chains, and (here by brute force)
+    // the entries that refer into a fork's sides. All agents, then a subset.
+    let by_id: std::collections::HashMap<EntryId, &MergeEntry> = held.iter().map(|e| (e.id(), e)).collect();
+    let some_agents: Vec<_> = m.agents().into_iter().step_by(2).collect();
+    for agents in [None, Some(&some_agents[..])] {
+        let map = live
+            .disagreements(
+                agents,
+                |id| Ok::<_, InputError>(by_id.get(id).map(|e| (*e).clone())),
+                |a| Ok((held.iter().filter(|e| e.author() == *a).cloned().collect(), proofs.iter().filter(|p| p.author() == *a).cloned().collect())),
+                |ids| {
+                    let wanted: std::collections::HashSet<&EntryId> = ids.iter().collect();
+                    let refers = |e: &MergeEntry| {
+                        e.payload().filter(|p| Event::is_event_payload(p)).and_then(|p| Event::decode(p).ok()).is_some_and(|ev| ev.ref_list().iter().any(|r| wanted.contains(r)))
+                    };
+                    Ok(held.iter().filter(|e| refers(e)).map(MergeEntry::id).collect())
+                },
+            )
+            .unwrap();
+        prop_assert_eq!(map, m.disagreements(agents), "disagreement map of {:?} {}", agents, what);
+    }
     // A write checked on the live state gets the recompute's answer: accepts
     // of view heads, of seq 1 and of fork branches, disputes of heads, of
     // disputed events and of an unknown id, withdrawals of every open

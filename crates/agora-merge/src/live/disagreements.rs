@@ -1,0 +1,207 @@
+//! The disagreement map off the live state: [`LiveMerge::disagreements`].
+//!
+//! What the live state holds answers most of the map: the open disputes by
+//! target, where every known entry is and whether it is on its chain's
+//! view, each chain's forks, every accept frontier and every accept clipped
+//! at a fork. What it does not hold is read from the caller, and only what
+//! the map shows: the disputed entries and their reasoning ancestors (at
+//! most [`crate::ANCESTORS_MAX`] each), the entries of the authors whose
+//! chain forked (for each side's members and tips), and the entries that
+//! may refer into a side (for who builds on it). A node answers `disputes`
+//! this way at a cost that grows with the disputes and forks, not with the
+//! history.
+
+use super::{ChainInput, LiveChain, LiveMerge};
+use crate::disagreements::{add_builder, ancestors_by, kind_and_text_of, reasoning_event_of, set_builders, with_acceptors, ForkSides};
+use crate::input::{InputError, MergeEntry};
+use crate::merge::Merge;
+use crate::payload::MergeEvent;
+use crate::rules::MergeStatus;
+use crate::views::{DisagreementMap, DisputeMark, DisputedEventView};
+use agora_core::{AgentId, EntryId};
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+impl LiveMerge {
+    /// The authors whose view chain met a fork, ascending: the chains
+    /// [`LiveMerge::disagreements`] asks for.
+    pub fn forked_authors(&self) -> Vec<AgentId> {
+        self.chains_in_order().filter(|c| !c.forks.is_empty()).map(|c| c.author).collect()
+    }
+
+    /// The disagreement map, equal to [`Merge::disagreements`] over every
+    /// entry held. With `agents`, only their disputes, accepts and reasoning
+    /// are counted.
+    ///
+    /// It asks the caller for:
+    /// - `entry(id)`: a known entry with what is known of its payload
+    ///   (`None` when only a fork proof carries it);
+    /// - `chain(author)`: what [`LiveMerge::apply`] asks for, for each of
+    ///   [`LiveMerge::forked_authors`];
+    /// - `referrers(ids)`: every held entry whose reasoning event refers to
+    ///   one of `ids` (the members of the forks' sides); more may be given,
+    ///   each is checked.
+    pub fn disagreements<E: From<InputError>>(
+        &self,
+        agents: Option<&[AgentId]>,
+        mut entry: impl FnMut(&EntryId) -> Result<Option<MergeEntry>, E>,
+        mut chain: impl FnMut(&AgentId) -> Result<ChainInput, E>,
+        mut referrers: impl FnMut(&[EntryId]) -> Result<Vec<EntryId>, E>,
+    ) -> Result<DisagreementMap, E> {
+        let counted: Option<HashSet<AgentId>> = agents.map(|a| a.iter().copied().collect());
+        let counts = |a: &AgentId| counted.as_ref().is_none_or(|c| c.contains(a));
+
+        // The disputed events, by (author, seq, id): the open disputes are
+        // kept by target chain and (seq, target).
+        let mut failed: Option<E> = None;
+        let mut memo: HashMap<EntryId, Vec<EntryId>> = HashMap::new();
+        let mut disputed = Vec::new();
+        for (&author, &slot) in &self.by_author {
+            let Some(open) = self.open.get(&slot) else { continue };
+            let c = &self.chains[slot as usize];
+            for (&(seq, target), by) in open {
+                let marks: Vec<DisputeMark> = by.iter().filter(|(a, _)| counts(a)).filter_map(|&(a, d)| self.dispute_mark(a, d)).collect();
+                if marks.is_empty() {
+                    continue;
+                }
+                let on_view = c.on_view(&target, seq);
+                let record = c.record_of.get(&target).map(|&r| c.records[r as usize].event.as_ref());
+                let held = entry(&target)?;
+                let missing = held.as_ref().is_none_or(|e| matches!(e.content(), agora_core::Content::Missing));
+                let (kind, text) = kind_and_text_of(record, missing, held.as_ref().and_then(MergeEntry::payload));
+                let (ancestors, ancestors_truncated) = ancestors_by(target, |id| self.known_refs(id, &mut memo, &mut entry, &mut failed));
+                let mut accepted_by: BTreeSet<AgentId> = BTreeSet::new();
+                if on_view {
+                    accepted_by.insert(author);
+                    accepted_by.extend(self.acceptors_on(slot).into_iter().filter(|(_, f)| *f >= seq).map(|(a, _)| a));
+                } else {
+                    accepted_by.extend(self.clipped_accepts_on(slot).into_iter().filter(|(head, _)| descends_from(c, self, head, &target, seq)).map(|(_, s)| s));
+                }
+                disputed.push(DisputedEventView {
+                    target,
+                    author,
+                    seq,
+                    on_view,
+                    kind,
+                    text,
+                    ancestors,
+                    ancestors_truncated,
+                    accepted_by: accepted_by.into_iter().filter(|a| counts(a)).collect(),
+                    disputes: marks,
+                });
+            }
+        }
+        if let Some(e) = failed {
+            return Err(e);
+        }
+
+        // The forks: each forked chain derived alone (a chain's view depends
+        // on its own entries only), its sides' acceptors from the live state.
+        let mut sides: Vec<ForkSides> = Vec::new();
+        for author in self.forked_authors() {
+            let (entries, proofs) = chain(&author)?;
+            let m = Merge::chains_of(&entries, &proofs)?;
+            if let Some(&c) = m.chain_index.get(&author) {
+                sides.extend(m.fork_sides(c as usize));
+            }
+        }
+        let slot_of = |a: &AgentId| self.by_author.get(a).copied();
+        let clipped = |a: &AgentId| slot_of(a).map_or_else(Vec::new, |s| self.clipped_accepts_on(s));
+        let frontiers = |a: &AgentId| slot_of(a).map_or_else(Vec::new, |s| self.acceptors_on(s));
+        let (mut forks, member) = with_acceptors(sides, &counts, clipped, frontiers);
+        if !member.is_empty() {
+            let ids: Vec<EntryId> = member.keys().copied().collect();
+            let mut candidates = referrers(&ids)?;
+            candidates.sort_unstable();
+            candidates.dedup();
+            let mut built = BTreeSet::new();
+            for id in candidates {
+                let Some(loc) = self.index.get(&id) else { continue };
+                let c = &self.chains[loc.chain as usize];
+                if !counts(&c.author) || !c.on_view(&id, loc.seq) {
+                    continue;
+                }
+                if let Some(ev) = entry(&id)?.and_then(|e| reasoning_event_of(e.payload())) {
+                    add_builder(&mut built, &forks, &member, c.author, &ev);
+                }
+            }
+            set_builders(&mut forks, built);
+        }
+        Ok(DisagreementMap { disputed, forks })
+    }
+
+    /// The known entries `id`'s reasoning event refers to, read once per
+    /// query (`memo`); a failed read is kept in `failed`.
+    fn known_refs<E>(&self, id: &EntryId, memo: &mut HashMap<EntryId, Vec<EntryId>>, entry: &mut impl FnMut(&EntryId) -> Result<Option<MergeEntry>, E>, failed: &mut Option<E>) -> Vec<EntryId> {
+        if let Some(known) = memo.get(id) {
+            return known.clone();
+        }
+        let found = match entry(id) {
+            Ok(e) => e.and_then(|e| reasoning_event_of(e.payload())).map_or_else(Vec::new, |ev| ev.ref_list().iter().filter(|r| self.index.contains_key(r)).copied().collect()),
+            Err(e) => {
+                failed.get_or_insert(e);
+                Vec::new()
+            }
+        };
+        memo.insert(*id, found.clone());
+        found
+    }
+
+    /// The open dispute `dispute` of `by`, as a mark.
+    fn dispute_mark(&self, by: AgentId, dispute: EntryId) -> Option<DisputeMark> {
+        let c = &self.chains[*self.by_author.get(&by)? as usize];
+        match &c.records[*c.record_of.get(&dispute)? as usize].event {
+            Some(MergeEvent::Dispute { target, reason, counter_claim }) => Some(DisputeMark { dispute, by, target: *target, reason: reason.clone(), counter_claim: counter_claim.clone() }),
+            _ => None,
+        }
+    }
+
+    /// Every accept frontier on chain `t`: (acceptor, seq).
+    fn acceptors_on(&self, t: u32) -> Vec<(AgentId, u64)> {
+        let view_len = self.chains[t as usize].view.len() as u64;
+        self.referrers
+            .get(&t)
+            .into_iter()
+            .flatten()
+            .filter_map(|&s| {
+                let &(seq, _) = self.chains[s as usize].reach.get(&t)?;
+                (seq <= view_len).then_some((self.chains[s as usize].author, seq))
+            })
+            .collect()
+    }
+
+    /// Every accept whose head is held on chain `t` off its view (clipped at
+    /// a fork): (head, signer).
+    fn clipped_accepts_on(&self, t: u32) -> Vec<(EntryId, AgentId)> {
+        let mut out = Vec::new();
+        for &s in self.referrers.get(&t).into_iter().flatten() {
+            let c = &self.chains[s as usize];
+            for &r in c.accepts_on.get(&t).into_iter().flatten() {
+                let rec = &c.records[r as usize];
+                if let (Some(MergeEvent::Accept { head, .. }), MergeStatus::Clipped { .. }) = (&rec.event, rec.status()) {
+                    out.push((*head, c.author));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Is `ancestor` (at `ancestor_seq` on chain `c`) the entry `item` or one of
+/// the held entries it links down to?
+fn descends_from(c: &LiveChain, live: &LiveMerge, item: &EntryId, ancestor: &EntryId, ancestor_seq: u64) -> bool {
+    let mut k = *item;
+    loop {
+        if k == *ancestor {
+            return true;
+        }
+        let Some(seq) = live.index.get(&k).map(|l| l.seq) else { return false };
+        if seq <= ancestor_seq {
+            return false;
+        }
+        let parent = if c.on_view(&k, seq) { seq.checked_sub(2).and_then(|i| c.view.get(i as usize)).copied() } else { c.off_view.get(&k).and_then(|o| o.parent) };
+        match parent {
+            Some(p) => k = p,
+            None => return false,
+        }
+    }
+}
