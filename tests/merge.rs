@@ -133,6 +133,10 @@ fn the_pricing_debate_between_three_agents_with_a_dispute_and_a_synthesis() {
     assert!(!text.contains("forged"), "{text}");
 }
 
+/// A fork from a restored backup: every node proves it and freezes the chain
+/// until its author resolves it. On the way, `disputes` through a node
+/// (off its live view) says who builds on which side, the same as a
+/// recompute of its store.
 #[test]
 fn an_honest_fork_is_resolved_by_its_author() {
     let (h, p, q) = (Agent::new(), Agent::new(), Agent::new());
@@ -143,10 +147,12 @@ fn an_honest_fork_is_resolved_by_its_author() {
     let backup = h.home.parent().unwrap().join("backup");
     copy_dir(&h.home, &backup);
     let mut nh = Node::start(&h, &founder, &[]);
-    let np = Node::start(&p, &founder, &[&nh.addr]);
+    let mut np = Node::start(&p, &founder, &[&nh.addr]);
     let nq = Node::start(&q, &founder, &[&np.addr]);
     let later = id_of(&json(&h.home, &["propose", "second, before the restore"]));
     wait_for("P to hold the entry made before the restore", || np.holds(&later).then_some(()));
+    // P builds on it before anyone knows it will be on a side of a fork.
+    json(&p.home, &["support", &later, "agreed, before the fork"]);
     // H loses its disk and restores the backup, then writes on.
     nh.kill();
     std::fs::remove_dir_all(&h.home).unwrap();
@@ -165,6 +171,21 @@ fn an_honest_fork_is_resolved_by_its_author() {
         // H's chain: seqs 1-2 admit P and Q, seq 3 "first", seq 4 forked.
         assert_eq!(chain["frozen_at"].as_u64(), Some(4), "frozen at the fork until resolved: {chain}");
     }
+    // Who builds on which side, through P's node (off its live view): P on
+    // the side it saw first (noted before the fork was known), then Q on the
+    // other (noted as it arrives).
+    let side_of = |map: &Value, member: &str| -> Value {
+        let forks = map["forks"].as_array().unwrap();
+        let branches = forks.iter().find(|f| f["author"] == h.id.as_str()).unwrap()["branches"].as_array().unwrap();
+        branches.iter().find(|b| b["members"].as_array().unwrap().iter().any(|m| m == member)).unwrap().clone()
+    };
+    let map = json(&p.home, &["disputes"]);
+    assert_eq!(side_of(&map, &later)["built_on_by"], serde_json::json!([p.id.as_str()]), "{map}");
+    assert_eq!(side_of(&map, &restored)["built_on_by"], serde_json::json!([]), "{map}");
+    let against = id_of(&json(&q.home, &["contradict", &restored, "the restored branch is wrong"]));
+    wait_for("P to hold Q's contradiction", || np.holds(&against).then_some(()));
+    let map = json(&p.home, &["disputes"]);
+    assert_eq!(side_of(&map, &restored)["built_on_by"], serde_json::json!([q.id.as_str()]), "{map}");
     // H cannot extend its forked chain until it chooses a branch.
     let refused = agora(&h.home, &["propose", "third"]);
     assert!(!refused.status.success());
@@ -186,6 +207,13 @@ fn an_honest_fork_is_resolved_by_its_author() {
     let audit: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(audit["fork_seqs"], serde_json::json!([4]), "{audit}");
     assert_eq!(audit["resolutions"].as_array().unwrap().len(), 1, "{audit}");
+    // The disagreement map P's node gave off its live view is the one a
+    // recompute of its store gives once the node stops.
+    let live = json(&p.home, &["disputes"]);
+    assert_eq!(side_of(&live, &restored)["kept"], true, "{live}");
+    np.kill();
+    let _ = std::fs::remove_file(p.home.join("node.json"));
+    assert_eq!(json(&p.home, &["disputes"]), live);
 }
 
 #[test]

@@ -26,6 +26,7 @@ pub mod chain_cmds;
 pub mod commands;
 pub mod config;
 pub mod control;
+pub mod fork_referrers;
 pub mod frontier;
 pub mod graph_cache;
 pub mod merge_cache;

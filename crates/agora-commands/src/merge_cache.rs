@@ -20,7 +20,8 @@
 //! overflows (a bound on memory under any write rate), and at start.
 
 use agora_core::{AgentId, EntryId};
-use agora_merge::{LiveMerge, LivePerspective, LiveUpdate, MergeEntry};
+use crate::fork_referrers::{references, ForkReferrers};
+use agora_merge::{DisagreementMap, LiveMerge, LivePerspective, LiveUpdate, MergeEntry};
 use agora_roster::Roster;
 use agora_core::SignedEntry;
 use agora_store::{CommitNotice, Store, StoreError};
@@ -71,6 +72,8 @@ struct LiveState {
     merge: LiveMerge,
     roster: Roster,
     perspectives: Vec<LivePerspective>,
+    /// References into forked chains, for the disagreement map.
+    referrers: ForkReferrers,
 }
 
 impl LiveState {
@@ -114,6 +117,30 @@ impl LiveView<'_> {
     /// The roster the view was built under (which entries count).
     pub fn roster(&mut self) -> &Roster {
         &self.state().roster
+    }
+
+    /// The disagreement map, read off the live view
+    /// ([`LiveMerge::disagreements`]): the store is asked for the disputed
+    /// entries and their ancestors, and the chains of the forked authors
+    /// (returned beside the map); who builds on a fork's side comes from the
+    /// index of references into forked chains, extended first to authors
+    /// whose chain forked since it was last asked (one pass over the
+    /// payloads held, while the view waits).
+    pub fn disagreements(&mut self, store: &Store, agents: Option<&[AgentId]>) -> anyhow::Result<(DisagreementMap, Vec<MergeEntry>)> {
+        let LiveState { merge, roster, referrers, .. } = self.state();
+        referrers.cover(store, roster, merge, &merge.forked_authors())?;
+        let mut forked: Vec<MergeEntry> = Vec::new();
+        let map = merge.disagreements(
+            agents,
+            |id| -> anyhow::Result<Option<MergeEntry>> { Ok(agora_view::load_merge_entry(store, roster, id)?) },
+            |author| {
+                let input = agora_view::load_chain_merge_input(store, roster, author)?;
+                forked.extend(input.0.iter().cloned());
+                Ok(input)
+            },
+            |ids| Ok(referrers.referrers(ids)),
+        )?;
+        Ok((map, forked))
     }
 
     /// `agent`'s perspective, current: kept from an earlier ask (then
@@ -195,19 +222,25 @@ impl MergeCache {
                 let roster = agora_view::derive_roster(store, self.founder)?;
                 let (entries, proofs) = agora_view::load_merge_input(store, self.founder)?;
                 let merge = LiveMerge::from_entries(&entries, &proofs).map_err(|e| StoreError::Corrupt { location: "merge input".into(), problem: e.to_string() })?;
-                *live = Some(LiveState { merge, roster, perspectives: Vec::new() });
+                *live = Some(LiveState { merge, roster, perspectives: Vec::new(), referrers: ForkReferrers::default() });
                 self.rebuild_seconds.observe(started.elapsed().as_secs_f64());
                 tracing::info!(entries = entries.len(), seconds = started.elapsed().as_secs_f64(), "merged view built from the store");
                 // What was queued meanwhile is in the store already; applying
                 // it again is harmless (known entries are skipped).
                 continue;
             }
-            let Some(LiveState { merge, roster, .. }) = live.as_mut() else { continue };
+            let Some(LiveState { merge, roster, referrers, .. }) = live.as_mut() else { continue };
             let mut update = LiveUpdate::default();
+            // What each entry refers to, for the index of references into
+            // forked chains (once it follows one).
+            let mut refs: Vec<(EntryId, Vec<EntryId>)> = Vec::new();
             for (signed, payload) in batch.entries {
                 let h = signed.header();
                 if !roster.admits_entry(&h.author, h.seq) {
                     continue;
+                }
+                if referrers.is_active() {
+                    refs.push((signed.id(), references(payload.as_deref())));
                 }
                 match MergeEntry::from_owned(signed, payload) {
                     Ok(e) => update.entries.push(e),
@@ -229,6 +262,17 @@ impl MergeCache {
             }
             let roster: &Roster = roster;
             merge.apply(update, |author| agora_view::load_chain_merge_input(store, roster, author))?;
+            if referrers.is_active() {
+                for (id, to) in &refs {
+                    referrers.held(merge, id);
+                    referrers.observe(merge, *id, to);
+                }
+                for id in &batch.changed {
+                    if let Some(e) = agora_view::load_merge_entry(store, roster, id)? {
+                        referrers.observe(merge, *id, &references(e.payload()));
+                    }
+                }
+            }
             if let Some(state) = live.as_mut() {
                 state.refresh_perspectives(store, &batch.changed)?;
             }

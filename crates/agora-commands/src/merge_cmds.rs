@@ -250,10 +250,18 @@ pub fn consensus(s: &Session, quorum: usize, agents: &[String], as_of: Option<&s
 /// `agora disputes [--agents a,b,c] [--as-of T]`: the disagreement map across agents.
 pub fn disputes(s: &Session, agents: &[String], as_of: Option<&str>) -> Result<ExitCode> {
     let cut = as_of.map(parse_as_of).transpose()?;
-    let (entries, proofs) = as_it_was(agora_view::load_merge_input(s.store()?, s.founder()?)?, cut);
-    let m = Merge::compute(&entries, &proofs)?;
     let agents = agents_arg(agents)?;
-    let map = m.disagreements(agents.as_deref());
+    // `entries` holds at least the forked authors' entries, for each side's members.
+    let (map, entries) = match (s.live_merge(), cut) {
+        // In a node: off the live view, reading only the disputed
+        // entries, the forked chains and who refers into them.
+        (Some(cache), None) => live_view(cache, s.store()?)?.0.disagreements(s.store()?, agents.as_deref())?,
+        _ => {
+            let (entries, proofs) = as_it_was(agora_view::load_merge_input(s.store()?, s.founder()?)?, cut);
+            let map = Merge::compute(&entries, &proofs)?.disagreements(agents.as_deref());
+            (map, entries)
+        }
+    };
     let disputed: Vec<Value> = map
         .disputed
         .iter()

@@ -113,6 +113,31 @@ pub fn load_chain_merge_input(store: &Store, roster: &Roster, author: &AgentId) 
     Ok((entries, proofs))
 }
 
+/// The stored entry `id`, if it counts under `roster`, with what is known of
+/// its payload: what a live merged view's disagreement map asks for of a
+/// disputed entry and of the reasoning that led to it.
+pub fn load_merge_entry(store: &Store, roster: &Roster, id: &EntryId) -> Result<Option<MergeEntry>, StoreError> {
+    let Some(e) = store.get(id)? else { return Ok(None) };
+    let h = e.signed.header();
+    if !roster.admits_entry(&h.author, h.seq) {
+        return Ok(None);
+    }
+    Ok(Some(MergeEntry::with_content(e.signed, known(e.payload)).map_err(StoreError::Verify)?))
+}
+
+/// Every stored entry that counts under `roster`, in store order: its id and
+/// its meaning (the payload held, or the residue of a redacted one; `None`
+/// when unknown). For an index of what entries refer to.
+pub fn for_each_meaning(store: &Store, roster: &Roster, mut visit: impl FnMut(EntryId, Option<&[u8]>)) -> Result<(), StoreError> {
+    store.for_each_entry(None, |e| {
+        let h = e.signed.header();
+        if roster.admits_entry(&h.author, h.seq) {
+            visit(e.signed.id(), known(e.payload).meaning());
+        }
+        Ok(())
+    })
+}
+
 /// The entries of `author` with a seq in `seqs` that count under `roster`
 /// (every branch of a forked seq), with what is known of their payloads: what
 /// a live perspective (`agora_merge::LivePerspective`) asks for, the part
