@@ -120,8 +120,8 @@ impl LiveView<'_> {
     }
 
     /// The disagreement map, read off the live view
-    /// ([`LiveMerge::disagreements`]): the store is asked for the disputed
-    /// entries and their ancestors, and the chains of the forked authors
+    /// ([`LiveMerge::disagreements`]): the store is asked for the payloads of
+    /// the disputed entries and their ancestors, and the chains of the forked authors
     /// (returned beside the map); who builds on a fork's side comes from the
     /// index of references into forked chains, extended first to authors
     /// whose chain forked since it was last asked (one pass over the
@@ -132,7 +132,7 @@ impl LiveView<'_> {
         let mut forked: Vec<MergeEntry> = Vec::new();
         let map = merge.disagreements(
             agents,
-            |id| -> anyhow::Result<Option<MergeEntry>> { Ok(agora_view::load_merge_entry(store, roster, id)?) },
+            |id, author, seq| -> anyhow::Result<agora_core::Payload> { Ok(agora_view::load_payload(store, author, seq, id)?) },
             |author| {
                 let input = agora_view::load_chain_merge_input(store, roster, author)?;
                 forked.extend(input.0.iter().cloned());
@@ -268,8 +268,8 @@ impl MergeCache {
                     referrers.observe(merge, *id, to);
                 }
                 for id in &batch.changed {
-                    if let Some(e) = agora_view::load_merge_entry(store, roster, id)? {
-                        referrers.observe(merge, *id, &references(e.payload()));
+                    if let Some((author, seq)) = merge.locate(id) {
+                        referrers.observe(merge, *id, &references(agora_view::load_payload(store, &author, seq, id)?.meaning()));
                     }
                 }
             }

@@ -405,6 +405,15 @@ fn audit_parts(a: &agora_merge::Audit) -> String {
     )
 }
 
+/// What is known of an entry's payload, owned (what a store answers).
+fn payload_of(e: &MergeEntry) -> agora_core::Payload {
+    match e.content() {
+        agora_core::Content::Held(p) => agora_core::Payload::Held(p.to_vec()),
+        agora_core::Content::Redacted(r) => agora_core::Payload::Redacted(r.map(<[u8]>::to_vec)),
+        agora_core::Content::Missing => agora_core::Payload::Missing,
+    }
+}
+
 /// Everything the live view answers, compared with a full recompute.
 fn assert_live_equals(live: &mut LiveMerge, held: &[MergeEntry], proofs: &[ForkProof], what: &str) -> Result<(), TestCaseError> {
     let m = Merge::compute(held, proofs).unwrap();
@@ -430,7 +439,7 @@ fn assert_live_equals(live: &mut LiveMerge, held: &[MergeEntry], proofs: &[ForkP
         let map = live
             .disagreements(
                 agents,
-                |id| Ok::<_, InputError>(by_id.get(id).map(|e| (*e).clone())),
+                |id, _, _| Ok::<_, InputError>(by_id.get(id).map_or(agora_core::Payload::Missing, |e| payload_of(e))),
                 |a| Ok((held.iter().filter(|e| e.author() == *a).cloned().collect(), proofs.iter().filter(|p| p.author() == *a).cloned().collect())),
                 |ids| {
                     let wanted: std::collections::HashSet<&EntryId> = ids.iter().collect();

@@ -103,6 +103,14 @@ impl Store {
         }
     }
 
+    /// What is held of the payload of the entry of `author` at `seq` with id
+    /// `id`, read without the entry itself (one read when it is held; an
+    /// entry not stored reads as not held): for views that know where an
+    /// entry is and need only its meaning.
+    pub fn payload_at(&self, author: &AgentId, seq: u64, id: &EntryId) -> Result<PayloadState, StoreError> {
+        self.payload_state(&entry_key(author, seq, id))
+    }
+
     pub(crate) fn payload_state(&self, key: &[u8]) -> Result<PayloadState, StoreError> {
         if let Some(p) = self.db.get_cf(self.cf(CF_PAYLOADS)?, key).map_err(db("reading a payload"))? {
             return Ok(PayloadState::Held(p));

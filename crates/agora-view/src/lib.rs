@@ -113,16 +113,13 @@ pub fn load_chain_merge_input(store: &Store, roster: &Roster, author: &AgentId) 
     Ok((entries, proofs))
 }
 
-/// The stored entry `id`, if it counts under `roster`, with what is known of
-/// its payload: what a live merged view's disagreement map asks for of a
-/// disputed entry and of the reasoning that led to it.
-pub fn load_merge_entry(store: &Store, roster: &Roster, id: &EntryId) -> Result<Option<MergeEntry>, StoreError> {
-    let Some(e) = store.get(id)? else { return Ok(None) };
-    let h = e.signed.header();
-    if !roster.admits_entry(&h.author, h.seq) {
-        return Ok(None);
-    }
-    Ok(Some(MergeEntry::with_content(e.signed, known(e.payload)).map_err(StoreError::Verify)?))
+/// What is known here of the payload of the entry of `author` at `seq` with
+/// id `id` (missing when it is not stored): what a live merged view's
+/// disagreement map asks for of a disputed entry, of the reasoning that led
+/// to it and of the entries that refer into a fork. The caller knows the
+/// entry counts.
+pub fn load_payload(store: &Store, author: &AgentId, seq: u64, id: &EntryId) -> Result<Payload, StoreError> {
+    Ok(known(store.payload_at(author, seq, id)?))
 }
 
 /// Every stored entry that counts under `roster`, in store order: its id and

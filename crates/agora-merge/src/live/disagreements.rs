@@ -13,12 +13,12 @@
 
 use super::{ChainInput, LiveChain, LiveMerge};
 use crate::disagreements::{add_builder, ancestors_by, kind_and_text_of, reasoning_event_of, set_builders, with_acceptors, ForkSides};
-use crate::input::{InputError, MergeEntry};
+use crate::input::InputError;
 use crate::merge::Merge;
 use crate::payload::MergeEvent;
 use crate::rules::MergeStatus;
 use crate::views::{DisagreementMap, DisputeMark, DisputedEventView};
-use agora_core::{AgentId, EntryId};
+use agora_core::{AgentId, EntryId, Payload};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 impl LiveMerge {
@@ -33,8 +33,8 @@ impl LiveMerge {
     /// are counted.
     ///
     /// It asks the caller for:
-    /// - `entry(id)`: a known entry with what is known of its payload
-    ///   (`None` when only a fork proof carries it);
+    /// - `payload(id, author, seq)`: what is known of a known entry's
+    ///   payload (missing when only a fork proof carries it);
     /// - `chain(author)`: what [`LiveMerge::apply`] asks for, for each of
     ///   [`LiveMerge::forked_authors`];
     /// - `referrers(ids)`: every held entry whose reasoning event refers to
@@ -43,7 +43,7 @@ impl LiveMerge {
     pub fn disagreements<E: From<InputError>>(
         &self,
         agents: Option<&[AgentId]>,
-        mut entry: impl FnMut(&EntryId) -> Result<Option<MergeEntry>, E>,
+        mut payload: impl FnMut(&EntryId, &AgentId, u64) -> Result<Payload, E>,
         mut chain: impl FnMut(&AgentId) -> Result<ChainInput, E>,
         mut referrers: impl FnMut(&[EntryId]) -> Result<Vec<EntryId>, E>,
     ) -> Result<DisagreementMap, E> {
@@ -58,6 +58,9 @@ impl LiveMerge {
         for (&author, &slot) in &self.by_author {
             let Some(open) = self.open.get(&slot) else { continue };
             let c = &self.chains[slot as usize];
+            // Who accepts what on this chain, read once for all its targets.
+            let acceptors = self.acceptors_on(slot);
+            let clipped = self.clipped_accepts_on(slot);
             for (&(seq, target), by) in open {
                 let marks: Vec<DisputeMark> = by.iter().filter(|(a, _)| counts(a)).filter_map(|&(a, d)| self.dispute_mark(a, d)).collect();
                 if marks.is_empty() {
@@ -65,16 +68,15 @@ impl LiveMerge {
                 }
                 let on_view = c.on_view(&target, seq);
                 let record = c.record_of.get(&target).map(|&r| c.records[r as usize].event.as_ref());
-                let held = entry(&target)?;
-                let missing = held.as_ref().is_none_or(|e| matches!(e.content(), agora_core::Content::Missing));
-                let (kind, text) = kind_and_text_of(record, missing, held.as_ref().and_then(MergeEntry::payload));
-                let (ancestors, ancestors_truncated) = ancestors_by(target, |id| self.known_refs(id, &mut memo, &mut entry, &mut failed));
+                let held = payload(&target, &author, seq)?;
+                let (kind, text) = kind_and_text_of(record, matches!(held, Payload::Missing), held.meaning());
+                let (ancestors, ancestors_truncated) = ancestors_by(target, |id| self.known_refs(id, &mut memo, &mut payload, &mut failed));
                 let mut accepted_by: BTreeSet<AgentId> = BTreeSet::new();
                 if on_view {
                     accepted_by.insert(author);
-                    accepted_by.extend(self.acceptors_on(slot).into_iter().filter(|(_, f)| *f >= seq).map(|(a, _)| a));
+                    accepted_by.extend(acceptors.iter().filter(|(_, f)| *f >= seq).map(|(a, _)| *a));
                 } else {
-                    accepted_by.extend(self.clipped_accepts_on(slot).into_iter().filter(|(head, _)| descends_from(c, self, head, &target, seq)).map(|(_, s)| s));
+                    accepted_by.extend(clipped.iter().filter(|(head, _)| descends_from(c, self, head, &target, seq)).map(|(_, s)| *s));
                 }
                 disputed.push(DisputedEventView {
                     target,
@@ -120,7 +122,7 @@ impl LiveMerge {
                 if !counts(&c.author) || !c.on_view(&id, loc.seq) {
                     continue;
                 }
-                if let Some(ev) = entry(&id)?.and_then(|e| reasoning_event_of(e.payload())) {
+                if let Some(ev) = reasoning_event_of(payload(&id, &c.author, loc.seq)?.meaning()) {
                     add_builder(&mut built, &forks, &member, c.author, &ev);
                 }
             }
@@ -131,12 +133,13 @@ impl LiveMerge {
 
     /// The known entries `id`'s reasoning event refers to, read once per
     /// query (`memo`); a failed read is kept in `failed`.
-    fn known_refs<E>(&self, id: &EntryId, memo: &mut HashMap<EntryId, Vec<EntryId>>, entry: &mut impl FnMut(&EntryId) -> Result<Option<MergeEntry>, E>, failed: &mut Option<E>) -> Vec<EntryId> {
+    fn known_refs<E>(&self, id: &EntryId, memo: &mut HashMap<EntryId, Vec<EntryId>>, payload: &mut impl FnMut(&EntryId, &AgentId, u64) -> Result<Payload, E>, failed: &mut Option<E>) -> Vec<EntryId> {
         if let Some(known) = memo.get(id) {
             return known.clone();
         }
-        let found = match entry(id) {
-            Ok(e) => e.and_then(|e| reasoning_event_of(e.payload())).map_or_else(Vec::new, |ev| ev.ref_list().iter().filter(|r| self.index.contains_key(r)).copied().collect()),
+        let Some(loc) = self.index.get(id) else { return Vec::new() };
+        let found = match payload(id, &self.chains[loc.chain as usize].author, loc.seq) {
+            Ok(p) => reasoning_event_of(p.meaning()).map_or_else(Vec::new, |ev| ev.ref_list().iter().filter(|r| self.index.contains_key(r)).copied().collect()),
             Err(e) => {
                 failed.get_or_insert(e);
                 Vec::new()
