@@ -60,7 +60,7 @@ impl LiveMerge {
             let c = &self.chains[slot as usize];
             // Who accepts what on this chain, read once for all its targets.
             let acceptors = self.acceptors_on(slot);
-            let clipped = self.clipped_accepts_on(slot);
+            let off_view = if open.iter().any(|(&(seq, target), _)| !c.on_view(&target, seq)) { self.off_view_acceptors(c, &self.clipped_accepts_on(slot)) } else { HashMap::new() };
             for (&(seq, target), by) in open {
                 let marks: Vec<DisputeMark> = by.iter().filter(|(a, _)| counts(a)).filter_map(|&(a, d)| self.dispute_mark(a, d)).collect();
                 if marks.is_empty() {
@@ -76,7 +76,7 @@ impl LiveMerge {
                     accepted_by.insert(author);
                     accepted_by.extend(acceptors.iter().filter(|(_, f)| *f >= seq).map(|(a, _)| *a));
                 } else {
-                    accepted_by.extend(clipped.iter().filter(|(head, _)| descends_from(c, self, head, &target, seq)).map(|(_, s)| *s));
+                    accepted_by.extend(off_view.get(&target).into_iter().flatten().copied());
                 }
                 disputed.push(DisputedEventView {
                     target,
@@ -172,6 +172,29 @@ impl LiveMerge {
             .collect()
     }
 
+    /// For the entries of chain `c` off its view: the signers of the clipped
+    /// accepts (`clipped`: head, signer) whose head is the entry or links
+    /// down to it. Each head is walked up to the view (an entry on the view
+    /// links down only to entries on it), stopping where its signer was
+    /// already noted, so the cost is the pairs noted, not accepts times
+    /// targets times branch length.
+    fn off_view_acceptors(&self, c: &LiveChain, clipped: &[(EntryId, AgentId)]) -> HashMap<EntryId, BTreeSet<AgentId>> {
+        let mut out: HashMap<EntryId, BTreeSet<AgentId>> = HashMap::new();
+        for &(head, signer) in clipped {
+            let mut k = head;
+            while let Some(seq) = self.index.get(&k).map(|l| l.seq) {
+                if c.on_view(&k, seq) || !out.entry(k).or_default().insert(signer) {
+                    break;
+                }
+                match c.off_view.get(&k).and_then(|o| o.parent) {
+                    Some(p) => k = p,
+                    None => break,
+                }
+            }
+        }
+        out
+    }
+
     /// Every accept whose head is held on chain `t` off its view (clipped at
     /// a fork): (head, signer).
     fn clipped_accepts_on(&self, t: u32) -> Vec<(EntryId, AgentId)> {
@@ -186,25 +209,5 @@ impl LiveMerge {
             }
         }
         out
-    }
-}
-
-/// Is `ancestor` (at `ancestor_seq` on chain `c`) the entry `item` or one of
-/// the held entries it links down to?
-fn descends_from(c: &LiveChain, live: &LiveMerge, item: &EntryId, ancestor: &EntryId, ancestor_seq: u64) -> bool {
-    let mut k = *item;
-    loop {
-        if k == *ancestor {
-            return true;
-        }
-        let Some(seq) = live.index.get(&k).map(|l| l.seq) else { return false };
-        if seq <= ancestor_seq {
-            return false;
-        }
-        let parent = if c.on_view(&k, seq) { seq.checked_sub(2).and_then(|i| c.view.get(i as usize)).copied() } else { c.off_view.get(&k).and_then(|o| o.parent) };
-        match parent {
-            Some(p) => k = p,
-            None => return false,
-        }
     }
 }
