@@ -144,6 +144,53 @@ pub fn run(args: LiveArgs) -> Result<()> {
     let perspective_recompute = t.elapsed();
     anyhow::ensure!(perspective.hash() == perspective_reference, "the live perspective's hash differs from the recompute's");
     anyhow::ensure!(all_entries.len() == n, "every entry was delivered");
+    // The disagreement map off the live state, the entries it reads looked
+    // up in memory (a node reads them from its store), against the recompute's.
+    let by_id: std::collections::HashMap<agora_core::EntryId, &MergeEntry> = all_entries.iter().map(|e| (e.id(), e)).collect();
+    let t = Instant::now();
+    let (mut entries_read, mut chains_read, mut scanning) = (0usize, 0usize, Duration::ZERO);
+    let live_map = live
+        .disagreements(
+            None,
+            |id, _, _| -> Result<agora_core::Payload, agora_merge::InputError> {
+                entries_read += 1;
+                Ok(by_id.get(id).map_or(agora_core::Payload::Missing, |e| match e.content() {
+                    agora_core::Content::Held(p) => agora_core::Payload::Held(p.to_vec()),
+                    agora_core::Content::Redacted(r) => agora_core::Payload::Redacted(r.map(<[u8]>::to_vec)),
+                    agora_core::Content::Missing => agora_core::Payload::Missing,
+                }))
+            },
+            |a| {
+                chains_read += 1;
+                Ok((held.get(a).cloned().unwrap_or_default(), Vec::new()))
+            },
+            |ids| {
+                let scan = Instant::now();
+                let wanted: std::collections::HashSet<&agora_core::EntryId> = ids.iter().collect();
+                let found: Vec<agora_core::EntryId> = all_entries
+                    .iter()
+                    .filter(|e| {
+                        e.payload()
+                            .filter(|p| agora_graph::Event::is_event_payload(p))
+                            .and_then(|p| agora_graph::Event::decode(p).ok())
+                            .is_some_and(|ev| ev.ref_list().iter().any(|r| wanted.contains(r)))
+                    })
+                    .map(MergeEntry::id)
+                    .collect();
+                scanning += scan.elapsed();
+                Ok(found)
+            },
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    // Less the brute-force scan for referrers, which a node answers from its index.
+    let map_live = t.elapsed() - scanning;
+    let t = Instant::now();
+    let m = Merge::compute(&all_entries, &[])?;
+    let map_recompute = m.disagreements(None);
+    let map_recomputed = t.elapsed();
+    anyhow::ensure!(live_map == map_recompute, "the live disagreement map differs from the recompute's");
+    let ancestors: usize = live_map.disputed.iter().map(|d| d.ancestors.len()).sum();
+    let acceptors: usize = live_map.disputed.iter().map(|d| d.accepted_by.len()).sum();
 
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let q = |v: &[Duration], p: f64| if v.is_empty() { 0.0 } else { ms(percentile(v, p)) };
@@ -172,6 +219,13 @@ pub fn run(args: LiveArgs) -> Result<()> {
         );
     } else {
         println!("swarm: {} agents, {n} entries; {} delivered one at a time after the start", args.agents, all.len());
+        println!(
+            "disagreement map ({} disputed events with {ancestors} ancestors and {acceptors} acceptors listed, {} forks): off the live state {:.0} ms ({entries_read} payloads and {chains_read} forked chains read, here from memory; the referrers' scan, which a node answers from its index, not counted); recomputed (merge state + map) {:.0} ms (equal)",
+            live_map.disputed.len(),
+            live_map.forks.len(),
+            ms(map_live),
+            ms(map_recomputed)
+        );
         println!("start-up: live view built from {} entries in {:.0} ms", n - all.len(), ms(startup));
         println!(
             "memory (bytes allocated across the step): the live view {} MiB ({} B per entry); the perspective below {} MiB ({} B per node)",

@@ -596,6 +596,23 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
         timed(&["propose", &format!("audit round {i}")])?;
         audit.push(timed(&["audit", author])?);
     }
+    // The disagreement map (every open dispute with the reasoning that led
+    // to it, every fork with who accepts and builds on each side): the
+    // first ask indexes the references into forked chains (one pass over
+    // the store), later ones read the disputed entries, their ancestors and
+    // the forked chains only.
+    let disputes_first = timed(&["disputes"])?;
+    // What it prints: every disputed event lists every agent that accepts it.
+    let map = agora_json(agora, &home.path, &["disputes"])?;
+    let map_bytes = serde_json::to_vec(&map)?.len();
+    let listed = |field: &str| map["disputed"].as_array().map_or(0, |d| d.iter().map(|x| x[field].as_array().map_or(0, Vec::len)).sum::<usize>());
+    let (map_events, map_acceptors) = (map["disputed"].as_array().map_or(0, Vec::len), listed("accepted_by"));
+    drop(map);
+    let mut disputes = Vec::new();
+    for i in 0..rounds.min(50) {
+        timed(&["propose", &format!("disputes round {i}")])?;
+        disputes.push(timed(&["disputes"])?);
+    }
     // The start-up floor of each program: the command line that forwards,
     // and the full program it hands local commands to.
     let full = agora.with_file_name("agora-node");
@@ -610,7 +627,7 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
             }
         }
     }
-    for v in [&mut perspective, &mut perspective_http, &mut audit, &mut start_client, &mut start_full] {
+    for v in [&mut perspective, &mut perspective_http, &mut audit, &mut disputes, &mut start_client, &mut start_full] {
         v.sort();
     }
     for v in [&mut hash, &mut consensus, &mut consensus_json, &mut floor, &mut hash_http, &mut consensus_http, &mut consensus_summary, &mut consensus_summary_http] {
@@ -625,6 +642,7 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
         Some((author, _)) => Some(timed(&["audit", author])?),
         None => None,
     };
+    let disputes_by_hand = timed(&["disputes"])?;
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let q = |v: &[Duration], p: f64| ms(crate::percentile(v, p));
     println!("a node holding {n} entries ({agents} agents x {per_agent} events, the merge bench's swarm):");
@@ -646,6 +664,15 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
     if let Some(d) = audit_by_hand {
         println!("    the same audit with the node stopped (every entry read, the merge recomputed): {:.0} ms", ms(d));
     }
+    println!(
+        "  disputes (the whole disagreement map, JSON: {map_events} disputed events, {map_acceptors} acceptors listed, {:.0} MB): first {:.0} ms (references into forked chains indexed), then after each of {} new entries p50 {:.1} ms, p99 {:.1} ms; with the node stopped (every entry read, the merge recomputed): {:.0} ms",
+        map_bytes as f64 / 1e6,
+        ms(disputes_first),
+        disputes.len(),
+        q(&disputes, 0.5),
+        q(&disputes, 0.99),
+        ms(disputes_by_hand)
+    );
     println!("    node status (floor: a command that reads no view): p50 {:.1} ms, p99 {:.1} ms", q(&floor, 0.5), q(&floor, 0.99));
     println!(
         "  start-up, `--version` x100: agora (the command line) p50 {:.2} ms, p99 {:.2} ms; agora-node (the full program) p50 {:.2} ms, p99 {:.2} ms",
