@@ -61,6 +61,11 @@ fn the_pricing_debate_between_three_agents_with_a_dispute_and_a_synthesis() {
         assert!(ancestors.contains(&p1.as_str()) && ancestors.contains(&c1.as_str()), "{d}");
         let accepted_by: Vec<&str> = d["accepted_by"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
         assert!(accepted_by.contains(&c.id.as_str()), "C accepted through the refinement: {d}");
+        // The summary counts the acceptors instead of listing them.
+        let short = json(&n.home, &["disputes", "--summary"]);
+        assert_eq!(short["disputed"][0]["accepted_by"], serde_json::json!([]), "{short}");
+        assert_eq!(short["disputed"][0]["accepted_by_count"].as_u64(), Some(accepted_by.len() as u64), "{short}");
+        assert_eq!(short["disputed"][0]["ancestors"], d["ancestors"], "{short}");
         // A (its own chain) and C accept the refinement; B accepts up to it and
         // disputes it. With 2 of 3 it is accepted; with 3 of 3, A's chain is
         // accepted only up to the event before it. Either way the first disputed
@@ -211,6 +216,13 @@ fn an_honest_fork_is_resolved_by_its_author() {
     // recompute of its store gives once the node stops.
     let live = json(&p.home, &["disputes"]);
     assert_eq!(side_of(&live, &restored)["kept"], true, "{live}");
+    // The summary counts each side's entries instead of listing them.
+    let short = json(&p.home, &["disputes", "--summary"]);
+    for (full, side) in live["forks"][0]["branches"].as_array().unwrap().iter().zip(short["forks"][0]["branches"].as_array().unwrap()) {
+        assert_eq!(side["members"], serde_json::json!([]), "{short}");
+        assert_eq!(side["member_count"].as_u64(), Some(full["members"].as_array().unwrap().len() as u64), "{short}");
+        assert_eq!(side["built_on_by"], full["built_on_by"], "{short}");
+    }
     np.kill();
     let _ = std::fs::remove_file(p.home.join("node.json"));
     assert_eq!(json(&p.home, &["disputes"]), live);

@@ -253,6 +253,11 @@ pub enum MergeCommand {
         /// UTC): the view as it was then, read with today's roster.
         #[arg(long, value_name = "MS|DATE")]
         as_of: Option<String>,
+        /// In JSON, count who accepts each disputed event and each fork
+        /// side's entries instead of listing them (`accepted_by_count`,
+        /// `member_count`): in a large swarm most of the map is those lists.
+        #[arg(long)]
+        summary: bool,
     },
     /// Verify an agent's replicated chain end to end: forks, gaps, disputes, accept frontiers. Exit 3 on problems.
     Audit { agent: String },

@@ -25,7 +25,7 @@ pub fn run(s: &Session, command: MergeCommand) -> Result<ExitCode> {
         MergeCommand::ResolveFork { keep } => resolve_fork(s, &keep),
         MergeCommand::Perspective { agent, as_of, summary } => perspective(s, agent.as_deref(), as_of.as_deref(), summary),
         MergeCommand::Consensus { quorum, agents, as_of, summary } => consensus(s, quorum, &agents, as_of.as_deref(), summary),
-        MergeCommand::Disputes { agents, as_of } => disputes(s, &agents, as_of.as_deref()),
+        MergeCommand::Disputes { agents, as_of, summary } => disputes(s, &agents, as_of.as_deref(), summary),
         MergeCommand::Audit { agent } => audit(s, &agent),
         MergeCommand::ViewHash => view_hash(s),
     }
@@ -247,8 +247,8 @@ pub fn consensus(s: &Session, quorum: usize, agents: &[String], as_of: Option<&s
     Ok(ExitCode::SUCCESS)
 }
 
-/// `agora disputes [--agents a,b,c] [--as-of T]`: the disagreement map across agents.
-pub fn disputes(s: &Session, agents: &[String], as_of: Option<&str>) -> Result<ExitCode> {
+/// `agora disputes [--agents a,b,c] [--as-of T] [--summary]`: the disagreement map across agents.
+pub fn disputes(s: &Session, agents: &[String], as_of: Option<&str>, summary: bool) -> Result<ExitCode> {
     let cut = as_of.map(parse_as_of).transpose()?;
     let agents = agents_arg(agents)?;
     // `entries` holds at least the forked authors' entries, for each side's members.
@@ -262,68 +262,73 @@ pub fn disputes(s: &Session, agents: &[String], as_of: Option<&str>) -> Result<E
             (map, entries)
         }
     };
-    let disputed: Vec<Value> = map
-        .disputed
-        .iter()
-        .map(|d| {
-            json!({
-                "target": d.target.to_string(), "author": d.author.to_string(), "seq": d.seq, "on_view": d.on_view,
-                "kind": d.kind, "text": d.text,
-                "ancestors": d.ancestors.iter().map(ToString::to_string).collect::<Vec<_>>(), "ancestors_truncated": d.ancestors_truncated,
-                "accepted_by": ids(&d.accepted_by),
-                "disputes": d.disputes.iter().map(|x| json!({ "dispute": x.dispute.to_string(), "by": x.by.to_string(), "reason": x.reason, "counter_claim": x.counter_claim })).collect::<Vec<_>>(),
+    // Built only for JSON: at a million entries the map is about 140 MB of it.
+    let value = || {
+        let disputed: Vec<Value> = map
+            .disputed
+            .iter()
+            .map(|d| {
+                json!({
+                    "target": d.target.to_string(), "author": d.author.to_string(), "seq": d.seq, "on_view": d.on_view,
+                    "kind": d.kind, "text": d.text,
+                    "ancestors": d.ancestors.iter().map(ToString::to_string).collect::<Vec<_>>(), "ancestors_truncated": d.ancestors_truncated,
+                    "accepted_by": if summary { Vec::new() } else { ids(&d.accepted_by) }, "accepted_by_count": d.accepted_by.len(),
+                    "disputes": d.disputes.iter().map(|x| json!({ "dispute": x.dispute.to_string(), "by": x.by.to_string(), "reason": x.reason, "counter_claim": x.counter_claim })).collect::<Vec<_>>(),
+                })
             })
-        })
-        .collect();
-    // Each branch's entries, walked back from its tips by backlink to the
-    // fork seq, so that a reader (the live page) places every entry on its
-    // branch, not only the first and the tips.
-    let forked: std::collections::BTreeSet<AgentId> = map.forks.iter().map(|f| f.author).collect();
-    let backlinks: std::collections::HashMap<agora_core::EntryId, (u64, Option<agora_core::EntryId>)> = entries
-        .iter()
-        .filter(|e| forked.contains(&e.signed().header().author))
-        .map(|e| (e.id(), (e.signed().header().seq, e.signed().header().backlink)))
-        .collect();
-    let members = |fork_seq: u64, tips: &[(u64, agora_core::EntryId)]| -> (Vec<String>, bool) {
-        let mut seen = std::collections::BTreeSet::new();
-        let mut out: Vec<(u64, agora_core::EntryId)> = Vec::new();
-        for (_, tip) in tips {
-            let mut at = Some(*tip);
-            while let Some(id) = at {
-                let Some(&(seq, back)) = backlinks.get(&id) else { break };
-                if seq < fork_seq || !seen.insert(id) {
-                    break;
+            .collect();
+        // Each branch's entries, walked back from its tips by backlink to the
+        // fork seq, so that a reader (the live page) places every entry on its
+        // branch, not only the first and the tips.
+        let forked: std::collections::BTreeSet<AgentId> = map.forks.iter().map(|f| f.author).collect();
+        let backlinks: std::collections::HashMap<agora_core::EntryId, (u64, Option<agora_core::EntryId>)> = entries
+            .iter()
+            .filter(|e| forked.contains(&e.signed().header().author))
+            .map(|e| (e.id(), (e.signed().header().seq, e.signed().header().backlink)))
+            .collect();
+        let members = |fork_seq: u64, tips: &[(u64, agora_core::EntryId)]| -> (Vec<String>, bool) {
+            let mut seen = std::collections::BTreeSet::new();
+            let mut out: Vec<(u64, agora_core::EntryId)> = Vec::new();
+            for (_, tip) in tips {
+                let mut at = Some(*tip);
+                while let Some(id) = at {
+                    let Some(&(seq, back)) = backlinks.get(&id) else { break };
+                    if seq < fork_seq || !seen.insert(id) {
+                        break;
+                    }
+                    if out.len() == BRANCH_MEMBERS_MAX {
+                        out.sort();
+                        return (out.into_iter().map(|(_, id): (u64, agora_core::EntryId)| id.to_string()).collect(), true);
+                    }
+                    out.push((seq, id));
+                    at = back;
                 }
-                if out.len() == BRANCH_MEMBERS_MAX {
-                    out.sort();
-                    return (out.into_iter().map(|(_, id): (u64, agora_core::EntryId)| id.to_string()).collect(), true);
-                }
-                out.push((seq, id));
-                at = back;
             }
-        }
-        out.sort();
-        (out.into_iter().map(|(_, id): (u64, agora_core::EntryId)| id.to_string()).collect(), false)
-    };
-    let forks: Vec<Value> = map
-        .forks
-        .iter()
-        .map(|f| {
-            json!({
-                "author": f.author.to_string(), "seq": f.fork.seq, "shared": f.fork.shared.map(|s| s.to_string()),
-                "branches": f.branches.iter().map(|b| {
-                    let (members, truncated) = members(f.fork.seq, &b.tips);
-                    json!({
-                        "first": b.first.to_string(), "held": b.held, "kept": b.kept,
-                        "tips": b.tips.iter().map(|(seq, id)| json!({ "seq": seq, "id": id.to_string() })).collect::<Vec<_>>(),
-                        "accepted_by": ids(&b.accepted_by), "built_on_by": ids(&b.built_on_by),
-                        "members": members, "members_truncated": truncated,
-                    })
-                }).collect::<Vec<_>>(),
+            out.sort();
+            (out.into_iter().map(|(_, id): (u64, agora_core::EntryId)| id.to_string()).collect(), false)
+        };
+        let forks: Vec<Value> = map
+            .forks
+            .iter()
+            .map(|f| {
+                json!({
+                    "author": f.author.to_string(), "seq": f.fork.seq, "shared": f.fork.shared.map(|s| s.to_string()),
+                    "branches": f.branches.iter().map(|b| {
+                        let (members, truncated) = members(f.fork.seq, &b.tips);
+                        json!({
+                            "first": b.first.to_string(), "held": b.held, "kept": b.kept,
+                            "tips": b.tips.iter().map(|(seq, id)| json!({ "seq": seq, "id": id.to_string() })).collect::<Vec<_>>(),
+                            "accepted_by": ids(&b.accepted_by), "built_on_by": ids(&b.built_on_by),
+                            "member_count": members.len(),
+                            "members": if summary { Vec::new() } else { members }, "members_truncated": truncated,
+                        })
+                    }).collect::<Vec<_>>(),
+                })
             })
-        })
-        .collect();
-    s.print(&json!({ "disputed": disputed, "forks": forks }), || {
+            .collect();
+        json!({ "disputed": disputed, "forks": forks })
+    };
+    s.print_lazy(value, || {
         let mut out = Vec::new();
         for d in &map.disputed {
             out.push(format!("{} by {} seq {} [{}] {}", d.target.short(), d.author.short(), d.seq, d.kind, d.text));

@@ -802,8 +802,13 @@ pub struct Disputes {
     /// or YYYY-MM-DD in UTC): the view as it was then.
     #[serde(default)]
     pub as_of: Option<String>,
+    /// Count who accepts each disputed event and each fork side's entries
+    /// instead of listing them (`accepted_by` and `members` are empty;
+    /// `accepted_by_count` and `member_count` say how many).
+    #[serde(default)]
+    pub summary: bool,
 }
-one_command!(Disputes, "disputes", |self| Argv::new(&["disputes"]).each("agents", &self.agents).opt("as-of", self.as_of.clone()));
+one_command!(Disputes, "disputes", |self| Argv::new(&["disputes"]).each("agents", &self.agents).opt("as-of", self.as_of.clone()).switch("summary", self.summary));
 
 /// Audit one agent's replicated chain.
 #[derive(Deserialize, JsonSchema)]
