@@ -608,11 +608,13 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
     let listed = |field: &str| map["disputed"].as_array().map_or(0, |d| d.iter().map(|x| x[field].as_array().map_or(0, Vec::len)).sum::<usize>());
     let (map_events, map_acceptors) = (map["disputed"].as_array().map_or(0, Vec::len), listed("accepted_by"));
     drop(map);
-    let mut disputes = Vec::new();
+    let (mut disputes, mut disputes_summary) = (Vec::new(), Vec::new());
     for i in 0..rounds.min(50) {
         timed(&["propose", &format!("disputes round {i}")])?;
         disputes.push(timed(&["disputes"])?);
+        disputes_summary.push(timed(&["disputes", "--summary"])?);
     }
+    let summary_bytes = serde_json::to_vec(&agora_json(agora, &home.path, &["disputes", "--summary"])?)?.len();
     // The start-up floor of each program: the command line that forwards,
     // and the full program it hands local commands to.
     let full = agora.with_file_name("agora-node");
@@ -627,7 +629,7 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
             }
         }
     }
-    for v in [&mut perspective, &mut perspective_http, &mut audit, &mut disputes, &mut start_client, &mut start_full] {
+    for v in [&mut perspective, &mut perspective_http, &mut audit, &mut disputes, &mut disputes_summary, &mut start_client, &mut start_full] {
         v.sort();
     }
     for v in [&mut hash, &mut consensus, &mut consensus_json, &mut floor, &mut hash_http, &mut consensus_http, &mut consensus_summary, &mut consensus_summary_http] {
@@ -672,6 +674,12 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
         q(&disputes, 0.5),
         q(&disputes, 0.99),
         ms(disputes_by_hand)
+    );
+    println!(
+        "    disputes --summary (acceptors and fork sides' entries counted, {:.1} MB): p50 {:.1} ms, p99 {:.1} ms",
+        summary_bytes as f64 / 1e6,
+        q(&disputes_summary, 0.5),
+        q(&disputes_summary, 0.99)
     );
     println!("    node status (floor: a command that reads no view): p50 {:.1} ms, p99 {:.1} ms", q(&floor, 0.5), q(&floor, 0.99));
     println!(
