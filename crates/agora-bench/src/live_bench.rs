@@ -152,7 +152,7 @@ pub fn run(args: LiveArgs) -> Result<()> {
     let live_map = live
         .disagreements(
             None,
-            |id, _, _| -> Result<agora_core::Payload, agora_merge::InputError> {
+            |id, _, _| -> Result<agora_core::Payload, Box<agora_merge::InputError>> {
                 entries_read += 1;
                 Ok(by_id.get(id).map_or(agora_core::Payload::Missing, |e| match e.content() {
                     agora_core::Content::Held(p) => agora_core::Payload::Held(p.to_vec()),

@@ -439,7 +439,7 @@ fn assert_live_equals(live: &mut LiveMerge, held: &[MergeEntry], proofs: &[ForkP
         let map = live
             .disagreements(
                 agents,
-                |id, _, _| Ok::<_, InputError>(by_id.get(id).map_or(agora_core::Payload::Missing, |e| payload_of(e))),
+                |id, _, _| Ok::<_, Box<InputError>>(by_id.get(id).map_or(agora_core::Payload::Missing, |e| payload_of(e))),
                 |a| Ok((held.iter().filter(|e| e.author() == *a).cloned().collect(), proofs.iter().filter(|p| p.author() == *a).cloned().collect())),
                 |ids| {
                     let wanted: std::collections::HashSet<&EntryId> = ids.iter().collect();
