@@ -155,6 +155,29 @@ impl Graph {
         root
     }
 
+    /// The bucket digests as of the last [`Graph::digest`] (`None` before
+    /// the first), bucket 0 first. A reader that keeps a copy learns, by
+    /// comparing the next ones with it, which buckets' nodes changed in
+    /// between without looking at the nodes: the Automerge publisher writes
+    /// only those (`crates/agora-automerge`). Text is not in the snapshot
+    /// bytes, so a change of text alone (a redaction, which makes a live view
+    /// replay) does not show here.
+    pub fn bucket_digests(&self) -> Option<&[[u8; 32]]> {
+        self.digests.as_deref().filter(|d| d.root.is_some()).map(|d| &d.hashes[..])
+    }
+
+    /// The nodes of digest bucket `b`, ascending by id (empty before the
+    /// first [`Graph::digest`], which places them).
+    pub fn bucket_nodes(&self, b: usize) -> impl Iterator<Item = &Node> {
+        let members = self.digests.as_deref().and_then(|d| d.members.get(b)).map_or(&[][..], |m| &m[..]);
+        members.iter().map(move |&ix| &self.nodes[ix as usize])
+    }
+
+    /// The digest bucket of a node id: its first 12 bits.
+    pub fn bucket_of(id: &EntryId) -> usize {
+        bucket(id)
+    }
+
     /// The position of the last event applied in log order (`None` before
     /// the first): an event that sorts before it cannot be applied in place.
     pub fn last_position(&self) -> Option<LogPosition> {
