@@ -538,7 +538,7 @@ pub fn merge_views(data: &[u8]) {
     let (with_view, view) = Merge::compute_with_view(&entries, &[]).expect("within the limits");
     assert_eq!(with_view.view_hash(), hash);
     let plain = m.merged_view();
-    assert_eq!((view.view_hash, view.graph_hash), (plain.view_hash, plain.graph_hash), "compute_with_view differs");
+    assert_eq!((view.view_hash, view.graph_digest), (plain.view_hash, plain.graph_digest), "compute_with_view differs");
     let agents: Vec<agora_core::AgentId> = (0..4).map(fixture::agent).collect();
     for a in &agents {
         let _ = m.perspective(a);

@@ -233,7 +233,7 @@ pub fn run(args: MergeArgs) -> Result<()> {
         // state, the merged reasoning graph replayed, its hash, the dispute
         // marks), checked against computing the merge and then the view.
         let reference = m.merged_view();
-        let expected = (reference.view_hash, reference.graph_hash);
+        let expected = (reference.view_hash, reference.graph_digest);
         let nodes = reference.len();
         drop(reference);
         let mut full = Vec::with_capacity(args.runs);
@@ -242,7 +242,7 @@ pub fn run(args: MergeArgs) -> Result<()> {
             let t = Instant::now();
             let (m, view) = Merge::compute_with_view(&entries, &[])?;
             full.push(t.elapsed());
-            anyhow::ensure!((view.view_hash, view.graph_hash) == expected, "compute_with_view differs from compute + merged_view");
+            anyhow::ensure!((view.view_hash, view.graph_digest) == expected, "compute_with_view differs from compute + merged_view");
             // Reading every node out of it, as a publisher does (after the
             // recompute; not part of it).
             let t = Instant::now();

@@ -790,6 +790,33 @@ impl LiveMerge {
         out
     }
 
+    /// Every chain's summary in the published view (view length and head,
+    /// fork state, who accepts how far), ascending by author: what
+    /// [`Merge::merged_view`] holds in `chains`.
+    pub fn chain_summaries(&self) -> Vec<crate::ChainSummary> {
+        let mut accepted: BTreeMap<AgentId, Vec<(AgentId, u64)>> = BTreeMap::new();
+        for ((acceptor, author), f) in self.frontiers() {
+            accepted.entry(author).or_default().push((acceptor, f.seq));
+        }
+        self.chains_in_order()
+            .map(|c| crate::ChainSummary {
+                author: c.author,
+                view_len: c.view.len() as u64,
+                head: c.view.last().copied(),
+                frozen_at: c.frozen().map(|f| f.seq),
+                resolved: c
+                    .forks
+                    .iter()
+                    .filter_map(|f| match &f.outcome {
+                        crate::ForkOutcome::Resolved { continue_with, .. } => Some((f.seq, *continue_with)),
+                        _ => None,
+                    })
+                    .collect(),
+                accepted_by: accepted.remove(&c.author).unwrap_or_default(),
+            })
+            .collect()
+    }
+
     /// `agent`'s audit, equal to [`Merge::audit`] over every entry held.
     ///
     /// `chain` is what [`LiveMerge::apply`] asks for of `agent` (every entry

@@ -38,9 +38,9 @@ use std::ops::RangeInclusive;
 /// What a perspective includes of one chain: its prefix through `upto`,
 /// whose last entry is `head`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Prefix {
-    upto: u64,
-    head: EntryId,
+pub(crate) struct Prefix {
+    pub(crate) upto: u64,
+    pub(crate) head: EntryId,
 }
 
 /// What one [`LivePerspective::refresh`] did.
@@ -97,7 +97,7 @@ fn inputs(merge: &LiveMerge, agent: &AgentId) -> Inputs {
 /// The graph's events among `entries` (every entry held of `author` with a
 /// seq in a range, any branch): those on the view chain `view` (seq 1 first),
 /// not merge events, not excluded, payload known.
-fn events_of(entries: Vec<MergeEntry>, view: &[EntryId], excluded: &HashSet<EntryId>, out: &mut Vec<LogEvent>) {
+pub(crate) fn events_of(entries: Vec<MergeEntry>, view: &[EntryId], excluded: &HashSet<EntryId>, out: &mut Vec<LogEvent>) {
     for e in entries {
         let id = e.id();
         let on_view = e.seq().checked_sub(1).and_then(|i| view.get(i as usize)) == Some(&id);
@@ -106,6 +106,64 @@ fn events_of(entries: Vec<MergeEntry>, view: &[EntryId], excluded: &HashSet<Entr
         }
         out.extend(LogEvent::from_content(id, e.signed().header().log_position(), e.content()));
     }
+}
+
+/// The graph of the events on `prefixes` (of view chains), less
+/// `excluded`, replayed.
+pub(crate) fn replay_prefixes<E>(
+    merge: &LiveMerge,
+    prefixes: &BTreeMap<AgentId, Prefix>,
+    excluded: &HashSet<EntryId>,
+    load: &mut impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>,
+) -> Result<Graph, E> {
+    let mut events = Vec::new();
+    for (author, p) in prefixes {
+        events_of(load(author, 1..=p.upto)?, merge.view_chain(author), excluded, &mut events);
+    }
+    Ok(Graph::replay(events))
+}
+
+/// Did the payload of an entry inside the prefixes `was` change (filled
+/// in or redacted)? A graph over them must then be replayed: its text or
+/// meaning changed where it was applied already.
+pub(crate) fn payload_changed_inside(merge: &LiveMerge, was: &BTreeMap<AgentId, Prefix>, payloads_changed: &[EntryId]) -> bool {
+    payloads_changed.iter().any(|id| merge.locate(id).is_some_and(|(author, seq)| was.get(&author).is_some_and(|p| seq <= p.upto)))
+}
+
+/// Is every prefix of `was` still there, unchanged, in `now`? (Each chain's
+/// head of `was` is still on its view: the entries link by hash, so the
+/// head names the prefix.)
+pub(crate) fn prefixes_kept(merge: &LiveMerge, was: &BTreeMap<AgentId, Prefix>, now: &BTreeMap<AgentId, Prefix>) -> bool {
+    was.iter().all(|(author, w)| {
+        now.get(author).is_some_and(|p| p.upto >= w.upto) && merge.view_chain(author).get((w.upto - 1) as usize) == Some(&w.head)
+    })
+}
+
+/// The events a graph built over the prefixes `was` takes to cover `now`
+/// (which keeps every prefix of `was`): those past `was` on each view
+/// chain, not in `excluded`, in log order; `None` if the first sorts before
+/// the last event `graph` applied (the graph must then be replayed).
+pub(crate) fn extension<E>(
+    graph: &Graph,
+    merge: &LiveMerge,
+    was: &BTreeMap<AgentId, Prefix>,
+    now: &BTreeMap<AgentId, Prefix>,
+    excluded: &HashSet<EntryId>,
+    load: &mut impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>,
+) -> Result<Option<Vec<LogEvent>>, E> {
+    let mut events = Vec::new();
+    for (author, p) in now {
+        let from = was.get(author).map_or(1, |w| w.upto + 1);
+        if from <= p.upto {
+            events_of(load(author, from..=p.upto)?, merge.view_chain(author), excluded, &mut events);
+        }
+    }
+    events.sort_by_key(|e| (e.pos, e.id));
+    let in_order = match (events.first(), graph.last_position()) {
+        (Some(first), Some(last)) => first.pos >= last,
+        _ => true,
+    };
+    Ok(in_order.then_some(events))
 }
 
 impl LivePerspective {
@@ -125,11 +183,7 @@ impl LivePerspective {
 
     fn replay<E>(merge: &LiveMerge, inputs: &Inputs, load: &mut impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>) -> Result<Graph, E> {
         let excluded: HashSet<EntryId> = inputs.excluded.iter().copied().collect();
-        let mut events = Vec::new();
-        for (author, p) in &inputs.prefixes {
-            events_of(load(author, 1..=p.upto)?, merge.view_chain(author), &excluded, &mut events);
-        }
-        Ok(Graph::replay(events))
+        replay_prefixes(merge, &inputs.prefixes, &excluded, load)
     }
 
     /// Bring the perspective up to date with `merge` (see the module docs).
@@ -168,10 +222,7 @@ impl LivePerspective {
         mut load: impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>,
     ) -> Result<Option<PerspectiveRefresh>, E> {
         let now = inputs(merge, &self.view.agent);
-        let inside = payloads_changed.iter().any(|id| {
-            merge.locate(id).is_some_and(|(author, seq)| self.prefixes.get(&author).is_some_and(|was| seq <= was.upto))
-        });
-        if inside {
+        if payload_changed_inside(merge, &self.prefixes, payloads_changed) {
             return Ok(None);
         }
         let Some(events) = self.appended(merge, &now, &mut load)? else { return Ok(None) };
@@ -195,13 +246,8 @@ impl LivePerspective {
         now: &Inputs,
         load: &mut impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>,
     ) -> Result<Option<Vec<LogEvent>>, E> {
-        // Every prefix included before is still there, unchanged.
-        for (author, was) in &self.prefixes {
-            let kept = now.prefixes.get(author).is_some_and(|p| p.upto >= was.upto)
-                && merge.view_chain(author).get((was.upto - 1) as usize) == Some(&was.head);
-            if !kept {
-                return Ok(None);
-            }
+        if !prefixes_kept(merge, &self.prefixes, &now.prefixes) {
+            return Ok(None);
         }
         // No event left out before is back, and none of the old prefixes is
         // newly left out.
@@ -216,19 +262,7 @@ impl LivePerspective {
                 return Ok(None);
             }
         }
-        let mut events = Vec::new();
-        for (author, p) in &now.prefixes {
-            let from = self.prefixes.get(author).map_or(1, |was| was.upto + 1);
-            if from <= p.upto {
-                events_of(load(author, from..=p.upto)?, merge.view_chain(author), &now_excluded, &mut events);
-            }
-        }
-        events.sort_by_key(|e| (e.pos, e.id));
-        let in_order = match (events.first(), self.view.graph.last_position()) {
-            (Some(first), Some(last)) => first.pos >= last,
-            _ => true,
-        };
-        Ok(in_order.then_some(events))
+        extension(&self.view.graph, merge, &self.prefixes, &now.prefixes, &now_excluded, load)
     }
 
     /// The agent.

@@ -262,17 +262,17 @@ impl<'a> Merge<'a> {
     /// evaluated (step 3). Same results as the two calls.
     pub fn compute_with_view(entries: &'a [MergeEntry], proofs: &'a [ForkProof]) -> Result<(Self, MergedView), InputError> {
         let mut m = Self::chains_of(entries, proofs)?;
-        let (graph, outcomes) = m.merged_graph_beside(m.chains.len(), |c| m.evaluate_signer(c));
-        // The graph's hash (most of what is left) beside settling the merge
-        // events and what the view takes from them.
-        let (graph_hash, (view_hash, disputes, chains)) = rayon::join(
-            || graph.view_hash(),
+        let (mut graph, outcomes) = m.merged_graph_beside(m.chains.len(), |c| m.evaluate_signer(c));
+        // The graph's digest (most of what is left) beside settling the
+        // merge events and what the view takes from them.
+        let (graph_digest, (view_hash, disputes, chains)) = rayon::join(
+            || graph.digest(),
             || {
                 m.settle(outcomes);
                 (m.view_hash(), m.open_disputes(), m.chain_summaries())
             },
         );
-        let view = MergedView::new(view_hash, graph_hash, chains, disputes, graph);
+        let view = MergedView::new(view_hash, graph_digest, chains, disputes, graph);
         Ok((m, view))
     }
 

@@ -59,8 +59,9 @@ pub struct ViewNode<'v> {
 pub struct MergedView {
     /// [`Merge::view_hash`].
     pub view_hash: [u8; 32],
-    /// SHA-256 of the merged graph's snapshot.
-    pub graph_hash: [u8; 32],
+    /// The merged graph's digest ([`Graph::digest`]: over 4,096 buckets of
+    /// nodes, so that a live view hashes again only what changed).
+    pub graph_digest: [u8; 32],
     /// Chains, ascending by author.
     pub chains: Vec<ChainSummary>,
     /// Open disputes, by (target, disputer, dispute entry).
@@ -69,8 +70,8 @@ pub struct MergedView {
 }
 
 impl MergedView {
-    pub(crate) fn new(view_hash: [u8; 32], graph_hash: [u8; 32], chains: Vec<ChainSummary>, disputes: Vec<DisputeMark>, graph: Graph) -> Self {
-        MergedView { view_hash, graph_hash, chains, disputes, graph }
+    pub(crate) fn new(view_hash: [u8; 32], graph_digest: [u8; 32], chains: Vec<ChainSummary>, disputes: Vec<DisputeMark>, graph: Graph) -> Self {
+        MergedView { view_hash, graph_digest, chains, disputes, graph }
     }
 
     /// The merged reasoning graph.
@@ -99,20 +100,16 @@ impl MergedView {
         let n = self.graph.node(id)?;
         let lo = self.disputes.partition_point(|d| d.target < *id);
         let hi = lo + self.disputes[lo..].partition_point(|d| d.target == *id);
-        Some(self.view_node(n, &self.disputes[lo..hi]))
+        Some(ViewNode::read(&self.graph, n, &self.disputes[lo..hi]))
     }
+}
 
-    fn view_node<'v>(&'v self, n: &'v Node, disputed_by: &'v [DisputeMark]) -> ViewNode<'v> {
-        ViewNode {
-            id: n.id,
-            author: self.graph.position(n).author,
-            seq: n.seq,
-            kind: n.kind,
-            text: &n.text,
-            status: n.status().name(),
-            edges: &n.edges,
-            disputed_by,
-        }
+impl<'v> ViewNode<'v> {
+    /// Node `n` of the merged graph `graph`, with its open disputes
+    /// `disputed_by`: how a view that is kept live (not a [`MergedView`])
+    /// reads its nodes out.
+    pub fn read(graph: &'v Graph, n: &'v Node, disputed_by: &'v [DisputeMark]) -> Self {
+        ViewNode { id: n.id, author: graph.position(n).author, seq: n.seq, kind: n.kind, text: &n.text, status: n.status().name(), edges: &n.edges, disputed_by }
     }
 }
 
@@ -140,7 +137,7 @@ impl<'v> Iterator for ViewNodes<'v> {
         while self.mark < disputes.len() && disputes[self.mark].target == n.id {
             self.mark += 1;
         }
-        Some(self.view.view_node(n, &disputes[lo..self.mark]))
+        Some(ViewNode::read(&self.view.graph, n, &disputes[lo..self.mark]))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -165,11 +162,11 @@ impl Merge<'_> {
     }
 
     /// The merged view around `graph`, which is [`Merge::merged_graph`].
-    fn view_of_merged_graph(&self, graph: Graph) -> MergedView {
-        // The graph's hash is most of the work; the rest goes beside it.
-        let (graph_hash, (view_hash, disputes, chains)) =
-            rayon::join(|| graph.view_hash(), || (self.view_hash(), self.open_disputes(), self.chain_summaries()));
-        MergedView { view_hash, graph_hash, chains, disputes, graph }
+    fn view_of_merged_graph(&self, mut graph: Graph) -> MergedView {
+        // The graph's digest is most of the work; the rest goes beside it.
+        let (graph_digest, (view_hash, disputes, chains)) =
+            rayon::join(|| graph.digest(), || (self.view_hash(), self.open_disputes(), self.chain_summaries()));
+        MergedView { view_hash, graph_digest, chains, disputes, graph }
     }
 
     pub(crate) fn chain_summaries(&self) -> Vec<ChainSummary> {

@@ -74,7 +74,7 @@ fn shuffled<T: Clone>(v: &[T], seed: u64) -> Vec<T> {
 fn fingerprint(m: &Merge<'_>) -> Vec<u8> {
     let mut out = m.canonical_bytes();
     let view = m.merged_view();
-    out.extend_from_slice(&view.graph_hash);
+    out.extend_from_slice(&view.graph_digest);
     out.extend_from_slice(format!("{:?}", view.nodes().collect::<Vec<_>>()).as_bytes());
     for a in m.agents() {
         out.extend_from_slice(&m.perspective(&a).hash());
@@ -135,7 +135,7 @@ proptest! {
         let (together, view) = Merge::compute_with_view(&s.entries, &[]).unwrap();
         prop_assert!(fingerprint(&together) == print);
         let apart = reference.merged_view();
-        prop_assert_eq!((view.view_hash, view.graph_hash), (apart.view_hash, apart.graph_hash));
+        prop_assert_eq!((view.view_hash, view.graph_digest), (apart.view_hash, apart.graph_digest));
         prop_assert_eq!(view.nodes().collect::<Vec<_>>(), apart.nodes().collect::<Vec<_>>());
         prop_assert_eq!(&view.disputes, &apart.disputes);
         prop_assert_eq!(&view.chains, &apart.chains);
@@ -266,7 +266,7 @@ proptest! {
         prop_assert_eq!(m.view_hash(), reference.view_hash());
         prop_assert_eq!(m.merged_graph().snapshot(), reference.merged_graph().snapshot());
         let (a, b) = (m.merged_view(), reference.merged_view());
-        prop_assert_eq!(a.graph_hash, b.graph_hash);
+        prop_assert_eq!(a.graph_digest, b.graph_digest);
         prop_assert_eq!(&a.disputes.iter().map(|d| (d.target, d.by, d.dispute)).collect::<Vec<_>>(), &b.disputes.iter().map(|d| (d.target, d.by, d.dispute)).collect::<Vec<_>>());
         for agent in reference.agents() {
             prop_assert_eq!(m.perspective(&agent).hash(), reference.perspective(&agent).hash());
@@ -525,6 +525,22 @@ fn assert_perspectives_equal(perspectives: &mut [LivePerspective], live: &LiveMe
     Ok(())
 }
 
+/// The live merged graph, refreshed, equals the recompute's
+/// (`Merge::merged_graph`): snapshot, texts and digest; and the chain
+/// summaries the Automerge document publishes, read off the live state,
+/// equal the recompute's.
+fn assert_merged_graph_equal(graph: &mut LiveMergedGraph, live: &LiveMerge, changed: &[EntryId], held: &[MergeEntry], proofs: &[ForkProof], what: &str) -> Result<(), TestCaseError> {
+    let m = Merge::compute(held, proofs).unwrap();
+    graph.refresh(live, changed, |a, seqs| entries_in(held, a, seqs)).unwrap();
+    let mut want = m.merged_graph();
+    prop_assert_eq!(graph.graph().snapshot(), want.snapshot(), "merged graph {}", what);
+    let texts = |g: &Graph| g.nodes().map(|n| (n.id, n.kind, n.text.to_string(), n.redacted())).collect::<Vec<_>>();
+    prop_assert_eq!(texts(graph.graph()), texts(&want), "merged graph texts {}", what);
+    prop_assert_eq!(graph.digest(), want.digest(), "merged graph digest {}", what);
+    prop_assert_eq!(live.chain_summaries(), m.merged_view().chains, "chain summaries {}", what);
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
@@ -547,6 +563,9 @@ proptest! {
         // Every agent's perspective, kept current alongside.
         let mut perspectives: Vec<LivePerspective> = (0..n).map(|i| LivePerspective::build(&live, s.agent(i), |a, seqs| entries_in(&held, a, seqs)).unwrap()).collect();
         assert_perspectives_equal(&mut perspectives, &live, &[], &held, &proofs, "at start")?;
+        // The merged graph (what the Automerge document publishes), too.
+        let mut merged = LiveMergedGraph::build(&live, |a, seqs| entries_in(&held, a, seqs)).unwrap();
+        assert_merged_graph_equal(&mut merged, &live, &[], &held, &proofs, "at start")?;
         let mut next = start;
         let mut steps = steps;
         // Then everything left arrives.
@@ -597,6 +616,7 @@ proptest! {
             live.apply(update, author_input).unwrap();
             assert_live_equals(&mut live, &held, &proofs, &format!("after step {i} ({st:?})"))?;
             assert_perspectives_equal(&mut perspectives, &live, &changed, &held, &proofs, &format!("after step {i} ({st:?})"))?;
+            assert_merged_graph_equal(&mut merged, &live, &changed, &held, &proofs, &format!("after step {i} ({st:?})"))?;
         }
         // Built from scratch over the final set: the same state.
         let mut fresh = LiveMerge::from_entries(&held, &proofs).unwrap();

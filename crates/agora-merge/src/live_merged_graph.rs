@@ -1,0 +1,118 @@
+//! The merged reasoning graph kept current as entries arrive:
+//! [`LiveMergedGraph`].
+//!
+//! The merged graph is every view chain's reasoning events replayed together
+//! ([`Merge::merged_graph`](crate::Merge::merged_graph)): what the Automerge
+//! document publishes. Recomputing it replays every event (about a second at
+//! 700k events). A node that publishes the document keeps this instead,
+//! refreshed from the [`LiveMerge`] after each update in the same two ways as
+//! a [`LivePerspective`](crate::LivePerspective), whose mechanics it shares
+//! (`live_perspective.rs`): it is the perspective of an agent that includes
+//! every view chain whole and excludes nothing.
+//!
+//! - **In place**: every chain's view still starts with what the graph
+//!   applied of it, no payload inside that changed, and the new events all
+//!   sort after the last one applied. Appends to chains, in log order, are of
+//!   this kind. Only the new events are asked of the caller.
+//! - **Rebuilt** otherwise (a fork that freezes a chain below what was
+//!   applied, a resolution that switches branch, a redaction, an event that
+//!   arrives after a later one was applied): every view chain is asked of
+//!   the caller and replayed.
+//!
+//! After every refresh it equals `Merge::merged_graph` over the same set
+//! (snapshot, texts and digest): the property test `live_equals_recompute`
+//! checks it after each delivery.
+
+use crate::input::MergeEntry;
+use crate::live::LiveMerge;
+use crate::live_perspective::{extension, payload_changed_inside, prefixes_kept, replay_prefixes, Prefix, PerspectiveRefresh};
+use agora_core::{AgentId, EntryId};
+use agora_graph::Graph;
+use std::collections::{BTreeMap, HashSet};
+use std::ops::RangeInclusive;
+
+/// The merged reasoning graph, kept current. See the module docs.
+#[derive(Debug)]
+pub struct LiveMergedGraph {
+    graph: Graph,
+    /// What the graph holds of each chain: its whole view chain as of the
+    /// last refresh.
+    prefixes: BTreeMap<AgentId, Prefix>,
+}
+
+/// Every chain's whole view.
+fn whole_views(merge: &LiveMerge) -> BTreeMap<AgentId, Prefix> {
+    let mut prefixes = BTreeMap::new();
+    for author in merge.agents() {
+        let view = merge.view_chain(&author);
+        if let Some(&head) = view.last() {
+            prefixes.insert(author, Prefix { upto: view.len() as u64, head });
+        }
+    }
+    prefixes
+}
+
+impl LiveMergedGraph {
+    /// The merged graph of `merge`, built by replay. `load(author, seqs)`
+    /// must return every entry held of `author` with a seq in `seqs` (any
+    /// branch, any order), with what is known of its payload.
+    pub fn build<E>(merge: &LiveMerge, mut load: impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>) -> Result<Self, E> {
+        let prefixes = whole_views(merge);
+        let graph = replay_prefixes(merge, &prefixes, &HashSet::new(), &mut load)?;
+        Ok(Self { graph, prefixes })
+    }
+
+    /// Bring the graph up to date with `merge`, in place when it can be,
+    /// by replay otherwise (see the module docs). `payloads_changed`: every
+    /// entry whose payload was filled in or redacted since the last refresh.
+    pub fn refresh<E>(
+        &mut self,
+        merge: &LiveMerge,
+        payloads_changed: &[EntryId],
+        mut load: impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>,
+    ) -> Result<PerspectiveRefresh, E> {
+        if let Some(done) = self.refresh_in_place(merge, payloads_changed, &mut load)? {
+            return Ok(done);
+        }
+        *self = Self::build(merge, load)?;
+        Ok(PerspectiveRefresh { applied: 0, rebuilt: true })
+    }
+
+    /// [`LiveMergedGraph::refresh`] when it can be done in place; `None`,
+    /// changing nothing, when the graph would have to be replayed (a node
+    /// drops it then, rather than replay on its view thread, and builds it
+    /// again when it is next asked for).
+    pub fn refresh_in_place<E>(
+        &mut self,
+        merge: &LiveMerge,
+        payloads_changed: &[EntryId],
+        mut load: impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>,
+    ) -> Result<Option<PerspectiveRefresh>, E> {
+        if payload_changed_inside(merge, &self.prefixes, payloads_changed) {
+            return Ok(None);
+        }
+        let now = whole_views(merge);
+        if !prefixes_kept(merge, &self.prefixes, &now) {
+            return Ok(None);
+        }
+        let Some(events) = extension(&self.graph, merge, &self.prefixes, &now, &HashSet::new(), &mut load)? else { return Ok(None) };
+        let applied = events.len();
+        for e in events {
+            let ok = self.graph.apply(e);
+            debug_assert!(ok, "checked to sort after the last event applied");
+        }
+        self.prefixes = now;
+        Ok(Some(PerspectiveRefresh { applied, rebuilt: false }))
+    }
+
+    /// The merged graph.
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    /// The graph's digest ([`Graph::digest`]): hashes again only the buckets
+    /// changed since it was last asked.
+    pub fn digest(&mut self) -> [u8; 32] {
+        self.graph.digest()
+    }
+}
