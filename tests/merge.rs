@@ -114,12 +114,31 @@ fn the_pricing_debate_between_three_agents_with_a_dispute_and_a_synthesis() {
     // the whole document while one change is more than a third of its history,
     // and only the changes after that: the last pulls are small.
     let mut last = pulled.clone();
+    let mut questions = Vec::new();
     for i in 0..5 {
-        json(&a.home, &["ask", &format!("Open question {i}: do we grandfather existing customers?")]);
+        questions.push(id_of(&json(&a.home, &["ask", &format!("Open question {i}: do we grandfather existing customers?")])));
         last = json(&a.home, &["automerge", "pull", "--doc", doc.to_str().unwrap()]);
         assert_eq!(last["view_hash"], json(&a.home, &["view-hash"])["view_hash"], "{last}");
     }
     assert!(last["bytes_received"].as_u64().unwrap() * 2 < first_bytes, "only the change travels: {last} after {pulled}");
+    // The node publishes off its live view, writing only what changed; a
+    // redaction changes a node's text and not the graph's digest, so the
+    // publisher writes everything again after the graph is replayed: the
+    // text is gone from the document too.
+    let node_text = |path: &std::path::Path, id: &str| {
+        let tree = agora_automerge::read_tree(&automerge::AutoCommit::load(&std::fs::read(path).unwrap()).unwrap()).unwrap();
+        let Some(agora_automerge::Tree::Map(nodes)) = tree.get("nodes") else { panic!("no nodes map") };
+        let Some(agora_automerge::Tree::Map(node)) = nodes.get(id) else { panic!("no node {id}") };
+        match node.get("text") {
+            Some(agora_automerge::Tree::Str(t)) => t.clone(),
+            other => panic!("text of {id}: {other:?}"),
+        }
+    };
+    assert!(node_text(&doc, &questions[2]).contains("Open question 2"));
+    json(&a.home, &["redact", &questions[2]]);
+    json(&a.home, &["automerge", "pull", "--doc", doc.to_str().unwrap()]);
+    assert_eq!(node_text(&doc, &questions[2]), "", "the redacted text left the document");
+    assert!(node_text(&doc, &questions[3]).contains("Open question 3"));
     // The document is read only: a client's own change, sent in its sync
     // messages, is dropped, and another client never sees it.
     {

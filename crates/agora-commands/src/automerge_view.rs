@@ -3,8 +3,13 @@
 //!
 //! The node holds one document ([`PublishedView`]). Before answering a sync
 //! message it republishes the merged view into the document if the store
-//! changed since the last time (`agora_automerge::publish` changes only what
-//! differs, so clients receive small diffs). Clients talk to
+//! changed since the last time. It reads the view off the node's live
+//! merged view ([`MergeCache`]): the merge state, and the merged reasoning
+//! graph kept current beside it ([`agora_merge::LiveMergedGraph`]). An
+//! [`agora_automerge::Publisher`] finds what changed since it last wrote
+//! (chains, disputes, the nodes of the graph's digest buckets that changed)
+//! and only that is written, so a republish after one new entry costs what
+//! the entry changed, and clients receive small diffs. Clients talk to
 //! `POST /v1/automerge/sync` of the control channel: the body is one line
 //! with the client's id, then the client's sync message (possibly empty); the
 //! answer is the node's next sync message (empty when it has nothing to send).
@@ -13,7 +18,8 @@
 //! The document is a view derived from the signed log and holds no authority:
 //! Automerge changes are unsigned (see `protocol-spec/merge.md`).
 
-use agora_merge::Merge;
+use crate::merge_cache::MergeCache;
+use agora_automerge::{LiveViewParts, Publisher};
 use agora_store::Store;
 use anyhow::{Context, Result};
 use automerge::sync::{Message, State, SyncDoc};
@@ -31,26 +37,62 @@ pub struct PublishedView {
     doc: AutoCommit,
     /// The store generation the document was last published at.
     published_generation: Option<u64>,
+    /// What was written, to tell what to write next.
+    publisher: Publisher,
+    /// The build of the merged graph last published from
+    /// ([`crate::merge_cache::LiveView::merged_graph`]).
+    graph_build: Option<u64>,
     states: HashMap<String, State>,
     order: VecDeque<String>,
 }
 
 impl Default for PublishedView {
     fn default() -> Self {
-        Self { doc: AutoCommit::new(), published_generation: None, states: HashMap::new(), order: VecDeque::new() }
+        Self {
+            doc: AutoCommit::new(),
+            published_generation: None,
+            publisher: Publisher::new(),
+            graph_build: None,
+            states: HashMap::new(),
+            order: VecDeque::new(),
+        }
     }
 }
 
 impl PublishedView {
-    /// Republish if the store changed since (`generation` counts commits).
-    pub fn refresh(&mut self, store: &Store, founder: agora_core::AgentId, generation: u64) -> Result<()> {
+    /// Republish if the store changed since (`generation` counts commits),
+    /// from the live view of `merge`. What changed is found while the live
+    /// view is held; the document is written after it is let go.
+    pub fn refresh(&mut self, merge: &MergeCache, store: &Store, generation: u64) -> Result<()> {
         if self.published_generation == Some(generation) {
             return Ok(());
         }
-        let (entries, proofs) = agora_view::load_merge_input(store, founder)?;
-        let (_, view) = Merge::compute_with_view(&entries, &proofs)?;
-        let stats = agora_automerge::publish(&mut self.doc, &view).map_err(|e| anyhow::anyhow!("publishing the merged view: {e:?}"))?;
-        tracing::debug!(puts = stats.puts, deletes = stats.deletes, generation, "merged view republished");
+        let changes = {
+            let mut live = merge.current(store)?;
+            let m = live.merge();
+            let (view_hash, chains, disputes) = (m.view_hash(), m.chain_summaries(), m.open_disputes());
+            let (graph, build) = live.merged_graph(store)?;
+            let graph_digest = graph.digest();
+            let rebuilt = self.graph_build != Some(build);
+            self.graph_build = Some(build);
+            self.publisher.changes(LiveViewParts { view_hash, graph: graph.graph(), graph_digest, chains, disputes, rebuilt })
+        };
+        let stats = match agora_automerge::apply(&mut self.doc, &changes) {
+            Ok(stats) => stats,
+            Err(e) => {
+                self.publisher.forget();
+                return Err(anyhow::anyhow!("publishing the merged view: {e:?}"));
+            }
+        };
+        tracing::debug!(
+            puts = stats.puts,
+            deletes = stats.deletes,
+            chains = changes.chains.len(),
+            nodes = changes.nodes.len(),
+            disputes = changes.disputes.len(),
+            generation,
+            "merged view republished"
+        );
         self.published_generation = Some(generation);
         Ok(())
     }

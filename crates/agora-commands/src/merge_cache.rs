@@ -21,11 +21,12 @@
 
 use agora_core::{AgentId, EntryId};
 use crate::fork_referrers::{references, ForkReferrers};
-use agora_merge::{DisagreementMap, LiveMerge, LivePerspective, LiveUpdate, MergeEntry};
+use agora_merge::{DisagreementMap, LiveMergedGraph, LiveMerge, LivePerspective, LiveUpdate, MergeEntry};
 use agora_roster::Roster;
 use agora_core::SignedEntry;
 use agora_store::{CommitNotice, Store, StoreError};
 use prometheus_client::metrics::histogram::Histogram;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -74,7 +75,14 @@ struct LiveState {
     perspectives: Vec<LivePerspective>,
     /// References into forked chains, for the disagreement map.
     referrers: ForkReferrers,
+    /// The merged reasoning graph, once asked for (the Automerge document
+    /// publishes it), with the number of its build
+    /// ([`LiveView::merged_graph`]).
+    merged: Option<(LiveMergedGraph, u64)>,
 }
+
+/// Builds of a merged graph in this process, to number them.
+static MERGED_GRAPH_BUILDS: AtomicU64 = AtomicU64::new(0);
 
 impl LiveState {
     /// Bring every perspective kept up to date with the merged state, after
@@ -92,6 +100,12 @@ impl LiveState {
             }
         }
         self.perspectives = kept;
+        if let Some((graph, _)) = &mut self.merged
+            && graph.refresh_in_place(merge, payloads_changed, |author, seqs| agora_view::load_chain_range(store, roster, author, seqs))?.is_none()
+        {
+            tracing::debug!("merged graph dropped: it is replayed when next published");
+            self.merged = None;
+        }
         Ok(())
     }
 }
@@ -141,6 +155,26 @@ impl LiveView<'_> {
             |ids| Ok(referrers.referrers(ids)),
         )?;
         Ok((map, forked))
+    }
+
+    /// The merged reasoning graph (every view chain's reasoning events),
+    /// current: kept from an earlier ask (then refreshed in place with every
+    /// update, or dropped on the view thread when only a replay would bring
+    /// it up to date), or built now by replay and kept from then on. With
+    /// the number of its build, new each time it was replayed: a publisher
+    /// that sees a new number writes every node again (a replay may follow
+    /// a redaction, which changes text and not the graph's digest).
+    pub fn merged_graph(&mut self, store: &Store) -> Result<(&mut LiveMergedGraph, u64), StoreError> {
+        let state = self.state();
+        if state.merged.is_none() {
+            let (merge, roster) = (&state.merge, &state.roster);
+            let graph = LiveMergedGraph::build(merge, |author, seqs| agora_view::load_chain_range(store, roster, author, seqs))?;
+            state.merged = Some((graph, MERGED_GRAPH_BUILDS.fetch_add(1, Ordering::Relaxed)));
+        }
+        match &mut state.merged {
+            Some((graph, build)) => Ok((graph, *build)),
+            None => unreachable!("the merged graph was just built"),
+        }
     }
 
     /// `agent`'s perspective, current: kept from an earlier ask (then
@@ -222,7 +256,7 @@ impl MergeCache {
                 let roster = agora_view::derive_roster(store, self.founder)?;
                 let (entries, proofs) = agora_view::load_merge_input(store, self.founder)?;
                 let merge = LiveMerge::from_entries(&entries, &proofs).map_err(|e| StoreError::Corrupt { location: "merge input".into(), problem: e.to_string() })?;
-                *live = Some(LiveState { merge, roster, perspectives: Vec::new(), referrers: ForkReferrers::default() });
+                *live = Some(LiveState { merge, roster, perspectives: Vec::new(), referrers: ForkReferrers::default(), merged: None });
                 self.rebuild_seconds.observe(started.elapsed().as_secs_f64());
                 tracing::info!(entries = entries.len(), seconds = started.elapsed().as_secs_f64(), "merged view built from the store");
                 // What was queued meanwhile is in the store already; applying

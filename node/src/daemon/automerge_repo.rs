@@ -158,7 +158,7 @@ impl AutomergeRepo {
                 // round that republished meanwhile is not redone for an
                 // older one.
                 let generation = state.generation.load(Ordering::Acquire);
-                published.refresh(&state.store, state.founder, generation)?;
+                published.refresh(&state.merge, &state.store, generation)?;
                 (generation, published.changes_since(&since), published.heads())
             };
             if !changes.is_empty() {

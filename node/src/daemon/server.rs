@@ -298,7 +298,7 @@ async fn automerge_sync(State(state): State<Arc<ControlState>>, body: Bytes) -> 
     let result = tokio::task::spawn_blocking(move || {
         let generation = state.generation.load(std::sync::atomic::Ordering::Acquire);
         let mut published = state.published.lock().unwrap_or_else(|p| p.into_inner());
-        published.refresh(&state.store, state.founder, generation)?;
+        published.refresh(&state.merge, &state.store, generation)?;
         published.sync(&client, &message)
     })
     .await;
