@@ -32,6 +32,7 @@ pub(crate) fn allocated_bytes() -> u64 {
     stats::allocated::read().map_or(0, |b| b as u64)
 }
 
+mod automerge_bench;
 mod graph_bench;
 mod mcp_bench;
 mod node_bench;
@@ -52,6 +53,9 @@ enum Bench {
     Merge(merge_bench::MergeArgs),
     /// The live merged view: built once, then kept current entry by entry.
     Live(live_bench::LiveArgs),
+    /// The merged view published as an Automerge document from the live
+    /// view, republished after each arrival, against republishing by recompute.
+    Automerge(automerge_bench::AutomergeArgs),
     /// The swarm simulator: wall time, entries per second and peak memory of
     /// a scenario (by default a thousand agents), optionally at several sizes.
     Sim(sim_bench::SimArgs),
@@ -108,6 +112,7 @@ fn main() -> Result<()> {
         Bench::Node(args) => node_bench::run(args),
         Bench::Merge(args) => merge_bench::run(args),
         Bench::Live(args) => live_bench::run(args),
+        Bench::Automerge(args) => automerge_bench::run(args),
         Bench::Sim(args) => sim_bench::run(args),
     }
 }
