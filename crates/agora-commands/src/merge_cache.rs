@@ -250,7 +250,11 @@ impl MergeCache {
     fn catch_up(&self, store: &Store, live: &mut Option<LiveState>) -> Result<(), StoreError> {
         loop {
             let batch = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
-            let Some(since) = batch.since.or(live.is_none().then(Instant::now)) else { return Ok(()) };
+            // A rebuild asked for without a write (`invalidate`, or a
+            // founder's payload changed, below) is work too: it was lost
+            // here once, and a redaction of the founder's reasoning stayed
+            // in the perspectives and the published document.
+            let Some(since) = batch.since.or((live.is_none() || batch.rebuild).then(Instant::now)) else { return Ok(()) };
             if batch.rebuild || live.is_none() {
                 let started = Instant::now();
                 let roster = agora_view::derive_roster(store, self.founder)?;
@@ -291,7 +295,9 @@ impl MergeCache {
             update.changed.extend(batch.forks);
             if update.changed.contains(&self.founder) {
                 // A founder's payload changed: it may be a roster event.
-                self.pending.lock().unwrap_or_else(|e| e.into_inner()).rebuild = true;
+                let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+                p.rebuild = true;
+                p.since = Some(p.since.map_or(since, |s| s.min(since)));
                 continue;
             }
             let roster: &Roster = roster;
