@@ -222,23 +222,45 @@ fn sync_entry(doc: &mut AutoCommit, obj: &ObjId, k: &str, v: &Tree, stats: &mut 
 pub enum Section {
     /// The whole map: keys not in it are deleted.
     Whole(BTreeMap<String, Tree>),
-    /// These keys only: each set to its tree, or deleted (`None`); the
-    /// others are left as they are.
-    Keys(Vec<(String, Option<Tree>)>),
+    /// Part of the map; the rest is left as it is.
+    Part {
+        /// Key ranges each made equal to its entries (keys in the range but
+        /// not among them are deleted).
+        ranges: Vec<KeyRange>,
+        /// Keys each set to its tree, or deleted (`None`).
+        keys: Vec<(String, Option<Tree>)>,
+    },
+}
+
+/// The keys of a map from `start` (inclusive) to `end` (exclusive), and
+/// what they must hold.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyRange {
+    /// First key of the range.
+    pub start: String,
+    /// First key past it.
+    pub end: String,
+    /// Every key the range holds, with its tree.
+    pub entries: BTreeMap<String, Tree>,
 }
 
 impl Section {
-    /// Keys it writes or deletes.
+    /// Keys it writes or deletes (a range counts its entries).
     pub fn len(&self) -> usize {
         match self {
             Section::Whole(m) => m.len(),
-            Section::Keys(k) => k.len(),
+            Section::Part { ranges, keys } => ranges.iter().map(|r| r.entries.len()).sum::<usize>() + keys.len(),
         }
     }
 
-    /// True when it writes nothing (a `Keys` with no key).
+    /// True when it writes nothing.
     pub fn is_empty(&self) -> bool {
-        matches!(self, Section::Keys(k) if k.is_empty())
+        matches!(self, Section::Part { ranges, keys } if ranges.is_empty() && keys.is_empty())
+    }
+
+    /// A part that sets or deletes `keys` only.
+    fn keys(keys: Vec<(String, Option<Tree>)>) -> Self {
+        Section::Part { ranges: Vec::new(), keys }
     }
 }
 
@@ -271,10 +293,11 @@ pub struct LiveViewParts<'v> {
     pub chains: Vec<ChainSummary>,
     /// Open disputes, ascending by (target, disputer, dispute).
     pub disputes: Vec<DisputeMark>,
-    /// The graph was built again (replayed) since the last publish: a
-    /// replay follows a redaction, which changes a node's text and not its
-    /// digest, so every node is written.
-    pub rebuilt: bool,
+    /// Every entry whose payload was filled in or redacted since the last
+    /// publish, or `None` if that is not known (every node is then compared
+    /// with the document). Text is not in the graph's digest: a redaction
+    /// that keeps the event's meaning changes a node's text alone.
+    pub payloads_changed: Option<&'v [EntryId]>,
 }
 
 /// What a publisher wrote last.
@@ -285,13 +308,24 @@ struct Written {
     buckets: Vec<[u8; 32]>,
 }
 
+/// The keys of digest bucket `b` in the document's `nodes` map: ids (lowercase
+/// hex) whose first 12 bits are `b`, i.e. whose first three hex digits
+/// spell it.
+fn bucket_keys(b: usize) -> (String, String) {
+    let start = format!("{b:03x}");
+    let end = format!("{start}g");
+    (start, end)
+}
+
 /// Publishes a live merged view into one document, writing after each
 /// change only what changed (see the crate docs). It remembers what it
 /// wrote: the chain summaries and open disputes (compared with the next
 /// ones in memory, a few MB at most), and the merged graph's bucket
-/// digests (128 KiB), so that the nodes it writes again are those of the
-/// buckets whose digest changed, and the targets of disputes opened or
-/// withdrawn.
+/// digests (128 KiB). The nodes it writes again are those of the buckets
+/// whose digest changed (a bucket's key range in the document is made equal
+/// to its nodes, so nodes that left the graph, when a fork froze a chain,
+/// are deleted), the targets of disputes opened or withdrawn, and the nodes
+/// whose payload changed.
 #[derive(Debug, Default)]
 pub struct Publisher {
     written: Option<Written>,
@@ -305,12 +339,13 @@ impl Publisher {
 
     /// What to write to bring the document this publisher wrote last up to
     /// `view`; whole sections the first time, after [`Publisher::forget`],
-    /// and when `view.rebuilt`. It then takes `view` as written: hand the
-    /// changes to [`apply`], and call `forget` if that fails.
+    /// and when `view.payloads_changed` is not known. It then takes `view`
+    /// as written: hand the changes to [`apply`], and call `forget` if that
+    /// fails.
     pub fn changes(&mut self, view: LiveViewParts<'_>) -> ViewChanges {
         let scalars = root_scalars(&view.view_hash, &view.graph_digest);
         let buckets = view.graph.bucket_digests().map(<[_]>::to_vec);
-        let whole = view.rebuilt || buckets.is_none();
+        let whole = view.payloads_changed.is_none() || buckets.is_none();
         let now = Written {
             chains: view.chains.into_iter().map(|c| (c.author, c)).collect(),
             disputes: view.disputes.iter().map(|d| (d.dispute, d.clone())).collect(),
@@ -332,23 +367,30 @@ impl Publisher {
             Some(was) => {
                 let chains = changed_keys(&was.chains, &now.chains, chain_tree);
                 let disputes = changed_keys(&was.disputes, &now.disputes, dispute_tree);
-                // Nodes whose bucket digest changed (their status, edges,
-                // touches: a new node is in its bucket's digest too), and the
-                // targets of disputes opened, withdrawn or changed.
-                let mut nodes: BTreeMap<String, Tree> = BTreeMap::new();
+                // The buckets whose digest changed: their nodes' status,
+                // edges or touches changed, or nodes came or went.
+                let mut ranges = Vec::new();
+                let mut changed = vec![false; now.buckets.len()];
                 for (b, (old, new)) in was.buckets.iter().zip(&now.buckets).enumerate() {
                     if old != new {
-                        nodes.extend(view.graph.bucket_nodes(b).map(node));
+                        changed[b] = true;
+                        let (start, end) = bucket_keys(b);
+                        ranges.push(KeyRange { start, end, entries: view.graph.bucket_nodes(b).map(node).collect() });
                     }
                 }
+                // Outside those: the targets of disputes opened, withdrawn
+                // or changed, and the nodes whose payload changed (text).
                 let touched = was.disputes.iter().filter(|(k, d)| now.disputes.get(*k) != Some(*d)).map(|(_, d)| d.target);
                 let touched = touched.chain(now.disputes.iter().filter(|(k, _)| !was.disputes.contains_key(*k)).map(|(_, d)| d.target));
-                for target in touched {
-                    if let Some(n) = view.graph.node(&target) {
-                        nodes.extend([node(n)]);
+                let touched = touched.chain(view.payloads_changed.unwrap_or_default().iter().copied());
+                let mut keys: BTreeMap<String, Tree> = BTreeMap::new();
+                for id in touched.filter(|id| !changed[Graph::bucket_of(id)]) {
+                    if let Some(n) = view.graph.node(&id) {
+                        keys.extend([node(n)]);
                     }
                 }
-                ViewChanges { scalars, chains, nodes: Section::Keys(nodes.into_iter().map(|(k, t)| (k, Some(t))).collect()), disputes }
+                let nodes = Section::Part { ranges, keys: keys.into_iter().map(|(k, t)| (k, Some(t))).collect() };
+                ViewChanges { scalars, chains, nodes, disputes }
             }
         };
         self.written = Some(now);
@@ -366,7 +408,7 @@ impl Publisher {
 fn changed_keys<K: Ord + std::fmt::Display, V: PartialEq>(was: &BTreeMap<K, V>, now: &BTreeMap<K, V>, tree: impl Fn(&V) -> Tree) -> Section {
     let mut keys: Vec<(String, Option<Tree>)> = was.keys().filter(|k| !now.contains_key(*k)).map(|k| (k.to_string(), None)).collect();
     keys.extend(now.iter().filter(|(k, v)| was.get(*k) != Some(*v)).map(|(k, v)| (k.to_string(), Some(tree(v)))));
-    Section::Keys(keys)
+    Section::keys(keys)
 }
 
 /// Write `changes` into `doc` (each value only where it differs), then
@@ -385,8 +427,23 @@ pub fn apply(doc: &mut AutoCommit, changes: &ViewChanges) -> Result<PublishStats
             }
         };
         match section {
+            // Into an empty map (a new document), nothing to compare with:
+            // written without reading (each read of a large map costs a
+            // seek, a node's ten of them most of a first publish).
+            Section::Whole(want) if doc.length(&obj) == 0 => write_fresh(doc, &obj, want, &mut stats)?,
             Section::Whole(want) => sync_map(doc, &obj, want, &mut stats)?,
-            Section::Keys(keys) => {
+            Section::Part { ranges, keys } => {
+                for r in ranges {
+                    let gone: Vec<String> =
+                        doc.map_range(&obj, r.start.clone()..r.end.clone()).map(|item| item.key.into_owned()).filter(|k| !r.entries.contains_key(k)).collect();
+                    for k in gone {
+                        doc.delete(&obj, k.as_str())?;
+                        stats.deletes += 1;
+                    }
+                    for (k, v) in &r.entries {
+                        sync_entry(doc, &obj, k, v, &mut stats)?;
+                    }
+                }
                 for (k, v) in keys {
                     match v {
                         Some(v) => sync_entry(doc, &obj, k, v, &mut stats)?,
@@ -405,6 +462,26 @@ pub fn apply(doc: &mut AutoCommit, changes: &ViewChanges) -> Result<PublishStats
         doc.commit();
     }
     Ok(stats)
+}
+
+/// Write `want` into the empty map `obj`, reading nothing.
+fn write_fresh(doc: &mut AutoCommit, obj: &ObjId, want: &BTreeMap<String, Tree>, stats: &mut PublishStats) -> Result<(), AutomergeError> {
+    for (k, v) in want {
+        match v {
+            Tree::Map(m) => {
+                let child = doc.put_object(obj, k.as_str(), ObjType::Map)?;
+                stats.puts += 1;
+                write_fresh(doc, &child, m, stats)?;
+            }
+            scalar => {
+                if let Some(value) = scalar.scalar() {
+                    doc.put(obj, k.as_str(), value)?;
+                    stats.puts += 1;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Read a document's content back as a tree (maps, strings, unsigned

@@ -34,6 +34,17 @@ impl Log {
         self.last[i] = Some(e.clone());
         e.id()
     }
+    /// A second entry after agent `i`'s entry `after` (seq 1 if `None`),
+    /// its chain going on from the first branch.
+    fn fork(&mut self, i: usize, after: Option<usize>, payload: Vec<u8>) -> EntryId {
+        self.clock += 1;
+        let chain = self.chain(i);
+        let prev = after.map(|k| (chain[k].signed().header().clone(), chain[k].id()));
+        let key = &self.keys[i];
+        let e = SignedEntry::sign(next_header_after(key.agent_id(), prev.as_ref().map(|(h, id)| (h, *id)), self.clock, &payload).unwrap(), key);
+        self.entries.push(MergeEntry::new(e.clone(), Some(&payload)).unwrap());
+        e.id()
+    }
     /// The entries of agent `i` so far, seq 1 first.
     fn chain(&self, i: usize) -> Vec<&MergeEntry> {
         let author = self.keys[i].agent_id();
@@ -51,6 +62,10 @@ enum Move {
     Accept,
     Dispute,
     Withdraw,
+    /// The agent signs a second continuation of an earlier entry of its
+    /// chain: its chain is frozen at the fork, and the nodes past it leave
+    /// the merged graph.
+    Fork,
 }
 
 fn moves() -> impl Strategy<Value = (usize, Move, usize)> {
@@ -62,6 +77,7 @@ fn moves() -> impl Strategy<Value = (usize, Move, usize)> {
         3 => Just(Move::Accept),
         2 => Just(Move::Dispute),
         1 => Just(Move::Withdraw),
+        1 => Just(Move::Fork),
     ];
     (0usize..3, m, any::<usize>())
 }
@@ -97,6 +113,16 @@ fn history(moves: &[(usize, Move, usize)]) -> Log {
             }
             _ => Event::Proposition { text: format!("proposition {k}") }.encode(),
         };
+        if matches!(mv, Move::Fork) && !log.chain(i).is_empty() {
+            // Only one fork a chain: further ones change nothing the test needs.
+            let len = log.chain(i).len();
+            let already = log.chain(i).iter().map(|e| e.seq()).collect::<std::collections::HashSet<_>>().len() < len;
+            if !already {
+                let after = (pick % len).checked_sub(1);
+                log.fork(i, after, Event::Proposition { text: format!("the other branch {k}") }.encode());
+                continue;
+            }
+        }
         let is_dispute = matches!(mv, Move::Dispute) && MergeEvent::is_merge_payload(&payload);
         let is_reasoning = Event::is_event_payload(&payload);
         let id = log.push(i, payload);
@@ -166,8 +192,9 @@ impl Node {
             graph_digest,
             chains: self.live.chain_summaries(),
             disputes: self.live.open_disputes(),
-            rebuilt: refresh.rebuilt,
+            payloads_changed: Some(payloads_changed),
         });
+        let _ = refresh;
         apply(&mut self.doc, &changes).unwrap();
         changes
     }
@@ -235,6 +262,7 @@ fn one_new_entry_writes_only_what_it_changed() {
     node.held = log.entries.clone();
     let first = node.step(LiveUpdate { entries: log.entries.clone(), ..LiveUpdate::default() }, &[]);
     assert!(matches!(first.nodes, Section::Whole(ref m) if m.len() == 300), "the first publish is whole");
+    assert_eq!(first.nodes.len(), 300);
     assert_eq!(read_tree(&node.doc).unwrap(), node.expected());
     // Whole once more, into a fresh document, by the plain publisher: the same.
     let mut plain = AutoCommit::new();
@@ -246,12 +274,12 @@ fn one_new_entry_writes_only_what_it_changed() {
     node.held.push(e.clone());
     let changes = node.step(LiveUpdate { entries: vec![e], ..LiveUpdate::default() }, &[]);
     assert_eq!(read_tree(&node.doc).unwrap(), node.expected());
-    let Section::Keys(nodes) = &changes.nodes else { panic!("in place, not whole: {:?}", changes.nodes) };
-    let written: Vec<&String> = nodes.iter().map(|(k, _)| k).collect();
+    let Section::Part { ranges, .. } = &changes.nodes else { panic!("in place, not whole: {:?}", changes.nodes) };
+    let written: Vec<&String> = ranges.iter().flat_map(|r| r.entries.keys()).collect();
     assert!(written.contains(&&support.to_string()) && written.contains(&&ids[0].to_string()), "{written:?}");
     // 301 nodes over 4,096 buckets: the two buckets hold little else.
-    assert!(nodes.len() <= 4, "wrote {} nodes", nodes.len());
-    assert!(matches!(&changes.chains, Section::Keys(k) if k.len() == 1), "one chain extended: {:?}", changes.chains);
+    assert!(changes.nodes.len() <= 4, "wrote {} nodes", changes.nodes.len());
+    assert!(matches!(&changes.chains, Section::Part { keys, .. } if keys.len() == 1), "one chain extended: {:?}", changes.chains);
     assert!(changes.disputes.is_empty());
 
     // A dispute: its target's node (disputed_by) and the dispute.
@@ -260,7 +288,19 @@ fn one_new_entry_writes_only_what_it_changed() {
     node.held.push(e.clone());
     let changes = node.step(LiveUpdate { entries: vec![e], ..LiveUpdate::default() }, &[]);
     assert_eq!(read_tree(&node.doc).unwrap(), node.expected());
-    assert!(matches!(&changes.disputes, Section::Keys(k) if k.len() == 1 && k[0].0 == dispute.to_string()));
-    let Section::Keys(nodes) = &changes.nodes else { panic!("in place") };
-    assert_eq!(nodes.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(), vec![ids[1].to_string()], "only the disputed node");
+    assert!(matches!(&changes.disputes, Section::Part { keys, .. } if keys.len() == 1 && keys[0].0 == dispute.to_string()));
+    let Section::Part { ranges, keys } = &changes.nodes else { panic!("in place") };
+    assert!(ranges.is_empty(), "no bucket digest changed: a merge event is not in the graph");
+    assert_eq!(keys.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(), vec![ids[1].to_string()], "only the disputed node");
+
+    // A redaction that keeps the event's meaning: the node's text alone
+    // changes (not its bucket's digest), and is written.
+    let k = node.held.iter().position(|e| e.id() == ids[5]).unwrap();
+    let e = MergeEntry::with_content(node.held[k].signed().clone(), Payload::Redacted(Some(residue(node.held[k].payload().unwrap())))).unwrap();
+    node.held[k] = e.clone();
+    let changes = node.step(LiveUpdate { changed: vec![e.author()], ..LiveUpdate::default() }, &[ids[5]]);
+    assert_eq!(read_tree(&node.doc).unwrap(), node.expected());
+    let Section::Part { ranges, keys } = &changes.nodes else { panic!("in place") };
+    assert!(ranges.is_empty());
+    assert_eq!(keys.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(), vec![ids[5].to_string()], "only the redacted node");
 }

@@ -39,9 +39,6 @@ pub struct PublishedView {
     published_generation: Option<u64>,
     /// What was written, to tell what to write next.
     publisher: Publisher,
-    /// The build of the merged graph last published from
-    /// ([`crate::merge_cache::LiveView::merged_graph`]).
-    graph_build: Option<u64>,
     states: HashMap<String, State>,
     order: VecDeque<String>,
 }
@@ -52,7 +49,6 @@ impl Default for PublishedView {
             doc: AutoCommit::new(),
             published_generation: None,
             publisher: Publisher::new(),
-            graph_build: None,
             states: HashMap::new(),
             order: VecDeque::new(),
         }
@@ -67,15 +63,18 @@ impl PublishedView {
         if self.published_generation == Some(generation) {
             return Ok(());
         }
+        // Taken before the view catches up, so that every one of them is in
+        // the view read below (one committed meanwhile is in both this
+        // publish and the next).
+        let payloads_changed = merge.take_payloads_changed();
         let changes = {
             let mut live = merge.current(store)?;
             let m = live.merge();
             let (view_hash, chains, disputes) = (m.view_hash(), m.chain_summaries(), m.open_disputes());
-            let (graph, build) = live.merged_graph(store)?;
+            let graph = live.merged_graph(store)?;
             let graph_digest = graph.digest();
-            let rebuilt = self.graph_build != Some(build);
-            self.graph_build = Some(build);
-            self.publisher.changes(LiveViewParts { view_hash, graph: graph.graph(), graph_digest, chains, disputes, rebuilt })
+            let parts = LiveViewParts { view_hash, graph: graph.graph(), graph_digest, chains, disputes, payloads_changed: payloads_changed.as_deref() };
+            self.publisher.changes(parts)
         };
         let stats = match agora_automerge::apply(&mut self.doc, &changes) {
             Ok(stats) => stats,

@@ -26,12 +26,15 @@ use agora_roster::Roster;
 use agora_core::SignedEntry;
 use agora_store::{CommitNotice, Store, StoreError};
 use prometheus_client::metrics::histogram::Histogram;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Most committed entries queued before the view is dropped and rebuilt.
 pub const PENDING_ENTRIES_MAX: usize = 200_000;
+/// Most entries whose payload changed that are kept for the published
+/// document ([`MergeCache::take_payloads_changed`]); past it the next
+/// publish compares every node with the document instead.
+pub const PAYLOADS_UNPUBLISHED_MAX: usize = 100_000;
 /// Most perspectives kept current (those asked for most recently): each holds
 /// a reasoning graph of what its agent sees, as large as the workspace's
 /// graph when the agent accepts most chains.
@@ -65,6 +68,9 @@ pub struct MergeCache {
     rebuild_seconds: Histogram,
     /// How long after its commit a write was in the view.
     lag_seconds: Histogram,
+    /// Entries whose payload changed since the published document last
+    /// took them (`None`: more than [`PAYLOADS_UNPUBLISHED_MAX`]).
+    payloads_unpublished: Mutex<Option<Vec<EntryId>>>,
 }
 
 /// The merged state, the roster it was built under, and the perspectives
@@ -76,13 +82,9 @@ struct LiveState {
     /// References into forked chains, for the disagreement map.
     referrers: ForkReferrers,
     /// The merged reasoning graph, once asked for (the Automerge document
-    /// publishes it), with the number of its build
-    /// ([`LiveView::merged_graph`]).
-    merged: Option<(LiveMergedGraph, u64)>,
+    /// publishes it: [`LiveView::merged_graph`]).
+    merged: Option<LiveMergedGraph>,
 }
-
-/// Builds of a merged graph in this process, to number them.
-static MERGED_GRAPH_BUILDS: AtomicU64 = AtomicU64::new(0);
 
 impl LiveState {
     /// Bring every perspective kept up to date with the merged state, after
@@ -100,7 +102,7 @@ impl LiveState {
             }
         }
         self.perspectives = kept;
-        if let Some((graph, _)) = &mut self.merged
+        if let Some(graph) = &mut self.merged
             && graph.refresh_in_place(merge, payloads_changed, |author, seqs| agora_view::load_chain_range(store, roster, author, seqs))?.is_none()
         {
             tracing::debug!("merged graph dropped: it is replayed when next published");
@@ -160,19 +162,15 @@ impl LiveView<'_> {
     /// The merged reasoning graph (every view chain's reasoning events),
     /// current: kept from an earlier ask (then refreshed in place with every
     /// update, or dropped on the view thread when only a replay would bring
-    /// it up to date), or built now by replay and kept from then on. With
-    /// the number of its build, new each time it was replayed: a publisher
-    /// that sees a new number writes every node again (a replay may follow
-    /// a redaction, which changes text and not the graph's digest).
-    pub fn merged_graph(&mut self, store: &Store) -> Result<(&mut LiveMergedGraph, u64), StoreError> {
+    /// it up to date), or built now by replay and kept from then on.
+    pub fn merged_graph(&mut self, store: &Store) -> Result<&mut LiveMergedGraph, StoreError> {
         let state = self.state();
         if state.merged.is_none() {
             let (merge, roster) = (&state.merge, &state.roster);
-            let graph = LiveMergedGraph::build(merge, |author, seqs| agora_view::load_chain_range(store, roster, author, seqs))?;
-            state.merged = Some((graph, MERGED_GRAPH_BUILDS.fetch_add(1, Ordering::Relaxed)));
+            state.merged = Some(LiveMergedGraph::build(merge, |author, seqs| agora_view::load_chain_range(store, roster, author, seqs))?);
         }
         match &mut state.merged {
-            Some((graph, build)) => Ok((graph, *build)),
+            Some(graph) => Ok(graph),
             None => unreachable!("the merged graph was just built"),
         }
     }
@@ -212,12 +210,39 @@ impl MergeCache {
 
     /// An empty cache that records rebuild times and the view's lag behind commits.
     pub fn observed(founder: AgentId, rebuild_seconds: Histogram, lag_seconds: Histogram) -> Self {
-        Self { founder, pending: Mutex::new(Pending::default()), woken: Condvar::new(), live: Mutex::new(None), rebuild_seconds, lag_seconds }
+        Self {
+            founder,
+            pending: Mutex::new(Pending::default()),
+            woken: Condvar::new(),
+            live: Mutex::new(None),
+            rebuild_seconds,
+            lag_seconds,
+            payloads_unpublished: Mutex::new(Some(Vec::new())),
+        }
+    }
+
+    /// The entries whose payload changed (filled in or redacted) since the
+    /// last call, for the published document: a redaction that keeps the
+    /// event's meaning changes a node's text and nothing its graph digest
+    /// covers. `None` when more than [`PAYLOADS_UNPUBLISHED_MAX`] changed
+    /// (or nothing took them before): the publisher then compares every
+    /// node. Take them before reading the view, so that each is in it.
+    pub fn take_payloads_changed(&self) -> Option<Vec<EntryId>> {
+        self.payloads_unpublished.lock().unwrap_or_else(|e| e.into_inner()).replace(Vec::new())
     }
 
     /// Queue a committed write (called by the store's observer, in commit
     /// order; never blocks on the view).
     pub fn observe(&self, notice: &CommitNotice) {
+        if !notice.payloads_changed.is_empty() {
+            let mut unpublished = self.payloads_unpublished.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(ids) = unpublished.as_mut() {
+                ids.extend_from_slice(&notice.payloads_changed);
+                if ids.len() > PAYLOADS_UNPUBLISHED_MAX {
+                    *unpublished = None;
+                }
+            }
+        }
         let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         let roster_may_change = notice.entries.iter().any(|(e, payload)| {
             e.header().author == self.founder && payload.as_deref().is_none_or(agora_roster::RosterEvent::is_roster_payload)
