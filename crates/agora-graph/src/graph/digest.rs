@@ -73,6 +73,7 @@ impl Graph {
         if let Some(d) = self.digests.as_deref_mut() {
             d.mark(bucket(&self.nodes[ix as usize].id));
         }
+        self.accessed_by_current(ix);
     }
 
     /// An event was held as pending, or released.

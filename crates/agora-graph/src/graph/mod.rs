@@ -32,6 +32,7 @@ mod digest;
 mod effects;
 mod index;
 mod input;
+mod late;
 mod node;
 mod replay;
 mod rules;
@@ -41,6 +42,7 @@ pub use agora_core::LogPosition;
 pub use digest::DIGEST_BUCKETS;
 pub use index::NODES_MAX;
 pub use input::{Body, LogEvent};
+pub use late::Late;
 pub use node::{FrameState, Node, Status};
 pub use replay::{NotInLogOrder, OrderedReplay};
 pub use rules::RuleError;
@@ -87,6 +89,17 @@ pub struct Graph {
     /// The bucket digests of [`Graph::digest`], once asked for; kept current
     /// by every apply from then on.
     digests: Option<Box<digest::Digests>>,
+    /// Per node, where in log order the last event that named it as a
+    /// reference or wrote it took effect, as the node of the event whose
+    /// (position, id) that is: the event itself, or for an event held as
+    /// pending and released, the event whose arrival released it. What
+    /// [`Graph::apply_late`] checks.
+    accessed: Vec<Ix>,
+    /// That node for the event being applied.
+    point: Ix,
+    /// While an event is applied late: its (position, id), and whether it
+    /// wrote a node a later event had read or written.
+    late: Option<late::LateCheck>,
 }
 
 /// An event's references resolved to node positions, in [`Event::ref_list`]
@@ -120,6 +133,9 @@ impl Graph {
         }
         self.last_pos = Some(event.pos);
         let id = event.id;
+        // Its node's position if it is applied; events it releases take
+        // effect at its place in log order too.
+        self.point = self.nodes.len() as Ix;
         if self.try_apply(event) && !self.waiting.is_empty() {
             self.release(id);
         }
@@ -222,6 +238,10 @@ impl Graph {
         assert!(self.nodes.len() < NODES_MAX, "more than {NODES_MAX} nodes");
         let me = self.nodes.len() as Ix;
         self.nodes.push(node);
+        self.accessed.push(self.point);
+        for &t in targets {
+            self.accessed_by_current(t);
+        }
         self.index.insert(&id, me);
         self.added(me);
         if e.redacted {

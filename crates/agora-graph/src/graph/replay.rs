@@ -115,6 +115,7 @@ impl Graph {
     /// holds, so neither the nodes nor the index ever grow (and copy) during it.
     fn reserve(&mut self, additional: usize) {
         self.nodes.reserve_exact(additional);
+        self.accessed.reserve_exact(additional);
         self.index.reserve(additional);
     }
 }

@@ -1,0 +1,119 @@
+//! Late events: an event that sorts before the last one applied, applied
+//! in place when that gives what a replay in log order would
+//! ([`Graph::apply_late`]).
+//!
+//! A live graph (a node's merged view) receives events in arrival order,
+//! and in a swarm whose agents write at once most arrivals sort before the
+//! last event applied: each made the graph be replayed. An event applied at
+//! the end instead of at its place in log order gives the same graph when
+//! nothing it reads or writes was read or written by an event that sorts
+//! after it: then no later event saw a state it would have changed, and its
+//! own reads see the state they would have seen. The graph records, per
+//! node, the last event that named it as a reference or wrote it
+//! (`Graph::accessed`, kept by `apply_ready` and by `Graph::changed`, which
+//! every write goes through), at the place in log order where it took
+//! effect (an event held as pending takes effect where the event it
+//! waited for did); a late event whose references were accessed
+//! by a later event is refused before anything changes, and one whose
+//! effects write a node a later event accessed spoils the graph (the caller
+//! replays it). Kinds whose rules or effects read nodes beyond their
+//! references and the nodes they write (a relation's supersession walk, a
+//! frame invalidation's cascade, a judgment's usages, a memory item's
+//! first-content rule) are refused, as is an event other events wait for.
+//!
+//! What is not kept: the order of [`Graph::nodes`] (application order),
+//! which is log order for a replay and not for a graph that took late
+//! events. The snapshot, digest and every reading by id are the replay's:
+//! `tests/pinned.rs` checks it over seeded logs of every kind delivered out
+//! of order.
+
+use super::index::{Ix, UNKNOWN};
+use super::input::{Body, LogEvent};
+use super::Graph;
+use crate::event::Event;
+use agora_core::{EntryId, LogPosition};
+
+/// What [`Graph::apply_late`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Late {
+    /// Applied (or held as pending, or known already): the graph is what a
+    /// replay of its events gives.
+    Applied,
+    /// Not applied, nothing changed: only a replay places it.
+    Refused,
+    /// Applied, but it wrote a node that a later event had read or written:
+    /// the graph is no longer a replay's, and must be replayed.
+    Spoiled,
+}
+
+/// The late event being applied.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LateCheck {
+    key: (LogPosition, EntryId),
+    spoiled: bool,
+}
+
+impl Graph {
+    /// Node `ix` was named or written by the event being applied. While a
+    /// late event is applied, a node last accessed by a later event spoils
+    /// the graph.
+    #[inline]
+    pub(super) fn accessed_by_current(&mut self, ix: Ix) {
+        let Some(slot) = self.accessed.get(ix as usize).copied() else { return };
+        if let Some(check) = self.late
+            && slot != UNKNOWN
+            && slot != self.point
+            && self.key_of(slot) > check.key
+        {
+            self.late = Some(LateCheck { spoiled: true, ..check });
+        }
+        self.accessed[ix as usize] = self.point;
+    }
+
+    fn key_of(&self, ix: Ix) -> (LogPosition, EntryId) {
+        let n = &self.nodes[ix as usize];
+        (self.position(n), n.id)
+    }
+
+    /// Apply `event`, which may sort before the last event applied (see the
+    /// module docs). One that does not is applied as [`Graph::apply`] does.
+    pub fn apply_late(&mut self, mut event: LogEvent) -> Late {
+        if self.index.contains(&self.nodes, &event.id) {
+            return Late::Applied;
+        }
+        if self.last_pos.is_none_or(|last| event.pos >= last) {
+            let applied = self.apply_in_place(&mut event);
+            debug_assert!(applied, "sorts after the last event applied");
+            return Late::Applied;
+        }
+        if self.waiting.contains_key(&event.id) {
+            return Late::Refused;
+        }
+        let key = (event.pos, event.id);
+        if let Body::Event(ev) = &event.body {
+            if matches!(ev, Event::Relate { .. } | Event::FrameInvalidate { .. } | Event::Judgment { .. } | Event::MemoryItem { .. }) {
+                return Late::Refused;
+            }
+            let mut later = false;
+            ev.for_each_ref(|r| {
+                if let Some(ix) = self.index.get(&self.nodes, r) {
+                    let slot = self.accessed[ix as usize];
+                    later |= slot != UNKNOWN && self.key_of(slot) > key;
+                }
+            });
+            if later {
+                return Late::Refused;
+            }
+        }
+        // Held as pending (a reference is missing) or applied; a held event
+        // is placed by its references' arrival, whatever the order.
+        self.id_order.take();
+        self.late = Some(LateCheck { key, spoiled: false });
+        self.point = self.nodes.len() as Ix;
+        let id = event.id;
+        let applied = self.try_apply(&mut event);
+        let spoiled = self.late.take().is_some_and(|c| c.spoiled);
+        debug_assert!(!applied || !self.waiting.contains_key(&id), "nothing waited for it");
+        if spoiled { Late::Spoiled } else { Late::Applied }
+    }
+}
