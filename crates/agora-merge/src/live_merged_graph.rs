@@ -11,13 +11,18 @@
 //! every view chain whole and excludes nothing.
 //!
 //! - **In place**: every chain's view still starts with what the graph
-//!   applied of it, no payload inside that changed, and the new events all
-//!   sort after the last one applied. Appends to chains, in log order, are of
-//!   this kind. Only the new events are asked of the caller.
+//!   applied of it, and no payload inside that changed. Only the new events
+//!   are asked of the caller. Those that sort after the last one applied are
+//!   applied as usual; an earlier one (in a swarm whose agents write at
+//!   once, most arrivals) by [`Graph::apply_late`], which takes it in place
+//!   when nothing it reads or writes was touched by a later event. (Unlike a
+//!   perspective, whose graph is also listed in application order, the
+//!   merged graph is read only by id, so the order it applied its nodes in
+//!   need not be log order.)
 //! - **Rebuilt** otherwise (a fork that freezes a chain below what was
-//!   applied, a resolution that switches branch, a redaction, an event that
-//!   arrives after a later one was applied): every view chain is asked of
-//!   the caller and replayed.
+//!   applied, a resolution that switches branch, a redaction, a late event
+//!   whose order matters): every view chain is asked of the caller and
+//!   replayed.
 //!
 //! After every refresh it equals `Merge::merged_graph` over the same set
 //! (snapshot, texts and digest): the property test `live_equals_recompute`
@@ -25,9 +30,9 @@
 
 use crate::input::MergeEntry;
 use crate::live::LiveMerge;
-use crate::live_perspective::{extension, payload_changed_inside, prefixes_kept, replay_prefixes, Prefix, PerspectiveRefresh};
+use crate::live_perspective::{new_events, payload_changed_inside, prefixes_kept, replay_prefixes, Prefix, PerspectiveRefresh};
 use agora_core::{AgentId, EntryId};
-use agora_graph::Graph;
+use agora_graph::{Graph, Late};
 use std::collections::{BTreeMap, HashSet};
 use std::ops::RangeInclusive;
 
@@ -78,10 +83,11 @@ impl LiveMergedGraph {
         Ok(PerspectiveRefresh { applied: 0, rebuilt: true })
     }
 
-    /// [`LiveMergedGraph::refresh`] when it can be done in place; `None`,
-    /// changing nothing, when the graph would have to be replayed (a node
-    /// drops it then, rather than replay on its view thread, and builds it
-    /// again when it is next asked for).
+    /// [`LiveMergedGraph::refresh`] when it can be done in place; `None`
+    /// when the graph must be replayed, in which case it may have taken
+    /// some of the new events already and must not be used again (a node
+    /// drops it, rather than replay on its view thread, and builds it again
+    /// when it is next asked for).
     pub fn refresh_in_place<E>(
         &mut self,
         merge: &LiveMerge,
@@ -95,11 +101,16 @@ impl LiveMergedGraph {
         if !prefixes_kept(merge, &self.prefixes, &now) {
             return Ok(None);
         }
-        let Some(events) = extension(&self.graph, merge, &self.prefixes, &now, &HashSet::new(), &mut load)? else { return Ok(None) };
+        let events = new_events(merge, &self.prefixes, &now, &HashSet::new(), &mut load)?;
         let applied = events.len();
         for e in events {
-            let ok = self.graph.apply(e);
-            debug_assert!(ok, "checked to sort after the last event applied");
+            // In log order: an event that sorts after the last one applied
+            // is applied as usual, an earlier one where the graph can show
+            // that the order does not matter (`Graph::apply_late`).
+            match self.graph.apply_late(e) {
+                Late::Applied => {}
+                Late::Refused | Late::Spoiled => return Ok(None),
+            }
         }
         self.prefixes = now;
         Ok(Some(PerspectiveRefresh { applied, rebuilt: false }))

@@ -139,6 +139,26 @@ pub(crate) fn prefixes_kept(merge: &LiveMerge, was: &BTreeMap<AgentId, Prefix>, 
     })
 }
 
+/// The events on the prefixes `now` past the prefixes `was` (which `now`
+/// keeps), not in `excluded`, in log order.
+pub(crate) fn new_events<E>(
+    merge: &LiveMerge,
+    was: &BTreeMap<AgentId, Prefix>,
+    now: &BTreeMap<AgentId, Prefix>,
+    excluded: &HashSet<EntryId>,
+    load: &mut impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>,
+) -> Result<Vec<LogEvent>, E> {
+    let mut events = Vec::new();
+    for (author, p) in now {
+        let from = was.get(author).map_or(1, |w| w.upto + 1);
+        if from <= p.upto {
+            events_of(load(author, from..=p.upto)?, merge.view_chain(author), excluded, &mut events);
+        }
+    }
+    events.sort_by_key(|e| (e.pos, e.id));
+    Ok(events)
+}
+
 /// The events a graph built over the prefixes `was` takes to cover `now`
 /// (which keeps every prefix of `was`): those past `was` on each view
 /// chain, not in `excluded`, in log order; `None` if the first sorts before
@@ -151,14 +171,7 @@ pub(crate) fn extension<E>(
     excluded: &HashSet<EntryId>,
     load: &mut impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>,
 ) -> Result<Option<Vec<LogEvent>>, E> {
-    let mut events = Vec::new();
-    for (author, p) in now {
-        let from = was.get(author).map_or(1, |w| w.upto + 1);
-        if from <= p.upto {
-            events_of(load(author, from..=p.upto)?, merge.view_chain(author), excluded, &mut events);
-        }
-    }
-    events.sort_by_key(|e| (e.pos, e.id));
+    let events = new_events(merge, was, now, excluded, load)?;
     let in_order = match (events.first(), graph.last_position()) {
         (Some(first), Some(last)) => first.pos >= last,
         _ => true,
