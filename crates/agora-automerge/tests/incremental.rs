@@ -5,52 +5,15 @@
 //! that entry changed.
 
 use agora_automerge::{apply, publish, read_tree, view_tree, LiveViewParts, Publisher, Section};
-use agora_core::entry::next_header_after;
-use agora_core::{AgentKey, EntryId, Payload, SignedEntry};
+use agora_core::{EntryId, Payload};
 use agora_graph::Event;
 use agora_merge::{LiveMerge, LiveMergedGraph, LiveUpdate, Merge, MergeEntry, MergeEvent};
 use automerge::AutoCommit;
 use proptest::prelude::*;
 use std::convert::Infallible;
 
-/// A swarm's log, written in log order (one clock for every agent).
-struct Log {
-    keys: Vec<AgentKey>,
-    entries: Vec<MergeEntry>,
-    last: Vec<Option<SignedEntry>>,
-    clock: u64,
-}
-
-impl Log {
-    fn new(n: usize) -> Self {
-        Self { keys: (0..n).map(|i| AgentKey::from_seed([i as u8 + 1; 32])).collect(), entries: vec![], last: vec![None; n], clock: 1_000 }
-    }
-    fn push(&mut self, i: usize, payload: Vec<u8>) -> EntryId {
-        self.clock += 1;
-        let key = &self.keys[i];
-        let prev = self.last[i].as_ref().map(|p| (p.header(), p.id()));
-        let e = SignedEntry::sign(next_header_after(key.agent_id(), prev, self.clock, &payload).unwrap(), key);
-        self.entries.push(MergeEntry::new(e.clone(), Some(&payload)).unwrap());
-        self.last[i] = Some(e.clone());
-        e.id()
-    }
-    /// A second entry after agent `i`'s entry `after` (seq 1 if `None`),
-    /// its chain going on from the first branch.
-    fn fork(&mut self, i: usize, after: Option<usize>, payload: Vec<u8>) -> EntryId {
-        self.clock += 1;
-        let chain = self.chain(i);
-        let prev = after.map(|k| (chain[k].signed().header().clone(), chain[k].id()));
-        let key = &self.keys[i];
-        let e = SignedEntry::sign(next_header_after(key.agent_id(), prev.as_ref().map(|(h, id)| (h, *id)), self.clock, &payload).unwrap(), key);
-        self.entries.push(MergeEntry::new(e.clone(), Some(&payload)).unwrap());
-        e.id()
-    }
-    /// The entries of agent `i` so far, seq 1 first.
-    fn chain(&self, i: usize) -> Vec<&MergeEntry> {
-        let author = self.keys[i].agent_id();
-        self.entries.iter().filter(|e| e.author() == author).collect()
-    }
-}
+mod common;
+use common::Log;
 
 /// One agent's move: what it writes, about which earlier entry (`pick`).
 #[derive(Clone, Debug)]

@@ -2,34 +2,13 @@
 //! published view, and a small view change travels as a small sync message.
 
 use agora_automerge::{publish, read_tree, view_tree};
-use agora_core::entry::next_header_after;
-use agora_core::{AgentKey, EntryId, SignedEntry};
 use agora_graph::Event;
-use agora_merge::{Merge, MergeEntry, MergeEvent};
+use agora_merge::{Merge, MergeEvent};
 use automerge::sync::{self, SyncDoc};
 use automerge::{ActorId, AutoCommit};
 
-struct Log {
-    keys: Vec<AgentKey>,
-    entries: Vec<MergeEntry>,
-    last: Vec<Option<SignedEntry>>,
-    clock: u64,
-}
-
-impl Log {
-    fn new(n: usize) -> Self {
-        Self { keys: (0..n).map(|i| AgentKey::from_seed([i as u8 + 1; 32])).collect(), entries: vec![], last: vec![None; n], clock: 1_000 }
-    }
-    fn push(&mut self, i: usize, payload: Vec<u8>) -> EntryId {
-        self.clock += 1;
-        let key = &self.keys[i];
-        let prev = self.last[i].as_ref().map(|p| (p.header(), p.id()));
-        let e = SignedEntry::sign(next_header_after(key.agent_id(), prev, self.clock, &payload).unwrap(), key);
-        self.entries.push(MergeEntry::new(e.clone(), Some(&payload)).unwrap());
-        self.last[i] = Some(e.clone());
-        e.id()
-    }
-}
+mod common;
+use common::Log;
 
 /// Exchange sync messages until neither side has anything to send. Returns
 /// the bytes sent both ways.

@@ -47,22 +47,8 @@ pub fn run(args: AutomergeArgs) -> Result<()> {
     anyhow::ensure!(args.agents >= 2 && args.runs >= 1, "need at least 2 agents and 1 run");
     let entries = crate::merge_bench::swarm(args.agents, args.events_per_agent);
     let n = entries.len();
-    let mut by_author: HashMap<AgentId, Vec<MergeEntry>> = HashMap::new();
-    for e in &entries {
-        by_author.entry(e.author()).or_default().push(e.clone());
-    }
+    let crate::live_bench::HeldBack { mut held, arrivals, initial } = crate::live_bench::held_back(&entries, args.arrivals_per_agent);
     drop(entries);
-    let mut held: HashMap<AgentId, Vec<MergeEntry>> = HashMap::new();
-    let mut arrivals: Vec<MergeEntry> = Vec::new();
-    for (a, chain) in by_author {
-        let keep = chain.len().saturating_sub(args.arrivals_per_agent);
-        let (start, late) = chain.split_at(keep);
-        held.insert(a, start.to_vec());
-        arrivals.extend(late.iter().cloned());
-    }
-    arrivals.sort_by_key(|e| (e.timestamp_ms(), e.author(), e.seq(), e.id()));
-    let mut initial: Vec<MergeEntry> = held.values().flatten().cloned().collect();
-    initial.sort_unstable_by_key(|e| (e.author(), e.seq(), e.id()));
     let range = |held: &HashMap<AgentId, Vec<MergeEntry>>, a: &AgentId, seqs: std::ops::RangeInclusive<u64>| -> Result<Vec<MergeEntry>, Infallible> {
         Ok(held.get(a).map(|c| c.iter().filter(|e| seqs.contains(&e.seq())).cloned().collect()).unwrap_or_default())
     };

@@ -39,19 +39,27 @@ pub struct LiveArgs {
     json: bool,
 }
 
-pub fn run(args: LiveArgs) -> Result<()> {
-    anyhow::ensure!(args.agents >= 2 && args.runs >= 1, "need at least 2 agents and 1 run");
-    let entries = crate::merge_bench::swarm(args.agents, args.events_per_agent);
-    let n = entries.len();
-    // The last entries of each chain (entries come by author, then seq).
+/// A swarm split into what a node holds at start and what arrives after.
+pub(crate) struct HeldBack {
+    /// Each chain but its last entries.
+    pub held: HashMap<AgentId, Vec<MergeEntry>>,
+    /// The last entries of every chain, in log order.
+    pub arrivals: Vec<MergeEntry>,
+    /// What is held, in (author, seq, id) order.
+    pub initial: Vec<MergeEntry>,
+}
+
+/// Hold back the last `per_agent` entries of every chain of `entries`
+/// (which come by author, then seq).
+pub(crate) fn held_back(entries: &[MergeEntry], per_agent: usize) -> HeldBack {
     let mut by_author: HashMap<AgentId, Vec<MergeEntry>> = HashMap::new();
-    for e in &entries {
+    for e in entries {
         by_author.entry(e.author()).or_default().push(e.clone());
     }
     let mut held: HashMap<AgentId, Vec<MergeEntry>> = HashMap::new();
     let mut arrivals: Vec<MergeEntry> = Vec::new();
     for (a, chain) in by_author {
-        let keep = chain.len().saturating_sub(args.arrivals_per_agent);
+        let keep = chain.len().saturating_sub(per_agent);
         let (start, late) = chain.split_at(keep);
         held.insert(a, start.to_vec());
         arrivals.extend(late.iter().cloned());
@@ -59,6 +67,14 @@ pub fn run(args: LiveArgs) -> Result<()> {
     arrivals.sort_by_key(|e| (e.timestamp_ms(), e.author(), e.seq(), e.id()));
     let mut initial: Vec<MergeEntry> = held.values().flatten().cloned().collect();
     initial.sort_unstable_by_key(|e| (e.author(), e.seq(), e.id()));
+    HeldBack { held, arrivals, initial }
+}
+
+pub fn run(args: LiveArgs) -> Result<()> {
+    anyhow::ensure!(args.agents >= 2 && args.runs >= 1, "need at least 2 agents and 1 run");
+    let entries = crate::merge_bench::swarm(args.agents, args.events_per_agent);
+    let n = entries.len();
+    let HeldBack { mut held, arrivals, initial } = held_back(&entries, args.arrivals_per_agent);
 
     // Start-up: the live view built once from what is held.
     let before = crate::allocated_bytes();
