@@ -381,3 +381,27 @@ impl MergeCache {
         self.woken.notify_one();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The entries kept for the published document are bounded: past
+    /// [`PAYLOADS_UNPUBLISHED_MAX`] (a peer filling in or a node redacting
+    /// payloads while nobody publishes) they are dropped and the next
+    /// publish is told to compare every node; after it, they are kept again.
+    #[test]
+    fn payloads_kept_for_the_published_document_are_bounded() {
+        let cache = MergeCache::new(AgentId([1; 32]));
+        let notice = |n: usize| CommitNotice { payloads_changed: (0..n).map(|i| EntryId([(i % 251) as u8; 32])).collect(), ..CommitNotice::default() };
+        cache.observe(&notice(3));
+        assert_eq!(cache.take_payloads_changed().map(|ids| ids.len()), Some(3));
+        assert_eq!(cache.take_payloads_changed(), Some(Vec::new()), "taken");
+        for _ in 0..=PAYLOADS_UNPUBLISHED_MAX / 1_000 {
+            cache.observe(&notice(1_000));
+        }
+        assert_eq!(cache.take_payloads_changed(), None, "too many to list: compare every node");
+        cache.observe(&notice(2));
+        assert_eq!(cache.take_payloads_changed().map(|ids| ids.len()), Some(2));
+    }
+}
