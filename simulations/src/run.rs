@@ -689,8 +689,9 @@ impl<'s> Run<'s> {
         }
         if let Some(by) = &e.superseded_by {
             let expected = self.labels.get(by).copied();
-            if node.superseded_by() != expected {
-                return Some(format!("{label:?} superseded_by: expected {by:?}, found {}", self.entry_name(node.superseded_by())));
+            let found = view.graph().superseded_by(node);
+            if found != expected {
+                return Some(format!("{label:?} superseded_by: expected {by:?}, found {}", self.entry_name(found)));
             }
         }
         if let Some(expected) = e.settled

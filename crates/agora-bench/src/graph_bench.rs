@@ -110,7 +110,7 @@ pub fn run(args: GraphArgs) -> Result<()> {
         let id = log[rng.below(log.len())].0;
         let t = Instant::now();
         let n = graph.node(&id).expect("node exists");
-        sink += n.status() as usize + n.why().len() + n.settled() as usize;
+        sink += n.status() as usize + graph.why(n).len() + n.settled() as usize;
         lat.push(t.elapsed());
     }
     std::hint::black_box(sink);
@@ -159,7 +159,7 @@ pub fn run(args: GraphArgs) -> Result<()> {
     let target = target.expect("the traced task was written");
     // No roster entries in this store: the founder's chain is empty.
     let graph_on_disk = agora_view::load_graph(&store, key.agent_id())?;
-    let touched = graph_on_disk.node(&target).map_or(0, |n| n.touched_by().len());
+    let touched = graph_on_disk.node(&target).map_or(0, |n| graph_on_disk.touched_by(n).len());
     let mut trace_lat = Vec::with_capacity(args.traces);
     for _ in 0..args.traces {
         let t = Instant::now();

@@ -309,7 +309,7 @@ fn graph_json(g: &Graph) -> Value {
     let edges: Vec<Value> = g
         .nodes()
         .filter(|n| shown(n))
-        .flat_map(|n| n.edges.iter().filter(|(_, to)| g.node(to).is_some_and(shown)).map(move |(rel, to)| json!({ "from": n.id.to_string(), "to": to.to_string(), "relation": rel })))
+        .flat_map(|n| g.edges(n).filter(|(_, to)| g.node(to).is_some_and(shown)).map(move |(rel, to)| json!({ "from": n.id.to_string(), "to": to.to_string(), "relation": rel })))
         .collect();
     json!({ "format": "json", "nodes": nodes, "edges": edges })
 }
@@ -406,7 +406,7 @@ fn status_json(g: &Graph, n: &Node) -> Value {
         "timestamp_ms": n.timestamp_ms,
         "status": n.status().name(),
         "settled": n.settled(),
-        "why": refs_json(g, &n.why()),
+        "why": refs_json(g, &g.why(n)),
         "orphan": n.orphan(),
         "unconfirmed": n.unconfirmed(),
         "expired": n.expired(now_ms()),
@@ -442,7 +442,7 @@ fn status_text(g: &Graph, n: &Node) -> String {
         flags.push(format!("invalid: {reason}"));
     }
     let flags = if flags.is_empty() { String::new() } else { format!(" ({})", flags.join(", ")) };
-    format!("{} {} {}{}\n{}\n{}", n.id, n.kind, n.status().name(), flags, n.text, refs_text(g, &n.why(), "  why:")).trim_end().to_string()
+    format!("{} {} {}{}\n{}\n{}", n.id, n.kind, n.status().name(), flags, n.text, refs_text(g, &g.why(n), "  why:")).trim_end().to_string()
 }
 
 fn nodes_listing<'a>(nodes: impl Iterator<Item = &'a Node>) -> (Value, String) {
@@ -467,10 +467,10 @@ fn trace(store: &Store, g: &Graph, id: &EntryId) -> Result<(Value, String)> {
         let h = t.entry.header();
         rows.push(json!({
             "id": t.entry.id().to_string(), "author": h.author.to_string(), "seq": h.seq, "timestamp_ms": h.timestamp_ms,
-            "kind": n.map(|n| n.kind), "text": n.map(|n| n.text.clone()), "status": n.map(|n| n.status().name()),
+            "kind": n.map(|n| n.kind), "text": n.map(|n| n.text.to_string()), "status": n.map(|n| n.status().name()),
             "payload_held": t.payload_held, "verified": true,
         }));
-        text.push(format!("{} {}/{} {:<14} {}", t.entry.id().short(), h.author.short(), h.seq, n.map_or("?", |n| n.kind), n.map_or(String::new(), |n| n.text.clone())));
+        text.push(format!("{} {}/{} {:<14} {}", t.entry.id().short(), h.author.short(), h.seq, n.map_or("?", |n| n.kind), n.map_or(String::new(), |n| n.text.to_string())));
     }
     text.push(format!("verified: {} events, signatures, payload hashes and chain links", traced.len()));
     Ok((json!({ "id": id.to_string(), "status": node.status().name(), "events": rows }), text.join("\n")))

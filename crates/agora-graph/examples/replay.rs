@@ -62,8 +62,10 @@ fn main() {
         histogram(&graph);
     }
     if args.iter().any(|a| a == "--hash") {
+        let start = Instant::now();
         let hash: String = graph.view_hash().iter().map(|b| format!("{b:02x}")).collect();
-        println!("view hash {hash} ({} invalid)", graph.invalid().len());
+        let took = start.elapsed();
+        println!("view hash {hash} ({} invalid; {:.0} ms, sorting by id included)", graph.invalid().len(), took.as_secs_f64() * 1e3);
     }
     if args.iter().any(|a| a == "--lookups") {
         let mut lat: Vec<Duration> = Vec::with_capacity(1_000_000);
@@ -72,7 +74,7 @@ fn main() {
             let id = log[rng.below(log.len())].0;
             let t = Instant::now();
             let Some(n) = graph.node(&id) else { continue };
-            sink += n.status() as usize + n.why().len() + n.settled() as usize;
+            sink += n.status() as usize + graph.why(n).len() + n.settled() as usize;
             lat.push(t.elapsed());
         }
         std::hint::black_box(sink);
@@ -105,8 +107,8 @@ fn histogram(graph: &Graph) {
     let mut edges = [0usize; 6];
     let mut text = 0usize;
     for n in graph.nodes() {
-        touched[(n.touched_by().len() - 1).min(5)] += 1;
-        edges[n.edges.len().min(5)] += 1;
+        touched[(graph.touched_by(n).len() - 1).min(5)] += 1;
+        edges[graph.edges(n).len().min(5)] += 1;
         text += n.text.len();
     }
     println!("touched (excluding self) 0..5+: {touched:?}\nedges 0..5+: {edges:?}\ntext bytes {text}");

@@ -42,8 +42,8 @@ pub fn to_dot(g: &Graph) -> String {
         ));
     }
     for n in g.nodes().filter(|n| shown(n)) {
-        for (rel, to) in &n.edges {
-            if g.node(to).is_some_and(shown) {
+        for (rel, to) in g.edges(n) {
+            if g.node(&to).is_some_and(shown) {
                 out.push_str(&format!("  \"{}\" -> \"{}\" [label=\"{rel}\"];\n", n.id, to));
             }
         }
@@ -61,8 +61,8 @@ pub fn to_mermaid(g: &Graph) -> String {
         out.push_str(&format!("  {}[\"{}\"]:::{}\n", id(n), text, n.status().name()));
     }
     for n in g.nodes().filter(|n| shown(n)) {
-        for (rel, to) in &n.edges {
-            if let Some(t) = g.node(to).filter(|t| shown(t)) {
+        for (rel, to) in g.edges(n) {
+            if let Some(t) = g.node(&to).filter(|t| shown(t)) {
                 out.push_str(&format!("  {} -- {} --> {}\n", id(n), rel, id(t)));
             }
         }

@@ -29,7 +29,7 @@ impl Graph {
     pub fn decisions(&self) -> Vec<Decision> {
         self.nodes()
             .filter(|n| n.status() == Status::Resolved)
-            .map(|n| Decision { node: n.id, because: n.why() })
+            .map(|n| Decision { node: n.id, because: self.why(n) })
             .collect()
     }
 
@@ -41,9 +41,9 @@ impl Graph {
     /// Every node with an open challenge or tension, and what is open against it.
     pub fn disagreements(&self) -> Vec<Disagreement> {
         self.nodes()
-            .filter(|n| !n.open_challenges().is_empty() || !n.tensions().is_empty())
+            .filter(|n| n.disagreed())
             .filter(|n| !matches!(n.status(), Status::Retracted | Status::Superseded | Status::Duplicate))
-            .map(|n| Disagreement { node: n.id, challenges: n.open_challenges().to_vec(), tensions: n.tensions().to_vec() })
+            .map(|n| Disagreement { node: n.id, challenges: self.open_challenges(n), tensions: self.tensions(n) })
             .collect()
     }
 
@@ -65,11 +65,12 @@ impl Graph {
         let mut stack: Vec<(EntryId, bool)> = vec![(*root, false)];
         while let Some((id, expanded)) = stack.pop() {
             let Some(n) = self.node(&id) else { continue };
-            if expanded || n.frame_children().is_empty() {
+            let children = self.frame_children(n);
+            if expanded || children.is_empty() {
                 out.push(id);
             } else {
                 stack.push((id, true));
-                for c in n.frame_children().iter().rev() {
+                for c in children.iter().rev() {
                     stack.push((*c, false));
                 }
             }

@@ -1,8 +1,9 @@
 //! The public API as its callers use it (the CLI in `node/`, `agora-view`,
 //! `agora-search`, the merge layer): nodes borrowed from the graph and passed
-//! around as `&Node`, fields read from the node alone, relations given as
-//! entry ids. Mostly a compile-time check: a change to the graph's layout
-//! must keep this file building unchanged.
+//! around as `&Node`, fields and statuses read from the node alone, the
+//! events a node names (why, touched by, edges) read from the graph with the
+//! node, as entry ids. Mostly a compile-time check: a change to the graph's
+//! layout must keep this file building unchanged.
 
 use agora_core::{AgentId, EntryId};
 use agora_graph::{Event, Graph, LogEvent, LogPosition, Node, Status};
@@ -28,7 +29,7 @@ fn log() -> (Vec<LogEvent>, [EntryId; 3]) {
 
 /// Like the CLI's status output: a `&Node` and its graph.
 fn describe(g: &Graph, n: &Node) -> String {
-    let why: Vec<String> = n.why().iter().map(|id| g.node(id).map_or(id.to_string(), |w| w.kind.to_string())).collect();
+    let why: Vec<String> = g.why(n).iter().map(|id| g.node(id).map_or(id.to_string(), |w| w.kind.to_string())).collect();
     format!(
         "{} {} {} by {} seq {} at {}: {} [{}] settled={} why={why:?} orphan={} unconfirmed={} expired={} memory_kind={:?} frame={:?} task={:?} invalid={:?} latest={:?}",
         n.id.short(),
@@ -54,12 +55,12 @@ fn describe(g: &Graph, n: &Node) -> String {
 /// Like the CLI's listings: any iterator of borrowed nodes.
 fn listing<'a>(nodes: impl Iterator<Item = &'a Node>) -> Vec<(EntryId, &'static str, String)> {
     let nodes: Vec<&Node> = nodes.collect();
-    nodes.iter().map(|n| (n.id, n.kind, n.text.clone())).collect()
+    nodes.iter().map(|n| (n.id, n.kind, n.text.to_string())).collect()
 }
 
-/// Like the merge layer's published view: edges read from the node alone.
-fn edges(n: &Node) -> Vec<(String, EntryId)> {
-    n.edges.iter().map(|(r, t)| (r.to_string(), *t)).collect()
+/// Like the merge layer's published view: a node's edges, from its graph.
+fn edges(g: &Graph, n: &Node) -> Vec<(String, EntryId)> {
+    g.edges(n).map(|(r, t)| (r.to_string(), t)).collect()
 }
 
 #[test]
@@ -68,12 +69,23 @@ fn nodes_are_read_as_callers_read_them() {
     let g = Graph::replay(log);
     let node = g.node(&p).expect("p");
     assert!(describe(&g, node).contains("superseded"));
-    assert_eq!(node.touched_by(), vec![p, c, r]);
+    assert_eq!(g.touched_by(node), vec![p, c, r]);
     assert_eq!(g.node(&c).map(|n| n.status()), Some(Status::Resolved));
-    assert_eq!(edges(g.node(&r).expect("r")), vec![("refines".to_string(), p), ("resolves".to_string(), c)]);
+    assert_eq!(edges(&g, g.node(&r).expect("r")), vec![("refines".to_string(), p), ("resolves".to_string(), c)]);
     assert_eq!(listing(g.nodes().filter(|n| n.is_event())).len(), 3);
     assert!(listing(g.open_questions().into_iter()).is_empty());
     assert_eq!(listing([p, r].iter().filter_map(|id| g.node(id))).len(), 2);
     let _kind: Option<&'static str> = g.node(&p).map(|n| n.kind);
-    let _text: Option<String> = g.node(&p).map(|n| n.text.clone());
+    let _text: Option<String> = g.node(&p).map(|n| n.text.to_string());
+}
+
+/// A node asked about through a graph it is not in is refused, not read
+/// against another graph's positions.
+#[test]
+#[should_panic(expected = "is not one of this graph's")]
+fn a_node_is_read_only_through_its_own_graph() {
+    let (log, [p, ..]) = log();
+    let g = Graph::replay(log.clone());
+    let other = Graph::replay(log);
+    let _ = other.why(g.node(&p).expect("p"));
 }

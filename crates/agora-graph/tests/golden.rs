@@ -73,11 +73,11 @@ fn pricing_example() {
     });
     let g = log.graph();
     assert_eq!(status(&g, &e1), Status::Superseded);
-    assert_eq!(g.node(&e1).unwrap().why(), vec![e3]);
+    assert_eq!(g.why(g.node(&e1).unwrap()), vec![e3]);
     assert_eq!(status(&g, &e2), Status::Resolved);
     assert_eq!(status(&g, &e3), Status::Resolved);
-    assert_eq!(g.node(&e3).unwrap().why(), vec![e2], "it resolved the contradiction");
-    assert_eq!(g.node(&e2).unwrap().why(), vec![e3]);
+    assert_eq!(g.why(g.node(&e3).unwrap()), vec![e2], "it resolved the contradiction");
+    assert_eq!(g.why(g.node(&e2).unwrap()), vec![e3]);
     assert_eq!(status(&g, &e4), Status::Active);
     // "Should we reconsider usage-based pricing?" -> it was replaced by e3.
     assert_eq!(g.latest_in_chain(&e1), Some(e3));
@@ -85,7 +85,7 @@ fn pricing_example() {
     let decided: Vec<EntryId> = g.decisions().iter().map(|d| d.node).collect();
     assert_eq!(decided, vec![e2, e3]);
     // The trace of e1: itself, the contradiction, the refinement, the synthesis.
-    assert_eq!(g.node(&e1).unwrap().touched_by(), vec![e1, e2, e3, e4]);
+    assert_eq!(g.touched_by(g.node(&e1).unwrap()), vec![e1, e2, e3, e4]);
 }
 
 /// 000: order matters. A proposition made after a contradiction (of an
@@ -106,9 +106,9 @@ fn order_matters_and_settled_is_derived() {
     let g = log.graph();
     assert_eq!(status(&g, &p1), Status::Active);
     assert!(g.node(&p1).unwrap().settled(), "survived a challenge, nothing open");
-    assert_eq!(g.node(&p1).unwrap().why(), vec![c]);
+    assert_eq!(g.why(g.node(&p1).unwrap()), vec![c]);
     assert_eq!(status(&g, &c), Status::Resolved);
-    assert_eq!(g.node(&c).unwrap().why(), vec![r]);
+    assert_eq!(g.why(g.node(&c).unwrap()), vec![r]);
     // A new challenge unsettles it.
     log.push(Event::Contradiction { target: p1, text: text("caps annoy power users") });
     let g = log.graph();
@@ -141,8 +141,8 @@ fn dog_example() {
     assert_eq!(status(&g, &f12), Status::Active, "expands keeps both true");
     assert_eq!(status(&g, &f14), Status::Superseded);
     assert_eq!(status(&g, &f47), Status::Active);
-    assert_eq!(g.node(&f14).unwrap().why(), vec![f47]);
-    assert!(g.node(&f47).unwrap().touched_by().contains(&sc));
+    assert_eq!(g.why(g.node(&f14).unwrap()), vec![f47]);
+    assert!(g.touched_by(g.node(&f47).unwrap()).contains(&sc));
     assert_eq!(g.latest_in_chain(&f14), Some(f47));
     assert_eq!(g.latest_in_chain(&f12), Some(f12));
     // "Did Alex have a dog last March?" Yes: as of March, f14 was current.
@@ -163,9 +163,9 @@ fn dog_example() {
     let g = log.graph();
     assert_eq!(status(&g, &rome), Status::Contested);
     assert_eq!(status(&g, &milan), Status::Contested);
-    assert_eq!(g.node(&rome).unwrap().why(), vec![conflict]);
+    assert_eq!(g.why(g.node(&rome).unwrap()), vec![conflict]);
     assert_eq!(status(&g, &cat), Status::Retracted);
-    assert_eq!(g.node(&cat).unwrap().why(), vec![fix]);
+    assert_eq!(g.why(g.node(&cat).unwrap()), vec![fix]);
     assert_eq!(status(&g, &again), Status::Duplicate);
     // Resolving the conflict settles both sides.
     log.push(Event::Resolve { target: conflict, text: text("moved from Rome to Milan in May") });
@@ -253,11 +253,12 @@ fn seven_am_preference() {
     let ep2 = log.push(claim("Can we move this to the afternoon? I hate early meetings", MemoryKind::Episodic, vec![], true, None));
     let c = log.push(Event::Contradiction { target: pref, text: text("the user reschedules early meetings") });
     assert_eq!(status(&log.graph(), &pref), Status::Contested);
-    assert_eq!(log.graph().node(&pref).unwrap().why(), vec![c]);
+    let g = log.graph();
+    assert_eq!(g.why(g.node(&pref).unwrap()), vec![c]);
     let r = log.push(Event::Relate { from: ep2, to: pref, relation: Relation::Retracts, reason: text("sarcasm, not a preference") });
     let g = log.graph();
     assert_eq!(status(&g, &pref), Status::Retracted);
-    assert_eq!(g.node(&pref).unwrap().why(), vec![r]);
+    assert_eq!(g.why(g.node(&pref).unwrap()), vec![r]);
     // Confirmation is recorded on the claim.
     log.push(Event::Confirm { target: orphan });
     assert!(!log.graph().node(&orphan).unwrap().unconfirmed());
@@ -307,7 +308,7 @@ fn outcome_learning() {
     let g = log.graph();
     assert_eq!(g.node(&a).unwrap().outcomes(), (1, 1, 2));
     assert_eq!(status(&g, &again), Status::Duplicate);
-    assert_eq!(g.node(&again).unwrap().why()[1], a);
+    assert_eq!(g.why(g.node(&again).unwrap())[1], a);
     assert_eq!(g.node(&t2).unwrap().judged(), Some(false));
     // A second judgment of one trajectory is refused.
     assert!(g.check(EntryId([0; 32]), &Event::Judgment { trajectory: t1, success: false, reason: text(""), confidence: Confidence::Low }).is_err());
@@ -359,7 +360,7 @@ fn bad_inputs_are_refused_locally_and_invalid_from_peers() {
         assert!(g.node(&id).unwrap().invalid().is_some());
     }
     // The invalid update had no effect: a is still superseded by b only.
-    assert_eq!(g.node(&a).unwrap().why(), vec![b]);
+    assert_eq!(g.why(g.node(&a).unwrap()), vec![b]);
     assert_eq!(status(&g, &b), Status::Active);
     assert_eq!(g.invalid().len(), 3);
 
@@ -368,9 +369,9 @@ fn bad_inputs_are_refused_locally_and_invalid_from_peers() {
     let cross = peer.push_as(2, Event::Relate { from: a, to: b, relation: Relation::Update, reason: text("") });
     let g = peer.graph();
     assert_eq!(status(&g, &cross), Status::Active);
-    assert_eq!(g.node(&a).unwrap().conflicts(), vec![b, cross]);
+    assert_eq!(g.conflicts(g.node(&a).unwrap()), vec![b, cross]);
     assert_eq!(status(&g, &b), Status::Contested);
-    assert_eq!(g.node(&b).unwrap().conflicts(), vec![cross]);
+    assert_eq!(g.conflicts(g.node(&b).unwrap()), vec![cross]);
 }
 
 /// Redacting a payload removes its text, not its place in the graph: events
@@ -508,12 +509,12 @@ fn a_backdated_resolve_conflicts_instead_of_winning() {
             assert!(g.node(r).unwrap().invalid().is_none(), "{r} is valid");
         }
         assert_eq!(status(&g, &q), Status::Contested);
-        let mut conflicts = g.node(&q).unwrap().conflicts();
+        let mut conflicts = g.conflicts(g.node(&q).unwrap());
         conflicts.sort();
         let mut both = vec![honest, rival];
         both.sort();
         assert_eq!(conflicts, both);
-        assert!(g.node(&q).unwrap().why().contains(&honest) && g.node(&q).unwrap().why().contains(&rival));
+        assert!(g.why(g.node(&q).unwrap()).contains(&honest) && g.why(g.node(&q).unwrap()).contains(&rival));
         outcomes.push((status(&g, &q), conflicts));
         // A second resolve by the honest agent itself breaks the rule.
         let again = log.at(2, 6_000, Event::Resolve { target: q, text: text("EU, again") });
@@ -540,8 +541,8 @@ fn concurrent_state_changes_by_two_agents_are_kept() {
     let g = log.graph();
     assert_eq!(status(&g, &reopen), Status::Active);
     assert_eq!(status(&g, &task), Status::Contested);
-    assert_eq!(g.node(&task).unwrap().conflicts(), vec![done, reopen]);
+    assert_eq!(g.conflicts(g.node(&task).unwrap()), vec![done, reopen]);
     assert_eq!((status(&g, &park2), status(&g, &q)), (Status::Active, Status::Parked));
     assert_eq!(status(&g, &evidence), Status::Active);
-    assert!(g.node(&frame).unwrap().conflicts().is_empty());
+    assert!(g.conflicts(g.node(&frame).unwrap()).is_empty());
 }

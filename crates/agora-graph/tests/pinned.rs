@@ -174,15 +174,15 @@ fn reads(g: &Graph) -> Vec<u8> {
                 n.frame_state(),
                 n.task_state(),
                 (n.outcomes(), n.judged()),
-                n.superseded_by().map_or(String::new(), |s| s.to_string()),
+                g.superseded_by(n).map_or(String::new(), |s| s.to_string()),
             )
             .as_bytes(),
         );
-        ids(&n.touched_by(), &mut out);
-        ids(&n.why(), &mut out);
-        ids(&n.frame_children(), &mut out);
-        ids(&n.open_challenges(), &mut out);
-        ids(&n.tensions(), &mut out);
+        ids(&g.touched_by(n), &mut out);
+        ids(&g.why(n), &mut out);
+        ids(&g.frame_children(n), &mut out);
+        ids(&g.open_challenges(n), &mut out);
+        ids(&g.tensions(n), &mut out);
         ids(&g.latest_in_chain(&n.id).into_iter().collect::<Vec<_>>(), &mut out);
         ids(&g.frames_post_order(&n.id), &mut out);
     }
@@ -373,14 +373,14 @@ fn reads_by_id(g: &Graph) -> std::collections::BTreeMap<EntryId, String> {
                 (n.outcomes(), n.judged()),
                 n.frame_state(),
                 n.task_state(),
-                n.superseded_by(),
-                n.touched_by(),
-                n.why(),
-                n.frame_children(),
-                n.open_challenges(),
-                n.tensions(),
-                n.conflicts(),
-                n.edges,
+                g.superseded_by(n),
+                g.touched_by(n),
+                g.why(n),
+                g.frame_children(n),
+                g.open_challenges(n),
+                g.tensions(n),
+                g.conflicts(n),
+                g.edges(n).collect::<Vec<_>>(),
             );
             (n.id, r)
         })
@@ -489,7 +489,7 @@ fn a_late_event_whose_effects_reach_a_node_a_later_event_touched_spoils_the_grap
     }
     assert_eq!(g.apply_late(events[3].clone()), Late::Spoiled);
     let replayed = Graph::replay(events.clone());
-    assert_eq!(replayed.node(&p).unwrap().touched_by(), vec![p, c, id_of(3), id_of(2)], "the resolution's touch before the support's");
+    assert_eq!(replayed.touched_by(replayed.node(&p).unwrap()), vec![p, c, id_of(3), id_of(2)], "the resolution's touch before the support's");
 }
 
 /// A late event whose validity depends on the state of a node it names,

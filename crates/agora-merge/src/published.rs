@@ -34,7 +34,7 @@ pub struct ChainSummary {
 }
 
 /// One node of the merged reasoning graph, read from the view's graph.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ViewNode<'v> {
     /// Entry id.
     pub id: EntryId,
@@ -48,8 +48,8 @@ pub struct ViewNode<'v> {
     pub text: &'v str,
     /// Status name in the merged graph.
     pub status: &'static str,
-    /// Outgoing edges: (relation, target).
-    pub edges: &'v [(&'static str, EntryId)],
+    /// Outgoing edges: (relation, target), in the order they were drawn.
+    pub edges: Vec<(&'static str, EntryId)>,
     /// Open disputes of this node, ascending by (disputer, dispute entry).
     pub disputed_by: &'v [DisputeMark],
 }
@@ -109,7 +109,7 @@ impl<'v> ViewNode<'v> {
     /// `disputed_by`: how a view that is kept live (not a [`MergedView`])
     /// reads its nodes out.
     pub fn read(graph: &'v Graph, n: &'v Node, disputed_by: &'v [DisputeMark]) -> Self {
-        ViewNode { id: n.id, author: graph.position(n).author, seq: n.seq, kind: n.kind, text: &n.text, status: n.status().name(), edges: &n.edges, disputed_by }
+        ViewNode { id: n.id, author: graph.position(n).author, seq: n.seq, kind: n.kind, text: &n.text, status: n.status().name(), edges: graph.edges(n).collect(), disputed_by }
     }
 }
 

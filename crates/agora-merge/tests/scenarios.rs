@@ -125,7 +125,7 @@ fn pricing_debate() {
     assert_eq!(view.len(), 4);
     let node = view.nodes().find(|n| n.id == r3).unwrap();
     assert_eq!(node.disputed_by.iter().map(|d| (d.by, d.dispute)).collect::<Vec<_>>(), vec![(bob, dispute)]);
-    assert_eq!(view.node(&r3), Some(node));
+    assert_eq!(view.node(&r3).as_ref(), Some(&node));
     assert_eq!(node.status, "resolved");
     let before = m.view_hash();
 

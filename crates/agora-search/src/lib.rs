@@ -101,7 +101,7 @@ impl SearchIndex {
                 if !include_all && matches!(status, Status::Superseded | Status::Retracted) {
                     continue;
                 }
-                hits.push(Hit { id: node.id, score, status, kind: node.kind, text: node.text.clone() });
+                hits.push(Hit { id: node.id, score, status, kind: node.kind, text: node.text.to_string() });
                 if hits.len() == limit {
                     return Ok(hits);
                 }

@@ -237,7 +237,7 @@ pub struct TracedEvent {
 /// predecessor in its author's chain.
 pub fn trace(store: &Store, graph: &Graph, id: &EntryId) -> Result<Vec<TracedEvent>, ViewError> {
     let node = graph.node(id).ok_or(ViewError::Missing(*id))?;
-    let touched = node.touched_by();
+    let touched = graph.touched_by(node);
     let mut stored = Vec::with_capacity(touched.len());
     for t in &touched {
         stored.push(store.get(t)?.ok_or(ViewError::Missing(*t))?);

@@ -124,7 +124,7 @@ impl Graph {
             .map_init(Vec::new, |buf, &b| {
                 buf.clear();
                 for &ix in &members[b as usize] {
-                    write_snapshot_node(&nodes[ix as usize], buf);
+                    write_snapshot_node(nodes, ix, buf);
                 }
                 agora_core::sha256(buf)
             })

@@ -15,95 +15,93 @@
 //! statuses and readings. That is why it is one module.
 
 use super::index::Ix;
-use super::node::{push_tight, Extra, FrameState, Mark};
+use super::node::{push_tight, Extra, FrameState, Mark, Rel};
 use super::Graph;
 use crate::event::{memory_item_content_id, Event, Relation, TaskState};
-use agora_core::EntryId;
 
 impl Graph {
     /// What a valid event does to the graph. `me` is its own (newest) node,
     /// `t` its references' nodes in [`Event::ref_list`] order.
     pub(super) fn effects(&mut self, me: Ix, ev: &Event, t: &[Ix], redacted: bool) {
-        let id = self.nodes[me as usize].id;
         match ev {
             Event::Proposition { .. } | Event::Question { .. } | Event::Trajectory { .. } => {}
             Event::Task { .. } => self.extra_at(me).task_state = Some(TaskState::Created),
-            Event::Support { .. } => self.edge(me, "supports", t[0]),
+            Event::Support { .. } => self.edge(me, Rel::Supports, t[0]),
             Event::Contradiction { .. } => {
-                self.edge(me, "contradicts", t[0]);
-                self.extra_at(t[0]).push(Mark::OpenChallenge, id);
+                self.edge(me, Rel::Contradicts, t[0]);
+                self.extra_at(t[0]).push(Mark::OpenChallenge, me);
             }
             Event::Refinement { resolves, .. } => {
-                self.edge(me, "refines", t[0]);
-                self.supersede(t[0], id);
-                for (c, &cx) in resolves.iter().zip(&t[1..]) {
-                    self.edge(me, "resolves", cx);
+                self.edge(me, Rel::Refines, t[0]);
+                self.supersede(t[0], me);
+                for &cx in t[1..].iter().take(resolves.len()) {
+                    self.edge(me, Rel::Resolves, cx);
                     self.close_challenge(cx, me);
-                    self.extra_at(me).push(Mark::Closed, *c);
+                    self.extra_at(me).push(Mark::Closed, cx);
                 }
                 if !resolves.is_empty() {
-                    self.extra_at(me).push(Mark::ResolvedBy, id);
+                    self.extra_at(me).push(Mark::ResolvedBy, me);
                 }
             }
             Event::Synthesis { .. } => {
                 for &s in t {
-                    self.edge(me, "synthesizes", s);
+                    self.edge(me, Rel::Synthesizes, s);
                 }
             }
             Event::Resolve { .. } => {
-                self.edge(me, "resolves", t[0]);
+                self.edge(me, Rel::Resolves, t[0]);
                 self.close_challenge(t[0], me);
             }
             Event::Connection { .. } => {
-                self.edge(me, "connects", t[0]);
-                self.edge(me, "connects", t[1]);
+                self.edge(me, Rel::Connects, t[0]);
+                self.edge(me, Rel::Connects, t[1]);
             }
             Event::Tension { .. } => {
                 for &x in &t[..2] {
-                    self.edge(me, "tension", x);
-                    self.extra_at(x).push(Mark::Tension, id);
+                    self.edge(me, Rel::Tension, x);
+                    self.extra_at(x).push(Mark::Tension, me);
                 }
             }
             Event::Reframe { .. } => {
-                self.edge(me, "reframes", t[0]);
-                self.supersede(t[0], id);
+                self.edge(me, Rel::Reframes, t[0]);
+                self.supersede(t[0], me);
             }
             Event::Park { .. } => {
                 self.touch(t[0], me);
-                self.extra_at(t[0]).push(Mark::ParkedBy, id);
+                self.extra_at(t[0]).push(Mark::ParkedBy, me);
             }
             Event::Resume { .. } => {
                 self.touch(t[0], me);
                 let n = self.extra_at(t[0]);
                 n.clear(Mark::ParkedBy);
-                n.resumed_by = Some(id);
+                n.resumed_by = Some(me);
             }
             Event::Claim { .. } => {
                 for &s in t {
-                    self.edge(me, "derived_from", s);
+                    self.edge(me, Rel::DerivedFrom, s);
                 }
             }
-            Event::Relate { from, to, relation, .. } => {
+            Event::Relate { relation, .. } => {
                 let (fx, tx) = (t[0], t[1]);
                 self.touch(fx, me);
-                self.edge(me, relation.name(), tx);
+                self.edge(me, Rel::of(*relation), tx);
                 self.changed(fx);
-                push_tight(&mut self.nodes[fx as usize].edges, (relation.name(), *to));
+                push_tight(&mut self.nodes[fx as usize].edges, (Rel::of(*relation), tx));
                 match relation {
-                    Relation::Update | Relation::StateChange => self.supersede(tx, *from),
+                    Relation::Update | Relation::StateChange => self.supersede(tx, fx),
                     Relation::Expands | Relation::Qualifies => {}
                     Relation::Contradicts => {
                         // No winner: both sides are challenged by this relation.
                         self.changed(me);
-                        push_tight(&mut self.nodes[me as usize].edges, ("contradicts", *from));
-                        self.extra_at(fx).push(Mark::OpenChallenge, id);
-                        self.extra_at(tx).push(Mark::OpenChallenge, id);
+                        push_tight(&mut self.nodes[me as usize].edges, (Rel::Contradicts, fx));
+                        self.extra_at(fx).push(Mark::OpenChallenge, me);
+                        self.extra_at(tx).push(Mark::OpenChallenge, me);
                     }
-                    Relation::Retracts => self.extra_at(tx).push(Mark::RetractedBy, id),
+                    Relation::Retracts => self.extra_at(tx).push(Mark::RetractedBy, me),
                     Relation::SameAs => {
                         let n = self.extra_at(fx);
-                        n.push(Mark::DuplicateOf, *to);
-                        n.push(Mark::DuplicateBy, id);
+                        n.push(Mark::DuplicateOf, tx);
+                        n.push(Mark::DuplicateBy, me);
                     }
                 }
             }
@@ -117,64 +115,62 @@ impl Graph {
                 let branched = usize::from(parent.is_some());
                 if parent.is_some() {
                     let p = t[0];
-                    self.edge(me, "child_of", p);
-                    self.extra_at(p).push(Mark::FrameChild, id);
+                    self.edge(me, Rel::ChildOf, p);
+                    self.extra_at(p).push(Mark::FrameChild, me);
                 }
                 if branched_from.is_some() {
                     let b = t[branched];
-                    self.edge(me, "branched_from", b);
+                    self.edge(me, Rel::BranchedFrom, b);
                     let n = self.extra_at(b);
                     if n.frame_state == Some(FrameState::Active) {
                         n.frame_state = Some(FrameState::Suspended);
-                        n.state_by = Some(id);
+                        n.state_by = Some(me);
                     }
                 }
             }
-            Event::FrameEvidence { .. } => self.edge(me, "evidence_for", t[0]),
+            Event::FrameEvidence { .. } => self.edge(me, Rel::EvidenceFor, t[0]),
             Event::FrameConclude { .. } => {
-                self.edge(me, "concludes", t[0]);
-                self.set_frame_state(t[0], FrameState::Completed, id);
+                self.edge(me, Rel::Concludes, t[0]);
+                self.set_frame_state(t[0], FrameState::Completed, me);
             }
             Event::FrameSuspend { .. } => {
                 self.touch(t[0], me);
-                self.set_frame_state(t[0], FrameState::Suspended, id);
+                self.set_frame_state(t[0], FrameState::Suspended, me);
             }
             Event::FrameResume { .. } => {
                 self.touch(t[0], me);
-                self.set_frame_state(t[0], FrameState::Active, id);
+                self.set_frame_state(t[0], FrameState::Active, me);
             }
             Event::FrameInvalidate { .. } => {
                 // Top-down cascade: the frame, then every frame under it.
                 let mut stack = vec![t[0]];
                 while let Some(f) = stack.pop() {
                     self.touch(f, me);
-                    self.set_frame_state(f, FrameState::Invalidated, id);
-                    let n = self.extra_at(f);
-                    let children = n.all(Mark::FrameChild);
-                    stack.extend(children.iter().rev().map(|c| self.ix_of(c)));
+                    self.set_frame_state(f, FrameState::Invalidated, me);
+                    stack.extend(self.extra_at(f).all(Mark::FrameChild).rev());
                 }
             }
             Event::TaskUpdate { state, .. } => {
                 self.touch(t[0], me);
                 let n = self.extra_at(t[0]);
                 n.task_state = Some(*state);
-                n.state_by = Some(id);
+                n.state_by = Some(me);
             }
             Event::Judgment { success, .. } => {
-                self.edge(me, "judges", t[0]);
+                self.edge(me, Rel::Judges, t[0]);
                 let n = self.extra_at(t[0]);
                 n.judged = Some(*success);
-                n.judged_by = Some(id);
-                let usages: Vec<EntryId> = self.extra_at(t[0]).all(Mark::Usage);
+                n.judged_by = Some(me);
+                let usages: Vec<Ix> = self.extra_at(t[0]).all(Mark::Usage).collect();
                 for u in usages {
-                    if let Some(item) = self.nodes[self.ix_of(&u) as usize].x().first(Mark::UsageItem) {
-                        self.count_outcome(self.ix_of(&item), *success);
+                    if let Some(item) = self.nodes[u as usize].x().first(Mark::UsageItem) {
+                        self.count_outcome(item, *success);
                     }
                 }
             }
             Event::MemoryItem { title, content, source_trajectory, .. } => {
                 if source_trajectory.is_some() {
-                    self.edge(me, "extracted_from", t[0]);
+                    self.edge(me, Rel::ExtractedFrom, t[0]);
                 }
                 // A redacted item keeps its content id in its residue (see
                 // `Event::residue`): the same duplicates either way.
@@ -184,10 +180,9 @@ impl Graph {
                 };
                 match self.content_ids.get(&cid) {
                     Some(&first) => {
-                        let first_id = self.nodes[first as usize].id;
                         let n = self.extra_at(me);
-                        n.push(Mark::DuplicateOf, first_id);
-                        n.push(Mark::DuplicateBy, id);
+                        n.push(Mark::DuplicateOf, first);
+                        n.push(Mark::DuplicateBy, me);
                         self.touch(first, me);
                     }
                     None => {
@@ -195,12 +190,12 @@ impl Graph {
                     }
                 }
             }
-            Event::Usage { item, .. } => {
-                self.extra_at(me).push(Mark::UsageItem, *item);
-                self.edge(me, "used_in", t[0]);
-                self.edge(me, "uses", t[1]);
-                self.extra_at(t[0]).push(Mark::Usage, id);
-                self.extra_at(t[1]).push(Mark::Usage, id);
+            Event::Usage { .. } => {
+                self.extra_at(me).push(Mark::UsageItem, t[1]);
+                self.edge(me, Rel::UsedIn, t[0]);
+                self.edge(me, Rel::Uses, t[1]);
+                self.extra_at(t[0]).push(Mark::Usage, me);
+                self.extra_at(t[1]).push(Mark::Usage, me);
                 if let Some(success) = self.extra_at(t[0]).judged {
                     self.count_outcome(t[1], success);
                 }
@@ -215,8 +210,7 @@ impl Graph {
     /// both stay and mark the target as a conflict, which makes it
     /// contested; outcomes that agree (a second park, a second resume,
     /// evidence for a frame another agent closed) just apply.
-    pub(super) fn concurrent_effects(&mut self, me: Ix, ev: &Event, t: &[Ix], setter: EntryId, redacted: bool) {
-        let me_id = self.nodes[me as usize].id;
+    pub(super) fn concurrent_effects(&mut self, me: Ix, ev: &Event, t: &[Ix], setter: Ix, redacted: bool) {
         let state = self.at(t[0]).map(|n| (n.x().frame_state, n.x().task_state));
         let conflict_on: Vec<Ix> = match ev {
             Event::Park { .. } | Event::FrameEvidence { .. } => {
@@ -237,16 +231,16 @@ impl Graph {
             }
             Event::Judgment { .. } => {
                 // The outcome counts stay with the first judgment; both are shown.
-                self.edge(me, "judges", t[0]);
+                self.edge(me, Rel::Judges, t[0]);
                 vec![t[0]]
             }
-            Event::Relate { relation, to, .. } => {
+            Event::Relate { relation, .. } => {
                 // No supersession (it would close a cycle): the relation stands
                 // as an edge, both claims contested.
                 self.touch(t[0], me);
-                self.edge(me, relation.name(), t[1]);
+                self.edge(me, Rel::of(*relation), t[1]);
                 self.changed(t[0]);
-                push_tight(&mut self.nodes[t[0] as usize].edges, (relation.name(), *to));
+                push_tight(&mut self.nodes[t[0] as usize].edges, (Rel::of(*relation), t[1]));
                 vec![t[0], t[1]]
             }
             _ => {
@@ -255,19 +249,12 @@ impl Graph {
             }
         };
         for ix in conflict_on {
-            let own = self.nodes[ix as usize].id;
             let n = self.extra_at(ix);
-            if own != setter && !n.all(Mark::Conflict).contains(&setter) {
+            if ix != setter && !n.all(Mark::Conflict).any(|c| c == setter) {
                 n.push(Mark::Conflict, setter);
             }
-            n.push(Mark::Conflict, me_id);
+            n.push(Mark::Conflict, me);
         }
-    }
-
-    /// The position of a node a mark names. Marks only ever name applied
-    /// nodes, so a miss is a broken invariant, not bad input.
-    fn ix_of(&self, id: &EntryId) -> Ix {
-        self.index.get(&self.nodes, id).unwrap_or_else(|| panic!("marked node {id} is not in the graph"))
     }
 
     pub(super) fn extra_at(&mut self, ix: Ix) -> &mut Extra {
@@ -277,28 +264,26 @@ impl Graph {
 
     /// Record that `by` touched `target` (once, and never a node itself).
     fn touch(&mut self, target: Ix, by: Ix) {
-        let by_id = self.nodes[by as usize].id;
         self.changed(target);
         let n = &mut self.nodes[target as usize];
-        if n.touched.last() != Some(&by_id) && target != by {
-            push_tight(&mut n.touched, by_id);
+        if n.touched.last() != Some(&by) && target != by {
+            push_tight(&mut n.touched, by);
         }
     }
 
-    fn edge(&mut self, from: Ix, relation: &'static str, to: Ix) {
-        let to_id = self.nodes[to as usize].id;
+    fn edge(&mut self, from: Ix, relation: Rel, to: Ix) {
         self.changed(from);
-        push_tight(&mut self.nodes[from as usize].edges, (relation, to_id));
+        push_tight(&mut self.nodes[from as usize].edges, (relation, to));
         self.touch(to, from);
     }
 
-    fn set_frame_state(&mut self, frame: Ix, state: FrameState, by: EntryId) {
+    fn set_frame_state(&mut self, frame: Ix, state: FrameState, by: Ix) {
         let n = self.extra_at(frame);
         n.frame_state = Some(state);
         n.state_by = Some(by);
     }
 
-    fn supersede(&mut self, target: Ix, by: EntryId) {
+    fn supersede(&mut self, target: Ix, by: Ix) {
         let n = self.extra_at(target);
         if !n.has(Mark::SupersededBy) {
             n.push(Mark::SupersededBy, by);
@@ -308,20 +293,15 @@ impl Graph {
     /// Close challenge `c` (answered by `by`): every node it challenged
     /// survived it.
     fn close_challenge(&mut self, c: Ix, by: Ix) {
-        let (c_id, by_id) = (self.nodes[c as usize].id, self.nodes[by as usize].id);
-        self.extra_at(c).push(Mark::ResolvedBy, by_id);
-        let challenged: Vec<Ix> = self.nodes[c as usize]
-            .edges
-            .iter()
-            .filter(|(r, _)| matches!(*r, "contradicts" | "tension"))
-            .map(|(_, t)| self.ix_of(t))
-            .collect();
+        self.extra_at(c).push(Mark::ResolvedBy, by);
+        let challenged: Vec<Ix> =
+            self.nodes[c as usize].edges.iter().filter(|(r, _)| matches!(r, Rel::Contradicts | Rel::Tension)).map(|&(_, t)| t).collect();
         for t in challenged {
             let n = self.extra_at(t);
-            let was_challenge = n.remove(Mark::OpenChallenge, c_id);
-            let was_tension = n.remove(Mark::Tension, c_id);
+            let was_challenge = n.remove(Mark::OpenChallenge, c);
+            let was_tension = n.remove(Mark::Tension, c);
             if was_challenge || was_tension {
-                n.push(Mark::Survived, c_id);
+                n.push(Mark::Survived, c);
             }
             self.touch(t, by);
         }

@@ -15,8 +15,9 @@ use agora_core::EntryId;
 
 /// A node's place in [`Graph::nodes`](super::Graph::nodes) (application
 /// order). The index, the resolved references, the rules and the effects name
-/// nodes by these; the relations a node keeps (edges, touches, marks) stay
-/// 32-byte ids, because readers take them from the node alone (see [`Node`]).
+/// nodes by these, and so do the relations a node keeps (edges, touches,
+/// marks): 4 bytes each instead of a 32-byte id. Positions never change
+/// while the graph lives (nodes are only ever appended), so they can be kept.
 pub(super) type Ix = u32;
 
 /// An index that names no node: what [`Graph::check`](super::Graph::check)

@@ -23,10 +23,11 @@
 //! - `digest`: a two-level hash of the same bytes kept current as events
 //!   apply ([`Graph::digest`]).
 //!
-//! Inside the graph a node is named by its position in application order;
-//! at the public surface, by its entry id. An event's references are looked
-//! up once, when it is applied; the rules, then (if it keeps them) the
-//! effects, reach the nodes by position.
+//! Inside the graph a node is named by its position in application order,
+//! and so are the nodes it keeps relations to (edges, touches, marks); at the
+//! public surface, by its entry id. An event's references are looked up once,
+//! when it is applied; the rules, then (if it keeps them) the effects, reach
+//! the nodes by position.
 
 mod digest;
 mod effects;
@@ -254,7 +255,7 @@ impl Graph {
                     Some(setter) => self.concurrent_effects(me, ev, targets, setter, e.redacted),
                 }
             }
-            self.nodes[me as usize].text = ev.take_text();
+            self.nodes[me as usize].text = ev.take_text().into_boxed_str();
         }
     }
 
@@ -323,15 +324,15 @@ impl Graph {
     /// Follow update, state-change, refinement and reframe edges to the
     /// current state of `id` (itself if nothing supersedes it).
     pub fn latest_in_chain(&self, id: &EntryId) -> Option<EntryId> {
-        let mut cur = *self.node(id)?.id();
+        let mut cur = self.index.get(&self.nodes, id)?;
         let mut steps = 0;
-        while let Some(next) = self.node(&cur).and_then(|n| n.x().first(Mark::SupersededBy)) {
+        while let Some(next) = self.nodes[cur as usize].x().first(Mark::SupersededBy) {
             cur = next;
             steps += 1;
             if steps > self.nodes.len() {
                 break;
             }
         }
-        Some(cur)
+        Some(self.nodes[cur as usize].id)
     }
 }

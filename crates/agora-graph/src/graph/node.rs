@@ -10,9 +10,13 @@
 //! graph's effects (`effects.rs`); the rules, the snapshot and the public
 //! methods here read it. It is its own module because the node's layout is
 //! what a replay's speed and memory turn on (small nodes, rare state boxed,
-//! tight lists), and because it is the graph's public reading surface, which
-//! readers use without the graph.
+//! tight lists, other nodes named by 4-byte position), and because it is the
+//! graph's public reading surface: the node alone for what it is (status,
+//! kind, text, flags), the node with its graph for the events it names (why,
+//! touched by, edges, challenges), which the graph turns back into ids.
 
+use super::index::Ix;
+use super::Graph;
 use crate::event::{Event, MemoryKind, Relation, TaskState};
 use agora_core::{EntryId, LogPosition};
 
@@ -97,17 +101,102 @@ pub(super) enum Meta {
     Relate(Relation),
 }
 
-/// Push without the default growth to 4 elements on the first push: most
-/// nodes get one or two edges, touches or marks, and a million nodes with room
-/// for four would triple the graph's memory.
-pub(super) fn push_tight<T>(v: &mut Vec<T>, item: T) {
-    if v.len() == v.capacity() {
-        v.reserve_exact(v.len().max(1));
-    }
-    v.push(item);
+/// A node's short list (edges, touches, marks): a boxed slice, 16 bytes in
+/// the node where a `Vec` is 24, with no room for growth. Most nodes get one
+/// or two entries of 4 to 8 bytes; a million nodes with room for four would
+/// triple the graph's memory.
+pub(super) type List<T> = Box<[T]>;
+
+/// Append to a [`List`]: grown by one in place (the allocator's size classes
+/// hold several of these small entries, so most pushes do not move it).
+pub(super) fn push_tight<T>(list: &mut List<T>, item: T) {
+    let mut grown = std::mem::take(list).into_vec();
+    grown.reserve_exact(1);
+    grown.push(item);
+    *list = grown.into_boxed_slice();
 }
 
-/// What a later event did to a node, recorded as (mark, the other event).
+/// Keep the entries of a [`List`] that `keep` holds for.
+pub(super) fn retain<T>(list: &mut List<T>, keep: impl FnMut(&T) -> bool) {
+    let mut kept = std::mem::take(list).into_vec();
+    kept.retain(keep);
+    *list = kept.into_boxed_slice();
+}
+
+/// The relation an outgoing edge is typed with: one byte in the node, its
+/// name ([`Rel::name`]) where it is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Rel {
+    Supports,
+    Contradicts,
+    Refines,
+    Resolves,
+    Synthesizes,
+    Connects,
+    Tension,
+    Reframes,
+    DerivedFrom,
+    Update,
+    StateChange,
+    Expands,
+    Qualifies,
+    Retracts,
+    SameAs,
+    ChildOf,
+    BranchedFrom,
+    EvidenceFor,
+    Concludes,
+    Judges,
+    ExtractedFrom,
+    UsedIn,
+    Uses,
+}
+
+impl Rel {
+    /// The relation's name, as the snapshot, exports and views write it.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Rel::Supports => "supports",
+            Rel::Contradicts => "contradicts",
+            Rel::Refines => "refines",
+            Rel::Resolves => "resolves",
+            Rel::Synthesizes => "synthesizes",
+            Rel::Connects => "connects",
+            Rel::Tension => "tension",
+            Rel::Reframes => "reframes",
+            Rel::DerivedFrom => "derived_from",
+            Rel::Update => "update",
+            Rel::StateChange => "state_change",
+            Rel::Expands => "expands",
+            Rel::Qualifies => "qualifies",
+            Rel::Retracts => "retracts",
+            Rel::SameAs => "same_as",
+            Rel::ChildOf => "child_of",
+            Rel::BranchedFrom => "branched_from",
+            Rel::EvidenceFor => "evidence_for",
+            Rel::Concludes => "concludes",
+            Rel::Judges => "judges",
+            Rel::ExtractedFrom => "extracted_from",
+            Rel::UsedIn => "used_in",
+            Rel::Uses => "uses",
+        }
+    }
+
+    /// The edge a `relate` event of `relation` draws (same name).
+    pub(super) fn of(relation: Relation) -> Rel {
+        match relation {
+            Relation::Update => Rel::Update,
+            Relation::StateChange => Rel::StateChange,
+            Relation::Expands => Rel::Expands,
+            Relation::Qualifies => Rel::Qualifies,
+            Relation::Contradicts => Rel::Contradicts,
+            Relation::Retracts => Rel::Retracts,
+            Relation::SameAs => Rel::SameAs,
+        }
+    }
+}
+
+/// What a later event did to a node, recorded as (mark, the other event's node).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Mark {
     SupersededBy,
@@ -144,11 +233,12 @@ impl Meta {
 /// Per-node state that most nodes never have, boxed so that a node stays
 /// small: replaying a million events touches every node's memory, and on this
 /// machine fresh memory is the dominant cost. Relations to other events are one
-/// list of marks rather than a field (and a list) per relation.
+/// list of marks rather than a field (and a list) per relation, each naming
+/// the other event by its node's position (4 bytes, not a 32-byte id).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct Extra {
     pub(super) invalid: Option<Box<str>>,
-    pub(super) marks: Vec<(Mark, EntryId)>,
+    pub(super) marks: List<(Mark, Ix)>,
     /// A valid claim's expiry.
     pub(super) expires_at_ms: Option<u64>,
     pub(super) confirmed: bool,
@@ -162,43 +252,51 @@ pub(super) struct Extra {
     /// (see [`Graph::concurrent_setter`](super::Graph::concurrent_setter)).
     /// Derived, and decided by the marks and states the snapshot holds, so
     /// not part of it.
-    pub(super) state_by: Option<EntryId>,
-    pub(super) resumed_by: Option<EntryId>,
-    pub(super) judged_by: Option<EntryId>,
+    pub(super) state_by: Option<Ix>,
+    pub(super) resumed_by: Option<Ix>,
+    pub(super) judged_by: Option<Ix>,
     /// Made from a redacted payload's residue.
     pub(super) redacted: bool,
 }
 
 impl Extra {
-    pub(super) fn first(&self, mark: Mark) -> Option<EntryId> {
-        self.marks.iter().find(|(m, _)| *m == mark).map(|(_, id)| *id)
+    pub(super) fn first(&self, mark: Mark) -> Option<Ix> {
+        self.marks.iter().find(|(m, _)| *m == mark).map(|(_, ix)| *ix)
     }
-    pub(super) fn last(&self, mark: Mark) -> Option<EntryId> {
-        self.marks.iter().rev().find(|(m, _)| *m == mark).map(|(_, id)| *id)
+    pub(super) fn last(&self, mark: Mark) -> Option<Ix> {
+        self.marks.iter().rev().find(|(m, _)| *m == mark).map(|(_, ix)| *ix)
     }
-    pub(super) fn all(&self, mark: Mark) -> Vec<EntryId> {
-        self.marks.iter().filter(|(m, _)| *m == mark).map(|(_, id)| *id).collect()
+    pub(super) fn all(&self, mark: Mark) -> impl DoubleEndedIterator<Item = Ix> + '_ {
+        self.marks.iter().filter(move |(m, _)| *m == mark).map(|(_, ix)| *ix)
     }
     pub(super) fn has(&self, mark: Mark) -> bool {
         self.marks.iter().any(|(m, _)| *m == mark)
     }
-    pub(super) fn push(&mut self, mark: Mark, id: EntryId) {
-        push_tight(&mut self.marks, (mark, id));
+    pub(super) fn push(&mut self, mark: Mark, ix: Ix) {
+        push_tight(&mut self.marks, (mark, ix));
     }
-    /// Remove `(mark, id)`; true if it was there.
-    pub(super) fn remove(&mut self, mark: Mark, id: EntryId) -> bool {
+    /// Remove `(mark, ix)`; true if it was there.
+    pub(super) fn remove(&mut self, mark: Mark, ix: Ix) -> bool {
         let before = self.marks.len();
-        self.marks.retain(|(m, x)| !(*m == mark && *x == id));
+        retain(&mut self.marks, |(m, x)| !(*m == mark && *x == ix));
         self.marks.len() < before
     }
     pub(super) fn clear(&mut self, mark: Mark) {
-        self.marks.retain(|(m, _)| *m != mark);
+        retain(&mut self.marks, |(m, _)| *m != mark);
     }
 }
 
 static NO_EXTRA: std::sync::LazyLock<Extra> = std::sync::LazyLock::new(Extra::default);
 
 /// A node of the reasoning graph: one applied event, with what later events did to it.
+///
+/// A node names other nodes (its edges, what touched it, its marks) by their
+/// position in the graph, 4 bytes each rather than a 32-byte id: at a million
+/// nodes the ids were most of the graph's memory. So the readings that answer
+/// with other events' ids ([`Graph::why`](super::Graph::why),
+/// [`Graph::touched_by`](super::Graph::touched_by),
+/// [`Graph::edges`](super::Graph::edges), ...) are asked of the graph with the
+/// node; the rest (status, kind, text, flags) of the node alone.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Node {
     /// The entry id.
@@ -214,17 +312,21 @@ pub struct Node {
     /// Kind name (`proposition`, ..., or `raw`, `redacted`, `invalid`).
     pub kind: &'static str,
     /// Searchable text.
-    pub text: String,
-    /// Every later event that touched this node, in log order (see
-    /// [`Node::touched_by`]). Ids, not positions, because `touched_by` answers
-    /// from the node alone.
-    pub(super) touched: Vec<EntryId>,
-    /// Outgoing typed edges: (relation name, target). Ids, not positions, for
-    /// the same reason: readers take them from the node alone.
-    pub edges: Vec<(&'static str, EntryId)>,
+    pub text: Box<str>,
+    /// Every later event that touched this node, in log order, by position
+    /// (see [`Graph::touched_by`](super::Graph::touched_by)).
+    pub(super) touched: List<Ix>,
+    /// Outgoing typed edges: (relation, target's position), in the order they
+    /// were drawn (see [`Graph::edges`](super::Graph::edges)).
+    pub(super) edges: List<(Rel, Ix)>,
     pub(super) meta: Meta,
     pub(super) extra: Option<Box<Extra>>,
 }
+
+/// The node's size is what a million-node graph pays a million times (see
+/// the README's replay figures): kept at 128 bytes on 64-bit targets.
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Node>() <= 128);
 
 impl Node {
     pub(super) fn new(id: EntryId, pos: LogPosition, author: u32, kind: &'static str) -> Self {
@@ -234,9 +336,9 @@ impl Node {
             seq: pos.seq,
             author,
             kind,
-            text: String::new(),
-            touched: Vec::new(),
-            edges: Vec::new(),
+            text: Box::default(),
+            touched: List::default(),
+            edges: List::default(),
             meta: Meta::None,
             extra: None,
         }
@@ -245,11 +347,6 @@ impl Node {
     /// The entry id.
     pub fn id(&self) -> &EntryId {
         &self.id
-    }
-
-    /// Every event that touched this node, in log order, starting with itself.
-    pub fn touched_by(&self) -> Vec<EntryId> {
-        std::iter::once(self.id).chain(self.touched.iter().copied()).collect()
     }
 
     pub(super) fn x(&self) -> &Extra {
@@ -289,17 +386,12 @@ impl Node {
         }
     }
 
-    /// The events that make the status what it is.
-    pub fn why(&self) -> Vec<EntryId> {
-        let mut out = Vec::new();
-        self.for_each_why(self.status(), |id| out.push(id));
-        out
-    }
-
-    /// [`Node::why`] for the node's `status`, one id at a time.
-    pub(super) fn for_each_why(&self, status: Status, mut f: impl FnMut(EntryId)) {
+    /// The nodes of the events that make the status `status` (the node's
+    /// own) what it is, one at a time; `me` is this node's position (a
+    /// refinement that resolves is resolved by itself, which is not a why).
+    pub(super) fn for_each_why(&self, me: Ix, status: Status, mut f: impl FnMut(Ix)) {
         let x = self.x();
-        let all = |mark: Mark, f: &mut dyn FnMut(EntryId)| x.marks.iter().filter(|(m, _)| *m == mark).for_each(|(_, id)| f(*id));
+        let all = |mark: Mark, f: &mut dyn FnMut(Ix)| x.all(mark).for_each(f);
         match status {
             Status::Invalid | Status::Active => all(Mark::Survived, &mut f),
             Status::Retracted => x.last(Mark::RetractedBy).into_iter().for_each(f),
@@ -311,7 +403,7 @@ impl Node {
                 all(Mark::Conflict, &mut f);
             }
             Status::Resolved => {
-                x.last(Mark::ResolvedBy).filter(|by| *by != self.id).into_iter().for_each(&mut f);
+                x.last(Mark::ResolvedBy).filter(|by| *by != me).into_iter().for_each(&mut f);
                 all(Mark::Closed, &mut f);
                 all(Mark::Survived, &mut f);
             }
@@ -322,12 +414,6 @@ impl Node {
     /// and effects are the event's, its text is gone.
     pub fn redacted(&self) -> bool {
         self.x().redacted
-    }
-
-    /// The events that conflict over this node's state (see
-    /// `protocol-spec/events.md`, "Concurrent events"), empty when none.
-    pub fn conflicts(&self) -> Vec<EntryId> {
-        self.x().all(Mark::Conflict)
     }
 
     /// Survived at least one challenge, and nothing is open against it.
@@ -363,33 +449,87 @@ impl Node {
     pub fn frame_state(&self) -> Option<FrameState> {
         self.x().frame_state
     }
-    /// Child frames, for frames.
-    pub fn frame_children(&self) -> Vec<EntryId> {
-        self.x().all(Mark::FrameChild)
-    }
     /// Task state, for tasks.
     pub fn task_state(&self) -> Option<TaskState> {
         self.x().task_state
     }
-    /// Open challenges.
-    pub fn open_challenges(&self) -> Vec<EntryId> {
-        self.x().all(Mark::OpenChallenge)
-    }
-    /// Open tensions.
-    pub fn tensions(&self) -> Vec<EntryId> {
-        self.x().all(Mark::Tension)
-    }
-    /// The node that supersedes this one, if any.
-    pub fn superseded_by(&self) -> Option<EntryId> {
-        self.x().first(Mark::SupersededBy)
+    /// Whether an open challenge or tension stands against it.
+    pub fn disagreed(&self) -> bool {
+        self.x().has(Mark::OpenChallenge) || self.x().has(Mark::Tension)
     }
     /// For memory items: (successes, failures, uses) over judged trajectories.
     pub fn outcomes(&self) -> (u64, u64, usize) {
         let x = self.x();
-        (u64::from(x.successes), u64::from(x.failures), x.all(Mark::Usage).len())
+        (u64::from(x.successes), u64::from(x.failures), x.all(Mark::Usage).count())
     }
     /// For trajectories: the judgment (success?), if judged.
     pub fn judged(&self) -> Option<bool> {
         self.x().judged
+    }
+}
+
+/// The readings of a node that name other events: the node keeps their
+/// positions, the graph turns them into ids. `n` must be a node of this
+/// graph (from [`Graph::node`], [`Graph::nodes`], [`Graph::by_id`], ...).
+impl Graph {
+    fn id_at(&self, ix: Ix) -> EntryId {
+        self.nodes[ix as usize].id
+    }
+
+    /// The position of `n`, which must be one of this graph's nodes: from
+    /// its address, so that reading a node costs no lookup.
+    fn ix_of_node(&self, n: &Node) -> Ix {
+        let offset = (n as *const Node as usize).wrapping_sub(self.nodes.as_ptr() as usize);
+        let ix = offset / std::mem::size_of::<Node>();
+        assert!(ix < self.nodes.len() && offset.is_multiple_of(std::mem::size_of::<Node>()), "node {} is not one of this graph's", n.id);
+        ix as Ix
+    }
+
+    fn ids_marked(&self, n: &Node, mark: Mark) -> Vec<EntryId> {
+        n.x().all(mark).map(|ix| self.id_at(ix)).collect()
+    }
+
+    /// Every event that touched `n`, in log order, starting with itself.
+    pub fn touched_by(&self, n: &Node) -> Vec<EntryId> {
+        std::iter::once(n.id).chain(n.touched.iter().map(|&ix| self.id_at(ix))).collect()
+    }
+
+    /// `n`'s outgoing typed edges: (relation name, target), in the order they were drawn.
+    pub fn edges<'g>(&'g self, n: &'g Node) -> impl ExactSizeIterator<Item = (&'static str, EntryId)> + 'g {
+        n.edges.iter().map(|&(rel, to)| (rel.name(), self.id_at(to)))
+    }
+
+    /// The events that make `n`'s status what it is.
+    pub fn why(&self, n: &Node) -> Vec<EntryId> {
+        let me = self.ix_of_node(n);
+        let mut out = Vec::new();
+        n.for_each_why(me, n.status(), |ix| out.push(self.id_at(ix)));
+        out
+    }
+
+    /// The events that conflict over `n`'s state (see
+    /// `protocol-spec/events.md`, "Concurrent events"), empty when none.
+    pub fn conflicts(&self, n: &Node) -> Vec<EntryId> {
+        self.ids_marked(n, Mark::Conflict)
+    }
+
+    /// Child frames, for frames.
+    pub fn frame_children(&self, n: &Node) -> Vec<EntryId> {
+        self.ids_marked(n, Mark::FrameChild)
+    }
+
+    /// Open challenges against `n`.
+    pub fn open_challenges(&self, n: &Node) -> Vec<EntryId> {
+        self.ids_marked(n, Mark::OpenChallenge)
+    }
+
+    /// Open tensions on `n`.
+    pub fn tensions(&self, n: &Node) -> Vec<EntryId> {
+        self.ids_marked(n, Mark::Tension)
+    }
+
+    /// The event that superseded `n`, if any.
+    pub fn superseded_by(&self, n: &Node) -> Option<EntryId> {
+        n.x().first(Mark::SupersededBy).map(|ix| self.id_at(ix))
     }
 }

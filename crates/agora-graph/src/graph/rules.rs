@@ -158,7 +158,7 @@ impl Graph {
                     });
                 }
                 match self.at(t[0]).and_then(|n| n.x().last(Mark::ResolvedBy)) {
-                    Some(by) => wrong_state(target, format!("already resolved by {by}")),
+                    Some(by) => wrong_state(target, format!("already resolved by {}", self.nodes[by as usize].id)),
                     None => Ok(()),
                 }
             }
@@ -191,7 +191,7 @@ impl Graph {
             Event::Relate { from, to, relation, .. } => {
                 self.expect(name, t[0], from, CLAIM_KINDS, "a claim-like node (proposition, claim, refinement, ...)")?;
                 self.expect(name, t[1], to, CLAIM_KINDS, "a claim-like node (proposition, claim, refinement, ...)")?;
-                if relation.supersedes() && self.supersedes_transitively(to, from) {
+                if relation.supersedes() && self.supersedes_transitively(t[1], t[0]) {
                     return Err(RuleError::Cycle { from: *from, to: *to });
                 }
                 Ok(())
@@ -266,12 +266,13 @@ impl Graph {
         }
     }
 
-    /// Does `a` (transitively) supersede `b`? Walks `b`'s successor chain.
-    fn supersedes_transitively(&self, a: &EntryId, b: &EntryId) -> bool {
-        let mut cur = *b;
+    /// Does the node at `a` (transitively) supersede the one at `b`? Walks
+    /// `b`'s successor chain.
+    fn supersedes_transitively(&self, a: Ix, b: Ix) -> bool {
+        let mut cur = b;
         let mut steps = 0usize;
-        while let Some(next) = self.node(&cur).and_then(|n| n.x().first(Mark::SupersededBy)) {
-            if next == *a {
+        while let Some(next) = self.at(cur).and_then(|n| n.x().first(Mark::SupersededBy)) {
+            if next == a {
                 return true;
             }
             cur = next;
@@ -284,23 +285,21 @@ impl Graph {
     }
 
     /// When `ev` (by `author`) breaks a state rule only because of an event
-    /// by another agent, that event's id. Such an event is not on `ev`'s
+    /// by another agent, that event's node. Such an event is not on `ev`'s
     /// chain, so nothing says `ev`'s author saw it: the two are concurrent,
     /// and which one log order puts first is decided by the authors' clocks,
     /// which must not decide between agents. (Conservative: an event another
     /// agent's chain references is still counted as concurrent.) `None`: the
     /// state was set by `ev`'s own author earlier on its chain (the chain's
     /// order is its own), or by nobody, and the rule stands.
-    pub(super) fn concurrent_setter(&self, ev: &Event, err: &RuleError, t: &[Ix], author: u32) -> Option<EntryId> {
+    pub(super) fn concurrent_setter(&self, ev: &Event, err: &RuleError, t: &[Ix], author: u32) -> Option<Ix> {
         if !matches!(err, RuleError::WrongState { .. } | RuleError::Cycle { .. }) {
             return None;
         }
         let x = self.at(*t.first()?)?.x();
-        let by_author = |id: &EntryId| self.index.get(&self.nodes, id).map(|ix| self.nodes[ix as usize].author);
         // Resolving or parking twice: refused if this author already did.
         let unless_own = |mark: Mark| {
-            let all = x.all(mark);
-            (!all.iter().any(|id| by_author(id) == Some(author))).then(|| all.last().copied()).flatten()
+            (!x.all(mark).any(|ix| self.nodes[ix as usize].author == author)).then(|| x.all(mark).last()).flatten()
         };
         let setter = match ev {
             Event::Resolve { .. } => unless_own(Mark::ResolvedBy),
@@ -317,7 +316,6 @@ impl Graph {
             Event::Relate { .. } => x.first(Mark::SupersededBy),
             _ => None,
         }?;
-        let setter_ix = self.index.get(&self.nodes, &setter)?;
-        (self.nodes[setter_ix as usize].author != author).then_some(setter)
+        (self.nodes[setter as usize].author != author).then_some(setter)
     }
 }

@@ -158,23 +158,33 @@ impl<'g> ById<'g> {
 
     /// Load, before reading the nodes at `range` (in id order), the memory
     /// their snapshot is written from: each node, then what it points to
-    /// (touched-by list, edges, extra state, its marks). In id order consecutive nodes sit
-    /// anywhere in memory, and reading them one at a time waits for each miss
-    /// in turn; these loads do not depend on each other, so the processor
-    /// overlaps them (as [`Graph::replay`] does for its lookups). Pure reads.
+    /// (touched-by list, edges, extra state, its marks), then the ids of the
+    /// nodes those name. In id order consecutive nodes sit anywhere in
+    /// memory, and reading them one at a time waits for each miss in turn;
+    /// these loads do not depend on each other, so the processor overlaps
+    /// them (as [`Graph::replay`] does for its lookups). Pure reads.
     fn warm(&self, range: std::ops::Range<usize>) {
         let order = &self.order[range];
+        let nodes = &self.graph.nodes;
+        let id_at = |ix: Ix| nodes[ix as usize].id.0[0];
         for &i in order {
-            let n = &self.graph.nodes[i as usize];
+            let n = &nodes[i as usize];
             std::hint::black_box((n.id.0[0], n.extra.is_some(), n.edges.len(), n.touched.len(), n.text.len()));
         }
         for &i in order {
-            let n = &self.graph.nodes[i as usize];
-            std::hint::black_box((n.touched.first().map(|t| t.0[0]), n.edges.first().map(|e| e.1 .0[0]), n.extra.as_deref().map(|x| x.marks.len())));
+            let n = &nodes[i as usize];
+            std::hint::black_box((n.touched.first().copied(), n.edges.first().map(|e| e.1), n.extra.as_deref().map(|x| x.marks.len())));
         }
         for &i in order {
-            let n = &self.graph.nodes[i as usize];
-            std::hint::black_box(n.extra.as_deref().and_then(|x| x.marks.first()).map(|m| m.1 .0[0]));
+            let n = &nodes[i as usize];
+            n.touched.iter().for_each(|&t| _ = std::hint::black_box(id_at(t)));
+            n.edges.iter().for_each(|e| _ = std::hint::black_box(id_at(e.1)));
+            std::hint::black_box(n.extra.as_deref().and_then(|x| x.marks.first()).map(|m| m.1));
+        }
+        for &i in order {
+            if let Some(x) = nodes[i as usize].extra.as_deref() {
+                x.marks.iter().for_each(|m| _ = std::hint::black_box(id_at(m.1)));
+            }
         }
     }
 
@@ -184,26 +194,29 @@ impl<'g> ById<'g> {
             let end = (start + WARM_BATCH).min(range.end);
             self.warm(start..end);
             for &i in &self.order[start..end] {
-                write_snapshot_node(&self.graph.nodes[i as usize], out);
+                write_snapshot_node(&self.graph.nodes, i, out);
             }
         }
     }
 }
 
-/// One node's part of [`Graph::snapshot`]. Lists are written as a 4-byte
-/// big-endian count and the ids; counts are patched in after the ids, so no
-/// list is collected first.
-pub(super) fn write_snapshot_node(n: &Node, out: &mut Vec<u8>) {
-    fn list(out: &mut Vec<u8>, ids: impl FnOnce(&mut dyn FnMut(EntryId))) {
+/// The part of [`Graph::snapshot`] of the node at `ix` in `nodes`. Lists are
+/// written as a 4-byte big-endian count and the ids (of the nodes the node
+/// names by position); counts are patched in after the ids, so no list is
+/// collected first.
+pub(super) fn write_snapshot_node(nodes: &[Node], ix: Ix, out: &mut Vec<u8>) {
+    fn list(out: &mut Vec<u8>, nodes: &[Node], ixs: impl FnOnce(&mut dyn FnMut(Ix))) {
         let at = out.len();
         out.extend_from_slice(&[0; 4]);
         let mut count = 0u32;
-        ids(&mut |id| {
-            out.extend_from_slice(id.as_bytes());
+        ixs(&mut |ix| {
+            out.extend_from_slice(nodes[ix as usize].id.as_bytes());
             count += 1;
         });
         out[at..at + 4].copy_from_slice(&count.to_be_bytes());
     }
+    let n = &nodes[ix as usize];
+    let id_of = |ix: Ix| nodes[ix as usize].id.0;
     out.extend_from_slice(n.id.as_bytes());
     let Some(x) = n.extra.as_deref() else {
         // Most nodes: nothing but the node itself and what touched it. Active
@@ -214,31 +227,31 @@ pub(super) fn write_snapshot_node(n: &Node, out: &mut Vec<u8>) {
         out.extend_from_slice(&[0, Status::Active as u8, 0]);
         out.extend_from_slice(&(1 + n.touched.len() as u32).to_be_bytes());
         out.extend_from_slice(n.id.as_bytes());
-        for t in &n.touched {
-            out.extend_from_slice(t.as_bytes());
+        for &t in &n.touched {
+            out.extend_from_slice(&id_of(t));
         }
         out.extend_from_slice(&[0; 16]);
-        for (rel, to) in &n.edges {
-            out.extend_from_slice(rel.as_bytes());
-            out.extend_from_slice(to.as_bytes());
+        for &(rel, to) in &n.edges {
+            out.extend_from_slice(rel.name().as_bytes());
+            out.extend_from_slice(&id_of(to));
         }
         out.extend_from_slice(&[0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
         return;
     };
-    let of = |mark: Mark| move |f: &mut dyn FnMut(EntryId)| x.marks.iter().filter(|(m, _)| *m == mark).for_each(|(_, id)| f(*id));
+    let of = |mark: Mark| move |f: &mut dyn FnMut(Ix)| x.all(mark).for_each(f);
     out.extend_from_slice(n.kind.as_bytes());
     out.push(0);
     let status = n.status();
     out.push(status as u8);
     out.push(n.settled() as u8);
-    list(out, |f| std::iter::once(n.id).chain(n.touched.iter().copied()).for_each(f));
-    list(out, |f| n.for_each_why(status, f));
-    list(out, of(Mark::OpenChallenge));
-    list(out, of(Mark::Tension));
-    list(out, of(Mark::FrameChild));
-    for (rel, to) in &n.edges {
-        out.extend_from_slice(rel.as_bytes());
-        out.extend_from_slice(to.as_bytes());
+    list(out, nodes, |f| std::iter::once(ix).chain(n.touched.iter().copied()).for_each(f));
+    list(out, nodes, |f| n.for_each_why(ix, status, f));
+    list(out, nodes, of(Mark::OpenChallenge));
+    list(out, nodes, of(Mark::Tension));
+    list(out, nodes, of(Mark::FrameChild));
+    for &(rel, to) in &n.edges {
+        out.extend_from_slice(rel.name().as_bytes());
+        out.extend_from_slice(&id_of(to));
     }
     out.push(x.frame_state.map_or(0xff, |s| s as u8));
     out.push(x.task_state.map_or(0xff, |s| s as u8));
