@@ -40,6 +40,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 mod disagreements;
+mod entry_index;
 
 type IdMap<V> = agora_core::idmap::IdMap<EntryId, V>;
 /// One chain's open disputes: (target seq, target) -> (disputer, dispute entry).
@@ -180,7 +181,7 @@ pub struct LiveUpdate {
 pub struct LiveMerge {
     chains: Vec<LiveChain>,
     by_author: BTreeMap<AgentId, u32>,
-    index: IdMap<Loc>,
+    index: entry_index::EntryIndex,
     /// Chain slot -> signers with accepts on it.
     referrers: HashMap<u32, BTreeSet<u32>>,
     /// Id not known -> signers whose evaluation looked it up.

@@ -1,0 +1,90 @@
+//! Where each entry a [`LiveMerge`](super::LiveMerge) knows sits: its
+//! chain's slot and its seq, by entry id.
+//!
+//! The live merge looks an id up for every arrival and for every reference
+//! an accept, dispute or withdrawal makes, and holds one row per entry: a
+//! million rows at a million entries. A `HashMap<EntryId, Loc>` kept each
+//! 48-byte row in its buckets, at most 7/8 full and doubling, so about
+//! 100 MiB at that size. Here the hash table holds only a 4-byte row number
+//! (hashed by the id's first eight bytes, which are uniform: ids are SHA-256
+//! outputs) and the rows sit densely in two vectors, about 60 MiB. Rows are
+//! never removed: an entry once known stays known.
+
+use super::Loc;
+use agora_core::idmap::id_hash;
+use agora_core::EntryId;
+
+/// Entry id -> [`Loc`], one dense row per id (see the module docs).
+#[derive(Debug, Default)]
+pub(super) struct EntryIndex {
+    /// Row numbers, hashed by their id's first eight bytes.
+    table: hashbrown::HashTable<u32>,
+    ids: Vec<EntryId>,
+    locs: Vec<Loc>,
+}
+
+fn hash(id: &EntryId) -> u64 {
+    id_hash(id.as_bytes())
+}
+
+impl EntryIndex {
+    fn row(&self, id: &EntryId) -> Option<u32> {
+        self.table.find(hash(id), |&r| self.ids[r as usize] == *id).copied()
+    }
+
+    /// Where `id` is, if it is known.
+    pub(super) fn get(&self, id: &EntryId) -> Option<&Loc> {
+        self.row(id).map(|r| &self.locs[r as usize])
+    }
+
+    pub(super) fn contains_key(&self, id: &EntryId) -> bool {
+        self.row(id).is_some()
+    }
+
+    /// Record where `id` is, replacing what was recorded for it.
+    pub(super) fn insert(&mut self, id: EntryId, loc: Loc) {
+        if let Some(r) = self.row(&id) {
+            self.locs[r as usize] = loc;
+            return;
+        }
+        let r = u32::try_from(self.ids.len()).expect("fewer than 2^32 entries");
+        self.ids.push(id);
+        self.locs.push(loc);
+        let ids = &self.ids;
+        self.table.insert_unique(hash(&id), r, |&x| hash(&ids[x as usize]));
+    }
+
+    /// Entries known.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.ids.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ids that share the hashed prefix stay apart, a second insert replaces
+    /// the location, and what was never inserted is not found.
+    #[test]
+    fn finds_each_id_and_replaces_on_insert() {
+        let mut index = EntryIndex::default();
+        let id = |i: u32, prefix: u8| {
+            let mut b = [prefix; 32];
+            b[28..].copy_from_slice(&i.to_be_bytes());
+            EntryId(b)
+        };
+        for i in 0..1_000u32 {
+            index.insert(id(i, (i % 2) as u8), Loc { chain: i, seq: u64::from(i) });
+        }
+        index.insert(id(7, 1), Loc { chain: 70, seq: 700 });
+        assert_eq!(index.len(), 1_000);
+        for i in 0..1_000u32 {
+            let loc = index.get(&id(i, (i % 2) as u8)).expect("inserted");
+            let want = if i == 7 { (70, 700) } else { (i, u64::from(i)) };
+            assert_eq!((loc.chain, loc.seq), want);
+            assert!(!index.contains_key(&id(i, 2)));
+        }
+    }
+}
