@@ -47,7 +47,9 @@ impl EntryIndex {
             self.locs[r as usize] = loc;
             return;
         }
-        let r = u32::try_from(self.ids.len()).expect("fewer than 2^32 entries");
+        // A row per entry held in memory: 2^32 of them would be 200 GiB.
+        assert!(self.ids.len() < u32::MAX as usize, "more than 2^32 entries known");
+        let r = self.ids.len() as u32;
         self.ids.push(id);
         self.locs.push(loc);
         let ids = &self.ids;
