@@ -296,7 +296,11 @@ static NO_EXTRA: std::sync::LazyLock<Extra> = std::sync::LazyLock::new(Extra::de
 /// with other events' ids ([`Graph::why`](super::Graph::why),
 /// [`Graph::touched_by`](super::Graph::touched_by),
 /// [`Graph::edges`](super::Graph::edges), ...) are asked of the graph with the
-/// node; the rest (status, kind, text, flags) of the node alone.
+/// node; the rest (status, kind, text, flags) of the node alone. For the
+/// same reason two nodes compare equal (`==`) only as nodes of graphs that
+/// applied the same events in the same order; graphs are compared by
+/// [`Graph::snapshot`](super::Graph::snapshot) or
+/// [`Graph::digest`](super::Graph::digest).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Node {
     /// The entry id.
