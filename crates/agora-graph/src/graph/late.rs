@@ -21,11 +21,12 @@
 //! frame invalidation's cascade, a judgment's usages, a memory item's
 //! first-content rule) are refused, as is an event other events wait for.
 //!
-//! What is not kept: the order of [`Graph::nodes`] (application order),
-//! which is log order for a replay and not for a graph that took late
-//! events. The snapshot, digest and every reading by id are the replay's:
-//! `tests/pinned.rs` checks it over seeded logs of every kind delivered out
-//! of order.
+//! The nodes of late events are appended at the end of the graph's table;
+//! the graph notes which they were (`Graph::late_nodes`) and
+//! [`Graph::nodes`] lists them where a replay would have applied them, so
+//! that listings read as a replay's too. The snapshot, digest, every reading
+//! by id and every listing are the replay's: `tests/pinned.rs` checks it
+//! over seeded logs of every kind delivered out of order.
 
 use super::index::{Ix, UNKNOWN};
 use super::input::{Body, LogEvent};
@@ -70,9 +71,42 @@ impl Graph {
         self.accessed[ix as usize] = self.point;
     }
 
-    fn key_of(&self, ix: Ix) -> (LogPosition, EntryId) {
+    pub(super) fn key_of(&self, ix: Ix) -> (LogPosition, EntryId) {
         let n = &self.nodes[ix as usize];
         (self.position(n), n.id)
+    }
+
+    /// A replay's application order of this graph's nodes (see
+    /// [`Graph::nodes`]). Without the late nodes, application order is a
+    /// replay's: nodes were appended in log order of the event that placed
+    /// them (each released node right after its releaser). A late event
+    /// releases nothing (`apply_late` refuses one that others wait for), so
+    /// in a replay its node stands alone at its own place: before the first
+    /// other node placed by an event that sorts after it. Linear in the
+    /// nodes, plus sorting the late ones.
+    pub(super) fn sort_into_replay_order(&self) -> Vec<Ix> {
+        let mut late = self.late_nodes.clone();
+        late.sort_unstable_by_key(|&ix| self.key_of(ix));
+        let mut out = Vec::with_capacity(self.nodes.len());
+        let (mut next_late, mut skip, mut released) = (0, self.late_nodes.iter().peekable(), self.released_nodes.iter().peekable());
+        for ix in 0..self.nodes.len() as Ix {
+            if skip.next_if_eq(&&ix).is_some() {
+                continue;
+            }
+            // A node placed by its own event (not released by another's):
+            // late nodes that sort before that event come first.
+            if released.next_if_eq(&&ix).is_none() && next_late < late.len() {
+                let key = self.key_of(ix);
+                while next_late < late.len() && self.key_of(late[next_late]) < key {
+                    out.push(late[next_late]);
+                    next_late += 1;
+                }
+            }
+            out.push(ix);
+        }
+        out.extend_from_slice(&late[next_late..]);
+        debug_assert_eq!(out.len(), self.nodes.len());
+        out
     }
 
     /// Apply `event`, which may sort before the last event applied (see the
@@ -107,11 +141,14 @@ impl Graph {
         }
         // Held as pending (a reference is missing) or applied; a held event
         // is placed by its references' arrival, whatever the order.
-        self.id_order.take();
+        self.orders_changed();
         self.late = Some(LateCheck { key, spoiled: false });
         self.point = self.nodes.len() as Ix;
         let id = event.id;
         let applied = self.try_apply(&mut event);
+        if applied {
+            self.late_nodes.push(self.point);
+        }
         let spoiled = self.late.take().is_some_and(|c| c.spoiled);
         debug_assert!(!applied || !self.waiting.contains_key(&id), "nothing waited for it");
         if spoiled { Late::Spoiled } else { Late::Applied }

@@ -87,6 +87,17 @@ pub struct Graph {
     /// Node positions in id order, once asked for ([`Graph::by_id`]); cleared
     /// by every apply.
     id_order: std::sync::OnceLock<Vec<Ix>>,
+    /// Nodes that [`Graph::apply_late`] appended ahead of their place in log
+    /// order, ascending. Empty for a graph that took no late event, whose
+    /// application order is a replay's.
+    late_nodes: Vec<Ix>,
+    /// Nodes of events held as pending, placed where the event that released
+    /// them was (not at their own place in log order), ascending.
+    released_nodes: Vec<Ix>,
+    /// Node positions in a replay's application order, once asked for by
+    /// [`Graph::nodes`] of a graph that took late events; cleared by every
+    /// apply.
+    replay_order: std::sync::OnceLock<Vec<Ix>>,
     /// The bucket digests of [`Graph::digest`], once asked for; kept current
     /// by every apply from then on.
     digests: Option<Box<digest::Digests>>,
@@ -128,7 +139,7 @@ impl Graph {
         if self.index.contains(&self.nodes, &event.id) {
             return true;
         }
-        self.id_order.take();
+        self.orders_changed();
         if self.last_pos.is_some_and(|last| event.pos < last) {
             return false;
         }
@@ -240,6 +251,9 @@ impl Graph {
         let me = self.nodes.len() as Ix;
         self.nodes.push(node);
         self.accessed.push(self.point);
+        if self.point != me {
+            self.released_nodes.push(me);
+        }
         for &t in targets {
             self.accessed_by_current(t);
         }
@@ -287,9 +301,25 @@ impl Graph {
         self.index.get(&self.nodes, id).map(|i| &self.nodes[i as usize])
     }
 
-    /// Nodes in application order.
-    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
-        self.nodes.iter()
+    /// Nodes in a replay's application order: log order, each event held as
+    /// pending placed right after the event that released it
+    /// (`protocol-spec/events.md`, "Replay order"). A graph that took late
+    /// events ([`Graph::apply_late`]) applied them at the end; it lists them
+    /// where a replay would have applied them, so every listing (decisions,
+    /// open questions, exports, search) reads as a replay's.
+    pub fn nodes(&self) -> impl ExactSizeIterator<Item = &Node> {
+        let order = (!self.late_nodes.is_empty()).then(|| self.replay_order.get_or_init(|| self.sort_into_replay_order()).as_slice());
+        (0..self.nodes.len()).map(move |k| match order {
+            Some(order) => &self.nodes[order[k] as usize],
+            None => &self.nodes[k],
+        })
+    }
+
+    /// The orders kept for readers (by id, a replay's) no longer hold: a
+    /// node is about to be added or changed.
+    fn orders_changed(&mut self) {
+        self.id_order.take();
+        self.replay_order.take();
     }
 
     /// Number of applied nodes.
