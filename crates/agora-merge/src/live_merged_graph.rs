@@ -15,10 +15,7 @@
 //!   are asked of the caller. Those that sort after the last one applied are
 //!   applied as usual; an earlier one (in a swarm whose agents write at
 //!   once, most arrivals) by [`Graph::apply_late`], which takes it in place
-//!   when nothing it reads or writes was touched by a later event. (Unlike a
-//!   perspective, whose graph is also listed in application order, the
-//!   merged graph is read only by id, so the order it applied its nodes in
-//!   need not be log order.)
+//!   when nothing it reads or writes was touched by a later event.
 //! - **Rebuilt** otherwise (a fork that freezes a chain below what was
 //!   applied, a resolution that switches branch, a redaction, a late event
 //!   whose order matters): every view chain is asked of the caller and
@@ -63,7 +60,7 @@ impl LiveMergedGraph {
     /// branch, any order), with what is known of its payload.
     pub fn build<E>(merge: &LiveMerge, mut load: impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>) -> Result<Self, E> {
         let prefixes = whole_views(merge);
-        let graph = replay_prefixes(merge, &prefixes, &HashSet::new(), &mut load)?;
+        let graph = replay_prefixes(&prefixes, &HashSet::new(), &mut load)?;
         Ok(Self { graph, prefixes })
     }
 
@@ -101,7 +98,7 @@ impl LiveMergedGraph {
         if !prefixes_kept(merge, &self.prefixes, &now) {
             return Ok(None);
         }
-        let events = new_events(merge, &self.prefixes, &now, &HashSet::new(), &mut load)?;
+        let events = new_events(&self.prefixes, &now, &HashSet::new(), &mut load)?;
         let applied = events.len();
         for e in events {
             // In log order: an event that sorts after the last one applied

@@ -10,15 +10,21 @@
 //! - **In place**, the common case: every prefix it included is still there
 //!   unchanged (each chain's included head is still on its view: the entries
 //!   link by hash, so the head names the prefix; and no payload inside it
-//!   changed), no event it left out is back, and the newly included events
-//!   all sort after the last one its graph applied. Its own new events and accepts of
-//!   others' latest events are of this kind. The new events are asked of the
-//!   caller (only those) and applied; the graph's digest
-//!   ([`agora_graph::Graph::digest`]) then hashes again only the buckets they
-//!   changed.
-//! - **Rebuilt** otherwise (an accept that reaches back into another chain's
-//!   history, a withdrawn dispute, a redaction inside it): the included
-//!   prefixes are asked of the caller and replayed, as a recompute does.
+//!   changed) and no event inside one is newly left out. The new events
+//!   (past the prefixes it included, and those it left out that are back, a
+//!   dispute withdrawn) are asked of the caller (only those) and applied in
+//!   log order: those that sort after the last one its graph applied as
+//!   usual, an earlier one (an accept that reaches back into a chain's
+//!   history, another agent's event that arrived late, an event back) by
+//!   [`Graph::apply_late`], which takes it in place when nothing it names or
+//!   writes was named or written by a later event. The graph lists its nodes
+//!   in a replay's order all the same ([`Graph::nodes`]). The graph's digest
+//!   ([`agora_graph::Graph::digest`]) then hashes again only the buckets the
+//!   new events changed.
+//! - **Rebuilt** otherwise (a fork that freezes a chain below what it
+//!   included, an event inside it newly left out, a redaction inside it, a
+//!   late event whose place in log order matters): the included prefixes are
+//!   asked of the caller and replayed, as a recompute does.
 //!
 //! After every refresh it equals [`Merge::perspective`](crate::Merge::perspective)
 //! over the same set: the property test `live_equals_recompute` checks the
@@ -31,7 +37,7 @@ use crate::live::LiveMerge;
 use crate::payload::MergeEvent;
 use crate::views::{DisputeMark, Perspective};
 use agora_core::{AgentId, EntryId};
-use agora_graph::{Graph, LogEvent};
+use agora_graph::{Graph, Late, LogEvent};
 use std::collections::{BTreeMap, HashSet};
 use std::ops::RangeInclusive;
 
@@ -60,6 +66,7 @@ pub struct LivePerspective {
 }
 
 /// The inputs of a perspective as the merged state has them now.
+#[derive(Debug)]
 struct Inputs {
     prefixes: BTreeMap<AgentId, Prefix>,
     disputes: Vec<DisputeMark>,
@@ -94,14 +101,23 @@ fn inputs(merge: &LiveMerge, agent: &AgentId) -> Inputs {
     Inputs { prefixes, disputes, excluded }
 }
 
-/// The graph's events among `entries` (every entry held of `author` with a
-/// seq in a range, any branch): those on the view chain `view` (seq 1 first),
-/// not merge events, not excluded, payload known.
-pub(crate) fn events_of(entries: Vec<MergeEntry>, view: &[EntryId], excluded: &HashSet<EntryId>, out: &mut Vec<LogEvent>) {
+/// The graph's events among `entries` (every entry held of one author with
+/// a seq in a range, any branch): those on the chain that ends at `head`
+/// (the entry at the range's end on its view chain), followed down by
+/// backlinks, not merge events, not excluded, payload known. Following the
+/// links needs nothing of the merged state, so a perspective can be built
+/// while the state moves on ([`PerspectivePlan::build`]).
+pub(crate) fn events_of(mut entries: Vec<MergeEntry>, head: EntryId, excluded: &HashSet<EntryId>, out: &mut Vec<LogEvent>) {
+    entries.sort_unstable_by_key(|e| std::cmp::Reverse(e.seq()));
+    let mut next = Some(head);
     for e in entries {
         let id = e.id();
-        let on_view = e.seq().checked_sub(1).and_then(|i| view.get(i as usize)) == Some(&id);
-        if !on_view || excluded.contains(&id) || e.payload().is_some_and(MergeEvent::is_merge_payload) {
+        if next != Some(id) {
+            // Another branch's entry, or one above the head.
+            continue;
+        }
+        next = e.signed().header().backlink;
+        if excluded.contains(&id) || e.payload().is_some_and(MergeEvent::is_merge_payload) {
             continue;
         }
         out.extend(LogEvent::from_content(id, e.signed().header().log_position(), e.content()));
@@ -111,14 +127,13 @@ pub(crate) fn events_of(entries: Vec<MergeEntry>, view: &[EntryId], excluded: &H
 /// The graph of the events on `prefixes` (of view chains), less
 /// `excluded`, replayed.
 pub(crate) fn replay_prefixes<E>(
-    merge: &LiveMerge,
     prefixes: &BTreeMap<AgentId, Prefix>,
     excluded: &HashSet<EntryId>,
     load: &mut impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>,
 ) -> Result<Graph, E> {
     let mut events = Vec::new();
     for (author, p) in prefixes {
-        events_of(load(author, 1..=p.upto)?, merge.view_chain(author), excluded, &mut events);
+        events_of(load(author, 1..=p.upto)?, p.head, excluded, &mut events);
     }
     Ok(Graph::replay(events))
 }
@@ -142,7 +157,6 @@ pub(crate) fn prefixes_kept(merge: &LiveMerge, was: &BTreeMap<AgentId, Prefix>, 
 /// The events on the prefixes `now` past the prefixes `was` (which `now`
 /// keeps), not in `excluded`, in log order.
 pub(crate) fn new_events<E>(
-    merge: &LiveMerge,
     was: &BTreeMap<AgentId, Prefix>,
     now: &BTreeMap<AgentId, Prefix>,
     excluded: &HashSet<EntryId>,
@@ -152,51 +166,58 @@ pub(crate) fn new_events<E>(
     for (author, p) in now {
         let from = was.get(author).map_or(1, |w| w.upto + 1);
         if from <= p.upto {
-            events_of(load(author, from..=p.upto)?, merge.view_chain(author), excluded, &mut events);
+            events_of(load(author, from..=p.upto)?, p.head, excluded, &mut events);
         }
     }
     events.sort_by_key(|e| (e.pos, e.id));
     Ok(events)
 }
 
-/// The events a graph built over the prefixes `was` takes to cover `now`
-/// (which keeps every prefix of `was`): those past `was` on each view
-/// chain, not in `excluded`, in log order; `None` if the first sorts before
-/// the last event `graph` applied (the graph must then be replayed).
-pub(crate) fn extension<E>(
-    graph: &Graph,
-    merge: &LiveMerge,
-    was: &BTreeMap<AgentId, Prefix>,
-    now: &BTreeMap<AgentId, Prefix>,
-    excluded: &HashSet<EntryId>,
-    load: &mut impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>,
-) -> Result<Option<Vec<LogEvent>>, E> {
-    let events = new_events(merge, was, now, excluded, load)?;
-    let in_order = match (events.first(), graph.last_position()) {
-        (Some(first), Some(last)) => first.pos >= last,
-        _ => true,
-    };
-    Ok(in_order.then_some(events))
+/// What `agent`'s perspective is built from, as the merged state had it
+/// when the plan was made ([`LivePerspective::plan`]): the prefix of each
+/// view chain it includes (named by its head) and the events it leaves out.
+/// Building from it ([`PerspectivePlan::build`]) reads only the store, so a
+/// node builds a perspective (about a second at a million entries) without
+/// holding its merged view, then brings it up to date in place
+/// ([`LivePerspective::refresh_in_place`]).
+#[derive(Debug)]
+pub struct PerspectivePlan {
+    agent: AgentId,
+    inputs: Inputs,
+}
+
+impl PerspectivePlan {
+    /// The agent whose perspective this is.
+    pub fn agent(&self) -> AgentId {
+        self.agent
+    }
+
+    /// The perspective as of the plan, built by replay. `load(author,
+    /// seqs)` as for [`LivePerspective::build`].
+    pub fn build<E>(self, mut load: impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>) -> Result<LivePerspective, E> {
+        let excluded: HashSet<EntryId> = self.inputs.excluded.iter().copied().collect();
+        let graph = replay_prefixes(&self.inputs.prefixes, &excluded, &mut load)?;
+        Ok(LivePerspective::of(self.agent, self.inputs, graph))
+    }
 }
 
 impl LivePerspective {
     /// `agent`'s perspective of `merge`, built by replay. `load(author,
     /// seqs)` must return every entry held of `author` with a seq in `seqs`
     /// (any branch, any order), with what is known of its payload.
-    pub fn build<E>(merge: &LiveMerge, agent: AgentId, mut load: impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>) -> Result<Self, E> {
-        let inputs = inputs(merge, &agent);
-        let graph = Self::replay(merge, &inputs, &mut load)?;
-        Ok(Self::of(agent, inputs, graph))
+    pub fn build<E>(merge: &LiveMerge, agent: AgentId, load: impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>) -> Result<Self, E> {
+        Self::plan(merge, agent).build(load)
+    }
+
+    /// What `agent`'s perspective of `merge` is built from (see
+    /// [`PerspectivePlan`]).
+    pub fn plan(merge: &LiveMerge, agent: AgentId) -> PerspectivePlan {
+        PerspectivePlan { agent, inputs: inputs(merge, &agent) }
     }
 
     fn of(agent: AgentId, inputs: Inputs, graph: Graph) -> Self {
         let included = inputs.prefixes.iter().map(|(a, p)| (*a, p.upto)).collect();
         Self { view: Perspective { agent, included, disputes: inputs.disputes, excluded: inputs.excluded, graph }, prefixes: inputs.prefixes }
-    }
-
-    fn replay<E>(merge: &LiveMerge, inputs: &Inputs, load: &mut impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>) -> Result<Graph, E> {
-        let excluded: HashSet<EntryId> = inputs.excluded.iter().copied().collect();
-        replay_prefixes(merge, &inputs.prefixes, &excluded, load)
     }
 
     /// Bring the perspective up to date with `merge` (see the module docs).
@@ -215,15 +236,15 @@ impl LivePerspective {
         if let Some(done) = self.refresh_in_place(merge, payloads_changed, &mut load)? {
             return Ok(done);
         }
-        let now = inputs(merge, &self.view.agent);
-        let graph = Self::replay(merge, &now, &mut load)?;
-        *self = Self::of(self.view.agent, now, graph);
+        *self = Self::plan(merge, self.view.agent).build(load)?;
         Ok(PerspectiveRefresh { applied: 0, rebuilt: true })
     }
 
-    /// [`LivePerspective::refresh`] when it can be done in place; `None`,
-    /// changing nothing, when the perspective would have to be replayed.
-    /// A node keeps perspectives current on the thread that keeps its
+    /// [`LivePerspective::refresh`] when it can be done in place; `None`
+    /// when the perspective would have to be replayed, in which case it may
+    /// have taken some of the new events already and must not be used again
+    /// (it is left unchanged when a payload inside it changed or a prefix it
+    /// included did). A node keeps perspectives current on the thread that keeps its
     /// merged view current: a replay there (about a second at a million
     /// entries, after an accept that reaches back into a chain's history)
     /// would hold every update back, so it drops such a perspective instead
@@ -241,8 +262,13 @@ impl LivePerspective {
         let Some(events) = self.appended(merge, &now, &mut load)? else { return Ok(None) };
         let applied = events.len();
         for e in events {
-            let ok = self.view.graph.apply(e);
-            debug_assert!(ok, "checked to sort after the last event applied");
+            // In log order: an event that sorts after the last one applied
+            // is applied as usual, an earlier one where the graph can show
+            // that the order does not matter (`Graph::apply_late`).
+            match self.view.graph.apply_late(e) {
+                Late::Applied => {}
+                Late::Refused | Late::Spoiled => return Ok(None),
+            }
         }
         self.view.included = now.prefixes.iter().map(|(a, p)| (*a, p.upto)).collect();
         self.view.disputes = now.disputes;
@@ -252,7 +278,11 @@ impl LivePerspective {
     }
 
     /// The events to apply in place, in log order, or `None` if the
-    /// perspective must be rebuilt.
+    /// perspective must be rebuilt (a prefix it included changed, or an
+    /// event inside one is newly left out: a node cannot be taken out).
+    /// They are the events past the prefixes it included, and those it left
+    /// out before that are back (a dispute withdrawn), which sort before
+    /// most of what it applied.
     fn appended<E>(
         &self,
         merge: &LiveMerge,
@@ -262,12 +292,6 @@ impl LivePerspective {
         if !prefixes_kept(merge, &self.prefixes, &now.prefixes) {
             return Ok(None);
         }
-        // No event left out before is back, and none of the old prefixes is
-        // newly left out.
-        let now_excluded: HashSet<EntryId> = now.excluded.iter().copied().collect();
-        if self.view.excluded.iter().any(|id| !now_excluded.contains(id)) {
-            return Ok(None);
-        }
         let was_excluded: HashSet<EntryId> = self.view.excluded.iter().copied().collect();
         for id in now.excluded.iter().filter(|id| !was_excluded.contains(id)) {
             let Some((author, seq)) = merge.locate(id) else { return Ok(None) };
@@ -275,7 +299,21 @@ impl LivePerspective {
                 return Ok(None);
             }
         }
-        extension(&self.view.graph, merge, &self.prefixes, &now.prefixes, &now_excluded, load)
+        let now_excluded: HashSet<EntryId> = now.excluded.iter().copied().collect();
+        let mut events = new_events(&self.prefixes, &now.prefixes, &now_excluded, load)?;
+        let before = events.len();
+        for id in self.view.excluded.iter().filter(|id| !now_excluded.contains(id)) {
+            let Some((author, seq)) = merge.locate(id) else { return Ok(None) };
+            // Past the old prefix, `new_events` has it; inside, it is on
+            // the view chain (the prefix is kept).
+            if self.prefixes.get(&author).is_some_and(|was| seq <= was.upto) {
+                events_of(load(&author, seq..=seq)?, *id, &now_excluded, &mut events);
+            }
+        }
+        if events.len() > before {
+            events.sort_by_key(|e| (e.pos, e.id));
+        }
+        Ok(Some(events))
     }
 
     /// The agent.

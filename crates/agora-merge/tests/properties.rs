@@ -517,7 +517,9 @@ fn assert_perspectives_equal(perspectives: &mut [LivePerspective], live: &LiveMe
         prop_assert_eq!(&p.view().excluded, &want.excluded, "excluded {}", what);
         prop_assert_eq!(&p.view().disputes, &want.disputes, "disputes {}", what);
         prop_assert_eq!(p.view().graph.snapshot(), want.graph.snapshot(), "graph {}", what);
-        // The snapshot leaves text out: a redaction must reach it too.
+        // The snapshot leaves text out: a redaction must reach it too. In
+        // listing order: late events taken in place are listed where a
+        // replay applied them.
         let texts = |g: &Graph| g.nodes().map(|n| (n.id, n.kind, n.text.to_string(), n.redacted())).collect::<Vec<_>>();
         prop_assert_eq!(texts(&p.view().graph), texts(&want.graph), "node texts {}", what);
         prop_assert_eq!(p.hash(), want.hash(), "perspective hash {}", what);
@@ -534,9 +536,9 @@ fn assert_merged_graph_equal(graph: &mut LiveMergedGraph, live: &LiveMerge, chan
     graph.refresh(live, changed, |a, seqs| entries_in(held, a, seqs)).unwrap();
     let mut want = m.merged_graph();
     prop_assert_eq!(graph.graph().snapshot(), want.snapshot(), "merged graph {}", what);
-    // By id: the live merged graph takes late events in place, so the order
-    // it applied its nodes in is not log order.
-    let texts = |g: &Graph| g.by_id().nodes().map(|n| (n.id, n.kind, n.text.to_string(), n.redacted())).collect::<Vec<_>>();
+    // In listing order: the live merged graph takes late events in place,
+    // and lists them where a replay applied them.
+    let texts = |g: &Graph| g.nodes().map(|n| (n.id, n.kind, n.text.to_string(), n.redacted())).collect::<Vec<_>>();
     prop_assert_eq!(texts(graph.graph()), texts(&want), "merged graph texts {}", what);
     prop_assert_eq!(graph.digest(), want.digest(), "merged graph digest {}", what);
     prop_assert_eq!(live.chain_summaries(), m.merged_view().chains, "chain summaries {}", what);
@@ -670,4 +672,79 @@ fn a_payload_change_replays_a_live_perspective_only_inside_what_it_includes() {
     let node = p.view().graph.node(&b1).unwrap();
     assert!(node.text.is_empty() && node.redacted(), "{node:?}");
     assert_eq!(p.hash(), Merge::compute(&held, &[]).unwrap().perspective(&agent).hash());
+}
+
+/// Events older than the last one a live perspective applied are taken in
+/// place when nothing later named what they name: an accept that reaches
+/// back into a chain's history, and an event back after its dispute is
+/// withdrawn. One that names what a later event named is not: the
+/// perspective is replayed. After each, it equals the recompute's, in
+/// listing order too.
+#[test]
+fn a_live_perspective_takes_late_events_in_place_where_their_order_does_not_matter() {
+    let mut s = Swarm::new(2);
+    let b1 = s.event(1, Event::Proposition { text: "b1".into() });
+    let b2 = s.event(1, Event::Proposition { text: "b2".into() });
+    let b3 = s.event(1, Event::Contradiction { target: b1, text: "b3".into() });
+    let accept = s.accept_of(&b1);
+    s.merge(0, accept);
+    let a2 = s.event(0, Event::Proposition { text: "a2".into() });
+    let dispute = s.merge(0, MergeEvent::Dispute { target: b2, reason: "no".into(), counter_claim: None });
+    s.event(0, Event::Support { target: a2, text: "a4".into() });
+    let agent = s.agent(0);
+    let chain_of = |held: &[MergeEntry], a: &agora_core::AgentId| -> Result<ChainInput, std::convert::Infallible> { Ok((held.iter().filter(|e| e.author() == *a).cloned().collect(), Vec::new())) };
+    let mut held = s.entries.clone();
+    let mut live = LiveMerge::from_entries(&held, &[]).unwrap();
+    let mut p = LivePerspective::build(&live, agent, |a, seqs| entries_in(&held, a, seqs)).unwrap();
+    let step = |s: &mut Swarm, ev: MergeEvent, held: &mut Vec<MergeEntry>, live: &mut LiveMerge, p: &mut LivePerspective| {
+        let id = s.merge(0, ev);
+        let e = s.entries.iter().find(|e| e.id() == id).unwrap().clone();
+        held.push(e.clone());
+        live.apply(LiveUpdate { entries: vec![e], ..LiveUpdate::default() }, |a| chain_of(held, a)).unwrap();
+        let done = p.refresh(live, &[], |a, seqs| entries_in(held, a, seqs)).unwrap();
+        let mut want = Merge::compute(held, &[]).unwrap().perspective(&agent);
+        assert_eq!(p.view().graph.nodes().map(|n| n.id).collect::<Vec<_>>(), want.graph.nodes().map(|n| n.id).collect::<Vec<_>>());
+        assert_eq!(p.hash(), want.hash());
+        done
+    };
+    // b2 (left out: disputed) is not in it; accepting through b2 keeps it out.
+    let ev = s.accept_of(&b2);
+    let done = step(&mut s, ev, &mut held, &mut live, &mut p);
+    assert!(!done.rebuilt && done.applied == 0, "{done:?}");
+    // The dispute withdrawn: b2, older than a2, comes back in place.
+    let done = step(&mut s, MergeEvent::Withdraw { dispute }, &mut held, &mut live, &mut p);
+    assert!(!done.rebuilt && done.applied == 1, "an event back after its dispute is withdrawn: {done:?}");
+    assert!(p.view().graph.node(&b2).is_some());
+    // Accepting through b3, which contradicts b1, older than a2 and a4:
+    // nothing later named b1, so in place.
+    let ev = s.accept_of(&b3);
+    let done = step(&mut s, ev, &mut held, &mut live, &mut p);
+    assert!(!done.rebuilt && done.applied == 1, "an accept reaching back, in place: {done:?}");
+    assert_eq!(p.view().graph.node(&b1).unwrap().status().name(), "contested");
+}
+
+/// A late event whose place matters makes a live perspective replay: b2
+/// supports b1, which a later event of the agent's own (a3) named.
+#[test]
+fn a_live_perspective_replays_a_late_event_whose_place_matters() {
+    let mut s = Swarm::new(2);
+    let b1 = s.event(1, Event::Proposition { text: "b1".into() });
+    let b2 = s.event(1, Event::Support { target: b1, text: "b2".into() });
+    let accept = s.accept_of(&b1);
+    s.merge(0, accept);
+    s.event(0, Event::Contradiction { target: b1, text: "a3".into() });
+    let agent = s.agent(0);
+    let held = s.entries.clone();
+    let mut live = LiveMerge::from_entries(&held, &[]).unwrap();
+    let mut p = LivePerspective::build(&live, agent, |a, seqs| entries_in(&held, a, seqs)).unwrap();
+    let ev = s.accept_of(&b2);
+    let id = s.merge(0, ev);
+    let held = s.entries.clone();
+    let e = held.iter().find(|e| e.id() == id).unwrap().clone();
+    live.apply(LiveUpdate { entries: vec![e], ..LiveUpdate::default() }, |a| Ok::<ChainInput, std::convert::Infallible>((held.iter().filter(|e| e.author() == *a).cloned().collect(), Vec::new()))).unwrap();
+    let done = p.refresh(&live, &[], |a, seqs| entries_in(&held, a, seqs)).unwrap();
+    assert!(done.rebuilt, "{done:?}");
+    let mut want = Merge::compute(&held, &[]).unwrap().perspective(&agent);
+    assert_eq!(p.view().graph.nodes().map(|n| n.id).collect::<Vec<_>>(), want.graph.nodes().map(|n| n.id).collect::<Vec<_>>());
+    assert_eq!(p.hash(), want.hash());
 }
