@@ -2,15 +2,19 @@
 //! incrementally as entries are committed.
 //!
 //! The graph is a view of the log: it is built by replay on first use, then
-//! every committed entry that sorts after the last one applied is applied
-//! in place ([`Graph::apply`]). An entry that sorts earlier (a peer's older
-//! entry arriving late), a payload that changed (redaction, fill-in) or a
-//! roster event of the founder's chain, or a fork of it (the roster decides
-//! which entries count) drops the graph, and the next read rebuilds it by replay. Tests prove that
-//! incremental application and replay give the same snapshot bytes.
+//! every committed entry is applied in place: one that sorts after the last
+//! one applied as usual, an earlier one (a peer's older entry arriving late,
+//! common in a swarm whose agents write at once) by [`Graph::apply_late`],
+//! which takes it in place when nothing it names or writes was named or
+//! written by a later event. A late entry whose place in log order matters,
+//! a payload that changed (redaction, fill-in) or a roster event of the
+//! founder's chain, or a fork of it (the roster decides which entries count)
+//! drops the graph, and the next read rebuilds it by replay. Tests prove
+//! that incremental application and replay give the same snapshot bytes and
+//! listings.
 
 use agora_core::AgentId;
-use agora_graph::{Graph, LogEvent};
+use agora_graph::{Graph, Late, LogEvent};
 use agora_roster::Roster;
 use agora_store::{CommitNotice, Store, StoreError};
 use prometheus_client::metrics::histogram::Histogram;
@@ -67,10 +71,14 @@ impl GraphCache {
             .collect();
         events.sort_by_key(|e| (e.pos, e.id));
         for event in events {
-            if !graph.apply(event) {
-                // Older than what was applied: replay on the next read.
-                *slot = None;
-                return;
+            match graph.apply_late(event) {
+                Late::Applied => {}
+                // Older than what was applied, and its place matters: replay
+                // on the next read.
+                Late::Refused | Late::Spoiled => {
+                    *slot = None;
+                    return;
+                }
             }
         }
     }
@@ -131,25 +139,31 @@ mod tests {
         let p = store.append(&alice, &Event::Proposition { text: "usage pricing".into() }.encode(), 1_000).unwrap();
         let c = store.append(&bob, &Event::Contradiction { target: p.id(), text: "predictability".into() }.encode(), 2_000).unwrap();
         let check = |what: &str| {
-            let live = cache.with(&store, |g| g.snapshot()).unwrap();
-            assert_eq!(live, agora_view::load_graph(&store, founder).unwrap().snapshot(), "{what}");
+            let listing = |g: &agora_graph::Graph| (g.snapshot(), g.nodes().map(|n| n.id).collect::<Vec<_>>());
+            let live = cache.with(&store, listing).unwrap();
+            assert_eq!(live, listing(&agora_view::load_graph(&store, founder).unwrap()), "{what}");
         };
         check("after two appends in order");
         assert_eq!(cache.with(&store, |g| g.node(&p.id()).unwrap().status().name()).unwrap(), "contested");
         // An entry from the past (an older timestamp from another agent)
-        // cannot be applied in place: the next read replays.
+        // that names nothing a later event named is taken in place, and
+        // listed where a replay puts it.
+        let before = rebuilt();
         let other_dir = tempfile::tempdir().unwrap();
         let other = Store::open(other_dir.path(), &StoreOptions { create: true, sync: false, ..Default::default() }).unwrap();
         let carol = AgentKey::from_seed([3; 32]);
-        let old = other.append(&carol, &Event::Support { target: p.id(), text: "earlier evidence".into() }.encode(), 500).unwrap();
-        store
-            .import(vec![agora_store::ImportItem {
-                entry: old,
-                payload: Some(Event::Support { target: p.id(), text: "earlier evidence".into() }.encode()),
-                origin: "test".into(),
-            }], 10_000)
-            .unwrap();
+        let import = |payload: Vec<u8>, at: u64| {
+            let entry = other.append(&carol, &payload, at).unwrap();
+            store.import(vec![agora_store::ImportItem { entry, payload: Some(payload), origin: "test".into() }], 10_000).unwrap();
+        };
+        import(Event::Proposition { text: "flat fee".into() }.encode(), 1_200);
         check("after an older entry arrived");
+        assert_eq!(rebuilt(), before, "a late entry apart from later ones is taken in place");
+        // One whose place matters (it supports p, which c, later, named) is
+        // not: the next read replays.
+        import(Event::Support { target: p.id(), text: "earlier evidence".into() }.encode(), 1_500);
+        check("after an older entry whose place matters arrived");
+        assert_eq!(rebuilt(), before + 1, "a late entry named what a later one named: replayed");
         store.append(&alice, &Event::Refinement { target: p.id(), resolves: vec![c.id()], text: "two-track".into() }.encode(), 3_000).unwrap();
         check("after a refinement");
         let residue = agora_view::residue(&Event::Contradiction { target: p.id(), text: "predictability".into() }.encode());
