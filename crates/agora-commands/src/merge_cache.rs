@@ -5,7 +5,8 @@
 //! ([`agora_merge::LivePerspective`], at most [`PERSPECTIVES_LIVE_MAX`]),
 //! refreshed in place after every update, so that `perspective` does not
 //! replay (one that only a replay would bring up to date is dropped, and
-//! built again when next asked for: not on the view thread).
+//! built again when next asked for: not on the view thread, and not while
+//! holding the view, [`MergeCache::prepare_perspective`]).
 //!
 //! The store's observer must not block (it runs with the store's write lock
 //! held), so it only queues what was committed ([`MergeCache::observe`]); the
@@ -26,6 +27,7 @@ use agora_roster::Roster;
 use agora_core::SignedEntry;
 use agora_store::{CommitNotice, Store, StoreError};
 use prometheus_client::metrics::histogram::Histogram;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -39,6 +41,11 @@ pub const PAYLOADS_UNPUBLISHED_MAX: usize = 100_000;
 /// a reasoning graph of what its agent sees, as large as the workspace's
 /// graph when the agent accepts most chains.
 pub const PERSPECTIVES_LIVE_MAX: usize = 2;
+/// Times [`MergeCache::prepare_perspective`] builds a perspective without
+/// holding the view before it leaves the build to the reader, who holds it:
+/// each try fails only if a payload changed or the view was rebuilt while
+/// it built.
+pub const PERSPECTIVE_BUILD_TRIES: usize = 2;
 
 #[derive(Default)]
 struct Pending {
@@ -71,6 +78,10 @@ pub struct MergeCache {
     /// Entries whose payload changed since the published document last
     /// took them (`None`: more than [`PAYLOADS_UNPUBLISHED_MAX`]).
     payloads_unpublished: Mutex<Option<Vec<EntryId>>>,
+    /// Moved (under the view's lock) whenever the view is built from the
+    /// store or an update changes a payload: what a perspective built from a
+    /// plan without the view cannot follow in place.
+    generation: AtomicU64,
 }
 
 /// The merged state, the roster it was built under, and the perspectives
@@ -87,6 +98,16 @@ struct LiveState {
 }
 
 impl LiveState {
+    /// Keep `p` as the most recently asked for perspective, in place of the
+    /// least recently asked for if [`PERSPECTIVES_LIVE_MAX`] are kept.
+    fn keep_perspective(&mut self, p: LivePerspective) {
+        self.perspectives.retain(|kept| kept.agent() != p.agent());
+        if self.perspectives.len() >= PERSPECTIVES_LIVE_MAX {
+            self.perspectives.remove(0);
+        }
+        self.perspectives.push(p);
+    }
+
     /// Bring every perspective kept up to date with the merged state, after
     /// an update in which the payloads of `payloads_changed` changed. One
     /// that would have to be replayed is dropped instead, and built again
@@ -178,7 +199,9 @@ impl LiveView<'_> {
     /// `agent`'s perspective, current: kept from an earlier ask (then
     /// refreshed with every update), or built now by replay and kept from
     /// then on, in place of the least recently asked for if
-    /// [`PERSPECTIVES_LIVE_MAX`] are kept already.
+    /// [`PERSPECTIVES_LIVE_MAX`] are kept already. Built here only when
+    /// [`MergeCache::prepare_perspective`] could not build it without
+    /// holding the view (or was not asked first).
     pub fn perspective(&mut self, agent: AgentId, store: &Store) -> Result<&mut LivePerspective, StoreError> {
         let state = self.state();
         match state.perspectives.iter().position(|p| p.agent() == agent) {
@@ -189,10 +212,7 @@ impl LiveView<'_> {
             None => {
                 let (merge, roster) = (&state.merge, &state.roster);
                 let p = LivePerspective::build(merge, agent, |author, seqs| agora_view::load_chain_range(store, roster, author, seqs))?;
-                if state.perspectives.len() >= PERSPECTIVES_LIVE_MAX {
-                    state.perspectives.remove(0);
-                }
-                state.perspectives.push(p);
+                state.keep_perspective(p);
             }
         }
         match state.perspectives.last_mut() {
@@ -218,7 +238,54 @@ impl MergeCache {
             rebuild_seconds,
             lag_seconds,
             payloads_unpublished: Mutex::new(Some(Vec::new())),
+            generation: AtomicU64::new(0),
         }
+    }
+
+    /// Make sure `agent`'s perspective is kept, building it, if it is not,
+    /// without holding the view: its plan is taken off the view
+    /// ([`LivePerspective::plan`]: each included prefix by its head, the
+    /// events left out), the view is let go while the graph is replayed
+    /// from the store (about a second at a million entries, during which
+    /// the view thread and every other reader go on), then the perspective
+    /// is brought up to date in place with what arrived meanwhile and kept.
+    /// If a payload changed or the view was rebuilt meanwhile, or what
+    /// arrived cannot be taken in place, it tries again, at most
+    /// [`PERSPECTIVE_BUILD_TRIES`] times, then leaves the build to
+    /// [`LiveView::perspective`].
+    pub fn prepare_perspective(&self, store: &Store, agent: AgentId) -> Result<(), StoreError> {
+        self.prepare_perspective_with(store, agent, || {})
+    }
+
+    /// [`MergeCache::prepare_perspective`], calling `meanwhile` while it
+    /// builds without the view (tests write there).
+    fn prepare_perspective_with(&self, store: &Store, agent: AgentId, mut meanwhile: impl FnMut()) -> Result<(), StoreError> {
+        for _ in 0..PERSPECTIVE_BUILD_TRIES {
+            let (plan, roster, generation) = {
+                let mut view = self.current(store)?;
+                let state = view.state();
+                if state.perspectives.iter().any(|p| p.agent() == agent) {
+                    return Ok(());
+                }
+                (LivePerspective::plan(&state.merge, agent), state.roster.clone(), self.generation.load(Ordering::Acquire))
+            };
+            let mut built = plan.build(|author, seqs| agora_view::load_chain_range(store, &roster, author, seqs))?;
+            meanwhile();
+            let mut view = self.current(store)?;
+            if self.generation.load(Ordering::Acquire) != generation {
+                continue;
+            }
+            let state = view.state();
+            if state.perspectives.iter().any(|p| p.agent() == agent) {
+                return Ok(());
+            }
+            let (merge, roster) = (&state.merge, &state.roster);
+            if built.refresh_in_place(merge, &[], |author, seqs| agora_view::load_chain_range(store, roster, author, seqs))?.is_some() {
+                state.keep_perspective(built);
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 
     /// The entries whose payload changed (filled in or redacted) since the
@@ -286,6 +353,7 @@ impl MergeCache {
                 let (entries, proofs) = agora_view::load_merge_input(store, self.founder)?;
                 let merge = LiveMerge::from_entries(&entries, &proofs).map_err(|e| StoreError::Corrupt { location: "merge input".into(), problem: e.to_string() })?;
                 *live = Some(LiveState { merge, roster, perspectives: Vec::new(), referrers: ForkReferrers::default(), merged: None });
+                self.generation.fetch_add(1, Ordering::AcqRel);
                 self.rebuild_seconds.observe(started.elapsed().as_secs_f64());
                 tracing::info!(entries = entries.len(), seconds = started.elapsed().as_secs_f64(), "merged view built from the store");
                 // What was queued meanwhile is in the store already; applying
@@ -326,6 +394,9 @@ impl MergeCache {
                 continue;
             }
             let roster: &Roster = roster;
+            if !batch.changed.is_empty() {
+                self.generation.fetch_add(1, Ordering::AcqRel);
+            }
             merge.apply(update, |author| agora_view::load_chain_merge_input(store, roster, author))?;
             if referrers.is_active() {
                 for (id, to) in &refs {
@@ -385,6 +456,76 @@ impl MergeCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agora_core::AgentKey;
+    use agora_graph::Event;
+    use agora_merge::{Merge, MergeEvent};
+    use agora_store::StoreOptions;
+    use std::sync::Arc;
+
+    /// A perspective built without holding the view takes in what was
+    /// committed while it was built (in place, late events included) and is
+    /// kept, equal to the recompute's; one during whose build a payload
+    /// changed is built again.
+    #[test]
+    fn a_perspective_built_without_the_view_takes_what_arrived_meanwhile() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(dir.path(), &StoreOptions { create: true, sync: false, ..Default::default() }).unwrap());
+        let founder = AgentKey::from_seed([9; 32]);
+        let (alice, bob) = (AgentKey::from_seed([1; 32]), AgentKey::from_seed([2; 32]));
+        let cache = Arc::new(MergeCache::new(founder.agent_id()));
+        let observer = cache.clone();
+        store.set_observer(Some(Arc::new(move |n: CommitNotice| observer.observe(&n))));
+        let b1 = store.append(&bob, &Event::Proposition { text: "b1".into() }.encode(), 1_000).unwrap();
+        let b2 = store.append(&bob, &Event::Contradiction { target: b1.id(), text: "b2".into() }.encode(), 2_000).unwrap();
+        let accept = |head: &SignedEntry| MergeEvent::Accept { author: bob.agent_id(), up_to_seq: head.header().seq, head: head.id() }.encode();
+        store.append(&alice, &accept(&b1), 3_000).unwrap();
+        store.append(&alice, &Event::Proposition { text: "a2".into() }.encode(), 4_000).unwrap();
+        let agent = alice.agent_id();
+        let kept = |cache: &MergeCache| cache.current(&store).unwrap().state().perspectives.iter().any(|p| p.agent() == agent);
+        let equals_recompute = |cache: &MergeCache, what: &str| {
+            let mut view = cache.current(&store).unwrap();
+            let live = view.perspective(agent, &store).unwrap();
+            let (hash, nodes) = (live.hash(), live.view().graph.nodes().map(|n| n.id).collect::<Vec<_>>());
+            drop(view);
+            let (entries, proofs) = agora_view::load_merge_input(&store, founder.agent_id()).unwrap();
+            let mut want = Merge::compute(&entries, &proofs).unwrap().perspective(&agent);
+            assert_eq!((hash, nodes), (want.hash(), want.graph.nodes().map(|n| n.id).collect::<Vec<_>>()), "{what}");
+        };
+
+        // While it builds: alice accepts b2 (older than her last event: a
+        // late event for her graph) and writes on.
+        let mut tries = 0;
+        cache
+            .prepare_perspective_with(&store, agent, || {
+                tries += 1;
+                if tries == 1 {
+                    store.append(&alice, &accept(&b2), 5_000).unwrap();
+                    store.append(&alice, &Event::Support { target: b2.id(), text: "a4".into() }.encode(), 6_000).unwrap();
+                }
+            })
+            .unwrap();
+        assert_eq!(tries, 1, "built once");
+        assert!(kept(&cache), "kept after one build");
+        equals_recompute(&cache, "after writes during the build");
+
+        // A payload redacted while it builds: built again.
+        cache.current(&store).unwrap().state().perspectives.clear();
+        let mut tries = 0;
+        cache
+            .prepare_perspective_with(&store, agent, || {
+                tries += 1;
+                if tries == 1 {
+                    let residue = agora_view::residue(&Event::Proposition { text: "b1".into() }.encode());
+                    store.redact(&b1.id(), 7_000, Some(&residue)).unwrap();
+                }
+            })
+            .unwrap();
+        assert_eq!(tries, 2, "built again after a payload changed meanwhile");
+        assert!(kept(&cache));
+        equals_recompute(&cache, "after a redaction during the build");
+        let mut view = cache.current(&store).unwrap();
+        assert!(view.perspective(agent, &store).unwrap().view().graph.node(&b1.id()).unwrap().text.is_empty(), "the redaction reached it");
+    }
 
     /// The entries kept for the published document are bounded: past
     /// [`PAYLOADS_UNPUBLISHED_MAX`] (a peer filling in or a node redacting

@@ -142,6 +142,8 @@ pub fn perspective(s: &Session, agent: Option<&str>, as_of: Option<&str>, summar
         // Inside a node, now: the perspective kept current with the live view.
         (Some(cache), None) => {
             let store = s.store()?;
+            // One not kept is built without holding the view.
+            cache.prepare_perspective(store, agent)?;
             let (mut view, over) = live_view(cache, store)?;
             let p = view.perspective(agent, store)?;
             let hash = p.hash();
