@@ -76,6 +76,24 @@ impl Graph {
         self.accessed_by_current(ix);
     }
 
+    /// Node `ix` was set back as it was (a rewind): its bucket's digest
+    /// must be computed again.
+    pub(super) fn changed_digest(&mut self, ix: Ix) {
+        if let Some(d) = self.digests.as_deref_mut() {
+            d.mark(bucket(&self.nodes[ix as usize].id));
+        }
+    }
+
+    /// Node `ix` is about to be taken off (a rewind): out of its bucket.
+    pub(super) fn removed(&mut self, ix: Ix) {
+        let nodes = &self.nodes;
+        if let Some(d) = self.digests.as_deref_mut() {
+            let b = bucket(&nodes[ix as usize].id);
+            d.members[b].retain(|&m| m != ix);
+            d.mark(b);
+        }
+    }
+
     /// An event was held as pending, or released.
     pub(super) fn pending_changed(&mut self) {
         if let Some(d) = self.digests.as_deref_mut() {

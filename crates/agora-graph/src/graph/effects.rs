@@ -186,6 +186,7 @@ impl Graph {
                         self.touch(first, me);
                     }
                     None => {
+                        self.record_content_id(cid);
                         self.content_ids.insert(cid, me);
                     }
                 }

@@ -103,6 +103,42 @@ impl NodeIndex {
         self.len += 1;
     }
 
+    /// Remove `id`, which must be indexed (its node still in `nodes`): the
+    /// slots after it that probed past it move back into the hole
+    /// (backward-shift deletion), so every lookup still ends at an empty
+    /// slot with nothing it must find beyond. What rewinding a graph
+    /// (`rewind.rs`) does to the nodes it takes off.
+    pub(super) fn remove(&mut self, nodes: &[Node], id: &EntryId) {
+        let hash = Self::hash(id);
+        let mask = self.slots.len() - 1;
+        let mut hole = self.home(hash);
+        loop {
+            let slot = self.slots[hole];
+            assert!(slot != 0, "removing an id that is not indexed");
+            if (slot >> 32) as u32 == hash && nodes[(slot as u32 - 1) as usize].id == *id {
+                break;
+            }
+            hole = (hole + 1) & mask;
+        }
+        let mut j = (hole + 1) & mask;
+        loop {
+            let slot = self.slots[j];
+            if slot == 0 {
+                break;
+            }
+            // The slot at j may fill the hole if its probe, from its home
+            // to j, passed the hole.
+            let home = self.home((slot >> 32) as u32);
+            if (j.wrapping_sub(home) & mask) >= (j.wrapping_sub(hole) & mask) {
+                self.slots[hole] = slot;
+                hole = j;
+            }
+            j = (j + 1) & mask;
+        }
+        self.slots[hole] = 0;
+        self.len -= 1;
+    }
+
     fn place(&mut self, hash: u32, ix: Ix) {
         let mask = self.slots.len() - 1;
         let mut i = self.home(hash);
@@ -170,5 +206,17 @@ mod tests {
         absent[31] = 1;
         assert_eq!(index.get(&nodes, &EntryId(absent)), None);
         assert_eq!(index.len, ids.len());
+        // Removed from the end back (as a rewind takes nodes off), through
+        // the same collisions and wraparound: what is left is still found,
+        // what was removed is not.
+        for (i, id) in ids.iter().enumerate().rev().step_by(2) {
+            index.remove(&nodes, id);
+            assert_eq!(index.get(&nodes, id), None, "removed {i}");
+        }
+        for (i, id) in ids.iter().enumerate() {
+            let kept = (ids.len() - 1 - i) % 2 == 1;
+            assert_eq!(index.get(&nodes, id), kept.then_some(i as Ix), "{i}");
+        }
+        assert_eq!(index.len, ids.len() / 2);
     }
 }

@@ -21,6 +21,11 @@
 //! frame invalidation's cascade, a judgment's usages, a memory item's
 //! first-content rule) are refused, as is an event other events wait for.
 //!
+//! A graph that keeps a journal of its last applies (`rewind.rs`) does not
+//! take a late event in place while the journal reaches back to it: it
+//! rewinds, which succeeds whatever the event touches. What is described
+//! here is then only for an event older than the whole journal.
+//!
 //! The nodes of late events are appended at the end of the graph's table;
 //! the graph notes which they were (`Graph::late_nodes`) and
 //! [`Graph::nodes`] lists them where a replay would have applied them, so
@@ -61,6 +66,9 @@ impl Graph {
     #[inline]
     pub(super) fn accessed_by_current(&mut self, ix: Ix) {
         let Some(slot) = self.accessed.get(ix as usize).copied() else { return };
+        if self.recording() {
+            self.record_change(ix);
+        }
         if let Some(check) = self.late
             && slot != UNKNOWN
             && slot != self.point
@@ -111,12 +119,39 @@ impl Graph {
 
     /// Apply `event`, which may sort before the last event applied (see the
     /// module docs). One that does not is applied as [`Graph::apply`] does.
+    ///
+    /// A graph that keeps a journal ([`Graph::keep_journal`]) rewinds for
+    /// a late event when the journal reaches back far enough: it undoes the
+    /// applies after the event and applies them again after it, so its
+    /// applies stay in log order. Only an event that sorts before the whole
+    /// journal is taken in place as above; it is refused, changing nothing,
+    /// when it cannot be, and such a graph never spoils.
     pub fn apply_late(&mut self, mut event: LogEvent) -> Late {
+        if self.journal.is_some()
+            && !self.index.contains(&self.nodes, &event.id)
+            && self.last_pos.is_some_and(|last| event.pos < last)
+            && let Some(back) = self.rewind_depth(event.pos)
+        {
+            self.rewind(event, back);
+            return Late::Applied;
+        }
+        match self.apply_late_in_place(&mut event) {
+            Late::Spoiled if self.journal.is_some() => {
+                self.undo_spoiled();
+                Late::Refused
+            }
+            done => done,
+        }
+    }
+
+    /// [`Graph::apply_late`] without rewinding. `event` is left whole when
+    /// refused; otherwise its text is taken into its node.
+    pub(super) fn apply_late_in_place(&mut self, event: &mut LogEvent) -> Late {
         if self.index.contains(&self.nodes, &event.id) {
             return Late::Applied;
         }
         if self.last_pos.is_none_or(|last| event.pos >= last) {
-            let applied = self.apply_in_place(&mut event);
+            let applied = self.apply_in_place(event);
             debug_assert!(applied, "sorts after the last event applied");
             return Late::Applied;
         }
@@ -142,13 +177,17 @@ impl Graph {
         // Held as pending (a reference is missing) or applied; a held event
         // is placed by its references' arrival, whatever the order.
         self.orders_changed();
+        if self.journal.is_some() {
+            self.open_record(event, true);
+        }
         self.late = Some(LateCheck { key, spoiled: false });
         self.point = self.nodes.len() as Ix;
         let id = event.id;
-        let applied = self.try_apply(&mut event);
+        let applied = self.try_apply(event);
         if applied {
             self.late_nodes.push(self.point);
         }
+        self.close_record();
         let spoiled = self.late.take().is_some_and(|c| c.spoiled);
         debug_assert!(!applied || !self.waiting.contains_key(&id), "nothing waited for it");
         if spoiled { Late::Spoiled } else { Late::Applied }

@@ -21,7 +21,12 @@
 //! - `snapshot`: the canonical bytes and their hash ([`Graph::snapshot`],
 //!   [`Graph::view_hash`], [`Graph::by_id`]);
 //! - `digest`: a two-level hash of the same bytes kept current as events
-//!   apply ([`Graph::digest`]).
+//!   apply ([`Graph::digest`]);
+//! - `late`: an event that sorts before the last one applied, taken in
+//!   place where its order does not matter ([`Graph::apply_late`]);
+//! - `rewind`: a journal of the last applies, undone and applied again
+//!   around a late event where its order does matter
+//!   ([`Graph::keep_journal`]).
 //!
 //! Inside the graph a node is named by its position in application order,
 //! and so are the nodes it keeps relations to (edges, touches, marks); at the
@@ -36,6 +41,7 @@ mod input;
 mod late;
 mod node;
 mod replay;
+mod rewind;
 mod rules;
 mod snapshot;
 
@@ -46,6 +52,7 @@ pub use input::{Body, LogEvent};
 pub use late::Late;
 pub use node::{FrameState, Node, Status};
 pub use replay::{NotInLogOrder, OrderedReplay};
+pub use rewind::LIVE_GRAPH_JOURNAL;
 pub use rules::RuleError;
 pub use snapshot::ById;
 
@@ -112,6 +119,9 @@ pub struct Graph {
     /// While an event is applied late: its (position, id), and whether it
     /// wrote a node a later event had read or written.
     late: Option<late::LateCheck>,
+    /// The last applies, for rewinding around a late event, when kept
+    /// ([`Graph::keep_journal`]).
+    journal: Option<Box<rewind::Journal>>,
 }
 
 /// An event's references resolved to node positions, in [`Event::ref_list`]
@@ -143,6 +153,9 @@ impl Graph {
         if self.last_pos.is_some_and(|last| event.pos < last) {
             return false;
         }
+        if self.journal.is_some() {
+            self.open_record(event, false);
+        }
         self.last_pos = Some(event.pos);
         let id = event.id;
         // Its node's position if it is applied; events it releases take
@@ -151,6 +164,7 @@ impl Graph {
         if self.try_apply(event) && !self.waiting.is_empty() {
             self.release(id);
         }
+        self.close_record();
         true
     }
 
@@ -169,6 +183,7 @@ impl Graph {
                 Some(ix) => targets.push(ix),
                 None => {
                     let held = std::mem::replace(e, LogEvent { id: e.id, pos: e.pos, body: Body::Redacted, redacted: false });
+                    self.record_held(*r, held.id);
                     self.pending_count += 1;
                     self.waiting.entry(*r).or_default().push(held);
                     self.pending_changed();
@@ -199,6 +214,7 @@ impl Graph {
     /// Move the events waiting for `id` onto `stack`, the earliest on top.
     fn take_waiting(&mut self, id: &EntryId, stack: &mut Vec<LogEvent>) {
         if let Some(mut released) = self.waiting.remove(id) {
+            self.record_released(*id, &released);
             self.pending_changed();
             self.pending_count -= released.len();
             released.sort_by_key(|r| std::cmp::Reverse((r.pos, r.id)));

@@ -348,6 +348,24 @@ impl Node {
         }
     }
 
+    /// A copy of everything but the text, which never changes once a node is
+    /// added: what a rewind (`rewind.rs`) keeps of a node before an event
+    /// changes it.
+    pub(super) fn clone_state(&self) -> Self {
+        Self {
+            id: self.id,
+            timestamp_ms: self.timestamp_ms,
+            seq: self.seq,
+            author: self.author,
+            kind: self.kind,
+            text: Box::default(),
+            touched: self.touched.clone(),
+            edges: self.edges.clone(),
+            meta: self.meta,
+            extra: self.extra.clone(),
+        }
+    }
+
     /// The entry id.
     pub fn id(&self) -> &EntryId {
         &self.id

@@ -25,11 +25,24 @@ pub(super) const WARM_BATCH: usize = 64;
 impl Graph {
     /// Build the graph from events in any order: they are sorted into log
     /// order first, so the result depends only on the set of events.
-    pub fn replay(mut events: Vec<LogEvent>) -> Self {
+    pub fn replay(events: Vec<LogEvent>) -> Self {
+        Self::replay_journaled(events, 0)
+    }
+
+    /// [`Graph::replay`], keeping a journal of `records` applies
+    /// ([`Graph::keep_journal`]) that already holds the last of them: a live
+    /// graph built again by replay can rewind for a late event at once,
+    /// where one with an empty journal could only take it in place or be
+    /// replayed again.
+    pub fn replay_journaled(mut events: Vec<LogEvent>, records: usize) -> Self {
         events.sort_by_key(|e| (e.pos, e.id));
         let mut g = Graph::new();
         g.reserve(events.len());
-        g.apply_in_order(&mut events);
+        let split = events.len().saturating_sub(records);
+        let (head, tail) = events.split_at_mut(split);
+        g.apply_in_order(head);
+        g.keep_journal(records);
+        g.apply_in_order(tail);
         g
     }
 
@@ -49,6 +62,12 @@ impl Graph {
     /// (see [`LogEvent::from_content`]): entries whose payload is missing are
     /// no event yet.
     pub fn replay_contents(items: &[(EntryId, LogPosition, agora_core::Content<'_>)]) -> Self {
+        Self::replay_contents_journaled(items, 0)
+    }
+
+    /// [`Graph::replay_contents`], keeping a journal that holds the last
+    /// `records` applies (see [`Graph::replay_journaled`]).
+    pub fn replay_contents_journaled(items: &[(EntryId, LogPosition, agora_core::Content<'_>)], records: usize) -> Self {
         let mut order: Vec<u32> = (0..items.len() as u32).filter(|&i| !items[i as usize].2.is_missing()).collect();
         order.sort_unstable_by_key(|&i| {
             let (id, pos, _) = &items[i as usize];
@@ -58,14 +77,18 @@ impl Graph {
         let mut g = Graph::new();
         g.reserve(order.len());
         let mut batch: Vec<LogEvent> = Vec::with_capacity(WARM_BATCH);
-        for chunk in order.chunks(WARM_BATCH) {
-            batch.extend(chunk.iter().filter_map(|&i| {
-                let (id, pos, content) = items[i as usize];
-                LogEvent::from_content(id, pos, content)
-            }));
-            // Sorted and deduplicated above, so in log order.
-            g.apply_in_order(&mut batch);
-            batch.clear();
+        let (head, tail) = order.split_at(order.len().saturating_sub(records));
+        for (part, journal) in [(head, 0), (tail, records)] {
+            g.keep_journal(journal);
+            for chunk in part.chunks(WARM_BATCH) {
+                batch.extend(chunk.iter().filter_map(|&i| {
+                    let (id, pos, content) = items[i as usize];
+                    LogEvent::from_content(id, pos, content)
+                }));
+                // Sorted and deduplicated above, so in log order.
+                g.apply_in_order(&mut batch);
+                batch.clear();
+            }
         }
         g
     }

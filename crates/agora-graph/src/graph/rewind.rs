@@ -1,0 +1,262 @@
+//! Rewinding: a live graph that keeps a journal of its last applies takes
+//! an event that sorts before them by undoing them, applying it, and
+//! applying them again ([`Graph::keep_journal`], used by
+//! [`Graph::apply_late`]).
+//!
+//! Taking a late event in place (`late.rs`) works when nothing it names or
+//! writes was named or written by a later event. In a swarm whose agents
+//! write at once and reference each other's recent events, that fails for a
+//! few percent of late arrivals (the seeded debate of `agora-bench graph`,
+//! arrivals skewed by up to 100 events: 16k of 181k), and each failure
+//! cost a replay of the whole graph. With a journal, a late event costs the
+//! applies after it instead. Each apply is recorded ([`Record`]): the event
+//! as it came, and what it changed: the state of every existing node before
+//! its first change (every write goes through `Graph::changed`, and every
+//! read of a reference through `Graph::accessed_by_current`), the nodes it
+//! added, the events it held as pending or released, the memory-item
+//! content ids it claimed. The newest applies are undone exactly, newest
+//! first, until the graph's last position sorts at or before the late
+//! event; then it and the undone events are applied again in log order,
+//! each recorded again. So a journaled graph's applies stay in log order,
+//! and it lists its nodes as a replay does.
+//!
+//! An event that sorts before the whole journal is taken in place as
+//! before, recorded as late; rewinding past such a record must go back to
+//! its place too (it is applied again in log order), which the journal
+//! seldom reaches, so the caller then replays.
+//!
+//! The invariant: undoing a record gives back the graph exactly as it was
+//! before that apply (nodes, index, pending set, digest, every reading), so
+//! a rewound graph equals a replay of its events: `tests/pinned.rs` checks
+//! it after every arrival of seeded logs of every kind delivered out of
+//! order, with journals of 4, 64 and 10,000 applies. The journal holds at
+//! most the number of records it was given, so rewinding costs at most that
+//! many applies per event received.
+
+use super::index::Ix;
+use super::input::LogEvent;
+use super::node::Node;
+use super::Graph;
+use agora_core::{EntryId, LogPosition};
+use std::collections::VecDeque;
+
+/// Applies a live graph keeps in its journal: at a thousand events a second,
+/// about four seconds of arrivals, so a peer's event that arrives up to that
+/// late rewinds them instead of replaying the graph. About 0.6 KB a record
+/// (the event, the nodes it changed as they were), so 2-3 MB a graph; a
+/// rewind costs at most this many applies.
+pub const LIVE_GRAPH_JOURNAL: usize = 4_096;
+
+/// The last applies of a graph, newest last, and the one under way.
+#[derive(Clone, Debug)]
+pub(super) struct Journal {
+    records: VecDeque<Record>,
+    capacity: usize,
+    open: Option<Record>,
+}
+
+/// One apply: the event as it came and what it changed.
+#[derive(Clone, Debug)]
+struct Record {
+    event: LogEvent,
+    /// Taken in place by [`Graph::apply_late`] while sorting before the
+    /// last event applied (it sorted before the whole journal).
+    late: bool,
+    nodes_len: Ix,
+    authors_len: usize,
+    last_pos: Option<LogPosition>,
+    pending_count: usize,
+    late_nodes_len: usize,
+    released_nodes_len: usize,
+    /// Existing nodes before their first change by this apply (text left
+    /// out: it never changes), with their access record.
+    saved: Vec<(Ix, Node, Ix)>,
+    /// Memory-item content ids it claimed first.
+    content_ids: Vec<[u8; 32]>,
+    /// What it did to the pending set, in order.
+    waiting: Vec<WaitOp>,
+}
+
+#[derive(Clone, Debug)]
+enum WaitOp {
+    /// Event `id` was held until `on` arrives.
+    Held { on: EntryId, id: EntryId },
+    /// The events held for `on` were taken to be applied (as they were).
+    Released { on: EntryId, events: Vec<LogEvent> },
+}
+
+impl Graph {
+    /// Keep a journal of the last `records` applies from now on, so that
+    /// [`Graph::apply_late`] can rewind for a late event that it cannot take
+    /// in place (see the module docs). A live graph keeps one; a replay
+    /// needs none. `0` drops it.
+    pub fn keep_journal(&mut self, records: usize) {
+        self.journal = (records > 0).then(|| Box::new(Journal { records: VecDeque::new(), capacity: records, open: None }));
+    }
+
+    /// Start recording an apply of `event` (when a journal is kept), `late`
+    /// when it sorts before the last event applied.
+    pub(super) fn open_record(&mut self, event: &LogEvent, late: bool) {
+        let record = Record {
+            event: event.clone(),
+            late,
+            nodes_len: self.nodes.len() as Ix,
+            authors_len: self.authors.len(),
+            last_pos: self.last_pos,
+            pending_count: self.pending_count,
+            late_nodes_len: self.late_nodes.len(),
+            released_nodes_len: self.released_nodes.len(),
+            saved: Vec::new(),
+            content_ids: Vec::new(),
+            waiting: Vec::new(),
+        };
+        if let Some(j) = self.journal.as_deref_mut() {
+            debug_assert!(j.open.is_none(), "one apply at a time");
+            j.open = Some(record);
+        }
+    }
+
+    /// Finish the apply being recorded; the oldest record goes past the
+    /// journal's capacity.
+    pub(super) fn close_record(&mut self) {
+        if let Some(j) = self.journal.as_deref_mut()
+            && let Some(r) = j.open.take()
+        {
+            j.records.push_back(r);
+            if j.records.len() > j.capacity {
+                j.records.pop_front();
+            }
+        }
+    }
+
+    /// Is an apply being recorded?
+    #[inline]
+    pub(super) fn recording(&self) -> bool {
+        self.journal.as_deref().is_some_and(|j| j.open.is_some())
+    }
+
+    /// Node `ix` is about to change (or its access record): keep it as it
+    /// was, once per apply, if it existed before the apply.
+    #[inline]
+    pub(super) fn record_change(&mut self, ix: Ix) {
+        let Some(r) = self.journal.as_deref_mut().and_then(|j| j.open.as_mut()) else { return };
+        if ix >= r.nodes_len || r.saved.iter().any(|(s, _, _)| *s == ix) {
+            return;
+        }
+        r.saved.push((ix, self.nodes[ix as usize].clone_state(), self.accessed[ix as usize]));
+    }
+
+    /// A memory item's content id was claimed.
+    pub(super) fn record_content_id(&mut self, cid: [u8; 32]) {
+        if let Some(r) = self.journal.as_deref_mut().and_then(|j| j.open.as_mut()) {
+            r.content_ids.push(cid);
+        }
+    }
+
+    /// Event `id` was held until `on` arrives.
+    pub(super) fn record_held(&mut self, on: EntryId, id: EntryId) {
+        if let Some(r) = self.journal.as_deref_mut().and_then(|j| j.open.as_mut()) {
+            r.waiting.push(WaitOp::Held { on, id });
+        }
+    }
+
+    /// The events held for `on` were taken to be applied.
+    pub(super) fn record_released(&mut self, on: EntryId, events: &[LogEvent]) {
+        if let Some(r) = self.journal.as_deref_mut().and_then(|j| j.open.as_mut()) {
+            r.waiting.push(WaitOp::Released { on, events: events.to_vec() });
+        }
+    }
+
+    /// Undo the newest record, giving back the graph as it was before that
+    /// apply; its event, as it came.
+    fn undo_last(&mut self) -> Option<LogEvent> {
+        let r = self.journal.as_deref_mut()?.records.pop_back()?;
+        // The pending set, newest change first.
+        for op in r.waiting.into_iter().rev() {
+            match op {
+                WaitOp::Held { on, id } => {
+                    let Some(list) = self.waiting.get_mut(&on) else { unreachable!("a held event is in the pending set until released") };
+                    let Some(at) = list.iter().rposition(|e| e.id == id) else { unreachable!("held under the id it waits for") };
+                    list.remove(at);
+                    if list.is_empty() {
+                        self.waiting.remove(&on);
+                    }
+                }
+                WaitOp::Released { on, events } => {
+                    let was = self.waiting.insert(on, events);
+                    debug_assert!(was.is_none(), "nothing is held for a known id");
+                }
+            }
+            self.pending_changed();
+        }
+        self.pending_count = r.pending_count;
+        // The nodes it added: out of the index and the digest, then off.
+        for ix in (r.nodes_len..self.nodes.len() as Ix).rev() {
+            let id = self.nodes[ix as usize].id;
+            self.index.remove(&self.nodes, &id);
+            self.removed(ix);
+        }
+        self.nodes.truncate(r.nodes_len as usize);
+        self.accessed.truncate(r.nodes_len as usize);
+        // The nodes it changed, as they were (their text never changed).
+        for (ix, mut node, accessed) in r.saved.into_iter().rev() {
+            self.changed_digest(ix);
+            node.text = std::mem::take(&mut self.nodes[ix as usize].text);
+            self.nodes[ix as usize] = node;
+            self.accessed[ix as usize] = accessed;
+        }
+        for cid in r.content_ids {
+            self.content_ids.remove(&cid);
+        }
+        for author in self.authors.drain(r.authors_len..) {
+            self.author_index.remove(&author);
+        }
+        self.late_nodes.truncate(r.late_nodes_len);
+        self.released_nodes.truncate(r.released_nodes_len);
+        self.last_pos = r.last_pos;
+        self.orders_changed();
+        Some(r.event)
+    }
+
+    /// Undo the newest apply: a late event taken in place that spoiled the
+    /// graph. Nothing is left changed.
+    pub(super) fn undo_spoiled(&mut self) {
+        let event = self.undo_last();
+        debug_assert!(event.is_some(), "the late event was recorded");
+    }
+
+    /// How many records must be undone to apply an event at `pos` in log
+    /// order, if the journal reaches back that far: newest first, until the
+    /// graph's last position sorts at or before `pos` and before every late
+    /// record undone (which is applied again in log order too).
+    pub(super) fn rewind_depth(&self, pos: LogPosition) -> Option<usize> {
+        let j = self.journal.as_deref()?;
+        let (mut target, mut last, mut back) = (pos, self.last_pos, 0);
+        while last.is_some_and(|l| target < l) {
+            let r = j.records.get(j.records.len().checked_sub(back + 1)?)?;
+            if r.late {
+                target = target.min(r.event.pos);
+            }
+            last = r.last_pos;
+            back += 1;
+        }
+        Some(back)
+    }
+
+    /// Apply `event`, which sorts before the last event applied, by undoing
+    /// the newest `back` records ([`Graph::rewind_depth`]) and applying it
+    /// and their events again, in log order: after the undo, every one of
+    /// them sorts at or after the graph's last position.
+    pub(super) fn rewind(&mut self, event: LogEvent, back: usize) {
+        let mut events = Vec::with_capacity(back + 1);
+        for _ in 0..back {
+            events.extend(self.undo_last());
+        }
+        events.push(event);
+        events.sort_by_key(|e| (e.pos, e.id));
+        for mut e in events {
+            let applied = self.apply_in_place(&mut e);
+            debug_assert!(applied, "after the undo, in log order");
+        }
+    }
+}
