@@ -4,17 +4,19 @@
 //! The graph is a view of the log: it is built by replay on first use, then
 //! every committed entry is applied in place: one that sorts after the last
 //! one applied as usual, an earlier one (a peer's older entry arriving late,
-//! common in a swarm whose agents write at once) by [`Graph::apply_late`],
-//! which takes it in place when nothing it names or writes was named or
-//! written by a later event. A late entry whose place in log order matters,
-//! a payload that changed (redaction, fill-in) or a roster event of the
-//! founder's chain, or a fork of it (the roster decides which entries count)
-//! drops the graph, and the next read rebuilds it by replay. Tests prove
-//! that incremental application and replay give the same snapshot bytes and
-//! listings.
+//! common in a swarm whose agents write at once) by [`Graph::apply_late`]:
+//! the graph keeps a journal of its last [`LIVE_GRAPH_JOURNAL`] applies and
+//! rewinds them around it (undone, then applied again after it), or, for
+//! an entry older than all of them, takes it in place when nothing it names
+//! or writes was named or written by a later event. An entry older than the
+//! journal whose place matters, a payload that changed (redaction, fill-in)
+//! or a roster event of the founder's chain, or a fork of it (the roster
+//! decides which entries count) drops the graph, and the next read rebuilds
+//! it by replay. Tests prove that incremental application and replay give
+//! the same snapshot bytes and listings.
 
 use agora_core::AgentId;
-use agora_graph::{Graph, Late, LogEvent};
+use agora_graph::{Graph, Late, LogEvent, LIVE_GRAPH_JOURNAL};
 use agora_roster::Roster;
 use agora_store::{CommitNotice, Store, StoreError};
 use prometheus_client::metrics::histogram::Histogram;
@@ -26,6 +28,8 @@ use std::sync::Mutex;
 pub struct GraphCache {
     founder: AgentId,
     graph: Mutex<Option<(Graph, Roster)>>,
+    /// Applies the graph keeps to rewind around a late entry.
+    journal: usize,
     /// How long each rebuild by replay took (the node's `/metrics`).
     recompute_seconds: Histogram,
 }
@@ -38,7 +42,13 @@ impl GraphCache {
 
     /// An empty cache that records each rebuild's duration in `recompute_seconds`.
     pub fn observed(founder: AgentId, recompute_seconds: Histogram) -> Self {
-        Self { founder, graph: Mutex::new(None), recompute_seconds }
+        Self { founder, graph: Mutex::new(None), journal: LIVE_GRAPH_JOURNAL, recompute_seconds }
+    }
+
+    /// The same cache with a journal of `records` applies instead of
+    /// [`LIVE_GRAPH_JOURNAL`] (tests reach past a short one).
+    pub fn with_journal(self, records: usize) -> Self {
+        Self { journal: records, ..self }
     }
 
     /// Keep the graph current with a committed write (called by the store's
@@ -73,8 +83,8 @@ impl GraphCache {
         for event in events {
             match graph.apply_late(event) {
                 Late::Applied => {}
-                // Older than what was applied, and its place matters: replay
-                // on the next read.
+                // Older than the journal, and its place matters: replay on
+                // the next read.
                 Late::Refused | Late::Spoiled => {
                     *slot = None;
                     return;
@@ -90,7 +100,7 @@ impl GraphCache {
             Some(g) => slot.insert(g),
             None => {
                 let started = std::time::Instant::now();
-                let rebuilt = (agora_view::load_graph(store, self.founder)?, agora_view::derive_roster(store, self.founder)?);
+                let rebuilt = (agora_view::load_graph_journaled(store, self.founder, self.journal)?, agora_view::derive_roster(store, self.founder)?);
                 self.recompute_seconds.observe(started.elapsed().as_secs_f64());
                 slot.insert(rebuilt)
             }
@@ -122,7 +132,9 @@ mod tests {
         let store = Arc::new(Store::open(dir.path(), &StoreOptions { create: true, sync: false, ..Default::default() }).unwrap());
         let founder = AgentKey::from_seed([9; 32]).agent_id();
         let rebuilds = Histogram::new([1.0]);
-        let cache = Arc::new(GraphCache::observed(founder, rebuilds.clone()));
+        // A journal of two applies: enough to rewind for an entry one apply
+        // late, too short for one that is older.
+        let cache = Arc::new(GraphCache::observed(founder, rebuilds.clone()).with_journal(2));
         let rebuilt = || {
             let mut text = String::new();
             let mut registry = prometheus_client::registry::Registry::default();
@@ -159,11 +171,20 @@ mod tests {
         import(Event::Proposition { text: "flat fee".into() }.encode(), 1_200);
         check("after an older entry arrived");
         assert_eq!(rebuilt(), before, "a late entry apart from later ones is taken in place");
-        // One whose place matters (it supports p, which c, later, named) is
-        // not: the next read replays.
+        // One whose place matters (it supports p, which c, later, named):
+        // the journal's applies after it (c, and the one before) are undone
+        // and applied again after it.
         import(Event::Support { target: p.id(), text: "earlier evidence".into() }.encode(), 1_500);
         check("after an older entry whose place matters arrived");
-        assert_eq!(rebuilt(), before + 1, "a late entry named what a later one named: replayed");
+        assert_eq!(rebuilt(), before, "rewound, not replayed");
+        // Older than the journal (two applies back: only c and the support
+        // are in it) and its place matters (it names p, which c named):
+        // replayed on the next read.
+        let dave = AgentKey::from_seed([4; 32]);
+        let entry = other.append(&dave, &Event::Contradiction { target: p.id(), text: "earliest".into() }.encode(), 1_100).unwrap();
+        store.import(vec![agora_store::ImportItem { entry, payload: Some(Event::Contradiction { target: p.id(), text: "earliest".into() }.encode()), origin: "test".into() }], 10_000).unwrap();
+        check("after an entry older than the journal whose place matters arrived");
+        assert_eq!(rebuilt(), before + 1, "beyond the journal: replayed");
         store.append(&alice, &Event::Refinement { target: p.id(), resolves: vec![c.id()], text: "two-track".into() }.encode(), 3_000).unwrap();
         check("after a refinement");
         let residue = agora_view::residue(&Event::Contradiction { target: p.id(), text: "predictability".into() }.encode());

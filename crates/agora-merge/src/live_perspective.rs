@@ -37,7 +37,7 @@ use crate::live::LiveMerge;
 use crate::payload::MergeEvent;
 use crate::views::{DisputeMark, Perspective};
 use agora_core::{AgentId, EntryId};
-use agora_graph::{Graph, Late, LogEvent};
+use agora_graph::{Graph, Late, LogEvent, LIVE_GRAPH_JOURNAL};
 use std::collections::{BTreeMap, HashSet};
 use std::ops::RangeInclusive;
 
@@ -135,7 +135,9 @@ pub(crate) fn replay_prefixes<E>(
     for (author, p) in prefixes {
         events_of(load(author, 1..=p.upto)?, p.head, excluded, &mut events);
     }
-    Ok(Graph::replay(events))
+    // Kept live from here on: with a journal of its last applies, so that
+    // a late event whose place matters rewinds them rather than replaying.
+    Ok(Graph::replay_journaled(events, LIVE_GRAPH_JOURNAL))
 }
 
 /// Did the payload of an entry inside the prefixes `was` change (filled

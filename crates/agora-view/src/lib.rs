@@ -71,13 +71,20 @@ pub fn load_events(store: &Store, founder: AgentId) -> Result<Vec<LogEvent>, Sto
 /// its views), decoding each payload just before it is applied. A redacted
 /// payload is read from its residue; a missing one is pending.
 pub fn load_graph(store: &Store, founder: AgentId) -> Result<Graph, StoreError> {
+    load_graph_journaled(store, founder, 0)
+}
+
+/// [`load_graph`] for a graph kept live: with a journal that holds its last
+/// `records` applies (`Graph::replay_contents_journaled`), so that it can
+/// rewind for a late entry at once.
+pub fn load_graph_journaled(store: &Store, founder: AgentId, records: usize) -> Result<Graph, StoreError> {
     let mut items: Vec<(EntryId, LogPosition, Payload)> = Vec::new();
     for_each_counted(store, founder, |signed, payload| {
         items.push((signed.id(), signed.header().log_position(), payload));
         Ok(())
     })?;
     let borrowed: Vec<_> = items.iter().map(|(id, pos, p)| (*id, *pos, p.as_content())).collect();
-    Ok(Graph::replay_contents(&borrowed))
+    Ok(Graph::replay_contents_journaled(&borrowed, records))
 }
 
 /// Everything the merge layer reads for the workspace founded by `founder`:
