@@ -34,6 +34,7 @@ pub(crate) fn allocated_bytes() -> u64 {
 
 mod automerge_bench;
 mod graph_bench;
+mod late_bench;
 mod mcp_bench;
 mod node_bench;
 mod live_bench;
@@ -47,6 +48,9 @@ enum Bench {
     Store(Args),
     /// Reasoning-graph replay, status lookups and verified traces.
     Graph(graph_bench::GraphArgs),
+    /// Late arrivals into a live reasoning graph (its journal rewound around
+    /// them), against what a graph without one could not take in place.
+    Late(late_bench::LateArgs),
     /// Real node processes: full sync, gossip latency, memory.
     Node(node_bench::NodeArgs),
     /// Recompute of the merged view (merge layer) of a synthetic swarm.
@@ -109,6 +113,7 @@ fn main() -> Result<()> {
     match Bench::parse() {
         Bench::Store(args) => store_bench(args),
         Bench::Graph(args) => graph_bench::run(args),
+        Bench::Late(args) => late_bench::run(args),
         Bench::Node(args) => node_bench::run(args),
         Bench::Merge(args) => merge_bench::run(args),
         Bench::Live(args) => live_bench::run(args),

@@ -89,6 +89,12 @@ enum What {
         /// Events on each preloaded agent's chain.
         #[arg(long, default_value_t = 10_000)]
         preload_events: usize,
+        /// Each agent's entries reach the node up to this long after they
+        /// were written (a delay per agent, in ms of the swarm's clock, one
+        /// entry a millisecond), so most arrive after a later entry of
+        /// another agent: out of log order. 0: in log order.
+        #[arg(long, default_value_t = 0)]
+        skew_ms: u64,
     },
     /// Resident memory of a node holding many entries, idle and while serving
     /// and receiving a full sync.
@@ -115,7 +121,7 @@ pub fn run(args: NodeArgs) -> Result<()> {
         What::Gossip { nodes, events } => gossip(&agora, nodes, events),
         What::Rss { entries, payload_bytes } => rss(&agora, entries, payload_bytes),
         What::Views { agents, events_per_agent, rounds } => views(&agora, agents, events_per_agent, rounds),
-        What::Load { rate, agents, seconds, preload_agents, preload_events } => load(&agora, rate, agents, seconds, preload_agents, preload_events),
+        What::Load { rate, agents, seconds, preload_agents, preload_events, skew_ms } => load(&agora, rate, agents, seconds, preload_agents, preload_events, skew_ms),
         What::Mcp { calls, events } => crate::mcp_bench::run(&agora, calls, events),
     }
 }
@@ -238,6 +244,12 @@ impl NodeControl {
             _ => Ok(None),
         }
     }
+    /// The node's `/metrics` text.
+    fn metrics(&self) -> Result<String> {
+        let agent = ureq::Agent::config_builder().proxy(None).timeout_global(Some(Duration::from_secs(10))).build().new_agent();
+        Ok(agent.get(format!("{}/metrics", self.url)).header("authorization", format!("Bearer {}", self.token)).call()?.body_mut().read_to_string()?)
+    }
+
     fn max_seq(&self, author: &str) -> Result<u64> {
         let s = self.status()?;
         Ok(s["frontier"].as_array().into_iter().flatten().find(|f| f["author"] == author).and_then(|f| f["max_seq"].as_u64()).unwrap_or(0))
@@ -728,7 +740,12 @@ fn histogram_quantile(text: &str, name: &str, p: f64) -> Option<(f64, u64)> {
     buckets.iter().find(|(_, c)| *c >= want).map(|(le, _)| (*le, total))
 }
 
-fn load(agora: &Path, rate: usize, agents: usize, seconds: usize, preload_agents: usize, preload_events: usize) -> Result<()> {
+/// The count of a Prometheus histogram's observations, from `/metrics` text.
+fn histogram_count(text: &str, name: &str) -> u64 {
+    text.lines().find_map(|l| l.strip_prefix(&format!("{name}_count "))).and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+}
+
+fn load(agora: &Path, rate: usize, agents: usize, seconds: usize, preload_agents: usize, preload_events: usize, skew_ms: u64) -> Result<()> {
     anyhow::ensure!(agents >= 2 && rate >= 10 && seconds >= 1, "need at least 2 agents, 10 entries/s and 1 s");
     let home = new_home(agora)?;
     let preloaded = if preload_agents > 0 { store_swarm(&home, preload_agents, preload_events)? } else { 0 };
@@ -736,19 +753,43 @@ fn load(agora: &Path, rate: usize, agents: usize, seconds: usize, preload_agents
     // Other agents than the preloaded ones, writing after them.
     let clock = crate::merge_bench::SWARM_CLOCK + (preloaded as u64) + 1_000;
     let mut entries = crate::merge_bench::swarm_from(agents, per_agent, preload_agents, clock);
-    entries.sort_by_key(|e| (e.timestamp_ms(), e.author(), e.seq()));
+    // Delivered in the order they reach the node: each agent's entries
+    // `delay` ms after they were written.
+    let mut rng = agora_core::xorshift::Xorshift64(0x5eed ^ skew_ms);
+    let delays: std::collections::HashMap<agora_core::AgentId, u64> = entries.iter().map(|e| e.author()).collect::<std::collections::BTreeSet<_>>().into_iter().map(|a| (a, if skew_ms == 0 { 0 } else { rng.below(skew_ms as usize) as u64 })).collect();
+    entries.sort_by_key(|e| (e.timestamp_ms() + delays[&e.author()], e.author(), e.seq()));
     let t = Instant::now();
     let node = start(agora, &home, &home.agent, &[])?;
     agora_json(agora, &home.path, &["view-hash"])?;
     if preloaded > 0 {
         println!("on top of {preloaded} entries ({preload_agents} agents x {preload_events} events) stored before the node started; its view built in {:.1} s", t.elapsed().as_secs_f64());
     }
+    // The node's reasoning graph and its agent's perspective, in use from
+    // the start: built now, kept current through the load, read every second.
+    let probe = agora_json(agora, &home.path, &["propose", "load probe"])?;
+    let probe = probe["id"].as_str().context("propose printed no id")?.to_string();
+    agora_json(agora, &home.path, &["status", &probe])?;
+    agora_json(agora, &home.path, &["perspective", "--summary"])?;
+    let replays_before = {
+        let m = node.control.metrics()?;
+        histogram_count(&m, "agora_view_recompute_seconds")
+    };
     let pid = node.child.id();
     let batch = rate / 10;
     let before = thread_ticks(pid)?;
     let t0 = Instant::now();
     let mut late = 0usize;
+    let (mut status_reads, mut perspective_reads) = (Vec::new(), Vec::new());
+    let timed = |args: &[&str]| -> Result<Duration> {
+        let t = Instant::now();
+        agora_json(agora, &home.path, args)?;
+        Ok(t.elapsed())
+    };
     for (i, chunk) in entries.chunks(batch).enumerate() {
+        if i % 10 == 9 {
+            status_reads.push(timed(&["status", &probe])?);
+            perspective_reads.push(timed(&["perspective", "--summary"])?);
+        }
         let due = t0 + Duration::from_millis(100 * i as u64);
         match due.checked_duration_since(Instant::now()) {
             Some(wait) => std::thread::sleep(wait),
@@ -777,18 +818,29 @@ fn load(agora: &Path, rate: usize, agents: usize, seconds: usize, preload_agents
         let sum = |m: &std::collections::BTreeMap<String, u64>| m.iter().filter(|(k, _)| name.is_none_or(|n| k.as_str() == n)).map(|(_, v)| *v).sum::<u64>();
         (sum(&after).saturating_sub(sum(&before))) as f64 / tick / wall.as_secs_f64()
     };
-    let metrics = {
-        let agent = ureq::Agent::config_builder().proxy(None).timeout_global(Some(Duration::from_secs(10))).build().new_agent();
-        agent.get(format!("{}/metrics", node.control.url)).header("authorization", format!("Bearer {}", node.control.token)).call()?.body_mut().read_to_string()?
-    };
+    let metrics = node.control.metrics()?;
+    let replays = histogram_count(&metrics, "agora_view_recompute_seconds") - replays_before;
     let (lag_p99, lags) = histogram_quantile(&metrics, "agora_merge_view_lag_seconds", 0.99).context("no agora_merge_view_lag_seconds in /metrics")?;
     let (lag_p50, _) = histogram_quantile(&metrics, "agora_merge_view_lag_seconds", 0.5).context("no agora_merge_view_lag_seconds")?;
     let (rss, hwm) = rss_kib(pid)?;
     let n = entries.len();
-    println!("sustained load: {n} entries of {agents} agents into one node, {batch} every 100 ms (`agora import -` through the node)");
+    println!("sustained load: {n} entries of {agents} agents into one node, {batch} every 100 ms (`agora import -` through the node){}", if skew_ms > 0 { format!(", each agent's entries up to {skew_ms} ms late (out of log order)") } else { String::new() });
     println!("  fed in {:.1} s = {:.0} entries/s ({late} batches started late); the view current {:.2} s after the start", fed.as_secs_f64(), n as f64 / fed.as_secs_f64(), wall.as_secs_f64());
     println!("  live merged view lag behind commits ({lags} updates): p50 <= {:.1} ms, p99 <= {:.1} ms (histogram bucket bounds; target p99 < 100 ms)", lag_p50 * 1e3, lag_p99 * 1e3);
     println!("  CPU over the run, in cores: merged-view thread {:.3}, whole node {:.3} (target: views < 1 core)", used(Some("merged-view")), used(None));
+    status_reads.sort();
+    perspective_reads.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    if let (Some(s), Some(p)) = (status_reads.last(), perspective_reads.last()) {
+        println!(
+            "  reads every second during the load ({} each): `status` (the reasoning graph) p50 {:.1} ms, max {:.1} ms; `perspective --summary` p50 {:.1} ms, max {:.1} ms; the reasoning graph replayed {replays} times",
+            status_reads.len(),
+            ms(crate::percentile(&status_reads, 0.5)),
+            ms(*s),
+            ms(crate::percentile(&perspective_reads, 0.5)),
+            ms(*p)
+        );
+    }
     println!("  node RSS {} MiB (peak {} MiB); view hash {}", rss / 1024, hwm / 1024, hash["view_hash"].as_str().unwrap_or("?"));
     Ok(())
 }
