@@ -504,6 +504,71 @@ proptest! {
             prop_assert_eq!(replays, 0, "{} late events, none beyond the journal", late);
         }
     }
+
+    /// The same arrivals in batches ([`Graph::apply_all`], one rewind for
+    /// a batch's late events, what a live view takes after each update):
+    /// after every batch, a replay of what was delivered.
+    #[test]
+    fn batches_of_late_events_equal_a_replay(seed in 1u64..u64::MAX, window in 2usize..40, batch in 1usize..30, journal in prop::sample::select(vec![4usize, 64, 10_000])) {
+        let arrivals = arrivals(seed, 250, window);
+        let mut g = Graph::new();
+        g.keep_journal(journal);
+        let mut delivered = 0;
+        for chunk in arrivals.chunks(batch) {
+            delivered += chunk.len();
+            if g.apply_all(chunk.to_vec()) != Late::Applied {
+                prop_assert!(journal < arrivals.len(), "refused with a journal longer than the log");
+                g = Graph::replay_journaled(arrivals[..delivered].to_vec(), journal);
+            }
+            assert_reads_as_replay(&mut g, &arrivals[..delivered], delivered)?;
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// Events taken out of a graph that keeps a journal ([`Graph::exclude`],
+    /// an agent disputing what it included) leave it as a replay without
+    /// them, after every step of out-of-order arrivals: what named them
+    /// waits as pending. One older than the journal is refused, changing
+    /// nothing.
+    #[test]
+    fn events_taken_out_equal_a_replay_without_them(seed in 1u64..u64::MAX, window in 2usize..40, journal in prop::sample::select(vec![8usize, 10_000]), every in 3usize..9) {
+        let arrivals = arrivals(seed, 200, window);
+        let mut g = Graph::new();
+        g.keep_journal(journal);
+        let mut out: Vec<EntryId> = Vec::new();
+        let mut rng = Rng(seed ^ 0x0e7);
+        let (mut taken, mut refused) = (0, 0);
+        for (i, e) in arrivals.iter().enumerate() {
+            if out.contains(&e.id) {
+                continue;
+            }
+            match g.apply_late(e.clone()) {
+                Late::Applied => {}
+                // Older than the whole journal, and its place matters.
+                Late::Refused => g = Graph::replay_journaled(arrivals[..=i].iter().filter(|e| !out.contains(&e.id)).cloned().collect(), journal),
+                Late::Spoiled => prop_assert!(false, "a graph that keeps a journal never spoils"),
+            }
+            if i % every == every - 1 {
+                // One of the last 30 delivered, or a couple at once.
+                let pick = |rng: &mut Rng| arrivals[i - rng.below(30.min(i + 1))].id;
+                let ids = if rng.below(4) == 0 { vec![pick(&mut rng), pick(&mut rng)] } else { vec![pick(&mut rng)] };
+                let before = (g.snapshot(), g.pending().len());
+                if g.exclude(&ids) {
+                    taken += 1;
+                    out.extend(ids);
+                } else {
+                    refused += 1;
+                    prop_assert_eq!((g.snapshot(), g.pending().len()), before, "refused, yet changed");
+                }
+            }
+            let delivered: Vec<LogEvent> = arrivals[..=i].iter().filter(|e| !out.contains(&e.id)).cloned().collect();
+            assert_reads_as_replay(&mut g, &delivered, i)?;
+        }
+        prop_assert!(taken > 0, "nothing was taken out ({} refused)", refused);
+    }
 }
 
 /// Most late events are taken in place on such logs: the check is not
