@@ -37,6 +37,8 @@ pub struct Histograms {
     pub merge_rebuild: Histogram,
     /// Seconds from a commit until the live merged view includes it.
     pub merge_lag: Histogram,
+    /// Perspectives built by replay (`MergeCache::with_perspective_builds`).
+    pub perspective_build: Histogram,
 }
 
 impl Default for Histograms {
@@ -50,6 +52,7 @@ impl Default for Histograms {
             view_recompute: Histogram::new(recompute),
             merge_rebuild: Histogram::new(recompute),
             merge_lag: Histogram::new(recompute),
+            perspective_build: Histogram::new(recompute),
         }
     }
 }
@@ -143,6 +146,7 @@ pub fn render(status: &Value, histograms: &Histograms) -> String {
     r.register("view_recompute_seconds", "Time to rebuild the reasoning view by replay", histograms.view_recompute.clone());
     r.register("merge_view_rebuild_seconds", "Time to build the live merged view from the store (at start, after a roster change)", histograms.merge_rebuild.clone());
     r.register("merge_view_lag_seconds", "From a commit until the live merged view includes it", histograms.merge_lag.clone());
+    r.register("perspective_build_seconds", "Time to build a perspective by replay (first asked, or asked again after it could not be kept current in place)", histograms.perspective_build.clone());
 
     let mut out = String::new();
     // Writing to a String cannot fail.

@@ -764,15 +764,17 @@ fn load(agora: &Path, rate: usize, agents: usize, seconds: usize, preload_agents
     if preloaded > 0 {
         println!("on top of {preloaded} entries ({preload_agents} agents x {preload_events} events) stored before the node started; its view built in {:.1} s", t.elapsed().as_secs_f64());
     }
-    // The node's reasoning graph and its agent's perspective, in use from
-    // the start: built now, kept current through the load, read every second.
+    // The node's reasoning graph and the perspective of one of the agents
+    // writing (who accepts the others' chains as they grow), in use from the
+    // start: built now, kept current through the load, read every second.
     let probe = agora_json(agora, &home.path, &["propose", "load probe"])?;
     let probe = probe["id"].as_str().context("propose printed no id")?.to_string();
+    let viewer = entries.first().context("no entries")?.author().to_string();
     agora_json(agora, &home.path, &["status", &probe])?;
-    agora_json(agora, &home.path, &["perspective", "--summary"])?;
-    let replays_before = {
+    agora_json(agora, &home.path, &["perspective", &viewer, "--summary"])?;
+    let (replays_before, builds_before) = {
         let m = node.control.metrics()?;
-        histogram_count(&m, "agora_view_recompute_seconds")
+        (histogram_count(&m, "agora_view_recompute_seconds"), histogram_count(&m, "agora_perspective_build_seconds"))
     };
     let pid = node.child.id();
     let batch = rate / 10;
@@ -788,7 +790,7 @@ fn load(agora: &Path, rate: usize, agents: usize, seconds: usize, preload_agents
     for (i, chunk) in entries.chunks(batch).enumerate() {
         if i % 10 == 9 {
             status_reads.push(timed(&["status", &probe])?);
-            perspective_reads.push(timed(&["perspective", "--summary"])?);
+            perspective_reads.push(timed(&["perspective", &viewer, "--summary"])?);
         }
         let due = t0 + Duration::from_millis(100 * i as u64);
         match due.checked_duration_since(Instant::now()) {
@@ -820,6 +822,7 @@ fn load(agora: &Path, rate: usize, agents: usize, seconds: usize, preload_agents
     };
     let metrics = node.control.metrics()?;
     let replays = histogram_count(&metrics, "agora_view_recompute_seconds") - replays_before;
+    let builds = histogram_count(&metrics, "agora_perspective_build_seconds") - builds_before;
     let (lag_p99, lags) = histogram_quantile(&metrics, "agora_merge_view_lag_seconds", 0.99).context("no agora_merge_view_lag_seconds in /metrics")?;
     let (lag_p50, _) = histogram_quantile(&metrics, "agora_merge_view_lag_seconds", 0.5).context("no agora_merge_view_lag_seconds")?;
     let (rss, hwm) = rss_kib(pid)?;
@@ -833,7 +836,7 @@ fn load(agora: &Path, rate: usize, agents: usize, seconds: usize, preload_agents
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     if let (Some(s), Some(p)) = (status_reads.last(), perspective_reads.last()) {
         println!(
-            "  reads every second during the load ({} each): `status` (the reasoning graph) p50 {:.1} ms, max {:.1} ms; `perspective --summary` p50 {:.1} ms, max {:.1} ms; the reasoning graph replayed {replays} times",
+            "  reads every second during the load ({} each): `status` (the reasoning graph) p50 {:.1} ms, max {:.1} ms; `perspective <a writing agent> --summary` p50 {:.1} ms, max {:.1} ms; the reasoning graph replayed {replays} times, the perspective {builds} times",
             status_reads.len(),
             ms(crate::percentile(&status_reads, 0.5)),
             ms(*s),

@@ -4,11 +4,12 @@
 //! The graph is a view of the log: it is built by replay on first use, then
 //! every committed entry is applied in place: one that sorts after the last
 //! one applied as usual, an earlier one (a peer's older entry arriving late,
-//! common in a swarm whose agents write at once) by [`Graph::apply_late`]:
+//! common in a swarm whose agents write at once) by [`Graph::apply_all`]:
 //! the graph keeps a journal of its last [`LIVE_GRAPH_JOURNAL`] applies and
-//! rewinds them around it (undone, then applied again after it), or, for
-//! an entry older than all of them, takes it in place when nothing it names
-//! or writes was named or written by a later event. An entry older than the
+//! rewinds them around the commit's late entries at once (undone, then
+//! applied again after them), or, for an entry older than all of them,
+//! takes it in place when nothing it names or writes was named or written
+//! by a later event. An entry older than the
 //! journal whose place matters, a payload that changed (redaction, fill-in)
 //! or a roster event of the founder's chain, or a fork of it (the roster
 //! decides which entries count) drops the graph, and the next read rebuilds
@@ -70,7 +71,7 @@ impl GraphCache {
             *slot = None;
             return;
         }
-        let mut events: Vec<LogEvent> = notice
+        let events: Vec<LogEvent> = notice
             .entries
             .iter()
             .filter(|(e, _)| roster.admits_entry(&e.header().author, e.header().seq))
@@ -79,17 +80,11 @@ impl GraphCache {
                 LogEvent::from_content(e.id(), e.header().log_position(), content)
             })
             .collect();
-        events.sort_by_key(|e| (e.pos, e.id));
-        for event in events {
-            match graph.apply_late(event) {
-                Late::Applied => {}
-                // Older than the journal, and its place matters: replay on
-                // the next read.
-                Late::Refused | Late::Spoiled => {
-                    *slot = None;
-                    return;
-                }
-            }
+        // One rewind for those that sort before the last one applied
+        // (`Graph::apply_all`); one older than the journal whose place
+        // matters: replay on the next read.
+        if graph.apply_all(events) != Late::Applied {
+            *slot = None;
         }
     }
 

@@ -75,6 +75,9 @@ pub struct MergeCache {
     rebuild_seconds: Histogram,
     /// How long after its commit a write was in the view.
     lag_seconds: Histogram,
+    /// How long each perspective built by replay took (first asked, or
+    /// asked again after it could not be kept current in place).
+    perspective_build_seconds: Histogram,
     /// Entries whose payload changed since the published document last
     /// took them (`None`: more than [`PAYLOADS_UNPUBLISHED_MAX`]).
     payloads_unpublished: Mutex<Option<Vec<EntryId>>>,
@@ -136,6 +139,7 @@ impl LiveState {
 /// The live view, current with every write committed before it was taken.
 pub struct LiveView<'a> {
     guard: MutexGuard<'a, Option<LiveState>>,
+    perspective_build_seconds: &'a Histogram,
 }
 
 impl LiveView<'_> {
@@ -203,6 +207,7 @@ impl LiveView<'_> {
     /// [`MergeCache::prepare_perspective`] could not build it without
     /// holding the view (or was not asked first).
     pub fn perspective(&mut self, agent: AgentId, store: &Store) -> Result<&mut LivePerspective, StoreError> {
+        let builds = self.perspective_build_seconds.clone();
         let state = self.state();
         match state.perspectives.iter().position(|p| p.agent() == agent) {
             Some(i) => {
@@ -211,7 +216,9 @@ impl LiveView<'_> {
             }
             None => {
                 let (merge, roster) = (&state.merge, &state.roster);
+                let started = Instant::now();
                 let p = LivePerspective::build(merge, agent, |author, seqs| agora_view::load_chain_range(store, roster, author, seqs))?;
+                builds.observe(started.elapsed().as_secs_f64());
                 state.keep_perspective(p);
             }
         }
@@ -239,7 +246,14 @@ impl MergeCache {
             lag_seconds,
             payloads_unpublished: Mutex::new(Some(Vec::new())),
             generation: AtomicU64::new(0),
+            perspective_build_seconds: Histogram::new([1.0]),
         }
+    }
+
+    /// The same cache, recording how long each perspective built by replay
+    /// took in `perspective_build_seconds`.
+    pub fn with_perspective_builds(self, perspective_build_seconds: Histogram) -> Self {
+        Self { perspective_build_seconds, ..self }
     }
 
     /// Make sure `agent`'s perspective is kept, building it, if it is not,
@@ -269,7 +283,9 @@ impl MergeCache {
                 }
                 (LivePerspective::plan(&state.merge, agent), state.roster.clone(), self.generation.load(Ordering::Acquire))
             };
+            let started = Instant::now();
             let mut built = plan.build(|author, seqs| agora_view::load_chain_range(store, &roster, author, seqs))?;
+            self.perspective_build_seconds.observe(started.elapsed().as_secs_f64());
             meanwhile();
             let mut view = self.current(store)?;
             if self.generation.load(Ordering::Acquire) != generation {
@@ -331,7 +347,7 @@ impl MergeCache {
     pub fn current<'a>(&'a self, store: &Store) -> Result<LiveView<'a>, StoreError> {
         let mut guard = self.live.lock().unwrap_or_else(|e| e.into_inner());
         self.catch_up(store, &mut guard)?;
-        Ok(LiveView { guard })
+        Ok(LiveView { guard, perspective_build_seconds: &self.perspective_build_seconds })
     }
 
     /// Is every committed write in the view?

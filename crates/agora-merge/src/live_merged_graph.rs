@@ -13,13 +13,14 @@
 //! - **In place**: every chain's view still starts with what the graph
 //!   applied of it, and no payload inside that changed. Only the new events
 //!   are asked of the caller. Those that sort after the last one applied are
-//!   applied as usual; an earlier one (in a swarm whose agents write at
-//!   once, most arrivals) by [`Graph::apply_late`], which takes it in place
-//!   when nothing it reads or writes was touched by a later event.
+//!   applied as usual; earlier ones (in a swarm whose agents write at once,
+//!   most arrivals) with one rewind of the graph's journal of its last
+//!   applies, or, older than the journal, in place when nothing they read
+//!   or write was touched by a later event ([`Graph::apply_all`]).
 //! - **Rebuilt** otherwise (a fork that freezes a chain below what was
-//!   applied, a resolution that switches branch, a redaction, a late event
-//!   whose order matters): every view chain is asked of the caller and
-//!   replayed.
+//!   applied, a resolution that switches branch, a redaction, an event
+//!   older than the journal whose order matters): every view chain is asked
+//!   of the caller and replayed.
 //!
 //! After every refresh it equals `Merge::merged_graph` over the same set
 //! (snapshot, texts and digest): the property test `live_equals_recompute`
@@ -100,14 +101,11 @@ impl LiveMergedGraph {
         }
         let events = new_events(&self.prefixes, &now, &HashSet::new(), &mut load)?;
         let applied = events.len();
-        for e in events {
-            // In log order: an event that sorts after the last one applied
-            // is applied as usual, an earlier one where the graph can show
-            // that the order does not matter (`Graph::apply_late`).
-            match self.graph.apply_late(e) {
-                Late::Applied => {}
-                Late::Refused | Late::Spoiled => return Ok(None),
-            }
+        // Those that sort after the last one applied as usual, earlier ones
+        // with one rewind of the graph's journal, or in place
+        // (`Graph::apply_all`).
+        if self.graph.apply_all(events) != Late::Applied {
+            return Ok(None);
         }
         self.prefixes = now;
         Ok(Some(PerspectiveRefresh { applied, rebuilt: false }))

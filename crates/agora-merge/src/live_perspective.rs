@@ -10,21 +10,24 @@
 //! - **In place**, the common case: every prefix it included is still there
 //!   unchanged (each chain's included head is still on its view: the entries
 //!   link by hash, so the head names the prefix; and no payload inside it
-//!   changed) and no event inside one is newly left out. The new events
-//!   (past the prefixes it included, and those it left out that are back, a
-//!   dispute withdrawn) are asked of the caller (only those) and applied in
-//!   log order: those that sort after the last one its graph applied as
-//!   usual, an earlier one (an accept that reaches back into a chain's
-//!   history, another agent's event that arrived late, an event back) by
-//!   [`Graph::apply_late`], which takes it in place when nothing it names or
-//!   writes was named or written by a later event. The graph lists its nodes
-//!   in a replay's order all the same ([`Graph::nodes`]). The graph's digest
+//!   changed). An event inside them that the agent now disputes is taken
+//!   out ([`Graph::exclude`]: the graph's journal of its last applies is
+//!   rewound past it and the rest applied again). The new events (past the
+//!   prefixes it included, and those it left out that are back, a dispute
+//!   withdrawn) are asked of the caller (only those) and applied in log
+//!   order: those that sort after the last one its graph applied as usual,
+//!   an earlier one (an accept that reaches back into a chain's history,
+//!   another agent's event that arrived late, an event back) with one
+//!   rewind of the journal around them or, older than the journal, in place
+//!   when nothing they name or write was named or written by a later event
+//!   ([`Graph::apply_all`]). The graph lists its nodes in a
+//!   replay's order all the same ([`Graph::nodes`]). The graph's digest
 //!   ([`agora_graph::Graph::digest`]) then hashes again only the buckets the
 //!   new events changed.
 //! - **Rebuilt** otherwise (a fork that freezes a chain below what it
-//!   included, an event inside it newly left out, a redaction inside it, a
-//!   late event whose place in log order matters): the included prefixes are
-//!   asked of the caller and replayed, as a recompute does.
+//!   included, a redaction inside it, an event older than the journal that
+//!   is newly left out or whose place in log order matters): the included
+//!   prefixes are asked of the caller and replayed, as a recompute does.
 //!
 //! After every refresh it equals [`Merge::perspective`](crate::Merge::perspective)
 //! over the same set: the property test `live_equals_recompute` checks the
@@ -261,16 +264,18 @@ impl LivePerspective {
         if payload_changed_inside(merge, &self.prefixes, payloads_changed) {
             return Ok(None);
         }
-        let Some(events) = self.appended(merge, &now, &mut load)? else { return Ok(None) };
+        let Some((events, left_out)) = self.appended(merge, &now, &mut load)? else { return Ok(None) };
+        // Events it included and now leaves out (disputed since): taken
+        // out of the graph by rewinding its journal past them.
+        if !left_out.is_empty() && !self.view.graph.exclude(&left_out) {
+            return Ok(None);
+        }
         let applied = events.len();
-        for e in events {
-            // In log order: an event that sorts after the last one applied
-            // is applied as usual, an earlier one where the graph can show
-            // that the order does not matter (`Graph::apply_late`).
-            match self.view.graph.apply_late(e) {
-                Late::Applied => {}
-                Late::Refused | Late::Spoiled => return Ok(None),
-            }
+        // Those that sort after the last one applied as usual, earlier ones
+        // with one rewind of the graph's journal, or in place
+        // (`Graph::apply_all`).
+        if self.view.graph.apply_all(events) != Late::Applied {
+            return Ok(None);
         }
         self.view.included = now.prefixes.iter().map(|(a, p)| (*a, p.upto)).collect();
         self.view.disputes = now.disputes;
@@ -279,26 +284,27 @@ impl LivePerspective {
         Ok(Some(PerspectiveRefresh { applied, rebuilt: false }))
     }
 
-    /// The events to apply in place, in log order, or `None` if the
-    /// perspective must be rebuilt (a prefix it included changed, or an
-    /// event inside one is newly left out: a node cannot be taken out).
-    /// They are the events past the prefixes it included, and those it left
-    /// out before that are back (a dispute withdrawn), which sort before
-    /// most of what it applied.
+    /// The events to apply in place, in log order, and those it included
+    /// that it now leaves out, or `None` if the perspective must be rebuilt
+    /// (a prefix it included changed). The events to apply are those past
+    /// the prefixes it included, and those it left out before that are back
+    /// (a dispute withdrawn), which sort before most of what it applied.
+    #[allow(clippy::type_complexity)]
     fn appended<E>(
         &self,
         merge: &LiveMerge,
         now: &Inputs,
         load: &mut impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>,
-    ) -> Result<Option<Vec<LogEvent>>, E> {
+    ) -> Result<Option<(Vec<LogEvent>, Vec<EntryId>)>, E> {
         if !prefixes_kept(merge, &self.prefixes, &now.prefixes) {
             return Ok(None);
         }
         let was_excluded: HashSet<EntryId> = self.view.excluded.iter().copied().collect();
+        let mut left_out = Vec::new();
         for id in now.excluded.iter().filter(|id| !was_excluded.contains(id)) {
             let Some((author, seq)) = merge.locate(id) else { return Ok(None) };
             if self.prefixes.get(&author).is_some_and(|was| seq <= was.upto) {
-                return Ok(None);
+                left_out.push(*id);
             }
         }
         let now_excluded: HashSet<EntryId> = now.excluded.iter().copied().collect();
@@ -315,7 +321,7 @@ impl LivePerspective {
         if events.len() > before {
             events.sort_by_key(|e| (e.pos, e.id));
         }
-        Ok(Some(events))
+        Ok(Some((events, left_out)))
     }
 
     /// The agent.

@@ -675,11 +675,10 @@ fn a_payload_change_replays_a_live_perspective_only_inside_what_it_includes() {
 }
 
 /// Events older than the last one a live perspective applied are taken in
-/// place when nothing later named what they name: an accept that reaches
-/// back into a chain's history, and an event back after its dispute is
-/// withdrawn. One that names what a later event named is not: the
-/// perspective is replayed. After each, it equals the recompute's, in
-/// listing order too.
+/// place: an accept that reaches back into a chain's history, an event back
+/// after its dispute is withdrawn; and an event it included that it now
+/// disputes is taken out in place. After each, it equals the recompute's,
+/// in listing order too.
 #[test]
 fn a_live_perspective_takes_late_events_in_place_where_their_order_does_not_matter() {
     let mut s = Swarm::new(2);
@@ -721,6 +720,12 @@ fn a_live_perspective_takes_late_events_in_place_where_their_order_does_not_matt
     let done = step(&mut s, ev, &mut held, &mut live, &mut p);
     assert!(!done.rebuilt && done.applied == 1, "an accept reaching back, in place: {done:?}");
     assert_eq!(p.view().graph.node(&b1).unwrap().status().name(), "contested");
+    // Disputing b3, which it includes: taken out of the graph in place
+    // (rewound past it), b1 no longer contested.
+    let done = step(&mut s, MergeEvent::Dispute { target: b3, reason: "no".into(), counter_claim: None }, &mut held, &mut live, &mut p);
+    assert!(!done.rebuilt, "a dispute of an included event: {done:?}");
+    assert!(p.view().graph.node(&b3).is_none());
+    assert_eq!(p.view().graph.node(&b1).unwrap().status().name(), "active");
 }
 
 /// A late event whose place matters (b2 supports b1, which a later event of
