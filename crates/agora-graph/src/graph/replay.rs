@@ -22,11 +22,13 @@ use agora_core::{EntryId, LogPosition};
 /// 64. The decoded batch is 14 KB (216 bytes an event).
 pub(super) const WARM_BATCH: usize = 64;
 
-/// Room a replay makes for `len` events: exactly that, or for a graph kept
-/// live (one that keeps a journal of `records` applies) a quarter more, so
-/// that its first arrivals do not copy the whole node table and index to
-/// grow them (70 ms at a million nodes, measured by `agora-bench late`).
-/// Room not yet written is address space, not resident memory.
+/// Room a replay makes in the node table for `len` events: exactly that,
+/// or for a graph kept live (one that keeps a journal of `records`
+/// applies) a quarter more, so that its first arrival does not copy the
+/// whole table to grow it (70 ms at a million nodes, measured by
+/// `agora-bench late`). Room not yet written is address space, not
+/// resident memory. (Not so the index, whose slots are written all over as
+/// it fills: it keeps its own growth.)
 fn live_room(len: usize, records: usize) -> usize {
     if records == 0 { len } else { len + len / 4 }
 }
@@ -46,7 +48,7 @@ impl Graph {
     pub fn replay_journaled(mut events: Vec<LogEvent>, records: usize) -> Self {
         events.sort_by_key(|e| (e.pos, e.id));
         let mut g = Graph::new();
-        g.reserve(live_room(events.len(), records));
+        g.reserve(events.len(), live_room(events.len(), records));
         let split = events.len().saturating_sub(records);
         let (head, tail) = events.split_at_mut(split);
         g.apply_in_order(head);
@@ -84,7 +86,7 @@ impl Graph {
         });
         order.dedup_by_key(|&mut i| (items[i as usize].1, items[i as usize].0));
         let mut g = Graph::new();
-        g.reserve(live_room(order.len(), records));
+        g.reserve(order.len(), live_room(order.len(), records));
         let mut batch: Vec<LogEvent> = Vec::with_capacity(WARM_BATCH);
         let (head, tail) = order.split_at(order.len().saturating_sub(records));
         for (part, journal) in [(head, 0), (tail, records)] {
@@ -108,7 +110,7 @@ impl Graph {
     /// is this with the decoding done in line.
     pub fn ordered_replay(len: usize) -> OrderedReplay {
         let mut graph = Graph::new();
-        graph.reserve(len);
+        graph.reserve(len, len);
         OrderedReplay { graph, last: None }
     }
 
@@ -143,11 +145,12 @@ impl Graph {
         }
     }
 
-    /// Room for `additional` more nodes: a replay knows how many events it
-    /// holds, so neither the nodes nor the index ever grow (and copy) during it.
-    fn reserve(&mut self, additional: usize) {
-        self.nodes.reserve_exact(additional);
-        self.accessed.reserve_exact(additional);
+    /// Room for `additional` more nodes (and `table` in the node table, at
+    /// least as many): a replay knows how many events it holds, so neither
+    /// the nodes nor the index ever grow (and copy) during it.
+    fn reserve(&mut self, additional: usize, table: usize) {
+        self.nodes.reserve_exact(table);
+        self.accessed.reserve_exact(table);
         self.index.reserve(additional);
     }
 }
