@@ -67,6 +67,9 @@ impl PublishedView {
         // the view read below (one committed meanwhile is in both this
         // publish and the next).
         let payloads_changed = merge.take_payloads_changed();
+        // Not kept (first published, or dropped since): built without
+        // holding the view.
+        merge.prepare_merged_graph(store)?;
         let changes = {
             let mut live = merge.current(store)?;
             let m = live.merge();
