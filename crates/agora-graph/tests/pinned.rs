@@ -663,3 +663,31 @@ fn a_late_event_apart_from_later_ones_is_taken_in_place() {
     assert_eq!(g.snapshot(), replayed.snapshot());
     assert_eq!(g.digest(), replayed.digest());
 }
+
+/// Two entries of a forked chain at one position (same author, seq and
+/// timestamp) sort by id: the one with the smaller id, arriving second, is
+/// late though its position equals the last one applied. Both resolve the
+/// same question, so their order decides which one is valid; a journaled
+/// graph rewinds and gives the replay's graph, and a plain one refuses to
+/// apply it at the end.
+#[test]
+fn entries_at_one_position_are_applied_in_id_order() {
+    let question = LogEvent::from_payload(EntryId([9; 32]), LogPosition { timestamp_ms: 50, author: AgentId([2; 32]), seq: 1 }, Some(&Event::Question { text: "which tier?".into() }.encode()));
+    let resolve = |id: u8| {
+        let pos = LogPosition { timestamp_ms: 100, author: AgentId([1; 32]), seq: 1 };
+        LogEvent::from_payload(EntryId([id; 32]), pos, Some(&Event::Resolve { target: EntryId([9; 32]), text: format!("answer {id}") }.encode()))
+    };
+    let (first, second) = (resolve(1), resolve(2));
+    let replay = Graph::replay(vec![question.clone(), first.clone(), second.clone()]);
+    assert!(replay.node(&first.id).unwrap().invalid().is_none() && replay.node(&second.id).unwrap().invalid().is_some(), "in id order, the first resolves");
+    let mut live = Graph::new();
+    live.keep_journal(4);
+    for e in [question.clone(), second.clone(), first.clone()] {
+        assert_eq!(live.apply_late(e), Late::Applied);
+    }
+    assert_eq!(live.snapshot(), replay.snapshot());
+    assert!(live.nodes().map(|n| n.id).eq(replay.nodes().map(|n| n.id)));
+    let mut plain = Graph::new();
+    assert!(plain.apply(question) && plain.apply(second));
+    assert!(!plain.apply(first), "sorts before the last one applied");
+}

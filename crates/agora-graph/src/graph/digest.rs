@@ -200,6 +200,6 @@ impl Graph {
     /// The position of the last event applied in log order (`None` before
     /// the first): an event that sorts before it cannot be applied in place.
     pub fn last_position(&self) -> Option<LogPosition> {
-        self.last_pos
+        self.last_key.map(|(pos, _)| pos)
     }
 }

@@ -35,9 +35,8 @@
 
 use super::index::{Ix, UNKNOWN};
 use super::input::{Body, LogEvent};
-use super::Graph;
+use super::{key_of, Graph, Key};
 use crate::event::Event;
-use agora_core::{EntryId, LogPosition};
 
 /// What [`Graph::apply_late`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,7 +54,7 @@ pub enum Late {
 /// The late event being applied.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct LateCheck {
-    key: (LogPosition, EntryId),
+    key: Key,
     spoiled: bool,
 }
 
@@ -72,14 +71,14 @@ impl Graph {
         if let Some(check) = self.late
             && slot != UNKNOWN
             && slot != self.point
-            && self.key_of(slot) > check.key
+            && self.key_at(slot) > check.key
         {
             self.late = Some(LateCheck { spoiled: true, ..check });
         }
         self.accessed[ix as usize] = self.point;
     }
 
-    pub(super) fn key_of(&self, ix: Ix) -> (LogPosition, EntryId) {
+    pub(super) fn key_at(&self, ix: Ix) -> Key {
         let n = &self.nodes[ix as usize];
         (self.position(n), n.id)
     }
@@ -94,7 +93,7 @@ impl Graph {
     /// nodes, plus sorting the late ones.
     pub(super) fn sort_into_replay_order(&self) -> Vec<Ix> {
         let mut late = self.late_nodes.clone();
-        late.sort_unstable_by_key(|&ix| self.key_of(ix));
+        late.sort_unstable_by_key(|&ix| self.key_at(ix));
         let mut out = Vec::with_capacity(self.nodes.len());
         let (mut next_late, mut skip, mut released) = (0, self.late_nodes.iter().peekable(), self.released_nodes.iter().peekable());
         for ix in 0..self.nodes.len() as Ix {
@@ -104,8 +103,8 @@ impl Graph {
             // A node placed by its own event (not released by another's):
             // late nodes that sort before that event come first.
             if released.next_if_eq(&&ix).is_none() && next_late < late.len() {
-                let key = self.key_of(ix);
-                while next_late < late.len() && self.key_of(late[next_late]) < key {
+                let key = self.key_at(ix);
+                while next_late < late.len() && self.key_at(late[next_late]) < key {
                     out.push(late[next_late]);
                     next_late += 1;
                 }
@@ -129,8 +128,8 @@ impl Graph {
     pub fn apply_late(&mut self, mut event: LogEvent) -> Late {
         if self.journal.is_some()
             && !self.index.contains(&self.nodes, &event.id)
-            && self.last_pos.is_some_and(|last| event.pos < last)
-            && let Some(back) = self.rewind_depth(event.pos)
+            && self.last_key.is_some_and(|last| key_of(&event) < last)
+            && let Some(back) = self.rewind_depth(key_of(&event))
         {
             self.rewind(event, back);
             return Late::Applied;
@@ -150,7 +149,7 @@ impl Graph {
         if self.index.contains(&self.nodes, &event.id) {
             return Late::Applied;
         }
-        if self.last_pos.is_none_or(|last| event.pos >= last) {
+        if self.last_key.is_none_or(|last| key_of(event) >= last) {
             let applied = self.apply_in_place(event);
             debug_assert!(applied, "sorts after the last event applied");
             return Late::Applied;
@@ -158,7 +157,7 @@ impl Graph {
         if self.waiting.contains_key(&event.id) {
             return Late::Refused;
         }
-        let key = (event.pos, event.id);
+        let key = key_of(event);
         if let Body::Event(ev) = &event.body {
             if matches!(ev, Event::Relate { .. } | Event::FrameInvalidate { .. } | Event::Judgment { .. } | Event::MemoryItem { .. }) {
                 return Late::Refused;
@@ -167,7 +166,7 @@ impl Graph {
             ev.for_each_ref(|r| {
                 if let Some(ix) = self.index.get(&self.nodes, r) {
                     let slot = self.accessed[ix as usize];
-                    later |= slot != UNKNOWN && self.key_of(slot) > key;
+                    later |= slot != UNKNOWN && self.key_at(slot) > key;
                 }
             });
             if later {

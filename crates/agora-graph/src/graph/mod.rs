@@ -90,7 +90,9 @@ pub struct Graph {
     pending_count: usize,
     /// Memory item content id -> first item with that content.
     content_ids: HashMap<[u8; 32], Ix>,
-    last_pos: Option<LogPosition>,
+    /// The log-order key (position, then id) of the last event applied in
+    /// log order: one that sorts before it is late.
+    last_key: Option<Key>,
     /// Node positions in id order, once asked for ([`Graph::by_id`]); cleared
     /// by every apply.
     id_order: std::sync::OnceLock<Vec<Ix>>,
@@ -124,6 +126,15 @@ pub struct Graph {
     journal: Option<Box<rewind::Journal>>,
 }
 
+/// Log order: an event's position, then its id (two entries of a forked
+/// chain share a position).
+pub(super) type Key = (LogPosition, EntryId);
+
+/// `event`'s place in log order.
+pub(super) fn key_of(event: &LogEvent) -> Key {
+    (event.pos, event.id)
+}
+
 /// An event's references resolved to node positions, in [`Event::ref_list`]
 /// order: four inline (every kind but long source lists), more on the heap.
 type Targets = InlineList<Ix, 4>;
@@ -150,13 +161,13 @@ impl Graph {
             return true;
         }
         self.orders_changed();
-        if self.last_pos.is_some_and(|last| event.pos < last) {
+        if self.last_key.is_some_and(|last| key_of(event) < last) {
             return false;
         }
         if self.journal.is_some() {
             self.open_record(event, false);
         }
-        self.last_pos = Some(event.pos);
+        self.last_key = Some(key_of(event));
         let id = event.id;
         // Its node's position if it is applied; events it releases take
         // effect at its place in log order too.

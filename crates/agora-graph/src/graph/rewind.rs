@@ -37,8 +37,8 @@ use super::index::Ix;
 use super::input::LogEvent;
 use super::late::Late;
 use super::node::Node;
-use super::Graph;
-use agora_core::{EntryId, LogPosition};
+use super::{key_of, Graph, Key};
+use agora_core::EntryId;
 use std::collections::VecDeque;
 
 /// Applies a live graph keeps in its journal: at a thousand events a second,
@@ -65,7 +65,7 @@ struct Record {
     late: bool,
     nodes_len: Ix,
     authors_len: usize,
-    last_pos: Option<LogPosition>,
+    last_key: Option<Key>,
     pending_count: usize,
     late_nodes_len: usize,
     released_nodes_len: usize,
@@ -103,7 +103,7 @@ impl Graph {
             late,
             nodes_len: self.nodes.len() as Ix,
             authors_len: self.authors.len(),
-            last_pos: self.last_pos,
+            last_key: self.last_key,
             pending_count: self.pending_count,
             late_nodes_len: self.late_nodes.len(),
             released_nodes_len: self.released_nodes.len(),
@@ -214,7 +214,7 @@ impl Graph {
         }
         self.late_nodes.truncate(r.late_nodes_len);
         self.released_nodes.truncate(r.released_nodes_len);
-        self.last_pos = r.last_pos;
+        self.last_key = r.last_key;
         self.orders_changed();
         Some(r.event)
     }
@@ -226,26 +226,27 @@ impl Graph {
         debug_assert!(event.is_some(), "the late event was recorded");
     }
 
-    /// How many records must be undone to apply an event at `pos` in log
+    /// How many records must be undone to apply an event at `key` in log
     /// order, if the journal reaches back that far (see [`Graph::depth`]).
-    pub(super) fn rewind_depth(&self, pos: LogPosition) -> Option<usize> {
-        self.depth(0, Some(pos))
+    pub(super) fn rewind_depth(&self, key: Key) -> Option<usize> {
+        self.depth(0, Some(key))
     }
 
     /// How many records must be undone, at least `at_least`, for what is
-    /// undone to be applied again in log order after an event at `pos`
-    /// (if any), if the journal reaches back that far: newest first, until
-    /// the graph's last position sorts at or before `pos` and before every
-    /// late record undone.
-    fn depth(&self, at_least: usize, pos: Option<LogPosition>) -> Option<usize> {
+    /// undone to be applied again in log order after an event at `key` (if
+    /// any), if the journal reaches back that far: newest first, until the
+    /// graph's last event applied in log order sorts before `key` and
+    /// before every late record undone.
+    fn depth(&self, at_least: usize, key: Option<Key>) -> Option<usize> {
         let j = self.journal.as_deref()?;
-        let (mut target, mut last, mut back) = (pos, self.last_pos, 0);
+        let (mut target, mut last, mut back) = (key, self.last_key, 0);
         while back < at_least || last.is_some_and(|l| target.is_some_and(|t| t < l)) {
             let r = j.records.get(j.records.len().checked_sub(back + 1)?)?;
             if r.late {
-                target = Some(target.map_or(r.event.pos, |t| t.min(r.event.pos)));
+                let k = key_of(&r.event);
+                target = Some(target.map_or(k, |t| t.min(k)));
             }
-            last = r.last_pos;
+            last = r.last_key;
             back += 1;
         }
         Some(back)
@@ -262,15 +263,15 @@ impl Graph {
     pub fn apply_all(&mut self, mut events: Vec<LogEvent>) -> Late {
         events.retain(|e| !self.index.contains(&self.nodes, &e.id));
         events.sort_by_key(|e| (e.pos, e.id));
-        let last = self.last_pos;
+        let last = self.last_key;
         // `events[..late]` sort before the last event applied.
-        let late = events.partition_point(|e| last.is_some_and(|l| e.pos < l));
+        let late = events.partition_point(|e| last.is_some_and(|l| key_of(e) < l));
         let mut old = Vec::new();
         if late > 0 && self.journal.is_some() {
             // The earliest the journal can rewind to (reaching further back
             // is monotone in the position).
-            let first = events[..late].partition_point(|e| self.rewind_depth(e.pos).is_none());
-            if first < events.len() && let Some(back) = self.rewind_depth(events[first].pos) {
+            let first = events[..late].partition_point(|e| self.rewind_depth(key_of(e)).is_none());
+            if first < events.len() && let Some(back) = self.rewind_depth(key_of(&events[first])) {
                 old = events.drain(..first).collect();
                 let mut undone = Vec::with_capacity(back + events.len());
                 for _ in 0..back {
