@@ -214,6 +214,11 @@ fn an_honest_fork_is_resolved_by_its_author() {
     let refused = agora(&h.home, &["propose", "third"]);
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("resolve-fork"), "{}", String::from_utf8_lossy(&refused.stderr));
+    // Only a branch of its own chain (planned over that chain alone).
+    wait_for("H to hold Q's contradiction", || nh.holds(&against).then_some(()));
+    let foreign = agora(&h.home, &["resolve-fork", &against]);
+    let said = String::from_utf8_lossy(&foreign.stderr);
+    assert!(!foreign.status.success() && said.contains("only the forked author can resolve its chain"), "{said}");
     let resolution = id_of(&json(&h.home, &["resolve-fork", &restored]));
     let third = id_of(&json(&h.home, &["propose", "third, on the kept branch"]));
     wait_for("P and Q to hold the resolution and what follows", || {

@@ -103,9 +103,25 @@ pub fn resolve_fork(s: &Session, keep: &str) -> Result<ExitCode> {
     let me = key.agent_id();
     let store = s.store()?;
     let keep = entry_ref(store, keep)?;
-    let (entries, proofs) = agora_view::load_merge_input(store, s.founder()?)?;
-    let m = Merge::compute(&entries, &proofs)?;
-    let plan = m.plan_resolution(&me, &keep).context("refused: this fork resolution breaks a rule")?;
+    // A resolution's rules read only its signer's chain (the fork it
+    // decides, the branch it keeps, the signer's earlier resolutions), so it
+    // is planned over that chain alone rather than every entry held (the
+    // property test `a_resolution_planned_over_its_signers_chain_equals_one_planned_over_everything`).
+    // An entry of another chain is refused as planning over everything
+    // refuses it.
+    let foreign = match store.get(&keep)? {
+        Some(e) if e.signed.header().author != me => Some(e.signed.header().author),
+        _ => None,
+    };
+    let plan = match foreign {
+        Some(author) => Err(agora_merge::MergeRuleError::ResolutionForeign { signer: me, continue_with: keep, author }),
+        None => {
+            let roster = agora_view::derive_roster(store, s.founder()?)?;
+            let (entries, proofs) = agora_view::load_chain_merge_input(store, &roster, &me)?;
+            Merge::compute(&entries, &proofs)?.plan_resolution(&me, &keep)
+        }
+    };
+    let plan = plan.context("refused: this fork resolution breaks a rule")?;
     let entry = store.append_after(&key, &plan.append_after, &plan.event.encode(), now_ms())?;
     s.print(&json!({ "id": entry.id().to_string(), "kind": plan.event.kind_name(), "seq": entry.header().seq, "after": plan.append_after.to_string() }), || {
         format!("{}\n(fork resolved: the chain continues after {})", entry.id(), plan.append_after)

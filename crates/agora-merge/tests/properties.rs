@@ -756,3 +756,28 @@ fn a_live_perspective_rewinds_for_a_late_event_whose_place_matters() {
     assert_eq!(p.view().graph.nodes().map(|n| n.id).collect::<Vec<_>>(), want.graph.nodes().map(|n| n.id).collect::<Vec<_>>());
     assert_eq!(p.hash(), want.hash());
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// A fork resolution's rules read only its signer's chain: planned over
+    /// that chain alone (what `resolve-fork` reads, instead of every entry
+    /// held), the plan (or the refusal) is the one planned over the whole
+    /// swarm, for every agent and every entry of its own chain it may keep.
+    #[test]
+    fn a_resolution_planned_over_its_signers_chain_equals_one_planned_over_everything(n in 2usize..4, actions in prop::collection::vec(action(3), 1..50)) {
+        let actions: Vec<Action> = actions.into_iter().map(|a| Action { agent: a.agent % n, ..a }).collect();
+        let s = build(n, &actions);
+        let proofs = proofs_of(&s.entries);
+        let all = Merge::compute(&s.entries, &proofs).unwrap();
+        for i in 0..n {
+            let agent = s.agent(i);
+            let own: Vec<MergeEntry> = s.entries.iter().filter(|e| e.author() == agent).cloned().collect();
+            let own_proofs: Vec<ForkProof> = proofs.iter().filter(|p| p.author() == agent).cloned().collect();
+            let alone = Merge::compute(&own, &own_proofs).unwrap();
+            for e in &own {
+                prop_assert_eq!(alone.plan_resolution(&agent, &e.id()), all.plan_resolution(&agent, &e.id()), "agent {} keeping {}", i, e.id());
+            }
+        }
+    }
+}
