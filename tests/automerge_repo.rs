@@ -340,7 +340,7 @@ async fn a_browser_opens_the_websocket_with_a_subprotocol_or_the_session_cookie(
 
     // The cookie, from the node's own origin.
     browser_socket(&addr, &[cookie_header.clone(), own_origin.clone()]).await.expect("the cookie lets a page of this origin in");
-    assert_eq!(refused_status(browser_socket(&addr, &[cookie_header.clone()]).await), 401, "no Origin: not a browser page");
+    assert_eq!(refused_status(browser_socket(&addr, std::slice::from_ref(&cookie_header)).await), 401, "no Origin: not a browser page");
     assert_eq!(refused_status(browser_socket(&addr, &[cookie_header.clone(), ("origin", "http://evil.example".to_string())]).await), 401);
     assert_eq!(refused_status(browser_socket(&addr, &[("cookie", "agora_token=0123abcd".to_string()), own_origin.clone()]).await), 401);
 

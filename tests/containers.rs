@@ -699,6 +699,8 @@ fn a_rolling_restart_while_agents_record_loses_nothing() {
             .collect();
         std::thread::sleep(Duration::from_secs(3));
         let mut restarts = Vec::new();
+        // `i` names the node in the swarm as well as its pause flag.
+        #[allow(clippy::needless_range_loop)]
         for i in 0..n {
             paused[i].store(true, Ordering::Relaxed);
             let t = Instant::now();

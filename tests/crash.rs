@@ -86,6 +86,9 @@ fn a_node_killed_a_hundred_times_while_recording_and_syncing_loses_nothing_and_n
     // Kills that cut a sync short: after them the victim held less of the
     // bulk chain than the peer had offered it.
     let mut mid_sync = 0;
+    // The round is a number in its own right (how much was offered), not
+    // only an index.
+    #[allow(clippy::needless_range_loop)]
     for round in 0..kills {
         let restart = Instant::now();
         let mut node = Node::start(&victim, &founder, &[&peer_node.addr]);

@@ -34,7 +34,10 @@ pub type Stored = (Rc<SignedEntry>, Option<Rc<[u8]>>);
 /// alive that no store holds (the simulator never deletes entries, so the
 /// table's size is the number of distinct entries).
 #[derive(Default, Clone)]
-pub struct Interner(Rc<RefCell<IdMap<EntryId, (Weak<SignedEntry>, Weak<[u8]>)>>>);
+pub struct Interner(Rc<RefCell<Interned>>);
+
+/// The interner's table: by id, the shared entry and payload.
+type Interned = IdMap<EntryId, (Weak<SignedEntry>, Weak<[u8]>)>;
 
 impl Interner {
     /// The shared copy of `entry` (and of `payload`, when given).

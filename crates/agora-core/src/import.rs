@@ -316,9 +316,12 @@ mod tests {
 
     const NOW: u64 = 1_700_000_000_000;
 
+    /// An entry and its payload, by (author, seq, id).
+    type Entries = BTreeMap<(AgentId, u64, EntryId), (SignedEntry, Option<Vec<u8>>)>;
+
     #[derive(Default)]
     struct Map {
-        entries: BTreeMap<(AgentId, u64, EntryId), (SignedEntry, Option<Vec<u8>>)>,
+        entries: Entries,
         proofs: HashSet<(AgentId, u64)>,
         tips: BTreeMap<AgentId, Vec<EntryRef>>,
     }

@@ -152,7 +152,8 @@ async fn session(State(state): State<Arc<ControlState>>) -> Response {
 /// for its next request would find it gone.
 async fn require_token(State(state): State<Arc<ControlState>>, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
     let websocket = request.uri().path() == super::automerge_repo::WEBSOCKET_PATH;
-    if !authorized(&state, request.headers()) && !(websocket && websocket_authorized(&state, request.headers())) {
+    let allowed = authorized(&state, request.headers()) || (websocket && websocket_authorized(&state, request.headers()));
+    if !allowed {
         let mut refusal = ApiError::new("unauthorized", "bad or missing bearer token (the node's control token, in node.json)").into_response();
         refusal.headers_mut().insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
         return refusal;
