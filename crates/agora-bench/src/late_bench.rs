@@ -95,17 +95,24 @@ pub fn run(args: LateArgs) -> Result<()> {
             }
         }
         ensure!((live.view_hash(), live.digest()) == want, "skew {skew}: the live graph differs from a replay of the whole log");
+        // What the journal holds: the allocator's count before and after
+        // dropping it.
+        let before = crate::allocated_bytes();
+        live.keep_journal(0);
+        let journal_bytes = before.saturating_sub(crate::allocated_bytes());
         let total: Duration = took.iter().sum();
         took.sort();
         let us = |d: Duration| d.as_secs_f64() * 1e6;
         println!(
-            "  skew up to {skew} events: {late} of {} arrivals sort before the last one applied; without a journal {not_in_place} could not be taken in place (each a replay: {:.0} s in all); with it, {refused} refused, per arrival p50 {:.1} us, p99 {:.1} us, max {:.0} us, {:.2} s in all; equal to a replay",
+            "  skew up to {skew} events: {late} of {} arrivals sort before the last one applied; without a journal {not_in_place} could not be taken in place (each a replay: {:.0} s in all); with it, {refused} refused, per arrival p50 {:.1} us, p99 {:.1} us, max {:.0} us, {:.2} s in all; equal to a replay; the journal held {:.1} MB ({} B a record)",
             took.len(),
             not_in_place as f64 * replay.as_secs_f64(),
             us(percentile(&took, 0.5)),
             us(percentile(&took, 0.99)),
             us(*took.last().unwrap_or(&Duration::ZERO)),
-            total.as_secs_f64()
+            total.as_secs_f64(),
+            journal_bytes as f64 / 1e6,
+            journal_bytes / LIVE_GRAPH_JOURNAL as u64
         );
     }
     Ok(())

@@ -43,9 +43,10 @@ use std::collections::VecDeque;
 
 /// Applies a live graph keeps in its journal: at a thousand events a second,
 /// about four seconds of arrivals, so a peer's event that arrives up to that
-/// late rewinds them instead of replaying the graph. About 0.6 KB a record
-/// (the event, the nodes it changed as they were), so 2-3 MB a graph; a
-/// rewind costs at most this many applies.
+/// late rewinds them instead of replaying the graph. About 1.1 KB a record
+/// (the event, the nodes it changed as they were: `agora-bench late`
+/// prints it), so about 4.7 MB a graph; a rewind costs at most this many
+/// applies.
 pub const LIVE_GRAPH_JOURNAL: usize = 4_096;
 
 /// The last applies of a graph, newest last, and the one under way.
@@ -121,8 +122,14 @@ impl Graph {
     /// journal's capacity.
     pub(super) fn close_record(&mut self) {
         if let Some(j) = self.journal.as_deref_mut()
-            && let Some(r) = j.open.take()
+            && let Some(mut r) = j.open.take()
         {
+            // A vector's first push makes room for four: most applies change
+            // one or two nodes (136 bytes each), and the room was most of a
+            // record (1.4 KB a record at first).
+            r.saved.shrink_to_fit();
+            r.waiting.shrink_to_fit();
+            r.content_ids.shrink_to_fit();
             j.records.push_back(r);
             if j.records.len() > j.capacity {
                 j.records.pop_front();
