@@ -113,7 +113,9 @@ struct LiveChain {
     /// Distinct entries held (given as entries, not only by a proof).
     held: u64,
     max_seq: u64,
-    view: Vec<EntryId>,
+    /// The view, seq 1 first, as rows of the entry index (4 bytes an entry
+    /// where a second copy of each 32-byte id took 32).
+    view: Vec<u32>,
     head_timestamp_ms: u64,
     forks: Vec<ForkPoint>,
     fork_seqs: Vec<u64>,
@@ -142,8 +144,17 @@ impl LiveChain {
     fn simple(&self) -> bool {
         self.off_view.is_empty() && self.missing.is_empty() && self.fork_seqs.is_empty() && self.forks.is_empty() && self.proofs == 0 && self.view.len() as u64 == self.max_seq && self.len == self.max_seq
     }
-    fn on_view(&self, id: &EntryId, seq: u64) -> bool {
-        seq >= 1 && self.view.get((seq - 1) as usize) == Some(id)
+    fn on_view(&self, index: &entry_index::EntryIndex, id: &EntryId, seq: u64) -> bool {
+        self.view_id(index, seq).as_ref() == Some(id)
+    }
+    /// The id on the view at `seq`, if the view reaches it.
+    fn view_id(&self, index: &entry_index::EntryIndex, seq: u64) -> Option<EntryId> {
+        let r = *self.view.get(seq.checked_sub(1)? as usize)?;
+        Some(index.id(r))
+    }
+    /// The last id on the view.
+    fn head(&self, index: &entry_index::EntryIndex) -> Option<EntryId> {
+        self.view.last().map(|&r| index.id(r))
     }
     fn frozen(&self) -> Option<&ForkPoint> {
         self.forks.last().filter(|f| !matches!(f.outcome, ForkOutcome::Resolved { .. }))
@@ -196,6 +207,54 @@ pub struct LiveMerge {
     consensus_cache: Vec<QuorumCache>,
 }
 
+/// A chain's view, seq 1 first, as [`LiveMerge::view_chain`] gives it. The
+/// live state keeps each view as rows of its entry index (4 bytes an entry;
+/// a second copy of each 32-byte id took 27 MB at a million entries), so
+/// each id is read from the index as it is asked for.
+#[derive(Clone, Copy)]
+pub struct ViewChain<'a> {
+    rows: &'a [u32],
+    index: &'a entry_index::EntryIndex,
+}
+
+impl ViewChain<'_> {
+    /// Entries on the view.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// True when the view is empty.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The id at position `i` (seq `i + 1`).
+    pub fn get(&self, i: usize) -> Option<EntryId> {
+        self.rows.get(i).map(|&r| self.index.id(r))
+    }
+
+    /// The last id (the view's head).
+    pub fn last(&self) -> Option<EntryId> {
+        self.rows.last().map(|&r| self.index.id(r))
+    }
+
+    /// The ids, seq 1 first.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = EntryId> + '_ {
+        self.rows.iter().map(|&r| self.index.id(r))
+    }
+
+    /// The ids, seq 1 first, copied out.
+    pub fn to_vec(&self) -> Vec<EntryId> {
+        self.iter().collect()
+    }
+}
+
+impl std::fmt::Debug for ViewChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
 /// Most quorums (agent set and k) whose consensus a [`LiveMerge`] keeps.
 pub const CONSENSUS_CACHED_MAX: usize = 4;
 
@@ -236,8 +295,8 @@ impl LiveMerge {
             let author = m.chains[c].author;
             let slot = live.chains.len() as u32;
             let n_held = held.get(&author).map_or(0, |s| s.len() as u64);
-            let chain = extract(&m, c, proofs_by_author.get(&author).copied().unwrap_or(0), n_held);
-            live.index_chain(slot, &m, c);
+            let rows = live.index_chain(slot, &m, c);
+            let chain = extract(&m, c, &rows, proofs_by_author.get(&author).copied().unwrap_or(0), n_held);
             live.by_author.insert(author, slot);
             live.chains.push(chain);
         }
@@ -344,7 +403,7 @@ impl LiveMerge {
         let slot = match self.by_author.get(&e.author()) {
             Some(&slot) => {
                 let chain = &self.chains[slot as usize];
-                let linked = chain.simple() && e.seq() == chain.max_seq + 1 && e.backlink() == chain.view.last().copied() && e.timestamp_ms() >= chain.head_timestamp_ms;
+                let linked = chain.simple() && e.seq() == chain.max_seq + 1 && e.backlink() == chain.head(&self.index) && e.timestamp_ms() >= chain.head_timestamp_ms;
                 if !linked {
                     return None;
                 }
@@ -365,12 +424,11 @@ impl LiveMerge {
         chain.len += 1;
         chain.held += 1;
         chain.max_seq = e.seq();
-        chain.view.push(e.id());
+        chain.view.push(self.index.insert(e.id(), Loc { chain: slot, seq: e.seq() }));
         chain.head_timestamp_ms = e.timestamp_ms();
         chain.digest = None;
         chain.changed_at = self.epoch;
         self.view_hash = None;
-        self.index.insert(e.id(), Loc { chain: slot, seq: e.seq() });
         let Some(event) = event else { return Some((slot, None)) };
         let (event, base) = match event {
             Ok(ev) => (Some(ev), MergeStatus::OffView),
@@ -408,8 +466,8 @@ impl LiveMerge {
                         new_ids.push(id);
                     }
                 }
-                self.index_chain(slot, &m, 0);
-                extract(&m, 0, own_proofs.len(), held)
+                let rows = self.index_chain(slot, &m, 0);
+                extract(&m, 0, &rows, own_proofs.len(), held)
             }
             None => LiveChain { author: *author, ..LiveChain::default() },
         };
@@ -425,12 +483,16 @@ impl LiveMerge {
         self.chains[t as usize].changed_at = self.epoch;
     }
 
-    fn index_chain(&mut self, slot: u32, m: &Merge<'_>, c: usize) {
+    /// Index chain `c` of `m` in `slot`: each item's row, from the chain's
+    /// first item on.
+    fn index_chain(&mut self, slot: u32, m: &Merge<'_>, c: usize) -> Vec<u32> {
         let chain = &m.chains[c];
-        for k in chain.start..chain.end {
-            let it = &m.items[k as usize];
-            self.index.insert(it.id(), Loc { chain: slot, seq: it.seq() });
-        }
+        (chain.start..chain.end)
+            .map(|k| {
+                let it = &m.items[k as usize];
+                self.index.insert(it.id(), Loc { chain: slot, seq: it.seq() })
+            })
+            .collect()
     }
 
     /// Drop what signer `s`'s evaluation registered: its accepts with the
@@ -621,14 +683,14 @@ impl LiveMerge {
         if chain.author != author || loc.seq != up_to_seq {
             return Err(MergeStatus::Invalid(MergeRuleError::HeadMismatch { head, author, up_to_seq, found_author: chain.author, found_seq: loc.seq }));
         }
-        if chain.on_view(&head, loc.seq) {
+        if chain.on_view(&self.index, &head, loc.seq) {
             return Ok(up_to_seq);
         }
         let rooted = chain.off_view.get(&head).is_some_and(|o| o.rooted);
         if !rooted {
             return Err(MergeStatus::Pending { missing: missing_below(chain, head) });
         }
-        let effective_seq = view_ancestor(chain, head, loc.seq).unwrap_or(0);
+        let effective_seq = view_ancestor(&self.index, chain, head, loc.seq).unwrap_or(0);
         let fork_seq = effective_seq + 1;
         let rule = if effective_seq == chain.view.len() as u64 && chain.frozen().is_some() {
             MergeRuleError::CrossesFork { author, up_to_seq, fork_seq }
@@ -661,7 +723,7 @@ impl LiveMerge {
         let chain = &mut self.chains[s as usize];
         let withdraw = (chain.records[r].entry, chain.records[r].seq);
         let dr = chain.record_of.get(&dispute).copied().filter(|&dr| matches!(chain.records[dr as usize].event, Some(MergeEvent::Dispute { .. })));
-        let Some(dr) = dr.filter(|_| chain.on_view(&dispute, loc.seq) && loc.seq < withdraw.1) else {
+        let Some(dr) = dr.filter(|_| chain.on_view(&self.index, &dispute, loc.seq) && loc.seq < withdraw.1) else {
             return MergeStatus::Invalid(MergeRuleError::NotADispute(dispute));
         };
         if let MergeStatus::Withdrawn { by } = *chain.records[dr as usize].status() {
@@ -685,10 +747,10 @@ fn missing_below(chain: &LiveChain, id: EntryId) -> EntryId {
 }
 
 /// The seq of the deepest view entry that is `id` or an ancestor of it.
-fn view_ancestor(chain: &LiveChain, id: EntryId, seq: u64) -> Option<u64> {
+fn view_ancestor(index: &entry_index::EntryIndex, chain: &LiveChain, id: EntryId, seq: u64) -> Option<u64> {
     let (mut k, mut seq) = (id, seq);
     loop {
-        if chain.on_view(&k, seq) {
+        if chain.on_view(index, &k, seq) {
             return Some(seq);
         }
         let o = chain.off_view.get(&k)?;
@@ -699,13 +761,13 @@ fn view_ancestor(chain: &LiveChain, id: EntryId, seq: u64) -> Option<u64> {
 
 /// One chain of `m` as a [`LiveChain`], with its records' statuses from the
 /// chain analysis (step 2); merge events are evaluated after.
-fn extract(m: &Merge<'_>, c: usize, proofs: usize, held: u64) -> LiveChain {
+fn extract(m: &Merge<'_>, c: usize, rows: &[u32], proofs: usize, held: u64) -> LiveChain {
     let chain = &m.chains[c];
     let mut live = LiveChain {
         author: chain.author,
         len: chain.len() as u64,
         held,
-        view: chain.view.iter().map(|&k| m.items[k as usize].id()).collect(),
+        view: chain.view.iter().map(|&k| rows[(k - chain.start) as usize]).collect(),
         head_timestamp_ms: chain.view.last().map_or(0, |&k| m.items[k as usize].timestamp_ms),
         forks: chain.forks.clone(),
         fork_seqs: chain.fork_seqs.clone(),
@@ -762,7 +824,7 @@ impl LiveMerge {
 
     fn chain_bytes(&self, s: u32) -> Vec<u8> {
         let c = &self.chains[s as usize];
-        let parts = ChainParts { author: &c.author, len: c.len, view_len: c.view.len() as u64, head: c.view.last().copied(), forks: &c.forks, fork_seqs: &c.fork_seqs, missing: &c.missing };
+        let parts = ChainParts { author: &c.author, len: c.len, view_len: c.view.len() as u64, head: c.head(&self.index), forks: &c.forks, fork_seqs: &c.fork_seqs, missing: &c.missing };
         let frontiers = self.frontiers_of(s);
         chain_bytes(&parts, c.records.iter().map(|r| (r.entry, r.status())), frontiers.iter().map(|(b, f)| (*b, f.seq, f.head)).collect::<Vec<_>>().into_iter())
     }
@@ -774,7 +836,7 @@ impl LiveMerge {
             .iter()
             .filter_map(|(&t, &(seq, r))| {
                 let target = &self.chains[t as usize];
-                let head = *target.view.get((seq - 1) as usize)?;
+                let head = target.view_id(&self.index, seq)?;
                 Some((target.author, Frontier { seq, head, accept: c.records[r as usize].entry }))
             })
             .collect()
@@ -803,7 +865,7 @@ impl LiveMerge {
             .map(|c| crate::ChainSummary {
                 author: c.author,
                 view_len: c.view.len() as u64,
-                head: c.view.last().copied(),
+                head: c.head(&self.index),
                 frozen_at: c.frozen().map(|f| f.seq),
                 resolved: c
                     .forks
@@ -871,7 +933,7 @@ impl LiveMerge {
         let s = *self.by_author.get(acceptor)?;
         let t = *self.by_author.get(author)?;
         let &(seq, r) = self.chains[s as usize].reach.get(&t)?;
-        let head = *self.chains[t as usize].view.get((seq - 1) as usize)?;
+        let head = self.chains[t as usize].view_id(&self.index, seq)?;
         Some(Frontier { seq, head, accept: self.chains[s as usize].records[r as usize].entry })
     }
 
@@ -887,8 +949,9 @@ impl LiveMerge {
     }
 
     /// The view chain of `author`, seq 1 first (empty when unknown).
-    pub fn view_chain(&self, author: &AgentId) -> &[EntryId] {
-        self.by_author.get(author).map_or(&[], |&s| &self.chains[s as usize].view)
+    pub fn view_chain(&self, author: &AgentId) -> ViewChain<'_> {
+        let rows = self.by_author.get(author).map_or(&[][..], |&s| &self.chains[s as usize].view[..]);
+        ViewChain { rows, index: &self.index }
     }
 
     /// Forks met along `author`'s view chain, in seq order.
@@ -950,7 +1013,7 @@ impl LiveMerge {
                 }
                 let record = chain.record_of.get(dispute).map(|&r| &chain.records[r as usize]);
                 match record {
-                    Some(r) if matches!(r.event, Some(MergeEvent::Dispute { .. })) && chain.on_view(dispute, loc.seq) => match *r.status() {
+                    Some(r) if matches!(r.event, Some(MergeEvent::Dispute { .. })) && chain.on_view(&self.index, dispute, loc.seq) => match *r.status() {
                         MergeStatus::Withdrawn { by } => Err(MergeRuleError::AlreadyWithdrawn { dispute: *dispute, by }),
                         _ => Ok(()),
                     },
@@ -1089,7 +1152,7 @@ impl LiveMerge {
                     .iter()
                     .filter_map(|(&(seq, target), by)| {
                         let by: Vec<(AgentId, EntryId)> = by.iter().filter(|(a, _)| counted_ids.contains(a)).copied().collect();
-                        (!by.is_empty()).then(|| DisputedEvent { target, seq, on_view: chain.on_view(&target, seq), by })
+                        (!by.is_empty()).then(|| DisputedEvent { target, seq, on_view: chain.on_view(&self.index, &target, seq), by })
                     })
                     .collect()
             })
@@ -1101,7 +1164,7 @@ impl LiveMerge {
             view_len,
             frozen_at: chain.frozen().map(|f| f.seq),
             accepted_seq: accepted,
-            accepted_head: (accepted > 0).then(|| chain.view[(accepted - 1) as usize]),
+            accepted_head: chain.view_id(&self.index, accepted),
             frontiers,
             disputed,
             first_disputed,

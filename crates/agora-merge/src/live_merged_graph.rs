@@ -48,7 +48,7 @@ fn whole_views(merge: &LiveMerge) -> BTreeMap<AgentId, Prefix> {
     let mut prefixes = BTreeMap::new();
     for author in merge.agents() {
         let view = merge.view_chain(&author);
-        if let Some(&head) = view.last() {
+        if let Some(head) = view.last() {
             prefixes.insert(author, Prefix { upto: view.len() as u64, head });
         }
     }

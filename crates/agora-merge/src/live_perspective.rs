@@ -82,7 +82,7 @@ fn inputs(merge: &LiveMerge, agent: &AgentId) -> Inputs {
     for author in merge.agents() {
         let view = merge.view_chain(&author);
         let upto = if author == *agent { view.len() as u64 } else { merge.frontier(agent, &author).map_or(0, |f| f.seq) };
-        if let Some(&head) = upto.checked_sub(1).and_then(|i| view.get(i as usize)) {
+        if let Some(head) = upto.checked_sub(1).and_then(|i| view.get(i as usize)) {
             prefixes.insert(author, Prefix { upto, head });
         }
     }
@@ -93,7 +93,7 @@ fn inputs(merge: &LiveMerge, agent: &AgentId) -> Inputs {
         .filter(|d| {
             merge.locate(&d.target).is_some_and(|(author, seq)| {
                 prefixes.get(&author).is_some_and(|p| seq <= p.upto)
-                    && merge.view_chain(&author).get((seq - 1) as usize) == Some(&d.target)
+                    && merge.view_chain(&author).get((seq - 1) as usize) == Some(d.target)
                     && !merge.is_merge_event(&d.target)
             })
         })
@@ -155,7 +155,7 @@ pub(crate) fn payload_changed_inside(merge: &LiveMerge, was: &BTreeMap<AgentId, 
 /// head names the prefix.)
 pub(crate) fn prefixes_kept(merge: &LiveMerge, was: &BTreeMap<AgentId, Prefix>, now: &BTreeMap<AgentId, Prefix>) -> bool {
     was.iter().all(|(author, w)| {
-        now.get(author).is_some_and(|p| p.upto >= w.upto) && merge.view_chain(author).get((w.upto - 1) as usize) == Some(&w.head)
+        now.get(author).is_some_and(|p| p.upto >= w.upto) && merge.view_chain(author).get((w.upto - 1) as usize) == Some(w.head)
     })
 }
 

@@ -60,13 +60,13 @@ impl LiveMerge {
             let c = &self.chains[slot as usize];
             // Who accepts what on this chain, read once for all its targets.
             let acceptors = self.acceptors_on(slot);
-            let off_view = if open.iter().any(|(&(seq, target), _)| !c.on_view(&target, seq)) { self.off_view_acceptors(c, &self.clipped_accepts_on(slot)) } else { HashMap::new() };
+            let off_view = if open.iter().any(|(&(seq, target), _)| !c.on_view(&self.index, &target, seq)) { self.off_view_acceptors(c, &self.clipped_accepts_on(slot)) } else { HashMap::new() };
             for (&(seq, target), by) in open {
                 let marks: Vec<DisputeMark> = by.iter().filter(|(a, _)| counts(a)).filter_map(|&(a, d)| self.dispute_mark(a, d)).collect();
                 if marks.is_empty() {
                     continue;
                 }
-                let on_view = c.on_view(&target, seq);
+                let on_view = c.on_view(&self.index, &target, seq);
                 let record = c.record_of.get(&target).map(|&r| c.records[r as usize].event.as_ref());
                 let held = payload(&target, &author, seq)?;
                 let (kind, text) = kind_and_text_of(record, matches!(held, Payload::Missing), held.meaning());
@@ -119,7 +119,7 @@ impl LiveMerge {
             for id in candidates {
                 let Some(loc) = self.index.get(&id) else { continue };
                 let c = &self.chains[loc.chain as usize];
-                if !counts(&c.author) || !c.on_view(&id, loc.seq) {
+                if !counts(&c.author) || !c.on_view(&self.index, &id, loc.seq) {
                     continue;
                 }
                 if let Some(ev) = reasoning_event_of(payload(&id, &c.author, loc.seq)?.meaning()) {
@@ -183,7 +183,7 @@ impl LiveMerge {
         for &(head, signer) in clipped {
             let mut k = head;
             while let Some(seq) = self.index.get(&k).map(|l| l.seq) {
-                if c.on_view(&k, seq) || !out.entry(k).or_default().insert(signer) {
+                if c.on_view(&self.index, &k, seq) || !out.entry(k).or_default().insert(signer) {
                     break;
                 }
                 match c.off_view.get(&k).and_then(|o| o.parent) {

@@ -28,7 +28,8 @@ fn hash(id: &EntryId) -> u64 {
 }
 
 impl EntryIndex {
-    fn row(&self, id: &EntryId) -> Option<u32> {
+    /// `id`'s row, if it is known: what a chain's view holds of it.
+    pub(super) fn row(&self, id: &EntryId) -> Option<u32> {
         self.table.find(hash(id), |&r| self.ids[r as usize] == *id).copied()
     }
 
@@ -41,11 +42,17 @@ impl EntryIndex {
         self.row(id).is_some()
     }
 
-    /// Record where `id` is, replacing what was recorded for it.
-    pub(super) fn insert(&mut self, id: EntryId, loc: Loc) {
+    /// The id in row `r`.
+    pub(super) fn id(&self, r: u32) -> EntryId {
+        self.ids[r as usize]
+    }
+
+    /// Record where `id` is, replacing what was recorded for it; its row
+    /// (a row never changes once given).
+    pub(super) fn insert(&mut self, id: EntryId, loc: Loc) -> u32 {
         if let Some(r) = self.row(&id) {
             self.locs[r as usize] = loc;
-            return;
+            return r;
         }
         // A row per entry held in memory: 2^32 of them would be 200 GiB.
         assert!(self.ids.len() < u32::MAX as usize, "more than 2^32 entries known");
@@ -54,6 +61,7 @@ impl EntryIndex {
         self.locs.push(loc);
         let ids = &self.ids;
         self.table.insert_unique(hash(&id), r, |&x| hash(&ids[x as usize]));
+        r
     }
 
     /// Entries known.
