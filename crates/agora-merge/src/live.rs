@@ -122,9 +122,9 @@ struct LiveChain {
     missing: Vec<(u64, EntryId)>,
     off_view: IdMap<OffView>,
     proofs: usize,
-    /// In (seq, id) order.
+    /// In (seq, id) order. Which record is an entry's: the entry index
+    /// (`EntryIndex::record_on`).
     records: Vec<LiveRecord>,
-    record_of: IdMap<u32>,
     /// Accepts on view whose head is held on another chain (by that
     /// chain's slot): judged again when that chain changes.
     accepts_on: HashMap<u32, Vec<u32>>,
@@ -296,7 +296,7 @@ impl LiveMerge {
             let slot = live.chains.len() as u32;
             let n_held = held.get(&author).map_or(0, |s| s.len() as u64);
             let rows = live.index_chain(slot, &m, c);
-            let chain = extract(&m, c, &rows, proofs_by_author.get(&author).copied().unwrap_or(0), n_held);
+            let chain = extract(&m, c, &rows, &mut live.index, proofs_by_author.get(&author).copied().unwrap_or(0), n_held);
             live.by_author.insert(author, slot);
             live.chains.push(chain);
         }
@@ -424,7 +424,8 @@ impl LiveMerge {
         chain.len += 1;
         chain.held += 1;
         chain.max_seq = e.seq();
-        chain.view.push(self.index.insert(e.id(), Loc { chain: slot, seq: e.seq() }));
+        let row = self.index.insert(e.id(), Loc { chain: slot, seq: e.seq() });
+        chain.view.push(row);
         chain.head_timestamp_ms = e.timestamp_ms();
         chain.digest = None;
         chain.changed_at = self.epoch;
@@ -435,7 +436,7 @@ impl LiveMerge {
             Err(err) => (None, MergeStatus::Invalid(MergeRuleError::Decode(err))),
         };
         let r = chain.records.len();
-        chain.record_of.insert(e.id(), r as u32);
+        self.index.set_record(row, r as u32);
         chain.records.push(LiveRecord::new(e.id(), e.seq(), event, base, true));
         Some((slot, Some(r)))
     }
@@ -467,7 +468,7 @@ impl LiveMerge {
                     }
                 }
                 let rows = self.index_chain(slot, &m, 0);
-                extract(&m, 0, &rows, own_proofs.len(), held)
+                extract(&m, 0, &rows, &mut self.index, own_proofs.len(), held)
             }
             None => LiveChain { author: *author, ..LiveChain::default() },
         };
@@ -588,7 +589,7 @@ impl LiveMerge {
                     && self.chains[s as usize].records[r].applied()
                 {
                     let d = &self.chains[s as usize];
-                    if let Some(&dr) = d.record_of.get(&dispute)
+                    if let Some(dr) = self.index.record_on(s, &dispute)
                         && let Some(MergeEvent::Dispute { target, .. }) = &d.records[dr as usize].event
                         && let Some(tloc) = self.index.get(target)
                         && let Some(marks) = self.open.get_mut(&tloc.chain)
@@ -722,7 +723,7 @@ impl LiveMerge {
         }
         let chain = &mut self.chains[s as usize];
         let withdraw = (chain.records[r].entry, chain.records[r].seq);
-        let dr = chain.record_of.get(&dispute).copied().filter(|&dr| matches!(chain.records[dr as usize].event, Some(MergeEvent::Dispute { .. })));
+        let dr = self.index.record_on(s, &dispute).filter(|&dr| matches!(chain.records[dr as usize].event, Some(MergeEvent::Dispute { .. })));
         let Some(dr) = dr.filter(|_| chain.on_view(&self.index, &dispute, loc.seq) && loc.seq < withdraw.1) else {
             return MergeStatus::Invalid(MergeRuleError::NotADispute(dispute));
         };
@@ -761,7 +762,7 @@ fn view_ancestor(index: &entry_index::EntryIndex, chain: &LiveChain, id: EntryId
 
 /// One chain of `m` as a [`LiveChain`], with its records' statuses from the
 /// chain analysis (step 2); merge events are evaluated after.
-fn extract(m: &Merge<'_>, c: usize, rows: &[u32], proofs: usize, held: u64) -> LiveChain {
+fn extract(m: &Merge<'_>, c: usize, rows: &[u32], index: &mut entry_index::EntryIndex, proofs: usize, held: u64) -> LiveChain {
     let chain = &m.chains[c];
     let mut live = LiveChain {
         author: chain.author,
@@ -782,19 +783,23 @@ fn extract(m: &Merge<'_>, c: usize, rows: &[u32], proofs: usize, held: u64) -> L
             let parent = (it.parent != NONE).then(|| m.items[it.parent as usize].id());
             live.off_view.insert(it.id(), OffView { parent, backlink: it.signed.header().backlink, rooted: it.rooted() });
         }
+        let row = rows[(k - chain.start) as usize];
         if it.record != NONE {
             let r = &m.records[it.record as usize];
             let base = match &r.event {
                 Some(MergeEvent::Accept { .. } | MergeEvent::Dispute { .. } | MergeEvent::Withdraw { .. }) => MergeStatus::OffView,
                 _ => r.status.clone(),
             };
-            live.record_of.insert(r.entry, live.records.len() as u32);
+            index.set_record(row, live.records.len() as u32);
             live.records.push(LiveRecord::new(r.entry, r.seq, r.event.clone(), base, it.on_view()));
+        } else {
+            // Derived again, an entry may have stopped being one (a residue
+            // that is not a merge event).
+            index.set_record(row, entry_index::NO_RECORD);
         }
     }
     // Built once, then extended one entry at a time: no room held for growth.
     live.records.shrink_to_fit();
-    live.record_of.shrink_to_fit();
     live
 }
 
@@ -1011,7 +1016,7 @@ impl LiveMerge {
                 if chain.author != *signer {
                     return Err(MergeRuleError::NotOwnDispute { dispute: *dispute, author: chain.author });
                 }
-                let record = chain.record_of.get(dispute).map(|&r| &chain.records[r as usize]);
+                let record = self.index.record_on(loc.chain, dispute).map(|r| &chain.records[r as usize]);
                 match record {
                     Some(r) if matches!(r.event, Some(MergeEvent::Dispute { .. })) && chain.on_view(&self.index, dispute, loc.seq) => match *r.status() {
                         MergeStatus::Withdrawn { by } => Err(MergeRuleError::AlreadyWithdrawn { dispute: *dispute, by }),
@@ -1054,7 +1059,7 @@ impl LiveMerge {
 
     /// Is this known entry a merge event (its payload, or residue, one)?
     pub fn is_merge_event(&self, id: &EntryId) -> bool {
-        self.index.get(id).is_some_and(|l| self.chains[l.chain as usize].record_of.contains_key(id))
+        self.index.get(id).is_some_and(|l| self.index.record_on(l.chain, id).is_some())
     }
 
     /// `agent`'s open disputes (status applied), as marks, in (target,

@@ -67,7 +67,7 @@ impl LiveMerge {
                     continue;
                 }
                 let on_view = c.on_view(&self.index, &target, seq);
-                let record = c.record_of.get(&target).map(|&r| c.records[r as usize].event.as_ref());
+                let record = self.index.record_on(slot, &target).map(|r| c.records[r as usize].event.as_ref());
                 let held = payload(&target, &author, seq)?;
                 let (kind, text) = kind_and_text_of(record, matches!(held, Payload::Missing), held.meaning());
                 let (ancestors, ancestors_truncated) = ancestors_by(target, |id| self.known_refs(id, &mut memo, &mut payload, &mut failed));
@@ -151,8 +151,9 @@ impl LiveMerge {
 
     /// The open dispute `dispute` of `by`, as a mark.
     fn dispute_mark(&self, by: AgentId, dispute: EntryId) -> Option<DisputeMark> {
-        let c = &self.chains[*self.by_author.get(&by)? as usize];
-        match &c.records[*c.record_of.get(&dispute)? as usize].event {
+        let s = *self.by_author.get(&by)?;
+        let c = &self.chains[s as usize];
+        match &c.records[self.index.record_on(s, &dispute)? as usize].event {
             Some(MergeEvent::Dispute { target, reason, counter_claim }) => Some(DisputeMark { dispute, by, target: *target, reason: reason.clone(), counter_claim: counter_claim.clone() }),
             _ => None,
         }

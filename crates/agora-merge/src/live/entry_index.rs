@@ -21,7 +21,14 @@ pub(super) struct EntryIndex {
     table: hashbrown::HashTable<u32>,
     ids: Vec<EntryId>,
     locs: Vec<Loc>,
+    /// Per row, the entry's record among its chain's merge records
+    /// ([`NO_RECORD`] when it is none): 4 bytes an entry, where a map by
+    /// id in each chain took about 55 bytes a merge event.
+    records: Vec<u32>,
 }
+
+/// What `records` holds for an entry that is not a merge event.
+pub(super) const NO_RECORD: u32 = u32::MAX;
 
 fn hash(id: &EntryId) -> u64 {
     id_hash(id.as_bytes())
@@ -59,9 +66,22 @@ impl EntryIndex {
         let r = self.ids.len() as u32;
         self.ids.push(id);
         self.locs.push(loc);
+        self.records.push(NO_RECORD);
         let ids = &self.ids;
         self.table.insert_unique(hash(&id), r, |&x| hash(&ids[x as usize]));
         r
+    }
+
+    /// The record among its chain's merge records of the entry in row `r`.
+    pub(super) fn set_record(&mut self, r: u32, record: u32) {
+        self.records[r as usize] = record;
+    }
+
+    /// `id`'s record among the merge records of the chain in `slot`, if it
+    /// is a merge event of that chain.
+    pub(super) fn record_on(&self, slot: u32, id: &EntryId) -> Option<u32> {
+        let r = self.row(id)? as usize;
+        (self.locs[r].chain == slot && self.records[r] != NO_RECORD).then_some(self.records[r])
     }
 
     /// Entries known.
