@@ -124,7 +124,7 @@ fn node_tree(n: &ViewNode<'_>) -> Tree {
         ("author".to_string(), str(n.author.to_string())),
         ("seq".into(), Tree::Uint(n.seq)),
         ("kind".into(), str(n.kind)),
-        ("text".into(), str(n.text)),
+        ("text".into(), str(&*n.text)),
         ("status".into(), str(n.status)),
         ("edges".into(), map(n.edges.iter().map(|(rel, to)| (format!("{rel} {to}"), Tree::Bool(true))))),
         ("disputed_by".into(), map(n.disputed_by.iter().map(|d| (d.by.to_string(), str(d.dispute.to_string()))))),
@@ -342,7 +342,10 @@ impl Publisher {
     /// and when `view.payloads_changed` is not known. It then takes `view`
     /// as written: hand the changes to [`apply`], and call `forget` if that
     /// fails.
-    pub fn changes(&mut self, view: LiveViewParts<'_>) -> ViewChanges {
+    ///
+    /// Fails only if a node's text cannot be read from the store its graph
+    /// reads texts from; the next changes are then whole.
+    pub fn changes(&mut self, view: LiveViewParts<'_>) -> Result<ViewChanges, agora_graph::TextUnavailable> {
         let scalars = root_scalars(&view.view_hash, &view.graph_digest);
         let buckets = view.graph.bucket_digests().map(<[_]>::to_vec);
         let whole = view.payloads_changed.is_none() || buckets.is_none();
@@ -356,12 +359,12 @@ impl Publisher {
             let hi = lo + view.disputes[lo..].partition_point(|d| d.target == *id);
             &view.disputes[lo..hi]
         };
-        let node = |n: &agora_graph::Node| (n.id.to_string(), node_tree(&ViewNode::read(view.graph, n, disputes_of(&n.id))));
+        let node = |n: &agora_graph::Node| Ok::<_, agora_graph::TextUnavailable>((n.id.to_string(), node_tree(&ViewNode::read(view.graph, n, disputes_of(&n.id))?)));
         let changes = match self.written.take().filter(|w| !whole && w.buckets.len() == now.buckets.len()) {
             None => ViewChanges {
                 scalars,
                 chains: Section::Whole(now.chains.values().map(|c| (c.author.to_string(), chain_tree(c))).collect()),
-                nodes: Section::Whole(view.graph.by_id().nodes().map(node).collect()),
+                nodes: Section::Whole(view.graph.by_id().nodes().map(node).collect::<Result<_, _>>()?),
                 disputes: Section::Whole(now.disputes.values().map(|d| (d.dispute.to_string(), dispute_tree(d))).collect()),
             },
             Some(was) => {
@@ -375,7 +378,7 @@ impl Publisher {
                     if old != new {
                         changed[b] = true;
                         let (start, end) = bucket_keys(b);
-                        ranges.push(KeyRange { start, end, entries: view.graph.bucket_nodes(b).map(node).collect() });
+                        ranges.push(KeyRange { start, end, entries: view.graph.bucket_nodes(b).map(node).collect::<Result<_, _>>()? });
                     }
                 }
                 // Outside those: the targets of disputes opened, withdrawn
@@ -386,7 +389,7 @@ impl Publisher {
                 let mut keys: BTreeMap<String, Tree> = BTreeMap::new();
                 for id in touched.filter(|id| !changed[Graph::bucket_of(id)]) {
                     if let Some(n) = view.graph.node(&id) {
-                        keys.extend([node(n)]);
+                        keys.extend([node(n)?]);
                     }
                 }
                 let nodes = Section::Part { ranges, keys: keys.into_iter().map(|(k, t)| (k, Some(t))).collect() };
@@ -394,7 +397,7 @@ impl Publisher {
             }
         };
         self.written = Some(now);
-        changes
+        Ok(changes)
     }
 
     /// Forget what was written (a write failed): the next changes are whole.

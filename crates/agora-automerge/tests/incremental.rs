@@ -156,7 +156,7 @@ impl Node {
             chains: self.live.chain_summaries(),
             disputes: self.live.open_disputes(),
             payloads_changed: Some(payloads_changed),
-        });
+        }).unwrap();
         let _ = refresh;
         apply(&mut self.doc, &changes).unwrap();
         changes

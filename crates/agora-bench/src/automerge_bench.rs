@@ -73,7 +73,7 @@ pub fn run(args: AutomergeArgs) -> Result<()> {
             chains: live.chain_summaries(),
             disputes: live.open_disputes(),
             payloads_changed: Some(&[]),
-        });
+        })?;
         let found = t.elapsed();
         apply(doc, &changes).map_err(|e| anyhow::anyhow!("{e:?}"))?;
         Ok((changes.nodes.len(), changes.chains.len() + changes.disputes.len(), found))

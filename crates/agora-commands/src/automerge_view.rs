@@ -77,7 +77,7 @@ impl PublishedView {
             let graph = live.merged_graph(store)?;
             let graph_digest = graph.digest();
             let parts = LiveViewParts { view_hash, graph: graph.graph(), graph_digest, chains, disputes, payloads_changed: payloads_changed.as_deref() };
-            self.publisher.changes(parts)
+            self.publisher.changes(parts)?
         };
         let stats = match agora_automerge::apply(&mut self.doc, &changes) {
             Ok(stats) => stats,

@@ -22,13 +22,14 @@
 
 use agora_core::{AgentId, EntryId};
 use crate::fork_referrers::{references, ForkReferrers};
-use agora_merge::{DisagreementMap, LiveMergedGraph, LiveMerge, LivePerspective, LiveUpdate, MergeEntry};
+use agora_merge::{DisagreementMap, LiveMergedGraph, LiveMerge, LivePerspective, LiveUpdate, MergeEntry, MergedGraphPlan, PerspectivePlan};
+use agora_graph::TextSource;
 use agora_roster::Roster;
 use agora_core::SignedEntry;
 use agora_store::{CommitNotice, Store, StoreError};
 use prometheus_client::metrics::histogram::Histogram;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Most committed entries queued before the view is dropped and rebuilt.
@@ -79,6 +80,9 @@ pub struct MergeCache {
     /// How long each perspective built by replay took (first asked, or
     /// asked again after it could not be kept current in place).
     perspective_build_seconds: Histogram,
+    /// Where the graphs it builds (perspectives, the merged graph) read
+    /// their texts, if they hold none ([`MergeCache::texts_from`]).
+    texts: Option<Arc<dyn TextSource>>,
     /// Entries whose payload changed since the published document last
     /// took them (`None`: more than [`PAYLOADS_UNPUBLISHED_MAX`]).
     payloads_unpublished: Mutex<Option<Vec<EntryId>>>,
@@ -141,6 +145,7 @@ impl LiveState {
 pub struct LiveView<'a> {
     guard: MutexGuard<'a, Option<LiveState>>,
     perspective_build_seconds: &'a Histogram,
+    texts: Option<&'a Arc<dyn TextSource>>,
 }
 
 impl LiveView<'_> {
@@ -190,10 +195,12 @@ impl LiveView<'_> {
     /// update, or dropped on the view thread when only a replay would bring
     /// it up to date), or built now by replay and kept from then on.
     pub fn merged_graph(&mut self, store: &Store) -> Result<&mut LiveMergedGraph, StoreError> {
+        let texts = self.texts;
         let state = self.state();
         if state.merged.is_none() {
             let (merge, roster) = (&state.merge, &state.roster);
-            state.merged = Some(LiveMergedGraph::build(merge, |author, seqs| agora_view::load_chain_range(store, roster, author, seqs))?);
+            let plan = with_texts(LiveMergedGraph::plan(merge), texts, MergedGraphPlan::texts_from);
+            state.merged = Some(plan.build(|author, seqs| agora_view::load_chain_range(store, roster, author, seqs))?);
         }
         match &mut state.merged {
             Some(graph) => Ok(graph),
@@ -209,6 +216,7 @@ impl LiveView<'_> {
     /// holding the view (or was not asked first).
     pub fn perspective(&mut self, agent: AgentId, store: &Store) -> Result<&mut LivePerspective, StoreError> {
         let builds = self.perspective_build_seconds.clone();
+        let texts = self.texts;
         let state = self.state();
         match state.perspectives.iter().position(|p| p.agent() == agent) {
             Some(i) => {
@@ -218,7 +226,8 @@ impl LiveView<'_> {
             None => {
                 let (merge, roster) = (&state.merge, &state.roster);
                 let started = Instant::now();
-                let p = LivePerspective::build(merge, agent, |author, seqs| agora_view::load_chain_range(store, roster, author, seqs))?;
+                let plan = with_texts(LivePerspective::plan(merge, agent), texts, PerspectivePlan::texts_from);
+                let p = plan.build(|author, seqs| agora_view::load_chain_range(store, roster, author, seqs))?;
                 builds.observe(started.elapsed().as_secs_f64());
                 state.keep_perspective(p);
             }
@@ -227,6 +236,14 @@ impl LiveView<'_> {
             Some(p) => Ok(p),
             None => unreachable!("a perspective was just placed last"),
         }
+    }
+}
+
+/// `plan`, reading texts from `texts` if given.
+fn with_texts<P>(plan: P, texts: Option<&Arc<dyn TextSource>>, read_from: impl FnOnce(P, Arc<dyn TextSource>) -> P) -> P {
+    match texts {
+        Some(source) => read_from(plan, source.clone()),
+        None => plan,
     }
 }
 
@@ -248,7 +265,24 @@ impl MergeCache {
             payloads_unpublished: Mutex::new(Some(Vec::new())),
             generation: AtomicU64::new(0),
             perspective_build_seconds: Histogram::new([1.0]),
+            texts: None,
         }
+    }
+
+    /// The same cache, whose perspectives and merged graph hold no texts
+    /// but read them from `store` (the one it is always asked with) when
+    /// they are shown: a perspective of a million entries is about 90 bytes
+    /// a node smaller (see `agora_graph::TextSource`).
+    pub fn texts_from(self, store: &Arc<Store>) -> Self {
+        Self { texts: Some(Arc::new(agora_view::StoreTexts::new(store))), ..self }
+    }
+
+    fn perspective_plan(&self, merge: &LiveMerge, agent: AgentId) -> PerspectivePlan {
+        with_texts(LivePerspective::plan(merge, agent), self.texts.as_ref(), PerspectivePlan::texts_from)
+    }
+
+    fn merged_graph_plan(&self, merge: &LiveMerge) -> MergedGraphPlan {
+        with_texts(LiveMergedGraph::plan(merge), self.texts.as_ref(), MergedGraphPlan::texts_from)
     }
 
     /// The same cache, recording how long each perspective built by replay
@@ -265,7 +299,7 @@ impl MergeCache {
         self.build_without_view(
             store,
             |state| state.merged.is_some(),
-            |state| LiveMergedGraph::plan(&state.merge),
+            |state| self.merged_graph_plan(&state.merge),
             |plan, roster| plan.build(|author, seqs| agora_view::load_chain_range(store, roster, author, seqs)),
             || {},
             |state, mut built| {
@@ -300,7 +334,7 @@ impl MergeCache {
         self.build_without_view(
             store,
             |state| state.perspectives.iter().any(|p| p.agent() == agent),
-            |state| LivePerspective::plan(&state.merge, agent),
+            |state| self.perspective_plan(&state.merge, agent),
             |plan, roster| {
                 let started = Instant::now();
                 let built = plan.build(|author, seqs| agora_view::load_chain_range(store, roster, author, seqs));
@@ -400,7 +434,7 @@ impl MergeCache {
     pub fn current<'a>(&'a self, store: &Store) -> Result<LiveView<'a>, StoreError> {
         let mut guard = self.live.lock().unwrap_or_else(|e| e.into_inner());
         self.catch_up(store, &mut guard)?;
-        Ok(LiveView { guard, perspective_build_seconds: &self.perspective_build_seconds })
+        Ok(LiveView { guard, perspective_build_seconds: &self.perspective_build_seconds, texts: self.texts.as_ref() })
     }
 
     /// Is every committed write in the view?
@@ -541,7 +575,9 @@ mod tests {
         let store = Arc::new(Store::open(dir.path(), &StoreOptions { create: true, sync: false, ..Default::default() }).unwrap());
         let founder = AgentKey::from_seed([9; 32]);
         let (alice, bob) = (AgentKey::from_seed([1; 32]), AgentKey::from_seed([2; 32]));
-        let cache = Arc::new(MergeCache::new(founder.agent_id()));
+        // Its graphs read their texts from the store, as a node's do; the
+        // recompute's hold theirs.
+        let cache = Arc::new(MergeCache::new(founder.agent_id()).texts_from(&store));
         let observer = cache.clone();
         store.set_observer(Some(Arc::new(move |n: CommitNotice| observer.observe(&n))));
         let b1 = store.append(&bob, &Event::Proposition { text: "b1".into() }.encode(), 1_000).unwrap();
@@ -554,11 +590,13 @@ mod tests {
         let equals_recompute = |cache: &MergeCache, what: &str| {
             let mut view = cache.current(&store).unwrap();
             let live = view.perspective(agent, &store).unwrap();
-            let (hash, nodes) = (live.hash(), live.view().graph.nodes().map(|n| n.id).collect::<Vec<_>>());
+            let listing = |g: &agora_graph::Graph| g.nodes().map(|n| (n.id, g.text(n).unwrap().into_owned())).collect::<Vec<_>>();
+            assert!(!live.view().graph.keeps_texts());
+            let (hash, nodes) = (live.hash(), listing(&live.view().graph));
             drop(view);
             let (entries, proofs) = agora_view::load_merge_input(&store, founder.agent_id()).unwrap();
             let mut want = Merge::compute(&entries, &proofs).unwrap().perspective(&agent);
-            assert_eq!((hash, nodes), (want.hash(), want.graph.nodes().map(|n| n.id).collect::<Vec<_>>()), "{what}");
+            assert_eq!((hash, nodes), (want.hash(), listing(&want.graph)), "{what}");
         };
 
         // While it builds: alice accepts b2 (older than her last event: a
@@ -593,15 +631,22 @@ mod tests {
         assert!(kept(&cache));
         equals_recompute(&cache, "after a redaction during the build");
         let mut view = cache.current(&store).unwrap();
-        assert!(view.perspective(agent, &store).unwrap().view().graph.node(&b1.id()).unwrap().text.is_empty(), "the redaction reached it");
+        let graph = &view.perspective(agent, &store).unwrap().view().graph;
+        assert!(graph.text(graph.node(&b1.id()).unwrap()).unwrap().is_empty(), "the redaction reached it");
         drop(view);
 
         // The merged graph, built the same way, equals the recompute's.
         cache.prepare_merged_graph(&store).unwrap();
         assert!(cache.current(&store).unwrap().state().merged.is_some(), "kept");
         let (entries, proofs) = agora_view::load_merge_input(&store, founder.agent_id()).unwrap();
-        let want = Merge::compute(&entries, &proofs).unwrap().merged_graph().snapshot();
-        assert_eq!(cache.current(&store).unwrap().merged_graph(&store).unwrap().graph().snapshot(), want);
+        let recomputed = Merge::compute(&entries, &proofs).unwrap();
+        let texts = |g: &agora_graph::Graph| g.nodes().map(|n| (n.id, g.text(n).unwrap().into_owned())).collect::<Vec<_>>();
+        let recomputed = recomputed.merged_graph();
+        let want = (recomputed.snapshot(), texts(&recomputed));
+        let mut view = cache.current(&store).unwrap();
+        let merged = view.merged_graph(&store).unwrap().graph();
+        assert!(!merged.keeps_texts());
+        assert_eq!((merged.snapshot(), texts(merged)), want);
     }
 
     /// The entries kept for the published document are bounded: past

@@ -176,13 +176,13 @@ pub fn perspective(s: &Session, agent: Option<&str>, as_of: Option<&str>, summar
 }
 
 fn print_perspective(s: &Session, p: &agora_merge::Perspective, hash: [u8; 32], over: Value, summary: bool) -> Result<ExitCode> {
-    let events = || p.graph.nodes().filter(|n| n.is_event());
+    // Each event with its text, read once (from the store, for a node's
+    // live perspective) for whichever form is printed.
+    let events: Vec<(&agora_graph::Node, std::borrow::Cow<'_, str>)> =
+        if summary { Vec::new() } else { p.graph.nodes().filter(|n| n.is_event()).map(|n| Ok((n, p.graph.text(n)?))).collect::<Result<_>>()? };
     let json = || {
-        let nodes: Vec<Value> = if summary {
-            Vec::new()
-        } else {
-            events().map(|n| json!({ "id": n.id.to_string(), "kind": n.kind, "text": n.text, "status": n.status().name(), "disputed": p.disputed(&n.id) })).collect()
-        };
+        let nodes: Vec<Value> =
+            events.iter().map(|(n, t)| json!({ "id": n.id.to_string(), "kind": n.kind(), "text": t, "status": n.status().name(), "disputed": p.disputed(&n.id) })).collect();
         json!({
             "agent": p.agent.to_string(),
             "hash": hex::encode(hash),
@@ -202,9 +202,9 @@ fn print_perspective(s: &Session, p: &agora_merge::Perspective, hash: [u8; 32], 
         if summary {
             out.push(format!("  {} nodes, {} disputes in force, {} events left out", p.graph.len(), p.disputes.len(), p.excluded.len()));
         } else {
-            for n in events() {
+            for (n, t) in &events {
                 let mark = if p.disputed(&n.id) { " DISPUTED" } else { "" };
-                out.push(format!("{} {:<13} [{}{mark}] {}", n.id.short(), n.kind, n.status().name(), n.text));
+                out.push(format!("{} {:<13} [{}{mark}] {}", n.id.short(), n.kind(), n.status().name(), t));
             }
         }
         out.join("\n")

@@ -178,7 +178,7 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
         ReadCommand::Status { target } => {
             let id = reference(store, target)?;
             match graph.node(&id) {
-                Some(n) => (status_json(graph, n), status_text(graph, n)),
+                Some(n) => (status_json(graph, n)?, status_text(graph, n)?),
                 None => match graph.pending().into_iter().find(|p| p.event.id == id) {
                     Some(p) => {
                         let missing: Vec<String> = p.missing.iter().map(|m| m.to_string()).collect();
@@ -201,49 +201,50 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
                 Some(t) => {
                     let id = reference(store, t)?;
                     match past.node(&id) {
-                        Some(n) => (status_json(&past, n), status_text(&past, n)),
+                        Some(n) => (status_json(&past, n)?, status_text(&past, n)?),
                         None => (json!({ "id": id.to_string(), "status": "not_yet_recorded" }), format!("{id}: not yet recorded at that point")),
                     }
                 }
-                None => nodes_listing(past.nodes().filter(|n| n.is_event())),
+                None => nodes_listing(&past, past.nodes().filter(|n| n.is_event()))?,
             }
         }
         ReadCommand::Latest { target } => {
             let id = reference(store, target)?;
             let latest = graph.latest_in_chain(&id).ok_or(NoSuchEvent(id))?;
             let n = graph.node(&latest).context("latest node vanished")?;
-            (json!({ "id": id.to_string(), "latest": latest.to_string(), "text": n.text, "status": n.status().name() }), format!("{latest}  [{}]  {}", n.status().name(), n.text))
+            let t = text_of(graph, n)?;
+            (json!({ "id": id.to_string(), "latest": latest.to_string(), "text": t, "status": n.status().name() }), format!("{latest}  [{}]  {}", n.status().name(), t))
         }
         ReadCommand::Decisions => {
             let rows: Vec<Value> = graph
                 .decisions()
                 .iter()
                 .filter_map(|d| graph.node(&d.node).map(|n| (n, d)))
-                .map(|(n, d)| json!({ "id": n.id.to_string(), "kind": n.kind, "text": n.text, "because": refs_json(graph, &d.because) }))
-                .collect();
+                .map(|(n, d)| Ok(json!({ "id": n.id.to_string(), "kind": n.kind(), "text": text_of(graph, n)?, "because": refs_json(graph, &d.because)? })))
+                .collect::<Result<_>>()?;
             let text = graph
                 .decisions()
                 .iter()
                 .filter_map(|d| graph.node(&d.node).map(|n| (n, d)))
-                .map(|(n, d)| format!("{} {} {}\n{}", n.id.short(), n.kind, n.text, refs_text(graph, &d.because, "  because")))
-                .collect::<Vec<_>>()
+                .map(|(n, d)| Ok(format!("{} {} {}\n{}", n.id.short(), n.kind(), text_of(graph, n)?, refs_text(graph, &d.because, "  because")?)))
+                .collect::<Result<Vec<_>>>()?
                 .join("\n");
             (json!(rows), text)
         }
-        ReadCommand::Questions => nodes_listing(graph.open_questions().into_iter()),
-        ReadCommand::Orphans => nodes_listing(graph.orphans().into_iter()),
+        ReadCommand::Questions => nodes_listing(graph, graph.open_questions().into_iter())?,
+        ReadCommand::Orphans => nodes_listing(graph, graph.orphans().into_iter())?,
         ReadCommand::Disagreements => {
             let d = graph.disagreements();
             let rows: Vec<Value> = d
                 .iter()
                 .filter_map(|x| graph.node(&x.node).map(|n| (n, x)))
-                .map(|(n, x)| json!({ "id": n.id.to_string(), "kind": n.kind, "text": n.text, "status": n.status().name(), "contested_by": refs_json(graph, &x.challenges), "tensions": refs_json(graph, &x.tensions) }))
-                .collect();
+                .map(|(n, x)| Ok(json!({ "id": n.id.to_string(), "kind": n.kind(), "text": text_of(graph, n)?, "status": n.status().name(), "contested_by": refs_json(graph, &x.challenges)?, "tensions": refs_json(graph, &x.tensions)? })))
+                .collect::<Result<_>>()?;
             let text = d
                 .iter()
                 .filter_map(|x| graph.node(&x.node).map(|n| (n, x)))
-                .map(|(n, x)| format!("{} [{}] {}\n{}{}", n.id.short(), n.status().name(), n.text, refs_text(graph, &x.challenges, "  contested by"), refs_text(graph, &x.tensions, "  tension")))
-                .collect::<Vec<_>>()
+                .map(|(n, x)| Ok(format!("{} [{}] {}\n{}{}", n.id.short(), n.status().name(), text_of(graph, n)?, refs_text(graph, &x.challenges, "  contested by")?, refs_text(graph, &x.tensions, "  tension")?)))
+                .collect::<Result<Vec<_>>>()?
                 .join("\n");
             (json!(rows), text)
         }
@@ -260,20 +261,21 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
                 .into_iter()
                 .filter_map(|(id, s, f, u)| graph.node(&id).map(|n| (n, s, f, u)))
                 .map(|(n, s, f, u)| {
-                    (
-                        json!({ "id": n.id.to_string(), "status": n.status().name(), "successes": s, "failures": f, "uses": u, "text": n.text }),
-                        format!("{} [{}] success {s} failure {f} uses {u}: {}", n.id.short(), n.status().name(), n.text.lines().next().unwrap_or("")),
-                    )
+                    let t = text_of(graph, n)?;
+                    Ok((
+                        json!({ "id": n.id.to_string(), "status": n.status().name(), "successes": s, "failures": f, "uses": u, "text": t }),
+                        format!("{} [{}] success {s} failure {f} uses {u}: {}", n.id.short(), n.status().name(), t.lines().next().unwrap_or("")),
+                    ))
                 })
-                .collect();
+                .collect::<Result<_>>()?;
             (json!(rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>()), rows.iter().map(|r| r.1.clone()).collect::<Vec<_>>().join("\n"))
         }
         ReadCommand::Graph { format } => {
             let text = match format.as_str() {
-                "dot" => agora_graph::export::to_dot(graph),
-                "mermaid" => agora_graph::export::to_mermaid(graph),
+                "dot" => agora_graph::export::to_dot(graph)?,
+                "mermaid" => agora_graph::export::to_mermaid(graph)?,
                 "json" => {
-                    let v = graph_json(graph);
+                    let v = graph_json(graph)?;
                     let text = v.to_string();
                     return Ok((v, text));
                 }
@@ -294,24 +296,24 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
 /// The graph as data: every node (raw and redacted events left out, as in
 /// the other formats) with its status, author and place in its chain, and
 /// every edge between shown nodes, from the newer event to the one it names.
-fn graph_json(g: &Graph) -> Value {
-    let shown = |n: &Node| !matches!(n.kind, "raw" | "redacted");
+fn graph_json(g: &Graph) -> Result<Value> {
+    let shown = |n: &Node| !matches!(n.kind(), "raw" | "redacted");
     let nodes: Vec<Value> = g
         .nodes()
         .filter(|n| shown(n))
         .map(|n| {
-            json!({
-                "id": n.id.to_string(), "kind": n.kind, "text": n.text, "status": n.status().name(),
+            Ok(json!({
+                "id": n.id.to_string(), "kind": n.kind(), "text": text_of(g, n)?, "status": n.status().name(),
                 "author": g.position(n).author.to_string(), "seq": n.seq, "timestamp_ms": n.timestamp_ms,
-            })
+            }))
         })
-        .collect();
+        .collect::<Result<_>>()?;
     let edges: Vec<Value> = g
         .nodes()
         .filter(|n| shown(n))
         .flat_map(|n| g.edges(n).filter(|(_, to)| g.node(to).is_some_and(shown)).map(move |(rel, to)| json!({ "from": n.id.to_string(), "to": to.to_string(), "relation": rel })))
         .collect();
-    json!({ "format": "json", "nodes": nodes, "edges": edges })
+    Ok(json!({ "format": "json", "nodes": nodes, "edges": edges }))
 }
 
 /// The frame tree under `frame`, in verification (post-) order.
@@ -321,7 +323,7 @@ fn frame_tree(store: &Store, graph: &Graph, frame: &str) -> Result<(Value, Strin
     if order.is_empty() {
         bail!("no frame {root}");
     }
-    Ok(nodes_listing(order.iter().filter_map(|id| graph.node(id))))
+    nodes_listing(graph, order.iter().filter_map(|id| graph.node(id)))
 }
 
 /// The rules for a locally written event: decodable, within limits, and (when
@@ -378,35 +380,41 @@ fn record(s: &Session, event: Event) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn refs_json(g: &Graph, ids: &[EntryId]) -> Vec<Value> {
+/// The text of `n`, a node of `g`: held by the graph, or read from the
+/// store (the node's live graph holds none).
+fn text_of<'g>(g: &'g Graph, n: &Node) -> Result<std::borrow::Cow<'g, str>> {
+    Ok(g.text(n)?)
+}
+
+fn refs_json(g: &Graph, ids: &[EntryId]) -> Result<Vec<Value>> {
     ids.iter()
         .map(|id| match g.node(id) {
-            Some(n) => json!({ "id": id.to_string(), "kind": n.kind, "text": n.text, "status": n.status().name() }),
-            None => json!({ "id": id.to_string() }),
+            Some(n) => Ok(json!({ "id": id.to_string(), "kind": n.kind(), "text": text_of(g, n)?, "status": n.status().name() })),
+            None => Ok(json!({ "id": id.to_string() })),
         })
         .collect()
 }
 
-fn refs_text(g: &Graph, ids: &[EntryId], label: &str) -> String {
+fn refs_text(g: &Graph, ids: &[EntryId], label: &str) -> Result<String> {
     ids.iter()
         .map(|id| match g.node(id) {
-            Some(n) => format!("{label} {} {}: {}\n", id.short(), n.kind, n.text),
-            None => format!("{label} {}\n", id.short()),
+            Some(n) => Ok(format!("{label} {} {}: {}\n", id.short(), n.kind(), text_of(g, n)?)),
+            None => Ok(format!("{label} {}\n", id.short())),
         })
         .collect()
 }
 
-fn status_json(g: &Graph, n: &Node) -> Value {
-    json!({
+fn status_json(g: &Graph, n: &Node) -> Result<Value> {
+    Ok(json!({
         "id": n.id.to_string(),
-        "kind": n.kind,
-        "text": n.text,
+        "kind": n.kind(),
+        "text": text_of(g, n)?,
         "author": g.position(n).author.to_string(),
         "seq": n.seq,
         "timestamp_ms": n.timestamp_ms,
         "status": n.status().name(),
         "settled": n.settled(),
-        "why": refs_json(g, &g.why(n)),
+        "why": refs_json(g, &g.why(n))?,
         "orphan": n.orphan(),
         "unconfirmed": n.unconfirmed(),
         "expired": n.expired(now_ms()),
@@ -415,10 +423,10 @@ fn status_json(g: &Graph, n: &Node) -> Value {
         "task_state": n.task_state().map(|s| s.name()),
         "latest": g.latest_in_chain(&n.id).map(|l| l.to_string()),
         "invalid": n.invalid(),
-    })
+    }))
 }
 
-fn status_text(g: &Graph, n: &Node) -> String {
+fn status_text(g: &Graph, n: &Node) -> Result<String> {
     let mut flags = Vec::new();
     if n.settled() {
         flags.push("settled".to_string());
@@ -442,17 +450,18 @@ fn status_text(g: &Graph, n: &Node) -> String {
         flags.push(format!("invalid: {reason}"));
     }
     let flags = if flags.is_empty() { String::new() } else { format!(" ({})", flags.join(", ")) };
-    format!("{} {} {}{}\n{}\n{}", n.id, n.kind, n.status().name(), flags, n.text, refs_text(g, &g.why(n), "  why:")).trim_end().to_string()
+    Ok(format!("{} {} {}{}\n{}\n{}", n.id, n.kind(), n.status().name(), flags, text_of(g, n)?, refs_text(g, &g.why(n), "  why:")?).trim_end().to_string())
 }
 
-fn nodes_listing<'a>(nodes: impl Iterator<Item = &'a Node>) -> (Value, String) {
-    let nodes: Vec<&Node> = nodes.collect();
-    let rows: Vec<Value> = nodes
-        .iter()
-        .map(|n| json!({ "id": n.id.to_string(), "kind": n.kind, "status": n.status().name(), "text": n.text, "frame_state": n.frame_state().map(|s| s.name()) }))
-        .collect();
-    let text = nodes.iter().map(|n| format!("{} {:<12} [{}] {}", n.id.short(), n.kind, n.status().name(), n.text)).collect::<Vec<_>>().join("\n");
-    (json!(rows), text)
+fn nodes_listing<'a>(g: &Graph, nodes: impl Iterator<Item = &'a Node>) -> Result<(Value, String)> {
+    let mut rows = Vec::new();
+    let mut lines = Vec::new();
+    for n in nodes {
+        let t = text_of(g, n)?;
+        lines.push(format!("{} {:<12} [{}] {}", n.id.short(), n.kind(), n.status().name(), t));
+        rows.push(json!({ "id": n.id.to_string(), "kind": n.kind(), "status": n.status().name(), "text": t, "frame_state": n.frame_state().map(|s| s.name()) }));
+    }
+    Ok((json!(rows), lines.join("\n")))
 }
 
 /// `trace`: every event that touched the node, in order, each verified
@@ -464,13 +473,14 @@ fn trace(store: &Store, g: &Graph, id: &EntryId) -> Result<(Value, String)> {
     let mut text = Vec::new();
     for t in &traced {
         let n = g.node(&t.entry.id());
+        let node_text = n.map(|n| text_of(g, n)).transpose()?;
         let h = t.entry.header();
         rows.push(json!({
             "id": t.entry.id().to_string(), "author": h.author.to_string(), "seq": h.seq, "timestamp_ms": h.timestamp_ms,
-            "kind": n.map(|n| n.kind), "text": n.map(|n| n.text.to_string()), "status": n.map(|n| n.status().name()),
+            "kind": n.map(|n| n.kind()), "text": node_text, "status": n.map(|n| n.status().name()),
             "payload_held": t.payload_held, "verified": true,
         }));
-        text.push(format!("{} {}/{} {:<14} {}", t.entry.id().short(), h.author.short(), h.seq, n.map_or("?", |n| n.kind), n.map_or(String::new(), |n| n.text.to_string())));
+        text.push(format!("{} {}/{} {:<14} {}", t.entry.id().short(), h.author.short(), h.seq, n.map_or("?", |n| n.kind()), node_text.as_deref().unwrap_or("")));
     }
     text.push(format!("verified: {} events, signatures, payload hashes and chain links", traced.len()));
     Ok((json!({ "id": id.to_string(), "status": node.status().name(), "events": rows }), text.join("\n")))

@@ -109,7 +109,7 @@ fn histogram(graph: &Graph) {
     for n in graph.nodes() {
         touched[(graph.touched_by(n).len() - 1).min(5)] += 1;
         edges[graph.edges(n).len().min(5)] += 1;
-        text += n.text.len();
+        text += graph.text(n).map_or(0, |t| t.len());
     }
     println!("touched (excluding self) 0..5+: {touched:?}\nedges 0..5+: {edges:?}\ntext bytes {text}");
 }

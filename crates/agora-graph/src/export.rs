@@ -1,6 +1,6 @@
 //! The graph as Graphviz DOT and as Mermaid, with status shown by colour.
 
-use crate::graph::{Graph, Node, Status};
+use crate::graph::{Graph, Node, Status, TextUnavailable};
 
 fn colour(status: Status) -> (&'static str, &'static str) {
     // (fill, border)
@@ -16,26 +16,27 @@ fn colour(status: Status) -> (&'static str, &'static str) {
     }
 }
 
-fn label(n: &Node) -> String {
-    let mut text: String = n.text.chars().take(48).collect();
-    if n.text.chars().count() > 48 {
+fn label(g: &Graph, n: &Node) -> Result<String, TextUnavailable> {
+    let full = g.text(n)?;
+    let mut text: String = full.chars().take(48).collect();
+    if full.chars().count() > 48 {
         text.push('…');
     }
-    format!("{} {}\\n{}\\n[{}]", n.kind, n.id.short(), text, n.status().name())
+    Ok(format!("{} {}\\n{}\\n[{}]", n.kind(), n.id.short(), text, n.status().name()))
 }
 
 fn shown(n: &Node) -> bool {
-    !matches!(n.kind, "raw" | "redacted")
+    !matches!(n.kind(), "raw" | "redacted")
 }
 
 /// Graphviz DOT. Nodes are filled by status; superseded and retracted nodes
-/// are dashed.
-pub fn to_dot(g: &Graph) -> String {
+/// are dashed. Fails only if a text cannot be read from the graph's store.
+pub fn to_dot(g: &Graph) -> Result<String, TextUnavailable> {
     let mut out = String::from("digraph agora {\n  rankdir=BT;\n  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\"];\n");
     for n in g.nodes().filter(|n| shown(n)) {
         let (fill, border) = colour(n.status());
         let dashed = if matches!(n.status(), Status::Superseded | Status::Retracted) { ",dashed" } else { "" };
-        let text = label(n).replace('"', "\\\"");
+        let text = label(g, n)?.replace('"', "\\\"");
         out.push_str(&format!(
             "  \"{}\" [label=\"{}\", fillcolor=\"{fill}\", color=\"{border}\", style=\"rounded,filled{dashed}\"];\n",
             n.id, text
@@ -49,15 +50,16 @@ pub fn to_dot(g: &Graph) -> String {
         }
     }
     out.push_str("}\n");
-    out
+    Ok(out)
 }
 
-/// Mermaid flowchart. Each status is a class with its colour.
-pub fn to_mermaid(g: &Graph) -> String {
+/// Mermaid flowchart. Each status is a class with its colour. Fails only
+/// if a text cannot be read from the graph's store.
+pub fn to_mermaid(g: &Graph) -> Result<String, TextUnavailable> {
     let mut out = String::from("flowchart BT\n");
     let id = |n: &Node| format!("n{}", n.id.short());
     for n in g.nodes().filter(|n| shown(n)) {
-        let text = label(n).replace("\\n", "<br/>").replace('"', "'");
+        let text = label(g, n)?.replace("\\n", "<br/>").replace('"', "'");
         out.push_str(&format!("  {}[\"{}\"]:::{}\n", id(n), text, n.status().name()));
     }
     for n in g.nodes().filter(|n| shown(n)) {
@@ -80,5 +82,5 @@ pub fn to_mermaid(g: &Graph) -> String {
         let (fill, border) = colour(s);
         out.push_str(&format!("  classDef {} fill:{fill},stroke:{border}\n", s.name()));
     }
-    out
+    Ok(out)
 }

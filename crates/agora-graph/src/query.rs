@@ -35,7 +35,7 @@ impl Graph {
 
     /// Questions not yet resolved (active or contested), in log order.
     pub fn open_questions(&self) -> Vec<&Node> {
-        self.nodes().filter(|n| n.kind == "question" && matches!(n.status(), Status::Active | Status::Contested)).collect()
+        self.nodes().filter(|n| n.kind() == "question" && matches!(n.status(), Status::Active | Status::Contested)).collect()
     }
 
     /// Every node with an open challenge or tension, and what is open against it.
@@ -81,7 +81,7 @@ impl Graph {
     /// Memory items with their outcome counts: (item, successes, failures, uses).
     pub fn memory_item_outcomes(&self) -> Vec<(EntryId, u64, u64, usize)> {
         self.nodes()
-            .filter(|n| n.kind == "memory_item" && n.is_event())
+            .filter(|n| n.kind() == "memory_item" && n.is_event())
             .map(|n| {
                 let (s, f, u) = n.outcomes();
                 (n.id, s, f, u)

@@ -29,12 +29,12 @@ fn log() -> (Vec<LogEvent>, [EntryId; 3]) {
 
 /// Like the CLI's status output: a `&Node` and its graph.
 fn describe(g: &Graph, n: &Node) -> String {
-    let why: Vec<String> = g.why(n).iter().map(|id| g.node(id).map_or(id.to_string(), |w| w.kind.to_string())).collect();
+    let why: Vec<String> = g.why(n).iter().map(|id| g.node(id).map_or(id.to_string(), |w| w.kind().to_string())).collect();
     format!(
         "{} {} {} by {} seq {} at {}: {} [{}] settled={} why={why:?} orphan={} unconfirmed={} expired={} memory_kind={:?} frame={:?} task={:?} invalid={:?} latest={:?}",
         n.id.short(),
-        n.kind,
-        n.text,
+        n.kind(),
+        g.text(n).unwrap(),
         g.position(n).author.short(),
         n.seq,
         n.timestamp_ms,
@@ -53,9 +53,9 @@ fn describe(g: &Graph, n: &Node) -> String {
 }
 
 /// Like the CLI's listings: any iterator of borrowed nodes.
-fn listing<'a>(nodes: impl Iterator<Item = &'a Node>) -> Vec<(EntryId, &'static str, String)> {
+fn listing<'a>(g: &Graph, nodes: impl Iterator<Item = &'a Node>) -> Vec<(EntryId, &'static str, String)> {
     let nodes: Vec<&Node> = nodes.collect();
-    nodes.iter().map(|n| (n.id, n.kind, n.text.to_string())).collect()
+    nodes.iter().map(|n| (n.id, n.kind(), g.text(n).unwrap().into_owned())).collect()
 }
 
 /// Like the merge layer's published view: a node's edges, from its graph.
@@ -72,11 +72,11 @@ fn nodes_are_read_as_callers_read_them() {
     assert_eq!(g.touched_by(node), vec![p, c, r]);
     assert_eq!(g.node(&c).map(|n| n.status()), Some(Status::Resolved));
     assert_eq!(edges(&g, g.node(&r).expect("r")), vec![("refines".to_string(), p), ("resolves".to_string(), c)]);
-    assert_eq!(listing(g.nodes().filter(|n| n.is_event())).len(), 3);
-    assert!(listing(g.open_questions().into_iter()).is_empty());
-    assert_eq!(listing([p, r].iter().filter_map(|id| g.node(id))).len(), 2);
-    let _kind: Option<&'static str> = g.node(&p).map(|n| n.kind);
-    let _text: Option<String> = g.node(&p).map(|n| n.text.to_string());
+    assert_eq!(listing(&g, g.nodes().filter(|n| n.is_event())).len(), 3);
+    assert!(listing(&g, g.open_questions().into_iter()).is_empty());
+    assert_eq!(listing(&g, [p, r].iter().filter_map(|id| g.node(id))).len(), 2);
+    let _kind: Option<&'static str> = g.node(&p).map(|n| n.kind());
+    let _text: Option<String> = g.node(&p).map(|n| g.text(n).unwrap().into_owned());
 }
 
 /// A node asked about through a graph it is not in is refused, not read

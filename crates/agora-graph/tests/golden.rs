@@ -387,8 +387,8 @@ fn redacted_events_keep_their_effects() {
     let mut redacted = log.events.clone();
     redacted[0] = LogEvent::from_payload(p, redacted[0].pos, None);
     let g = Graph::replay(redacted);
-    assert_eq!(g.node(&p).unwrap().kind, "redacted");
-    assert!(g.node(&p).unwrap().text.is_empty());
+    assert_eq!(g.node(&p).unwrap().kind(), "redacted");
+    assert!(g.text(g.node(&p).unwrap()).unwrap().is_empty());
     for id in [p, c, r] {
         assert_eq!(status(&g, &id), status(&full, &id), "{id}");
     }
@@ -485,10 +485,10 @@ fn incremental_equals_replay() {
 #[test]
 fn dot_and_mermaid_show_statuses() {
     let g = golden_log().graph();
-    let dot = agora_graph::export::to_dot(&g);
+    let dot = agora_graph::export::to_dot(&g).unwrap();
     assert!(dot.starts_with("digraph agora {") && dot.contains("[superseded]") && dot.contains("#fbe3c8"));
     assert!(dot.contains("-> ") && dot.contains("label=\"refines\""));
-    let mermaid = agora_graph::export::to_mermaid(&g);
+    let mermaid = agora_graph::export::to_mermaid(&g).unwrap();
     assert!(mermaid.starts_with("flowchart BT") && mermaid.contains(":::contested") && mermaid.contains("classDef superseded"));
 }
 

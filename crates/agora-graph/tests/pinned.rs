@@ -160,7 +160,7 @@ fn reads(g: &Graph) -> Vec<u8> {
     };
     for n in g.nodes() {
         out.extend_from_slice(n.id.as_bytes());
-        out.extend_from_slice(format!("{:?}|{}|{}|{}|", g.position(n), n.kind, n.text, n.status().name()).as_bytes());
+        out.extend_from_slice(format!("{:?}|{}|{}|{}|", g.position(n), n.kind(), g.text(n).unwrap(), n.status().name()).as_bytes());
         out.extend_from_slice(
             format!(
                 "{:?}|{}|{}|{}|{}|{:?}|{:?}|{:?}|{:?}|{:?}|{}|",
@@ -214,7 +214,7 @@ fn hex(bytes: &[u8]) -> String {
 
 /// (snapshot, exports, reads) hashes of the seeded log.
 fn fingerprint(g: &Graph) -> [String; 3] {
-    let exports = format!("{}{}", export::to_dot(g), export::to_mermaid(g));
+    let exports = format!("{}{}", export::to_dot(g).unwrap(), export::to_mermaid(g).unwrap());
     [hex(&g.snapshot()), hex(exports.as_bytes()), hex(&reads(g))]
 }
 
@@ -325,7 +325,7 @@ proptest! {
         prop_assert_eq!(full.snapshot(), g.snapshot());
         for n in g.nodes() {
             let original = full.node(&n.id).unwrap();
-            prop_assert_eq!((n.kind, n.status()), (original.kind, original.status()));
+            prop_assert_eq!((n.kind(), n.status()), (original.kind(), original.status()));
         }
     }
 }
@@ -364,8 +364,8 @@ fn reads_by_id(g: &Graph) -> std::collections::BTreeMap<EntryId, String> {
             let r = format!(
                 "{:?}|{}|{}|{}|{:?}|{}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
                 g.position(n),
-                n.kind,
-                n.text,
+                n.kind(),
+                g.text(n).unwrap(),
                 n.status().name(),
                 n.invalid(),
                 n.settled(),

@@ -30,7 +30,8 @@ use crate::input::MergeEntry;
 use crate::live::LiveMerge;
 use crate::live_perspective::{new_events, payload_changed_inside, prefixes_kept, replay_prefixes, Prefix, PerspectiveRefresh};
 use agora_core::{AgentId, EntryId};
-use agora_graph::{Graph, Late};
+use agora_graph::{Graph, Late, TextSource};
+use std::sync::Arc;
 use std::collections::{BTreeMap, HashSet};
 use std::ops::RangeInclusive;
 
@@ -64,13 +65,22 @@ fn whole_views(merge: &LiveMerge) -> BTreeMap<AgentId, Prefix> {
 #[derive(Debug)]
 pub struct MergedGraphPlan {
     prefixes: BTreeMap<AgentId, Prefix>,
+    texts: Option<Arc<dyn TextSource>>,
 }
 
 impl MergedGraphPlan {
+    /// Build a graph that holds no texts but reads them from `source`, the
+    /// store `load` reads ([`Graph::with_texts_from`]); it is built again
+    /// the same way when it must be replayed.
+    pub fn texts_from(mut self, source: Arc<dyn TextSource>) -> Self {
+        self.texts = Some(source);
+        self
+    }
+
     /// The merged graph as of the plan, built by replay. `load` as for
     /// [`LiveMergedGraph::build`].
     pub fn build<E>(self, mut load: impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>) -> Result<LiveMergedGraph, E> {
-        let graph = replay_prefixes(&self.prefixes, &HashSet::new(), &mut load)?;
+        let graph = replay_prefixes(&self.prefixes, &HashSet::new(), self.texts, &mut load)?;
         Ok(LiveMergedGraph { graph, prefixes: self.prefixes })
     }
 }
@@ -85,7 +95,7 @@ impl LiveMergedGraph {
 
     /// What the merged graph of `merge` is built from (see [`MergedGraphPlan`]).
     pub fn plan(merge: &LiveMerge) -> MergedGraphPlan {
-        MergedGraphPlan { prefixes: whole_views(merge) }
+        MergedGraphPlan { prefixes: whole_views(merge), texts: None }
     }
 
     /// Bring the graph up to date with `merge`, in place when it can be,
@@ -100,7 +110,9 @@ impl LiveMergedGraph {
         if let Some(done) = self.refresh_in_place(merge, payloads_changed, &mut load)? {
             return Ok(done);
         }
-        *self = Self::build(merge, load)?;
+        let mut plan = Self::plan(merge);
+        plan.texts = self.graph.text_source();
+        *self = plan.build(load)?;
         Ok(PerspectiveRefresh { applied: 0, rebuilt: true })
     }
 

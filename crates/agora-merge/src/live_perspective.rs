@@ -40,7 +40,8 @@ use crate::live::LiveMerge;
 use crate::payload::MergeEvent;
 use crate::views::{DisputeMark, Perspective};
 use agora_core::{AgentId, EntryId};
-use agora_graph::{Graph, Late, LogEvent, LIVE_GRAPH_JOURNAL};
+use agora_graph::{Graph, Late, LogEvent, TextSource, LIVE_GRAPH_JOURNAL};
+use std::sync::Arc;
 use std::collections::{BTreeMap, HashSet};
 use std::ops::RangeInclusive;
 
@@ -132,6 +133,7 @@ pub(crate) fn events_of(mut entries: Vec<MergeEntry>, head: EntryId, excluded: &
 pub(crate) fn replay_prefixes<E>(
     prefixes: &BTreeMap<AgentId, Prefix>,
     excluded: &HashSet<EntryId>,
+    texts: Option<Arc<dyn TextSource>>,
     load: &mut impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>,
 ) -> Result<Graph, E> {
     let mut events = Vec::new();
@@ -140,7 +142,11 @@ pub(crate) fn replay_prefixes<E>(
     }
     // Kept live from here on: with a journal of its last applies, so that
     // a late event whose place matters rewinds them rather than replaying.
-    Ok(Graph::replay_journaled(events, LIVE_GRAPH_JOURNAL))
+    let graph = match texts {
+        Some(source) => Graph::with_texts_from(source),
+        None => Graph::new(),
+    };
+    Ok(graph.replayed(events, LIVE_GRAPH_JOURNAL))
 }
 
 /// Did the payload of an entry inside the prefixes `was` change (filled
@@ -189,7 +195,9 @@ pub(crate) fn new_events<E>(
 pub struct PerspectivePlan {
     agent: AgentId,
     inputs: Inputs,
+    texts: Option<Arc<dyn TextSource>>,
 }
+
 
 impl PerspectivePlan {
     /// The agent whose perspective this is.
@@ -197,11 +205,19 @@ impl PerspectivePlan {
         self.agent
     }
 
+    /// Build a graph that holds no texts but reads them from `source`, the
+    /// store `load` reads ([`Graph::with_texts_from`]); it is built again
+    /// the same way when it must be replayed.
+    pub fn texts_from(mut self, source: Arc<dyn TextSource>) -> Self {
+        self.texts = Some(source);
+        self
+    }
+
     /// The perspective as of the plan, built by replay. `load(author,
     /// seqs)` as for [`LivePerspective::build`].
     pub fn build<E>(self, mut load: impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>) -> Result<LivePerspective, E> {
         let excluded: HashSet<EntryId> = self.inputs.excluded.iter().copied().collect();
-        let graph = replay_prefixes(&self.inputs.prefixes, &excluded, &mut load)?;
+        let graph = replay_prefixes(&self.inputs.prefixes, &excluded, self.texts, &mut load)?;
         Ok(LivePerspective::of(self.agent, self.inputs, graph))
     }
 }
@@ -217,7 +233,7 @@ impl LivePerspective {
     /// What `agent`'s perspective of `merge` is built from (see
     /// [`PerspectivePlan`]).
     pub fn plan(merge: &LiveMerge, agent: AgentId) -> PerspectivePlan {
-        PerspectivePlan { agent, inputs: inputs(merge, &agent) }
+        PerspectivePlan { agent, inputs: inputs(merge, &agent), texts: None }
     }
 
     fn of(agent: AgentId, inputs: Inputs, graph: Graph) -> Self {
@@ -241,7 +257,9 @@ impl LivePerspective {
         if let Some(done) = self.refresh_in_place(merge, payloads_changed, &mut load)? {
             return Ok(done);
         }
-        *self = Self::plan(merge, self.view.agent).build(load)?;
+        let mut plan = Self::plan(merge, self.view.agent);
+        plan.texts = self.view.graph.text_source();
+        *self = plan.build(load)?;
         Ok(PerspectiveRefresh { applied: 0, rebuilt: true })
     }
 

@@ -44,8 +44,8 @@ pub struct ViewNode<'v> {
     pub seq: u64,
     /// Kind name.
     pub kind: &'static str,
-    /// Text.
-    pub text: &'v str,
+    /// Text (held by the graph, or read from its store).
+    pub text: std::borrow::Cow<'v, str>,
     /// Status name in the merged graph.
     pub status: &'static str,
     /// Outgoing edges: (relation, target), in the order they were drawn.
@@ -100,16 +100,18 @@ impl MergedView {
         let n = self.graph.node(id)?;
         let lo = self.disputes.partition_point(|d| d.target < *id);
         let hi = lo + self.disputes[lo..].partition_point(|d| d.target == *id);
-        Some(ViewNode::read(&self.graph, n, &self.disputes[lo..hi]))
+        Some(ViewNode::read(&self.graph, n, &self.disputes[lo..hi]).unwrap_or_else(|_| unreachable!("a merged view's graph holds its texts")))
     }
 }
 
 impl<'v> ViewNode<'v> {
     /// Node `n` of the merged graph `graph`, with its open disputes
     /// `disputed_by`: how a view that is kept live (not a [`MergedView`])
-    /// reads its nodes out.
-    pub fn read(graph: &'v Graph, n: &'v Node, disputed_by: &'v [DisputeMark]) -> Self {
-        ViewNode { id: n.id, author: graph.position(n).author, seq: n.seq, kind: n.kind, text: &n.text, status: n.status().name(), edges: graph.edges(n).collect(), disputed_by }
+    /// reads its nodes out. Fails only for a graph that reads its texts
+    /// from a store ([`Graph::with_texts_from`]), if the store fails.
+    pub fn read(graph: &'v Graph, n: &'v Node, disputed_by: &'v [DisputeMark]) -> Result<Self, agora_graph::TextUnavailable> {
+        let text = graph.text(n)?;
+        Ok(ViewNode { id: n.id, author: graph.position(n).author, seq: n.seq, kind: n.kind(), text, status: n.status().name(), edges: graph.edges(n).collect(), disputed_by })
     }
 }
 
@@ -137,7 +139,8 @@ impl<'v> Iterator for ViewNodes<'v> {
         while self.mark < disputes.len() && disputes[self.mark].target == n.id {
             self.mark += 1;
         }
-        Some(ViewNode::read(&self.view.graph, n, &disputes[lo..self.mark]))
+        // A merged view's graph is replayed by the merge, which keeps texts.
+        Some(ViewNode::read(&self.view.graph, n, &disputes[lo..self.mark]).unwrap_or_else(|_| unreachable!("a merged view's graph holds its texts")))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {

@@ -520,7 +520,7 @@ fn assert_perspectives_equal(perspectives: &mut [LivePerspective], live: &LiveMe
         // The snapshot leaves text out: a redaction must reach it too. In
         // listing order: late events taken in place are listed where a
         // replay applied them.
-        let texts = |g: &Graph| g.nodes().map(|n| (n.id, n.kind, n.text.to_string(), n.redacted())).collect::<Vec<_>>();
+        let texts = |g: &Graph| g.nodes().map(|n| (n.id, n.kind(), g.text(n).unwrap().into_owned(), n.redacted())).collect::<Vec<_>>();
         prop_assert_eq!(texts(&p.view().graph), texts(&want.graph), "node texts {}", what);
         prop_assert_eq!(p.hash(), want.hash(), "perspective hash {}", what);
     }
@@ -538,7 +538,7 @@ fn assert_merged_graph_equal(graph: &mut LiveMergedGraph, live: &LiveMerge, chan
     prop_assert_eq!(graph.graph().snapshot(), want.snapshot(), "merged graph {}", what);
     // In listing order: the live merged graph takes late events in place,
     // and lists them where a replay applied them.
-    let texts = |g: &Graph| g.nodes().map(|n| (n.id, n.kind, n.text.to_string(), n.redacted())).collect::<Vec<_>>();
+    let texts = |g: &Graph| g.nodes().map(|n| (n.id, n.kind(), g.text(n).unwrap().into_owned(), n.redacted())).collect::<Vec<_>>();
     prop_assert_eq!(texts(graph.graph()), texts(&want), "merged graph texts {}", what);
     prop_assert_eq!(graph.digest(), want.digest(), "merged graph digest {}", what);
     prop_assert_eq!(live.chain_summaries(), m.merged_view().chains, "chain summaries {}", what);
@@ -670,7 +670,7 @@ fn a_payload_change_replays_a_live_perspective_only_inside_what_it_includes() {
     let done = p.refresh(&live, &[b1], |a, seqs| entries_in(&held, a, seqs)).unwrap();
     assert!(done.rebuilt, "a redaction inside the prefix must reach the perspective");
     let node = p.view().graph.node(&b1).unwrap();
-    assert!(node.text.is_empty() && node.redacted(), "{node:?}");
+    assert!(p.view().graph.text(node).unwrap().is_empty() && node.redacted(), "{node:?}");
     assert_eq!(p.hash(), Merge::compute(&held, &[]).unwrap().perspective(&agent).hash());
 }
 

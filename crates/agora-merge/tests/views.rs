@@ -37,7 +37,7 @@ fn perspective_leaves_out_what_the_agent_disputes() {
     let mut own = m.perspective(&s.agent(0));
     assert_eq!(own.graph.len(), 4);
     let mut bobs = m.perspective(&s.agent(1));
-    assert!(bobs.graph.nodes().all(|n| n.kind != "raw"), "merge events are not reasoning nodes");
+    assert!(bobs.graph.nodes().all(|n| n.kind() != "raw"), "merge events are not reasoning nodes");
     assert_ne!(own.hash(), bobs.hash());
 }
 

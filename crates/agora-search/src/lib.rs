@@ -31,6 +31,10 @@ pub enum SearchError {
     /// tantivy failed.
     #[error("search index: {0}")]
     Index(#[from] tantivy::TantivyError),
+    /// A node's text could not be read from the store its graph reads
+    /// texts from.
+    #[error(transparent)]
+    Text(#[from] agora_graph::TextUnavailable),
 }
 
 /// One search result.
@@ -65,9 +69,13 @@ impl SearchIndex {
         let index = Index::create_in_ram(schema.build());
         let mut writer = index.writer_with_num_threads(1, 32 << 20)?;
         let mut ids = Vec::new();
-        for node in graph.nodes().filter(|n| !n.text.is_empty()) {
+        for node in graph.nodes() {
+            let node_text = graph.text(node)?;
+            if node_text.is_empty() {
+                continue;
+            }
             let mut doc = TantivyDocument::default();
-            doc.add_text(text, &node.text);
+            doc.add_text(text, &*node_text);
             doc.add_u64(ordinal, ids.len() as u64);
             writer.add_document(doc)?;
             ids.push(node.id);
@@ -101,7 +109,7 @@ impl SearchIndex {
                 if !include_all && matches!(status, Status::Superseded | Status::Retracted) {
                     continue;
                 }
-                hits.push(Hit { id: node.id, score, status, kind: node.kind, text: node.text.to_string() });
+                hits.push(Hit { id: node.id, score, status, kind: node.kind(), text: graph.text(node)?.into_owned() });
                 if hits.len() == limit {
                     return Ok(hits);
                 }

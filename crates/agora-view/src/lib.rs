@@ -78,13 +78,46 @@ pub fn load_graph(store: &Store, founder: AgentId) -> Result<Graph, StoreError> 
 /// `records` applies (`Graph::replay_contents_journaled`), so that it can
 /// rewind for a late entry at once.
 pub fn load_graph_journaled(store: &Store, founder: AgentId, records: usize) -> Result<Graph, StoreError> {
+    load_graph_onto(Graph::new(), store, founder, records)
+}
+
+/// [`load_graph_journaled`] onto `graph`, which must be empty: one that
+/// reads its texts from the store ([`StoreTexts`]) rather than holding them.
+pub fn load_graph_onto(graph: Graph, store: &Store, founder: AgentId, records: usize) -> Result<Graph, StoreError> {
     let mut items: Vec<(EntryId, LogPosition, Payload)> = Vec::new();
     for_each_counted(store, founder, |signed, payload| {
         items.push((signed.id(), signed.header().log_position(), payload));
         Ok(())
     })?;
     let borrowed: Vec<_> = items.iter().map(|(id, pos, p)| (*id, *pos, p.as_content())).collect();
-    Ok(Graph::replay_contents_journaled(&borrowed, records))
+    Ok(graph.replayed_contents(&borrowed, records))
+}
+
+/// Node texts read from the store when they are shown, for graphs that do
+/// not hold them (`Graph::with_texts_from`): one read of the payload, then
+/// the text a replay would give its node now (`agora_graph::graph::text_of_content`).
+///
+/// It holds the store weakly: the store's observer keeps the graphs that
+/// read through it, and a strong reference back would keep the store (and
+/// RocksDB's lock on its directory) open for ever.
+pub struct StoreTexts {
+    store: std::sync::Weak<Store>,
+}
+
+impl StoreTexts {
+    /// Texts from `store`, which the graph's events must come from.
+    pub fn new(store: &std::sync::Arc<Store>) -> Self {
+        Self { store: std::sync::Arc::downgrade(store) }
+    }
+}
+
+impl agora_graph::TextSource for StoreTexts {
+    fn node_text(&self, pos: &LogPosition, id: &EntryId) -> Result<String, agora_graph::TextUnavailable> {
+        let unavailable = |problem: String| agora_graph::TextUnavailable { id: *id, problem };
+        let store = self.store.upgrade().ok_or_else(|| unavailable("the store is closed".into()))?;
+        let state = store.payload_at(&pos.author, pos.seq, id).map_err(|e| unavailable(e.to_string()))?;
+        Ok(agora_graph::graph::text_of_content(state.content()))
+    }
 }
 
 /// Everything the merge layer reads for the workspace founded by `founder`:

@@ -128,8 +128,14 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
     let node_key = load_or_create_node_key(&home.dir)?;
     let peer_id = node_key.public().to_peer_id();
     let histograms = crate::metrics::Histograms::default();
-    let graph = Arc::new(GraphCache::observed(founder, histograms.view_recompute.clone()));
-    let merge = Arc::new(MergeCache::observed(founder, histograms.merge_rebuild.clone(), histograms.merge_lag.clone()).with_perspective_builds(histograms.perspective_build.clone()));
+    // The live graphs hold no texts: an answer reads the few it shows from
+    // the store.
+    let graph = Arc::new(GraphCache::observed(founder, histograms.view_recompute.clone()).texts_from(&store));
+    let merge = Arc::new(
+        MergeCache::observed(founder, histograms.merge_rebuild.clone(), histograms.merge_lag.clone())
+            .with_perspective_builds(histograms.perspective_build.clone())
+            .texts_from(&store),
+    );
     let ctx = NodeContext { config: config.clone(), store: store.clone(), graph: graph.clone(), agent, founder, workspace, node_key, histograms: histograms.clone() };
     let settings = NetworkSettings { mdns: config.mdns, heartbeat: config.gossip_heartbeat, ..NetworkSettings::default() };
 

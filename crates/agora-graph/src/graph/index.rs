@@ -171,7 +171,7 @@ mod tests {
     use agora_core::{AgentId, LogPosition};
 
     fn node(id: EntryId) -> Node {
-        Node::new(id, LogPosition { timestamp_ms: 0, author: AgentId([0; 32]), seq: 0 }, 0, "raw")
+        Node::new(id, LogPosition { timestamp_ms: 0, author: AgentId([0; 32]), seq: 0 }, 0, crate::graph::node::RAW)
     }
 
     /// Ids that share their hash (first four bytes), that sit at the end of

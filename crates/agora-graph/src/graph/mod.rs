@@ -44,6 +44,7 @@ mod replay;
 mod rewind;
 mod rules;
 mod snapshot;
+mod text;
 
 pub use agora_core::LogPosition;
 pub use digest::DIGEST_BUCKETS;
@@ -55,6 +56,7 @@ pub use replay::{NotInLogOrder, OrderedReplay};
 pub use rewind::LIVE_GRAPH_JOURNAL;
 pub use rules::RuleError;
 pub use snapshot::ById;
+pub use text::{text_of_content, TextSource, TextUnavailable};
 
 use crate::event::Event;
 use crate::inline::InlineList;
@@ -124,6 +126,8 @@ pub struct Graph {
     /// The last applies, for rewinding around a late event, when kept
     /// ([`Graph::keep_journal`]).
     journal: Option<Box<rewind::Journal>>,
+    /// The nodes' texts, held or read from a store ([`Graph::with_texts_from`]).
+    texts: text::Texts,
 }
 
 /// Log order: an event's position, then its id (two entries of a forked
@@ -143,6 +147,28 @@ impl Graph {
     /// An empty graph.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty graph that holds no texts: [`Graph::text`] reads each from
+    /// `source`, the store its events come from (see `text.rs`). Build it
+    /// with [`Graph::replayed`] or by applying events.
+    pub fn with_texts_from(source: std::sync::Arc<dyn TextSource>) -> Self {
+        Self { texts: text::Texts::Elsewhere(source), ..Self::default() }
+    }
+
+    /// True if the graph holds its nodes' texts (rather than reading them
+    /// from a store).
+    pub fn keeps_texts(&self) -> bool {
+        matches!(self.texts, text::Texts::Kept(_))
+    }
+
+    /// Where the graph reads its texts from, if it holds none: for a graph
+    /// built again from the same store.
+    pub fn text_source(&self) -> Option<std::sync::Arc<dyn TextSource>> {
+        match &self.texts {
+            text::Texts::Kept(_) => None,
+            text::Texts::Elsewhere(source) => Some(source.clone()),
+        }
     }
 
     /// Apply one event. Events must come in log order (see [`Graph::replay`]);
@@ -238,10 +264,10 @@ impl Graph {
     fn apply_ready(&mut self, e: &mut LogEvent, refs: &[EntryId], targets: &[Ix]) {
         let (id, pos, body) = (e.id, e.pos, &mut e.body);
         let kind = match body {
-            Body::Raw => "raw",
-            Body::Redacted => "redacted",
-            Body::Undecodable(_) => "invalid",
-            Body::Event(ev) => ev.kind_name(),
+            Body::Raw => node::RAW,
+            Body::Redacted => node::REDACTED,
+            Body::Undecodable(_) => node::INVALID,
+            Body::Event(ev) => ev.kind_index(),
         };
         let author = self.author(&pos.author);
         let mut node = Node::new(id, pos, author, kind);
@@ -277,6 +303,7 @@ impl Graph {
         assert!(self.nodes.len() < NODES_MAX, "more than {NODES_MAX} nodes");
         let me = self.nodes.len() as Ix;
         self.nodes.push(node);
+        self.texts.added();
         self.accessed.push(self.point);
         if self.point != me {
             self.released_nodes.push(me);
@@ -296,7 +323,7 @@ impl Graph {
                     Some(setter) => self.concurrent_effects(me, ev, targets, setter, e.redacted),
                 }
             }
-            self.nodes[me as usize].text = ev.take_text().into_boxed_str();
+            self.texts.set(me, ev);
         }
     }
 
@@ -321,6 +348,12 @@ impl Graph {
     /// Where a node sits in the log: its timestamp, author and seq.
     pub fn position(&self, node: &Node) -> LogPosition {
         LogPosition { timestamp_ms: node.timestamp_ms, author: self.authors[node.author as usize], seq: node.seq }
+    }
+
+    /// The text of `n`, one of this graph's nodes: held, or read from the
+    /// store for a graph built [`Graph::with_texts_from`] it, which can fail.
+    pub fn text(&self, n: &Node) -> Result<std::borrow::Cow<'_, str>, TextUnavailable> {
+        self.texts.get(self.ix_of_node(n), &self.position(n), &n.id)
     }
 
     /// A node by id.

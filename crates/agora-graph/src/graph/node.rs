@@ -313,10 +313,9 @@ pub struct Node {
     /// [`Graph::position`](super::Graph::position)): 4 bytes a node instead
     /// of 32.
     pub(super) author: u32,
-    /// Kind name (`proposition`, ..., or `raw`, `redacted`, `invalid`).
-    pub kind: &'static str,
-    /// Searchable text.
-    pub text: Box<str>,
+    /// Its kind, one byte: an event kind's place in [`Event::KIND_NAMES`],
+    /// or [`RAW`], [`REDACTED`], [`INVALID`] (read by [`Node::kind`]).
+    kind: u8,
     /// Every later event that touched this node, in log order, by position
     /// (see [`Graph::touched_by`](super::Graph::touched_by)).
     pub(super) touched: List<Ix>,
@@ -327,20 +326,29 @@ pub struct Node {
     pub(super) extra: Option<Box<Extra>>,
 }
 
+/// The kind of a node made by a payload that is not an event (a raw note).
+pub(super) const RAW: u8 = Event::KIND_NAMES.len() as u8;
+/// The kind of a node whose payload was redacted without a residue.
+pub(super) const REDACTED: u8 = RAW + 1;
+/// The kind of a node whose payload did not decode.
+pub(super) const INVALID: u8 = RAW + 2;
+
 /// The node's size is what a million-node graph pays a million times (see
-/// the README's replay figures): kept at 128 bytes on 64-bit targets.
+/// the README's replay figures): kept at 96 bytes on 64-bit targets. Its
+/// text is not in it (the graph holds texts beside the nodes, or leaves them
+/// in the store: `text.rs`), its kind is a byte, and its author, kind and
+/// rule metadata share one 8-byte word.
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<Node>() <= 128);
+const _: () = assert!(std::mem::size_of::<Node>() <= 96);
 
 impl Node {
-    pub(super) fn new(id: EntryId, pos: LogPosition, author: u32, kind: &'static str) -> Self {
+    pub(super) fn new(id: EntryId, pos: LogPosition, author: u32, kind: u8) -> Self {
         Self {
             id,
             timestamp_ms: pos.timestamp_ms,
             seq: pos.seq,
             author,
             kind,
-            text: Box::default(),
             touched: List::default(),
             edges: List::default(),
             meta: Meta::None,
@@ -348,27 +356,25 @@ impl Node {
         }
     }
 
-    /// A copy of everything but the text, which never changes once a node is
-    /// added: what a rewind (`rewind.rs`) keeps of a node before an event
-    /// changes it.
+    /// A copy of the node: what a rewind (`rewind.rs`) keeps of a node
+    /// before an event changes it.
     pub(super) fn clone_state(&self) -> Self {
-        Self {
-            id: self.id,
-            timestamp_ms: self.timestamp_ms,
-            seq: self.seq,
-            author: self.author,
-            kind: self.kind,
-            text: Box::default(),
-            touched: self.touched.clone(),
-            edges: self.edges.clone(),
-            meta: self.meta,
-            extra: self.extra.clone(),
-        }
+        self.clone()
     }
 
     /// The entry id.
     pub fn id(&self) -> &EntryId {
         &self.id
+    }
+
+    /// Kind name (`proposition`, ..., or `raw`, `redacted`, `invalid`).
+    pub fn kind(&self) -> &'static str {
+        match self.kind {
+            RAW => "raw",
+            REDACTED => "redacted",
+            INVALID => "invalid",
+            event => Event::KIND_NAMES[event as usize],
+        }
     }
 
     pub(super) fn x(&self) -> &Extra {
@@ -382,7 +388,7 @@ impl Node {
 
     /// True for nodes made by a valid, held event (not raw, redacted or invalid).
     pub fn is_event(&self) -> bool {
-        self.x().invalid.is_none() && !matches!(self.kind, "raw" | "redacted" | "invalid")
+        self.x().invalid.is_none() && self.kind < RAW
     }
 
     /// The node's status, by the rules in order: invalid, retracted, duplicate,
@@ -500,7 +506,7 @@ impl Graph {
 
     /// The position of `n`, which must be one of this graph's nodes: from
     /// its address, so that reading a node costs no lookup.
-    fn ix_of_node(&self, n: &Node) -> Ix {
+    pub(super) fn ix_of_node(&self, n: &Node) -> Ix {
         let offset = (n as *const Node as usize).wrapping_sub(self.nodes.as_ptr() as usize);
         let ix = offset / std::mem::size_of::<Node>();
         assert!(ix < self.nodes.len() && offset.is_multiple_of(std::mem::size_of::<Node>()), "node {} is not one of this graph's", n.id);

@@ -45,16 +45,22 @@ impl Graph {
     /// graph built again by replay can rewind for a late event at once,
     /// where one with an empty journal could only take it in place or be
     /// replayed again.
-    pub fn replay_journaled(mut events: Vec<LogEvent>, records: usize) -> Self {
+    pub fn replay_journaled(events: Vec<LogEvent>, records: usize) -> Self {
+        Graph::new().replayed(events, records)
+    }
+
+    /// [`Graph::replay_journaled`] onto this graph, which must be empty:
+    /// one made [`Graph::with_texts_from`] a store, say.
+    pub fn replayed(mut self, mut events: Vec<LogEvent>, records: usize) -> Self {
+        assert!(self.nodes.is_empty() && self.pending_count == 0, "a replay starts from an empty graph");
         events.sort_by_key(|e| (e.pos, e.id));
-        let mut g = Graph::new();
-        g.reserve(events.len(), live_room(events.len(), records));
+        self.reserve(events.len(), live_room(events.len(), records));
         let split = events.len().saturating_sub(records);
         let (head, tail) = events.split_at_mut(split);
-        g.apply_in_order(head);
-        g.keep_journal(records);
-        g.apply_in_order(tail);
-        g
+        self.apply_in_order(head);
+        self.keep_journal(records);
+        self.apply_in_order(tail);
+        self
     }
 
     /// Build the graph straight from stored payloads: sorts only the (position,
@@ -79,29 +85,35 @@ impl Graph {
     /// [`Graph::replay_contents`], keeping a journal that holds the last
     /// `records` applies (see [`Graph::replay_journaled`]).
     pub fn replay_contents_journaled(items: &[(EntryId, LogPosition, agora_core::Content<'_>)], records: usize) -> Self {
+        Graph::new().replayed_contents(items, records)
+    }
+
+    /// [`Graph::replay_contents_journaled`] onto this graph, which must be
+    /// empty: one made [`Graph::with_texts_from`] a store, say.
+    pub fn replayed_contents(mut self, items: &[(EntryId, LogPosition, agora_core::Content<'_>)], records: usize) -> Self {
+        assert!(self.nodes.is_empty() && self.pending_count == 0, "a replay starts from an empty graph");
         let mut order: Vec<u32> = (0..items.len() as u32).filter(|&i| !items[i as usize].2.is_missing()).collect();
         order.sort_unstable_by_key(|&i| {
             let (id, pos, _) = &items[i as usize];
             (*pos, *id)
         });
         order.dedup_by_key(|&mut i| (items[i as usize].1, items[i as usize].0));
-        let mut g = Graph::new();
-        g.reserve(order.len(), live_room(order.len(), records));
+        self.reserve(order.len(), live_room(order.len(), records));
         let mut batch: Vec<LogEvent> = Vec::with_capacity(WARM_BATCH);
         let (head, tail) = order.split_at(order.len().saturating_sub(records));
         for (part, journal) in [(head, 0), (tail, records)] {
-            g.keep_journal(journal);
+            self.keep_journal(journal);
             for chunk in part.chunks(WARM_BATCH) {
                 batch.extend(chunk.iter().filter_map(|&i| {
                     let (id, pos, content) = items[i as usize];
                     LogEvent::from_content(id, pos, content)
                 }));
                 // Sorted and deduplicated above, so in log order.
-                g.apply_in_order(&mut batch);
+                self.apply_in_order(&mut batch);
                 batch.clear();
             }
         }
-        g
+        self
     }
 
     /// A replay of `len` events that the caller hands over already in log
@@ -150,6 +162,7 @@ impl Graph {
     /// the nodes nor the index ever grow (and copy) during it.
     fn reserve(&mut self, additional: usize, table: usize) {
         self.nodes.reserve_exact(table);
+        self.texts.reserve_exact(table);
         self.accessed.reserve_exact(table);
         self.index.reserve(additional);
     }

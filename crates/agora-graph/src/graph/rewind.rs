@@ -70,8 +70,8 @@ struct Record {
     pending_count: usize,
     late_nodes_len: usize,
     released_nodes_len: usize,
-    /// Existing nodes before their first change by this apply (text left
-    /// out: it never changes), with their access record.
+    /// Existing nodes before their first change by this apply (a node
+    /// holds no text, which never changes anyway), with their access record.
     saved: Vec<(Ix, Node, Ix)>,
     /// Memory-item content ids it claimed first.
     content_ids: Vec<[u8; 32]>,
@@ -205,11 +205,11 @@ impl Graph {
             self.removed(ix);
         }
         self.nodes.truncate(r.nodes_len as usize);
+        self.texts.truncate(r.nodes_len as usize);
         self.accessed.truncate(r.nodes_len as usize);
         // The nodes it changed, as they were (their text never changed).
-        for (ix, mut node, accessed) in r.saved.into_iter().rev() {
+        for (ix, node, accessed) in r.saved.into_iter().rev() {
             self.changed_digest(ix);
-            node.text = std::mem::take(&mut self.nodes[ix as usize].text);
             self.nodes[ix as usize] = node;
             self.accessed[ix as usize] = accessed;
         }

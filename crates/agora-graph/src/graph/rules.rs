@@ -251,7 +251,7 @@ impl Graph {
     }
 
     fn kind_at(&self, ix: Ix) -> &'static str {
-        self.at(ix).map_or("unknown", |n| if n.invalid().is_some() { "invalid" } else { n.kind })
+        self.at(ix).map_or("unknown", |n| if n.invalid().is_some() { "invalid" } else { n.kind() })
     }
 
     /// The rule that `target` (at `ix`) is of one of `kinds`.

@@ -169,7 +169,7 @@ impl<'g> ById<'g> {
         let id_at = |ix: Ix| nodes[ix as usize].id.0[0];
         for &i in order {
             let n = &nodes[i as usize];
-            std::hint::black_box((n.id.0[0], n.extra.is_some(), n.edges.len(), n.touched.len(), n.text.len()));
+            std::hint::black_box((n.id.0[0], n.extra.is_some(), n.edges.len(), n.touched.len()));
         }
         for &i in order {
             let n = &nodes[i as usize];
@@ -223,7 +223,7 @@ pub(super) fn write_snapshot_node(nodes: &[Node], ix: Ix, out: &mut Vec<u8>) {
         // (no mark or state), not settled, every list but the first empty, no
         // frame or task state, no outcomes.
         debug_assert_eq!(n.status(), Status::Active);
-        out.extend_from_slice(n.kind.as_bytes());
+        out.extend_from_slice(n.kind().as_bytes());
         out.extend_from_slice(&[0, Status::Active as u8, 0]);
         out.extend_from_slice(&(1 + n.touched.len() as u32).to_be_bytes());
         out.extend_from_slice(n.id.as_bytes());
@@ -239,7 +239,7 @@ pub(super) fn write_snapshot_node(nodes: &[Node], ix: Ix, out: &mut Vec<u8>) {
         return;
     };
     let of = |mark: Mark| move |f: &mut dyn FnMut(Ix)| x.all(mark).for_each(f);
-    out.extend_from_slice(n.kind.as_bytes());
+    out.extend_from_slice(n.kind().as_bytes());
     out.push(0);
     let status = n.status();
     out.push(status as u8);
