@@ -47,28 +47,36 @@ impl LogEvent {
     /// residue), or nothing yet (`None`: never received; events that refer to
     /// it wait, pending, until it arrives).
     pub fn from_content(id: EntryId, pos: LogPosition, content: agora_core::Content<'_>) -> Option<Self> {
-        match content {
-            agora_core::Content::Held(p) => Some(Self::from_payload(id, pos, Some(p))),
-            agora_core::Content::Redacted(Some(residue)) => {
-                let mut e = Self::from_payload(id, pos, Some(residue));
-                e.redacted = true;
-                Some(e)
-            }
-            agora_core::Content::Redacted(None) => Some(Self::from_payload(id, pos, None)),
-            agora_core::Content::Missing => None,
-        }
+        let redacted = matches!(content, agora_core::Content::Redacted(Some(_)));
+        Body::of_content(content).map(|body| Self { id, pos, body, redacted })
     }
 
     /// Classify a payload (`None`: redacted with no residue, meaning unknown).
     pub fn from_payload(id: EntryId, pos: LogPosition, payload: Option<&[u8]>) -> Self {
-        let body = match payload {
+        Self { id, pos, body: Body::of_payload(payload), redacted: false }
+    }
+}
+
+impl Body {
+    /// Classify a payload (`None`: redacted with no residue, meaning unknown).
+    pub(crate) fn of_payload(payload: Option<&[u8]>) -> Self {
+        match payload {
             None => Body::Redacted,
             Some(p) if !Event::is_event_payload(p) => Body::Raw,
             Some(p) => match Event::decode(p) {
                 Ok(e) => Body::Event(e),
                 Err(e) => Body::Undecodable(e),
             },
-        };
-        Self { id, pos, body, redacted: false }
+        }
+    }
+
+    /// What an entry's payload is as a node knows it (see
+    /// [`LogEvent::from_content`]); `None` for a payload not received.
+    pub(crate) fn of_content(content: agora_core::Content<'_>) -> Option<Self> {
+        match content {
+            agora_core::Content::Held(p) | agora_core::Content::Redacted(Some(p)) => Some(Self::of_payload(Some(p))),
+            agora_core::Content::Redacted(None) => Some(Self::of_payload(None)),
+            agora_core::Content::Missing => None,
+        }
     }
 }

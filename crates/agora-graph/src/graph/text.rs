@@ -15,6 +15,7 @@
 //! ways give the same text for every node.
 
 use super::index::Ix;
+use super::Body;
 use crate::event::Event;
 use agora_core::{Content, EntryId, LogPosition};
 use std::borrow::Cow;
@@ -48,15 +49,13 @@ pub struct TextUnavailable {
 /// memory item combines); for a payload redacted with a residue, the
 /// residue's (blank); for a raw note, an undecodable payload or a
 /// redaction without residue, none.
+/// (The payload is classified as the graph classifies it when it applies
+/// the entry, [`Body`], so the two cannot differ.)
 pub fn text_of_content(content: Content<'_>) -> String {
-    let bytes = match content {
-        Content::Held(p) | Content::Redacted(Some(p)) => p,
-        Content::Redacted(None) | Content::Missing => return String::new(),
-    };
-    if !Event::is_event_payload(bytes) {
-        return String::new();
+    match Body::of_content(content) {
+        Some(Body::Event(mut ev)) => ev.take_text(),
+        _ => String::new(),
     }
-    Event::decode(bytes).map(|mut ev| ev.take_text()).unwrap_or_default()
 }
 
 /// A graph's texts.
