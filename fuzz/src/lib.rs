@@ -324,7 +324,7 @@ pub fn graph_replay(data: &[u8]) {
     let r = Graph::replay_contents(&redacted);
     for n in r.nodes() {
         let original = g.node(&n.id).expect("the same nodes");
-        assert_eq!((n.id, n.kind, n.status()), (original.id, original.kind, original.status()), "redaction changed a node");
+        assert_eq!((n.id, n.kind(), n.status()), (original.id, original.kind(), original.status()), "redaction changed a node");
     }
     assert_eq!(r.len(), g.len());
     assert_eq!(r.snapshot(), snapshot, "redaction changed the snapshot");
