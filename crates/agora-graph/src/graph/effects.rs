@@ -15,7 +15,8 @@
 //! statuses and readings. That is why it is one module.
 
 use super::index::Ix;
-use super::node::{push_tight, Extra, FrameState, Mark, Rel};
+use super::links::Links;
+use super::node::{Extra, FrameState, Mark, Rel};
 use super::Graph;
 use crate::event::{memory_item_content_id, Event, Relation, TaskState};
 
@@ -29,7 +30,7 @@ impl Graph {
             Event::Support { .. } => self.edge(me, Rel::Supports, t[0]),
             Event::Contradiction { .. } => {
                 self.edge(me, Rel::Contradicts, t[0]);
-                self.extra_at(t[0]).push(Mark::OpenChallenge, me);
+                self.links_at(t[0]).push(Mark::OpenChallenge, me);
             }
             Event::Refinement { resolves, .. } => {
                 self.edge(me, Rel::Refines, t[0]);
@@ -37,10 +38,10 @@ impl Graph {
                 for &cx in t[1..].iter().take(resolves.len()) {
                     self.edge(me, Rel::Resolves, cx);
                     self.close_challenge(cx, me);
-                    self.extra_at(me).push(Mark::Closed, cx);
+                    self.links_at(me).push(Mark::Closed, cx);
                 }
                 if !resolves.is_empty() {
-                    self.extra_at(me).push(Mark::ResolvedBy, me);
+                    self.links_at(me).push(Mark::ResolvedBy, me);
                 }
             }
             Event::Synthesis { .. } => {
@@ -59,7 +60,7 @@ impl Graph {
             Event::Tension { .. } => {
                 for &x in &t[..2] {
                     self.edge(me, Rel::Tension, x);
-                    self.extra_at(x).push(Mark::Tension, me);
+                    self.links_at(x).push(Mark::Tension, me);
                 }
             }
             Event::Reframe { .. } => {
@@ -68,13 +69,12 @@ impl Graph {
             }
             Event::Park { .. } => {
                 self.touch(t[0], me);
-                self.extra_at(t[0]).push(Mark::ParkedBy, me);
+                self.links_at(t[0]).push(Mark::ParkedBy, me);
             }
             Event::Resume { .. } => {
                 self.touch(t[0], me);
-                let n = self.extra_at(t[0]);
-                n.clear(Mark::ParkedBy);
-                n.resumed_by = Some(me);
+                self.links_at(t[0]).clear(Mark::ParkedBy);
+                self.extra_at(t[0]).resumed_by = Some(me);
             }
             Event::Claim { .. } => {
                 for &s in t {
@@ -86,20 +86,20 @@ impl Graph {
                 self.touch(fx, me);
                 self.edge(me, Rel::of(*relation), tx);
                 self.changed(fx);
-                push_tight(&mut self.nodes[fx as usize].edges, (Rel::of(*relation), tx));
+                self.nodes[fx as usize].links.push_edge(Rel::of(*relation), tx);
                 match relation {
                     Relation::Update | Relation::StateChange => self.supersede(tx, fx),
                     Relation::Expands | Relation::Qualifies => {}
                     Relation::Contradicts => {
                         // No winner: both sides are challenged by this relation.
                         self.changed(me);
-                        push_tight(&mut self.nodes[me as usize].edges, (Rel::Contradicts, fx));
-                        self.extra_at(fx).push(Mark::OpenChallenge, me);
-                        self.extra_at(tx).push(Mark::OpenChallenge, me);
+                        self.nodes[me as usize].links.push_edge(Rel::Contradicts, fx);
+                        self.links_at(fx).push(Mark::OpenChallenge, me);
+                        self.links_at(tx).push(Mark::OpenChallenge, me);
                     }
-                    Relation::Retracts => self.extra_at(tx).push(Mark::RetractedBy, me),
+                    Relation::Retracts => self.links_at(tx).push(Mark::RetractedBy, me),
                     Relation::SameAs => {
-                        let n = self.extra_at(fx);
+                        let n = self.links_at(fx);
                         n.push(Mark::DuplicateOf, tx);
                         n.push(Mark::DuplicateBy, me);
                     }
@@ -116,7 +116,7 @@ impl Graph {
                 if parent.is_some() {
                     let p = t[0];
                     self.edge(me, Rel::ChildOf, p);
-                    self.extra_at(p).push(Mark::FrameChild, me);
+                    self.links_at(p).push(Mark::FrameChild, me);
                 }
                 if branched_from.is_some() {
                     let b = t[branched];
@@ -147,7 +147,7 @@ impl Graph {
                 while let Some(f) = stack.pop() {
                     self.touch(f, me);
                     self.set_frame_state(f, FrameState::Invalidated, me);
-                    stack.extend(self.extra_at(f).all(Mark::FrameChild).rev());
+                    stack.extend(self.nodes[f as usize].links.all(Mark::FrameChild).rev());
                 }
             }
             Event::TaskUpdate { state, .. } => {
@@ -161,9 +161,9 @@ impl Graph {
                 let n = self.extra_at(t[0]);
                 n.judged = Some(*success);
                 n.judged_by = Some(me);
-                let usages: Vec<Ix> = self.extra_at(t[0]).all(Mark::Usage).collect();
+                let usages: Vec<Ix> = self.nodes[t[0] as usize].links.all(Mark::Usage).collect();
                 for u in usages {
-                    if let Some(item) = self.nodes[u as usize].x().first(Mark::UsageItem) {
+                    if let Some(item) = self.nodes[u as usize].links.first(Mark::UsageItem) {
                         self.count_outcome(item, *success);
                     }
                 }
@@ -180,7 +180,7 @@ impl Graph {
                 };
                 match self.content_ids.get(&cid) {
                     Some(&first) => {
-                        let n = self.extra_at(me);
+                        let n = self.links_at(me);
                         n.push(Mark::DuplicateOf, first);
                         n.push(Mark::DuplicateBy, me);
                         self.touch(first, me);
@@ -192,12 +192,12 @@ impl Graph {
                 }
             }
             Event::Usage { .. } => {
-                self.extra_at(me).push(Mark::UsageItem, t[1]);
+                self.links_at(me).push(Mark::UsageItem, t[1]);
                 self.edge(me, Rel::UsedIn, t[0]);
                 self.edge(me, Rel::Uses, t[1]);
-                self.extra_at(t[0]).push(Mark::Usage, me);
-                self.extra_at(t[1]).push(Mark::Usage, me);
-                if let Some(success) = self.extra_at(t[0]).judged {
+                self.links_at(t[0]).push(Mark::Usage, me);
+                self.links_at(t[1]).push(Mark::Usage, me);
+                if let Some(success) = self.nodes[t[0] as usize].x().judged {
                     self.count_outcome(t[1], success);
                 }
             }
@@ -241,7 +241,7 @@ impl Graph {
                 self.touch(t[0], me);
                 self.edge(me, Rel::of(*relation), t[1]);
                 self.changed(t[0]);
-                push_tight(&mut self.nodes[t[0] as usize].edges, (Rel::of(*relation), t[1]));
+                self.nodes[t[0] as usize].links.push_edge(Rel::of(*relation), t[1]);
                 vec![t[0], t[1]]
             }
             _ => {
@@ -250,12 +250,18 @@ impl Graph {
             }
         };
         for ix in conflict_on {
-            let n = self.extra_at(ix);
+            let n = self.links_at(ix);
             if ix != setter && !n.all(Mark::Conflict).any(|c| c == setter) {
                 n.push(Mark::Conflict, setter);
             }
             n.push(Mark::Conflict, me);
         }
+    }
+
+    /// The relations of the node at `ix`, to change (announced first).
+    pub(super) fn links_at(&mut self, ix: Ix) -> &mut Links {
+        self.changed(ix);
+        &mut self.nodes[ix as usize].links
     }
 
     pub(super) fn extra_at(&mut self, ix: Ix) -> &mut Extra {
@@ -267,14 +273,14 @@ impl Graph {
     fn touch(&mut self, target: Ix, by: Ix) {
         self.changed(target);
         let n = &mut self.nodes[target as usize];
-        if n.touched.last() != Some(&by) && target != by {
-            push_tight(&mut n.touched, by);
+        if n.links.touched().last() != Some(&by) && target != by {
+            n.links.push_touched(by);
         }
     }
 
     fn edge(&mut self, from: Ix, relation: Rel, to: Ix) {
         self.changed(from);
-        push_tight(&mut self.nodes[from as usize].edges, (relation, to));
+        self.nodes[from as usize].links.push_edge(relation, to);
         self.touch(to, from);
     }
 
@@ -285,7 +291,7 @@ impl Graph {
     }
 
     fn supersede(&mut self, target: Ix, by: Ix) {
-        let n = self.extra_at(target);
+        let n = self.links_at(target);
         if !n.has(Mark::SupersededBy) {
             n.push(Mark::SupersededBy, by);
         }
@@ -294,11 +300,11 @@ impl Graph {
     /// Close challenge `c` (answered by `by`): every node it challenged
     /// survived it.
     fn close_challenge(&mut self, c: Ix, by: Ix) {
-        self.extra_at(c).push(Mark::ResolvedBy, by);
+        self.links_at(c).push(Mark::ResolvedBy, by);
         let challenged: Vec<Ix> =
-            self.nodes[c as usize].edges.iter().filter(|(r, _)| matches!(r, Rel::Contradicts | Rel::Tension)).map(|&(_, t)| t).collect();
+            self.nodes[c as usize].links.edges().filter(|(r, _)| matches!(r, Rel::Contradicts | Rel::Tension)).map(|(_, t)| t).collect();
         for t in challenged {
-            let n = self.extra_at(t);
+            let n = self.links_at(t);
             let was_challenge = n.remove(Mark::OpenChallenge, c);
             let was_tension = n.remove(Mark::Tension, c);
             if was_challenge || was_tension {

@@ -37,6 +37,7 @@
 mod digest;
 mod effects;
 mod index;
+mod links;
 mod input;
 mod late;
 mod node;
@@ -416,7 +417,7 @@ impl Graph {
     pub fn latest_in_chain(&self, id: &EntryId) -> Option<EntryId> {
         let mut cur = self.index.get(&self.nodes, id)?;
         let mut steps = 0;
-        while let Some(next) = self.nodes[cur as usize].x().first(Mark::SupersededBy) {
+        while let Some(next) = self.nodes[cur as usize].links.first(Mark::SupersededBy) {
             cur = next;
             steps += 1;
             if steps > self.nodes.len() {

@@ -16,6 +16,7 @@
 //! touched by, edges, challenges), which the graph turns back into ids.
 
 use super::index::Ix;
+use super::links::Links;
 use super::Graph;
 use crate::event::{Event, MemoryKind, Relation, TaskState};
 use agora_core::{EntryId, LogPosition};
@@ -101,28 +102,6 @@ pub(super) enum Meta {
     Relate(Relation),
 }
 
-/// A node's short list (edges, touches, marks): a boxed slice, 16 bytes in
-/// the node where a `Vec` is 24, with no room for growth. Most nodes get one
-/// or two entries of 4 to 8 bytes; a million nodes with room for four would
-/// triple the graph's memory.
-pub(super) type List<T> = Box<[T]>;
-
-/// Append to a [`List`]: grown by one in place (the allocator's size classes
-/// hold several of these small entries, so most pushes do not move it).
-pub(super) fn push_tight<T>(list: &mut List<T>, item: T) {
-    let mut grown = std::mem::take(list).into_vec();
-    grown.reserve_exact(1);
-    grown.push(item);
-    *list = grown.into_boxed_slice();
-}
-
-/// Keep the entries of a [`List`] that `keep` holds for.
-pub(super) fn retain<T>(list: &mut List<T>, keep: impl FnMut(&T) -> bool) {
-    let mut kept = std::mem::take(list).into_vec();
-    kept.retain(keep);
-    *list = kept.into_boxed_slice();
-}
-
 /// The relation an outgoing edge is typed with: one byte in the node, its
 /// name ([`Rel::name`]) where it is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,6 +132,34 @@ pub(super) enum Rel {
 }
 
 impl Rel {
+    /// Every relation, in declaration order: a relation's place here is the
+    /// word [`Links`](super::links::Links) keeps it as.
+    pub(super) const ALL: [Rel; 23] = [
+        Rel::Supports,
+        Rel::Contradicts,
+        Rel::Refines,
+        Rel::Resolves,
+        Rel::Synthesizes,
+        Rel::Connects,
+        Rel::Tension,
+        Rel::Reframes,
+        Rel::DerivedFrom,
+        Rel::Update,
+        Rel::StateChange,
+        Rel::Expands,
+        Rel::Qualifies,
+        Rel::Retracts,
+        Rel::SameAs,
+        Rel::ChildOf,
+        Rel::BranchedFrom,
+        Rel::EvidenceFor,
+        Rel::Concludes,
+        Rel::Judges,
+        Rel::ExtractedFrom,
+        Rel::UsedIn,
+        Rel::Uses,
+    ];
+
     /// The relation's name, as the snapshot, exports and views write it.
     pub(super) fn name(self) -> &'static str {
         match self {
@@ -218,6 +225,26 @@ pub(super) enum Mark {
     Conflict,
 }
 
+impl Mark {
+    /// Every mark, in declaration order (see [`Rel::ALL`]).
+    pub(super) const ALL: [Mark; 14] = [
+        Mark::SupersededBy,
+        Mark::ResolvedBy,
+        Mark::RetractedBy,
+        Mark::ParkedBy,
+        Mark::DuplicateOf,
+        Mark::DuplicateBy,
+        Mark::OpenChallenge,
+        Mark::Survived,
+        Mark::Closed,
+        Mark::Tension,
+        Mark::FrameChild,
+        Mark::Usage,
+        Mark::UsageItem,
+        Mark::Conflict,
+    ];
+}
+
 impl Meta {
     pub(super) fn of(ev: &Event) -> Self {
         match ev {
@@ -232,13 +259,12 @@ impl Meta {
 
 /// Per-node state that most nodes never have, boxed so that a node stays
 /// small: replaying a million events touches every node's memory, and on this
-/// machine fresh memory is the dominant cost. Relations to other events are one
-/// list of marks rather than a field (and a list) per relation, each naming
-/// the other event by its node's position (4 bytes, not a 32-byte id).
+/// machine fresh memory is the dominant cost. The marks later events leave
+/// (a contradiction on its target, say) are not here but in the node's
+/// [`Links`], so that a node with a mark and no other rare state has no box.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct Extra {
     pub(super) invalid: Option<Box<str>>,
-    pub(super) marks: List<(Mark, Ix)>,
     /// A valid claim's expiry.
     pub(super) expires_at_ms: Option<u64>,
     pub(super) confirmed: bool,
@@ -257,33 +283,6 @@ pub(super) struct Extra {
     pub(super) judged_by: Option<Ix>,
     /// Made from a redacted payload's residue.
     pub(super) redacted: bool,
-}
-
-impl Extra {
-    pub(super) fn first(&self, mark: Mark) -> Option<Ix> {
-        self.marks.iter().find(|(m, _)| *m == mark).map(|(_, ix)| *ix)
-    }
-    pub(super) fn last(&self, mark: Mark) -> Option<Ix> {
-        self.marks.iter().rev().find(|(m, _)| *m == mark).map(|(_, ix)| *ix)
-    }
-    pub(super) fn all(&self, mark: Mark) -> impl DoubleEndedIterator<Item = Ix> + '_ {
-        self.marks.iter().filter(move |(m, _)| *m == mark).map(|(_, ix)| *ix)
-    }
-    pub(super) fn has(&self, mark: Mark) -> bool {
-        self.marks.iter().any(|(m, _)| *m == mark)
-    }
-    pub(super) fn push(&mut self, mark: Mark, ix: Ix) {
-        push_tight(&mut self.marks, (mark, ix));
-    }
-    /// Remove `(mark, ix)`; true if it was there.
-    pub(super) fn remove(&mut self, mark: Mark, ix: Ix) -> bool {
-        let before = self.marks.len();
-        retain(&mut self.marks, |(m, x)| !(*m == mark && *x == ix));
-        self.marks.len() < before
-    }
-    pub(super) fn clear(&mut self, mark: Mark) {
-        retain(&mut self.marks, |(m, _)| *m != mark);
-    }
 }
 
 static NO_EXTRA: std::sync::LazyLock<Extra> = std::sync::LazyLock::new(Extra::default);
@@ -316,12 +315,12 @@ pub struct Node {
     /// Its kind, one byte: an event kind's place in [`Event::KIND_NAMES`],
     /// or [`RAW`], [`REDACTED`], [`INVALID`] (read by [`Node::kind`]).
     kind: u8,
-    /// Every later event that touched this node, in log order, by position
-    /// (see [`Graph::touched_by`](super::Graph::touched_by)).
-    pub(super) touched: List<Ix>,
-    /// Outgoing typed edges: (relation, target's position), in the order they
-    /// were drawn (see [`Graph::edges`](super::Graph::edges)).
-    pub(super) edges: List<(Rel, Ix)>,
+    /// Every later event that touched this node, in log order (see
+    /// [`Graph::touched_by`](super::Graph::touched_by)); its outgoing typed
+    /// edges, in the order they were drawn (see
+    /// [`Graph::edges`](super::Graph::edges)); the marks later events left
+    /// on it. All by position.
+    pub(super) links: Links,
     pub(super) meta: Meta,
     pub(super) extra: Option<Box<Extra>>,
 }
@@ -334,12 +333,13 @@ pub(super) const REDACTED: u8 = RAW + 1;
 pub(super) const INVALID: u8 = RAW + 2;
 
 /// The node's size is what a million-node graph pays a million times (see
-/// the README's replay figures): kept at 96 bytes on 64-bit targets. Its
+/// the README's replay figures): kept at 80 bytes on 64-bit targets. Its
 /// text is not in it (the graph holds texts beside the nodes, or leaves them
-/// in the store: `text.rs`), its kind is a byte, and its author, kind and
-/// rule metadata share one 8-byte word.
+/// in the store: `text.rs`), its kind is a byte, its author, kind and rule
+/// metadata share one 8-byte word, and its three lists of other nodes are
+/// one boxed slice (`links.rs`).
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<Node>() <= 96);
+const _: () = assert!(std::mem::size_of::<Node>() <= 80);
 
 impl Node {
     pub(super) fn new(id: EntryId, pos: LogPosition, author: u32, kind: u8) -> Self {
@@ -349,8 +349,7 @@ impl Node {
             seq: pos.seq,
             author,
             kind,
-            touched: List::default(),
-            edges: List::default(),
+            links: Links::default(),
             meta: Meta::None,
             extra: None,
         }
@@ -394,20 +393,20 @@ impl Node {
     /// The node's status, by the rules in order: invalid, retracted, duplicate,
     /// superseded, parked, contested, resolved, active.
     pub fn status(&self) -> Status {
-        let x = self.x();
+        let (x, l) = (self.x(), &self.links);
         if x.invalid.is_some() {
             Status::Invalid
-        } else if x.has(Mark::RetractedBy) || x.frame_state == Some(FrameState::Invalidated) {
+        } else if l.has(Mark::RetractedBy) || x.frame_state == Some(FrameState::Invalidated) {
             Status::Retracted
-        } else if x.has(Mark::DuplicateOf) {
+        } else if l.has(Mark::DuplicateOf) {
             Status::Duplicate
-        } else if x.has(Mark::SupersededBy) {
+        } else if l.has(Mark::SupersededBy) {
             Status::Superseded
-        } else if x.has(Mark::ParkedBy) || x.frame_state == Some(FrameState::Suspended) || x.task_state == Some(TaskState::Abandoned) {
+        } else if l.has(Mark::ParkedBy) || x.frame_state == Some(FrameState::Suspended) || x.task_state == Some(TaskState::Abandoned) {
             Status::Parked
-        } else if x.has(Mark::OpenChallenge) || x.has(Mark::Conflict) {
+        } else if l.has(Mark::OpenChallenge) || l.has(Mark::Conflict) {
             Status::Contested
-        } else if x.has(Mark::ResolvedBy) || x.frame_state == Some(FrameState::Completed) || x.task_state == Some(TaskState::Done) {
+        } else if l.has(Mark::ResolvedBy) || x.frame_state == Some(FrameState::Completed) || x.task_state == Some(TaskState::Done) {
             Status::Resolved
         } else {
             Status::Active
@@ -418,7 +417,7 @@ impl Node {
     /// own) what it is, one at a time; `me` is this node's position (a
     /// refinement that resolves is resolved by itself, which is not a why).
     pub(super) fn for_each_why(&self, me: Ix, status: Status, mut f: impl FnMut(Ix)) {
-        let x = self.x();
+        let x = &self.links;
         let all = |mark: Mark, f: &mut dyn FnMut(Ix)| x.all(mark).for_each(f);
         match status {
             Status::Invalid | Status::Active => all(Mark::Survived, &mut f),
@@ -446,7 +445,7 @@ impl Node {
 
     /// Survived at least one challenge, and nothing is open against it.
     pub fn settled(&self) -> bool {
-        let x = self.x();
+        let x = &self.links;
         matches!(self.status(), Status::Active | Status::Resolved) && x.has(Mark::Survived) && !x.has(Mark::OpenChallenge) && !x.has(Mark::Conflict)
     }
 
@@ -483,12 +482,12 @@ impl Node {
     }
     /// Whether an open challenge or tension stands against it.
     pub fn disagreed(&self) -> bool {
-        self.x().has(Mark::OpenChallenge) || self.x().has(Mark::Tension)
+        self.links.has(Mark::OpenChallenge) || self.links.has(Mark::Tension)
     }
     /// For memory items: (successes, failures, uses) over judged trajectories.
     pub fn outcomes(&self) -> (u64, u64, usize) {
         let x = self.x();
-        (u64::from(x.successes), u64::from(x.failures), x.all(Mark::Usage).count())
+        (u64::from(x.successes), u64::from(x.failures), self.links.all(Mark::Usage).count())
     }
     /// For trajectories: the judgment (success?), if judged.
     pub fn judged(&self) -> Option<bool> {
@@ -514,17 +513,17 @@ impl Graph {
     }
 
     fn ids_marked(&self, n: &Node, mark: Mark) -> Vec<EntryId> {
-        n.x().all(mark).map(|ix| self.id_at(ix)).collect()
+        n.links.all(mark).map(|ix| self.id_at(ix)).collect()
     }
 
     /// Every event that touched `n`, in log order, starting with itself.
     pub fn touched_by(&self, n: &Node) -> Vec<EntryId> {
-        std::iter::once(n.id).chain(n.touched.iter().map(|&ix| self.id_at(ix))).collect()
+        std::iter::once(n.id).chain(n.links.touched().iter().map(|&ix| self.id_at(ix))).collect()
     }
 
     /// `n`'s outgoing typed edges: (relation name, target), in the order they were drawn.
     pub fn edges<'g>(&'g self, n: &'g Node) -> impl ExactSizeIterator<Item = (&'static str, EntryId)> + 'g {
-        n.edges.iter().map(|&(rel, to)| (rel.name(), self.id_at(to)))
+        n.links.edges().map(|(rel, to)| (rel.name(), self.id_at(to)))
     }
 
     /// The events that make `n`'s status what it is.
@@ -558,6 +557,6 @@ impl Graph {
 
     /// The event that superseded `n`, if any.
     pub fn superseded_by(&self, n: &Node) -> Option<EntryId> {
-        n.x().first(Mark::SupersededBy).map(|ix| self.id_at(ix))
+        n.links.first(Mark::SupersededBy).map(|ix| self.id_at(ix))
     }
 }

@@ -157,7 +157,7 @@ impl Graph {
                         expected: "a question, contradiction, tension or contradicts relation",
                     });
                 }
-                match self.at(t[0]).and_then(|n| n.x().last(Mark::ResolvedBy)) {
+                match self.at(t[0]).and_then(|n| n.links.last(Mark::ResolvedBy)) {
                     Some(by) => wrong_state(target, format!("already resolved by {}", self.nodes[by as usize].id)),
                     None => Ok(()),
                 }
@@ -173,14 +173,14 @@ impl Graph {
             }
             Event::Park { target, .. } => {
                 self.expect(name, t[0], target, CONTENT_KINDS, "a content node")?;
-                match self.at(t[0]).and_then(|n| n.x().last(Mark::ParkedBy)) {
+                match self.at(t[0]).and_then(|n| n.links.last(Mark::ParkedBy)) {
                     Some(_) => wrong_state(target, "already parked".into()),
                     None => Ok(()),
                 }
             }
             Event::Resume { target } => {
                 self.expect(name, t[0], target, CONTENT_KINDS, "a content node")?;
-                match self.at(t[0]).and_then(|n| n.x().last(Mark::ParkedBy)) {
+                match self.at(t[0]).and_then(|n| n.links.last(Mark::ParkedBy)) {
                     Some(_) => Ok(()),
                     None => wrong_state(target, "not parked".into()),
                 }
@@ -271,7 +271,7 @@ impl Graph {
     fn supersedes_transitively(&self, a: Ix, b: Ix) -> bool {
         let mut cur = b;
         let mut steps = 0usize;
-        while let Some(next) = self.at(cur).and_then(|n| n.x().first(Mark::SupersededBy)) {
+        while let Some(next) = self.at(cur).and_then(|n| n.links.first(Mark::SupersededBy)) {
             if next == a {
                 return true;
             }
@@ -296,10 +296,11 @@ impl Graph {
         if !matches!(err, RuleError::WrongState { .. } | RuleError::Cycle { .. }) {
             return None;
         }
-        let x = self.at(*t.first()?)?.x();
+        let target = self.at(*t.first()?)?;
+        let (x, marks) = (target.x(), &target.links);
         // Resolving or parking twice: refused if this author already did.
         let unless_own = |mark: Mark| {
-            (!x.all(mark).any(|ix| self.nodes[ix as usize].author == author)).then(|| x.all(mark).last()).flatten()
+            (!marks.all(mark).any(|ix| self.nodes[ix as usize].author == author)).then(|| marks.all(mark).last()).flatten()
         };
         let setter = match ev {
             Event::Resolve { .. } => unless_own(Mark::ResolvedBy),
@@ -313,7 +314,7 @@ impl Graph {
             Event::Judgment { .. } => x.judged_by,
             // `from` is already superseded, transitively, by `to`: the first
             // step of that chain was taken by its successor's author.
-            Event::Relate { .. } => x.first(Mark::SupersededBy),
+            Event::Relate { .. } => marks.first(Mark::SupersededBy),
             _ => None,
         }?;
         (self.nodes[setter as usize].author != author).then_some(setter)

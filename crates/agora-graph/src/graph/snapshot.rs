@@ -169,22 +169,16 @@ impl<'g> ById<'g> {
         let id_at = |ix: Ix| nodes[ix as usize].id.0[0];
         for &i in order {
             let n = &nodes[i as usize];
-            std::hint::black_box((n.id.0[0], n.extra.is_some(), n.edges.len(), n.touched.len()));
+            std::hint::black_box((n.id.0[0], n.extra.is_some(), n.links.touched().len()));
         }
         for &i in order {
             let n = &nodes[i as usize];
-            std::hint::black_box((n.touched.first().copied(), n.edges.first().map(|e| e.1), n.extra.as_deref().map(|x| x.marks.len())));
+            std::hint::black_box((n.links.touched().first().copied(), n.links.edges().next().map(|e| e.1), n.extra.as_deref().map(|x| x.frame_state)));
         }
         for &i in order {
             let n = &nodes[i as usize];
-            n.touched.iter().for_each(|&t| _ = std::hint::black_box(id_at(t)));
-            n.edges.iter().for_each(|e| _ = std::hint::black_box(id_at(e.1)));
-            std::hint::black_box(n.extra.as_deref().and_then(|x| x.marks.first()).map(|m| m.1));
-        }
-        for &i in order {
-            if let Some(x) = nodes[i as usize].extra.as_deref() {
-                x.marks.iter().for_each(|m| _ = std::hint::black_box(id_at(m.1)));
-            }
+            n.links.touched().iter().for_each(|&t| _ = std::hint::black_box(id_at(t)));
+            n.links.edges().for_each(|e| _ = std::hint::black_box(id_at(e.1)));
         }
     }
 
@@ -218,38 +212,40 @@ pub(super) fn write_snapshot_node(nodes: &[Node], ix: Ix, out: &mut Vec<u8>) {
     let n = &nodes[ix as usize];
     let id_of = |ix: Ix| nodes[ix as usize].id.0;
     out.extend_from_slice(n.id.as_bytes());
-    let Some(x) = n.extra.as_deref() else {
+    if n.extra.is_none() && !n.links.has_marks() {
         // Most nodes: nothing but the node itself and what touched it. Active
         // (no mark or state), not settled, every list but the first empty, no
         // frame or task state, no outcomes.
         debug_assert_eq!(n.status(), Status::Active);
         out.extend_from_slice(n.kind().as_bytes());
         out.extend_from_slice(&[0, Status::Active as u8, 0]);
-        out.extend_from_slice(&(1 + n.touched.len() as u32).to_be_bytes());
+        out.extend_from_slice(&(1 + n.links.touched().len() as u32).to_be_bytes());
         out.extend_from_slice(n.id.as_bytes());
-        for &t in &n.touched {
+        for &t in n.links.touched() {
             out.extend_from_slice(&id_of(t));
         }
         out.extend_from_slice(&[0; 16]);
-        for &(rel, to) in &n.edges {
+        for (rel, to) in n.links.edges() {
             out.extend_from_slice(rel.name().as_bytes());
             out.extend_from_slice(&id_of(to));
         }
         out.extend_from_slice(&[0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
         return;
-    };
-    let of = |mark: Mark| move |f: &mut dyn FnMut(Ix)| x.all(mark).for_each(f);
+    }
+    let x = n.x();
+    let marks = &n.links;
+    let of = |mark: Mark| move |f: &mut dyn FnMut(Ix)| marks.all(mark).for_each(f);
     out.extend_from_slice(n.kind().as_bytes());
     out.push(0);
     let status = n.status();
     out.push(status as u8);
     out.push(n.settled() as u8);
-    list(out, nodes, |f| std::iter::once(ix).chain(n.touched.iter().copied()).for_each(f));
+    list(out, nodes, |f| std::iter::once(ix).chain(n.links.touched().iter().copied()).for_each(f));
     list(out, nodes, |f| n.for_each_why(ix, status, f));
     list(out, nodes, of(Mark::OpenChallenge));
     list(out, nodes, of(Mark::Tension));
     list(out, nodes, of(Mark::FrameChild));
-    for &(rel, to) in &n.edges {
+    for (rel, to) in n.links.edges() {
         out.extend_from_slice(rel.name().as_bytes());
         out.extend_from_slice(&id_of(to));
     }
