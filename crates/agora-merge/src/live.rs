@@ -46,12 +46,17 @@ type IdMap<V> = agora_core::idmap::IdMap<EntryId, V>;
 /// One chain's open disputes: (target seq, target) -> (disputer, dispute entry).
 type OpenMarks = BTreeMap<(u64, EntryId), BTreeSet<(AgentId, EntryId)>>;
 
-/// Where a known entry is: its chain's slot and its seq.
+/// Where a known entry is: its chain's slot and its seq. Twelve bytes, not
+/// sixteen (packed to 4-byte alignment): the live view keeps one per entry
+/// it knows, densely (`live/entry_index.rs`).
 #[derive(Clone, Copy, Debug)]
+#[repr(C, packed(4))]
 struct Loc {
     chain: u32,
     seq: u64,
 }
+
+const _: () = assert!(std::mem::size_of::<Loc>() == 12);
 
 /// What evaluation needs of an entry that is not on its chain's view.
 #[derive(Clone, Copy, Debug)]
@@ -66,8 +71,9 @@ struct OffView {
 /// A merge event of a chain's author.
 #[derive(Clone, Debug)]
 struct LiveRecord {
-    entry: EntryId,
-    seq: u64,
+    /// Its entry's row in the entry index, which holds its id and seq
+    /// (4 bytes here instead of 40).
+    row: u32,
     event: Option<MergeEvent>,
     /// The status the chain analysis gives it (off view, a decode failure,
     /// a fork resolution's): what evaluation starts from. `None` stands for
@@ -85,10 +91,10 @@ struct LiveRecord {
 static APPLIED: MergeStatus = MergeStatus::Applied;
 
 impl LiveRecord {
-    fn new(entry: EntryId, seq: u64, event: Option<MergeEvent>, base: MergeStatus, on_view: bool) -> Self {
+    fn new(row: u32, event: Option<MergeEvent>, base: MergeStatus, on_view: bool) -> Self {
         let status = (base != MergeStatus::Applied).then(|| Box::new(base.clone()));
         let base = (base != MergeStatus::OffView).then(|| Box::new(base));
-        LiveRecord { entry, seq, event, base, status, on_view }
+        LiveRecord { row, event, base, status, on_view }
     }
     fn base(&self) -> MergeStatus {
         self.base.as_deref().cloned().unwrap_or(MergeStatus::OffView)
@@ -437,7 +443,7 @@ impl LiveMerge {
         };
         let r = chain.records.len();
         self.index.set_record(row, r as u32);
-        chain.records.push(LiveRecord::new(e.id(), e.seq(), event, base, true));
+        chain.records.push(LiveRecord::new(row, event, base, true));
         Some((slot, Some(r)))
     }
 
@@ -514,7 +520,7 @@ impl LiveMerge {
                 && let Some(marks) = self.open.get_mut(&loc.chain)
                 && let Some(by) = marks.get_mut(&(loc.seq, *target))
             {
-                by.remove(&(author, r.entry));
+                by.remove(&(author, self.index.id(r.row)));
                 if by.is_empty() {
                     marks.remove(&(loc.seq, *target));
                 }
@@ -577,7 +583,7 @@ impl LiveMerge {
                 && let Some(loc) = self.index.get(target)
             {
                 let t = loc.chain;
-                self.open.entry(t).or_default().entry((loc.seq, *target)).or_default().insert((signer, rec.entry));
+                self.open.entry(t).or_default().entry((loc.seq, *target)).or_default().insert((signer, self.index.id(rec.row)));
                 self.touch(t);
             }
         }
@@ -722,7 +728,7 @@ impl LiveMerge {
             return MergeStatus::Invalid(MergeRuleError::NotOwnDispute { dispute, author: d_author });
         }
         let chain = &mut self.chains[s as usize];
-        let withdraw = (chain.records[r].entry, chain.records[r].seq);
+        let withdraw = (self.index.id(chain.records[r].row), self.index.seq(chain.records[r].row));
         let dr = self.index.record_on(s, &dispute).filter(|&dr| matches!(chain.records[dr as usize].event, Some(MergeEvent::Dispute { .. })));
         let Some(dr) = dr.filter(|_| chain.on_view(&self.index, &dispute, loc.seq) && loc.seq < withdraw.1) else {
             return MergeStatus::Invalid(MergeRuleError::NotADispute(dispute));
@@ -791,7 +797,7 @@ fn extract(m: &Merge<'_>, c: usize, rows: &[u32], index: &mut entry_index::Entry
                 _ => r.status.clone(),
             };
             index.set_record(row, live.records.len() as u32);
-            live.records.push(LiveRecord::new(r.entry, r.seq, r.event.clone(), base, it.on_view()));
+            live.records.push(LiveRecord::new(row, r.event.clone(), base, it.on_view()));
         } else {
             // Derived again, an entry may have stopped being one (a residue
             // that is not a merge event).
@@ -831,7 +837,7 @@ impl LiveMerge {
         let c = &self.chains[s as usize];
         let parts = ChainParts { author: &c.author, len: c.len, view_len: c.view.len() as u64, head: c.head(&self.index), forks: &c.forks, fork_seqs: &c.fork_seqs, missing: &c.missing };
         let frontiers = self.frontiers_of(s);
-        chain_bytes(&parts, c.records.iter().map(|r| (r.entry, r.status())), frontiers.iter().map(|(b, f)| (*b, f.seq, f.head)).collect::<Vec<_>>().into_iter())
+        chain_bytes(&parts, c.records.iter().map(|r| (self.index.id(r.row), r.status())), frontiers.iter().map(|(b, f)| (*b, f.seq, f.head)).collect::<Vec<_>>().into_iter())
     }
 
     /// Signer `s`'s frontiers, ascending by accepted author.
@@ -842,7 +848,7 @@ impl LiveMerge {
             .filter_map(|(&t, &(seq, r))| {
                 let target = &self.chains[t as usize];
                 let head = target.view_id(&self.index, seq)?;
-                Some((target.author, Frontier { seq, head, accept: c.records[r as usize].entry }))
+                Some((target.author, Frontier { seq, head, accept: self.index.id(c.records[r as usize].row) }))
             })
             .collect()
     }
@@ -911,7 +917,14 @@ impl LiveMerge {
     /// chain without holding its live view, then completes the audit here.
     pub fn complete_audit(&self, audit: &mut crate::views::Audit) {
         let agent = &audit.agent;
-        let record = |c: &LiveChain, r: &LiveRecord| MergeRecord { entry: r.entry, signer: c.author, seq: r.seq, event: r.event.clone(), status: r.status().clone(), item: NONE };
+        let record = |c: &LiveChain, r: &LiveRecord| MergeRecord {
+            entry: self.index.id(r.row),
+            signer: c.author,
+            seq: self.index.seq(r.row),
+            event: r.event.clone(),
+            status: r.status().clone(),
+            item: NONE,
+        };
         let own = self.by_author.get(agent).map(|&s| &self.chains[s as usize]).filter(|c| c.len > 0);
         let mine = |kind: fn(&MergeEvent) -> bool| -> Vec<MergeRecord> {
             own.map_or_else(Vec::new, |c| c.records.iter().filter(|r| r.event.as_ref().is_some_and(kind)).map(|r| record(c, r)).collect())
@@ -939,13 +952,13 @@ impl LiveMerge {
         let t = *self.by_author.get(author)?;
         let &(seq, r) = self.chains[s as usize].reach.get(&t)?;
         let head = self.chains[t as usize].view_id(&self.index, seq)?;
-        Some(Frontier { seq, head, accept: self.chains[s as usize].records[r as usize].entry })
+        Some(Frontier { seq, head, accept: self.index.id(self.chains[s as usize].records[r as usize].row) })
     }
 
     /// Every merge event held with its status, in (signer, seq, id) order:
     /// (entry, signer, seq, status).
     pub fn statuses(&self) -> Vec<(EntryId, AgentId, u64, MergeStatus)> {
-        self.chains_in_order().flat_map(|c| c.records.iter().map(|r| (r.entry, c.author, r.seq, r.status().clone()))).collect()
+        self.chains_in_order().flat_map(|c| c.records.iter().map(|r| (self.index.id(r.row), c.author, self.index.seq(r.row), r.status().clone()))).collect()
     }
 
     /// Every author with a chain, ascending (the default n for a consensus).
@@ -1006,7 +1019,7 @@ impl LiveMerge {
                     c.records.iter().find(|r| r.applied() && matches!(&r.event, Some(MergeEvent::Dispute { target: t, .. }) if t == target))
                 });
                 match open {
-                    Some(r) => Err(MergeRuleError::AlreadyDisputed { target: *target, dispute: r.entry }),
+                    Some(r) => Err(MergeRuleError::AlreadyDisputed { target: *target, dispute: self.index.id(r.row) }),
                     None => Ok(()),
                 }
             }
@@ -1073,7 +1086,7 @@ impl LiveMerge {
             .iter()
             .filter_map(|r| match (&r.event, r.status()) {
                 (Some(MergeEvent::Dispute { target, reason, counter_claim }), MergeStatus::Applied) => {
-                    Some(DisputeMark { dispute: r.entry, by: c.author, target: *target, reason: reason.clone(), counter_claim: counter_claim.clone() })
+                    Some(DisputeMark { dispute: self.index.id(r.row), by: c.author, target: *target, reason: reason.clone(), counter_claim: counter_claim.clone() })
                 }
                 _ => None,
             })
@@ -1088,7 +1101,7 @@ impl LiveMerge {
         for c in self.chains_in_order() {
             for r in &c.records {
                 if let (Some(MergeEvent::Dispute { target, reason, counter_claim }), MergeStatus::Applied) = (&r.event, r.status()) {
-                    out.push(DisputeMark { dispute: r.entry, by: c.author, target: *target, reason: reason.clone(), counter_claim: counter_claim.clone() });
+                    out.push(DisputeMark { dispute: self.index.id(r.row), by: c.author, target: *target, reason: reason.clone(), counter_claim: counter_claim.clone() });
                 }
             }
         }

@@ -54,6 +54,11 @@ impl EntryIndex {
         self.ids[r as usize]
     }
 
+    /// The seq of the entry in row `r`.
+    pub(super) fn seq(&self, r: u32) -> u64 {
+        self.locs[r as usize].seq
+    }
+
     /// Record where `id` is, replacing what was recorded for it; its row
     /// (a row never changes once given).
     pub(super) fn insert(&mut self, id: EntryId, loc: Loc) -> u32 {
