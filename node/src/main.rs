@@ -23,6 +23,7 @@
 
 mod daemon;
 mod metrics;
+mod scratch_arena;
 mod sim_cmd;
 
 use agora_commands::cli::{self, ChainCommand, Command, NodeCommand};
@@ -48,6 +49,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 static MALLOC_CONF: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
 
 fn main() -> ExitCode {
+    scratch_arena::install();
     let args = cli::parse();
     let json = args.json;
     // The simulator needs no home: it runs its own simulated nodes.

@@ -177,16 +177,21 @@ impl LiveView<'_> {
         let LiveState { merge, roster, referrers, .. } = self.state();
         referrers.cover(store, roster, merge, &merge.forked_authors())?;
         let mut forked: Vec<MergeEntry> = Vec::new();
-        let map = merge.disagreements(
-            agents,
-            |id, author, seq| -> anyhow::Result<agora_core::Payload> { Ok(agora_view::load_payload(store, author, seq, id)?) },
-            |author| {
-                let input = agora_view::load_chain_merge_input(store, roster, author)?;
-                forked.extend(input.0.iter().cloned());
-                Ok(input)
-            },
-            |ids| Ok(referrers.referrers(ids)),
-        )?;
+        // The map and what it reads are the answer's, freed with it: scratch
+        // memory (`agora_view::scratch`). The index of references above is
+        // kept, so it is extended outside.
+        let map = agora_view::scratch::run(|| {
+            merge.disagreements(
+                agents,
+                |id, author, seq| -> anyhow::Result<agora_core::Payload> { Ok(agora_view::load_payload(store, author, seq, id)?) },
+                |author| {
+                    let input = agora_view::load_chain_merge_input(store, roster, author)?;
+                    forked.extend(input.0.iter().cloned());
+                    Ok(input)
+                },
+                |ids| Ok(referrers.referrers(ids)),
+            )
+        })?;
         Ok((map, forked))
     }
 
@@ -200,7 +205,7 @@ impl LiveView<'_> {
         if state.merged.is_none() {
             let (merge, roster) = (&state.merge, &state.roster);
             let plan = with_texts(LiveMergedGraph::plan(merge), texts, MergedGraphPlan::texts_from);
-            state.merged = Some(plan.build(|author, seqs| agora_view::load_chain_range(store, roster, author, seqs))?);
+            state.merged = Some(plan.build(|author, seqs| agora_view::scratch::run(|| agora_view::load_chain_range(store, roster, author, seqs)))?);
         }
         match &mut state.merged {
             Some(graph) => Ok(graph),
@@ -227,7 +232,7 @@ impl LiveView<'_> {
                 let (merge, roster) = (&state.merge, &state.roster);
                 let started = Instant::now();
                 let plan = with_texts(LivePerspective::plan(merge, agent), texts, PerspectivePlan::texts_from);
-                let p = plan.build(|author, seqs| agora_view::load_chain_range(store, roster, author, seqs))?;
+                let p = plan.build(|author, seqs| agora_view::scratch::run(|| agora_view::load_chain_range(store, roster, author, seqs)))?;
                 builds.observe(started.elapsed().as_secs_f64());
                 state.keep_perspective(p);
             }
@@ -300,7 +305,7 @@ impl MergeCache {
             store,
             |state| state.merged.is_some(),
             |state| self.merged_graph_plan(&state.merge),
-            |plan, roster| plan.build(|author, seqs| agora_view::load_chain_range(store, roster, author, seqs)),
+            |plan, roster| plan.build(|author, seqs| agora_view::scratch::run(|| agora_view::load_chain_range(store, roster, author, seqs))),
             || {},
             |state, mut built| {
                 let (merge, roster) = (&state.merge, &state.roster);
@@ -337,7 +342,7 @@ impl MergeCache {
             |state| self.perspective_plan(&state.merge, agent),
             |plan, roster| {
                 let started = Instant::now();
-                let built = plan.build(|author, seqs| agora_view::load_chain_range(store, roster, author, seqs));
+                let built = plan.build(|author, seqs| agora_view::scratch::run(|| agora_view::load_chain_range(store, roster, author, seqs)));
                 self.perspective_build_seconds.observe(started.elapsed().as_secs_f64());
                 built
             },

@@ -346,32 +346,36 @@ pub fn disputes(s: &Session, agents: &[String], as_of: Option<&str>, summary: bo
             .collect();
         json!({ "disputed": disputed, "forks": forks })
     };
-    s.print_lazy(value, || {
-        let mut out = Vec::new();
-        for d in &map.disputed {
-            out.push(format!("{} by {} seq {} [{}] {}", d.target.short(), d.author.short(), d.seq, d.kind, d.text));
-            out.push(format!("  led to by {} earlier event(s); accepted by {}", d.ancestors.len(), d.accepted_by.iter().map(|a| a.short()).collect::<Vec<_>>().join(", ")));
-            for x in &d.disputes {
-                let counter = x.counter_claim.as_deref().map_or(String::new(), |c| format!(" (counter-claim: {c})"));
-                out.push(format!("  disputed by {}: {}{counter}", x.by.short(), x.reason));
+    // The answer (about 140 MB of JSON at a million entries) is freed once
+    // printed: scratch memory (`agora_view::scratch`).
+    agora_view::scratch::run(|| {
+        s.print_lazy(value, || {
+            let mut out = Vec::new();
+            for d in &map.disputed {
+                out.push(format!("{} by {} seq {} [{}] {}", d.target.short(), d.author.short(), d.seq, d.kind, d.text));
+                out.push(format!("  led to by {} earlier event(s); accepted by {}", d.ancestors.len(), d.accepted_by.iter().map(|a| a.short()).collect::<Vec<_>>().join(", ")));
+                for x in &d.disputes {
+                    let counter = x.counter_claim.as_deref().map_or(String::new(), |c| format!(" (counter-claim: {c})"));
+                    out.push(format!("  disputed by {}: {}{counter}", x.by.short(), x.reason));
+                }
             }
-        }
-        for f in &map.forks {
-            out.push(format!("fork of {} at seq {}:", f.author.short(), f.fork.seq));
-            for b in &f.branches {
-                let kept = if b.kept { " (kept)" } else { "" };
-                out.push(format!(
-                    "  branch {}{kept}: accepted by [{}], built on by [{}]",
-                    b.first.short(),
-                    b.accepted_by.iter().map(|a| a.short()).collect::<Vec<_>>().join(", "),
-                    b.built_on_by.iter().map(|a| a.short()).collect::<Vec<_>>().join(", ")
-                ));
+            for f in &map.forks {
+                out.push(format!("fork of {} at seq {}:", f.author.short(), f.fork.seq));
+                for b in &f.branches {
+                    let kept = if b.kept { " (kept)" } else { "" };
+                    out.push(format!(
+                        "  branch {}{kept}: accepted by [{}], built on by [{}]",
+                        b.first.short(),
+                        b.accepted_by.iter().map(|a| a.short()).collect::<Vec<_>>().join(", "),
+                        b.built_on_by.iter().map(|a| a.short()).collect::<Vec<_>>().join(", ")
+                    ));
+                }
             }
-        }
-        if out.is_empty() {
-            out.push("no disputes and no forks".into());
-        }
-        out.join("\n")
+            if out.is_empty() {
+                out.push("no disputes and no forks".into());
+            }
+            out.join("\n")
+        })
     })?;
     Ok(ExitCode::SUCCESS)
 }
