@@ -601,6 +601,7 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
         }
         None => None,
     };
+    memory_at("the perspective replayed after the accept", &node)?;
     // Audits of whole chains (10,000 entries each in the swarm): the chain
     // read and checked again, the merge events about it from the live view.
     let mut audit = Vec::new();
@@ -608,6 +609,7 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
         timed(&["propose", &format!("audit round {i}")])?;
         audit.push(timed(&["audit", author])?);
     }
+    memory_at("the audits read", &node)?;
     // The disagreement map (every open dispute with the reasoning that led
     // to it, every fork with who accepts and builds on each side): the
     // first ask indexes the references into forked chains (one pass over
@@ -627,6 +629,7 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
         disputes_summary.push(timed(&["disputes", "--summary"])?);
     }
     let summary_bytes = serde_json::to_vec(&agora_json(agora, &home.path, &["disputes", "--summary"])?)?.len();
+    memory_at("the disagreement maps read", &node)?;
     // The start-up floor of each program: the command line that forwards,
     // and the full program it hands local commands to.
     let full = agora.with_file_name("agora-node");
