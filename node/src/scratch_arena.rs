@@ -1,19 +1,19 @@
-//! Scratch memory for loads (`agora_view::scratch`), as a jemalloc arena of
-//! its own: while a view's input is loaded, the loading thread allocates
-//! from that arena, so once the input is dropped every page it used is free
-//! and goes back to the system, instead of staying pinned by the view's own
-//! small allocations made in between.
+//! Scratch memory for large answers (`agora_view::scratch`), as a jemalloc
+//! arena of its own: while such an answer is built, the thread allocates
+//! from that arena, so once the answer is dropped every page it used is
+//! free and goes back to the system, instead of staying pinned by the
+//! views' own small allocations made meanwhile.
 //!
 //! Objects move between the arenas only through the thread's cache of
 //! freed objects (a few hundred per size class), which jemalloc does not
 //! flush on a change of arena: a bound of well under a megabyte placed in
-//! the wrong arena, against the hundreds of megabytes a load allocates.
+//! the wrong arena, against the hundreds of megabytes an answer allocates.
 
 use std::sync::OnceLock;
 use tikv_jemalloc_ctl::raw;
 
 /// The scratch arena's index, created on first use (`None`: jemalloc
-/// refused, and loads allocate as everything else does).
+/// refused, and scratch work allocates as everything else does).
 static ARENA: OnceLock<Option<u32>> = OnceLock::new();
 
 /// Send the calling thread's allocations to the scratch arena; the arena it
@@ -48,16 +48,16 @@ mod tests {
         unsafe { raw::read::<u32>(b"thread.arena\0") }.expect("reading the thread's arena")
     }
 
-    /// Inside a load the thread allocates from the scratch arena, and from
-    /// its own again after it.
+    /// Inside scratch work the thread allocates from the scratch arena, and
+    /// from its own again after it.
     #[test]
-    fn a_load_allocates_from_an_arena_of_its_own() {
+    fn scratch_work_allocates_from_an_arena_of_its_own() {
         install();
         let before = arena();
         let (inside, held) = agora_view::scratch::run(|| (arena(), vec![7u8; 1 << 20]));
         assert_ne!(inside, before);
         assert_eq!(arena(), before);
-        assert_eq!(held.len(), 1 << 20, "what a load returns outlives it");
+        assert_eq!(held.len(), 1 << 20, "what the work returns outlives it");
         assert_eq!(agora_view::scratch::run(arena), inside, "one scratch arena, reused");
     }
 }

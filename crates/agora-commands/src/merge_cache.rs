@@ -205,7 +205,7 @@ impl LiveView<'_> {
         if state.merged.is_none() {
             let (merge, roster) = (&state.merge, &state.roster);
             let plan = with_texts(LiveMergedGraph::plan(merge), texts, MergedGraphPlan::texts_from);
-            state.merged = Some(plan.build(|author, seqs| agora_view::scratch::run(|| agora_view::load_chain_range(store, roster, author, seqs)))?);
+            state.merged = Some(plan.build(|author, seqs| agora_view::load_chain_range(store, roster, author, seqs))?);
         }
         match &mut state.merged {
             Some(graph) => Ok(graph),
@@ -232,7 +232,7 @@ impl LiveView<'_> {
                 let (merge, roster) = (&state.merge, &state.roster);
                 let started = Instant::now();
                 let plan = with_texts(LivePerspective::plan(merge, agent), texts, PerspectivePlan::texts_from);
-                let p = plan.build(|author, seqs| agora_view::scratch::run(|| agora_view::load_chain_range(store, roster, author, seqs)))?;
+                let p = plan.build(|author, seqs| agora_view::load_chain_range(store, roster, author, seqs))?;
                 builds.observe(started.elapsed().as_secs_f64());
                 state.keep_perspective(p);
             }
@@ -305,7 +305,7 @@ impl MergeCache {
             store,
             |state| state.merged.is_some(),
             |state| self.merged_graph_plan(&state.merge),
-            |plan, roster| plan.build(|author, seqs| agora_view::scratch::run(|| agora_view::load_chain_range(store, roster, author, seqs))),
+            |plan, roster| plan.build(|author, seqs| agora_view::load_chain_range(store, roster, author, seqs)),
             || {},
             |state, mut built| {
                 let (merge, roster) = (&state.merge, &state.roster);
@@ -342,7 +342,7 @@ impl MergeCache {
             |state| self.perspective_plan(&state.merge, agent),
             |plan, roster| {
                 let started = Instant::now();
-                let built = plan.build(|author, seqs| agora_view::scratch::run(|| agora_view::load_chain_range(store, roster, author, seqs)));
+                let built = plan.build(|author, seqs| agora_view::load_chain_range(store, roster, author, seqs));
                 self.perspective_build_seconds.observe(started.elapsed().as_secs_f64());
                 built
             },

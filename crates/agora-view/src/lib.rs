@@ -86,14 +86,10 @@ pub fn load_graph_journaled(store: &Store, founder: AgentId, records: usize) -> 
 /// [`load_graph_journaled`] onto `graph`, which must be empty: one that
 /// reads its texts from the store ([`StoreTexts`]) rather than holding them.
 pub fn load_graph_onto(graph: Graph, store: &Store, founder: AgentId, records: usize) -> Result<Graph, StoreError> {
-    // Freed once the graph is built: scratch memory (see `scratch`).
-    let items = scratch::run(|| {
-        let mut items: Vec<(EntryId, LogPosition, Payload)> = Vec::new();
-        for_each_counted(store, founder, |signed, payload| {
-            items.push((signed.id(), signed.header().log_position(), payload));
-            Ok(())
-        })
-        .map(|()| items)
+    let mut items: Vec<(EntryId, LogPosition, Payload)> = Vec::new();
+    for_each_counted(store, founder, |signed, payload| {
+        items.push((signed.id(), signed.header().log_position(), payload));
+        Ok(())
     })?;
     let borrowed: Vec<_> = items.iter().map(|(id, pos, p)| (*id, *pos, p.as_content())).collect();
     Ok(graph.replayed_contents(&borrowed, records))
@@ -129,14 +125,7 @@ impl agora_graph::TextSource for StoreTexts {
 /// Everything the merge layer reads for the workspace founded by `founder`:
 /// every stored entry that counts (see [`load_graph`]) with what is known of
 /// its payload, and the stored fork proofs of positions that count.
-///
-/// What it returns is loaded into scratch memory (see [`scratch`]): the
-/// merge layer reads it to build a view and copies what it keeps.
 pub fn load_merge_input(store: &Store, founder: AgentId) -> Result<(Vec<MergeEntry>, Vec<ForkProof>), StoreError> {
-    scratch::run(|| load_merge_input_here(store, founder))
-}
-
-fn load_merge_input_here(store: &Store, founder: AgentId) -> Result<(Vec<MergeEntry>, Vec<ForkProof>), StoreError> {
     let mut entries = Vec::new();
     for_each_counted(store, founder, |signed, payload| {
         // The store verified the payload against its hash when it stored it;
@@ -153,12 +142,7 @@ fn load_merge_input_here(store: &Store, founder: AgentId) -> Result<(Vec<MergeEn
 /// count, with what is known of their payloads, and the fork proofs of its
 /// chain at positions that count. A live merged view (`agora_merge::LiveMerge`)
 /// asks for this when a chain must be derived again.
-/// Loaded into scratch memory, as [`load_merge_input`] is.
 pub fn load_chain_merge_input(store: &Store, roster: &Roster, author: &AgentId) -> Result<(Vec<MergeEntry>, Vec<ForkProof>), StoreError> {
-    scratch::run(|| load_chain_merge_input_here(store, roster, author))
-}
-
-fn load_chain_merge_input_here(store: &Store, roster: &Roster, author: &AgentId) -> Result<(Vec<MergeEntry>, Vec<ForkProof>), StoreError> {
     let mut entries = Vec::new();
     store.for_each_entry(Some(author), |e| {
         let h = e.signed.header();
