@@ -57,7 +57,7 @@ impl Links {
     }
 
     /// Marks, in the order they were left.
-    fn marks(&self) -> impl DoubleEndedIterator<Item = (Mark, Ix)> + ExactSizeIterator + '_ {
+    pub(super) fn marks(&self) -> impl DoubleEndedIterator<Item = (Mark, Ix)> + ExactSizeIterator + '_ {
         self.mark_words().chunks_exact(2).map(|p| (Mark::ALL[p[0] as usize], p[1]))
     }
 

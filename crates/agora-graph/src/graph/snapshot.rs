@@ -158,8 +158,8 @@ impl<'g> ById<'g> {
 
     /// Load, before reading the nodes at `range` (in id order), the memory
     /// their snapshot is written from: each node, then what it points to
-    /// (touched-by list, edges, extra state, its marks), then the ids of the
-    /// nodes those name. In id order consecutive nodes sit anywhere in
+    /// (its links: touched-by list, edges and marks; its extra state), then
+    /// the ids of the nodes those name. In id order consecutive nodes sit anywhere in
     /// memory, and reading them one at a time waits for each miss in turn;
     /// these loads do not depend on each other, so the processor overlaps
     /// them (as [`Graph::replay`] does for its lookups). Pure reads.
@@ -179,6 +179,7 @@ impl<'g> ById<'g> {
             let n = &nodes[i as usize];
             n.links.touched().iter().for_each(|&t| _ = std::hint::black_box(id_at(t)));
             n.links.edges().for_each(|e| _ = std::hint::black_box(id_at(e.1)));
+            n.links.marks().for_each(|m| _ = std::hint::black_box(id_at(m.1)));
         }
     }
 
