@@ -48,6 +48,11 @@ fn the_pricing_debate_between_three_agents_with_a_dispute_and_a_synthesis() {
     assert_eq!(hash.len(), 64);
     for n in [&na, &nb, &nc] {
         assert!(n.holds(&d1) && n.holds(&syn) && n.holds(&s1));
+        // A merge event is held but is no node of the reasoning graph
+        // (protocol-spec/merge.md), and `status` says so.
+        let out = agora(&n.home, &["status", &d1]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains("is a merge event (dispute)"), "{err}");
         // The disagreement map: the refinement, disputed by B with a counter-claim,
         // with the reasoning that led to it.
         let map = json(&n.home, &["disputes"]);

@@ -184,7 +184,7 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
                         let missing: Vec<String> = p.missing.iter().map(|m| m.to_string()).collect();
                         (json!({ "id": id.to_string(), "status": "pending", "missing": missing }), format!("{id}: pending, waiting for {}", missing.join(", ")))
                     }
-                    None => return Err(NoSuchEvent(id).into()),
+                    None => return Err(not_in_graph(store, id)),
                 },
             }
         }
@@ -402,6 +402,22 @@ fn refs_text(g: &Graph, ids: &[EntryId], label: &str) -> Result<String> {
             None => Ok(format!("{label} {}\n", id.short())),
         })
         .collect()
+}
+
+/// Why `id` has no node: [`NoSuchEvent`], said more precisely for a merge
+/// event, which the store holds but the reasoning graph never makes a node
+/// of (`protocol-spec/merge.md`).
+fn not_in_graph(store: &Store, id: EntryId) -> anyhow::Error {
+    let merge_kind = store.get(&id).ok().flatten().and_then(|e| {
+        let content = e.payload.content();
+        content.is_merge_event().then(|| content.meaning().and_then(|p| agora_merge::MergeEvent::decode(p).ok()).map_or("merge event", |m| m.kind_name()).to_string())
+    });
+    match merge_kind {
+        Some(kind) => anyhow::Error::new(NoSuchEvent(id)).context(format!(
+            "{id} is a merge event ({kind}), which is no node of the reasoning graph: `agora consensus`, `agora disputes` and `agora audit` show what it did"
+        )),
+        None => NoSuchEvent(id).into(),
+    }
 }
 
 fn status_json(g: &Graph, n: &Node) -> Result<Value> {

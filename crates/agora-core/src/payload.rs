@@ -15,6 +15,12 @@
 //! - **missing**: never received. Its meaning is unknown, so whatever depends
 //!   on it waits (pending) until a peer supplies it.
 
+/// First bytes of every merge-event payload (`protocol-spec/merge.md`).
+/// Declared here, below both the merge layer that owns the format and the
+/// reasoning graph, because the graph must tell these payloads apart too:
+/// merge events are never nodes of the reasoning graph.
+pub const MERGE_MAGIC: &[u8; 4] = b"agmg";
+
 /// A payload as a view reads it (borrowed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Content<'a> {
@@ -69,6 +75,12 @@ impl<'a> Content<'a> {
     /// Never received (not redacted here): pending.
     pub fn is_missing(&self) -> bool {
         matches!(self, Content::Missing)
+    }
+
+    /// A merge event, held or redacted with its residue (the residue keeps
+    /// the magic): what the reasoning graph leaves out.
+    pub fn is_merge_event(&self) -> bool {
+        self.meaning().is_some_and(|p| p.starts_with(MERGE_MAGIC))
     }
 
     /// Own it.

@@ -17,8 +17,9 @@ use agora_core::canonical::{FrameError, Framing};
 use agora_core::{AgentId, EntryId};
 use serde::{Deserialize, Serialize};
 
-/// First bytes of every merge-event payload.
-pub const MERGE_MAGIC: &[u8; 4] = b"agmg";
+/// First bytes of every merge-event payload (declared in `agora_core`, where
+/// the reasoning graph reads it too).
+pub use agora_core::payload::MERGE_MAGIC;
 /// The only merge-event format version this implementation reads and writes.
 pub const MERGE_VERSION: u8 = 1;
 /// Longest text field (a dispute's reason or counter-claim), in bytes.

@@ -44,8 +44,11 @@ impl LogEvent {
     /// What the graph makes of an entry, from what the node knows of its
     /// payload: the event itself (held), its meaning without text (redacted
     /// with a residue), a node of unknown meaning (a redaction that kept no
-    /// residue), or nothing yet (`None`: never received; events that refer to
-    /// it wait, pending, until it arrives).
+    /// residue), or nothing (`None`): not yet for a payload never received,
+    /// whose arrival makes it an event; never for a merge event
+    /// (`protocol-spec/merge.md`: merge payloads never become nodes of the
+    /// reasoning graph). Events that refer to an entry with no node wait,
+    /// pending, as they would for an unknown id.
     pub fn from_content(id: EntryId, pos: LogPosition, content: agora_core::Content<'_>) -> Option<Self> {
         let redacted = matches!(content, agora_core::Content::Redacted(Some(_)));
         Body::of_content(content).map(|body| Self { id, pos, body, redacted })
@@ -70,13 +73,61 @@ impl Body {
         }
     }
 
+    /// Whether [`Body::of_content`] gives `Some` for this content, without
+    /// decoding it.
+    pub(crate) fn is_event_content(content: agora_core::Content<'_>) -> bool {
+        !content.is_missing() && !content.is_merge_event()
+    }
+
     /// What an entry's payload is as a node knows it (see
-    /// [`LogEvent::from_content`]); `None` for a payload not received.
+    /// [`LogEvent::from_content`]); `None` for a payload not received and
+    /// for a merge event.
     pub(crate) fn of_content(content: agora_core::Content<'_>) -> Option<Self> {
+        if !Self::is_event_content(content) {
+            return None;
+        }
         match content {
             agora_core::Content::Held(p) | agora_core::Content::Redacted(Some(p)) => Some(Self::of_payload(Some(p))),
             agora_core::Content::Redacted(None) => Some(Self::of_payload(None)),
             agora_core::Content::Missing => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::Graph;
+    use agora_core::{AgentId, Content};
+
+    fn pos(seq: u64) -> LogPosition {
+        LogPosition { timestamp_ms: 1_000 + seq, author: AgentId([7; 32]), seq }
+    }
+
+    /// `protocol-spec/merge.md`: merge payloads never become nodes of the
+    /// reasoning graph, held or redacted to their residue; a reasoning event
+    /// that names one waits as it would for an id never seen. A raw note is
+    /// still a node.
+    #[test]
+    fn a_merge_event_is_no_node() {
+        // Any bytes after the magic: the graph does not decode merge events.
+        let merge = b"agmg\x01\x02\x05\x05";
+        for content in [Content::Held(merge), Content::Redacted(Some(merge))] {
+            assert!(LogEvent::from_content(EntryId([1; 32]), pos(1), content).is_none());
+            assert!(!Body::is_event_content(content));
+        }
+        let raw = LogEvent::from_content(EntryId([1; 32]), pos(1), Content::Held(b"a note")).expect("a raw note is an event");
+        assert_eq!(raw.body, Body::Raw);
+
+        let support = Event::Support { target: EntryId([1; 32]), text: "agreed".into() }.encode();
+        let items = [
+            (EntryId([1; 32]), pos(1), Content::Held(&merge[..])),
+            (EntryId([2; 32]), pos(2), Content::Held(&support[..])),
+        ];
+        let g = Graph::replay_contents(&items);
+        assert_eq!(g.len(), 0);
+        assert!(g.node(&EntryId([1; 32])).is_none());
+        assert_eq!(g.pending().len(), 1);
+        assert_eq!(g.pending()[0].missing, vec![EntryId([1; 32])]);
     }
 }

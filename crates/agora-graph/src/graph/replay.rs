@@ -92,7 +92,9 @@ impl Graph {
     /// empty: one made [`Graph::with_texts_from`] a store, say.
     pub fn replayed_contents(mut self, items: &[(EntryId, LogPosition, agora_core::Content<'_>)], records: usize) -> Self {
         assert!(self.nodes.is_empty() && self.pending_count == 0, "a replay starts from an empty graph");
-        let mut order: Vec<u32> = (0..items.len() as u32).filter(|&i| !items[i as usize].2.is_missing()).collect();
+        // Only entries that become events: the graph reserves room for
+        // exactly these (a swarm's merge events are a quarter of its entries).
+        let mut order: Vec<u32> = (0..items.len() as u32).filter(|&i| Body::is_event_content(items[i as usize].2)).collect();
         order.sort_unstable_by_key(|&i| {
             let (id, pos, _) = &items[i as usize];
             (*pos, *id)
