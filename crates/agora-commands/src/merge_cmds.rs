@@ -11,8 +11,10 @@ use crate::cli::MergeCommand;
 use crate::own_chain::append_own;
 use crate::session::Session;
 use agora_core::AgentId;
-use agora_merge::{Merge, MergeEvent, MergeRecord};
+use agora_merge::{DisputeMark, DisputedEventView, Merge, MergeEvent, MergeRecord};
 use anyhow::{bail, Context, Result};
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
 use serde_json::{json, Value};
 use std::process::ExitCode;
 
@@ -280,21 +282,10 @@ pub fn disputes(s: &Session, agents: &[String], as_of: Option<&str>, summary: bo
             (map, entries)
         }
     };
-    // Built only for JSON: at a million entries the map is about 140 MB of it.
+    // Built only for JSON: at a million entries the map is about 140 MB of
+    // it, so the disputed events (all but a few kilobytes of it) are
+    // written straight from the map (`DisputedJson`), not built as a tree.
     let value = || {
-        let disputed: Vec<Value> = map
-            .disputed
-            .iter()
-            .map(|d| {
-                json!({
-                    "target": d.target.to_string(), "author": d.author.to_string(), "seq": d.seq, "on_view": d.on_view,
-                    "kind": d.kind, "text": d.text,
-                    "ancestors": d.ancestors.iter().map(ToString::to_string).collect::<Vec<_>>(), "ancestors_truncated": d.ancestors_truncated,
-                    "accepted_by": if summary { Vec::new() } else { ids(&d.accepted_by) }, "accepted_by_count": d.accepted_by.len(),
-                    "disputes": d.disputes.iter().map(|x| json!({ "dispute": x.dispute.to_string(), "by": x.by.to_string(), "reason": x.reason, "counter_claim": x.counter_claim })).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
         // Each branch's entries, walked back from its tips by backlink to the
         // fork seq, so that a reader (the live page) places every entry on its
         // branch, not only the first and the tips.
@@ -344,7 +335,7 @@ pub fn disputes(s: &Session, agents: &[String], as_of: Option<&str>, summary: bo
                 })
             })
             .collect();
-        json!({ "disputed": disputed, "forks": forks })
+        DisputesJson { disputed: &map.disputed, summary, forks }
     };
     // The answer (about 140 MB of JSON at a million entries) is freed once
     // printed: scratch memory (`agora_view::scratch`).
@@ -378,6 +369,86 @@ pub fn disputes(s: &Session, agents: &[String], as_of: Option<&str>, summary: bo
         })
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The JSON answer of `disputes`: `{"disputed": [...], "forks": [...]}`.
+struct DisputesJson<'a> {
+    disputed: &'a [DisputedEventView],
+    /// Acceptors counted, not listed.
+    summary: bool,
+    forks: Vec<Value>,
+}
+
+/// One disputed event of [`DisputesJson`], its keys in the order a
+/// [`Value`] map prints them (sorted).
+struct DisputedJson<'a> {
+    d: &'a DisputedEventView,
+    summary: bool,
+}
+
+/// Written as its `Display` form (ids, keys): no `String` made for it.
+struct Shown<'a, T>(&'a T);
+
+/// A list written as its items' `Display` forms.
+struct ShownList<'a, T>(&'a [T]);
+
+impl<T: std::fmt::Display> Serialize for Shown<'_, T> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self.0)
+    }
+}
+
+impl<T: std::fmt::Display> Serialize for ShownList<'_, T> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(Shown))
+    }
+}
+
+impl Serialize for DisputesJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("disputed", &DisputedListJson(self))?;
+        m.serialize_entry("forks", &self.forks)?;
+        m.end()
+    }
+}
+
+struct DisputedListJson<'a, 'b>(&'b DisputesJson<'a>);
+
+impl Serialize for DisputedListJson<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.disputed.iter().map(|d| DisputedJson { d, summary: self.0.summary }))
+    }
+}
+
+impl Serialize for DisputedJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let d = self.d;
+        let none: &[AgentId] = &[];
+        let mut m = s.serialize_map(Some(11))?;
+        m.serialize_entry("accepted_by", &ShownList(if self.summary { none } else { &d.accepted_by }))?;
+        m.serialize_entry("accepted_by_count", &d.accepted_by.len())?;
+        m.serialize_entry("ancestors", &ShownList(&d.ancestors))?;
+        m.serialize_entry("ancestors_truncated", &d.ancestors_truncated)?;
+        m.serialize_entry("author", &Shown(&d.author))?;
+        m.serialize_entry("disputes", &DisputeMarksJson(&d.disputes))?;
+        m.serialize_entry("kind", &d.kind)?;
+        m.serialize_entry("on_view", &d.on_view)?;
+        m.serialize_entry("seq", &d.seq)?;
+        m.serialize_entry("target", &Shown(&d.target))?;
+        m.serialize_entry("text", &d.text)?;
+        m.end()
+    }
+}
+
+struct DisputeMarksJson<'a>(&'a [DisputeMark]);
+
+impl Serialize for DisputeMarksJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|x| {
+            json!({ "dispute": x.dispute.to_string(), "by": x.by.to_string(), "reason": x.reason, "counter_claim": x.counter_claim })
+        }))
+    }
 }
 
 /// Most entries listed per fork branch in `disputes` (`members`); beyond it
@@ -521,4 +592,67 @@ fn as_it_was((entries, proofs): MergeInput, cut: Option<u64>) -> MergeInput {
         })
         .collect();
     (entries, proofs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agora_core::EntryId;
+
+    /// The disputed events written straight from the map are the JSON the
+    /// same answer had as a tree of values, with and without `--summary`.
+    #[test]
+    fn disputes_json_is_written_as_the_value_it_was() {
+        let mark = |i: u8, counter: Option<&str>| DisputeMark {
+            dispute: EntryId([i; 32]),
+            by: AgentId([i + 1; 32]),
+            target: EntryId([9; 32]),
+            reason: format!("reason \"{i}\"\n"),
+            counter_claim: counter.map(Into::into),
+        };
+        let disputed = vec![
+            DisputedEventView {
+                target: EntryId([9; 32]),
+                author: AgentId([3; 32]),
+                seq: 7,
+                on_view: true,
+                kind: "proposition".into(),
+                text: "a \u{e9}\u{1f600} text".into(),
+                ancestors: vec![EntryId([4; 32]), EntryId([5; 32])],
+                ancestors_truncated: false,
+                accepted_by: vec![AgentId([6; 32]), AgentId([7; 32])],
+                disputes: vec![mark(1, Some("instead")), mark(2, None)],
+            },
+            DisputedEventView {
+                target: EntryId([8; 32]),
+                author: AgentId([3; 32]),
+                seq: 9,
+                on_view: false,
+                kind: "raw".into(),
+                text: String::new(),
+                ancestors: Vec::new(),
+                ancestors_truncated: true,
+                accepted_by: Vec::new(),
+                disputes: vec![mark(3, None)],
+            },
+        ];
+        let forks = vec![json!({ "author": AgentId([3; 32]).to_string(), "seq": 2 })];
+        for summary in [false, true] {
+            let expected: Vec<Value> = disputed
+                .iter()
+                .map(|d| {
+                    json!({
+                        "target": d.target.to_string(), "author": d.author.to_string(), "seq": d.seq, "on_view": d.on_view,
+                        "kind": d.kind, "text": d.text,
+                        "ancestors": d.ancestors.iter().map(ToString::to_string).collect::<Vec<_>>(), "ancestors_truncated": d.ancestors_truncated,
+                        "accepted_by": if summary { Vec::new() } else { ids(&d.accepted_by) }, "accepted_by_count": d.accepted_by.len(),
+                        "disputes": d.disputes.iter().map(|x| json!({ "dispute": x.dispute.to_string(), "by": x.by.to_string(), "reason": x.reason, "counter_claim": x.counter_claim })).collect::<Vec<_>>(),
+                    })
+                })
+                .collect();
+            let expected = json!({ "disputed": expected, "forks": forks });
+            let written = serde_json::to_string(&DisputesJson { disputed: &disputed, summary, forks: forks.clone() }).unwrap();
+            assert_eq!(written, expected.to_string(), "byte for byte, summary {summary}");
+        }
+    }
 }

@@ -155,10 +155,17 @@ impl<'a> Session<'a> {
     }
 
     /// As [`Session::print`], with the JSON built only when it is printed
-    /// (a large answer whose text form is a summary).
-    pub fn print_lazy(&self, value: impl FnOnce() -> Value, text: impl FnOnce() -> String) -> Result<()> {
+    /// (a large answer whose text form is a summary), and written as it is
+    /// serialized: a value that serializes itself from the answer (rather
+    /// than a [`Value`] tree) never holds a second copy of it.
+    pub fn print_lazy<V: serde::Serialize>(&self, value: impl FnOnce() -> V, text: impl FnOnce() -> String) -> Result<()> {
         if self.json {
-            self.print(&value(), String::new)
+            let mut out = self.out.borrow_mut();
+            let mut buffered = std::io::BufWriter::with_capacity(1 << 16, &mut **out);
+            serde_json::to_writer(&mut buffered, &value())?;
+            writeln!(buffered)?;
+            buffered.flush()?;
+            Ok(())
         } else {
             self.print(&Value::Null, text)
         }
