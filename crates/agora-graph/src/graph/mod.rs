@@ -223,7 +223,17 @@ impl Graph {
                     let held = std::mem::replace(e, LogEvent { id: e.id, pos: e.pos, body: Body::Redacted, redacted: false });
                     self.record_held(*r, held.id);
                     self.pending_count += 1;
-                    self.waiting.entry(*r).or_default().push(held);
+                    // Room for exactly the events held while they are few:
+                    // most ids are waited for by one, and a first push would
+                    // make room for four (224 bytes each; a perspective that
+                    // accepts half of a swarm holds tens of thousands of
+                    // these). Doubling beyond, so that many events waiting
+                    // for one id cost linear time.
+                    let list = self.waiting.entry(*r).or_default();
+                    if list.len() < 4 {
+                        list.reserve_exact(1);
+                    }
+                    list.push(held);
                     self.pending_changed();
                     return false;
                 }
