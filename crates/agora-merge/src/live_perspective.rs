@@ -37,7 +37,6 @@
 
 use crate::input::MergeEntry;
 use crate::live::LiveMerge;
-use crate::payload::MergeEvent;
 use crate::views::{DisputeMark, Perspective};
 use agora_core::{AgentId, EntryId};
 use agora_graph::{Graph, Late, LogEvent, TextSource, LIVE_GRAPH_JOURNAL};
@@ -121,9 +120,10 @@ pub(crate) fn events_of(mut entries: Vec<MergeEntry>, head: EntryId, excluded: &
             continue;
         }
         next = e.signed().header().backlink;
-        if excluded.contains(&id) || e.payload().is_some_and(MergeEvent::is_merge_payload) {
+        if excluded.contains(&id) {
             continue;
         }
+        // No event for a merge payload or one not held (`LogEvent::from_content`).
         out.extend(LogEvent::from_content(id, e.signed().header().log_position(), e.content()));
     }
 }
