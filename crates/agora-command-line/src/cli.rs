@@ -520,6 +520,10 @@ pub struct NodeRunArgs {
     /// Write the status JSON (peer id, addresses) to this file once listening.
     #[arg(long, value_name = "FILE")]
     pub ready_file: Option<PathBuf>,
+    /// The store's block cache in MiB (default 8): blocks read again are
+    /// served from it; the rest come from the operating system's page cache.
+    #[arg(long, value_name = "MIB")]
+    pub store_cache_mib: Option<u64>,
 }
 
 #[derive(Subcommand, Debug)]

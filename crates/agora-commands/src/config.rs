@@ -9,6 +9,7 @@
 //! bootstrap = ["/ip4/10.0.0.2/tcp/7411/p2p/12D3KooW..."]
 //! mdns = true                            # LAN discovery
 //! gossip_heartbeat_ms = 700
+//! store_cache_mib = 8                    # the store's block cache
 //!
 //! [workspace]
 //! name = "research"
@@ -29,6 +30,8 @@ pub const CONFIG_FILE: &str = "agora.toml";
 pub const DEFAULT_LISTEN: &str = "/ip4/0.0.0.0/tcp/7411";
 /// Default workspace name.
 pub const DEFAULT_WORKSPACE: &str = "default";
+/// Largest store block cache a configuration may ask for, in MiB.
+pub const STORE_CACHE_MIB_MAX: u64 = 64 << 10;
 
 #[derive(Deserialize, Default, Debug)]
 #[serde(deny_unknown_fields)]
@@ -49,6 +52,7 @@ struct NodeSection {
     bootstrap: Vec<String>,
     mdns: Option<bool>,
     gossip_heartbeat_ms: Option<u64>,
+    store_cache_mib: Option<u64>,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -84,6 +88,8 @@ pub struct NodeConfig {
     pub founder: Option<AgentId>,
     /// Where to write the status JSON once listening.
     pub ready_file: Option<PathBuf>,
+    /// The store's block cache, in bytes.
+    pub store_cache_bytes: usize,
 }
 
 fn read_file(path: &Path) -> Result<FileConfig> {
@@ -136,6 +142,11 @@ pub fn resolve(args: &NodeRunArgs, home: PathBuf) -> Result<NodeConfig> {
     if workspace.is_empty() || workspace.len() > 128 {
         bail!("workspace name must be 1 to 128 bytes, got {}", workspace.len());
     }
+    let store_cache_bytes = match args.store_cache_mib.or(file.node.store_cache_mib) {
+        None => agora_store::StoreOptions::default().block_cache_bytes,
+        Some(mib @ 1..=STORE_CACHE_MIB_MAX) => (mib << 20) as usize,
+        Some(mib) => bail!("store_cache_mib must be 1 to {STORE_CACHE_MIB_MAX}, got {mib}"),
+    };
     Ok(NodeConfig {
         home,
         listen,
@@ -145,6 +156,7 @@ pub fn resolve(args: &NodeRunArgs, home: PathBuf) -> Result<NodeConfig> {
         workspace,
         founder,
         ready_file: args.ready_file.clone(),
+        store_cache_bytes,
     })
 }
 
@@ -173,5 +185,37 @@ mod tests {
         assert!(format!("{err:#}").contains("listen_on"), "{err:#}");
         std::fs::write(&path, "[workspace]\nfounder = \"nope\"\n").unwrap();
         assert!(format!("{:#}", resolve(&args, dir.path().to_path_buf()).unwrap_err()).contains("not an agent id"));
+    }
+
+    /// The example configuration at the repository's root is a valid
+    /// configuration, and says what the defaults are.
+    #[test]
+    fn the_example_configuration_is_valid_and_gives_the_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agora.toml");
+        std::fs::write(&path, include_str!("../../../agora.example.toml")).unwrap();
+        let args = NodeRunArgs { config: Some(path), ..Default::default() };
+        let c = resolve(&args, dir.path().to_path_buf()).unwrap();
+        let d = resolve(&NodeRunArgs::default(), dir.path().join("empty")).unwrap();
+        assert_eq!((c.listen, c.mdns, c.gossip_heartbeat, c.workspace, c.store_cache_bytes), (d.listen, d.mdns, d.gossip_heartbeat, d.workspace, d.store_cache_bytes));
+    }
+
+    /// The store's block cache: the default, the file's, the flag's over
+    /// the file's; zero and absurd sizes are refused with the setting named.
+    #[test]
+    fn the_store_cache_is_set_by_file_or_flag_within_bounds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "").unwrap();
+        let args = NodeRunArgs { config: Some(path.clone()), ..Default::default() };
+        assert_eq!(resolve(&args, dir.path().to_path_buf()).unwrap().store_cache_bytes, agora_store::StoreOptions::default().block_cache_bytes);
+        std::fs::write(&path, "[node]\nstore_cache_mib = 64\n").unwrap();
+        assert_eq!(resolve(&args, dir.path().to_path_buf()).unwrap().store_cache_bytes, 64 << 20);
+        let flag = NodeRunArgs { store_cache_mib: Some(2), ..args.clone() };
+        assert_eq!(resolve(&flag, dir.path().to_path_buf()).unwrap().store_cache_bytes, 2 << 20);
+        for bad in [0, STORE_CACHE_MIB_MAX + 1] {
+            let err = resolve(&NodeRunArgs { store_cache_mib: Some(bad), ..args.clone() }, dir.path().to_path_buf()).unwrap_err();
+            assert!(format!("{err:#}").contains("store_cache_mib must be 1 to"), "{err:#}");
+        }
     }
 }

@@ -62,6 +62,12 @@ impl Home {
     pub fn open_store(&self) -> Result<Store> {
         Ok(Store::open(self.store_path(), &StoreOptions::default())?)
     }
+
+    /// The store, with a block cache of `block_cache_bytes` (a node's
+    /// `store_cache_mib`).
+    pub fn open_store_with_cache(&self, block_cache_bytes: usize) -> Result<Store> {
+        Ok(Store::open(self.store_path(), &StoreOptions { block_cache_bytes, ..StoreOptions::default() })?)
+    }
 }
 
 pub fn load_key_file(path: &Path) -> Result<AgentKey> {

@@ -35,13 +35,18 @@ pub struct StoreOptions {
     /// memory, whatever the number of entries held.
     pub memtable_bytes_max: usize,
     /// Size of the one block cache shared by every column family (data,
-    /// index and filter blocks all count against it).
+    /// index and filter blocks all count against it). 8 MiB by default:
+    /// what is read again soon (the pinned top levels of the indexes and
+    /// filters, their partitions, recent blocks) fits, and a block evicted
+    /// from it is read back from the operating system's page cache, which
+    /// is not the node's memory. At 32 MiB, a node holding a million
+    /// entries kept 31 MiB of it resident for no measured gain in its reads.
     pub block_cache_bytes: usize,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        Self { create: false, sync: true, memtable_bytes_max: 48 << 20, block_cache_bytes: 32 << 20 }
+        Self { create: false, sync: true, memtable_bytes_max: 48 << 20, block_cache_bytes: 8 << 20 }
     }
 }
 

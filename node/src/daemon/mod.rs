@@ -107,7 +107,7 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
     {
         bail!("a node (pid {}) is already running on {}", other.pid, home.dir.display());
     }
-    let store = Arc::new(home.open_store().context("opening the store for the node")?);
+    let store = Arc::new(home.open_store_with_cache(config.store_cache_bytes).context("opening the store for the node")?);
     let agent = key.agent_id();
     // A node knows at start-up whether its own chain is forked, and whether
     // its author has resolved the fork; appends follow the resolution or are
