@@ -41,12 +41,23 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-/// jemalloc's options, read at start-up: freed pages go back to the system
-/// within a second (by a background thread) instead of ten, so a burst of
-/// sync traffic does not stay resident.
+/// jemalloc's options, read at start-up:
+/// - freed pages go back to the system within a second (by a background
+///   thread) instead of ten, so a burst of sync traffic does not stay
+///   resident;
+/// - one arena instead of four per core: the views are built and kept by
+///   a few threads, and every further arena held its own partly filled
+///   pages of each size;
+/// - small objects come from slabs of 16 pages, and threads cache them up
+///   to 1 KiB: fewer slabs, so less of the allocator's own metadata, which
+///   it never gives back.
+///
+/// Together these took a node holding a million entries with its views
+/// from 399 to 386 MiB (`node views`), its allocator's metadata from 17 to
+/// 9 MiB, with no measured change to the sync figures (`node rss`).
 #[used]
 #[unsafe(export_name = "_rjem_malloc_conf")]
-static MALLOC_CONF: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
+static MALLOC_CONF: &[u8; 107] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0,narenas:1,slab_sizes:1-4096:16,tcache_max:1024\0";
 
 fn main() -> ExitCode {
     scratch_arena::install();
