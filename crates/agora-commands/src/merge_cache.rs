@@ -458,7 +458,7 @@ impl MergeCache {
             if batch.rebuild || live.is_none() {
                 let started = Instant::now();
                 let roster = agora_view::derive_roster(store, self.founder)?;
-                let (entries, proofs) = agora_view::load_merge_input(store, self.founder)?;
+                let (entries, proofs) = agora_view::load_merge_state_input(store, self.founder)?;
                 let merge = LiveMerge::from_entries(&entries, &proofs).map_err(|e| StoreError::Corrupt { location: "merge input".into(), problem: e.to_string() })?;
                 *live = Some(LiveState { merge, roster, perspectives: Vec::new(), referrers: ForkReferrers::default(), merged: None });
                 self.generation.fetch_add(1, Ordering::AcqRel);

@@ -21,6 +21,11 @@ pub const MERGE_PROOFS_MAX: usize = 1_000_000;
 pub struct MergeEntry {
     signed: SignedEntry,
     content: Payload,
+    /// A held payload that is no merge event, whose bytes were dropped once
+    /// checked ([`MergeEntry::for_merge_state`]): it reads as held and
+    /// empty, which is all the merge state needs of it, and is refused by
+    /// everything that reads reasoning.
+    reasoning_dropped: bool,
 }
 
 impl MergeEntry {
@@ -43,7 +48,32 @@ impl MergeEntry {
         if let Payload::Held(p) = &content {
             verify_payload(&signed, p)?;
         }
-        Ok(Self { signed, content })
+        Ok(Self { signed, content, reasoning_dropped: false })
+    }
+
+    /// [`MergeEntry::with_content`] keeping of a held payload only what the
+    /// merge state reads: a merge event whole; of any other payload, once
+    /// checked against the header, only that it is held. For
+    /// [`LiveMerge::from_entries`](crate::LiveMerge::from_entries) at a
+    /// node's start, which reads every entry held: a million entries' worth
+    /// of reasoning payloads in memory at once is what made the start-up's
+    /// peak. [`Merge::compute`](crate::Merge::compute) and the graphs, which
+    /// read the reasoning, refuse such entries.
+    pub fn for_merge_state(signed: SignedEntry, content: Payload) -> Result<Self, VerifyError> {
+        let mut e = Self::with_content(signed, content)?;
+        if let Payload::Held(p) = &mut e.content
+            && !crate::MergeEvent::is_merge_payload(p)
+        {
+            *p = Vec::new();
+            e.reasoning_dropped = true;
+        }
+        Ok(e)
+    }
+
+    /// Built by [`MergeEntry::for_merge_state`] from a payload that is no
+    /// merge event: its bytes are gone.
+    pub fn reasoning_dropped(&self) -> bool {
+        self.reasoning_dropped
     }
 
     /// The signed header.
@@ -97,6 +127,19 @@ pub enum InputError {
     /// A fork proof from a peer does not check (forged, malformed, not a fork).
     #[error("fork proof refused: {0}")]
     ForkProof(#[from] ForkProofError),
+    /// An entry built for the merge state alone
+    /// ([`MergeEntry::for_merge_state`]) given to a computation that reads
+    /// its reasoning.
+    #[error("entry {0} was loaded without its reasoning payload, which this computation reads")]
+    ReasoningDropped(EntryId),
+}
+
+/// Refuse entries whose reasoning was dropped, for computations that read it.
+pub(crate) fn check_reasoning_held(entries: &[MergeEntry]) -> Result<(), InputError> {
+    match entries.iter().find(|e| e.reasoning_dropped) {
+        Some(e) => Err(InputError::ReasoningDropped(e.id())),
+        None => Ok(()),
+    }
 }
 
 /// Decode and check a fork proof received from a peer. A forged proof (a bad

@@ -111,6 +111,7 @@ fn inputs(merge: &LiveMerge, agent: &AgentId) -> Inputs {
 /// links needs nothing of the merged state, so a perspective can be built
 /// while the state moves on ([`PerspectivePlan::build`]).
 pub(crate) fn events_of(mut entries: Vec<MergeEntry>, head: EntryId, excluded: &HashSet<EntryId>, out: &mut Vec<LogEvent>) {
+    debug_assert!(entries.iter().all(|e| !e.reasoning_dropped()), "a perspective reads reasoning payloads");
     entries.sort_unstable_by_key(|e| std::cmp::Reverse(e.seq()));
     let mut next = Some(head);
     for e in entries {

@@ -250,6 +250,7 @@ impl<'a> Merge<'a> {
     /// `proofs` (each already checked: see [`crate::decode_fork_proof`]).
     /// Duplicates (by id) count once. Order does not matter.
     pub fn compute(entries: &'a [MergeEntry], proofs: &'a [ForkProof]) -> Result<Self, InputError> {
+        crate::input::check_reasoning_held(entries)?;
         let mut m = Self::chains_of(entries, proofs)?;
         let outcomes = m.evaluate_signers();
         m.settle(outcomes);
@@ -261,6 +262,7 @@ impl<'a> Merge<'a> {
     /// chains (steps 1 and 2), so it is replayed while the merge events are
     /// evaluated (step 3). Same results as the two calls.
     pub fn compute_with_view(entries: &'a [MergeEntry], proofs: &'a [ForkProof]) -> Result<(Self, MergedView), InputError> {
+        crate::input::check_reasoning_held(entries)?;
         let mut m = Self::chains_of(entries, proofs)?;
         let (mut graph, outcomes) = m.merged_graph_beside(m.chains.len(), |c| m.evaluate_signer(c));
         // The graph's digest (most of what is left) beside settling the

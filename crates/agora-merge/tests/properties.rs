@@ -562,7 +562,9 @@ proptest! {
         let start = start.min(order.len());
         let mut held: Vec<MergeEntry> = order[..start].to_vec();
         let mut proofs: Vec<ForkProof> = Vec::new();
-        let mut live = LiveMerge::from_entries(&held, &proofs).unwrap();
+        // Built as a node builds it at start: from the merge events alone,
+        // every other payload checked and dropped.
+        let mut live = LiveMerge::from_entries(&for_merge_state(&held), &proofs).unwrap();
         assert_live_equals(&mut live, &held, &proofs, "at start")?;
         // Every agent's perspective, kept current alongside.
         let mut perspectives: Vec<LivePerspective> = (0..n).map(|i| LivePerspective::build(&live, s.agent(i), |a, seqs| entries_in(&held, a, seqs)).unwrap()).collect();
@@ -625,7 +627,42 @@ proptest! {
         // Built from scratch over the final set: the same state.
         let mut fresh = LiveMerge::from_entries(&held, &proofs).unwrap();
         prop_assert_eq!(fresh.view_hash(), live.view_hash());
+        let mut fresh = LiveMerge::from_entries(&for_merge_state(&held), &proofs).unwrap();
+        prop_assert_eq!(fresh.view_hash(), live.view_hash());
     }
+}
+
+/// `entries` as a node's start-up loads them for its live merged view
+/// ([`MergeEntry::for_merge_state`]).
+fn for_merge_state(entries: &[MergeEntry]) -> Vec<MergeEntry> {
+    entries.iter().map(|e| MergeEntry::for_merge_state(e.signed().clone(), payload_of(e)).unwrap()).collect()
+}
+
+/// Entries loaded for the merge state alone keep merge events whole and
+/// drop every other held payload; a computation that reads reasoning
+/// refuses them, naming the first such entry, rather than reading the
+/// dropped payloads as empty.
+#[test]
+fn entries_without_their_reasoning_are_refused_where_reasoning_is_read() {
+    let actions: Vec<Action> = (0..24).map(|i| Action { agent: i % 3, kind: (i % 6) as u8, a: i * 7, b: i as u64 }).collect();
+    let s = build(3, &actions);
+    let stripped = for_merge_state(&s.entries);
+    let mut dropped = 0;
+    for (full, e) in s.entries.iter().zip(&stripped) {
+        let merge_event = full.payload().is_some_and(agora_merge::MergeEvent::is_merge_payload);
+        match full.content() {
+            agora_core::Content::Held(_) if !merge_event => {
+                assert!(e.reasoning_dropped() && e.payload() == Some(&[][..]), "{}", e.id());
+                dropped += 1;
+            }
+            _ => assert!(!e.reasoning_dropped() && e.content() == full.content(), "{}", e.id()),
+        }
+    }
+    assert!(dropped > 0 && dropped < stripped.len(), "the history holds both kinds");
+    let first = stripped.iter().find(|e| e.reasoning_dropped()).unwrap().id();
+    let refused = |r: Result<(), agora_merge::InputError>| assert_eq!(r.unwrap_err(), agora_merge::InputError::ReasoningDropped(first));
+    refused(Merge::compute(&stripped, &[]).map(|_| ()));
+    refused(Merge::compute_with_view(&stripped, &[]).map(|_| ()));
 }
 
 /// A payload filled in beyond what a live perspective includes does not make

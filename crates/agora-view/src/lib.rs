@@ -138,6 +138,22 @@ pub fn load_merge_input(store: &Store, founder: AgentId) -> Result<(Vec<MergeEnt
     Ok((entries, proofs))
 }
 
+/// [`load_merge_input`] for a live merged view's state
+/// (`agora_merge::LiveMerge::from_entries`), which reads of a payload only
+/// whether it is a merge event: every other payload is checked and dropped
+/// as it is read ([`MergeEntry::for_merge_state`]), so a node's start does
+/// not hold every reasoning payload in memory at once.
+pub fn load_merge_state_input(store: &Store, founder: AgentId) -> Result<(Vec<MergeEntry>, Vec<ForkProof>), StoreError> {
+    let mut entries = Vec::new();
+    for_each_counted(store, founder, |signed, payload| {
+        entries.push(MergeEntry::for_merge_state(signed, payload).map_err(StoreError::Verify)?);
+        Ok(())
+    })?;
+    let roster = derive_roster(store, founder)?;
+    let proofs = store.fork_proofs(None)?.into_iter().filter(|p| roster.admits_entry(&p.author(), p.seq())).collect();
+    Ok((entries, proofs))
+}
+
 /// One author's part of [`load_merge_input`] under `roster`: its entries that
 /// count, with what is known of their payloads, and the fork proofs of its
 /// chain at positions that count. A live merged view (`agora_merge::LiveMerge`)
