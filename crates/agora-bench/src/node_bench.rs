@@ -440,6 +440,9 @@ fn rss(agora: &Path, entries: usize, payload_bytes: usize) -> Result<()> {
     let b = new_home(agora)?;
     fill(&a.path, entries, payload_bytes)?;
     let node_a = start(agora, &a, &a.agent, &[])?;
+    // Idle once its views are built: the first answer from the merged view
+    // waits for the build that every node does at start.
+    agora_json(agora, &a.path, &["view-hash"])?;
     std::thread::sleep(Duration::from_secs(2));
     let (idle, idle_hwm) = rss_kib(node_a.child.id())?;
     let t0 = Instant::now();
@@ -463,7 +466,7 @@ fn rss(agora: &Path, entries: usize, payload_bytes: usize) -> Result<()> {
     let (anon_b, file_b) = (rollup_mib("Anonymous:"), rollup_mib("Rss:").saturating_sub(rollup_mib("Anonymous:")));
     let (_, hwm_a) = rss_kib(node_a.child.id())?;
     println!("node memory holding {entries} entries ({payload_bytes}-byte payloads):");
-    println!("  sender, idle after start:          RSS {} MiB (peak so far {} MiB)", idle / 1024, idle_hwm / 1024);
+    println!("  sender, idle after start (views built): RSS {} MiB (peak so far {} MiB: the merged view built from the store)", idle / 1024, idle_hwm / 1024);
     println!("  sender, serving a full sync:        peak RSS {} MiB (VmHWM {} MiB)", peak_a / 1024, hwm_a / 1024);
     println!("  receiver, during the sync:          peak RSS {} MiB (VmHWM {} MiB)", peak_b / 1024, hwm_b / 1024);
     println!("  receiver, holding all of them:      RSS {} MiB ({anon_b} MiB anonymous, {file_b} MiB file-backed)", after_b / 1024);
@@ -514,9 +517,29 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
     let mut memory_at = |what: &'static str, node: &Node| -> Result<()> {
         std::thread::sleep(Duration::from_secs(2)); // freed pages go back within a second
         let (rss, _) = rss_kib(node.child.id())?;
-        let m = node.control.status()?["memory"].clone();
-        let mib = |k: &str| m[k].as_u64().unwrap_or(0) >> 20;
-        memory.push((what, format!("RSS {} MiB; allocated {} MiB, resident {} MiB, metadata {} MiB", rss / 1024, mib("allocated"), mib("resident"), mib("metadata"))));
+        let status = node.control.status()?;
+        let (m, store) = (&status["memory"], &status["store_memory"]);
+        let mib = |v: &Value, k: &str| v[k].as_u64().unwrap_or(0) >> 20;
+        // The resident set's anonymous and file-backed parts (the program's
+        // pages), and what RocksDB holds outside the allocator.
+        let rollup = std::fs::read_to_string(format!("/proc/{}/smaps_rollup", node.child.id())).unwrap_or_default();
+        let rollup_mib = |name: &str| -> u64 {
+            rollup.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) / 1024
+        };
+        let (anon, file) = (rollup_mib("Anonymous:"), rollup_mib("Rss:").saturating_sub(rollup_mib("Anonymous:")));
+        memory.push((
+            what,
+            format!(
+                "RSS {} MiB ({anon} anonymous, {file} file-backed); allocated {} MiB, resident {} MiB, metadata {} MiB; RocksDB: block cache {} MiB, memtables {} MiB, table readers {} MiB",
+                rss / 1024,
+                mib(m, "allocated"),
+                mib(m, "resident"),
+                mib(m, "metadata"),
+                mib(store, "block_cache_bytes"),
+                mib(store, "memtables_bytes"),
+                mib(store, "table_readers_bytes"),
+            ),
+        ));
         Ok(())
     };
     memory_at("the live merged view built", &node)?;
