@@ -126,16 +126,7 @@ impl agora_graph::TextSource for StoreTexts {
 /// every stored entry that counts (see [`load_graph`]) with what is known of
 /// its payload, and the stored fork proofs of positions that count.
 pub fn load_merge_input(store: &Store, founder: AgentId) -> Result<(Vec<MergeEntry>, Vec<ForkProof>), StoreError> {
-    let mut entries = Vec::new();
-    for_each_counted(store, founder, |signed, payload| {
-        // The store verified the payload against its hash when it stored it;
-        // it is checked again here, which also guards against damaged data.
-        entries.push(MergeEntry::with_content(signed, payload).map_err(StoreError::Verify)?);
-        Ok(())
-    })?;
-    let roster = derive_roster(store, founder)?;
-    let proofs = store.fork_proofs(None)?.into_iter().filter(|p| roster.admits_entry(&p.author(), p.seq())).collect();
-    Ok((entries, proofs))
+    load_merge_input_as(store, founder, MergeEntry::with_content)
 }
 
 /// [`load_merge_input`] for a live merged view's state
@@ -144,9 +135,19 @@ pub fn load_merge_input(store: &Store, founder: AgentId) -> Result<(Vec<MergeEnt
 /// as it is read ([`MergeEntry::for_merge_state`]), so a node's start does
 /// not hold every reasoning payload in memory at once.
 pub fn load_merge_state_input(store: &Store, founder: AgentId) -> Result<(Vec<MergeEntry>, Vec<ForkProof>), StoreError> {
+    load_merge_input_as(store, founder, MergeEntry::for_merge_state)
+}
+
+fn load_merge_input_as(
+    store: &Store,
+    founder: AgentId,
+    entry: impl Fn(SignedEntry, Payload) -> Result<MergeEntry, VerifyError>,
+) -> Result<(Vec<MergeEntry>, Vec<ForkProof>), StoreError> {
     let mut entries = Vec::new();
     for_each_counted(store, founder, |signed, payload| {
-        entries.push(MergeEntry::for_merge_state(signed, payload).map_err(StoreError::Verify)?);
+        // The store verified the payload against its hash when it stored it;
+        // it is checked again here, which also guards against damaged data.
+        entries.push(entry(signed, payload).map_err(StoreError::Verify)?);
         Ok(())
     })?;
     let roster = derive_roster(store, founder)?;
