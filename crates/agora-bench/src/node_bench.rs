@@ -458,7 +458,9 @@ fn rss(agora: &Path, entries: usize, payload_bytes: usize) -> Result<()> {
     let took = t0.elapsed();
     std::thread::sleep(Duration::from_secs(2));
     let (after_b, hwm_b) = rss_kib(node_b.child.id())?;
-    let store_memory = node_b.control.status()?["store_memory"].clone();
+    let status_b = node_b.control.status()?;
+    let store_memory = status_b["store_memory"].clone();
+    let allocator = |k: &str| status_b["memory"][k].as_u64().unwrap_or(0) >> 20;
     let rollup = std::fs::read_to_string(format!("/proc/{}/smaps_rollup", node_b.child.id())).unwrap_or_default();
     let rollup_mib = |name: &str| -> u64 {
         rollup.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) / 1024
@@ -470,6 +472,7 @@ fn rss(agora: &Path, entries: usize, payload_bytes: usize) -> Result<()> {
     println!("  sender, serving a full sync:        peak RSS {} MiB (VmHWM {} MiB)", peak_a / 1024, hwm_a / 1024);
     println!("  receiver, during the sync:          peak RSS {} MiB (VmHWM {} MiB)", peak_b / 1024, hwm_b / 1024);
     println!("  receiver, holding all of them:      RSS {} MiB ({anon_b} MiB anonymous, {file_b} MiB file-backed)", after_b / 1024);
+    println!("    of which the allocator: {} MiB allocated, {} MiB resident ({} MiB its metadata)", allocator("allocated"), allocator("resident"), allocator("metadata"));
     let mib = |k: &str| store_memory[k].as_u64().unwrap_or(0) as f64 / f64::from(1 << 20);
     println!(
         "    of which RocksDB: memtables {:.0} MiB, block cache {:.0} MiB ({:.0} pinned), table readers {:.0} MiB",

@@ -11,6 +11,7 @@
 
 mod automerge_repo;
 mod driver;
+mod heap_trim;
 mod network;
 mod server;
 
@@ -155,6 +156,7 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
                 .spawn(move || merge.run_worker(&store, || stop.load(std::sync::atomic::Ordering::Relaxed)))
                 .context("starting the merged view's thread")?
         };
+        heap_trim::start().context("starting the heap trim's thread")?;
         let (status_tx, status) = mpsc::channel(16);
         let (stop_loop, shutdown) = oneshot::channel();
         let (ready_tx, ready_rx) = oneshot::channel();
