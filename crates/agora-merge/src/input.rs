@@ -23,8 +23,8 @@ pub struct MergeEntry {
     content: Payload,
     /// A held payload that is no merge event, whose bytes were dropped once
     /// checked ([`MergeEntry::for_merge_state`]): it reads as held and
-    /// empty, which is all the merge state needs of it, and is refused by
-    /// everything that reads reasoning.
+    /// empty, which is all the merge state needs of it; the computations
+    /// that read reasoning refuse it.
     reasoning_dropped: bool,
 }
 
@@ -57,8 +57,10 @@ impl MergeEntry {
     /// [`LiveMerge::from_entries`](crate::LiveMerge::from_entries) at a
     /// node's start, which reads every entry held: a million entries' worth
     /// of reasoning payloads in memory at once is what made the start-up's
-    /// peak. [`Merge::compute`](crate::Merge::compute) and the graphs, which
-    /// read the reasoning, refuse such entries.
+    /// peak. [`Merge::compute`](crate::Merge::compute) and
+    /// [`Merge::compute_with_view`](crate::Merge::compute_with_view), which
+    /// read the reasoning, refuse such entries; the loaders given to the
+    /// live perspectives and the merged graph must read entries whole.
     pub fn for_merge_state(signed: SignedEntry, content: Payload) -> Result<Self, VerifyError> {
         let mut e = Self::with_content(signed, content)?;
         if let Payload::Held(p) = &mut e.content
