@@ -211,6 +211,25 @@ fn metrics_after_a_sync_report_the_figures() {
     assert!(text.lines().any(|l| l.starts_with("libp2p_identify_remote_protocols{")), "{text}");
     assert_eq!(text.matches("# EOF").count(), 1, "one exposition: {text}");
     assert!(text.trim_end().ends_with("# EOF"), "OpenMetrics text ends with # EOF");
+    // Where the views' memory goes, part by part: the reasoning graph the
+    // read built (Alice's five positions in it), the live merged view.
+    let memory = |token: Option<&str>| {
+        let mut req = api.agent.get(format!("{}/v1/memory", api.base));
+        if let Some(t) = token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        let mut resp = req.call().unwrap();
+        (resp.status().as_u16(), resp.body_mut().read_to_string().unwrap())
+    };
+    assert_eq!(memory(None).0, 401, "the memory report needs the token");
+    let (status, body) = memory(Some(&api.token));
+    assert_eq!(status, 200, "{body}");
+    let report: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let graph = &report["reasoning_graph"];
+    assert!(graph["nodes"].as_u64().unwrap() >= 5 && graph["bytes"]["nodes"].as_u64().unwrap() >= 5 * 64, "{report}");
+    assert_eq!(graph["bytes"]["texts"], 0, "the node's graph reads its texts from the store: {report}");
+    assert!(report["merged_view"]["live_view"]["entry_index"].as_u64().unwrap() >= 5 * 32, "a row for each entry: {report}");
+    assert!(report["allocator"]["allocated"].as_u64().unwrap() > 0, "{report}");
 }
 
 /// The signed log's and the roster's commands through the API: append,

@@ -84,6 +84,8 @@ pub fn run(args: LiveArgs) -> Result<()> {
     let startup = t.elapsed();
     let live_bytes = crate::allocated_bytes().saturating_sub(before);
     let live_entries = initial.len() as u64;
+    // Where its memory goes, as the live view counts it.
+    let live_memory = live.memory();
     drop(initial);
     std::hint::black_box(first_hash);
 
@@ -110,6 +112,9 @@ pub fn run(args: LiveArgs) -> Result<()> {
     let perspective_built = t.elapsed();
     let perspective_bytes = crate::allocated_bytes().saturating_sub(before);
     let perspective_nodes = perspective.view().graph.len();
+    // Where its memory goes, as the graph counts it (texts are held here;
+    // a node's perspectives read theirs from the store).
+    let perspective_memory = perspective.view().graph.memory();
     let (mut perspective_in_place, mut perspective_replayed) = (Vec::new(), Vec::new());
     for e in arrivals.iter().cloned() {
         let author = e.author();
@@ -230,7 +235,7 @@ pub fn run(args: LiveArgs) -> Result<()> {
                     "replayed": { "count": perspective_replayed.len(), "p50": q(&perspective_replayed, 0.5), "max": q(&perspective_replayed, 1.0) },
                 },
                 "view_hash": hex::encode(reference),
-                "memory": { "live_view_bytes": live_bytes, "live_view_bytes_per_entry": live_bytes / live_entries.max(1), "perspective_bytes": perspective_bytes, "perspective_bytes_per_node": perspective_bytes / (perspective_nodes as u64).max(1) },
+                "memory": { "live_view_bytes": live_bytes, "live_view_bytes_per_entry": live_bytes / live_entries.max(1), "perspective_bytes": perspective_bytes, "perspective_bytes_per_node": perspective_bytes / (perspective_nodes as u64).max(1), "live_view_parts": live_memory, "perspective_graph_parts": perspective_memory },
             })
         );
     } else {
@@ -249,6 +254,15 @@ pub fn run(args: LiveArgs) -> Result<()> {
             live_bytes / live_entries.max(1),
             perspective_bytes >> 20,
             perspective_bytes / (perspective_nodes as u64).max(1)
+        );
+        println!(
+            "  the live view by part, bytes per entry: {}",
+            live_memory.parts().iter().map(|(name, b)| format!("{name} {:.1}", *b as f64 / live_entries.max(1) as f64)).collect::<Vec<_>>().join(", ")
+        );
+        let per_node = |b: usize| b as f64 / perspective_nodes.max(1) as f64;
+        println!(
+            "  the perspective's graph by part, bytes per node: {}",
+            perspective_memory.parts().iter().map(|(name, b)| format!("{name} {:.1}", per_node(*b))).collect::<Vec<_>>().join(", ")
         );
         println!(
             "one arrival applied + view hash read: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",

@@ -221,6 +221,12 @@ impl NodeControl {
         let mut r = agent.get(format!("{}/v1/status", self.url)).header("authorization", format!("Bearer {}", self.token)).call()?;
         Ok(serde_json::from_str(&r.body_mut().read_to_string()?)?)
     }
+    /// `GET /v1/memory`: the views' memory by part.
+    fn memory(&self) -> Result<Value> {
+        let agent = ureq::Agent::config_builder().proxy(None).timeout_global(Some(Duration::from_secs(60))).build().new_agent();
+        let mut r = agent.get(format!("{}/v1/memory", self.url)).header("authorization", format!("Bearer {}", self.token)).call()?;
+        Ok(serde_json::from_str(&r.body_mut().read_to_string()?)?)
+    }
     /// `POST /v1/ops/<name>`: the status and the answer.
     fn op(&self, name: &str, input: &Value) -> Result<(u16, Value)> {
         let agent = ureq::Agent::config_builder().proxy(None).http_status_as_error(false).timeout_global(Some(Duration::from_secs(60))).build().new_agent();
@@ -677,6 +683,8 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
         v.sort();
     }
     memory_at("at the end of the reads", &node)?;
+    // Where the views' memory goes, as each view counts it.
+    let views_memory = node.control.memory()?;
     let (rss, hwm) = rss_kib(node.child.id())?;
     // The same audit with no node: the command reads every entry and
     // recomputes the merge.
@@ -733,6 +741,21 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
     println!("  node RSS {} MiB (peak {} MiB)", rss / 1024, hwm / 1024);
     for (what, line) in &memory {
         println!("    memory, {what}: {line}");
+    }
+    // GET /v1/memory: each view's parts, in MiB.
+    let parts = |v: &Value| -> String {
+        let mib = |b: u64| b as f64 / f64::from(1 << 20);
+        let total: u64 = v.as_object().map_or(0, |o| o.values().filter_map(Value::as_u64).sum());
+        let list: Vec<String> = v.as_object().map_or_else(Vec::new, |o| o.iter().filter_map(|(k, b)| b.as_u64().filter(|&b| b >= 1 << 19).map(|b| format!("{k} {:.1}", mib(b)))).collect());
+        format!("{:.1} MiB ({})", mib(total), list.join(", "))
+    };
+    println!("  the views at the end, as each counts its memory (GET /v1/memory; reserved room included):");
+    println!("    live merged view: {}", parts(&views_memory["merged_view"]["live_view"]));
+    if let Some(g) = views_memory["reasoning_graph"].as_object() {
+        println!("    reasoning graph ({} nodes): {}", g["nodes"], parts(&g["bytes"]));
+    }
+    for p in views_memory["merged_view"]["perspectives"].as_array().into_iter().flatten() {
+        println!("    perspective ({} nodes): {}", p["nodes"], parts(&p["bytes"]));
     }
     Ok(())
 }

@@ -118,6 +118,17 @@ impl GraphCache {
         Ok(f(graph))
     }
 
+    /// What the graph holds in memory, by part, with its node count
+    /// (`GET /v1/memory`); `null` while it is not built. Reads every node:
+    /// for an operator's report, not for every answer.
+    pub fn memory(&self) -> serde_json::Value {
+        let slot = self.graph.lock().unwrap_or_else(|p| p.into_inner());
+        match slot.as_ref() {
+            Some((graph, _)) => serde_json::json!({ "nodes": graph.len(), "bytes": graph.memory() }),
+            None => serde_json::Value::Null,
+        }
+    }
+
     /// Drop the graph (a write path the cache could not follow).
     pub fn invalidate(&self) {
         *self.graph.lock().unwrap_or_else(|p| p.into_inner()) = None;

@@ -58,6 +58,12 @@ fn main() {
     );
     println!("on-cpu: {:.0} events/s ({:.3} s on this thread)", events as f64 / (cpu as f64 / 1e9), cpu as f64 / 1e9);
     println!("replay grew the resident set by {} MB ({} minor page faults)", (rss_after - rss_before) >> 20, faults_after - faults_before);
+    let memory = graph.memory();
+    println!(
+        "the graph by part (Graph::memory), bytes per node: {}; total {} MB",
+        memory.parts().iter().map(|(name, b)| format!("{name} {:.1}", *b as f64 / graph.len().max(1) as f64)).collect::<Vec<_>>().join(", "),
+        memory.total() >> 20
+    );
     if args.iter().any(|a| a == "--hist") {
         histogram(&graph);
     }

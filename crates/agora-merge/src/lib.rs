@@ -41,7 +41,7 @@ mod views;
 
 pub use check::ResolutionPlan;
 pub use input::{decode_fork_proof, InputError, MergeEntry};
-pub use live::{ChainInput, LiveApplied, LiveMerge, LiveUpdate, ViewChain, CONSENSUS_CACHED_MAX};
+pub use live::{ChainInput, LiveApplied, LiveMemory, LiveMerge, LiveUpdate, ViewChain, CONSENSUS_CACHED_MAX};
 pub use live_merged_graph::{LiveMergedGraph, MergedGraphPlan};
 pub use live_perspective::{LivePerspective, PerspectivePlan, PerspectiveRefresh};
 pub use merge::{Chain, ForkOutcome, ForkPoint, Frontier, Merge, MergeRecord};

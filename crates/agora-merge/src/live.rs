@@ -41,6 +41,9 @@ use std::sync::Arc;
 
 mod disagreements;
 mod entry_index;
+mod memory;
+
+pub use memory::LiveMemory;
 
 type IdMap<V> = agora_core::idmap::IdMap<EntryId, V>;
 /// One chain's open disputes: (target seq, target) -> (disputer, dispute entry).

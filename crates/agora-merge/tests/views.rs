@@ -153,3 +153,25 @@ fn resolution_plan_needs_a_single_tip() {
     assert_eq!(m.plan_resolution(&s.agent(0), &l).unwrap().append_after, l);
     assert!(matches!(m.plan_resolution(&s.agent(0), &EntryId([9; 32])), Err(MergeRuleError::UnknownEntry { .. })));
 }
+
+/// The live view's memory report counts what it holds: a row of the entry
+/// index for every entry (id and location at least), a view slot for each
+/// entry on a view, a record for each merge event, with a withdrawn
+/// dispute's boxed status and its reason's text; and its parts add up to
+/// its total.
+#[test]
+fn the_live_view_reports_its_memory_by_part() {
+    let mut s = Swarm::new(3);
+    let ids: Vec<EntryId> = (0..20).map(|i| s.event(i % 3, prop(&format!("p{i}")))).collect();
+    let accept = s.accept_of(&ids[18]);
+    s.merge(1, accept);
+    let dispute = s.merge(2, MergeEvent::Dispute { target: ids[0], reason: text("a reason of some length"), counter_claim: None });
+    s.merge(2, MergeEvent::Withdraw { dispute });
+    let held = s.without(&[]);
+    let live = LiveMerge::from_entries(&held, &[]).unwrap();
+    let m = live.memory();
+    assert!(m.entry_index >= held.len() * (32 + 12), "{m:?}");
+    assert!(m.views >= held.len() * 4, "{m:?}");
+    assert!(m.records >= 3 * 80 + "a reason of some length".len(), "three records, a reason: {m:?}");
+    assert_eq!(m.total(), m.parts().iter().map(|(_, b)| b).sum::<usize>());
+}

@@ -70,6 +70,7 @@ pub fn router(state: Arc<ControlState>) -> Router {
         .route("/v1/command", post(command).layer(DefaultBodyLimit::max(STDIN_BYTES_MAX + COMMAND_LINE_BYTES_MAX)))
         .route("/v1/status", get(status).layer(DefaultBodyLimit::max(0)))
         .route("/metrics", get(metrics).layer(DefaultBodyLimit::max(0)))
+        .route("/v1/memory", get(memory).layer(DefaultBodyLimit::max(0)))
         .route("/v1/automerge/sync", post(automerge_sync).layer(DefaultBodyLimit::max(AUTOMERGE_MESSAGE_BYTES_MAX)))
         .route(super::automerge_repo::WEBSOCKET_PATH, get(super::automerge_repo::websocket).layer(DefaultBodyLimit::max(0)))
         .route("/v1/automerge/url", get(super::automerge_repo::url).layer(DefaultBodyLimit::max(0)))
@@ -186,6 +187,26 @@ async fn status(State(state): State<Arc<ControlState>>) -> Response {
             (StatusCode::OK, v.to_string()).into_response()
         }
         Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down").into_response(),
+    }
+}
+
+/// `GET /v1/memory`: what the node's views hold in memory, part by part
+/// (the live merged view, the reasoning graph, the perspectives kept, the
+/// merged graph), beside the allocator's and the store's figures. Each
+/// graph's nodes are read once, off the async workers.
+async fn memory(State(state): State<Arc<ControlState>>) -> Response {
+    let report = tokio::task::spawn_blocking(move || {
+        serde_json::json!({
+            "allocator": crate::metrics::allocator_memory(),
+            "store": state.store.memory_usage().ok(),
+            "reasoning_graph": state.graph.memory(),
+            "merged_view": state.merge.memory(),
+        })
+    })
+    .await;
+    match report {
+        Ok(v) => (StatusCode::OK, v.to_string()).into_response(),
+        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "the memory report failed").into_response(),
     }
 }
 

@@ -57,6 +57,16 @@ impl Digests {
         Self { members, hashes: vec![[0; 32]; DIGEST_BUCKETS], dirty: vec![true; DIGEST_BUCKETS], dirty_list: (0..DIGEST_BUCKETS as u16).collect(), pending: None, root: None }
     }
 
+    /// Bytes on the heap ([`Graph::memory`](super::Graph::memory)).
+    pub(super) fn heap_bytes(&self) -> usize {
+        size_of::<Self>()
+            + self.members.capacity() * size_of::<Vec<Ix>>()
+            + self.members.iter().map(|m| m.capacity() * size_of::<Ix>()).sum::<usize>()
+            + self.hashes.capacity() * 32
+            + self.dirty.capacity()
+            + self.dirty_list.capacity() * size_of::<u16>()
+    }
+
     fn mark(&mut self, b: usize) {
         self.root = None;
         if !self.dirty[b] {

@@ -62,6 +62,11 @@ impl NodeIndex {
         Self { slots: vec![0; slots], len: 0, shift: 32 - slots.trailing_zeros() }
     }
 
+    /// Bytes on the heap ([`Graph::memory`](super::Graph::memory)).
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.slots.capacity() * size_of::<u64>()
+    }
+
     fn hash(id: &EntryId) -> u32 {
         let b = id.as_bytes();
         u32::from_le_bytes([b[0], b[1], b[2], b[3]])

@@ -27,6 +27,11 @@ pub(super) struct Links(Box<[u32]>);
 const HEADER: usize = 2;
 
 impl Links {
+    /// Bytes on the heap ([`Graph::memory`](super::Graph::memory)).
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.0.len() * size_of::<u32>()
+    }
+
     /// (touched count, edge count).
     fn counts(&self) -> (usize, usize) {
         match &*self.0 {

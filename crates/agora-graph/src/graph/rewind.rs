@@ -57,6 +57,20 @@ pub(super) struct Journal {
     open: Option<Record>,
 }
 
+impl Journal {
+    /// Bytes on the heap ([`Graph::memory`](super::Graph::memory)): the
+    /// records and what they saved (an event's text not counted).
+    pub(super) fn heap_bytes(&self) -> usize {
+        let record = |r: &Record| {
+            r.saved.capacity() * size_of::<(Ix, Node, Ix)>()
+                + r.saved.iter().map(|(_, n, _)| n.links.heap_bytes()).sum::<usize>()
+                + r.content_ids.capacity() * 32
+                + r.waiting.capacity() * size_of::<WaitOp>()
+        };
+        size_of::<Self>() + self.records.capacity() * size_of::<Record>() + self.records.iter().chain(self.open.as_ref()).map(record).sum::<usize>()
+    }
+}
+
 /// One apply: the event as it came and what it changed.
 #[derive(Clone, Debug)]
 struct Record {

@@ -89,6 +89,15 @@ impl EntryIndex {
         (self.locs[r].chain == slot && self.records[r] != NO_RECORD).then_some(self.records[r])
     }
 
+    /// Bytes on the heap ([`LiveMerge::memory`](super::LiveMerge::memory)):
+    /// the table's slots (a row number and a control byte each) and the rows.
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.table.capacity() * (size_of::<u32>() + 1)
+            + self.ids.capacity() * size_of::<EntryId>()
+            + self.locs.capacity() * size_of::<Loc>()
+            + self.records.capacity() * size_of::<u32>()
+    }
+
     /// Entries known.
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
