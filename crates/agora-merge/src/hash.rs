@@ -33,9 +33,9 @@ pub(crate) struct ChainParts<'x> {
 /// The canonical bytes of one author's chain digest: the chain, then every
 /// merge event the author signed (in (seq, id) order) with its status, then
 /// the author's accept frontiers (ascending by the accepted author).
-pub(crate) fn chain_bytes<'r>(
+pub(crate) fn chain_bytes<S: std::borrow::Borrow<MergeStatus>>(
     parts: &ChainParts<'_>,
-    records: impl ExactSizeIterator<Item = (EntryId, &'r MergeStatus)>,
+    records: impl ExactSizeIterator<Item = (EntryId, S)>,
     frontiers: impl ExactSizeIterator<Item = (AgentId, u64, EntryId)>,
 ) -> Vec<u8> {
     let mut out = Vec::with_capacity(128 + records.len() * 40 + frontiers.len() * 72);
@@ -70,6 +70,7 @@ pub(crate) fn chain_bytes<'r>(
     }
     out.extend_from_slice(&(records.len() as u32).to_be_bytes());
     for (entry, status) in records {
+        let status = status.borrow();
         out.extend_from_slice(entry.as_bytes());
         out.push(status.code_byte());
         match status {

@@ -16,7 +16,6 @@ use crate::disagreements::{add_builder, ancestors_by, kind_and_text_of, reasonin
 use crate::input::InputError;
 use crate::merge::Merge;
 use crate::payload::MergeEvent;
-use crate::rules::MergeStatus;
 use crate::views::{DisagreementMap, DisputeMark, DisputedEventView};
 use agora_core::{AgentId, EntryId, Payload};
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -204,7 +203,7 @@ impl LiveMerge {
             let c = &self.chains[s as usize];
             for &r in c.accepts_on.get(&t).into_iter().flatten() {
                 let rec = &c.records[r as usize];
-                if let (Some(MergeEvent::Accept { head, .. }), MergeStatus::Clipped { .. }) = (&rec.event, rec.status()) {
+                if let (Some(MergeEvent::Accept { head, .. }), true) = (&rec.event, rec.clipped()) {
                     out.push((*head, c.author));
                 }
             }

@@ -66,8 +66,10 @@ impl EntryIndex {
             self.locs[r as usize] = loc;
             return r;
         }
-        // A row per entry held in memory: 2^32 of them would be 200 GiB.
-        assert!(self.ids.len() < u32::MAX as usize, "more than 2^32 entries known");
+        // A row per entry held in memory: 2^31 of them would be 100 GiB.
+        // (A merge record keeps its row below the top bit, which says
+        // whether the entry is on its view.)
+        assert!(self.ids.len() < 1 << 31, "more than 2^31 entries known");
         let r = self.ids.len() as u32;
         self.ids.push(id);
         self.locs.push(loc);
