@@ -333,13 +333,13 @@ pub(super) const REDACTED: u8 = RAW + 1;
 pub(super) const INVALID: u8 = RAW + 2;
 
 /// The node's size is what a million-node graph pays a million times (see
-/// the README's replay figures): kept at 80 bytes on 64-bit targets. Its
+/// the README's replay figures): kept at 72 bytes on 64-bit targets. Its
 /// text is not in it (the graph holds texts beside the nodes, or leaves them
 /// in the store: `text.rs`), its kind is a byte, its author, kind and rule
 /// metadata share one 8-byte word, and its three lists of other nodes are
-/// one boxed slice (`links.rs`).
+/// behind one pointer, their lengths in front of them (`links.rs`).
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<Node>() <= 80);
+const _: () = assert!(std::mem::size_of::<Node>() <= 72);
 
 impl Node {
     pub(super) fn new(id: EntryId, pos: LogPosition, author: u32, kind: u8) -> Self {
