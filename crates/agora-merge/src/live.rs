@@ -1247,19 +1247,26 @@ impl LiveMerge {
                 frontiers.push((*a, f));
             }
         }
-        let disputed: Vec<DisputedEvent> = self
+        let mut disputed: Vec<DisputedEvent> = self
             .open
             .get(&t)
             .map(|marks| {
                 marks
                     .iter()
                     .filter_map(|(&(seq, target), by)| {
-                        let by: Vec<(AgentId, EntryId)> = by.iter().filter(|(a, _)| counted_ids.contains(a)).copied().collect();
+                        let mut by: Vec<(AgentId, EntryId)> = by.iter().filter(|(a, _)| counted_ids.contains(a)).copied().collect();
+                        // Kept while the chain does not change, for every
+                        // quorum cached: exactly as long as it is (a
+                        // collected filter starts at room for four 64-byte
+                        // pairs, and most targets have one disputer).
+                        by.shrink_to_fit();
                         (!by.is_empty()).then(|| DisputedEvent { target, seq, on_view: chain.on_view(&self.index, &target, seq), by })
                     })
-                    .collect()
+                    .collect::<Vec<_>>()
             })
             .unwrap_or_default();
+        disputed.shrink_to_fit();
+        frontiers.shrink_to_fit();
         let accepted = accepted_prefix(&frontiers, &disputed, k);
         let first_disputed = disputed.iter().find(|d| d.on_view).map(|d| (d.seq, d.target));
         ChainConsensus {
