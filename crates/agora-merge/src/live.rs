@@ -91,9 +91,9 @@ impl Disputers {
     }
 }
 
-/// Where a known entry is: its chain's slot and its seq. Twelve bytes, not
-/// sixteen (packed to 4-byte alignment): the live view keeps one per entry
-/// it knows, densely (`live/entry_index.rs`).
+/// Where a known entry is: its chain's slot and its seq. The entry index
+/// keeps one per entry it knows, densely, in 8 bytes (its seq in 32 bits,
+/// a larger one aside: `live/entry_index.rs`).
 #[derive(Clone, Copy, Debug)]
 #[repr(C, packed(4))]
 struct Loc {
@@ -769,7 +769,7 @@ impl LiveMerge {
         if up_to_seq == 0 {
             return Err(MergeStatus::Invalid(MergeRuleError::ZeroSeq));
         }
-        let Some(loc) = self.index.get(&head).copied() else { return Err(MergeStatus::Pending { missing: head }) };
+        let Some(loc) = self.index.get(&head) else { return Err(MergeStatus::Pending { missing: head }) };
         let chain = &self.chains[loc.chain as usize];
         if chain.author != author || loc.seq != up_to_seq {
             return Err(MergeStatus::Invalid(MergeRuleError::HeadMismatch { head, author, up_to_seq, found_author: chain.author, found_seq: loc.seq }));
@@ -792,7 +792,7 @@ impl LiveMerge {
     }
 
     fn eval_dispute(&mut self, s: u32, signer: AgentId, target: EntryId) -> MergeStatus {
-        let Some(loc) = self.index.get(&target).copied() else {
+        let Some(loc) = self.index.get(&target) else {
             self.waiting.entry(target).or_default().insert(s);
             return MergeStatus::Pending { missing: target };
         };
@@ -803,7 +803,7 @@ impl LiveMerge {
     }
 
     fn eval_withdraw(&mut self, s: u32, r: usize, signer: AgentId, dispute: EntryId) -> MergeStatus {
-        let Some(loc) = self.index.get(&dispute).copied() else {
+        let Some(loc) = self.index.get(&dispute) else {
             self.waiting.entry(dispute).or_default().insert(s);
             return MergeStatus::Pending { missing: dispute };
         };
@@ -1088,7 +1088,7 @@ impl LiveMerge {
         {
             return Err(MergeRuleError::SignerForked { author: *signer, fork_seq: f.seq });
         }
-        let known = |id: &EntryId, what: &'static str| self.index.get(id).copied().ok_or(MergeRuleError::UnknownEntry { what, id: *id });
+        let known = |id: &EntryId, what: &'static str| self.index.get(id).ok_or(MergeRuleError::UnknownEntry { what, id: *id });
         match event {
             MergeEvent::Accept { author, up_to_seq, head } => match self.judge_accept(*signer, *author, *up_to_seq, *head) {
                 Ok(_) => Ok(()),

@@ -20,7 +20,12 @@ pub(super) struct EntryIndex {
     /// Row numbers, hashed by their id's first eight bytes.
     table: hashbrown::HashTable<u32>,
     ids: Vec<EntryId>,
-    locs: Vec<Loc>,
+    /// Per row, where the entry is, in 8 bytes ([`Packed`]).
+    locs: Vec<Packed>,
+    /// The seqs that do not fit a packed location's 32 bits, by row: an
+    /// author may sign an entry with any seq (its predecessors need not be
+    /// held), but a chain grown one entry at a time never gets there.
+    big_seqs: std::collections::HashMap<u32, u64>,
     /// Per row, the entry's record among its chain's merge records
     /// ([`NO_RECORD`] when it is none): 4 bytes an entry, where a map by
     /// id in each chain took about 55 bytes a merge event.
@@ -29,6 +34,17 @@ pub(super) struct EntryIndex {
 
 /// What `records` holds for an entry that is not a merge event.
 pub(super) const NO_RECORD: u32 = u32::MAX;
+
+/// A [`Loc`] as a row keeps it: its seq in 32 bits, or [`BIG_SEQ`] for
+/// one kept in `big_seqs` (4 bytes an entry less than a whole `Loc`).
+#[derive(Clone, Copy, Debug)]
+struct Packed {
+    chain: u32,
+    seq: u32,
+}
+
+/// A packed seq that stands for one at least this large, kept aside.
+const BIG_SEQ: u32 = u32::MAX;
 
 fn hash(id: &EntryId) -> u64 {
     id_hash(id.as_bytes())
@@ -41,8 +57,8 @@ impl EntryIndex {
     }
 
     /// Where `id` is, if it is known.
-    pub(super) fn get(&self, id: &EntryId) -> Option<&Loc> {
-        self.row(id).map(|r| &self.locs[r as usize])
+    pub(super) fn get(&self, id: &EntryId) -> Option<Loc> {
+        self.row(id).map(|r| Loc { chain: self.locs[r as usize].chain, seq: self.seq(r) })
     }
 
     pub(super) fn contains_key(&self, id: &EntryId) -> bool {
@@ -56,14 +72,33 @@ impl EntryIndex {
 
     /// The seq of the entry in row `r`.
     pub(super) fn seq(&self, r: u32) -> u64 {
-        self.locs[r as usize].seq
+        match self.locs[r as usize].seq {
+            // Every row packed with `BIG_SEQ` has its seq kept aside (`insert`).
+            BIG_SEQ => self.big_seqs.get(&r).copied().unwrap_or(u64::from(BIG_SEQ)),
+            seq => u64::from(seq),
+        }
+    }
+
+    /// `loc` as row `r` keeps it.
+    fn pack(&mut self, r: u32, loc: Loc) -> Packed {
+        let seq = loc.seq;
+        match u32::try_from(seq) {
+            Ok(small) if small != BIG_SEQ => {
+                self.big_seqs.remove(&r);
+                Packed { chain: loc.chain, seq: small }
+            }
+            _ => {
+                self.big_seqs.insert(r, seq);
+                Packed { chain: loc.chain, seq: BIG_SEQ }
+            }
+        }
     }
 
     /// Record where `id` is, replacing what was recorded for it; its row
     /// (a row never changes once given).
     pub(super) fn insert(&mut self, id: EntryId, loc: Loc) -> u32 {
         if let Some(r) = self.row(&id) {
-            self.locs[r as usize] = loc;
+            self.locs[r as usize] = self.pack(r, loc);
             return r;
         }
         // A row per entry held in memory: 2^31 of them would be 100 GiB.
@@ -72,7 +107,8 @@ impl EntryIndex {
         assert!(self.ids.len() < 1 << 31, "more than 2^31 entries known");
         let r = self.ids.len() as u32;
         self.ids.push(id);
-        self.locs.push(loc);
+        let packed = self.pack(r, loc);
+        self.locs.push(packed);
         self.records.push(NO_RECORD);
         let ids = &self.ids;
         self.table.insert_unique(hash(&id), r, |&x| hash(&ids[x as usize]));
@@ -96,7 +132,8 @@ impl EntryIndex {
     pub(super) fn heap_bytes(&self) -> usize {
         self.table.capacity() * (size_of::<u32>() + 1)
             + self.ids.capacity() * size_of::<EntryId>()
-            + self.locs.capacity() * size_of::<Loc>()
+            + self.locs.capacity() * size_of::<Packed>()
+            + self.big_seqs.capacity() * (size_of::<(u32, u64)>() + 1)
             + self.records.capacity() * size_of::<u32>()
     }
 
@@ -132,5 +169,27 @@ mod tests {
             assert_eq!((loc.chain, loc.seq), want);
             assert!(!index.contains_key(&id(i, 2)));
         }
+    }
+
+    /// A seq past 32 bits (an author may sign one without its predecessors)
+    /// is kept aside and read back whole; replaced by a small one, the
+    /// copy aside goes.
+    #[test]
+    fn seqs_past_32_bits_are_kept_whole() {
+        let mut index = EntryIndex::default();
+        let id = |i: u8| EntryId([i; 32]);
+        let seqs = [1, u64::from(u32::MAX) - 1, u64::from(u32::MAX), u64::from(u32::MAX) + 5, u64::MAX];
+        for (i, &seq) in seqs.iter().enumerate() {
+            index.insert(id(i as u8), Loc { chain: 3, seq });
+        }
+        for (i, &seq) in seqs.iter().enumerate() {
+            let loc = index.get(&id(i as u8)).expect("inserted");
+            assert_eq!((loc.chain, loc.seq), (3, seq));
+            assert_eq!(index.seq(index.row(&id(i as u8)).expect("a row")), seq);
+        }
+        assert_eq!(index.big_seqs.len(), 3);
+        index.insert(id(4), Loc { chain: 3, seq: 9 });
+        assert_eq!(index.get(&id(4)).map(|l| l.seq), Some(9));
+        assert_eq!(index.big_seqs.len(), 2, "the replaced seq is not kept aside");
     }
 }
