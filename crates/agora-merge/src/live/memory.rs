@@ -11,7 +11,6 @@
 
 use super::{LiveChain, LiveMerge, LiveRecord};
 use crate::payload::MergeEvent;
-use crate::rules::MergeStatus;
 use crate::views::{ChainConsensus, DisputedEvent};
 use agora_core::{AgentId, EntryId};
 
@@ -72,12 +71,8 @@ fn event_heap(e: &MergeEvent) -> usize {
     }
 }
 
-fn status_bytes(s: &Option<Box<MergeStatus>>) -> usize {
-    s.as_ref().map_or(0, |_| size_of::<MergeStatus>())
-}
-
 fn record_bytes(r: &LiveRecord) -> usize {
-    r.event.as_ref().map_or(0, event_heap) + status_bytes(&r.base) + status_bytes(&r.status)
+    r.event.as_ref().map_or(0, event_heap) + r.rare.as_ref().map_or(0, |_| size_of::<super::RareStatus>())
 }
 
 fn chain_consensus_bytes(c: &ChainConsensus) -> usize {
