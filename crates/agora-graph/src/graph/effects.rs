@@ -266,7 +266,7 @@ impl Graph {
 
     pub(super) fn extra_at(&mut self, ix: Ix) -> &mut Extra {
         self.changed(ix);
-        self.nodes[ix as usize].extra.get_or_insert_with(Box::default)
+        self.nodes[ix as usize].links.extra_mut()
     }
 
     /// Record that `by` touched `target` (once, and never a node itself).

@@ -1,112 +1,130 @@
-//! A node's relations to other nodes, in one allocation ([`Links`]): the
-//! later events that touched it, its outgoing typed edges and the marks
-//! later events left on it, each naming the other node by position ([`Ix`]).
+//! A node's relations to other nodes, and its rare state, in one
+//! allocation ([`Links`]): the later events that touched it, its outgoing
+//! typed edges and the marks later events left on it, each naming the other
+//! node by position ([`Ix`]); and, for the few nodes that have any, a
+//! pointer to their boxed rare state ([`Extra`]: a frame's or task's state,
+//! a judgment, a claim's expiry, why it is invalid).
 //!
 //! Every node has these three lists and most have one or two entries in
 //! them, so their layout is paid a million times in a million-node graph.
 //! Three boxed slices took 48 bytes in the node and up to three
-//! allocations; marks also needed the node's boxed rare state ([`Extra`],
-//! 96 bytes), which a contradiction's target then carried for one mark.
-//! One boxed slice of 4-byte words with two counts in front took 16 bytes
-//! in the node (a pointer and a length) and 8 bytes of counts.
+//! allocations; marks also needed the node's boxed rare state (96 bytes),
+//! which a contradiction's target then carried for one mark. One boxed
+//! slice of 4-byte words with two counts in front took 16 bytes in the node
+//! (a pointer and a length) and 8 bytes of counts, and the rare state's
+//! box 8 more bytes in every node.
 //!
-//! Here the node holds only a pointer (8 bytes, and none of the words for a
-//! node whose lists are all empty), and the lists' lengths, from which the
-//! allocation's follows, are one word in front of the entries: the three
-//! counts packed into 12, 8 and 11 bits ([`Header::Packed`]), or, for a node
-//! whose lists outgrow those (a position challenged thousands of times), a
-//! word that says so and the three counts in full ([`Header::Wide`]). In
-//! the merge bench's swarm that is 72 bytes a node instead of 80, and most
-//! allocations 4 bytes smaller.
+//! Here the node holds only a pointer (8 bytes, and no allocation at all
+//! for a node whose lists are empty and that has no rare state), and the
+//! lists' lengths, from which the allocation's follows, are one word in
+//! front of the entries: the three counts packed into 12, 8 and 10 bits,
+//! or, for a node whose lists outgrow those (a position challenged
+//! thousands of times), a word that says so and the three counts in full
+//! (a wide header). A bit of that first word says whether the rare state's
+//! pointer follows the counts, in two words. In the merge bench's swarm a
+//! node is 64 bytes instead of 80, and most allocations 4 bytes smaller.
 //!
-//! Its invariant: no allocation, or exactly `header + touched + 2 * edges +
-//! 2 * marks` words, the header first, each list in the order its entries
-//! were pushed. Every allocation is made by [`Links::from_lists`] and freed
-//! by [`Drop`], the only two places that turn the pointer into a box and
-//! back; every read goes through [`Links::words`], which reads the length
-//! from the header.
-//!
-//! [`Extra`]: super::node::Extra
+//! Its invariant: no allocation, or exactly `header + (2 if rare state) +
+//! touched + 2 * edges + 2 * marks` words, the header first, each list in
+//! the order its entries were pushed; the rare state, if any, owned by
+//! this allocation alone. Allocations are made by [`Links::from_lists`]
+//! alone; their words are freed by `free_words` (from [`Drop`], and from
+//! `rebuild`, which moves the rare state into the new allocation), the
+//! rare state by [`Drop`] alone. Every read goes through the header.
 
 use super::index::Ix;
-use super::node::{Mark, Rel};
+use super::node::{Extra, Mark, Rel};
 use std::ptr::NonNull;
 
-/// A pointer to `[header..., touched..., (rel, ix)..., (mark, ix)...]`
-/// (see the module docs), or none when every list is empty.
+/// A pointer to `[header..., extra pointer?, touched..., (rel, ix)...,
+/// (mark, ix)...]` (see the module docs), or none when every list is empty
+/// and the node has no rare state.
 #[derive(Default)]
 pub(super) struct Links(Option<NonNull<u32>>);
 
-// Safety: `Links` owns its words as a `Box<[u32]>` would (made by
-// `from_lists`, freed by `Drop`, never shared between two `Links`), so it
-// may move to and be read from other threads like one.
+// Safety: `Links` owns its words as a `Box<[u32]>` would, and the node's
+// rare state as a `Box<Extra>` would (both made by `from_lists` or
+// `extra_mut`, freed by `Drop`, never shared between two `Links`), so it
+// may move to and be read from other threads like them.
 unsafe impl Send for Links {}
 unsafe impl Sync for Links {}
 
-/// The bit of the first word that says the header is [`Header::Wide`].
+/// The bit of the first word that says the header is wide.
 const WIDE: u32 = 1 << 31;
-/// Largest counts a packed header holds: touched 12 bits, edges 8, marks 11.
+/// The bit of the first word that says a pointer to the node's rare state
+/// ([`Extra`]) follows the header.
+const EXTRA: u32 = 1 << 30;
+/// Largest counts a packed header holds: touched 12 bits, edges 8, marks 10.
 const PACKED_TOUCHED: usize = (1 << 12) - 1;
 const PACKED_EDGES: usize = (1 << 8) - 1;
-const PACKED_MARKS: usize = (1 << 11) - 1;
+const PACKED_MARKS: usize = (1 << 10) - 1;
 
-/// The counts in front of the entries.
+/// The counts in front of the entries, and whether the rare state's
+/// pointer sits between them and the entries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Header {
-    /// One word: touched in bits 0..12, edges in 12..20, marks in 20..31.
-    Packed { touched: usize, edges: usize, marks: usize },
-    /// `[WIDE, touched, edges, marks]`.
-    Wide { touched: usize, edges: usize, marks: usize },
+struct Header {
+    /// `[WIDE | EXTRA?, touched, edges, marks]` rather than one word with
+    /// touched in bits 0..12, edges in 12..20, marks in 20..30 and `EXTRA`.
+    wide: bool,
+    extra: bool,
+    touched: usize,
+    edges: usize,
+    marks: usize,
 }
 
 impl Header {
-    fn of(touched: usize, edges: usize, marks: usize) -> Self {
-        if touched <= PACKED_TOUCHED && edges <= PACKED_EDGES && marks <= PACKED_MARKS {
-            Header::Packed { touched, edges, marks }
-        } else {
-            Header::Wide { touched, edges, marks }
-        }
+    fn of(extra: bool, touched: usize, edges: usize, marks: usize) -> Self {
+        let wide = touched > PACKED_TOUCHED || edges > PACKED_EDGES || marks > PACKED_MARKS;
+        Header { wide, extra, touched, edges, marks }
     }
 
-    /// Read from the first word at `p`, which must be the start of a live
-    /// allocation of [`Links`].
+    /// Read from the first word at `p`.
     ///
-    /// Safety: `p` points at a header written by [`Links::from_lists`].
+    /// Safety: `p` is a live allocation of [`Links`], its header in front
+    /// (written by [`Links::from_lists`]).
     #[inline]
     unsafe fn read(p: NonNull<u32>) -> Self {
         // Safety (for the reads below): the header is there, and a wide
         // header's first word says its three counts follow.
         let first = unsafe { *p.as_ptr() };
+        let extra = first & EXTRA != 0;
         if first & WIDE == 0 {
             let f = first as usize;
-            Header::Packed { touched: f & PACKED_TOUCHED, edges: (f >> 12) & PACKED_EDGES, marks: (f >> 20) & PACKED_MARKS }
+            Header { wide: false, extra, touched: f & PACKED_TOUCHED, edges: (f >> 12) & PACKED_EDGES, marks: (f >> 20) & PACKED_MARKS }
         } else {
             let word = |i: usize| unsafe { *p.as_ptr().add(i) } as usize;
-            Header::Wide { touched: word(1), edges: word(2), marks: word(3) }
+            Header { wide: true, extra, touched: word(1), edges: word(2), marks: word(3) }
         }
     }
 
-    /// (header words, touched, edges, marks).
-    fn counts(self) -> (usize, usize, usize, usize) {
-        match self {
-            Header::Packed { touched, edges, marks } => (1, touched, edges, marks),
-            Header::Wide { touched, edges, marks } => (4, touched, edges, marks),
-        }
+    /// Words of the counts.
+    fn counts_len(self) -> usize {
+        if self.wide { 4 } else { 1 }
+    }
+
+    /// Words before the entries: the counts, and the rare state's pointer.
+    fn head(self) -> usize {
+        self.counts_len() + if self.extra { 2 } else { 0 }
     }
 
     /// Words of the whole allocation.
     fn total(self) -> usize {
-        let (h, t, e, m) = self.counts();
-        h + t + 2 * e + 2 * m
+        self.head() + self.touched + 2 * self.edges + 2 * self.marks
     }
 
-    fn write(self, out: &mut Vec<u32>) {
-        match self {
-            Header::Packed { touched, edges, marks } => out.push((touched | edges << 12 | marks << 20) as u32),
-            Header::Wide { touched, edges, marks } => {
-                let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-                out.extend_from_slice(&[WIDE, count(touched), count(edges), count(marks)]);
-            }
+    /// The counts and, if any, the pointer to the rare state.
+    fn write(self, out: &mut Vec<u32>, extra: Option<NonNull<Extra>>) {
+        let flag = if self.extra { EXTRA } else { 0 };
+        if self.wide {
+            let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+            out.extend_from_slice(&[WIDE | flag, count(self.touched), count(self.edges), count(self.marks)]);
+        } else {
+            out.push((self.touched | self.edges << 12 | self.marks << 20) as u32 | flag);
+        }
+        if let Some(e) = extra {
+            // The address, exposed: read back by `Links::extra_ptr`.
+            let address = e.as_ptr().expose_provenance() as u64;
+            out.extend_from_slice(&[address as u32, (address >> 32) as u32]);
         }
     }
 }
@@ -127,16 +145,28 @@ enum Add {
     Mark(Mark, Ix),
 }
 
+/// Free the words of the allocation at `p`, not the rare state it points to.
+///
+/// Safety: `p` is a live allocation of [`Links`], made by
+/// [`Links::from_lists`] from a boxed slice of exactly the words its header
+/// counts, and is not used again.
+unsafe fn free_words(p: NonNull<u32>) {
+    unsafe {
+        let len = Header::read(p).total();
+        drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(p.as_ptr(), len)));
+    }
+}
+
 impl Drop for Links {
     fn drop(&mut self) {
+        if let Some(extra) = self.extra_ptr() {
+            // Safety: made by `Box::into_raw`/`Box::leak` and owned by this
+            // allocation alone (moved, never copied, by `rebuild`).
+            drop(unsafe { Box::from_raw(extra.as_ptr()) });
+        }
         if let Some(p) = self.0.take() {
-            // Safety: `p` was made by `from_lists` from a boxed slice of
-            // exactly `total` words, which its header records, and is
-            // dropped once (taken out of `self`).
-            unsafe {
-                let len = Header::read(p).total();
-                drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(p.as_ptr(), len)));
-            }
+            // Safety: ours, and taken out of `self`, so freed once.
+            unsafe { free_words(p) }
         }
     }
 }
@@ -144,13 +174,14 @@ impl Drop for Links {
 impl Clone for Links {
     fn clone(&self) -> Self {
         let (t, e, m) = self.lists();
-        Links::from_lists(t, e, m, Add::Nothing)
+        let extra = self.extra().map(|x| NonNull::from(Box::leak(Box::new(x.clone()))));
+        Links::from_lists(t, e, m, Add::Nothing, extra)
     }
 }
 
 impl PartialEq for Links {
     fn eq(&self, other: &Self) -> bool {
-        self.lists() == other.lists()
+        self.lists() == other.lists() && self.extra() == other.extra()
     }
 }
 
@@ -158,18 +189,56 @@ impl Eq for Links {}
 
 impl std::fmt::Debug for Links {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.words()).finish()
+        f.debug_struct("Links").field("words", &self.words()).field("extra", &self.extra()).finish()
     }
 }
 
 impl Links {
-    /// Every word, the header first; none for a node with empty lists.
+    /// Every word, the header first; none for a node with empty lists and
+    /// no rare state.
     fn words(&self) -> &[u32] {
         match self.0 {
             None => &[],
             // Safety: a live allocation of exactly `total` words (the
             // module's invariant), borrowed for as long as `self` is.
             Some(p) => unsafe { std::slice::from_raw_parts(p.as_ptr(), Header::read(p).total()) },
+        }
+    }
+
+    /// The pointer to the node's rare state, if it has any.
+    fn extra_ptr(&self) -> Option<NonNull<Extra>> {
+        let p = self.0?;
+        // Safety: `p` is a live allocation with its header in front, and
+        // when the header says so, the pointer's two words right after the
+        // counts (written by `Header::write`).
+        unsafe {
+            let header = Header::read(p);
+            if !header.extra {
+                return None;
+            }
+            let at = p.as_ptr().add(header.counts_len());
+            let address = u64::from(*at) | u64::from(*at.add(1)) << 32;
+            NonNull::new(std::ptr::with_exposed_provenance_mut::<Extra>(address as usize))
+        }
+    }
+
+    /// The node's rare state, if it has any.
+    pub(super) fn extra(&self) -> Option<&Extra> {
+        // Safety: owned by this allocation, borrowed for as long as `self` is.
+        self.extra_ptr().map(|e| unsafe { &*e.as_ptr() })
+    }
+
+    /// The node's rare state, made (default) if it has none.
+    pub(super) fn extra_mut(&mut self) -> &mut Extra {
+        if self.extra_ptr().is_none() {
+            let made = NonNull::from(Box::leak(Box::<Extra>::default()));
+            self.rebuild(Add::Nothing, None, Some(made));
+        }
+        match self.extra_ptr() {
+            // Safety: owned by this allocation, borrowed mutably for as long
+            // as `self` is.
+            Some(e) => unsafe { &mut *e.as_ptr() },
+            None => unreachable!("the rare state was just put in"),
         }
     }
 
@@ -188,20 +257,22 @@ impl Links {
         // exactly the words the header counts (the module's invariant), so
         // each list lies inside it; borrowed for as long as `self` is.
         unsafe {
-            let (h, t, e, m) = Header::read(p).counts();
+            let h = Header::read(p);
+            let head = h.head();
             let (start, len) = match part {
-                Part::Touched => (h, t),
-                Part::Edges => (h + t, 2 * e),
-                Part::Marks => (h + t + 2 * e, 2 * m),
+                Part::Touched => (head, h.touched),
+                Part::Edges => (head + h.touched, 2 * h.edges),
+                Part::Marks => (head + h.touched + 2 * h.edges, 2 * h.marks),
             };
             std::slice::from_raw_parts(p.as_ptr().add(start), len)
         }
     }
 
     /// The lists `touched`, `edges` and `marks` (word pairs for the last
-    /// two), with `add` appended to its own list, in one new allocation;
-    /// none if they are all empty. The only place an allocation is made.
-    fn from_lists(touched: &[u32], edges: &[u32], marks: &[u32], add: Add) -> Self {
+    /// two), with `add` appended to its own list, and the rare state
+    /// `extra` (whose ownership it takes), in one new allocation; none if
+    /// there is nothing. The only place an allocation is made.
+    fn from_lists(touched: &[u32], edges: &[u32], marks: &[u32], add: Add, extra: Option<NonNull<Extra>>) -> Self {
         let (t, e, m) = (touched.len(), edges.len() / 2, marks.len() / 2);
         let (t, e, m) = match add {
             Add::Nothing => (t, e, m),
@@ -209,12 +280,12 @@ impl Links {
             Add::Edge(..) => (t, e + 1, m),
             Add::Mark(..) => (t, e, m + 1),
         };
-        if t + e + m == 0 {
+        if t + e + m == 0 && extra.is_none() {
             return Links(None);
         }
-        let header = Header::of(t, e, m);
+        let header = Header::of(extra.is_some(), t, e, m);
         let mut words = Vec::with_capacity(header.total());
-        header.write(&mut words);
+        header.write(&mut words, extra);
         words.extend_from_slice(touched);
         if let Add::Touched(by) = add {
             words.push(by);
@@ -232,10 +303,25 @@ impl Links {
         Links(NonNull::new(raw))
     }
 
-    /// Replace the lists by these, with `add`.
-    fn set(&mut self, add: Add, marks: Option<&[u32]>) {
+    /// Replace the lists by these (`marks` instead of the marks, if
+    /// given), with `add`, and the rare state `extra`, which is this
+    /// allocation's own (moved into the new one) or a new one.
+    fn rebuild(&mut self, add: Add, marks: Option<&[u32]>, extra: Option<NonNull<Extra>>) {
         let (t, e, m) = self.lists();
-        *self = Links::from_lists(t, e, marks.unwrap_or(m), add);
+        let new = Links::from_lists(t, e, marks.unwrap_or(m), add, extra);
+        if let Some(p) = self.0.take() {
+            // Safety: ours, taken out of `self` so freed once; its rare
+            // state, if any, now belongs to `new`, so only its words go.
+            unsafe { free_words(p) }
+        }
+        // `self` holds nothing now: dropping it frees nothing.
+        *self = new;
+    }
+
+    /// Replace the lists, keeping the rare state.
+    fn set(&mut self, add: Add, marks: Option<&[u32]>) {
+        let extra = self.extra_ptr();
+        self.rebuild(add, marks, extra);
     }
 
     /// Bytes on the heap ([`Graph::memory`](super::Graph::memory)).
@@ -352,7 +438,7 @@ mod tests {
 
     /// A node's words are one header word and its entries while its lists
     /// are short; past the packed header's counts (touched by 4,096 events,
-    /// say, or 2,048 marks) the header widens to four words and every list
+    /// say, or 1,024 marks) the header widens to four words and every list
     /// still reads back whole and in order, through clones, removals and
     /// the drop of every copy.
     #[test]
@@ -395,6 +481,44 @@ mod tests {
         assert_eq!(marks.marks().len(), 2_048);
         marks.clear(Mark::Conflict);
         assert_eq!(marks, Links::default(), "no words left");
+    }
+
+    /// The rare state rides in the same allocation: made on first use (for
+    /// a node with no lists too), kept through every edit of the lists and
+    /// a widening of the header, copied whole by a clone, compared by
+    /// `==`, and left alone when the lists empty again.
+    #[test]
+    fn the_rare_state_is_kept_through_every_edit() {
+        let mut l = Links::default();
+        assert!(l.extra().is_none());
+        l.extra_mut().successes = 3;
+        assert_eq!(l.words_len(), 1 + 2, "a header and the pointer, no lists");
+        assert!(l.touched().is_empty() && l.edges().len() == 0 && !l.has_marks());
+        l.push_touched(5);
+        l.push(Mark::OpenChallenge, 6);
+        l.extra_mut().failures = 1;
+        l.push_edge(Rel::Supports, 7);
+        for by in 0..5_000u32 {
+            l.push_touched(by + 10);
+        }
+        assert_eq!(l.words_len(), 4 + 2 + 5_001 + 2 + 2, "wide, with the pointer");
+        assert_eq!((l.extra().map(|x| x.successes), l.extra().map(|x| x.failures)), (Some(3), Some(1)));
+        assert_eq!(l.touched()[..2], [5, 10]);
+        assert_eq!(l.edges().collect::<Vec<_>>(), vec![(Rel::Supports, 7)]);
+        let copy = l.clone();
+        assert_eq!(copy, l);
+        l.extra_mut().successes = 4;
+        assert_ne!(copy, l, "the copy has a rare state of its own");
+        assert_eq!(copy.extra().map(|x| x.successes), Some(3));
+        drop(copy);
+        l.clear(Mark::OpenChallenge);
+        assert_eq!(l.extra().map(|x| x.successes), Some(4));
+        let mut only = Links::default();
+        only.push(Mark::ParkedBy, 1);
+        only.extra_mut().confirmed = true;
+        only.clear(Mark::ParkedBy);
+        assert_eq!(only.words_len(), 3, "the rare state stays when the lists empty");
+        assert!(only.extra().is_some_and(|x| x.confirmed));
     }
 
     /// Every relation and mark survives its trip through a word.

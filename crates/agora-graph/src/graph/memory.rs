@@ -72,7 +72,7 @@ impl Graph {
         let extra = self
             .nodes
             .iter()
-            .filter_map(|n| n.extra.as_deref())
+            .filter_map(|n| n.links.extra())
             .map(|e| size_of::<Extra>() + e.invalid.as_ref().map_or(0, |s| s.len()))
             .sum();
         let texts = match &self.texts {

@@ -303,7 +303,7 @@ impl Graph {
                 Ok(()) => {
                     node.meta = Meta::of(ev);
                     if let Event::Claim { expires_at_ms: Some(t), .. } = ev {
-                        node.extra.get_or_insert_with(Box::default).expires_at_ms = Some(*t);
+                        node.links.extra_mut().expires_at_ms = Some(*t);
                     }
                     None
                 }
@@ -311,7 +311,7 @@ impl Graph {
         };
         let valid = invalid.is_none();
         if let Some(reason) = invalid {
-            node.extra.get_or_insert_with(Box::default).invalid = Some(reason.into_boxed_str());
+            node.links.extra_mut().invalid = Some(reason.into_boxed_str());
         }
         assert!(self.nodes.len() < NODES_MAX, "more than {NODES_MAX} nodes");
         let me = self.nodes.len() as Ix;

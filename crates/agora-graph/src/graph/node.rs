@@ -320,9 +320,10 @@ pub struct Node {
     /// edges, in the order they were drawn (see
     /// [`Graph::edges`](super::Graph::edges)); the marks later events left
     /// on it. All by position.
+    /// And, behind the same pointer, the rare state ([`Extra`]) of the
+    /// few nodes that have any.
     pub(super) links: Links,
     pub(super) meta: Meta,
-    pub(super) extra: Option<Box<Extra>>,
 }
 
 /// The kind of a node made by a payload that is not an event (a raw note).
@@ -333,13 +334,14 @@ pub(super) const REDACTED: u8 = RAW + 1;
 pub(super) const INVALID: u8 = RAW + 2;
 
 /// The node's size is what a million-node graph pays a million times (see
-/// the README's replay figures): kept at 72 bytes on 64-bit targets. Its
+/// the README's replay figures): kept at 64 bytes on 64-bit targets. Its
 /// text is not in it (the graph holds texts beside the nodes, or leaves them
 /// in the store: `text.rs`), its kind is a byte, its author, kind and rule
-/// metadata share one 8-byte word, and its three lists of other nodes are
-/// behind one pointer, their lengths in front of them (`links.rs`).
+/// metadata share one 8-byte word, and its three lists of other nodes and
+/// its rare state are behind one pointer, their lengths in front of them
+/// (`links.rs`).
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<Node>() <= 72);
+const _: () = assert!(std::mem::size_of::<Node>() <= 64);
 
 impl Node {
     pub(super) fn new(id: EntryId, pos: LogPosition, author: u32, kind: u8) -> Self {
@@ -351,7 +353,6 @@ impl Node {
             kind,
             links: Links::default(),
             meta: Meta::None,
-            extra: None,
         }
     }
 
@@ -377,7 +378,7 @@ impl Node {
     }
 
     pub(super) fn x(&self) -> &Extra {
-        self.extra.as_deref().unwrap_or(&NO_EXTRA)
+        self.links.extra().unwrap_or(&NO_EXTRA)
     }
 
     /// Why it is invalid (it broke a rule, or could not be decoded), if it is.

@@ -169,11 +169,11 @@ impl<'g> ById<'g> {
         let id_at = |ix: Ix| nodes[ix as usize].id.0[0];
         for &i in order {
             let n = &nodes[i as usize];
-            std::hint::black_box((n.id.0[0], n.extra.is_some(), n.links.touched().len()));
+            std::hint::black_box((n.id.0[0], n.links.extra().is_some(), n.links.touched().len()));
         }
         for &i in order {
             let n = &nodes[i as usize];
-            std::hint::black_box((n.links.touched().first().copied(), n.links.edges().next().map(|e| e.1), n.extra.as_deref().map(|x| x.frame_state)));
+            std::hint::black_box((n.links.touched().first().copied(), n.links.edges().next().map(|e| e.1), n.links.extra().map(|x| x.frame_state)));
         }
         for &i in order {
             let n = &nodes[i as usize];
@@ -213,7 +213,7 @@ pub(super) fn write_snapshot_node(nodes: &[Node], ix: Ix, out: &mut Vec<u8>) {
     let n = &nodes[ix as usize];
     let id_of = |ix: Ix| nodes[ix as usize].id.0;
     out.extend_from_slice(n.id.as_bytes());
-    if n.extra.is_none() && !n.links.has_marks() {
+    if n.links.extra().is_none() && !n.links.has_marks() {
         // Most nodes: nothing but the node itself and what touched it. Active
         // (no mark or state), not settled, every list but the first empty, no
         // frame or task state, no outcomes.
