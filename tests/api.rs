@@ -182,14 +182,16 @@ fn metrics_after_a_sync_report_the_figures() {
     // A read builds the reasoning view once (a recompute by replay).
     json(&bob.home, &["status", &last]);
     let api = Api::of(&bob);
-    let scrape = |token: Option<&str>| {
-        let mut req = api.agent.get(format!("{}/metrics", api.base));
+    // `GET <path>`, with the bearer token if given: the status and the body.
+    let get = |path: &str, token: Option<&str>| {
+        let mut req = api.agent.get(format!("{}{path}", api.base));
         if let Some(t) = token {
             req = req.header("authorization", format!("Bearer {t}"));
         }
         let mut resp = req.call().unwrap();
         (resp.status().as_u16(), resp.body_mut().read_to_string().unwrap())
     };
+    let scrape = |token: Option<&str>| get("/metrics", token);
     assert_eq!(scrape(None).0, 401, "metrics need the token");
     let text = wait_for("the figures of the sync", || {
         let (status, text) = scrape(Some(&api.token));
@@ -213,14 +215,7 @@ fn metrics_after_a_sync_report_the_figures() {
     assert!(text.trim_end().ends_with("# EOF"), "OpenMetrics text ends with # EOF");
     // Where the views' memory goes, part by part: the reasoning graph the
     // read built (Alice's five positions in it), the live merged view.
-    let memory = |token: Option<&str>| {
-        let mut req = api.agent.get(format!("{}/v1/memory", api.base));
-        if let Some(t) = token {
-            req = req.header("authorization", format!("Bearer {t}"));
-        }
-        let mut resp = req.call().unwrap();
-        (resp.status().as_u16(), resp.body_mut().read_to_string().unwrap())
-    };
+    let memory = |token: Option<&str>| get("/v1/memory", token);
     assert_eq!(memory(None).0, 401, "the memory report needs the token");
     let (status, body) = memory(Some(&api.token));
     assert_eq!(status, 200, "{body}");
