@@ -221,9 +221,11 @@ fn metrics_after_a_sync_report_the_figures() {
     assert_eq!(status, 200, "{body}");
     let report: serde_json::Value = serde_json::from_str(&body).unwrap();
     let graph = &report["reasoning_graph"];
-    assert!(graph["nodes"].as_u64().unwrap() >= 5 && graph["bytes"]["nodes"].as_u64().unwrap() >= 5 * 64, "{report}");
+    assert!(graph["nodes"].as_u64().unwrap() >= 5 && graph["bytes"]["nodes"].as_u64().unwrap() >= 5 * 32, "{report}");
     assert_eq!(graph["bytes"]["texts"], 0, "the node's graph reads its texts from the store: {report}");
-    assert!(report["merged_view"]["live_view"]["entry_index"].as_u64().unwrap() >= 5 * 32, "a row for each entry: {report}");
+    assert!(report["merged_view"]["live_view"]["entry_index"].as_u64().unwrap() >= 5 * 12, "a row for each entry: {report}");
+    assert!(report["merged_view"]["live_view"]["ids"].as_u64().unwrap() >= 5 * 32, "each id once, in the arena the views share: {report}");
+    assert_eq!(graph["bytes"]["ids"], 0, "the node's graph holds its ids in the shared arena: {report}");
     assert!(report["allocator"]["allocated"].as_u64().unwrap() > 0, "{report}");
 }
 

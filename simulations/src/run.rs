@@ -707,7 +707,7 @@ impl<'s> Run<'s> {
         if let Some(expected) = &e.accepted_by {
             let author = view.graph().position(node).author;
             let frontiers = view.chains.iter().filter(|c| c.author == author).flat_map(|c| &c.accepted_by);
-            if let Some(unmet) = self.other_agents(expected, frontiers.filter(|(_, seq)| *seq >= node.seq).map(|(agent, _)| agent)) {
+            if let Some(unmet) = self.other_agents(expected, frontiers.filter(|(_, seq)| *seq >= node.seq()).map(|(agent, _)| agent)) {
                 return Some(format!("{label:?} accepted_by: {unmet}"));
             }
         }

@@ -359,7 +359,7 @@ impl Publisher {
             let hi = lo + view.disputes[lo..].partition_point(|d| d.target == *id);
             &view.disputes[lo..hi]
         };
-        let node = |n: &agora_graph::Node| Ok::<_, agora_graph::TextUnavailable>((n.id.to_string(), node_tree(&ViewNode::read(view.graph, n, disputes_of(&n.id))?)));
+        let node = |n: agora_graph::NodeRef<'_>| Ok::<_, agora_graph::TextUnavailable>((n.id.to_string(), node_tree(&ViewNode::read(view.graph, n, disputes_of(&n.id))?)));
         let changes = match self.written.take().filter(|w| !whole && w.buckets.len() == now.buckets.len()) {
             None => ViewChanges {
                 scalars,

@@ -16,6 +16,7 @@
 //! it by replay. Tests prove that incremental application and replay give
 //! the same snapshot bytes and listings.
 
+use agora_core::id_arena::IdArena;
 use agora_core::AgentId;
 use agora_graph::{Graph, Late, LogEvent, TextSource, LIVE_GRAPH_JOURNAL};
 use agora_roster::Roster;
@@ -36,6 +37,8 @@ pub struct GraphCache {
     /// Where the graph reads its texts, if it holds none
     /// ([`GraphCache::texts_from`]).
     texts: Option<Arc<dyn TextSource>>,
+    /// Where the graph holds its ids ([`GraphCache::sharing_ids`]).
+    ids: Arc<IdArena>,
 }
 
 impl GraphCache {
@@ -46,7 +49,7 @@ impl GraphCache {
 
     /// An empty cache that records each rebuild's duration in `recompute_seconds`.
     pub fn observed(founder: AgentId, recompute_seconds: Histogram) -> Self {
-        Self { founder, graph: Mutex::new(None), journal: LIVE_GRAPH_JOURNAL, recompute_seconds, texts: None }
+        Self { founder, graph: Mutex::new(None), journal: LIVE_GRAPH_JOURNAL, recompute_seconds, texts: None, ids: Arc::default() }
     }
 
     /// The same cache, whose graph holds no texts but reads them from
@@ -55,6 +58,12 @@ impl GraphCache {
     /// and as much as the agents write in a real one.
     pub fn texts_from(self, store: &Arc<Store>) -> Self {
         Self { texts: Some(Arc::new(agora_view::StoreTexts::new(store))), ..self }
+    }
+
+    /// The same cache, whose graph holds its ids in `ids`, an arena the
+    /// node's other views share (each id held once: 32 bytes a node less).
+    pub fn sharing_ids(self, ids: Arc<IdArena>) -> Self {
+        Self { ids, ..self }
     }
 
     /// The same cache with a journal of `records` applies instead of
@@ -109,7 +118,8 @@ impl GraphCache {
                 let empty = match &self.texts {
                     Some(source) => Graph::with_texts_from(source.clone()),
                     None => Graph::new(),
-                };
+                }
+                .sharing_ids(self.ids.clone());
                 let rebuilt = (agora_view::load_graph_onto(empty, store, self.founder, self.journal)?, agora_view::derive_roster(store, self.founder)?);
                 self.recompute_seconds.observe(started.elapsed().as_secs_f64());
                 slot.insert(rebuilt)

@@ -20,6 +20,7 @@
 //! founder's chain: the roster decides which entries count), when the queue
 //! overflows (a bound on memory under any write rate), and at start.
 
+use agora_core::id_arena::IdArena;
 use agora_core::{AgentId, EntryId};
 use crate::fork_referrers::{references, ForkReferrers};
 use agora_merge::{DisagreementMap, LiveMergedGraph, LiveMerge, LivePerspective, LiveUpdate, MergeEntry, MergedGraphPlan, PerspectivePlan};
@@ -83,6 +84,9 @@ pub struct MergeCache {
     /// Where the graphs it builds (perspectives, the merged graph) read
     /// their texts, if they hold none ([`MergeCache::texts_from`]).
     texts: Option<Arc<dyn TextSource>>,
+    /// Where the merged state and the graphs it plans hold their entry ids
+    /// ([`MergeCache::sharing_ids`]).
+    ids: Arc<IdArena>,
     /// Entries whose payload changed since the published document last
     /// took them (`None`: more than [`PAYLOADS_UNPUBLISHED_MAX`]).
     payloads_unpublished: Mutex<Option<Vec<EntryId>>>,
@@ -271,6 +275,7 @@ impl MergeCache {
             generation: AtomicU64::new(0),
             perspective_build_seconds: Histogram::new([1.0]),
             texts: None,
+            ids: Arc::default(),
         }
     }
 
@@ -280,6 +285,13 @@ impl MergeCache {
     /// a node smaller (see `agora_graph::TextSource`).
     pub fn texts_from(self, store: &Arc<Store>) -> Self {
         Self { texts: Some(Arc::new(agora_view::StoreTexts::new(store))), ..self }
+    }
+
+    /// The same cache, whose merged state, perspectives and merged graph
+    /// hold their entry ids in `ids`, an arena the node's other views share
+    /// (each id held once).
+    pub fn sharing_ids(self, ids: Arc<IdArena>) -> Self {
+        Self { ids, ..self }
     }
 
     fn perspective_plan(&self, merge: &LiveMerge, agent: AgentId) -> PerspectivePlan {
@@ -459,7 +471,7 @@ impl MergeCache {
                 let started = Instant::now();
                 let roster = agora_view::derive_roster(store, self.founder)?;
                 let (entries, proofs) = agora_view::load_merge_state_input(store, self.founder)?;
-                let merge = LiveMerge::from_entries(&entries, &proofs).map_err(|e| StoreError::Corrupt { location: "merge input".into(), problem: e.to_string() })?;
+                let merge = LiveMerge::from_entries_sharing(&entries, &proofs, self.ids.clone()).map_err(|e| StoreError::Corrupt { location: "merge input".into(), problem: e.to_string() })?;
                 *live = Some(LiveState { merge, roster, perspectives: Vec::new(), referrers: ForkReferrers::default(), merged: None });
                 self.generation.fetch_add(1, Ordering::AcqRel);
                 self.rebuild_seconds.observe(started.elapsed().as_secs_f64());

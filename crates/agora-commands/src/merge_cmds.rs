@@ -180,7 +180,7 @@ pub fn perspective(s: &Session, agent: Option<&str>, as_of: Option<&str>, summar
 fn print_perspective(s: &Session, p: &agora_merge::Perspective, hash: [u8; 32], over: Value, summary: bool) -> Result<ExitCode> {
     // Each event with its text, read once (from the store, for a node's
     // live perspective) for whichever form is printed.
-    let events: Vec<(&agora_graph::Node, std::borrow::Cow<'_, str>)> =
+    let events: Vec<(agora_graph::NodeRef<'_>, std::borrow::Cow<'_, str>)> =
         if summary { Vec::new() } else { p.graph.nodes().filter(|n| n.is_event()).map(|n| Ok((n, p.graph.text(n)?))).collect::<Result<_>>()? };
     let json = || {
         let nodes: Vec<Value> =

@@ -11,7 +11,7 @@ use crate::session::Session;
 use agora_core::EntryId;
 use agora_graph::event::Confidence;
 use agora_graph::query::{as_of_entry, as_of_time};
-use agora_graph::{Event, Graph, LogEvent, MemoryKind, Node, Relation, TaskState};
+use agora_graph::{Event, Graph, LogEvent, MemoryKind, Node, NodeRef, Relation, TaskState};
 use agora_store::Store;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
@@ -304,14 +304,14 @@ fn graph_json(g: &Graph) -> Result<Value> {
         .map(|n| {
             Ok(json!({
                 "id": n.id.to_string(), "kind": n.kind(), "text": text_of(g, n)?, "status": n.status().name(),
-                "author": g.position(n).author.to_string(), "seq": n.seq, "timestamp_ms": n.timestamp_ms,
+                "author": g.position(n).author.to_string(), "seq": n.seq(), "timestamp_ms": n.timestamp_ms,
             }))
         })
         .collect::<Result<_>>()?;
     let edges: Vec<Value> = g
         .nodes()
         .filter(|n| shown(n))
-        .flat_map(|n| g.edges(n).filter(|(_, to)| g.node(to).is_some_and(shown)).map(move |(rel, to)| json!({ "from": n.id.to_string(), "to": to.to_string(), "relation": rel })))
+        .flat_map(|n| g.edges(n).filter(|(_, to)| g.node(to).is_some_and(|t| shown(&t))).map(move |(rel, to)| json!({ "from": n.id.to_string(), "to": to.to_string(), "relation": rel })))
         .collect();
     Ok(json!({ "format": "json", "nodes": nodes, "edges": edges }))
 }
@@ -382,7 +382,7 @@ fn record(s: &Session, event: Event) -> Result<ExitCode> {
 
 /// The text of `n`, a node of `g`: held by the graph, or read from the
 /// store (the node's live graph holds none).
-fn text_of<'g>(g: &'g Graph, n: &Node) -> Result<std::borrow::Cow<'g, str>> {
+fn text_of<'g>(g: &'g Graph, n: impl agora_graph::AsNode<'g>) -> Result<std::borrow::Cow<'g, str>> {
     Ok(g.text(n)?)
 }
 
@@ -420,13 +420,13 @@ fn not_in_graph(store: &Store, id: EntryId) -> anyhow::Error {
     }
 }
 
-fn status_json(g: &Graph, n: &Node) -> Result<Value> {
+fn status_json(g: &Graph, n: NodeRef<'_>) -> Result<Value> {
     Ok(json!({
         "id": n.id.to_string(),
         "kind": n.kind(),
         "text": text_of(g, n)?,
         "author": g.position(n).author.to_string(),
-        "seq": n.seq,
+        "seq": n.seq(),
         "timestamp_ms": n.timestamp_ms,
         "status": n.status().name(),
         "settled": n.settled(),
@@ -442,7 +442,7 @@ fn status_json(g: &Graph, n: &Node) -> Result<Value> {
     }))
 }
 
-fn status_text(g: &Graph, n: &Node) -> Result<String> {
+fn status_text(g: &Graph, n: NodeRef<'_>) -> Result<String> {
     let mut flags = Vec::new();
     if n.settled() {
         flags.push("settled".to_string());
@@ -469,7 +469,7 @@ fn status_text(g: &Graph, n: &Node) -> Result<String> {
     Ok(format!("{} {} {}{}\n{}\n{}", n.id, n.kind(), n.status().name(), flags, text_of(g, n)?, refs_text(g, &g.why(n), "  why:")?).trim_end().to_string())
 }
 
-fn nodes_listing<'a>(g: &Graph, nodes: impl Iterator<Item = &'a Node>) -> Result<(Value, String)> {
+fn nodes_listing<'a>(g: &Graph, nodes: impl Iterator<Item = NodeRef<'a>>) -> Result<(Value, String)> {
     let mut rows = Vec::new();
     let mut lines = Vec::new();
     for n in nodes {

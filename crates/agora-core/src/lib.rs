@@ -24,6 +24,8 @@
 //! - [`payload`]: what a node knows of a payload (held, redacted with its
 //!   residue, missing), as every view reads it.
 //! - [`idmap`]: hash maps keyed by ids, hashed by their first bytes.
+//! - [`id_arena`]: entry ids held once and named by 4-byte rows, shared by
+//!   the views of one node.
 //! - [`xorshift`]: the seeded generator of deterministic workloads.
 #![deny(missing_docs)]
 // Errors carry the entry they name (author, seq, id): ~128 bytes. They are only
@@ -36,6 +38,7 @@ pub mod canonical;
 pub mod entry;
 pub mod fork;
 pub mod id;
+pub mod id_arena;
 pub mod identity;
 pub mod idmap;
 pub mod import;

@@ -1,6 +1,6 @@
 //! The graph as Graphviz DOT and as Mermaid, with status shown by colour.
 
-use crate::graph::{Graph, Node, Status, TextUnavailable};
+use crate::graph::{Graph, Node, NodeRef, Status, TextUnavailable};
 
 fn colour(status: Status) -> (&'static str, &'static str) {
     // (fill, border)
@@ -16,7 +16,7 @@ fn colour(status: Status) -> (&'static str, &'static str) {
     }
 }
 
-fn label(g: &Graph, n: &Node) -> Result<String, TextUnavailable> {
+fn label(g: &Graph, n: &NodeRef<'_>) -> Result<String, TextUnavailable> {
     let full = g.text(n)?;
     let mut text: String = full.chars().take(48).collect();
     if full.chars().count() > 48 {
@@ -36,7 +36,7 @@ pub fn to_dot(g: &Graph) -> Result<String, TextUnavailable> {
     for n in g.nodes().filter(|n| shown(n)) {
         let (fill, border) = colour(n.status());
         let dashed = if matches!(n.status(), Status::Superseded | Status::Retracted) { ",dashed" } else { "" };
-        let text = label(g, n)?.replace('"', "\\\"");
+        let text = label(g, &n)?.replace('"', "\\\"");
         out.push_str(&format!(
             "  \"{}\" [label=\"{}\", fillcolor=\"{fill}\", color=\"{border}\", style=\"rounded,filled{dashed}\"];\n",
             n.id, text
@@ -44,7 +44,7 @@ pub fn to_dot(g: &Graph) -> Result<String, TextUnavailable> {
     }
     for n in g.nodes().filter(|n| shown(n)) {
         for (rel, to) in g.edges(n) {
-            if g.node(&to).is_some_and(shown) {
+            if g.node(&to).is_some_and(|t| shown(&t)) {
                 out.push_str(&format!("  \"{}\" -> \"{}\" [label=\"{rel}\"];\n", n.id, to));
             }
         }
@@ -57,15 +57,15 @@ pub fn to_dot(g: &Graph) -> Result<String, TextUnavailable> {
 /// if a text cannot be read from the graph's store.
 pub fn to_mermaid(g: &Graph) -> Result<String, TextUnavailable> {
     let mut out = String::from("flowchart BT\n");
-    let id = |n: &Node| format!("n{}", n.id.short());
+    let id = |n: &NodeRef<'_>| format!("n{}", n.id.short());
     for n in g.nodes().filter(|n| shown(n)) {
-        let text = label(g, n)?.replace("\\n", "<br/>").replace('"', "'");
-        out.push_str(&format!("  {}[\"{}\"]:::{}\n", id(n), text, n.status().name()));
+        let text = label(g, &n)?.replace("\\n", "<br/>").replace('"', "'");
+        out.push_str(&format!("  {}[\"{}\"]:::{}\n", id(&n), text, n.status().name()));
     }
     for n in g.nodes().filter(|n| shown(n)) {
         for (rel, to) in g.edges(n) {
             if let Some(t) = g.node(&to).filter(|t| shown(t)) {
-                out.push_str(&format!("  {} -- {} --> {}\n", id(n), rel, id(t)));
+                out.push_str(&format!("  {} -- {} --> {}\n", id(&n), rel, id(&t)));
             }
         }
     }

@@ -1,7 +1,7 @@
 //! Read-side questions over a graph: decisions, open questions, the
 //! disagreement map, state as of a time or an entry.
 
-use crate::graph::{Graph, LogEvent, Node, Status};
+use crate::graph::{Graph, LogEvent, NodeRef, Status};
 use agora_core::EntryId;
 
 /// A decision: a node that closed something, with the events that made it so.
@@ -34,7 +34,7 @@ impl Graph {
     }
 
     /// Questions not yet resolved (active or contested), in log order.
-    pub fn open_questions(&self) -> Vec<&Node> {
+    pub fn open_questions(&self) -> Vec<NodeRef<'_>> {
         self.nodes().filter(|n| n.kind() == "question" && matches!(n.status(), Status::Active | Status::Contested)).collect()
     }
 
@@ -48,12 +48,12 @@ impl Graph {
     }
 
     /// Derived claims with no source events.
-    pub fn orphans(&self) -> Vec<&Node> {
+    pub fn orphans(&self) -> Vec<NodeRef<'_>> {
         self.nodes().filter(|n| n.orphan()).collect()
     }
 
     /// Nodes that arrived but break a rule.
-    pub fn invalid(&self) -> Vec<&Node> {
+    pub fn invalid(&self) -> Vec<NodeRef<'_>> {
         self.nodes().filter(|n| n.status() == Status::Invalid).collect()
     }
 

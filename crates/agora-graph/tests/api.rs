@@ -1,12 +1,12 @@
 //! The public API as its callers use it (the CLI in `node/`, `agora-view`,
 //! `agora-search`, the merge layer): nodes borrowed from the graph and passed
-//! around as `&Node`, fields and statuses read from the node alone, the
-//! events a node names (why, touched by, edges) read from the graph with the
-//! node, as entry ids. Mostly a compile-time check: a change to the graph's
-//! layout must keep this file building unchanged.
+//! around as `NodeRef` (a node with its id), fields and statuses read from
+//! the node alone, the events a node names (why, touched by, edges) read
+//! from the graph with the node, as entry ids. Mostly a compile-time check:
+//! a change to the graph's layout must keep this file building unchanged.
 
 use agora_core::{AgentId, EntryId};
-use agora_graph::{Event, Graph, LogEvent, LogPosition, Node, Status};
+use agora_graph::{Event, Graph, LogEvent, LogPosition, NodeRef, Status};
 
 fn log() -> (Vec<LogEvent>, [EntryId; 3]) {
     let ids = [EntryId([1; 32]), EntryId([2; 32]), EntryId([3; 32])];
@@ -27,8 +27,8 @@ fn log() -> (Vec<LogEvent>, [EntryId; 3]) {
     (log, ids)
 }
 
-/// Like the CLI's status output: a `&Node` and its graph.
-fn describe(g: &Graph, n: &Node) -> String {
+/// Like the CLI's status output: a node and its graph.
+fn describe(g: &Graph, n: NodeRef<'_>) -> String {
     let why: Vec<String> = g.why(n).iter().map(|id| g.node(id).map_or(id.to_string(), |w| w.kind().to_string())).collect();
     format!(
         "{} {} {} by {} seq {} at {}: {} [{}] settled={} why={why:?} orphan={} unconfirmed={} expired={} memory_kind={:?} frame={:?} task={:?} invalid={:?} latest={:?}",
@@ -36,7 +36,7 @@ fn describe(g: &Graph, n: &Node) -> String {
         n.kind(),
         g.text(n).unwrap(),
         g.position(n).author.short(),
-        n.seq,
+        n.seq(),
         n.timestamp_ms,
         n.status().name(),
         n.is_event(),
@@ -53,13 +53,13 @@ fn describe(g: &Graph, n: &Node) -> String {
 }
 
 /// Like the CLI's listings: any iterator of borrowed nodes.
-fn listing<'a>(g: &Graph, nodes: impl Iterator<Item = &'a Node>) -> Vec<(EntryId, &'static str, String)> {
-    let nodes: Vec<&Node> = nodes.collect();
+fn listing<'a>(g: &Graph, nodes: impl Iterator<Item = NodeRef<'a>>) -> Vec<(EntryId, &'static str, String)> {
+    let nodes: Vec<NodeRef<'_>> = nodes.collect();
     nodes.iter().map(|n| (n.id, n.kind(), g.text(n).unwrap().into_owned())).collect()
 }
 
 /// Like the merge layer's published view: a node's edges, from its graph.
-fn edges(g: &Graph, n: &Node) -> Vec<(String, EntryId)> {
+fn edges(g: &Graph, n: NodeRef<'_>) -> Vec<(String, EntryId)> {
     g.edges(n).map(|(r, t)| (r.to_string(), t)).collect()
 }
 

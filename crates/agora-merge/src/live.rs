@@ -35,6 +35,7 @@ use crate::merge::{ForkOutcome, ForkPoint, Frontier, Merge, MergeRecord, NONE};
 use crate::payload::MergeEvent;
 use crate::rules::{MergeRuleError, MergeStatus};
 use crate::views::{accepted_prefix, counted_agents, ChainConsensus, Consensus, ConsensusError, DisputeMark, DisputedEvent};
+use agora_core::id_arena::IdArena;
 use agora_core::{AgentId, EntryId, ForkProof};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -182,8 +183,13 @@ impl LiveRecord {
     }
     /// Its status now (a withdrawal's id read from `index`).
     fn status(&self, index: &entry_index::EntryIndex) -> MergeStatus {
+        self.status_in(|r| index.id(r))
+    }
+    /// Its status now, a withdrawal's id read by `id_of` (from ids read
+    /// under one lock, for many records).
+    fn status_in(&self, id_of: impl Fn(u32) -> EntryId) -> MergeStatus {
         if self.withdrawn_by != NOT_WITHDRAWN {
-            return MergeStatus::Withdrawn { by: index.id(self.withdrawn_by) };
+            return MergeStatus::Withdrawn { by: id_of(self.withdrawn_by) };
         }
         self.rare.as_ref().map_or(MergeStatus::Applied, |r| r.status.clone())
     }
@@ -345,9 +351,10 @@ impl ViewChain<'_> {
         self.rows.iter().map(|&r| self.index.id(r))
     }
 
-    /// The ids, seq 1 first, copied out.
+    /// The ids, seq 1 first, copied out (under one read of the arena).
     pub fn to_vec(&self) -> Vec<EntryId> {
-        self.iter().collect()
+        let ids = self.index.arena().read();
+        self.rows.iter().map(|&r| ids.id(r)).collect()
     }
 }
 
@@ -379,12 +386,24 @@ impl LiveMerge {
         Self::default()
     }
 
+    /// The arena its entry ids are held in, shared with the graphs it plans.
+    pub fn ids(&self) -> &Arc<IdArena> {
+        self.index.arena()
+    }
+
     /// The state of `entries` and `proofs`, computed once with
     /// [`Merge::compute`] (a node's start-up), then kept current by
     /// [`LiveMerge::apply`].
     pub fn from_entries(entries: &[MergeEntry], proofs: &[ForkProof]) -> Result<Self, InputError> {
+        Self::from_entries_sharing(entries, proofs, Arc::default())
+    }
+
+    /// [`LiveMerge::from_entries`], its entry ids held in `ids`, an arena
+    /// the node's other views share (each id held once). The graphs it
+    /// plans (perspectives, the merged graph) hold their ids there too.
+    pub fn from_entries_sharing(entries: &[MergeEntry], proofs: &[ForkProof], ids: Arc<IdArena>) -> Result<Self, InputError> {
         let m = Merge::chains_of(entries, proofs)?;
-        let mut live = LiveMerge::default();
+        let mut live = LiveMerge { index: entry_index::EntryIndex::sharing(ids), ..LiveMerge::default() };
         let mut proofs_by_author: HashMap<AgentId, usize> = HashMap::new();
         for p in proofs {
             *proofs_by_author.entry(p.author()).or_default() += 1;
@@ -934,7 +953,11 @@ impl LiveMerge {
         let c = &self.chains[s as usize];
         let parts = ChainParts { author: &c.author, len: c.len, view_len: c.view.len() as u64, head: c.head(&self.index), forks: &c.forks, fork_seqs: &c.fork_seqs, missing: &c.missing };
         let frontiers = self.frontiers_of(s);
-        chain_bytes(&parts, c.records.iter().map(|r| (self.index.id(r.row()), r.status(&self.index))), frontiers.iter().map(|(b, f)| (*b, f.seq, f.head)).collect::<Vec<_>>().into_iter())
+        // Every record's id under one read of the arena: a chain holds
+        // thousands, and the arena is shared with the node's other threads.
+        let ids = self.index.arena().read();
+        let id_of = |r: u32| ids.id(r);
+        chain_bytes(&parts, c.records.iter().map(|r| (id_of(r.row()), r.status_in(id_of))), frontiers.iter().map(|(b, f)| (*b, f.seq, f.head)).collect::<Vec<_>>().into_iter())
     }
 
     /// Signer `s`'s frontiers, ascending by accepted author.
@@ -1055,7 +1078,9 @@ impl LiveMerge {
     /// Every merge event held with its status, in (signer, seq, id) order:
     /// (entry, signer, seq, status).
     pub fn statuses(&self) -> Vec<(EntryId, AgentId, u64, MergeStatus)> {
-        self.chains_in_order().flat_map(|c| c.records.iter().map(|r| (self.index.id(r.row()), c.author, self.index.seq(r.row()), r.status(&self.index)))).collect()
+        let ids = self.index.arena().read();
+        let id_of = |r: u32| ids.id(r);
+        self.chains_in_order().flat_map(|c| c.records.iter().map(move |r| (id_of(r.row()), c.author, self.index.seq(r.row()), r.status_in(id_of)))).collect()
     }
 
     /// Every author with a chain, ascending (the default n for a consensus).

@@ -26,6 +26,7 @@
 //! (snapshot, texts and digest): the property test `live_equals_recompute`
 //! checks it after each delivery.
 
+use agora_core::id_arena::IdArena;
 use crate::input::MergeEntry;
 use crate::live::LiveMerge;
 use crate::live_perspective::{new_events, payload_changed_inside, prefixes_kept, replay_prefixes, Prefix, PerspectiveRefresh};
@@ -66,6 +67,9 @@ fn whole_views(merge: &LiveMerge) -> BTreeMap<AgentId, Prefix> {
 pub struct MergedGraphPlan {
     prefixes: BTreeMap<AgentId, Prefix>,
     texts: Option<Arc<dyn TextSource>>,
+    /// The arena the merged state holds its ids in: the graph holds its
+    /// own there too.
+    ids: Arc<IdArena>,
 }
 
 impl MergedGraphPlan {
@@ -80,7 +84,7 @@ impl MergedGraphPlan {
     /// The merged graph as of the plan, built by replay. `load` as for
     /// [`LiveMergedGraph::build`].
     pub fn build<E>(self, mut load: impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>) -> Result<LiveMergedGraph, E> {
-        let graph = replay_prefixes(&self.prefixes, &HashSet::new(), self.texts, &mut load)?;
+        let graph = replay_prefixes(&self.prefixes, &HashSet::new(), self.texts, self.ids, &mut load)?;
         Ok(LiveMergedGraph { graph, prefixes: self.prefixes })
     }
 }
@@ -95,7 +99,7 @@ impl LiveMergedGraph {
 
     /// What the merged graph of `merge` is built from (see [`MergedGraphPlan`]).
     pub fn plan(merge: &LiveMerge) -> MergedGraphPlan {
-        MergedGraphPlan { prefixes: whole_views(merge), texts: None }
+        MergedGraphPlan { prefixes: whole_views(merge), texts: None, ids: merge.ids().clone() }
     }
 
     /// Bring the graph up to date with `merge`, in place when it can be,

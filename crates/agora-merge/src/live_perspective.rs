@@ -38,6 +38,7 @@
 use crate::input::MergeEntry;
 use crate::live::LiveMerge;
 use crate::views::{DisputeMark, Perspective};
+use agora_core::id_arena::IdArena;
 use agora_core::{AgentId, EntryId};
 use agora_graph::{Graph, Late, LogEvent, TextSource, LIVE_GRAPH_JOURNAL};
 use std::sync::Arc;
@@ -135,6 +136,7 @@ pub(crate) fn replay_prefixes<E>(
     prefixes: &BTreeMap<AgentId, Prefix>,
     excluded: &HashSet<EntryId>,
     texts: Option<Arc<dyn TextSource>>,
+    ids: Arc<IdArena>,
     load: &mut impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>,
 ) -> Result<Graph, E> {
     let mut events = Vec::new();
@@ -147,7 +149,7 @@ pub(crate) fn replay_prefixes<E>(
         Some(source) => Graph::with_texts_from(source),
         None => Graph::new(),
     };
-    Ok(graph.replayed(events, LIVE_GRAPH_JOURNAL))
+    Ok(graph.sharing_ids(ids).replayed(events, LIVE_GRAPH_JOURNAL))
 }
 
 /// Did the payload of an entry inside the prefixes `was` change (filled
@@ -197,6 +199,9 @@ pub struct PerspectivePlan {
     agent: AgentId,
     inputs: Inputs,
     texts: Option<Arc<dyn TextSource>>,
+    /// The arena the merged state holds its ids in: the graph holds its
+    /// own there too.
+    ids: Arc<IdArena>,
 }
 
 
@@ -218,7 +223,7 @@ impl PerspectivePlan {
     /// seqs)` as for [`LivePerspective::build`].
     pub fn build<E>(self, mut load: impl FnMut(&AgentId, RangeInclusive<u64>) -> Result<Vec<MergeEntry>, E>) -> Result<LivePerspective, E> {
         let excluded: HashSet<EntryId> = self.inputs.excluded.iter().copied().collect();
-        let graph = replay_prefixes(&self.inputs.prefixes, &excluded, self.texts, &mut load)?;
+        let graph = replay_prefixes(&self.inputs.prefixes, &excluded, self.texts, self.ids, &mut load)?;
         Ok(LivePerspective::of(self.agent, self.inputs, graph))
     }
 }
@@ -234,7 +239,7 @@ impl LivePerspective {
     /// What `agent`'s perspective of `merge` is built from (see
     /// [`PerspectivePlan`]).
     pub fn plan(merge: &LiveMerge, agent: AgentId) -> PerspectivePlan {
-        PerspectivePlan { agent, inputs: inputs(merge, &agent), texts: None }
+        PerspectivePlan { agent, inputs: inputs(merge, &agent), texts: None, ids: merge.ids().clone() }
     }
 
     fn of(agent: AgentId, inputs: Inputs, graph: Graph) -> Self {

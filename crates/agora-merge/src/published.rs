@@ -14,7 +14,7 @@
 use crate::merge::{ForkOutcome, Merge};
 use crate::views::DisputeMark;
 use agora_core::{AgentId, EntryId};
-use agora_graph::{ById, Graph, Node};
+use agora_graph::{ById, Graph, NodeRef};
 
 /// One chain in the published view.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,9 +109,9 @@ impl<'v> ViewNode<'v> {
     /// `disputed_by`: how a view that is kept live (not a [`MergedView`])
     /// reads its nodes out. Fails only for a graph that reads its texts
     /// from a store ([`Graph::with_texts_from`]), if the store fails.
-    pub fn read(graph: &'v Graph, n: &'v Node, disputed_by: &'v [DisputeMark]) -> Result<Self, agora_graph::TextUnavailable> {
+    pub fn read(graph: &'v Graph, n: NodeRef<'v>, disputed_by: &'v [DisputeMark]) -> Result<Self, agora_graph::TextUnavailable> {
         let text = graph.text(n)?;
-        Ok(ViewNode { id: n.id, author: graph.position(n).author, seq: n.seq, kind: n.kind(), text, status: n.status().name(), edges: graph.edges(n).collect(), disputed_by })
+        Ok(ViewNode { id: n.id, author: graph.position(n).author, seq: n.seq(), kind: n.kind(), text, status: n.status().name(), edges: graph.edges(n).collect(), disputed_by })
     }
 }
 

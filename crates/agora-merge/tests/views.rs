@@ -170,7 +170,8 @@ fn the_live_view_reports_its_memory_by_part() {
     let held = s.without(&[]);
     let live = LiveMerge::from_entries(&held, &[]).unwrap();
     let m = live.memory();
-    assert!(m.entry_index >= held.len() * (32 + 12), "{m:?}");
+    assert!(m.ids >= held.len() * 32, "every id, in the arena: {m:?}");
+    assert!(m.entry_index >= held.len() * 12, "a location and a record number an entry: {m:?}");
     assert!(m.views >= held.len() * 4, "{m:?}");
     assert!(m.records >= 3 * 80 + "a reason of some length".len(), "three records, a reason: {m:?}");
     assert_eq!(m.total(), m.parts().iter().map(|(_, b)| b).sum::<usize>());

@@ -130,12 +130,15 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
     let peer_id = node_key.public().to_peer_id();
     let histograms = crate::metrics::Histograms::default();
     // The live graphs hold no texts: an answer reads the few it shows from
-    // the store.
-    let graph = Arc::new(GraphCache::observed(founder, histograms.view_recompute.clone()).texts_from(&store));
+    // the store. All the views hold their entry ids in one arena, each id
+    // once.
+    let ids = Arc::new(agora_core::id_arena::IdArena::new());
+    let graph = Arc::new(GraphCache::observed(founder, histograms.view_recompute.clone()).texts_from(&store).sharing_ids(ids.clone()));
     let merge = Arc::new(
         MergeCache::observed(founder, histograms.merge_rebuild.clone(), histograms.merge_lag.clone())
             .with_perspective_builds(histograms.perspective_build.clone())
-            .texts_from(&store),
+            .texts_from(&store)
+            .sharing_ids(ids),
     );
     let ctx = NodeContext { config: config.clone(), store: store.clone(), graph: graph.clone(), agent, founder, workspace, node_key, histograms: histograms.clone() };
     let settings = NetworkSettings { mdns: config.mdns, heartbeat: config.gossip_heartbeat, ..NetworkSettings::default() };

@@ -19,7 +19,8 @@
 
 use super::index::Ix;
 use super::snapshot::write_snapshot_node;
-use super::{Graph, Node};
+use super::{Graph, Node, NodeRef};
+use agora_core::id_arena::IdArena;
 use agora_core::{EntryId, LogPosition};
 use rayon::prelude::*;
 
@@ -48,15 +49,17 @@ fn bucket(id: &EntryId) -> usize {
 
 impl Digests {
     /// Every node of `nodes` placed, every bucket dirty.
-    fn of(nodes: &[Node]) -> Self {
+    fn of(nodes: &[Node], ids: &IdArena) -> Self {
+        let ids = ids.read();
+        let id = |ix: Ix| ids.id(nodes[ix as usize].row);
         let mut members: Vec<Vec<Ix>> = vec![Vec::new(); DIGEST_BUCKETS];
-        for (ix, n) in nodes.iter().enumerate() {
-            members[bucket(&n.id)].push(ix as Ix);
+        for ix in 0..nodes.len() as Ix {
+            members[bucket(&id(ix))].push(ix);
         }
         // Each bucket exactly as large as it is (built by pushes, each had
         // up to half its room spare: 2.5 bytes a node of 4).
         members.par_iter_mut().for_each(|m| {
-            m.sort_unstable_by(|a, b| nodes[*a as usize].id.cmp(&nodes[*b as usize].id));
+            m.sort_unstable_by_key(|&a| id(a));
             m.shrink_to_fit();
         });
         Self { members, hashes: vec![[0; 32]; DIGEST_BUCKETS], dirty: vec![true; DIGEST_BUCKETS], dirty_list: (0..DIGEST_BUCKETS as u16).collect(), pending: None, root: None }
@@ -86,7 +89,7 @@ impl Graph {
     #[inline]
     pub(super) fn changed(&mut self, ix: Ix) {
         if let Some(d) = self.digests.as_deref_mut() {
-            d.mark(bucket(&self.nodes[ix as usize].id));
+            d.mark(bucket(&self.ids.id(self.nodes[ix as usize].row)));
         }
         self.accessed_by_current(ix);
     }
@@ -95,7 +98,7 @@ impl Graph {
     /// must be computed again.
     pub(super) fn changed_digest(&mut self, ix: Ix) {
         if let Some(d) = self.digests.as_deref_mut() {
-            d.mark(bucket(&self.nodes[ix as usize].id));
+            d.mark(bucket(&self.ids.id(self.nodes[ix as usize].row)));
         }
     }
 
@@ -103,7 +106,7 @@ impl Graph {
     pub(super) fn removed(&mut self, ix: Ix) {
         let nodes = &self.nodes;
         if let Some(d) = self.digests.as_deref_mut() {
-            let b = bucket(&nodes[ix as usize].id);
+            let b = bucket(&self.ids.id(nodes[ix as usize].row));
             d.members[b].retain(|&m| m != ix);
             d.mark(b);
         }
@@ -121,10 +124,11 @@ impl Graph {
     pub(super) fn added(&mut self, ix: Ix) {
         let nodes = &self.nodes;
         if let Some(d) = self.digests.as_deref_mut() {
-            let id = &nodes[ix as usize].id;
-            let b = bucket(id);
+            let ids = self.ids.read();
+            let id = ids.id(nodes[ix as usize].row);
+            let b = bucket(&id);
             let members = &mut d.members[b];
-            let at = members.partition_point(|&m| nodes[m as usize].id < *id);
+            let at = members.partition_point(|&m| ids.id(nodes[m as usize].row) < id);
             // Grown by an eighth, not doubled: a bucket holds a 4096th of
             // the graph, so growing copies a few hundred bytes.
             if members.len() == members.capacity() {
@@ -151,18 +155,20 @@ impl Graph {
     pub fn digest(&mut self) -> [u8; 32] {
         use sha2::Digest;
         let nodes = &self.nodes;
-        let d = self.digests.get_or_insert_with(|| Box::new(Digests::of(nodes)));
+        let d = self.digests.get_or_insert_with(|| Box::new(Digests::of(nodes, &self.ids)));
         if let Some(root) = d.root {
             return root;
         }
         let dirty = std::mem::take(&mut d.dirty_list);
         let members = &d.members;
+        let ids = self.ids.read();
+        let ids = &ids;
         let fresh: Vec<[u8; 32]> = dirty
             .par_iter()
             .map_init(Vec::new, |buf, &b| {
                 buf.clear();
                 for &ix in &members[b as usize] {
-                    write_snapshot_node(nodes, ix, buf);
+                    write_snapshot_node(nodes, ids, ix, buf);
                 }
                 agora_core::sha256(buf)
             })
@@ -207,9 +213,9 @@ impl Graph {
 
     /// The nodes of digest bucket `b`, ascending by id (empty before the
     /// first [`Graph::digest`], which places them).
-    pub fn bucket_nodes(&self, b: usize) -> impl Iterator<Item = &Node> {
+    pub fn bucket_nodes(&self, b: usize) -> impl Iterator<Item = NodeRef<'_>> {
         let members = self.digests.as_deref().and_then(|d| d.members.get(b)).map_or(&[][..], |m| &m[..]);
-        members.iter().map(move |&ix| &self.nodes[ix as usize])
+        members.iter().map(move |&ix| self.node_ref(&self.nodes[ix as usize]))
     }
 
     /// The digest bucket of a node id: its first 12 bits.

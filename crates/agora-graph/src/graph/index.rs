@@ -11,6 +11,7 @@
 //! own; it knows nodes only by their ids.
 
 use super::node::Node;
+use agora_core::id_arena::IdArena;
 use agora_core::EntryId;
 
 /// A node's place in [`Graph::nodes`](super::Graph::nodes) (application
@@ -76,7 +77,9 @@ impl NodeIndex {
         (hash >> self.shift) as usize
     }
 
-    pub(super) fn get(&self, nodes: &[Node], id: &EntryId) -> Option<Ix> {
+    /// `id`'s position: a slot whose hash matches is confirmed by its
+    /// node's row in `ids`.
+    pub(super) fn get(&self, nodes: &[Node], ids: &IdArena, id: &EntryId) -> Option<Ix> {
         let hash = Self::hash(id);
         let mask = self.slots.len() - 1;
         let mut i = self.home(hash);
@@ -88,7 +91,7 @@ impl NodeIndex {
             }
             if (slot >> 32) as u32 == hash {
                 let ix = slot as u32 - 1;
-                if nodes[ix as usize].id == *id {
+                if ids.is(nodes[ix as usize].row, id) {
                     return Some(ix);
                 }
             }
@@ -96,8 +99,8 @@ impl NodeIndex {
         }
     }
 
-    pub(super) fn contains(&self, nodes: &[Node], id: &EntryId) -> bool {
-        self.get(nodes, id).is_some()
+    pub(super) fn contains(&self, nodes: &[Node], ids: &IdArena, id: &EntryId) -> bool {
+        self.get(nodes, ids, id).is_some()
     }
 
     /// Index position `ix`, whose node has id `id` and is not indexed yet.
@@ -113,14 +116,14 @@ impl NodeIndex {
     /// (backward-shift deletion), so every lookup still ends at an empty
     /// slot with nothing it must find beyond. What rewinding a graph
     /// (`rewind.rs`) does to the nodes it takes off.
-    pub(super) fn remove(&mut self, nodes: &[Node], id: &EntryId) {
+    pub(super) fn remove(&mut self, nodes: &[Node], ids: &IdArena, id: &EntryId) {
         let hash = Self::hash(id);
         let mask = self.slots.len() - 1;
         let mut hole = self.home(hash);
         loop {
             let slot = self.slots[hole];
             assert!(slot != 0, "removing an id that is not indexed");
-            if (slot >> 32) as u32 == hash && nodes[(slot as u32 - 1) as usize].id == *id {
+            if (slot >> 32) as u32 == hash && ids.is(nodes[(slot as u32 - 1) as usize].row, id) {
                 break;
             }
             hole = (hole + 1) & mask;
@@ -175,8 +178,8 @@ mod tests {
     use super::*;
     use agora_core::{AgentId, LogPosition};
 
-    fn node(id: EntryId) -> Node {
-        Node::new(id, LogPosition { timestamp_ms: 0, author: AgentId([0; 32]), seq: 0 }, 0, crate::graph::node::RAW)
+    fn node(arena: &IdArena, id: EntryId) -> Node {
+        Node::new(arena.intern(&id), LogPosition { timestamp_ms: 0, author: AgentId([0; 32]), seq: 0 }, 0, crate::graph::node::RAW)
     }
 
     /// Ids that share their hash (first four bytes), that sit at the end of
@@ -197,30 +200,31 @@ mod tests {
             ids.push(EntryId(id));
         }
         let mut nodes: Vec<Node> = Vec::new();
+        let arena = IdArena::new();
         let mut index = NodeIndex::default();
         for (i, id) in ids.iter().enumerate() {
-            assert_eq!(index.get(&nodes, id), None);
-            nodes.push(node(*id));
+            assert_eq!(index.get(&nodes, &arena, id), None);
+            nodes.push(node(&arena, *id));
             index.insert(id, i as Ix);
             assert!(index.len * 4 <= index.slots.len() * 3, "at most 3/4 full");
         }
         for (i, id) in ids.iter().enumerate() {
-            assert_eq!(index.get(&nodes, id), Some(i as Ix));
+            assert_eq!(index.get(&nodes, &arena, id), Some(i as Ix));
         }
         let mut absent = *ids[0].as_bytes();
         absent[31] = 1;
-        assert_eq!(index.get(&nodes, &EntryId(absent)), None);
+        assert_eq!(index.get(&nodes, &arena, &EntryId(absent)), None);
         assert_eq!(index.len, ids.len());
         // Removed from the end back (as a rewind takes nodes off), through
         // the same collisions and wraparound: what is left is still found,
         // what was removed is not.
         for (i, id) in ids.iter().enumerate().rev().step_by(2) {
-            index.remove(&nodes, id);
-            assert_eq!(index.get(&nodes, id), None, "removed {i}");
+            index.remove(&nodes, &arena, id);
+            assert_eq!(index.get(&nodes, &arena, id), None, "removed {i}");
         }
         for (i, id) in ids.iter().enumerate() {
             let kept = (ids.len() - 1 - i) % 2 == 1;
-            assert_eq!(index.get(&nodes, id), kept.then_some(i as Ix), "{i}");
+            assert_eq!(index.get(&nodes, &arena, id), kept.then_some(i as Ix), "{i}");
         }
         assert_eq!(index.len, ids.len() / 2);
     }

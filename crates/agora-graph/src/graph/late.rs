@@ -80,7 +80,7 @@ impl Graph {
 
     pub(super) fn key_at(&self, ix: Ix) -> Key {
         let n = &self.nodes[ix as usize];
-        (self.position(n), n.id)
+        (self.position(n), self.id_of(n))
     }
 
     /// A replay's application order of this graph's nodes (see
@@ -127,7 +127,7 @@ impl Graph {
     /// when it cannot be, and such a graph never spoils.
     pub fn apply_late(&mut self, mut event: LogEvent) -> Late {
         if self.journal.is_some()
-            && !self.index.contains(&self.nodes, &event.id)
+            && !self.index.contains(&self.nodes, &self.ids, &event.id)
             && self.last_key.is_some_and(|last| key_of(&event) < last)
             && let Some(back) = self.rewind_depth(key_of(&event))
         {
@@ -146,7 +146,7 @@ impl Graph {
     /// [`Graph::apply_late`] without rewinding. `event` is left whole when
     /// refused; otherwise its text is taken into its node.
     pub(super) fn apply_late_in_place(&mut self, event: &mut LogEvent) -> Late {
-        if self.index.contains(&self.nodes, &event.id) {
+        if self.index.contains(&self.nodes, &self.ids, &event.id) {
             return Late::Applied;
         }
         if self.last_key.is_none_or(|last| key_of(event) >= last) {
@@ -164,7 +164,7 @@ impl Graph {
             }
             let mut later = false;
             ev.for_each_ref(|r| {
-                if let Some(ix) = self.index.get(&self.nodes, r) {
+                if let Some(ix) = self.index.get(&self.nodes, &self.ids, r) {
                     let slot = self.accessed[ix as usize];
                     later |= slot != UNKNOWN && self.key_at(slot) > key;
                 }

@@ -17,6 +17,10 @@ use super::{Graph, LogEvent, Node};
 pub struct GraphMemory {
     /// The node table (its whole capacity).
     pub nodes: usize,
+    /// The nodes' ids, in the graph's arena when the arena is its own
+    /// (none when it shares one: the node reports a shared arena with its
+    /// live merged view, which knows every entry).
+    pub ids: usize,
     /// Node positions by id.
     pub index: usize,
     /// The nodes' relation lists (touched by, edges, marks).
@@ -39,9 +43,10 @@ pub struct GraphMemory {
 
 impl GraphMemory {
     /// Every part, named, in declaration order.
-    pub fn parts(&self) -> [(&'static str, usize); 10] {
+    pub fn parts(&self) -> [(&'static str, usize); 11] {
         [
             ("nodes", self.nodes),
+            ("ids", self.ids),
             ("index", self.index),
             ("links", self.links),
             ("extra", self.extra),
@@ -86,6 +91,7 @@ impl Graph {
             + vec_bytes(&self.released_nodes);
         GraphMemory {
             nodes: vec_bytes::<Node>(&self.nodes),
+            ids: if std::sync::Arc::strong_count(&self.ids) == 1 { self.ids.heap_bytes() } else { 0 },
             index: self.index.heap_bytes(),
             links,
             extra,
@@ -129,6 +135,10 @@ mod tests {
         let mut kept = Graph::replay(log(10));
         let m = kept.memory();
         assert!(m.nodes >= 10 * size_of::<crate::Node>());
+        assert!(m.ids >= 10 * 32, "its own arena's ids");
+        let shared = Graph::new().sharing_ids(std::sync::Arc::new(agora_core::id_arena::IdArena::new())).replayed(log(10), 4);
+        let arena = shared.ids().clone();
+        assert_eq!((shared.memory().ids, arena.len()), (0, 10), "a shared arena is not the graph's to report");
         assert!(m.texts >= "the first position, with a text".len() + 9 * "objection 1".len());
         // Nine contradictions: each a touch and a mark on the first node, and an edge of its own.
         assert!(m.links >= 9 * 3 * size_of::<u32>(), "{m:?}");

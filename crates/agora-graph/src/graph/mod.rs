@@ -54,7 +54,7 @@ pub use index::NODES_MAX;
 pub use input::{Body, LogEvent};
 pub use late::Late;
 pub use memory::GraphMemory;
-pub use node::{FrameState, Node, Status};
+pub use node::{AsNode, FrameState, Node, NodeRef, Status};
 pub use replay::{NotInLogOrder, OrderedReplay};
 pub use rewind::LIVE_GRAPH_JOURNAL;
 pub use rules::RuleError;
@@ -63,11 +63,13 @@ pub use text::{text_of_content, TextSource, TextUnavailable};
 
 use crate::event::Event;
 use crate::inline::InlineList;
+use agora_core::id_arena::IdArena;
 use agora_core::idmap::IdMap;
 use agora_core::{AgentId, EntryId};
 use index::{Ix, NodeIndex};
 use node::{Mark, Meta};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// An event held until the events it refers to arrive.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -131,6 +133,9 @@ pub struct Graph {
     journal: Option<Box<rewind::Journal>>,
     /// The nodes' texts, held or read from a store ([`Graph::with_texts_from`]).
     texts: text::Texts,
+    /// The nodes' ids, each node naming its own by row: the graph's own
+    /// arena, or one its node's other views share ([`Graph::sharing_ids`]).
+    ids: Arc<IdArena>,
 }
 
 /// Log order: an event's position, then its id (two entries of a forked
@@ -157,6 +162,20 @@ impl Graph {
     /// with [`Graph::replayed`] or by applying events.
     pub fn with_texts_from(source: std::sync::Arc<dyn TextSource>) -> Self {
         Self { texts: text::Texts::Elsewhere(source), ..Self::default() }
+    }
+
+    /// This graph, still empty, with its nodes' ids held in `ids` (which
+    /// other views may share: each id is held once) instead of an arena of
+    /// its own. Panics if the graph has nodes.
+    pub fn sharing_ids(mut self, ids: Arc<IdArena>) -> Self {
+        assert!(self.nodes.is_empty(), "a graph's arena is chosen before its first node");
+        self.ids = ids;
+        self
+    }
+
+    /// The arena the graph's ids are held in.
+    pub fn ids(&self) -> &Arc<IdArena> {
+        &self.ids
     }
 
     /// True if the graph holds its nodes' texts (rather than reading them
@@ -186,7 +205,7 @@ impl Graph {
     /// left is the caller's to drop. An event held as pending is moved out,
     /// leaving a redacted one with its id and position.
     fn apply_in_place(&mut self, event: &mut LogEvent) -> bool {
-        if self.index.contains(&self.nodes, &event.id) {
+        if self.index.contains(&self.nodes, &self.ids, &event.id) {
             return true;
         }
         self.orders_changed();
@@ -219,7 +238,7 @@ impl Graph {
         // reach its node by position.
         let mut targets = Targets::default();
         for r in refs.iter() {
-            match self.index.get(&self.nodes, r) {
+            match self.index.get(&self.nodes, &self.ids, r) {
                 Some(ix) => targets.push(ix),
                 None => {
                     let held = std::mem::replace(e, LogEvent { id: e.id, pos: e.pos, body: Body::Redacted, redacted: false });
@@ -252,7 +271,7 @@ impl Graph {
         self.take_waiting(&id, &mut stack);
         while let Some(mut e) = stack.pop() {
             let id = e.id;
-            if self.index.contains(&self.nodes, &id) {
+            if self.index.contains(&self.nodes, &self.ids, &id) {
                 continue;
             }
             if self.try_apply(&mut e) {
@@ -283,7 +302,7 @@ impl Graph {
             Body::Event(ev) => ev.kind_index(),
         };
         let author = self.author(&pos.author);
-        let mut node = Node::new(id, pos, author, kind);
+        let mut node = Node::new(self.ids.intern(&id), pos, author, kind);
         let mut concurrent = None;
         let invalid = match body {
             Body::Raw | Body::Redacted => None,
@@ -359,19 +378,21 @@ impl Graph {
     }
 
     /// Where a node sits in the log: its timestamp, author and seq.
-    pub fn position(&self, node: &Node) -> LogPosition {
-        LogPosition { timestamp_ms: node.timestamp_ms, author: self.authors[node.author as usize], seq: node.seq }
+    pub fn position<'g>(&'g self, node: impl AsNode<'g>) -> LogPosition {
+        let node = node.as_node();
+        LogPosition { timestamp_ms: node.timestamp_ms, author: self.authors[node.author as usize], seq: node.seq() }
     }
 
     /// The text of `n`, one of this graph's nodes: held, or read from the
     /// store for a graph built [`Graph::with_texts_from`] it, which can fail.
-    pub fn text(&self, n: &Node) -> Result<std::borrow::Cow<'_, str>, TextUnavailable> {
-        self.texts.get(self.ix_of_node(n), &self.position(n), &n.id)
+    pub fn text<'g>(&'g self, n: impl AsNode<'g>) -> Result<std::borrow::Cow<'g, str>, TextUnavailable> {
+        let n = n.as_node();
+        self.texts.get(self.ix_of_node(n), &self.position(n), &self.id_of(n))
     }
 
     /// A node by id.
-    pub fn node(&self, id: &EntryId) -> Option<&Node> {
-        self.index.get(&self.nodes, id).map(|i| &self.nodes[i as usize])
+    pub fn node(&self, id: &EntryId) -> Option<NodeRef<'_>> {
+        self.index.get(&self.nodes, &self.ids, id).map(|i| NodeRef::new(*id, &self.nodes[i as usize]))
     }
 
     /// Nodes in a replay's application order: log order, each event held as
@@ -380,11 +401,11 @@ impl Graph {
     /// events ([`Graph::apply_late`]) applied them at the end; it lists them
     /// where a replay would have applied them, so every listing (decisions,
     /// open questions, exports, search) reads as a replay's.
-    pub fn nodes(&self) -> impl ExactSizeIterator<Item = &Node> {
+    pub fn nodes(&self) -> impl ExactSizeIterator<Item = NodeRef<'_>> {
         let order = (!self.late_nodes.is_empty()).then(|| self.replay_order.get_or_init(|| self.sort_into_replay_order()).as_slice());
         (0..self.nodes.len()).map(move |k| match order {
-            Some(order) => &self.nodes[order[k] as usize],
-            None => &self.nodes[k],
+            Some(order) => self.node_ref(&self.nodes[order[k] as usize]),
+            None => self.node_ref(&self.nodes[k]),
         })
     }
 
@@ -413,7 +434,7 @@ impl Graph {
             .flatten()
             .map(|e| {
                 let missing = match &e.body {
-                    Body::Event(ev) => ev.refs().into_iter().filter(|r| !self.index.contains(&self.nodes, r)).collect(),
+                    Body::Event(ev) => ev.refs().into_iter().filter(|r| !self.index.contains(&self.nodes, &self.ids, r)).collect(),
                     _ => Vec::new(),
                 };
                 Pending { event: e.clone(), missing }
@@ -427,7 +448,7 @@ impl Graph {
     /// Follow update, state-change, refinement and reframe edges to the
     /// current state of `id` (itself if nothing supersedes it).
     pub fn latest_in_chain(&self, id: &EntryId) -> Option<EntryId> {
-        let mut cur = self.index.get(&self.nodes, id)?;
+        let mut cur = self.index.get(&self.nodes, &self.ids, id)?;
         let mut steps = 0;
         while let Some(next) = self.nodes[cur as usize].links.first(Mark::SupersededBy) {
             cur = next;
@@ -436,6 +457,6 @@ impl Graph {
                 break;
             }
         }
-        Some(self.nodes[cur as usize].id)
+        Some(self.id_at(cur))
     }
 }

@@ -283,7 +283,12 @@ pub(super) struct Extra {
     pub(super) judged_by: Option<Ix>,
     /// Made from a redacted payload's residue.
     pub(super) redacted: bool,
+    /// The node's seq when it is [`BIG_SEQ`] or more.
+    pub(super) big_seq: Option<u64>,
 }
+
+/// What [`Node::seq`](Node) holds for a seq kept in [`Extra::big_seq`].
+const BIG_SEQ: u32 = u32::MAX;
 
 static NO_EXTRA: std::sync::LazyLock<Extra> = std::sync::LazyLock::new(Extra::default);
 
@@ -300,14 +305,17 @@ static NO_EXTRA: std::sync::LazyLock<Extra> = std::sync::LazyLock::new(Extra::de
 /// applied the same events in the same order; graphs are compared by
 /// [`Graph::snapshot`](super::Graph::snapshot) or
 /// [`Graph::digest`](super::Graph::digest).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Node {
-    /// The entry id.
-    pub id: EntryId,
     /// Author's timestamp.
     pub timestamp_ms: u64,
-    /// Seq in the author's chain.
-    pub seq: u64,
+    /// The entry id's row in the graph's [`IdArena`](agora_core::id_arena::IdArena) (4 bytes instead of
+    /// 32: the node's views share one arena, so each id is held once).
+    pub(super) row: u32,
+    /// Seq in the author's chain, or [`BIG_SEQ`] for one that does not fit
+    /// 32 bits, kept in the rare state ([`Extra::big_seq`]): an author may
+    /// sign any seq, a chain grown one entry at a time never gets there.
+    seq: u32,
     /// The author, as an index into the graph's author table (see
     /// [`Graph::position`](super::Graph::position)): 4 bytes a node instead
     /// of 32.
@@ -326,6 +334,73 @@ pub struct Node {
     pub(super) meta: Meta,
 }
 
+/// Two nodes are equal when everything but their id's row is: rows are an
+/// arena's, and two graphs may hold their ids in different arenas. (A
+/// [`NodeRef`] compares the ids too.)
+impl PartialEq for Node {
+    fn eq(&self, other: &Self) -> bool {
+        (self.timestamp_ms, self.seq, self.author, self.kind, &self.links, self.meta)
+            == (other.timestamp_ms, other.seq, other.author, other.kind, &other.links, other.meta)
+    }
+}
+
+impl Eq for Node {}
+
+/// A node as the graph's readings hand it out ([`Graph::node`],
+/// [`Graph::nodes`], ...): with its entry id, read from the graph's
+/// [`IdArena`](agora_core::id_arena::IdArena) (the node itself keeps only the id's row). Everything else
+/// is the [`Node`]'s, which it dereferences to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeRef<'g> {
+    /// The entry id.
+    pub id: EntryId,
+    node: &'g Node,
+}
+
+impl<'g> NodeRef<'g> {
+    pub(super) fn new(id: EntryId, node: &'g Node) -> Self {
+        Self { id, node }
+    }
+
+    /// The node, for as long as the graph is borrowed.
+    pub fn node(&self) -> &'g Node {
+        self.node
+    }
+}
+
+/// What the graph's readings of a node take ([`Graph::text`],
+/// [`Graph::edges`], [`Graph::why`], ...): a node borrowed from the graph,
+/// as a [`NodeRef`] or a plain [`Node`].
+pub trait AsNode<'g>: Copy {
+    /// The node.
+    fn as_node(self) -> &'g Node;
+}
+
+impl<'g> AsNode<'g> for &'g Node {
+    fn as_node(self) -> &'g Node {
+        self
+    }
+}
+
+impl<'g> AsNode<'g> for NodeRef<'g> {
+    fn as_node(self) -> &'g Node {
+        self.node
+    }
+}
+
+impl<'g> AsNode<'g> for &NodeRef<'g> {
+    fn as_node(self) -> &'g Node {
+        self.node
+    }
+}
+
+impl std::ops::Deref for NodeRef<'_> {
+    type Target = Node;
+    fn deref(&self) -> &Node {
+        self.node
+    }
+}
+
 /// The kind of a node made by a payload that is not an event (a raw note).
 pub(super) const RAW: u8 = Event::KIND_NAMES.len() as u8;
 /// The kind of a node whose payload was redacted without a residue.
@@ -334,25 +409,34 @@ pub(super) const REDACTED: u8 = RAW + 1;
 pub(super) const INVALID: u8 = RAW + 2;
 
 /// The node's size is what a million-node graph pays a million times (see
-/// the README's replay figures): kept at 64 bytes on 64-bit targets. Its
+/// the README's replay figures): kept at 32 bytes on 64-bit targets. Its
 /// text is not in it (the graph holds texts beside the nodes, or leaves them
-/// in the store: `text.rs`), its kind is a byte, its author, kind and rule
-/// metadata share one 8-byte word, and its three lists of other nodes and
-/// its rare state are behind one pointer, their lengths in front of them
-/// (`links.rs`).
+/// in the store: `text.rs`), nor its id (a row of the graph's [`IdArena`](agora_core::id_arena::IdArena)),
+/// its seq is 32 bits (a larger one is rare state), its kind is a byte, its
+/// author, kind and rule metadata share one 8-byte word, and its three lists
+/// of other nodes and its rare state are behind one pointer, their lengths
+/// in front of them (`links.rs`).
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<Node>() <= 64);
+const _: () = assert!(std::mem::size_of::<Node>() <= 32);
 
 impl Node {
-    pub(super) fn new(id: EntryId, pos: LogPosition, author: u32, kind: u8) -> Self {
-        Self {
-            id,
-            timestamp_ms: pos.timestamp_ms,
-            seq: pos.seq,
-            author,
-            kind,
-            links: Links::default(),
-            meta: Meta::None,
+    pub(super) fn new(row: u32, pos: LogPosition, author: u32, kind: u8) -> Self {
+        let mut node = Self { timestamp_ms: pos.timestamp_ms, row, seq: 0, author, kind, links: Links::default(), meta: Meta::None };
+        match u32::try_from(pos.seq) {
+            Ok(seq) if seq != BIG_SEQ => node.seq = seq,
+            _ => {
+                node.seq = BIG_SEQ;
+                node.links.extra_mut().big_seq = Some(pos.seq);
+            }
+        }
+        node
+    }
+
+    /// Seq in the author's chain.
+    pub fn seq(&self) -> u64 {
+        match self.seq {
+            BIG_SEQ => self.x().big_seq.unwrap_or(u64::from(BIG_SEQ)),
+            seq => u64::from(seq),
         }
     }
 
@@ -360,11 +444,6 @@ impl Node {
     /// before an event changes it.
     pub(super) fn clone_state(&self) -> Self {
         self.clone()
-    }
-
-    /// The entry id.
-    pub fn id(&self) -> &EntryId {
-        &self.id
     }
 
     /// Kind name (`proposition`, ..., or `raw`, `redacted`, `invalid`).
@@ -500,8 +579,18 @@ impl Node {
 /// positions, the graph turns them into ids. `n` must be a node of this
 /// graph (from [`Graph::node`], [`Graph::nodes`], [`Graph::by_id`], ...).
 impl Graph {
-    fn id_at(&self, ix: Ix) -> EntryId {
-        self.nodes[ix as usize].id
+    pub(super) fn id_at(&self, ix: Ix) -> EntryId {
+        self.ids.id(self.nodes[ix as usize].row)
+    }
+
+    /// The id of `n`, one of this graph's nodes.
+    pub(super) fn id_of(&self, n: &Node) -> EntryId {
+        self.ids.id(n.row)
+    }
+
+    /// `n` with its id: what the public readings hand out.
+    pub(super) fn node_ref<'g>(&'g self, n: &'g Node) -> NodeRef<'g> {
+        NodeRef::new(self.id_of(n), n)
     }
 
     /// The position of `n`, which must be one of this graph's nodes: from
@@ -509,7 +598,7 @@ impl Graph {
     pub(super) fn ix_of_node(&self, n: &Node) -> Ix {
         let offset = (n as *const Node as usize).wrapping_sub(self.nodes.as_ptr() as usize);
         let ix = offset / std::mem::size_of::<Node>();
-        assert!(ix < self.nodes.len() && offset.is_multiple_of(std::mem::size_of::<Node>()), "node {} is not one of this graph's", n.id);
+        assert!(ix < self.nodes.len() && offset.is_multiple_of(std::mem::size_of::<Node>()), "node at {offset:#x} from the first is not one of this graph's");
         ix as Ix
     }
 
@@ -518,17 +607,20 @@ impl Graph {
     }
 
     /// Every event that touched `n`, in log order, starting with itself.
-    pub fn touched_by(&self, n: &Node) -> Vec<EntryId> {
-        std::iter::once(n.id).chain(n.links.touched().iter().map(|&ix| self.id_at(ix))).collect()
+    pub fn touched_by<'g>(&'g self, n: impl AsNode<'g>) -> Vec<EntryId> {
+        let n = n.as_node();
+        std::iter::once(self.id_of(n)).chain(n.links.touched().iter().map(|&ix| self.id_at(ix))).collect()
     }
 
     /// `n`'s outgoing typed edges: (relation name, target), in the order they were drawn.
-    pub fn edges<'g>(&'g self, n: &'g Node) -> impl ExactSizeIterator<Item = (&'static str, EntryId)> + 'g {
+    pub fn edges<'g>(&'g self, n: impl AsNode<'g>) -> impl ExactSizeIterator<Item = (&'static str, EntryId)> + 'g {
+        let n = n.as_node();
         n.links.edges().map(|(rel, to)| (rel.name(), self.id_at(to)))
     }
 
     /// The events that make `n`'s status what it is.
-    pub fn why(&self, n: &Node) -> Vec<EntryId> {
+    pub fn why<'g>(&'g self, n: impl AsNode<'g>) -> Vec<EntryId> {
+        let n = n.as_node();
         let me = self.ix_of_node(n);
         let mut out = Vec::new();
         n.for_each_why(me, n.status(), |ix| out.push(self.id_at(ix)));
@@ -537,27 +629,79 @@ impl Graph {
 
     /// The events that conflict over `n`'s state (see
     /// `protocol-spec/events.md`, "Concurrent events"), empty when none.
-    pub fn conflicts(&self, n: &Node) -> Vec<EntryId> {
-        self.ids_marked(n, Mark::Conflict)
+    pub fn conflicts<'g>(&'g self, n: impl AsNode<'g>) -> Vec<EntryId> {
+        self.ids_marked(n.as_node(), Mark::Conflict)
     }
 
     /// Child frames, for frames.
-    pub fn frame_children(&self, n: &Node) -> Vec<EntryId> {
-        self.ids_marked(n, Mark::FrameChild)
+    pub fn frame_children<'g>(&'g self, n: impl AsNode<'g>) -> Vec<EntryId> {
+        self.ids_marked(n.as_node(), Mark::FrameChild)
     }
 
     /// Open challenges against `n`.
-    pub fn open_challenges(&self, n: &Node) -> Vec<EntryId> {
-        self.ids_marked(n, Mark::OpenChallenge)
+    pub fn open_challenges<'g>(&'g self, n: impl AsNode<'g>) -> Vec<EntryId> {
+        self.ids_marked(n.as_node(), Mark::OpenChallenge)
     }
 
     /// Open tensions on `n`.
-    pub fn tensions(&self, n: &Node) -> Vec<EntryId> {
-        self.ids_marked(n, Mark::Tension)
+    pub fn tensions<'g>(&'g self, n: impl AsNode<'g>) -> Vec<EntryId> {
+        self.ids_marked(n.as_node(), Mark::Tension)
     }
 
     /// The event that superseded `n`, if any.
-    pub fn superseded_by(&self, n: &Node) -> Option<EntryId> {
-        n.links.first(Mark::SupersededBy).map(|ix| self.id_at(ix))
+    pub fn superseded_by<'g>(&'g self, n: impl AsNode<'g>) -> Option<EntryId> {
+        n.as_node().links.first(Mark::SupersededBy).map(|ix| self.id_at(ix))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Event, Graph, LogEvent, LogPosition};
+    use agora_core::{AgentId, EntryId};
+
+    fn log(seq_base: u64) -> Vec<LogEvent> {
+        (0..6u8)
+            .map(|i| {
+                let event = match i {
+                    0 => Event::Proposition { text: "p".into() },
+                    _ => Event::Support { target: EntryId([0; 32]), text: format!("s{i}") },
+                };
+                let pos = LogPosition { timestamp_ms: 1_000 + u64::from(i), author: AgentId([9; 32]), seq: seq_base + u64::from(i) };
+                LogEvent::from_payload(EntryId([i; 32]), pos, Some(&event.encode()))
+            })
+            .collect()
+    }
+
+    /// A node keeps its seq in 32 bits and one past them (an author may
+    /// sign any seq) in its rare state: read back whole, and the snapshot
+    /// (which a node with rare state writes the long way) is the same as
+    /// with small seqs.
+    #[test]
+    fn seqs_past_32_bits_are_kept_whole() {
+        let base = u64::from(u32::MAX) - 2;
+        let big = Graph::replay(log(base));
+        let small = Graph::replay(log(1));
+        for (n, i) in big.nodes().zip(0u64..) {
+            assert_eq!((n.seq(), big.position(n).seq), (base + i, base + i));
+            assert_eq!(n.links.extra().is_some(), base + i >= u64::from(super::BIG_SEQ), "rare state only past 32 bits");
+        }
+        assert_eq!(big.node(&EntryId([5; 32])).map(|n| n.seq()), Some(u64::from(u32::MAX) + 3));
+        assert_eq!(big.snapshot(), small.snapshot());
+        let at_max = Graph::replay(log(u64::MAX - 5));
+        assert_eq!(at_max.nodes().map(|n| n.seq()).last(), Some(u64::MAX));
+    }
+
+    /// Nodes read from two graphs with their own arenas compare by id and
+    /// state, not by the rows their arenas gave.
+    #[test]
+    fn nodes_compare_by_id_not_row() {
+        let a = Graph::replay(log(1));
+        let arena = std::sync::Arc::new(agora_core::id_arena::IdArena::new());
+        arena.intern(&EntryId([0xaa; 32]));
+        let b = Graph::new().sharing_ids(arena).replayed(log(1), 0);
+        let id = EntryId([3; 32]);
+        assert_ne!(a.node(&id).map(|n| n.row), b.node(&id).map(|n| n.row), "different rows");
+        assert_eq!(a.node(&id), b.node(&id));
+        assert_ne!(a.node(&id), a.node(&EntryId([4; 32])));
     }
 }

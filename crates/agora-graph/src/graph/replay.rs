@@ -137,10 +137,10 @@ impl Graph {
     /// same batch just misses here.
     fn warm(&self, batch: &[LogEvent]) {
         for e in batch {
-            std::hint::black_box(self.index.get(&self.nodes, &e.id));
+            std::hint::black_box(self.index.get(&self.nodes, &self.ids, &e.id));
             if let Body::Event(ev) = &e.body {
                 ev.for_each_ref(|r| {
-                    std::hint::black_box(self.index.get(&self.nodes, r));
+                    std::hint::black_box(self.index.get(&self.nodes, &self.ids, r));
                 });
             }
         }
@@ -167,6 +167,12 @@ impl Graph {
         self.texts.reserve_exact(table);
         self.accessed.reserve_exact(table);
         self.index.reserve(additional);
+        // An arena of its own (a replay on its own, not a node's live
+        // graph, whose arena the other views filled already): room for
+        // every id at once, and as much room to grow as the nodes have.
+        if self.ids.is_empty() && std::sync::Arc::strong_count(&self.ids) == 1 {
+            self.ids.reserve(table);
+        }
     }
 }
 

@@ -214,8 +214,8 @@ impl Graph {
         self.pending_count = r.pending_count;
         // The nodes it added: out of the index and the digest, then off.
         for ix in (r.nodes_len..self.nodes.len() as Ix).rev() {
-            let id = self.nodes[ix as usize].id;
-            self.index.remove(&self.nodes, &id);
+            let id = self.id_at(ix);
+            self.index.remove(&self.nodes, &self.ids, &id);
             self.removed(ix);
         }
         self.nodes.truncate(r.nodes_len as usize);
@@ -282,7 +282,7 @@ impl Graph {
     /// every one was; otherwise the graph may have taken some of them, and
     /// the caller replays.
     pub fn apply_all(&mut self, mut events: Vec<LogEvent>) -> Late {
-        events.retain(|e| !self.index.contains(&self.nodes, &e.id));
+        events.retain(|e| !self.index.contains(&self.nodes, &self.ids, &e.id));
         events.sort_by_key(|e| (e.pos, e.id));
         let last = self.last_key;
         // `events[..late]` sort before the last event applied.
@@ -352,7 +352,7 @@ impl Graph {
 
     /// Is `id` applied or held as pending?
     fn holds(&self, id: &EntryId) -> bool {
-        self.index.contains(&self.nodes, id) || self.waiting.values().flatten().any(|e| e.id == *id)
+        self.index.contains(&self.nodes, &self.ids, id) || self.waiting.values().flatten().any(|e| e.id == *id)
     }
 
     /// Apply `event`, which sorts before the last event applied, by undoing

@@ -110,7 +110,7 @@ impl Graph {
         let refs = ev.ref_list();
         let mut targets = Targets::default();
         for r in refs.iter() {
-            targets.push(self.index.get(&self.nodes, r).unwrap_or(UNKNOWN));
+            targets.push(self.index.get(&self.nodes, &self.ids, r).unwrap_or(UNKNOWN));
         }
         self.check_refs(id, ev, &refs, &targets)
     }
@@ -158,7 +158,7 @@ impl Graph {
                     });
                 }
                 match self.at(t[0]).and_then(|n| n.links.last(Mark::ResolvedBy)) {
-                    Some(by) => wrong_state(target, format!("already resolved by {}", self.nodes[by as usize].id)),
+                    Some(by) => wrong_state(target, format!("already resolved by {}", self.id_at(by))),
                     None => Ok(()),
                 }
             }

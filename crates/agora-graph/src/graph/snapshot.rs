@@ -12,9 +12,10 @@
 //! to do with how the graph is built.
 
 use super::index::Ix;
-use super::node::{Mark, Node, Status};
+use super::node::{Mark, Node, NodeRef, Status};
 use super::replay::WARM_BATCH;
 use super::Graph;
+use agora_core::id_arena::IdsRead;
 use agora_core::{EntryId, LogPosition};
 use rayon::prelude::*;
 
@@ -40,13 +41,14 @@ impl Graph {
     /// are SHA-256 outputs, so equal prefixes are rare and are ordered by the
     /// whole id afterwards.
     fn sort_by_id(&self) -> Vec<Ix> {
+        let ids = self.ids.read();
         let keys: Vec<(u64, Ix)> = self
             .nodes
             .par_iter()
             .enumerate()
             .map(|(i, n)| {
                 let mut first = [0u8; 8];
-                first.copy_from_slice(&n.id.as_bytes()[..8]);
+                first.copy_from_slice(&ids.id(n.row).as_bytes()[..8]);
                 (u64::from_be_bytes(first), i as Ix)
             })
             .collect();
@@ -57,7 +59,7 @@ impl Graph {
         while i < sorted.len() {
             let run = sorted[i..].iter().take_while(|k| k.0 == sorted[i].0).count();
             if run > 1 {
-                sorted[i..i + run].sort_unstable_by(|a, b| self.nodes[a.1 as usize].id.cmp(&self.nodes[b.1 as usize].id));
+                sorted[i..i + run].sort_unstable_by_key(|a| ids.id(self.nodes[a.1 as usize].row));
             }
             i += run;
         }
@@ -70,7 +72,7 @@ impl Graph {
     pub fn snapshot(&self) -> Vec<u8> {
         let by_id = self.by_id();
         let mut out = Vec::new();
-        by_id.write_nodes(0..by_id.len(), &mut out);
+        by_id.write_nodes(&self.ids.read(), 0..by_id.len(), &mut out);
         self.write_pending(&mut out);
         out
     }
@@ -86,6 +88,8 @@ impl Graph {
     pub fn view_hash(&self) -> [u8; 32] {
         use sha2::Digest;
         let by_id = self.by_id();
+        let ids = self.ids.read();
+        let ids = &ids;
         let len = by_id.len();
         let parts = |piece: usize| (0..VIEW_HASH_PARTS).map(move |p| {
             let start = piece * VIEW_HASH_PIECE + p * VIEW_HASH_PIECE / VIEW_HASH_PARTS;
@@ -94,7 +98,7 @@ impl Graph {
         let write = |piece: usize, bufs: &mut Vec<Vec<u8>>| {
             bufs.par_iter_mut().zip(parts(piece).collect::<Vec<_>>()).for_each(|(buf, range)| {
                 buf.clear();
-                by_id.write_nodes(range, buf);
+                by_id.write_nodes(ids, range, buf);
             });
         };
         let mut hasher = sha2::Sha256::new();
@@ -130,19 +134,21 @@ pub struct ById<'g> {
 
 impl<'g> ById<'g> {
     /// The nodes, ascending by id.
-    pub fn nodes(&self) -> impl ExactSizeIterator<Item = &'g Node> + 'g {
-        let nodes = &self.graph.nodes;
-        self.order.iter().map(move |&i| &nodes[i as usize])
+    pub fn nodes(&self) -> impl ExactSizeIterator<Item = NodeRef<'g>> + 'g {
+        let graph = self.graph;
+        self.order.iter().map(move |&i| graph.node_ref(&graph.nodes[i as usize]))
     }
 
     /// The node at `k` in id order.
-    pub fn get(&self, k: usize) -> Option<&'g Node> {
-        self.order.get(k).map(|&i| &self.graph.nodes[i as usize])
+    pub fn get(&self, k: usize) -> Option<NodeRef<'g>> {
+        self.order.get(k).map(|&i| self.graph.node_ref(&self.graph.nodes[i as usize]))
     }
 
     /// Where `id` is in id order, if it is a node.
     pub fn position(&self, id: &EntryId) -> Option<usize> {
-        let k = self.order.partition_point(|&i| self.graph.nodes[i as usize].id < *id);
+        let ids = self.graph.ids.read();
+        let k = self.order.partition_point(|&i| ids.id(self.graph.nodes[i as usize].row) < *id);
+        drop(ids);
         self.get(k).is_some_and(|n| n.id == *id).then_some(k)
     }
 
@@ -163,13 +169,16 @@ impl<'g> ById<'g> {
     /// memory, and reading them one at a time waits for each miss in turn;
     /// these loads do not depend on each other, so the processor overlaps
     /// them (as [`Graph::replay`] does for its lookups). Pure reads.
-    fn warm(&self, range: std::ops::Range<usize>) {
+    fn warm(&self, ids: &IdsRead<'_>, range: std::ops::Range<usize>) {
         let order = &self.order[range];
         let nodes = &self.graph.nodes;
-        let id_at = |ix: Ix| nodes[ix as usize].id.0[0];
+        let id_at = |ix: Ix| ids.id(nodes[ix as usize].row).0[0];
         for &i in order {
             let n = &nodes[i as usize];
-            std::hint::black_box((n.id.0[0], n.links.extra().is_some(), n.links.touched().len()));
+            std::hint::black_box((n.row, n.links.extra().is_some(), n.links.touched().len()));
+        }
+        for &i in order {
+            std::hint::black_box(id_at(i));
         }
         for &i in order {
             let n = &nodes[i as usize];
@@ -184,12 +193,12 @@ impl<'g> ById<'g> {
     }
 
     /// Append the snapshot bytes of the nodes at `range` (in id order) to `out`.
-    fn write_nodes(&self, range: std::ops::Range<usize>, out: &mut Vec<u8>) {
+    fn write_nodes(&self, ids: &IdsRead<'_>, range: std::ops::Range<usize>, out: &mut Vec<u8>) {
         for start in range.clone().step_by(WARM_BATCH) {
             let end = (start + WARM_BATCH).min(range.end);
-            self.warm(start..end);
+            self.warm(ids, start..end);
             for &i in &self.order[start..end] {
-                write_snapshot_node(&self.graph.nodes, i, out);
+                write_snapshot_node(&self.graph.nodes, ids, i, out);
             }
         }
     }
@@ -199,20 +208,21 @@ impl<'g> ById<'g> {
 /// written as a 4-byte big-endian count and the ids (of the nodes the node
 /// names by position); counts are patched in after the ids, so no list is
 /// collected first.
-pub(super) fn write_snapshot_node(nodes: &[Node], ix: Ix, out: &mut Vec<u8>) {
-    fn list(out: &mut Vec<u8>, nodes: &[Node], ixs: impl FnOnce(&mut dyn FnMut(Ix))) {
+pub(super) fn write_snapshot_node(nodes: &[Node], ids: &IdsRead<'_>, ix: Ix, out: &mut Vec<u8>) {
+    fn list(out: &mut Vec<u8>, nodes: &[Node], ids: &IdsRead<'_>, ixs: impl FnOnce(&mut dyn FnMut(Ix))) {
         let at = out.len();
         out.extend_from_slice(&[0; 4]);
         let mut count = 0u32;
         ixs(&mut |ix| {
-            out.extend_from_slice(nodes[ix as usize].id.as_bytes());
+            out.extend_from_slice(ids.id(nodes[ix as usize].row).as_bytes());
             count += 1;
         });
         out[at..at + 4].copy_from_slice(&count.to_be_bytes());
     }
     let n = &nodes[ix as usize];
-    let id_of = |ix: Ix| nodes[ix as usize].id.0;
-    out.extend_from_slice(n.id.as_bytes());
+    let id_of = |ix: Ix| ids.id(nodes[ix as usize].row).0;
+    let id = ids.id(n.row);
+    out.extend_from_slice(id.as_bytes());
     if n.links.extra().is_none() && !n.links.has_marks() {
         // Most nodes: nothing but the node itself and what touched it. Active
         // (no mark or state), not settled, every list but the first empty, no
@@ -221,7 +231,7 @@ pub(super) fn write_snapshot_node(nodes: &[Node], ix: Ix, out: &mut Vec<u8>) {
         out.extend_from_slice(n.kind().as_bytes());
         out.extend_from_slice(&[0, Status::Active as u8, 0]);
         out.extend_from_slice(&(1 + n.links.touched().len() as u32).to_be_bytes());
-        out.extend_from_slice(n.id.as_bytes());
+        out.extend_from_slice(id.as_bytes());
         for &t in n.links.touched() {
             out.extend_from_slice(&id_of(t));
         }
@@ -241,11 +251,11 @@ pub(super) fn write_snapshot_node(nodes: &[Node], ix: Ix, out: &mut Vec<u8>) {
     let status = n.status();
     out.push(status as u8);
     out.push(n.settled() as u8);
-    list(out, nodes, |f| std::iter::once(ix).chain(n.links.touched().iter().copied()).for_each(f));
-    list(out, nodes, |f| n.for_each_why(ix, status, f));
-    list(out, nodes, of(Mark::OpenChallenge));
-    list(out, nodes, of(Mark::Tension));
-    list(out, nodes, of(Mark::FrameChild));
+    list(out, nodes, ids, |f| std::iter::once(ix).chain(n.links.touched().iter().copied()).for_each(f));
+    list(out, nodes, ids, |f| n.for_each_why(ix, status, f));
+    list(out, nodes, ids, of(Mark::OpenChallenge));
+    list(out, nodes, ids, of(Mark::Tension));
+    list(out, nodes, ids, of(Mark::FrameChild));
     for (rel, to) in n.links.edges() {
         out.extend_from_slice(rel.name().as_bytes());
         out.extend_from_slice(&id_of(to));

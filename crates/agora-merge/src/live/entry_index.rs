@@ -3,24 +3,29 @@
 //!
 //! The live merge looks an id up for every arrival and for every reference
 //! an accept, dispute or withdrawal makes, and holds one row per entry: a
-//! million rows at a million entries. A `HashMap<EntryId, Loc>` kept each
-//! 48-byte row in its buckets, at most 7/8 full and doubling, so about
-//! 100 MiB at that size. Here the hash table holds only a 4-byte row number
-//! (hashed by the id's first eight bytes, which are uniform: ids are SHA-256
-//! outputs) and the rows sit densely in two vectors, about 60 MiB. Rows are
-//! never removed: an entry once known stays known.
+//! million rows at a million entries. The ids themselves are in an
+//! [`IdArena`], which the node's other views (its reasoning graph, the
+//! perspectives in use) share, so that each id is held once; a row here is
+//! the id's row there. Per row this keeps where the entry is (8 bytes) and
+//! its merge record (4 bytes), densely, by row: about 12 bytes an entry
+//! beside the arena's 37 (a `HashMap<EntryId, Loc>` kept 48-byte rows in
+//! buckets at most 7/8 full and doubling, about 100 MiB at a million; an
+//! index with ids of its own, 55 bytes an entry). Rows are never removed:
+//! an entry once known stays known. A row the arena gave out for an id this
+//! view does not know yet (another view asked first) is a hole here.
 
 use super::Loc;
-use agora_core::idmap::id_hash;
+use agora_core::id_arena::IdArena;
 use agora_core::EntryId;
+use std::sync::Arc;
 
 /// Entry id -> [`Loc`], one dense row per id (see the module docs).
 #[derive(Debug, Default)]
 pub(super) struct EntryIndex {
-    /// Row numbers, hashed by their id's first eight bytes.
-    table: hashbrown::HashTable<u32>,
-    ids: Vec<EntryId>,
-    /// Per row, where the entry is, in 8 bytes ([`Packed`]).
+    /// The ids, by row: shared with the node's other views.
+    ids: Arc<IdArena>,
+    /// Per row, where the entry is, in 8 bytes ([`Packed`]);
+    /// [`Packed::UNKNOWN`] for a row of an id not known here.
     locs: Vec<Packed>,
     /// The seqs that do not fit a packed location's 32 bits, by row: an
     /// author may sign an entry with any seq (its predecessors need not be
@@ -30,6 +35,8 @@ pub(super) struct EntryIndex {
     /// ([`NO_RECORD`] when it is none): 4 bytes an entry, where a map by
     /// id in each chain took about 55 bytes a merge event.
     records: Vec<u32>,
+    /// Entries known.
+    known: usize,
 }
 
 /// What `records` holds for an entry that is not a merge event.
@@ -43,17 +50,33 @@ struct Packed {
     seq: u32,
 }
 
+impl Packed {
+    /// A row whose id this view does not know. (Chain slots stay below it:
+    /// there are fewer chains than entries, and rows are below 2^31.)
+    const UNKNOWN: Packed = Packed { chain: u32::MAX, seq: 0 };
+
+    fn known(self) -> bool {
+        self.chain != u32::MAX
+    }
+}
+
 /// A packed seq that stands for one at least this large, kept aside.
 const BIG_SEQ: u32 = u32::MAX;
 
-fn hash(id: &EntryId) -> u64 {
-    id_hash(id.as_bytes())
-}
-
 impl EntryIndex {
+    /// An empty index whose ids are held in `ids`.
+    pub(super) fn sharing(ids: Arc<IdArena>) -> Self {
+        Self { ids, ..Self::default() }
+    }
+
+    /// The arena the ids are held in.
+    pub(super) fn arena(&self) -> &Arc<IdArena> {
+        &self.ids
+    }
+
     /// `id`'s row, if it is known: what a chain's view holds of it.
     pub(super) fn row(&self, id: &EntryId) -> Option<u32> {
-        self.table.find(hash(id), |&r| self.ids[r as usize] == *id).copied()
+        self.ids.row(id).filter(|&r| self.locs.get(r as usize).is_some_and(|p| p.known()))
     }
 
     /// Where `id` is, if it is known.
@@ -67,7 +90,7 @@ impl EntryIndex {
 
     /// The id in row `r`.
     pub(super) fn id(&self, r: u32) -> EntryId {
-        self.ids[r as usize]
+        self.ids.id(r)
     }
 
     /// The seq of the entry in row `r`.
@@ -82,6 +105,7 @@ impl EntryIndex {
     /// `loc` as row `r` keeps it.
     fn pack(&mut self, r: u32, loc: Loc) -> Packed {
         let seq = loc.seq;
+        debug_assert!(loc.chain != Packed::UNKNOWN.chain);
         match u32::try_from(seq) {
             Ok(small) if small != BIG_SEQ => {
                 self.big_seqs.remove(&r);
@@ -97,21 +121,17 @@ impl EntryIndex {
     /// Record where `id` is, replacing what was recorded for it; its row
     /// (a row never changes once given).
     pub(super) fn insert(&mut self, id: EntryId, loc: Loc) -> u32 {
-        if let Some(r) = self.row(&id) {
-            self.locs[r as usize] = self.pack(r, loc);
-            return r;
+        // Rows stay below 2^31 (the arena's bound): a merge record keeps
+        // whether the entry is on its view in the top bit.
+        let r = self.ids.intern(&id);
+        if self.locs.len() <= r as usize {
+            self.locs.resize(r as usize + 1, Packed::UNKNOWN);
+            self.records.resize(r as usize + 1, NO_RECORD);
         }
-        // A row per entry held in memory: 2^31 of them would be 100 GiB.
-        // (A merge record keeps its row below the top bit, which says
-        // whether the entry is on its view.)
-        assert!(self.ids.len() < 1 << 31, "more than 2^31 entries known");
-        let r = self.ids.len() as u32;
-        self.ids.push(id);
-        let packed = self.pack(r, loc);
-        self.locs.push(packed);
-        self.records.push(NO_RECORD);
-        let ids = &self.ids;
-        self.table.insert_unique(hash(&id), r, |&x| hash(&ids[x as usize]));
+        if !self.locs[r as usize].known() {
+            self.known += 1;
+        }
+        self.locs[r as usize] = self.pack(r, loc);
         r
     }
 
@@ -128,11 +148,10 @@ impl EntryIndex {
     }
 
     /// Bytes on the heap ([`LiveMerge::memory`](super::LiveMerge::memory)):
-    /// the table's slots (a row number and a control byte each) and the rows.
+    /// the rows, not the arena (which the node's views share: reported
+    /// on its own).
     pub(super) fn heap_bytes(&self) -> usize {
-        self.table.capacity() * (size_of::<u32>() + 1)
-            + self.ids.capacity() * size_of::<EntryId>()
-            + self.locs.capacity() * size_of::<Packed>()
+        self.locs.capacity() * size_of::<Packed>()
             + self.big_seqs.capacity() * (size_of::<(u32, u64)>() + 1)
             + self.records.capacity() * size_of::<u32>()
     }
@@ -140,7 +159,7 @@ impl EntryIndex {
     /// Entries known.
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
-        self.ids.len()
+        self.known
     }
 }
 
@@ -163,6 +182,11 @@ mod tests {
         }
         index.insert(id(7, 1), Loc { chain: 70, seq: 700 });
         assert_eq!(index.len(), 1_000);
+        // An id another view gave a row first is not known here.
+        index.arena().intern(&id(5_000, 0));
+        assert!(!index.contains_key(&id(5_000, 0)) && index.get(&id(5_000, 0)).is_none());
+        index.insert(id(5_001, 0), Loc { chain: 1, seq: 1 });
+        assert_eq!(index.len(), 1_001, "the hole left by the other view's row is not counted");
         for i in 0..1_000u32 {
             let loc = index.get(&id(i, (i % 2) as u8)).expect("inserted");
             let want = if i == 7 { (70, 700) } else { (i, u64::from(i)) };

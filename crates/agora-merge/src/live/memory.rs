@@ -17,8 +17,11 @@ use agora_core::{AgentId, EntryId};
 /// Bytes a [`LiveMerge`] holds, by part. See [`LiveMerge::memory`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct LiveMemory {
-    /// Every known entry's id and where it is (the entry index: its hash
-    /// table, ids, locations and record numbers).
+    /// Every entry id, in the arena the node's views share (its table and
+    /// ids): the live view knows every entry, so it reports the arena.
+    pub ids: usize,
+    /// Where each known entry is (the entry index: its locations and
+    /// record numbers, by row).
     pub entry_index: usize,
     /// Each chain's view, as rows of the entry index.
     pub views: usize,
@@ -37,8 +40,9 @@ pub struct LiveMemory {
 
 impl LiveMemory {
     /// Every part, named, in declaration order.
-    pub fn parts(&self) -> [(&'static str, usize); 7] {
+    pub fn parts(&self) -> [(&'static str, usize); 8] {
         [
+            ("ids", self.ids),
             ("entry_index", self.entry_index),
             ("views", self.views),
             ("records", self.records),
@@ -96,6 +100,7 @@ impl LiveMerge {
     pub fn memory(&self) -> LiveMemory {
         let chains = &self.chains;
         LiveMemory {
+            ids: self.index.arena().heap_bytes(),
             entry_index: self.index.heap_bytes(),
             views: vec_bytes(chains) + chains.iter().map(|c| vec_bytes(&c.view)).sum::<usize>() + self.by_author.len() * (size_of::<AgentId>() + 4),
             records: chains.iter().map(|c| vec_bytes::<LiveRecord>(&c.records) + c.records.iter().map(record_bytes).sum::<usize>()).sum(),
