@@ -22,7 +22,8 @@
 //! thousands of times), a word that says so and the three counts in full
 //! (a wide header). A bit of that first word says whether the rare state's
 //! pointer follows the counts, in two words. In the merge bench's swarm a
-//! node is 64 bytes instead of 80, and most allocations 4 bytes smaller.
+//! node was 64 bytes instead of 80 (32 since its id is a row of an arena),
+//! and most allocations 4 bytes smaller.
 //!
 //! Its invariant: no allocation, or exactly `header + (2 if rare state) +
 //! touched + 2 * edges + 2 * marks` words, the header first, each list in

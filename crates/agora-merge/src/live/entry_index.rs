@@ -8,7 +8,7 @@
 //! perspectives in use) share, so that each id is held once; a row here is
 //! the id's row there. Per row this keeps where the entry is (8 bytes) and
 //! its merge record (4 bytes), densely, by row: about 12 bytes an entry
-//! beside the arena's 37 (a `HashMap<EntryId, Loc>` kept 48-byte rows in
+//! beside the arena's 43 (a `HashMap<EntryId, Loc>` kept 48-byte rows in
 //! buckets at most 7/8 full and doubling, about 100 MiB at a million; an
 //! index with ids of its own, 55 bytes an entry). Rows are never removed:
 //! an entry once known stays known. A row the arena gave out for an id this
