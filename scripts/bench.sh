@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces the README's performance figures.
+# Reproduces the figures in BENCHMARKS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
