@@ -9,7 +9,7 @@
 mod support;
 
 use agora_core::entry::next_header;
-use agora_core::{pack, AgentKey, SignedEntry};
+use agora_core::{AgentKey, SignedEntry, pack};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};

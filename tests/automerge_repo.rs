@@ -10,7 +10,7 @@
 mod support;
 
 use agora_automerge::Tree;
-use automerge::{transaction::Transactable, AutoCommit, Automerge, ROOT};
+use automerge::{AutoCommit, Automerge, ROOT, transaction::Transactable};
 use futures::future::BoxFuture;
 use futures::{FutureExt, SinkExt, StreamExt};
 use samod::{BackoffConfig, DialError, Dialer, DocHandle, DocumentId, Repo, Transport};
@@ -334,7 +334,8 @@ async fn a_browser_opens_the_websocket_with_a_subprotocol_or_the_session_cookie(
 
     // A subprotocol: the handshake selects it, as a browser requires.
     let protocol = format!("agora-token.{token}");
-    let selected = browser_socket(&addr, &[("sec-websocket-protocol", format!("automerge-repo, {protocol}"))]).await.expect("the subprotocol lets the socket in");
+    let selected =
+        browser_socket(&addr, &[("sec-websocket-protocol", format!("automerge-repo, {protocol}"))]).await.expect("the subprotocol lets the socket in");
     assert_eq!(selected.as_deref(), Some(protocol.as_str()));
     assert_eq!(refused_status(browser_socket(&addr, &[("sec-websocket-protocol", "agora-token.0123abcd".to_string())]).await), 401);
 

@@ -216,10 +216,8 @@ fn bad_packs_are_refused_and_change_nothing() {
 
 #[test]
 fn every_invalid_vector_is_refused_on_import() {
-    let vectors: Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../protocol-spec/vectors/vectors.json")).unwrap(),
-    )
-    .unwrap();
+    let vectors: Value =
+        serde_json::from_str(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../protocol-spec/vectors/vectors.json")).unwrap()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let b = init(dir.path(), "b");
     let before = snapshot(&b);
@@ -243,7 +241,8 @@ fn every_invalid_vector_is_refused_on_import() {
         let payload = case.get("payload").map(|p| b64(p.as_str().unwrap())).map_or(Value::Null, Value::from);
         let mut lines = Vec::new();
         if case.get("predecessor").is_some() {
-            lines.push(serde_json::json!({ "id": valid["id"], "entry": valid["signed_entry"], "payload": b64(valid["payload"].as_str().unwrap()) }).to_string());
+            lines
+                .push(serde_json::json!({ "id": valid["id"], "entry": valid["signed_entry"], "payload": b64(valid["payload"].as_str().unwrap()) }).to_string());
         }
         lines.push(serde_json::json!({ "id": id, "entry": entry_hex, "payload": payload }).to_string());
         let out = agora(&b, &["import", "-"], Some(pack_of(&lines).as_bytes()));

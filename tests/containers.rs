@@ -18,7 +18,7 @@
 //! measured, so they show without `--nocapture`.
 
 use agora_core::entry::next_header;
-use agora_core::{pack, AgentKey, SignedEntry};
+use agora_core::{AgentKey, SignedEntry, pack};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -328,10 +328,11 @@ impl Swarm {
         for &x in a {
             for &y in b {
                 for (s, d) in [(x, y), (y, x)] {
-                    let rule: Vec<String> = ["DOCKER-USER", "-s", &self.nodes[s].ip, "-d", &self.nodes[d].ip, "-m", "comment", "--comment", &self.project, "-j", "DROP"]
-                        .iter()
-                        .map(|s| s.to_string())
-                        .collect();
+                    let rule: Vec<String> =
+                        ["DOCKER-USER", "-s", &self.nodes[s].ip, "-d", &self.nodes[d].ip, "-m", "comment", "--comment", &self.project, "-j", "DROP"]
+                            .iter()
+                            .map(|s| s.to_string())
+                            .collect();
                     let mut insert = vec!["-I".to_string()];
                     insert.extend(rule.iter().cloned());
                     let out = output(Command::new("iptables").args(&insert));
@@ -392,9 +393,7 @@ fn record_everywhere(s: &Swarm, who: &[usize], per_node: usize, label: &str) -> 
     let ids = std::thread::scope(|scope| {
         let handles: Vec<_> = who
             .iter()
-            .map(|&i| {
-                scope.spawn(move || (0..per_node).map(|k| id_of(&s.json(i, &["propose", &format!("{label}: node {i}, claim {k}")]))).collect::<Vec<_>>())
-            })
+            .map(|&i| scope.spawn(move || (0..per_node).map(|k| id_of(&s.json(i, &["propose", &format!("{label}: node {i}, claim {k}")]))).collect::<Vec<_>>()))
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect::<Vec<_>>()
     });
@@ -426,9 +425,7 @@ fn five_nodes_converge_every_node_holds_every_chain() {
     let out = s.exec_input(1, &["--json", "import", "-"], &std::fs::read(&packs[0]).unwrap());
     assert!(out.status.success(), "import: {}", text(&out.stderr));
     let imported = start.elapsed();
-    let (_, spread) = wait("every node to hold the writer's chain", CONVERGE_BOUND, || {
-        s.all().iter().all(|&i| s.max_seq(i, &writer_id) == bulk).then_some(())
-    });
+    let (_, spread) = wait("every node to hold the writer's chain", CONVERGE_BOUND, || s.all().iter().all(|&i| s.max_seq(i, &writer_id) == bulk).then_some(()));
     report(&format!(
         "converge: {bulk} entries imported into member1 in {:.2} s; on all 5 nodes {:.1} s later ({:.0} entries/s from the import's start, to 4 nodes at once)",
         secs(imported),

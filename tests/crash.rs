@@ -12,7 +12,7 @@ mod support;
 
 use agora_core::entry::next_header;
 use agora_core::xorshift::Xorshift64;
-use agora_core::{pack, AgentKey, SignedEntry};
+use agora_core::{AgentKey, SignedEntry, pack};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::io::Write;

@@ -217,7 +217,12 @@ impl Tree {
     fn item_exists(&self, ty: &str, member: &str) -> bool {
         let declared = (0..self.files.len()).any(|f| self.declares(f, ty));
         let implements = |t: &str| {
-            t.contains(&format!("impl {ty} ")) || t.contains(&format!("impl {ty}<")) || t.contains(&format!(" for {ty} ")) || t.contains(&format!(" for {ty}<")) || t.contains(&format!("> {ty}<")) || t.contains(&format!("> {ty} {{"))
+            t.contains(&format!("impl {ty} "))
+                || t.contains(&format!("impl {ty}<"))
+                || t.contains(&format!(" for {ty} "))
+                || t.contains(&format!(" for {ty}<"))
+                || t.contains(&format!("> {ty}<"))
+                || t.contains(&format!("> {ty} {{"))
         };
         declared && (0..self.files.len()).any(|f| (self.declares(f, ty) || implements(&self.files[f].1)) && self.members[f].contains(member))
     }

@@ -6,12 +6,12 @@
 
 mod support;
 
+use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::ServiceExt;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use support::*;
 
@@ -19,16 +19,55 @@ type Client = RunningService<RoleClient, ()>;
 
 /// Every tool the issue names, by its MCP name.
 const MOVES: &[&str] = &[
-    "propose", "support", "contradict", "refine", "synthesize", "ask", "resolve", "park", "resume", "reframe", "connect", "tension", "claim", "relate",
-    "confirm", "frame_open", "frame_evidence", "frame_conclude", "frame_suspend", "frame_resume", "frame_invalidate", "task_new", "task_update",
-    "trajectory", "judge", "memory_item", "record_use",
+    "propose",
+    "support",
+    "contradict",
+    "refine",
+    "synthesize",
+    "ask",
+    "resolve",
+    "park",
+    "resume",
+    "reframe",
+    "connect",
+    "tension",
+    "claim",
+    "relate",
+    "confirm",
+    "frame_open",
+    "frame_evidence",
+    "frame_conclude",
+    "frame_suspend",
+    "frame_resume",
+    "frame_invalidate",
+    "task_new",
+    "task_update",
+    "trajectory",
+    "judge",
+    "memory_item",
+    "record_use",
 ];
 const MERGE: &[&str] = &["accept", "dispute", "withdraw", "resolve_fork"];
-const READS: &[&str] = &[
-    "orient", "status", "trace", "history", "latest", "decisions", "questions", "disagreements", "perspective", "consensus", "audit",
-];
+const READS: &[&str] = &["orient", "status", "trace", "history", "latest", "decisions", "questions", "disagreements", "perspective", "consensus", "audit"];
 /// Further reads the server offers.
-const MORE_READS: &[&str] = &["disputes", "frame_tree", "outcomes", "identity", "view_hash", "graph", "log", "show", "verify", "export", "authors", "forks", "check_proof", "search", "orphans", "roster"];
+const MORE_READS: &[&str] = &[
+    "disputes",
+    "frame_tree",
+    "outcomes",
+    "identity",
+    "view_hash",
+    "graph",
+    "log",
+    "show",
+    "verify",
+    "export",
+    "authors",
+    "forks",
+    "check_proof",
+    "search",
+    "orphans",
+    "roster",
+];
 /// The signed log's and the roster's writes.
 const LOG_WRITES: &[&str] = &["append", "redact", "import", "admit", "remove"];
 
@@ -120,7 +159,10 @@ async fn debate(alice: &Client, bob: &Agent, mut bob_says: impl FnMut(&[&str]) -
 
     // The merge layer: Alice accepts Bob through his contradiction and disputes his proposal.
     let perspective = ok_call(alice, "perspective", json!({})).await;
-    assert!(perspective["disputes"].as_array().unwrap().iter().any(|x| x["target"] == q.as_str() && x["counter_claim"] == "Keep a capped free tier"), "{perspective}");
+    assert!(
+        perspective["disputes"].as_array().unwrap().iter().any(|x| x["target"] == q.as_str() && x["counter_claim"] == "Keep a capped free tier"),
+        "{perspective}"
+    );
     let map = ok_call(alice, "disputes", json!({})).await;
     assert!(map["disputed"].as_array().unwrap().iter().any(|x| x.to_string().contains(&q)), "{map}");
 

@@ -21,7 +21,6 @@ fn converged(nodes: &[&Node]) -> String {
     })
 }
 
-
 #[test]
 fn the_pricing_debate_between_three_agents_with_a_dispute_and_a_synthesis() {
     let Trio { agents: [a, b, c], nodes: [na, nb, nc] } = Trio::start();
@@ -89,9 +88,8 @@ fn the_pricing_debate_between_three_agents_with_a_dispute_and_a_synthesis() {
         // and the refinement is not part of B's view. A and C accepted the
         // contradiction and the refinement: the proposition is superseded and
         // the contradiction answered.
-        let status_in = |view: &Value, id: &str| {
-            view["nodes"].as_array().unwrap().iter().find(|x| x["id"] == id).map(|x| x["status"].as_str().unwrap().to_string())
-        };
+        let status_in =
+            |view: &Value, id: &str| view["nodes"].as_array().unwrap().iter().find(|x| x["id"] == id).map(|x| x["status"].as_str().unwrap().to_string());
         let pb = json(&n.home, &["perspective", &b.id]);
         assert_eq!(status_in(&pb, &p1).as_deref(), Some("contested"), "{pb}");
         assert_eq!(status_in(&pb, &r1), None, "{pb}");
@@ -190,9 +188,7 @@ fn an_honest_fork_is_resolved_by_its_author() {
     let restored = id_of(&json(&h.home, &["propose", "second, after the restore"]));
     let nh = Node::start(&h, &founder, &[&np.addr]);
     // Both branches meet: each node holds both and a proof of the fork.
-    wait_for("both nodes to hold both branches", || {
-        (nh.holds(&later) && np.holds(&restored)).then_some(())
-    });
+    wait_for("both nodes to hold both branches", || (nh.holds(&later) && np.holds(&restored)).then_some(()));
     for n in [&nh, &np, &nq] {
         wait_for("the fork proof", || (!json(&n.home, &["forks"]).as_array().unwrap().is_empty()).then_some(()));
         let cons = json(&n.home, &["consensus", "--quorum", "1"]);
@@ -325,7 +321,9 @@ fn the_merge_views_as_of_a_time_leave_out_later_accepts_and_disputes() {
     let dispute = id_of(&json(&b.home, &["dispute", &p, "Weekly is too often for enterprise customers"]));
     let (before_accept, before_dispute) = ((stamp(&accept) - 1).to_string(), (stamp(&dispute) - 1).to_string());
 
-    let included = |v: &Value| v["included"].as_array().unwrap().iter().filter(|i| i["author"] == a.id.as_str()).map(|i| i["through_seq"].as_u64().unwrap()).collect::<Vec<_>>();
+    let included = |v: &Value| {
+        v["included"].as_array().unwrap().iter().filter(|i| i["author"] == a.id.as_str()).map(|i| i["through_seq"].as_u64().unwrap()).collect::<Vec<_>>()
+    };
     assert_eq!(included(&json(&b.home, &["perspective", "--as-of", &before_accept, &b.id])), Vec::<u64>::new(), "not accepted yet");
     assert_eq!(included(&json(&b.home, &["perspective", "--as-of", &before_dispute, &b.id])), vec![1]);
     assert_eq!(included(&json(&b.home, &["perspective", &b.id])), vec![1]);
@@ -335,14 +333,24 @@ fn the_merge_views_as_of_a_time_leave_out_later_accepts_and_disputes() {
     assert_eq!(disputed(&json(&b.home, &["disputes"])), 1);
 
     let b_frontier = |v: &Value| {
-        v["chains"].as_array().unwrap().iter().filter(|c| c["author"] == a.id.as_str()).flat_map(|c| c["frontiers"].as_array().unwrap().clone()).filter(|f| f["agent"] == b.id.as_str()).count()
+        v["chains"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["author"] == a.id.as_str())
+            .flat_map(|c| c["frontiers"].as_array().unwrap().clone())
+            .filter(|f| f["agent"] == b.id.as_str())
+            .count()
     };
     assert_eq!(b_frontier(&json(&b.home, &["consensus", "--quorum", "1", "--as-of", &before_accept])), 0);
     assert_eq!(b_frontier(&json(&b.home, &["consensus", "--quorum", "1"])), 1);
 
     let bad = agora(&b.home, &["perspective", "--as-of", "last week"]);
     assert!(!bad.status.success());
-    assert!(String::from_utf8_lossy(&bad.stdout).contains("--as-of \"last week\"") || String::from_utf8_lossy(&bad.stderr).contains("--as-of \"last week\""), "{bad:?}");
+    assert!(
+        String::from_utf8_lossy(&bad.stdout).contains("--as-of \"last week\"") || String::from_utf8_lossy(&bad.stderr).contains("--as-of \"last week\""),
+        "{bad:?}"
+    );
 }
 
 /// Issue 16: a running node answers `view-hash`, `consensus` and

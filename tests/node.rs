@@ -26,9 +26,7 @@ fn an_event_appended_on_one_node_reaches_every_node() {
         let n3 = Node::start(&agents[3], &founder, &[&n2.addr]);
         vec![n0, n1, n2, n3]
     };
-    wait_for("every node to have a peer and the roster", || {
-        nodes.iter().all(|n| n.peers() >= 1 && n.max_seq(&founder) == 3).then_some(())
-    });
+    wait_for("every node to have a peer and the roster", || nodes.iter().all(|n| n.peers() >= 1 && n.max_seq(&founder) == 3).then_some(()));
     // Recorded through node 1's control channel: no other process opens its store.
     let id = json(&agents[1].home, &["propose", "Usage-based pricing aligns incentives"])["id"].as_str().unwrap().to_string();
     wait_for("the proposition to reach all 4 nodes", || nodes.iter().all(|n| n.holds(&id)).then_some(()));
@@ -74,9 +72,7 @@ fn a_node_started_late_catches_up_and_a_killed_node_loses_nothing() {
 
     // A node that starts last, bootstrapping from B only, gets everything.
     let node_c = Node::start(&c, &founder, &[&node_b.addr]);
-    wait_for("late node C to catch up", || {
-        (node_c.max_seq(&writer_id) == 2_000 && node_c.holds(&late) && ids.iter().all(|id| node_c.holds(id))).then_some(())
-    });
+    wait_for("late node C to catch up", || (node_c.max_seq(&writer_id) == 2_000 && node_c.holds(&late) && ids.iter().all(|id| node_c.holds(id))).then_some(()));
     let status = node_c.status();
     assert_eq!(status["rejected"]["bans"], 0, "{status}");
 }
@@ -147,7 +143,7 @@ mod garbage {
     use futures::{AsyncReadExt, AsyncWriteExt, StreamExt};
     use libp2p::request_response::{self, ProtocolSupport};
     use libp2p::swarm::SwarmEvent;
-    use libp2p::{noise, tcp, yamux, Multiaddr, StreamProtocol};
+    use libp2p::{Multiaddr, StreamProtocol, noise, tcp, yamux};
     use std::time::Duration;
 
     #[derive(Clone, Default)]
@@ -289,7 +285,6 @@ fn a_node_rejoins_a_bootstrap_peer_that_came_back() {
     println!("B rejoined its restarted bootstrap peer {} ms after it came back", rejoined.as_millis());
     assert!(rejoined < std::time::Duration::from_secs(35), "within the longest redial wait: {rejoined:?}");
 }
-
 
 /// `agora` alone, with no `agora-node` beside it or on `PATH`: what a node
 /// runs is forwarded without the full program (standard input too), and

@@ -20,9 +20,9 @@ mod support;
 
 use agora_core::entry::next_header;
 use agora_core::xorshift::Xorshift64;
-use agora_core::{pack, AgentKey, SignedEntry};
+use agora_core::{AgentKey, SignedEntry, pack};
 use agora_graph::workload::Debate;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -85,7 +85,8 @@ impl Browser {
 
     fn click(&self, css: &str) {
         let found = self.cmd("element", json!({ "using": "css selector", "value": css }));
-        let element = found.as_object().and_then(|o| o.values().next()).and_then(Value::as_str).unwrap_or_else(|| panic!("no element {css}: {found}")).to_string();
+        let element =
+            found.as_object().and_then(|o| o.values().next()).and_then(Value::as_str).unwrap_or_else(|| panic!("no element {css}: {found}")).to_string();
         self.cmd(&format!("element/{element}/click"), json!({}));
     }
 
@@ -156,8 +157,13 @@ fn the_live_page_draws_the_debate_and_follows_new_events() {
     let driver = chromedriver();
     let browser = Browser::start(&driver);
     browser.goto(&url);
-    let nodes = || browser.execute("return [...document.querySelectorAll('g.node')].map(g => [g.dataset.id, g.dataset.status, g.dataset.kind, !!g.querySelector('.disputed')])");
-    let status_of = |v: &Value, id: &str| v.as_array().unwrap().iter().find(|n| n[0] == id).map(|n| (n[1].as_str().unwrap().to_string(), n[3].as_bool().unwrap()));
+    let nodes = || {
+        browser.execute(
+            "return [...document.querySelectorAll('g.node')].map(g => [g.dataset.id, g.dataset.status, g.dataset.kind, !!g.querySelector('.disputed')])",
+        )
+    };
+    let status_of =
+        |v: &Value, id: &str| v.as_array().unwrap().iter().find(|n| n[0] == id).map(|n| (n[1].as_str().unwrap().to_string(), n[3].as_bool().unwrap()));
 
     // Every node drawn with its status; the disputed proposal marked.
     let (drawn, _) = until("the debate to be drawn", Duration::from_secs(20), || {
@@ -171,7 +177,8 @@ fn the_live_page_draws_the_debate_and_follows_new_events() {
     // Alice's accept of Bob's chain through seq 1 (his contradiction) is
     // drawn on his lane.
     let (ticks, _) = until("the accept frontier", Duration::from_secs(10), || {
-        let v: Value = browser.execute("return [...document.querySelectorAll('g.frontier')].map(g => [g.dataset.agent, g.dataset.author, Number(g.dataset.seq), g.textContent])");
+        let v: Value = browser
+            .execute("return [...document.querySelectorAll('g.frontier')].map(g => [g.dataset.agent, g.dataset.author, Number(g.dataset.seq), g.textContent])");
         (!v.as_array().unwrap().is_empty()).then_some(v)
     });
     assert_eq!(ticks.as_array().unwrap().len(), 1, "{ticks}");
@@ -252,7 +259,6 @@ fn the_live_page_draws_the_debate_and_follows_new_events() {
     println!("screenshot: {}", path.display());
 }
 
-
 /// `from`'s chains as a pack, imported into `into`.
 fn carry(from: &Path, into: &Path, dir: &Path, name: &str) {
     let file = dir.join(format!("{name}.jsonl"));
@@ -323,7 +329,8 @@ fn the_live_page_draws_forks_and_who_accepts_what() {
     let ticks: Value = browser.execute("return [...document.querySelectorAll('g.frontier')].map(g => [g.dataset.agent, g.dataset.author, Number(g.dataset.seq), g.querySelector('title').textContent]).sort()");
     let mut want = vec![(alice.id.clone(), m.id.clone(), 4), (bob.id.clone(), m.id.clone(), 1), (alice.id.clone(), bob.id.clone(), 1)];
     want.sort();
-    let got: Vec<(String, String, u64)> = ticks.as_array().unwrap().iter().map(|t| (t[0].as_str().unwrap().into(), t[1].as_str().unwrap().into(), t[2].as_u64().unwrap())).collect();
+    let got: Vec<(String, String, u64)> =
+        ticks.as_array().unwrap().iter().map(|t| (t[0].as_str().unwrap().into(), t[1].as_str().unwrap().into(), t[2].as_u64().unwrap())).collect();
     assert_eq!(got, want, "{ticks}");
     assert!(ticks.as_array().unwrap().iter().all(|t| t[3].as_str().unwrap().contains("accepts agent")), "{ticks}");
     // And in words, in the panel.
@@ -384,7 +391,8 @@ fn the_live_page_stays_interactive_with_ten_thousand_nodes() {
     json(&alice.home, &["accept", &ids[0], "2000"]);
     json(&alice.home, &["accept", &ids[1], "1200"]);
     let graph = json(&alice.home, &["graph", "--format", "json"]);
-    let target = graph["nodes"].as_array().unwrap().iter().find(|n| n["author"] == ids[2].as_str() && n["seq"] == 2400).unwrap()["id"].as_str().unwrap().to_string();
+    let target =
+        graph["nodes"].as_array().unwrap().iter().find(|n| n["author"] == ids[2].as_str() && n["seq"] == 2400).unwrap()["id"].as_str().unwrap().to_string();
     json(&alice.home, &["dispute", &target, "Not what the data says"]);
     println!("built a home with {EVENTS} events by 4 agents (one pack import) and 3 merge events in {} ms", made.elapsed().as_millis());
 
@@ -404,8 +412,13 @@ fn the_live_page_stays_interactive_with_ten_thousand_nodes() {
     let first = stats["firstDrawAt"].as_f64().unwrap();
     println!(
         "first draw of {} nodes: {first:.0} ms after navigation (wall clock from the WebDriver `url` call: {} ms); fetch {:.0} ms, layout {:.0} ms, draw {:.0} ms; {} nodes and {} edges in the SVG",
-        stats["nodes"], wall.as_millis(), stats["fetchMs"].as_f64().unwrap(), stats["layoutMs"].as_f64().unwrap(),
-        stats["drawMs"].as_f64().unwrap(), stats["drawnNodes"], stats["drawnEdges"]
+        stats["nodes"],
+        wall.as_millis(),
+        stats["fetchMs"].as_f64().unwrap(),
+        stats["layoutMs"].as_f64().unwrap(),
+        stats["drawMs"].as_f64().unwrap(),
+        stats["drawnNodes"],
+        stats["drawnEdges"]
     );
     assert_eq!(stats["nodes"].as_u64(), Some(EVENTS as u64), "{stats}");
     assert!(stats["drawnNodes"].as_u64().unwrap() < 200, "only the viewport is drawn: {stats}");
@@ -528,7 +541,11 @@ fn the_live_page_stays_interactive_with_ten_thousand_nodes() {
     let loads = after[0].as_u64().unwrap() - loads_before;
     println!(
         "a stream of 40 moves: {loads} reloads; the page answered WebDriver within {} ms at worst meanwhile; the last move drawn {} ms after it was recorded; a reload of {} nodes takes {:.0} ms; longest main-thread task {:.0} ms",
-        worst.as_millis(), caught_up.as_millis(), after[3], after[2].as_f64().unwrap(), after[1].as_f64().unwrap()
+        worst.as_millis(),
+        caught_up.as_millis(),
+        after[3],
+        after[2].as_f64().unwrap(),
+        after[1].as_f64().unwrap()
     );
     println!("interactions with {EVENTS} nodes (page-side, ms):");
     for (what, ms) in &figures {

@@ -12,12 +12,12 @@
 
 use agora_core::entry::next_header;
 use agora_core::{AgentId, EntryId, ForkProof, SignedEntry};
-use agora_fuzz::fixture::{self, agent, key, T0};
-use agora_fuzz::replicator::{run_with, Script};
+use agora_fuzz::fixture::{self, T0, agent, key};
+use agora_fuzz::replicator::{Script, run_with};
 use agora_fuzz::{write_entries, write_log, write_swarm};
-use agora_merge::MergeEvent;
 use agora_graph::event::Confidence;
 use agora_graph::{Event, MemoryKind, Relation, TaskState};
+use agora_merge::MergeEvent;
 use agora_roster::RosterEvent;
 use agora_sync::{Gossip, Head, Message, RangeStart, WireEntry, WireRequest, WireResponse};
 use serde_json::Value;
@@ -153,7 +153,11 @@ fn main() {
     pack.push(agora_core::pack::entry_line(&a2, None));
     c.put("pack_lines", "enc-pack", pack.join("\n").as_bytes());
     let line = agora_core::pack::entry_line(&a1, p1.as_deref());
-    c.put("pack_lines", "enc-uppercase_hex", format!("{{\"agora_pack\":1}}\n{}", line.replace(&hex::encode(a1.encode()), &hex::encode_upper(a1.encode()))).as_bytes());
+    c.put(
+        "pack_lines",
+        "enc-uppercase_hex",
+        format!("{{\"agora_pack\":1}}\n{}", line.replace(&hex::encode(a1.encode()), &hex::encode_upper(a1.encode()))).as_bytes(),
+    );
     c.put("pack_lines", "enc-wrong_payload", format!("{{\"agora_pack\":1}}\n{}", line.replacen("\"payload\":\"", "\"payload\":\"AA", 1)).as_bytes());
     c.put("pack_lines", "enc-spaces", format!("{{ \"agora_pack\" : 1 }}\n{}", line.replace(',', " , ")).as_bytes());
 
@@ -219,8 +223,22 @@ fn main() {
         Event::Resume { target: id(9) },
     ];
     let memory = vec![
-        Event::Claim { text: t("the sky is blue"), kind: MemoryKind::Semantic, sources: vec![], owner_scope: t("me"), confirmed: false, expires_at_ms: Some(5) },
-        Event::Claim { text: t("the sky is grey"), kind: MemoryKind::Episodic, sources: vec![id(1)], owner_scope: t("me"), confirmed: true, expires_at_ms: None },
+        Event::Claim {
+            text: t("the sky is blue"),
+            kind: MemoryKind::Semantic,
+            sources: vec![],
+            owner_scope: t("me"),
+            confirmed: false,
+            expires_at_ms: Some(5),
+        },
+        Event::Claim {
+            text: t("the sky is grey"),
+            kind: MemoryKind::Episodic,
+            sources: vec![id(1)],
+            owner_scope: t("me"),
+            confirmed: true,
+            expires_at_ms: None,
+        },
         Event::Relate { from: id(2), to: id(1), relation: Relation::Contradicts, reason: t("weather") },
         Event::Confirm { target: id(1) },
         Event::Relate { from: id(2), to: id(1), relation: Relation::Update, reason: t("newer") },
@@ -335,8 +353,13 @@ fn main() {
         (2, 0, 0, dispute(3, false)),
     ];
     c.put("merge_views", "enc-fork_resolution", &write_swarm(&fork));
-    let swarm_vectors: Vec<(u8, u8, u8, Vec<u8>)> =
-        items(&merge, "valid", "payload").into_iter().chain(items(&merge, "invalid", "payload")).filter(|(_, p)| p.len() <= 1024).enumerate().map(|(i, (_, p))| ((i % 4) as u8, 0, 0, p)).collect();
+    let swarm_vectors: Vec<(u8, u8, u8, Vec<u8>)> = items(&merge, "valid", "payload")
+        .into_iter()
+        .chain(items(&merge, "invalid", "payload"))
+        .filter(|(_, p)| p.len() <= 1024)
+        .enumerate()
+        .map(|(i, (_, p))| ((i % 4) as u8, 0, 0, p))
+        .collect();
     c.put("merge_views", "merge-payloads", &write_swarm(&swarm_vectors));
 
     // sync_wire: every wire vector, valid and refused.
@@ -448,8 +471,7 @@ fn main() {
     let long = chain(1, 6, T0 + 20_000);
     let s = Script::new(1).request(1, &frontier(vec![head(&long[5].0)]));
     if let Some((req, _, start)) = last_request(&s, 1) {
-        let first: Vec<WireEntry> =
-            long.iter().filter(|(e, _)| e.header().seq >= start.seq).take(2).map(|(e, p)| wire(e, Some(p))).collect();
+        let first: Vec<WireEntry> = long.iter().filter(|(e, _)| e.header().seq >= start.seq).take(2).map(|(e, p)| wire(e, Some(p))).collect();
         let s = s.response(1, false, &entries_response(req, first, true));
         let s = match last_request(&s, 1) {
             Some((req, _, start)) => {

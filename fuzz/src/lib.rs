@@ -18,7 +18,7 @@ pub mod store;
 
 use agora_core::limits::{FORK_PROOF_BYTES_MAX, PAYLOAD_BYTES_MAX, SIGNED_ENTRY_BYTES_MAX};
 use agora_core::verify::{check_entries, verify_link, verify_payload, verify_signature, verify_signatures};
-use agora_core::{sha256, Content, DecodeError, EntryId, ForkProof, ForkProofError, Header, LogPosition, SignedEntry};
+use agora_core::{Content, DecodeError, EntryId, ForkProof, ForkProofError, Header, LogPosition, SignedEntry, sha256};
 use agora_graph::event::EVENT_FRAMING;
 use agora_graph::{Event, EventDecodeError, Graph, Late, LogEvent};
 use agora_merge::payload::MERGE_FRAMING;
@@ -159,8 +159,7 @@ pub fn write_entries(entries: &[(Vec<u8>, Option<Vec<u8>>)]) -> Vec<u8> {
 /// link rule between neighbours never panics.
 pub fn verify_entries(data: &[u8]) {
     let raw = read_entries(data);
-    let decoded: Vec<(SignedEntry, Option<Vec<u8>>)> =
-        raw.iter().filter_map(|(e, p)| SignedEntry::decode(e).ok().map(|e| (e, p.clone()))).collect();
+    let decoded: Vec<(SignedEntry, Option<Vec<u8>>)> = raw.iter().filter_map(|(e, p)| SignedEntry::decode(e).ok().map(|e| (e, p.clone()))).collect();
     // One at a time: payloads first, then signatures, in input order.
     let expected = decoded
         .iter()
@@ -208,8 +207,7 @@ pub fn verify_entries(data: &[u8]) {
 /// decode fails with the same error (events.md, "Residues").
 pub fn graph_event(data: &[u8]) {
     let fast = Event::decode(data);
-    let serde: Result<Event, EventDecodeError> =
-        EVENT_FRAMING.decode::<Event>(data).map_err(EventDecodeError::from).and_then(|e| e.check_limits().map(|()| e));
+    let serde: Result<Event, EventDecodeError> = EVENT_FRAMING.decode::<Event>(data).map_err(EventDecodeError::from).and_then(|e| e.check_limits().map(|()| e));
     assert_eq!(fast, serde, "the one-pass reader and serde disagree");
     assert_eq!(Event::is_event_payload(data), data.starts_with(b"agev"));
     let residue = Event::residue(data);
@@ -615,7 +613,6 @@ pub fn sync_wire(data: &[u8]) {
 pub fn replicator(data: &[u8]) {
     replicator::run(data);
 }
-
 
 /// The control channel (`agora-command-line`'s wire): a `POST /v1/command`
 /// body splits into a request line and the command's standard input; one

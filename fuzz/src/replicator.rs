@@ -37,14 +37,12 @@
 //!
 //! Peers are numbered 0..3; 1 and 2 are connected at the start.
 
-use crate::fixture::{self, agent, key, LOCAL, START_MS};
+use crate::fixture::{self, LOCAL, START_MS, agent, key};
 use crate::reader::Reader;
 use crate::store::{Imported, MemStore};
 use agora_core::AgentId;
 use agora_sync::wire::{GOSSIP_BYTES_MAX, REQUEST_BYTES_MAX, RESPONSE_BYTES_MAX};
-use agora_sync::{
-    Config, Gossip, GossipVerdict, Message, Output, PeerId, Replicator, WireRequest, WireResponse, WorkspaceId, RESPONSE_ENTRIES_MAX,
-};
+use agora_sync::{Config, Gossip, GossipVerdict, Message, Output, PeerId, RESPONSE_ENTRIES_MAX, Replicator, WireRequest, WireResponse, WorkspaceId};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Most outputs one step may produce before draining is taken to loop.

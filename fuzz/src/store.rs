@@ -48,8 +48,7 @@ impl MemStore {
     }
 
     fn write(&mut self, offered: Vec<Offered>, now_ms: u64) -> Imported {
-        let mut out =
-            Imported { outcome: ImportOutcome::Stored, new_forks: Vec::new(), changed: BTreeSet::new(), missing: Vec::new(), filled: Vec::new() };
+        let mut out = Imported { outcome: ImportOutcome::Stored, new_forks: Vec::new(), changed: BTreeSet::new(), missing: Vec::new(), filled: Vec::new() };
         let plan = match import::plan_import(&*self, offered, false, now_ms) {
             Ok(plan) => plan,
             Err(PlanError::Refused { problem, .. }) => {
@@ -153,11 +152,6 @@ impl Held for MemStore {
     }
 
     fn first_at(&self, author: &AgentId, seq: u64) -> Result<Option<SignedEntry>, Self::Error> {
-        Ok(self
-            .entries
-            .range((*author, seq, EntryId([0; 32]))..)
-            .next()
-            .filter(|((a, s, _), _)| a == author && *s == seq)
-            .map(|(_, (e, _))| e.clone()))
+        Ok(self.entries.range((*author, seq, EntryId([0; 32]))..).next().filter(|((a, s, _), _)| a == author && *s == seq).map(|(_, (e, _))| e.clone()))
     }
 }

@@ -48,7 +48,10 @@ impl Default for Histograms {
         // libp2p-metrics names its own metrics `libp2p_*`.
         let mut libp2p_registry = Registry::default();
         let libp2p = std::sync::Arc::new(libp2p::metrics::Metrics::new(&mut libp2p_registry));
-        Self { libp2p, libp2p_registry: std::sync::Arc::new(libp2p_registry), gossip_latency: Histogram::new(latency),
+        Self {
+            libp2p,
+            libp2p_registry: std::sync::Arc::new(libp2p_registry),
+            gossip_latency: Histogram::new(latency),
             view_recompute: Histogram::new(recompute),
             merge_rebuild: Histogram::new(recompute),
             merge_lag: Histogram::new(recompute),
@@ -93,7 +96,9 @@ pub fn render(status: &Value, histograms: &Histograms) -> String {
     gauge(&mut r, "peers", "Connected peers replicating with this node", peers.len() as u64);
     let peer_lag: Family<Labels, Gauge> = Family::default();
     for p in &peers {
-        peer_lag.get_or_create(&vec![("peer".to_string(), p["peer_id"].as_str().unwrap_or_default().to_string())]).set(i64::try_from(u(&p["lag_entries"])).unwrap_or(i64::MAX));
+        peer_lag
+            .get_or_create(&vec![("peer".to_string(), p["peer_id"].as_str().unwrap_or_default().to_string())])
+            .set(i64::try_from(u(&p["lag_entries"])).unwrap_or(i64::MAX));
     }
     r.register("peer_lag_entries", "Entries a peer claims beyond what this node holds", peer_lag);
 
@@ -101,7 +106,9 @@ pub fn render(status: &Value, histograms: &Histograms) -> String {
     gauge(&mut r, "sync_lag_entries", "Entries claimed by peers beyond what this node holds, over all authors", u(&sync["lag_entries"]));
     let author_lag: Family<Labels, Gauge> = Family::default();
     for a in sync["lag_by_author"].as_array().into_iter().flatten() {
-        author_lag.get_or_create(&vec![("author".to_string(), a["author"].as_str().unwrap_or_default().to_string())]).set(i64::try_from(u(&a["lag_entries"])).unwrap_or(i64::MAX));
+        author_lag
+            .get_or_create(&vec![("author".to_string(), a["author"].as_str().unwrap_or_default().to_string())])
+            .set(i64::try_from(u(&a["lag_entries"])).unwrap_or(i64::MAX));
     }
     r.register("author_lag_entries", "Entries of an author's chain claimed by a peer beyond what this node holds (authors behind only)", author_lag);
     gauge(&mut r, "sync_in_flight_requests", "Range requests awaiting an answer", u(&sync["in_flight"]));
@@ -144,9 +151,17 @@ pub fn render(status: &Value, histograms: &Histograms) -> String {
     counter(&mut r, "gossip_received", "Gossip messages received", u(&gossip["received"]));
     r.register("gossip_latency_seconds", "From an entry's timestamp to its arrival here by gossip (accepted gossip only)", histograms.gossip_latency.clone());
     r.register("view_recompute_seconds", "Time to rebuild the reasoning view by replay", histograms.view_recompute.clone());
-    r.register("merge_view_rebuild_seconds", "Time to build the live merged view from the store (at start, after a roster change)", histograms.merge_rebuild.clone());
+    r.register(
+        "merge_view_rebuild_seconds",
+        "Time to build the live merged view from the store (at start, after a roster change)",
+        histograms.merge_rebuild.clone(),
+    );
     r.register("merge_view_lag_seconds", "From a commit until the live merged view includes it", histograms.merge_lag.clone());
-    r.register("perspective_build_seconds", "Time to build a perspective by replay (first asked, or asked again after it could not be kept current in place)", histograms.perspective_build.clone());
+    r.register(
+        "perspective_build_seconds",
+        "Time to build a perspective by replay (first asked, or asked again after it could not be kept current in place)",
+        histograms.perspective_build.clone(),
+    );
 
     let mut out = String::new();
     // Writing to a String cannot fail.

@@ -17,7 +17,13 @@ fn main() {
         let report: serde_json::Value = serde_json::from_slice(&std::fs::read(file).expect("read a sweep report")).expect("a sweep report");
         for p in report["points"].as_array().expect("points") {
             let n = |k: &str| p["spread"][k].as_u64().unwrap_or_else(|| panic!("{file}: a point without spread.{k}"));
-            points.push(SpreadPoint { agents: p["agents"].as_u64().expect("agents"), nodes: p["nodes"].as_u64().expect("nodes"), p50_ms: n("p50_ms"), p99_ms: n("p99_ms"), max_ms: n("max_ms") });
+            points.push(SpreadPoint {
+                agents: p["agents"].as_u64().expect("agents"),
+                nodes: p["nodes"].as_u64().expect("nodes"),
+                p50_ms: n("p50_ms"),
+                p99_ms: n("p99_ms"),
+                max_ms: n("max_ms"),
+            });
         }
     }
     for f in draw_spread_by_agents(title, &points, Path::new(out)).expect("the figure") {

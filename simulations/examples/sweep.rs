@@ -20,10 +20,16 @@ fn main() {
     .expect("an axis");
     let out = Path::new(out);
     let mut last = None;
-    let report = sweep_with(&scenario, &axis, scenario.seed, |n, seed| format!("agora sim sweep {file} --sizes {n} --seed {seed}"), |p, r| {
-        eprintln!("{} nodes, seed {}: converged {:?} ms, ok {}", p.nodes, p.seed, p.convergence_ms, p.ok);
-        last = Some(r.clone());
-    })
+    let report = sweep_with(
+        &scenario,
+        &axis,
+        scenario.seed,
+        |n, seed| format!("agora sim sweep {file} --sizes {n} --seed {seed}"),
+        |p, r| {
+            eprintln!("{} nodes, seed {}: converged {:?} ms, ok {}", p.nodes, p.seed, p.convergence_ms, p.ok);
+            last = Some(r.clone());
+        },
+    )
     .expect("a sweep");
     std::fs::create_dir_all(out).expect("out dir");
     std::fs::write(out.join("sweep.json"), serde_json::to_vec_pretty(&report).expect("json")).expect("write sweep.json");

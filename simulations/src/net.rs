@@ -22,8 +22,8 @@ use agora_core::xorshift::Xorshift64;
 use agora_core::{AgentId, AgentKey, EntryId, EntryRef, SignedEntry};
 use agora_sync::wire::gossip_message_id;
 use agora_sync::{
-    Config, Gossip, GossipVerdict, Message, Output, PeerId, Replicator, WireEntry, WireRequest, WireResponse, WorkspaceId, ANNOUNCE_INTERVAL_MS,
-    BUSY_BACKOFF_MS,
+    ANNOUNCE_INTERVAL_MS, BUSY_BACKOFF_MS, Config, Gossip, GossipVerdict, Message, Output, PeerId, Replicator, WireEntry, WireRequest, WireResponse,
+    WorkspaceId,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -304,7 +304,18 @@ impl Net {
 
     /// The nodes connected to `i`.
     pub fn neighbours(&self, i: usize) -> Vec<u64> {
-        self.links.iter().filter_map(|&(a, b)| if a == i as u64 { Some(b) } else if b == i as u64 { Some(a) } else { None }).collect()
+        self.links
+            .iter()
+            .filter_map(|&(a, b)| {
+                if a == i as u64 {
+                    Some(b)
+                } else if b == i as u64 {
+                    Some(a)
+                } else {
+                    None
+                }
+            })
+            .collect()
     }
 
     /// Append on node `i` and publish as its node would.
@@ -442,7 +453,11 @@ impl Net {
     /// The next packet due now, if any: the oldest (or newest) of those due.
     fn pop_due(&mut self) -> Option<(u64, u64, Packet)> {
         let now = self.now;
-        let key = if self.newest_first { self.queue.range(..=(now, u64::MAX)).next_back().map(|(k, _)| *k) } else { self.queue.keys().next().copied().filter(|k| k.0 <= now) };
+        let key = if self.newest_first {
+            self.queue.range(..=(now, u64::MAX)).next_back().map(|(k, _)| *k)
+        } else {
+            self.queue.keys().next().copied().filter(|k| k.0 <= now)
+        };
         key.and_then(|k| self.queue.remove(&k))
     }
 

@@ -502,7 +502,8 @@ impl Figure for SweepForkDetection<'_> {
         let axis = sweep_axis(r);
         let first = along(r, |p| p.forks.iter().filter_map(ForkDetection::to_first_honest_ms).max().map(seconds));
         // A run where some fork never reached every honest node has no such time.
-        let everywhere = along(r, |p| p.forks.iter().map(ForkDetection::to_all_honest_ms).collect::<Option<Vec<u64>>>().and_then(|v| v.into_iter().max()).map(seconds));
+        let everywhere =
+            along(r, |p| p.forks.iter().map(ForkDetection::to_all_honest_ms).collect::<Option<Vec<u64>>>().and_then(|v| v.into_iter().max()).map(seconds));
         let max = first.iter().chain(&everywhere).map(|p| p.1).fold(0.0, f64::max);
         let frame_desc = Frame {
             title: format!("Fork detection against {} ({})", axis.against, run_title(r)),
@@ -613,7 +614,13 @@ impl Figure for RunForkDetection<'_> {
             .legend(|(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], ORANGE.filled()));
         if forks.iter().any(|f| f.all_honest_ms.is_none()) {
             chart
-                .draw_series(forks.iter().enumerate().filter(|(_, f)| f.all_honest_ms.is_none()).map(|(i, _)| Cross::new((i as f64 + 0.19, 0.0), 7, RED.stroke_width(3))))?
+                .draw_series(
+                    forks
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, f)| f.all_honest_ms.is_none())
+                        .map(|(i, _)| Cross::new((i as f64 + 0.19, 0.0), 7, RED.stroke_width(3))),
+                )?
                 .label("never proven at every honest node")
                 .legend(|(x, y)| Cross::new((x + 8, y), 6, RED.stroke_width(3)));
         }

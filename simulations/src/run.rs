@@ -680,7 +680,9 @@ impl<'s> Run<'s> {
             return Some(format!("{label:?}: expected its node, found that the move was never made (its agent's node was down at its time)"));
         };
         let (Some(node), Some(marks)) = (view.graph().node(&id), view.node(&id)) else {
-            return Some(format!("{label:?}: expected its node, found none in the merged graph (its entry is missing, pending or off its author's view chain)"));
+            return Some(format!(
+                "{label:?}: expected its node, found none in the merged graph (its entry is missing, pending or off its author's view chain)"
+            ));
         };
         if let Some(expected) = e.status
             && node.status() != expected
@@ -757,7 +759,11 @@ impl<'s> Run<'s> {
             let (h, mismatch) = match by_digest.get(&fp) {
                 Some(known) => known.clone(),
                 None => {
-                    let entries: Vec<MergeEntry> = store.entries.values().filter_map(|(e, p)| MergeEntry::from_owned(SignedEntry::clone(e), p.as_deref().map(<[u8]>::to_vec)).ok()).collect();
+                    let entries: Vec<MergeEntry> = store
+                        .entries
+                        .values()
+                        .filter_map(|(e, p)| MergeEntry::from_owned(SignedEntry::clone(e), p.as_deref().map(<[u8]>::to_vec)).ok())
+                        .collect();
                     let proofs: Vec<_> = store.proofs.values().cloned().collect();
                     // Only a scenario with expectations pays for the merged graph.
                     let computed = if s.expect.is_empty() {
@@ -832,7 +838,12 @@ impl<'s> Run<'s> {
             if let Some(id) = self.honest_ids.iter().find(|id| store.get(id).is_none_or(|(_, p)| p.is_none())) {
                 let what = if store.get(id).is_some() { "the payload of" } else { "" };
                 let holders: Vec<usize> = up.iter().copied().filter(|m| self.net.nodes[*m].store.get(id).is_some_and(|(_, p)| p.is_some())).collect();
-                let writer = self.created.iter().find(|c| c.id == *id).and_then(|c| self.agents.iter().find(|a| a.key.agent_id() == c.author)).map_or(usize::MAX, |a| a.node);
+                let writer = self
+                    .created
+                    .iter()
+                    .find(|c| c.id == *id)
+                    .and_then(|c| self.agents.iter().find(|a| a.key.agent_id() == c.author))
+                    .map_or(usize::MAX, |a| a.node);
                 lost = Some(format!(
                     "node {n} lacks {what} honest entry {id:?} (written through node {writer}; held with its payload by nodes {holders:?}; payloads given up at node {n}: {})",
                     self.net.nodes[n].unavailable.len()
@@ -876,8 +887,7 @@ impl<'s> Run<'s> {
         let ok = invariants.iter().all(|i| i.held);
         // How fast honest moves spread: from its append to the last honest
         // node storing it, over the moves every honest node holds.
-        let mut spreads: Vec<u64> =
-            self.net.spread.values().filter(|m| m.honest_nodes as usize >= s.nodes).map(|m| m.last_ms - m.appended_ms).collect();
+        let mut spreads: Vec<u64> = self.net.spread.values().filter(|m| m.honest_nodes as usize >= s.nodes).map(|m| m.last_ms - m.appended_ms).collect();
         spreads.sort_unstable();
         let quantile = |q: f64| spreads[((spreads.len() - 1) as f64 * q).round() as usize];
         let spread = (!spreads.is_empty()).then(|| MoveSpread {
@@ -895,7 +905,11 @@ impl<'s> Run<'s> {
                 honest_nodes: s.nodes,
                 adversary_nodes: self.adversaries.len(),
                 honest_agents: self.agents.len(),
-                adversary_agents: self.adversaries.iter().filter(|a| !matches!(a.kind, AdversaryKind::Withholder | AdversaryKind::Stripper | AdversaryKind::HeadFlooder { .. })).count(),
+                adversary_agents: self
+                    .adversaries
+                    .iter()
+                    .filter(|a| !matches!(a.kind, AdversaryKind::Withholder | AdversaryKind::Stripper | AdversaryKind::HeadFlooder { .. }))
+                    .count(),
             },
             activity_end_ms: self.activity_end_ms,
             last_heal_ms: self.last_heal_ms,

@@ -254,7 +254,9 @@ impl MoveKind {
     /// and withdrawals are merge events: they mark nodes, they are none.
     pub fn makes_node(self) -> bool {
         match self {
-            MoveKind::Propose | MoveKind::Support | MoveKind::Contradict | MoveKind::Refine | MoveKind::Synthesize | MoveKind::Question | MoveKind::Resolve => true,
+            MoveKind::Propose | MoveKind::Support | MoveKind::Contradict | MoveKind::Refine | MoveKind::Synthesize | MoveKind::Question | MoveKind::Resolve => {
+                true
+            }
             MoveKind::Accept | MoveKind::Dispute | MoveKind::Withdraw => false,
         }
     }
@@ -540,7 +542,8 @@ impl Scenario {
                     return Err(format!("scripted agent {}: move at {} ms refers to {r:?}, not a label of an earlier move", a.name, m.at_ms));
                 }
             }
-            let needs_target = matches!(m.kind, MoveKind::Support | MoveKind::Contradict | MoveKind::Refine | MoveKind::Resolve | MoveKind::Dispute | MoveKind::Withdraw);
+            let needs_target =
+                matches!(m.kind, MoveKind::Support | MoveKind::Contradict | MoveKind::Refine | MoveKind::Resolve | MoveKind::Dispute | MoveKind::Withdraw);
             if needs_target && m.target.is_none() {
                 return Err(format!("scripted agent {}: the {:?} at {} ms needs a target", a.name, m.kind, m.at_ms));
             }

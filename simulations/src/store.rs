@@ -14,11 +14,11 @@
 //! which is what lets 1,000 nodes of ten agents each run on one machine.
 
 use agora_core::entry::next_header;
+use agora_core::idmap::IdMap;
 use agora_core::import::{self, Held, Offered, PlanError};
 use agora_core::verify::CheckedEntry;
 use agora_core::{AgentId, AgentKey, EntryId, EntryRef, ForkProof, SignedEntry};
 use agora_sync::{Head, ImportOutcome, ServeRequest, WireEntry};
-use agora_core::idmap::IdMap;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::{Rc, Weak};
@@ -138,7 +138,14 @@ impl MemStore {
     /// Plan and write entries whose signatures and payloads are known good
     /// (checked by the replicator, or signed here).
     fn write(&mut self, offered: Vec<Offered>, now_ms: u64) -> Imported {
-        let mut out = Imported { outcome: ImportOutcome::Stored, new_forks: Vec::new(), changed: BTreeSet::new(), missing: Vec::new(), filled: Vec::new(), stored: Vec::new() };
+        let mut out = Imported {
+            outcome: ImportOutcome::Stored,
+            new_forks: Vec::new(),
+            changed: BTreeSet::new(),
+            missing: Vec::new(),
+            filled: Vec::new(),
+            stored: Vec::new(),
+        };
         // Signatures and payloads come checked (the type says so).
         let plan = match import::plan_import(&*self, offered, false, now_ms) {
             Ok(plan) => plan,
@@ -263,6 +270,11 @@ impl Held for MemStore {
     }
 
     fn first_at(&self, author: &AgentId, seq: u64) -> Result<Option<SignedEntry>, Self::Error> {
-        Ok(self.entries.range((*author, seq, EntryId([0; 32]))..).next().filter(|((a, s, _), _)| a == author && *s == seq).map(|(_, (e, _))| SignedEntry::clone(e)))
+        Ok(self
+            .entries
+            .range((*author, seq, EntryId([0; 32]))..)
+            .next()
+            .filter(|((a, s, _), _)| a == author && *s == seq)
+            .map(|(_, (e, _))| SignedEntry::clone(e)))
     }
 }

@@ -9,7 +9,7 @@ use agora_core::entry::next_header;
 use agora_core::limits::FUTURE_SKEW_MAX_MS;
 use agora_core::xorshift::Xorshift64;
 use agora_core::{AgentId, AgentKey, EntryId, SignedEntry};
-use agora_sync::{Config, Gossip, Head, Message, PeerId, Replicator, WireEntry, RESPONSE_ENTRIES_MAX};
+use agora_sync::{Config, Gossip, Head, Message, PeerId, RESPONSE_ENTRIES_MAX, Replicator, WireEntry};
 use common::*;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -698,7 +698,8 @@ fn a_lagging_peer_is_not_probed_for_a_tip_we_passed() {
     let asked_before = net.request_log.len();
     net.committed(1, alice.agent_id(), &[(four.clone(), Some(payload.to_vec()))]);
     net.run();
-    let probes: Vec<_> = net.request_log[asked_before..].iter().filter(|(from, to, start, limit)| *from == 1 && *to == 0 && start.seq == 3 && *limit == 1).collect();
+    let probes: Vec<_> =
+        net.request_log[asked_before..].iter().filter(|(from, to, start, limit)| *from == 1 && *to == 0 && start.seq == 3 && *limit == 1).collect();
     assert!(probes.is_empty(), "node 1 probed node 0's stale claim: {probes:?}");
     assert_eq!(net.nodes[0].store.max_seq(&alice.agent_id()), 4, "node 0 still catches up");
 }

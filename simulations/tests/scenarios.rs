@@ -6,7 +6,7 @@
 
 use agora_graph::Status;
 use agora_sim::scenario::Expectation;
-use agora_sim::{run, Scenario};
+use agora_sim::{Scenario, run};
 use std::path::{Path, PathBuf};
 
 fn scenarios_dir() -> PathBuf {

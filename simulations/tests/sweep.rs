@@ -46,7 +46,10 @@ fork_at_seq = 2
 fn assert_figures(files: &[PathBuf], stems: &[&str]) {
     for stem in stems {
         for ext in ["svg", "png"] {
-            let path = files.iter().find(|f| f.file_name().and_then(|n| n.to_str()) == Some(&format!("{stem}.{ext}"))).unwrap_or_else(|| panic!("{stem}.{ext} not written: {files:?}"));
+            let path = files
+                .iter()
+                .find(|f| f.file_name().and_then(|n| n.to_str()) == Some(&format!("{stem}.{ext}")))
+                .unwrap_or_else(|| panic!("{stem}.{ext} not written: {files:?}"));
             let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             assert!(bytes.len() > 1_000, "{} is {} bytes", path.display(), bytes.len());
             match ext {

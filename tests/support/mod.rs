@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use agora_core::entry::next_header;
-use agora_core::{pack, AgentKey, SignedEntry};
+use agora_core::{AgentKey, SignedEntry, pack};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -15,14 +15,7 @@ pub const WAIT: Duration = Duration::from_secs(60);
 pub const WORKSPACE: &str = "it";
 
 pub fn agora(home: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_agora"))
-        .arg("--home")
-        .arg(home)
-        .args(args)
-        .env_remove("AGORA_HOME")
-        .stdin(Stdio::null())
-        .output()
-        .expect("agora runs")
+    Command::new(env!("CARGO_BIN_EXE_agora")).arg("--home").arg(home).args(args).env_remove("AGORA_HOME").stdin(Stdio::null()).output().expect("agora runs")
 }
 
 pub fn ok(home: &Path, args: &[&str]) -> String {
@@ -177,7 +170,6 @@ pub fn pack_of(key: &AgentKey, n: usize, dir: &Path) -> PathBuf {
     path
 }
 
-
 /// Three agents in one workspace founded by the first, each running a node
 /// bootstrapped from the founder's.
 pub struct Trio {
@@ -221,12 +213,69 @@ pub fn propose_concurrently(home: &Path, n: usize, label: &str) {
 
 /// Every operation of the MCP server and the JSON API, by name.
 pub const OPERATIONS: &[&str] = &[
-    "propose", "support", "contradict", "refine", "synthesize", "ask", "resolve", "park", "resume", "reframe", "connect", "tension", "claim", "relate",
-    "confirm", "frame_open", "frame_evidence", "frame_conclude", "frame_suspend", "frame_resume", "frame_invalidate", "task_new", "task_update",
-    "trajectory", "judge", "memory_item", "record_use", "accept", "dispute", "withdraw", "resolve_fork", "orient", "status", "trace", "history",
-    "latest", "decisions", "questions", "disagreements", "perspective", "consensus", "audit", "disputes", "frame_tree", "outcomes", "identity",
-    "view_hash", "graph", "log", "show", "verify", "append", "redact", "export", "import", "authors", "forks", "check_proof", "search", "orphans",
-    "admit", "remove", "roster",
+    "propose",
+    "support",
+    "contradict",
+    "refine",
+    "synthesize",
+    "ask",
+    "resolve",
+    "park",
+    "resume",
+    "reframe",
+    "connect",
+    "tension",
+    "claim",
+    "relate",
+    "confirm",
+    "frame_open",
+    "frame_evidence",
+    "frame_conclude",
+    "frame_suspend",
+    "frame_resume",
+    "frame_invalidate",
+    "task_new",
+    "task_update",
+    "trajectory",
+    "judge",
+    "memory_item",
+    "record_use",
+    "accept",
+    "dispute",
+    "withdraw",
+    "resolve_fork",
+    "orient",
+    "status",
+    "trace",
+    "history",
+    "latest",
+    "decisions",
+    "questions",
+    "disagreements",
+    "perspective",
+    "consensus",
+    "audit",
+    "disputes",
+    "frame_tree",
+    "outcomes",
+    "identity",
+    "view_hash",
+    "graph",
+    "log",
+    "show",
+    "verify",
+    "append",
+    "redact",
+    "export",
+    "import",
+    "authors",
+    "forks",
+    "check_proof",
+    "search",
+    "orphans",
+    "admit",
+    "remove",
+    "roster",
 ];
 
 /// Copy a directory tree (a home, to restore it or to start a second

@@ -39,7 +39,7 @@ use agora_core::{AgentId, EntryId};
 use agora_graph::Graph;
 use agora_merge::{ChainSummary, DisputeMark, MergedView, ViewNode};
 use automerge::transaction::Transactable;
-use automerge::{AutoCommit, AutomergeError, ObjId, ObjType, ReadDoc, ScalarValue, Value, ROOT};
+use automerge::{AutoCommit, AutomergeError, ObjId, ObjType, ROOT, ReadDoc, ScalarValue, Value};
 use std::collections::BTreeMap;
 
 /// The value of the document's `format` key.
@@ -144,11 +144,7 @@ fn dispute_tree(d: &DisputeMark) -> Tree {
 
 /// The document's scalar keys, for a view with these hashes.
 fn root_scalars(view_hash: &[u8; 32], graph_digest: &[u8; 32]) -> [(String, Tree); 3] {
-    [
-        ("format".to_string(), str(DOCUMENT_FORMAT)),
-        ("view_hash".into(), str(hex::encode(view_hash))),
-        ("graph_digest".into(), str(hex::encode(graph_digest))),
-    ]
+    [("format".to_string(), str(DOCUMENT_FORMAT)), ("view_hash".into(), str(hex::encode(view_hash))), ("graph_digest".into(), str(hex::encode(graph_digest)))]
 }
 
 /// The document content for a view, as a tree (what [`publish`] writes).
@@ -359,7 +355,9 @@ impl Publisher {
             let hi = lo + view.disputes[lo..].partition_point(|d| d.target == *id);
             &view.disputes[lo..hi]
         };
-        let node = |n: agora_graph::NodeRef<'_>| Ok::<_, agora_graph::TextUnavailable>((n.id.to_string(), node_tree(&ViewNode::read(view.graph, n, disputes_of(&n.id))?)));
+        let node = |n: agora_graph::NodeRef<'_>| {
+            Ok::<_, agora_graph::TextUnavailable>((n.id.to_string(), node_tree(&ViewNode::read(view.graph, n, disputes_of(&n.id))?)))
+        };
         let changes = match self.written.take().filter(|w| !whole && w.buckets.len() == now.buckets.len()) {
             None => ViewChanges {
                 scalars,

@@ -4,7 +4,7 @@
 //! recomputed from every entry; and after one new entry it writes only what
 //! that entry changed.
 
-use agora_automerge::{apply, publish, read_tree, view_tree, LiveViewParts, Publisher, Section};
+use agora_automerge::{LiveViewParts, Publisher, Section, apply, publish, read_tree, view_tree};
 use agora_core::{EntryId, Payload};
 use agora_graph::Event;
 use agora_merge::{LiveMerge, LiveMergedGraph, LiveUpdate, Merge, MergeEntry, MergeEvent};
@@ -116,11 +116,7 @@ fn shuffled(entries: &[MergeEntry], seed: u64) -> Vec<MergeEntry> {
 
 /// The residue of a payload redacted: the event's meaning without its text.
 fn residue(payload: &[u8]) -> Vec<u8> {
-    if MergeEvent::is_merge_payload(payload) {
-        MergeEvent::residue(payload)
-    } else {
-        Event::residue(payload)
-    }
+    if MergeEvent::is_merge_payload(payload) { MergeEvent::residue(payload) } else { Event::residue(payload) }
 }
 
 /// A publisher's node: the live view and the document it publishes.
@@ -149,14 +145,17 @@ impl Node {
         self.live.apply(update, |a| Ok::<_, Infallible>((held.iter().filter(|e| e.author() == *a).cloned().collect(), Vec::new()))).unwrap();
         let refresh = self.graph.refresh(&self.live, payloads_changed, load).unwrap();
         let graph_digest = self.graph.digest();
-        let changes = self.publisher.changes(LiveViewParts {
-            view_hash: self.live.view_hash(),
-            graph: self.graph.graph(),
-            graph_digest,
-            chains: self.live.chain_summaries(),
-            disputes: self.live.open_disputes(),
-            payloads_changed: Some(payloads_changed),
-        }).unwrap();
+        let changes = self
+            .publisher
+            .changes(LiveViewParts {
+                view_hash: self.live.view_hash(),
+                graph: self.graph.graph(),
+                graph_digest,
+                chains: self.live.chain_summaries(),
+                disputes: self.live.open_disputes(),
+                payloads_changed: Some(payloads_changed),
+            })
+            .unwrap();
         let _ = refresh;
         apply(&mut self.doc, &changes).unwrap();
         changes

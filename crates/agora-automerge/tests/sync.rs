@@ -52,7 +52,12 @@ fn published_view_syncs_and_small_changes_send_small_messages() {
     let r3 = step(&mut log, 0, Event::Refinement { target: p1, resolves: vec![c2], text: "Two-track model".into() }.encode(), &mut publisher);
     let alice = log.keys[0].agent_id();
     step(&mut log, 2, MergeEvent::Accept { author: alice, up_to_seq: 2, head: r3 }.encode(), &mut publisher);
-    let dispute = step(&mut log, 1, MergeEvent::Dispute { target: r3, reason: "double billing".into(), counter_claim: Some("spend caps".into()) }.encode(), &mut publisher);
+    let dispute = step(
+        &mut log,
+        1,
+        MergeEvent::Dispute { target: r3, reason: "double billing".into(), counter_claim: Some("spend caps".into()) }.encode(),
+        &mut publisher,
+    );
     for i in 0..40 {
         step(&mut log, 2, Event::Proposition { text: format!("carol's note {i}") }.encode(), &mut publisher);
     }

@@ -18,7 +18,7 @@
 //! bench reports how many arrivals were late and what their replay cost.
 
 use crate::percentile;
-use agora_automerge::{apply, publish, read_tree, view_tree, LiveViewParts, Publisher};
+use agora_automerge::{LiveViewParts, Publisher, apply, publish, read_tree, view_tree};
 use agora_core::AgentId;
 use agora_merge::{ChainInput, LiveMerge, LiveMergedGraph, LiveUpdate, Merge, MergeEntry};
 use anyhow::Result;
@@ -63,21 +63,22 @@ pub fn run(args: AutomergeArgs) -> Result<()> {
     let nodes = graph.graph().len();
     let mut publisher = Publisher::new();
     let mut doc = AutoCommit::new();
-    let publish_live = |live: &mut LiveMerge, graph: &mut LiveMergedGraph, publisher: &mut Publisher, doc: &mut AutoCommit| -> Result<(usize, usize, Duration)> {
-        let t = Instant::now();
-        let graph_digest = graph.digest();
-        let changes = publisher.changes(LiveViewParts {
-            view_hash: live.view_hash(),
-            graph: graph.graph(),
-            graph_digest,
-            chains: live.chain_summaries(),
-            disputes: live.open_disputes(),
-            payloads_changed: Some(&[]),
-        })?;
-        let found = t.elapsed();
-        apply(doc, &changes).map_err(|e| anyhow::anyhow!("{e:?}"))?;
-        Ok((changes.nodes.len(), changes.chains.len() + changes.disputes.len(), found))
-    };
+    let publish_live =
+        |live: &mut LiveMerge, graph: &mut LiveMergedGraph, publisher: &mut Publisher, doc: &mut AutoCommit| -> Result<(usize, usize, Duration)> {
+            let t = Instant::now();
+            let graph_digest = graph.digest();
+            let changes = publisher.changes(LiveViewParts {
+                view_hash: live.view_hash(),
+                graph: graph.graph(),
+                graph_digest,
+                chains: live.chain_summaries(),
+                disputes: live.open_disputes(),
+                payloads_changed: Some(&[]),
+            })?;
+            let found = t.elapsed();
+            apply(doc, &changes).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+            Ok((changes.nodes.len(), changes.chains.len() + changes.disputes.len(), found))
+        };
     let t = Instant::now();
     publish_live(&mut live, &mut graph, &mut publisher, &mut doc)?;
     let first_publish = t.elapsed();

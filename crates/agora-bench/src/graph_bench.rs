@@ -1,12 +1,12 @@
 //! Reasoning-graph benchmarks: replay rate, status lookup latency, and the
 //! latency of a trace that verifies its own entries.
 
+use crate::percentile;
 use agora_core::xorshift::Xorshift64;
 use agora_core::{AgentKey, EntryId};
 use agora_graph::{Event, Graph, LogEvent, LogPosition, TaskState};
 use agora_store::{Store, StoreOptions};
 use anyhow::Result;
-use crate::percentile;
 use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
@@ -43,7 +43,6 @@ fn resident_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
     statm.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) * 4096
 }
-
 
 pub fn run(args: GraphArgs) -> Result<()> {
     // 1. An in-memory log of `events` events by 16 authors.
@@ -192,7 +191,12 @@ pub fn run(args: GraphArgs) -> Result<()> {
             replay_cpu_rate.unwrap_or(f64::NAN),
             replay_mb
         );
-        println!("replay in two phases (decode all, apply):   {:>10.0} events/s  (decode {:.2} s, apply {:.2} s)", two_phase_rate, decode.as_secs_f64(), apply.as_secs_f64());
+        println!(
+            "replay in two phases (decode all, apply):   {:>10.0} events/s  (decode {:.2} s, apply {:.2} s)",
+            two_phase_rate,
+            decode.as_secs_f64(),
+            apply.as_secs_f64()
+        );
         println!("apply only (decoded events):                {:>10.0} events/s", apply_rate);
         println!(
             "status lookup (status + why + settled), {} lookups: p50 {:.2} us, p99 {:.2} us, max {:.1} us",

@@ -14,8 +14,8 @@
 //! what that replay costs.
 
 use crate::percentile;
-use agora_graph::{Graph, Late, LogEvent, LIVE_GRAPH_JOURNAL};
-use anyhow::{ensure, Result};
+use agora_graph::{Graph, LIVE_GRAPH_JOURNAL, Late, LogEvent};
+use anyhow::{Result, ensure};
 use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]

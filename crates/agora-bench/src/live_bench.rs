@@ -102,9 +102,10 @@ pub fn run(args: LiveArgs) -> Result<()> {
     // The perspective of the agent whose frontiers reach furthest.
     let frontiers = live.frontiers();
     let viewer = agents.iter().copied().max_by_key(|a| frontiers.iter().filter(|((x, _), _)| x == a).map(|(_, f)| f.seq).sum::<u64>()).unwrap_or(agents[0]);
-    let range = |held: &HashMap<AgentId, Vec<MergeEntry>>, a: &AgentId, seqs: std::ops::RangeInclusive<u64>| -> Result<Vec<MergeEntry>, std::convert::Infallible> {
-        Ok(held.get(a).map(|c| c.iter().filter(|e| seqs.contains(&e.seq())).cloned().collect()).unwrap_or_default())
-    };
+    let range =
+        |held: &HashMap<AgentId, Vec<MergeEntry>>, a: &AgentId, seqs: std::ops::RangeInclusive<u64>| -> Result<Vec<MergeEntry>, std::convert::Infallible> {
+            Ok(held.get(a).map(|c| c.iter().filter(|e| seqs.contains(&e.seq())).cloned().collect()).unwrap_or_default())
+        };
     let before = crate::allocated_bytes();
     let t = Instant::now();
     let mut perspective = LivePerspective::build(&live, viewer, |a, seqs| range(&held, a, seqs)).map_err(|e| anyhow::anyhow!("{e:?}"))?;
@@ -125,7 +126,11 @@ pub fn run(args: LiveArgs) -> Result<()> {
         std::hint::black_box(live.view_hash());
         let took = t.elapsed();
         all.push(took);
-        if done.rederived > 0 { rederived.push(took) } else { extended.push(took) }
+        if done.rederived > 0 {
+            rederived.push(took)
+        } else {
+            extended.push(took)
+        }
         let t = Instant::now();
         std::hint::black_box(live.consensus(&agents, 2)?);
         consensus.push(t.elapsed());
@@ -264,14 +269,21 @@ pub fn run(args: LiveArgs) -> Result<()> {
             "  the perspective's graph by part, bytes per node: {}",
             perspective_memory.parts().iter().map(|(name, b)| format!("{name} {:.1}", per_node(*b))).collect::<Vec<_>>().join(", ")
         );
+        println!("one arrival applied + view hash read: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms", q(&all, 0.5), q(&all, 0.99), q(&all, 1.0));
         println!(
-            "one arrival applied + view hash read: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
-            q(&all, 0.5),
-            q(&all, 0.99),
-            q(&all, 1.0)
+            "  extended in place: {} arrivals, p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+            extended.len(),
+            q(&extended, 0.5),
+            q(&extended, 0.99),
+            q(&extended, 1.0)
         );
-        println!("  extended in place: {} arrivals, p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms", extended.len(), q(&extended, 0.5), q(&extended, 0.99), q(&extended, 1.0));
-        println!("  chain derived again (fork, resolution): {} arrivals, p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms", rederived.len(), q(&rederived, 0.5), q(&rederived, 0.99), q(&rederived, 1.0));
+        println!(
+            "  chain derived again (fork, resolution): {} arrivals, p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+            rederived.len(),
+            q(&rederived, 0.5),
+            q(&rederived, 0.99),
+            q(&rederived, 1.0)
+        );
         println!(
             "consensus (quorum 2 of {}) on the live view: first {:.1} ms; after each arrival p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
             agents.len(),
@@ -288,9 +300,24 @@ pub fn run(args: LiveArgs) -> Result<()> {
             q(&all, 0.99) / recompute_median
         );
         println!("view hash {} (live and recomputed agree)", hex::encode(reference));
-        println!("perspective of the agent that accepts the most ({perspective_nodes} nodes): built at start in {:.0} ms; recomputed (merge state + replay + hash) in {:.0} ms", ms(perspective_built), ms(perspective_recompute));
-        println!("  refreshed + hashed after each arrival, in place: {} arrivals, p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms", perspective_in_place.len(), q(&perspective_in_place, 0.5), q(&perspective_in_place, 0.99), q(&perspective_in_place, 1.0));
-        println!("  replayed (an event older than its last one came in): {} arrivals, p50 {:.0} ms, max {:.0} ms", perspective_replayed.len(), q(&perspective_replayed, 0.5), q(&perspective_replayed, 1.0));
+        println!(
+            "perspective of the agent that accepts the most ({perspective_nodes} nodes): built at start in {:.0} ms; recomputed (merge state + replay + hash) in {:.0} ms",
+            ms(perspective_built),
+            ms(perspective_recompute)
+        );
+        println!(
+            "  refreshed + hashed after each arrival, in place: {} arrivals, p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+            perspective_in_place.len(),
+            q(&perspective_in_place, 0.5),
+            q(&perspective_in_place, 0.99),
+            q(&perspective_in_place, 1.0)
+        );
+        println!(
+            "  replayed (an event older than its last one came in): {} arrivals, p50 {:.0} ms, max {:.0} ms",
+            perspective_replayed.len(),
+            q(&perspective_replayed, 0.5),
+            q(&perspective_replayed, 1.0)
+        );
         println!("  (live and recomputed perspective hashes agree)");
     }
     Ok(())

@@ -35,10 +35,10 @@ pub(crate) fn allocated_bytes() -> u64 {
 mod automerge_bench;
 mod graph_bench;
 mod late_bench;
-mod mcp_bench;
-mod node_bench;
 mod live_bench;
+mod mcp_bench;
 mod merge_bench;
+mod node_bench;
 mod sim_bench;
 
 #[derive(Parser)]
@@ -135,12 +135,14 @@ fn store_bench(args: Args) -> Result<()> {
     });
     // As many as Agora verifies in one batch (dalek's batch gets the first 64).
     let batch_len = agora_core::limits::VERIFY_BATCH_LEN;
-    let sigs: Vec<_> = (0..batch_len).map(|i| {
-        let mut m = msg;
-        m[0] = i as u8;
-        m[1] = (i >> 8) as u8;
-        (m, sk.sign(&m))
-    }).collect();
+    let sigs: Vec<_> = (0..batch_len)
+        .map(|i| {
+            let mut m = msg;
+            m[0] = i as u8;
+            m[1] = (i >> 8) as u8;
+            (m, sk.sign(&m))
+        })
+        .collect();
     let msgs: Vec<&[u8]> = sigs.iter().map(|(m, _)| &m[..]).collect();
     let sig_list: Vec<_> = sigs.iter().map(|(_, s)| *s).collect();
     let keys = vec![sk.verifying_key(); 64];
@@ -155,11 +157,8 @@ fn store_bench(args: Args) -> Result<()> {
     // key, as in a chain): the ceiling for verifying stored entries on one thread.
     let pk = agora_core::signature::PublicKey::from_bytes(sk.verifying_key().as_bytes()).expect("valid key");
     let sig_bytes: Vec<[u8; 64]> = sig_list.iter().map(|s| s.to_bytes()).collect();
-    let items: Vec<agora_core::signature::BatchItem<'_>> = msgs
-        .iter()
-        .zip(&sig_bytes)
-        .map(|(m, s)| agora_core::signature::BatchItem { key: &pk, message: [b"", m], signature: s })
-        .collect();
+    let items: Vec<agora_core::signature::BatchItem<'_>> =
+        msgs.iter().zip(&sig_bytes).map(|(m, s)| agora_core::signature::BatchItem { key: &pk, message: [b"", m], signature: s }).collect();
     let agora_batch = rate(min, batch_len, || {
         agora_core::signature::verify_batch(&items).expect("valid batch");
     });

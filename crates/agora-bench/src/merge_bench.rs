@@ -3,13 +3,13 @@
 //! events, accepts, disputes, withdrawals, an honest fork with its resolution
 //! and an equivocation.
 
-use agora_core::entry::{next_header_after, Header};
+use crate::percentile;
+use agora_core::entry::{Header, next_header_after};
 use agora_core::{AgentKey, EntryId, SignedEntry};
 use agora_graph::Event;
 use agora_merge::{Merge, MergeEntry, MergeEvent};
 use anyhow::Result;
 use rayon::prelude::*;
-use crate::percentile;
 use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
@@ -112,7 +112,10 @@ pub fn swarm_from(agents: usize, per_agent: usize, first_agent: usize, clock: u6
                     }
                 }
                 88..=94 => match pick(&mut rng, &recent) {
-                    Some(t) => MergeEvent::Dispute { target: t, reason: format!("disputed at step {step}"), counter_claim: r.is_multiple_of(2).then(|| text.clone()) }.encode(),
+                    Some(t) => {
+                        MergeEvent::Dispute { target: t, reason: format!("disputed at step {step}"), counter_claim: r.is_multiple_of(2).then(|| text.clone()) }
+                            .encode()
+                    }
                     None => Event::Proposition { text }.encode(),
                 },
                 _ => match chains[a].disputes.pop() {
@@ -187,7 +190,6 @@ struct GraphTimes {
     perspective: Duration,
     perspective_nodes: usize,
 }
-
 
 pub fn run(args: MergeArgs) -> Result<()> {
     anyhow::ensure!(args.agents >= 2 && args.runs >= 1, "need at least 2 agents and 1 run");

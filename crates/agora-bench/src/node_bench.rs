@@ -12,7 +12,7 @@ use agora_core::identity::KEY_FILE_BYTES;
 use agora_core::verify::verify_signatures;
 use agora_core::{AgentKey, SignedEntry};
 use agora_store::{Store, StoreOptions};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -121,7 +121,9 @@ pub fn run(args: NodeArgs) -> Result<()> {
         What::Gossip { nodes, events } => gossip(&agora, nodes, events),
         What::Rss { entries, payload_bytes } => rss(&agora, entries, payload_bytes),
         What::Views { agents, events_per_agent, rounds } => views(&agora, agents, events_per_agent, rounds),
-        What::Load { rate, agents, seconds, preload_agents, preload_events, skew_ms } => load(&agora, rate, agents, seconds, preload_agents, preload_events, skew_ms),
+        What::Load { rate, agents, seconds, preload_agents, preload_events, skew_ms } => {
+            load(&agora, rate, agents, seconds, preload_agents, preload_events, skew_ms)
+        }
         What::Mcp { calls, events } => crate::mcp_bench::run(&agora, calls, events),
     }
 }
@@ -324,9 +326,8 @@ fn wait_until(limit: Duration, mut done: impl FnMut() -> Result<bool>) -> Result
 
 fn rss_kib(pid: u32) -> Result<(u64, u64)> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let field = |name: &str| -> u64 {
-        text.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap_or(0)
-    };
+    let field =
+        |name: &str| -> u64 { text.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap_or(0) };
     Ok((field("VmRSS:"), field("VmHWM:")))
 }
 
@@ -352,10 +353,7 @@ fn sync(agora: &Path, entries: usize, payload_bytes: usize) -> Result<()> {
     println!("verified (batched signatures, payload hashes, links) and stored durably (synced WAL):");
     println!("  elapsed (start of the receiving node to its last entry stored): {:.2} s", elapsed.as_secs_f64());
     println!("  sync rate:                          {rate:>10.0} entries/s (target >= 35,000)");
-    println!(
-        "  this machine's batch verify (1 thread, {} per batch, one key): {verify_rate:>10.0} signatures/s",
-        agora_core::limits::VERIFY_BATCH_LEN
-    );
+    println!("  this machine's batch verify (1 thread, {} per batch, one key): {verify_rate:>10.0} signatures/s", agora_core::limits::VERIFY_BATCH_LEN);
     println!("  ratio sync / batch verify:          {:>10.2}", rate / verify_rate);
     println!("  receiver store verifies clean:      {}", verified["ok"]);
     println!("  RSS after sync: sender {} MiB (peak {}), receiver {} MiB (peak {})", rss_a / 1024, hwm_a / 1024, rss_b / 1024, hwm_b / 1024);
@@ -478,7 +476,12 @@ fn rss(agora: &Path, entries: usize, payload_bytes: usize) -> Result<()> {
     println!("  sender, serving a full sync:        peak RSS {} MiB (VmHWM {} MiB)", peak_a / 1024, hwm_a / 1024);
     println!("  receiver, during the sync:          peak RSS {} MiB (VmHWM {} MiB)", peak_b / 1024, hwm_b / 1024);
     println!("  receiver, holding all of them:      RSS {} MiB ({anon_b} MiB anonymous, {file_b} MiB file-backed)", after_b / 1024);
-    println!("    of which the allocator: {} MiB allocated, {} MiB resident ({} MiB its metadata)", allocator("allocated"), allocator("resident"), allocator("metadata"));
+    println!(
+        "    of which the allocator: {} MiB allocated, {} MiB resident ({} MiB its metadata)",
+        allocator("allocated"),
+        allocator("resident"),
+        allocator("metadata")
+    );
     let mib = |k: &str| store_memory[k].as_u64().unwrap_or(0) as f64 / f64::from(1 << 20);
     println!(
         "    of which RocksDB: memtables {:.0} MiB, block cache {:.0} MiB ({:.0} pinned), table readers {:.0} MiB",
@@ -679,7 +682,9 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
     for v in [&mut perspective, &mut perspective_http, &mut audit, &mut disputes, &mut disputes_summary, &mut start_client, &mut start_full] {
         v.sort();
     }
-    for v in [&mut hash, &mut consensus, &mut consensus_json, &mut floor, &mut hash_http, &mut consensus_http, &mut consensus_summary, &mut consensus_summary_http] {
+    for v in
+        [&mut hash, &mut consensus, &mut consensus_json, &mut floor, &mut hash_http, &mut consensus_http, &mut consensus_summary, &mut consensus_summary_http]
+    {
         v.sort();
     }
     memory_at("at the end of the reads", &node)?;
@@ -705,11 +710,30 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
     println!("  the same through the HTTP API (POST /v1/ops/<name>, JSON answers, no process started):");
     println!("    view_hash:            p50 {:.1} ms, p99 {:.1} ms", q(&hash_http, 0.5), q(&hash_http, 0.99));
     println!("    consensus quorum 2:   p50 {:.1} ms, p99 {:.1} ms (every disputed event listed)", q(&consensus_http, 0.5), q(&consensus_http, 0.99));
-    println!("    consensus quorum 2, summary (disputed events counted): p50 {:.1} ms, p99 {:.1} ms; the same as a whole `agora --json consensus --quorum 2 --summary`: p50 {:.1} ms, p99 {:.1} ms", q(&consensus_summary_http, 0.5), q(&consensus_summary_http, 0.99), q(&consensus_summary, 0.5), q(&consensus_summary, 0.99));
-    println!("  perspective of the node's agent ({perspective_nodes} nodes): built when first asked in {:.2} s, then kept current", perspective_built.as_secs_f64());
-    println!("    perspective --summary: p50 {:.1} ms, p99 {:.1} ms; through the HTTP API p50 {:.1} ms, p99 {:.1} ms", q(&perspective, 0.5), q(&perspective, 0.99), q(&perspective_http, 0.5), q(&perspective_http, 0.99));
+    println!(
+        "    consensus quorum 2, summary (disputed events counted): p50 {:.1} ms, p99 {:.1} ms; the same as a whole `agora --json consensus --quorum 2 --summary`: p50 {:.1} ms, p99 {:.1} ms",
+        q(&consensus_summary_http, 0.5),
+        q(&consensus_summary_http, 0.99),
+        q(&consensus_summary, 0.5),
+        q(&consensus_summary, 0.99)
+    );
+    println!(
+        "  perspective of the node's agent ({perspective_nodes} nodes): built when first asked in {:.2} s, then kept current",
+        perspective_built.as_secs_f64()
+    );
+    println!(
+        "    perspective --summary: p50 {:.1} ms, p99 {:.1} ms; through the HTTP API p50 {:.1} ms, p99 {:.1} ms",
+        q(&perspective, 0.5),
+        q(&perspective, 0.99),
+        q(&perspective_http, 0.5),
+        q(&perspective_http, 0.99)
+    );
     if let Some((hash_after, d)) = reach_back {
-        println!("    after an accept that reaches further back into a chain: view-hash {:.1} ms (the perspective is not replayed on the view thread); the perspective, replayed when next asked: {:.0} ms", ms(hash_after), ms(d));
+        println!(
+            "    after an accept that reaches further back into a chain: view-hash {:.1} ms (the perspective is not replayed on the view thread); the perspective, replayed when next asked: {:.0} ms",
+            ms(hash_after),
+            ms(d)
+        );
     }
     println!("  audit <chain> (one of {} chains, after a new entry each time): p50 {:.1} ms, p99 {:.1} ms", chains.len(), q(&audit, 0.5), q(&audit, 0.99));
     if let Some(d) = audit_by_hand {
@@ -746,7 +770,9 @@ fn views(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result
     let parts = |v: &Value| -> String {
         let mib = |b: u64| b as f64 / f64::from(1 << 20);
         let total: u64 = v.as_object().map_or(0, |o| o.values().filter_map(Value::as_u64).sum());
-        let list: Vec<String> = v.as_object().map_or_else(Vec::new, |o| o.iter().filter_map(|(k, b)| b.as_u64().filter(|&b| b >= 1 << 19).map(|b| format!("{k} {:.1}", mib(b)))).collect());
+        let list: Vec<String> = v
+            .as_object()
+            .map_or_else(Vec::new, |o| o.iter().filter_map(|(k, b)| b.as_u64().filter(|&b| b >= 1 << 19).map(|b| format!("{k} {:.1}", mib(b)))).collect());
         format!("{:.1} MiB ({})", mib(total), list.join(", "))
     };
     println!("  the views at the end, as each counts its memory (GET /v1/memory; reserved room included):");
@@ -808,13 +834,22 @@ fn load(agora: &Path, rate: usize, agents: usize, seconds: usize, preload_agents
     // Delivered in the order they reach the node: each agent's entries
     // `delay` ms after they were written.
     let mut rng = agora_core::xorshift::Xorshift64(0x5eed ^ skew_ms);
-    let delays: std::collections::HashMap<agora_core::AgentId, u64> = entries.iter().map(|e| e.author()).collect::<std::collections::BTreeSet<_>>().into_iter().map(|a| (a, if skew_ms == 0 { 0 } else { rng.below(skew_ms as usize) as u64 })).collect();
+    let delays: std::collections::HashMap<agora_core::AgentId, u64> = entries
+        .iter()
+        .map(|e| e.author())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .map(|a| (a, if skew_ms == 0 { 0 } else { rng.below(skew_ms as usize) as u64 }))
+        .collect();
     entries.sort_by_key(|e| (e.timestamp_ms() + delays[&e.author()], e.author(), e.seq()));
     let t = Instant::now();
     let node = start(agora, &home, &home.agent, &[])?;
     agora_json(agora, &home.path, &["view-hash"])?;
     if preloaded > 0 {
-        println!("on top of {preloaded} entries ({preload_agents} agents x {preload_events} events) stored before the node started; its view built in {:.1} s", t.elapsed().as_secs_f64());
+        println!(
+            "on top of {preloaded} entries ({preload_agents} agents x {preload_events} events) stored before the node started; its view built in {:.1} s",
+            t.elapsed().as_secs_f64()
+        );
     }
     // The node's reasoning graph and the perspective of one of the agents
     // writing (who accepts the others' chains as they grow), in use from the
@@ -855,7 +890,8 @@ fn load(agora: &Path, rate: usize, agents: usize, seconds: usize, preload_agents
             pack.push_str(&agora_core::pack::entry_line(e.signed(), e.payload()));
             pack.push('\n');
         }
-        let mut child = agora_cmd(agora, &home.path).args(["--json", "import", "-"]).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?;
+        let mut child =
+            agora_cmd(agora, &home.path).args(["--json", "import", "-"]).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?;
         std::io::Write::write_all(&mut child.stdin.take().context("no stdin")?, pack.as_bytes())?;
         let out = child.wait_with_output()?;
         if !out.status.success() {
@@ -879,9 +915,21 @@ fn load(agora: &Path, rate: usize, agents: usize, seconds: usize, preload_agents
     let (lag_p50, _) = histogram_quantile(&metrics, "agora_merge_view_lag_seconds", 0.5).context("no agora_merge_view_lag_seconds")?;
     let (rss, hwm) = rss_kib(pid)?;
     let n = entries.len();
-    println!("sustained load: {n} entries of {agents} agents into one node, {batch} every 100 ms (`agora import -` through the node){}", if skew_ms > 0 { format!(", each agent's entries up to {skew_ms} ms late (out of log order)") } else { String::new() });
-    println!("  fed in {:.1} s = {:.0} entries/s ({late} batches started late); the view current {:.2} s after the start", fed.as_secs_f64(), n as f64 / fed.as_secs_f64(), wall.as_secs_f64());
-    println!("  live merged view lag behind commits ({lags} updates): p50 <= {:.1} ms, p99 <= {:.1} ms (histogram bucket bounds; target p99 < 100 ms)", lag_p50 * 1e3, lag_p99 * 1e3);
+    println!(
+        "sustained load: {n} entries of {agents} agents into one node, {batch} every 100 ms (`agora import -` through the node){}",
+        if skew_ms > 0 { format!(", each agent's entries up to {skew_ms} ms late (out of log order)") } else { String::new() }
+    );
+    println!(
+        "  fed in {:.1} s = {:.0} entries/s ({late} batches started late); the view current {:.2} s after the start",
+        fed.as_secs_f64(),
+        n as f64 / fed.as_secs_f64(),
+        wall.as_secs_f64()
+    );
+    println!(
+        "  live merged view lag behind commits ({lags} updates): p50 <= {:.1} ms, p99 <= {:.1} ms (histogram bucket bounds; target p99 < 100 ms)",
+        lag_p50 * 1e3,
+        lag_p99 * 1e3
+    );
     println!("  CPU over the run, in cores: merged-view thread {:.3}, whole node {:.3} (target: views < 1 core)", used(Some("merged-view")), used(None));
     status_reads.sort();
     perspective_reads.sort();

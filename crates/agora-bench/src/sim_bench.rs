@@ -9,7 +9,7 @@
 //! comes to the cost of the checks it cannot skip.
 
 use crate::rate;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use ed25519_dalek::{Signer, SigningKey};
 use std::path::PathBuf;
 use std::process::Command;

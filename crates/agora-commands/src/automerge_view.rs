@@ -22,8 +22,8 @@ use crate::merge_cache::MergeCache;
 use agora_automerge::{LiveViewParts, Publisher};
 use agora_store::Store;
 use anyhow::{Context, Result};
-use automerge::sync::{Message, State, SyncDoc};
 use automerge::AutoCommit;
+use automerge::sync::{Message, State, SyncDoc};
 use std::collections::{HashMap, VecDeque};
 
 /// Most clients whose sync state the node keeps; the oldest is forgotten
@@ -45,13 +45,7 @@ pub struct PublishedView {
 
 impl Default for PublishedView {
     fn default() -> Self {
-        Self {
-            doc: AutoCommit::new(),
-            published_generation: None,
-            publisher: Publisher::new(),
-            states: HashMap::new(),
-            order: VecDeque::new(),
-        }
+        Self { doc: AutoCommit::new(), published_generation: None, publisher: Publisher::new(), states: HashMap::new(), order: VecDeque::new() }
     }
 }
 

@@ -9,7 +9,7 @@ use crate::session::Session;
 use agora_core::pack;
 use agora_core::{AgentId, ForkProof};
 use agora_store::{ImportItem, PayloadState, Store};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use serde_json::json;
 use std::io::{BufRead, BufWriter, Read, Write};
 use std::path::Path;
@@ -40,9 +40,7 @@ pub fn run(s: &Session, command: ChainCommand) -> Result<ExitCode> {
 fn init(s: &Session) -> Result<ExitCode> {
     let key = s.home.init()?;
     let id = key.agent_id().to_string();
-    s.print(&json!({ "agent": id, "home": s.home.dir.display().to_string() }), || {
-        format!("initialised {}\nagent {id}", s.home.dir.display())
-    })?;
+    s.print(&json!({ "agent": id, "home": s.home.dir.display().to_string() }), || format!("initialised {}\nagent {id}", s.home.dir.display()))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -212,8 +210,7 @@ fn write_pack(store: &Store, author: Option<&AgentId>, out: &mut impl Write) -> 
             PayloadState::Held(p) => Some(p.as_slice()),
             _ => None,
         };
-        writeln!(out, "{}", pack::entry_line(&e.signed, payload))
-            .map_err(|err| agora_store::StoreError::Limit(format!("writing the pack: {err}")))?;
+        writeln!(out, "{}", pack::entry_line(&e.signed, payload)).map_err(|err| agora_store::StoreError::Limit(format!("writing the pack: {err}")))?;
         count += 1;
         Ok(())
     })?;
@@ -349,8 +346,8 @@ fn check_proof(s: &Session, text: &str) -> Result<ExitCode> {
     let bytes = hex::decode(text.trim()).context("fork proof is not hex")?;
     let proof = ForkProof::decode(&bytes).context("fork proof rejected")?;
     let (a, b) = proof.entries();
-    s.print(&json!({ "valid": true, "author": proof.author().to_string(), "seq": proof.seq(), "a": a.id().to_string(), "b": b.id().to_string() }),
-        || format!("valid fork proof: author {} signed both {} and {} at seq {}", proof.author(), a.id(), b.id(), proof.seq()),
-    )?;
+    s.print(&json!({ "valid": true, "author": proof.author().to_string(), "seq": proof.seq(), "a": a.id().to_string(), "b": b.id().to_string() }), || {
+        format!("valid fork proof: author {} signed both {} and {} at seq {}", proof.author(), a.id(), b.id(), proof.seq())
+    })?;
     Ok(ExitCode::SUCCESS)
 }

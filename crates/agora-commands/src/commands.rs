@@ -5,7 +5,7 @@
 
 use crate::cli::Command;
 use crate::session::Session;
-use anyhow::{bail, Result};
+use anyhow::{Result, bail};
 use std::process::ExitCode;
 
 /// Run one command in a session.
@@ -17,6 +17,8 @@ pub fn run(s: &Session, command: Command) -> Result<ExitCode> {
         Command::Merge(c) => crate::merge_cmds::run(s, c),
         // Handled by `main` before a session exists: they run a node or talk
         // to one, never on a session's store.
-        Command::Node(_) | Command::Automerge(_) | Command::Sim(_) | Command::Mcp | Command::Open { .. } => bail!("this command talks to the node itself and cannot run inside a session"),
+        Command::Node(_) | Command::Automerge(_) | Command::Sim(_) | Command::Mcp | Command::Open { .. } => {
+            bail!("this command talks to the node itself and cannot run inside a session")
+        }
     }
 }

@@ -18,7 +18,7 @@
 
 use crate::cli::NodeRunArgs;
 use agora_core::AgentId;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use libp2p::Multiaddr;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -197,7 +197,10 @@ mod tests {
         let args = NodeRunArgs { config: Some(path), ..Default::default() };
         let c = resolve(&args, dir.path().to_path_buf()).unwrap();
         let d = resolve(&NodeRunArgs::default(), dir.path().join("empty")).unwrap();
-        assert_eq!((c.listen, c.mdns, c.gossip_heartbeat, c.workspace, c.store_cache_bytes), (d.listen, d.mdns, d.gossip_heartbeat, d.workspace, d.store_cache_bytes));
+        assert_eq!(
+            (c.listen, c.mdns, c.gossip_heartbeat, c.workspace, c.store_cache_bytes),
+            (d.listen, d.mdns, d.gossip_heartbeat, d.workspace, d.store_cache_bytes)
+        );
     }
 
     /// The store's block cache: the default, the file's, the flag's over

@@ -39,10 +39,7 @@ pub struct ForkReferrers {
 /// The entries a reasoning event in `meaning` refers to (none when it is no
 /// reasoning event).
 pub fn references(meaning: Option<&[u8]>) -> Vec<EntryId> {
-    meaning
-        .filter(|p| Event::is_event_payload(p))
-        .and_then(|p| Event::decode(p).ok())
-        .map_or_else(Vec::new, |ev| ev.ref_list().iter().copied().collect())
+    meaning.filter(|p| Event::is_event_payload(p)).and_then(|p| Event::decode(p).ok()).map_or_else(Vec::new, |ev| ev.ref_list().iter().copied().collect())
 }
 
 impl ForkReferrers {

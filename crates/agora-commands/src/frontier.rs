@@ -16,7 +16,7 @@
 //! graph reflects it.
 
 use agora_store::{AuthorSummary, Store, StoreError};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 /// Most chains listed by name in an answer; beyond it only the count and
 /// the hash are given (`agora authors` lists them all).

@@ -16,9 +16,9 @@
 //! it by replay. Tests prove that incremental application and replay give
 //! the same snapshot bytes and listings.
 
-use agora_core::id_arena::IdArena;
 use agora_core::AgentId;
-use agora_graph::{Graph, Late, LogEvent, TextSource, LIVE_GRAPH_JOURNAL};
+use agora_core::id_arena::IdArena;
+use agora_graph::{Graph, LIVE_GRAPH_JOURNAL, Late, LogEvent, TextSource};
 use agora_roster::Roster;
 use agora_store::{CommitNotice, Store, StoreError};
 use prometheus_client::metrics::histogram::Histogram;
@@ -84,9 +84,11 @@ impl GraphCache {
         // whose payload is not known, which may be one) and a fork of the
         // founder's chain (which freezes the roster) change the roster: the
         // founder's reasoning moves are applied in place like anyone's.
-        let roster_may_change = notice.entries.iter().any(|(e, payload)| {
-            e.header().author == self.founder && payload.as_deref().is_none_or(agora_roster::RosterEvent::is_roster_payload)
-        }) || notice.forks.iter().any(|(author, _)| *author == self.founder);
+        let roster_may_change = notice
+            .entries
+            .iter()
+            .any(|(e, payload)| e.header().author == self.founder && payload.as_deref().is_none_or(agora_roster::RosterEvent::is_roster_payload))
+            || notice.forks.iter().any(|(author, _)| *author == self.founder);
         if !notice.payloads_changed.is_empty() || roster_may_change {
             *slot = None;
             return;
@@ -149,9 +151,9 @@ impl GraphCache {
 mod tests {
     use super::GraphCache;
     use agora_core::AgentKey;
-    use prometheus_client::metrics::histogram::Histogram;
     use agora_graph::Event;
     use agora_store::{CommitNotice, Store, StoreOptions};
+    use prometheus_client::metrics::histogram::Histogram;
     use std::sync::Arc;
 
     /// The live graph, kept current from commit notices (in order, out of
@@ -216,7 +218,16 @@ mod tests {
         // replayed on the next read.
         let dave = AgentKey::from_seed([4; 32]);
         let entry = other.append(&dave, &Event::Contradiction { target: p.id(), text: "earliest".into() }.encode(), 1_100).unwrap();
-        store.import(vec![agora_store::ImportItem { entry, payload: Some(Event::Contradiction { target: p.id(), text: "earliest".into() }.encode()), origin: "test".into() }], 10_000).unwrap();
+        store
+            .import(
+                vec![agora_store::ImportItem {
+                    entry,
+                    payload: Some(Event::Contradiction { target: p.id(), text: "earliest".into() }.encode()),
+                    origin: "test".into(),
+                }],
+                10_000,
+            )
+            .unwrap();
         check("after an entry older than the journal whose place matters arrived");
         assert_eq!(rebuilt(), before + 1, "beyond the journal: replayed");
         store.append(&alice, &Event::Refinement { target: p.id(), resolves: vec![c.id()], text: "two-track".into() }.encode(), 3_000).unwrap();

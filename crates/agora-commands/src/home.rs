@@ -1,10 +1,10 @@
 //! The home directory: `agent.key` (the secret seed, mode 0600) and `store/`
 //! (the RocksDB store). See `protocol-spec/storage.md`.
 
-use agora_core::identity::KEY_FILE_BYTES;
 use agora_core::AgentKey;
+use agora_core::identity::KEY_FILE_BYTES;
 use agora_store::{Store, StoreOptions};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -71,15 +71,10 @@ impl Home {
 }
 
 pub fn load_key_file(path: &Path) -> Result<AgentKey> {
-    let meta = std::fs::metadata(path)
-        .with_context(|| format!("reading key file {} (run `agora init` first?)", path.display()))?;
+    let meta = std::fs::metadata(path).with_context(|| format!("reading key file {} (run `agora init` first?)", path.display()))?;
     let mode = meta.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
-        bail!(
-            "key file {} has mode {mode:04o}: other users can access it; run `chmod 600 {}`",
-            path.display(),
-            path.display()
-        );
+        bail!("key file {} has mode {mode:04o}: other users can access it; run `chmod 600 {}`", path.display(), path.display());
     }
     if meta.len() > 4096 {
         bail!("key file {}: must be exactly {KEY_FILE_BYTES} bytes, found {}", path.display(), meta.len());
@@ -91,12 +86,7 @@ pub fn load_key_file(path: &Path) -> Result<AgentKey> {
 /// Create `path` (it must not exist) with mode 0600, write `bytes` and sync:
 /// how every secret of a home (agent key, node key, control token) is written.
 pub fn write_private_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("creating {}", path.display()))?;
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).with_context(|| format!("creating {}", path.display()))?;
     file.write_all(bytes).with_context(|| format!("writing {}", path.display()))?;
     file.sync_all().with_context(|| format!("syncing {}", path.display()))
 }

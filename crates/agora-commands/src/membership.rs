@@ -6,7 +6,7 @@ use crate::cli::MembershipCommand;
 use crate::session::Session;
 use agora_core::AgentId;
 use agora_roster::RosterEvent;
-use anyhow::{bail, Result};
+use anyhow::{Result, bail};
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -64,8 +64,7 @@ pub fn remove(s: &Session, agent_text: &str, reason: &str) -> Result<ExitCode> {
 pub fn roster(s: &Session) -> Result<ExitCode> {
     let founder = s.founder()?;
     let r = agora_view::derive_roster(s.store()?, founder)?;
-    let members: Vec<_> =
-        r.members.iter().map(|(a, by)| json!({ "agent": a.to_string(), "admitted_by": by.map(|e| e.to_string()) })).collect();
+    let members: Vec<_> = r.members.iter().map(|(a, by)| json!({ "agent": a.to_string(), "admitted_by": by.map(|e| e.to_string()) })).collect();
     let removed: Vec<_> = r.removed.iter().map(|(a, by)| json!({ "agent": a.to_string(), "removed_by": by.to_string() })).collect();
     let skipped: Vec<_> = r.skipped.iter().map(|k| json!({ "entry": k.id.to_string(), "reason": k.reason })).collect();
     let cut_off: Vec<_> = r.cut_off.iter().map(|(a, n)| json!({ "agent": a.to_string(), "last_seq_admitted": n })).collect();

@@ -20,13 +20,13 @@
 //! founder's chain: the roster decides which entries count), when the queue
 //! overflows (a bound on memory under any write rate), and at start.
 
+use crate::fork_referrers::{ForkReferrers, references};
+use agora_core::SignedEntry;
 use agora_core::id_arena::IdArena;
 use agora_core::{AgentId, EntryId};
-use crate::fork_referrers::{references, ForkReferrers};
-use agora_merge::{DisagreementMap, LiveMergedGraph, LiveMerge, LivePerspective, LiveUpdate, MergeEntry, MergedGraphPlan, PerspectivePlan};
 use agora_graph::TextSource;
+use agora_merge::{DisagreementMap, LiveMerge, LiveMergedGraph, LivePerspective, LiveUpdate, MergeEntry, MergedGraphPlan, PerspectivePlan};
 use agora_roster::Roster;
-use agora_core::SignedEntry;
 use agora_store::{CommitNotice, Store, StoreError};
 use prometheus_client::metrics::histogram::Histogram;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -431,9 +431,11 @@ impl MergeCache {
             }
         }
         let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        let roster_may_change = notice.entries.iter().any(|(e, payload)| {
-            e.header().author == self.founder && payload.as_deref().is_none_or(agora_roster::RosterEvent::is_roster_payload)
-        }) || notice.forks.iter().any(|(author, _)| *author == self.founder);
+        let roster_may_change = notice
+            .entries
+            .iter()
+            .any(|(e, payload)| e.header().author == self.founder && payload.as_deref().is_none_or(agora_roster::RosterEvent::is_roster_payload))
+            || notice.forks.iter().any(|(author, _)| *author == self.founder);
         if roster_may_change || p.entries.len() + notice.entries.len() > PENDING_ENTRIES_MAX {
             *p = Pending { rebuild: true, since: p.since.or(Some(Instant::now())), ..Pending::default() };
         } else if !p.rebuild {
@@ -471,7 +473,8 @@ impl MergeCache {
                 let started = Instant::now();
                 let roster = agora_view::derive_roster(store, self.founder)?;
                 let (entries, proofs) = agora_view::load_merge_state_input(store, self.founder)?;
-                let merge = LiveMerge::from_entries_sharing(&entries, &proofs, self.ids.clone()).map_err(|e| StoreError::Corrupt { location: "merge input".into(), problem: e.to_string() })?;
+                let merge = LiveMerge::from_entries_sharing(&entries, &proofs, self.ids.clone())
+                    .map_err(|e| StoreError::Corrupt { location: "merge input".into(), problem: e.to_string() })?;
                 *live = Some(LiveState { merge, roster, perspectives: Vec::new(), referrers: ForkReferrers::default(), merged: None });
                 self.generation.fetch_add(1, Ordering::AcqRel);
                 self.rebuild_seconds.observe(started.elapsed().as_secs_f64());

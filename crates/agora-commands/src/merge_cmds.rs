@@ -12,10 +12,10 @@ use crate::own_chain::append_own;
 use crate::session::Session;
 use agora_core::AgentId;
 use agora_merge::{DisputeMark, DisputedEventView, Merge, MergeEvent, MergeRecord};
-use anyhow::{bail, Context, Result};
-use serde::ser::{SerializeMap, Serializer};
+use anyhow::{Context, Result, bail};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde::ser::{SerializeMap, Serializer};
+use serde_json::{Value, json};
 use std::process::ExitCode;
 
 /// Run one merge-layer command.
@@ -71,10 +71,12 @@ pub fn accept(s: &Session, author: &str, up_to: &str) -> Result<ExitCode> {
     let (up_to_seq, head) = if let Ok(seq) = up_to.parse::<u64>() {
         // A seq: the entry at that seq on the author's view chain.
         let chain = view_chain(s, &author)?;
-        let head = chain
-            .get(usize::try_from(seq).unwrap_or(usize::MAX).wrapping_sub(1))
-            .copied()
-            .with_context(|| format!("refused: {author}'s chain holds {} entries here, not seq {seq}; give the entry id to accept beyond the known head (held as pending)", chain.len()))?;
+        let head = chain.get(usize::try_from(seq).unwrap_or(usize::MAX).wrapping_sub(1)).copied().with_context(|| {
+            format!(
+                "refused: {author}'s chain holds {} entries here, not seq {seq}; give the entry id to accept beyond the known head (held as pending)",
+                chain.len()
+            )
+        })?;
         (seq, head)
     } else {
         let id = entry_ref(store, up_to)?;
@@ -125,9 +127,10 @@ pub fn resolve_fork(s: &Session, keep: &str) -> Result<ExitCode> {
     };
     let plan = plan.context("refused: this fork resolution breaks a rule")?;
     let entry = store.append_after(&key, &plan.append_after, &plan.event.encode(), now_ms())?;
-    s.print(&json!({ "id": entry.id().to_string(), "kind": plan.event.kind_name(), "seq": entry.header().seq, "after": plan.append_after.to_string() }), || {
-        format!("{}\n(fork resolved: the chain continues after {})", entry.id(), plan.append_after)
-    })?;
+    s.print(
+        &json!({ "id": entry.id().to_string(), "kind": plan.event.kind_name(), "seq": entry.header().seq, "after": plan.append_after.to_string() }),
+        || format!("{}\n(fork resolved: the chain continues after {})", entry.id(), plan.append_after),
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -183,8 +186,10 @@ fn print_perspective(s: &Session, p: &agora_merge::Perspective, hash: [u8; 32], 
     let events: Vec<(agora_graph::NodeRef<'_>, std::borrow::Cow<'_, str>)> =
         if summary { Vec::new() } else { p.graph.nodes().filter(|n| n.is_event()).map(|n| Ok((n, p.graph.text(n)?))).collect::<Result<_>>()? };
     let json = || {
-        let nodes: Vec<Value> =
-            events.iter().map(|(n, t)| json!({ "id": n.id.to_string(), "kind": n.kind(), "text": t, "status": n.status().name(), "disputed": p.disputed(&n.id) })).collect();
+        let nodes: Vec<Value> = events
+            .iter()
+            .map(|(n, t)| json!({ "id": n.id.to_string(), "kind": n.kind(), "text": t, "status": n.status().name(), "disputed": p.disputed(&n.id) }))
+            .collect();
         json!({
             "agent": p.agent.to_string(),
             "hash": hex::encode(hash),
@@ -344,7 +349,11 @@ pub fn disputes(s: &Session, agents: &[String], as_of: Option<&str>, summary: bo
             let mut out = Vec::new();
             for d in &map.disputed {
                 out.push(format!("{} by {} seq {} [{}] {}", d.target.short(), d.author.short(), d.seq, d.kind, d.text));
-                out.push(format!("  led to by {} earlier event(s); accepted by {}", d.ancestors.len(), d.accepted_by.iter().map(|a| a.short()).collect::<Vec<_>>().join(", ")));
+                out.push(format!(
+                    "  led to by {} earlier event(s); accepted by {}",
+                    d.ancestors.len(),
+                    d.accepted_by.iter().map(|a| a.short()).collect::<Vec<_>>().join(", ")
+                ));
                 for x in &d.disputes {
                     let counter = x.counter_claim.as_deref().map_or(String::new(), |c| format!(" (counter-claim: {c})"));
                     out.push(format!("  disputed by {}: {}{counter}", x.by.short(), x.reason));
@@ -445,9 +454,9 @@ struct DisputeMarksJson<'a>(&'a [DisputeMark]);
 
 impl Serialize for DisputeMarksJson<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(|x| {
-            json!({ "dispute": x.dispute.to_string(), "by": x.by.to_string(), "reason": x.reason, "counter_claim": x.counter_claim })
-        }))
+        s.collect_seq(
+            self.0.iter().map(|x| json!({ "dispute": x.dispute.to_string(), "by": x.by.to_string(), "reason": x.reason, "counter_claim": x.counter_claim })),
+        )
     }
 }
 

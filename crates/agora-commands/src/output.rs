@@ -3,7 +3,7 @@
 use agora_core::SignedEntry;
 use agora_store::{PayloadState, StoredEntry};
 use base64::Engine;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::io::Write;
 
 /// A read named an event the graph does not hold (not stored, or not an

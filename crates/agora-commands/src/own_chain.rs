@@ -5,7 +5,7 @@ use crate::args::now_ms;
 use crate::session::Session;
 use agora_core::SignedEntry;
 use agora_merge::Merge;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 
 /// Append `payload` to this agent's own chain. A chain with one tip is
 /// extended as usual. A forked chain is extended only after the branch its

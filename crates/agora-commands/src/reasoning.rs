@@ -13,8 +13,8 @@ use agora_graph::event::Confidence;
 use agora_graph::query::{as_of_entry, as_of_time};
 use agora_graph::{Event, Graph, LogEvent, MemoryKind, Node, NodeRef, Relation, TaskState};
 use agora_store::Store;
-use anyhow::{bail, Context, Result};
-use serde_json::{json, Value};
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
 use std::process::ExitCode;
 
 /// Every stored entry that counts in the workspace's views, as events.
@@ -30,15 +30,17 @@ fn basis_points(x: f64, what: &str) -> Result<u16> {
 }
 
 fn parse_kind(text: &str) -> Result<MemoryKind> {
-    MemoryKind::ALL.into_iter().find(|k| k.name() == text).with_context(|| {
-        format!("unknown memory kind {text:?}; one of {}", MemoryKind::ALL.map(|k| k.name()).join(", "))
-    })
+    MemoryKind::ALL
+        .into_iter()
+        .find(|k| k.name() == text)
+        .with_context(|| format!("unknown memory kind {text:?}; one of {}", MemoryKind::ALL.map(|k| k.name()).join(", ")))
 }
 
 fn parse_relation(text: &str) -> Result<Relation> {
-    Relation::ALL.into_iter().find(|r| r.name() == text).with_context(|| {
-        format!("unknown relation {text:?}; one of {}", Relation::ALL.map(|r| r.name()).join(", "))
-    })
+    Relation::ALL
+        .into_iter()
+        .find(|r| r.name() == text)
+        .with_context(|| format!("unknown relation {text:?}; one of {}", Relation::ALL.map(|r| r.name()).join(", ")))
 }
 
 fn parse_task_state(text: &str) -> Result<TaskState> {
@@ -55,11 +57,9 @@ fn event_for(store: &Store, command: &RecordCommand) -> Result<Event> {
         RecordCommand::Propose { text } => Event::Proposition { text: text.clone() },
         RecordCommand::Support { target, text } => Event::Support { target: r(target)?, text: text.clone() },
         RecordCommand::Contradict { target, text } => Event::Contradiction { target: r(target)?, text: text.clone() },
-        RecordCommand::Refine { target, text, resolves } => Event::Refinement {
-            target: r(target)?,
-            resolves: resolves.iter().map(r).collect::<Result<_>>()?,
-            text: text.clone(),
-        },
+        RecordCommand::Refine { target, text, resolves } => {
+            Event::Refinement { target: r(target)?, resolves: resolves.iter().map(r).collect::<Result<_>>()?, text: text.clone() }
+        }
         RecordCommand::Synthesize { args } => {
             let (text, ids) = args.split_last().context("synthesize needs ids and a text")?;
             Event::Synthesis { sources: ids.iter().map(r).collect::<Result<_>>()?, text: text.clone() }
@@ -85,16 +85,11 @@ fn event_for(store: &Store, command: &RecordCommand) -> Result<Event> {
         RecordCommand::Confirm { target } => Event::Confirm { target: r(target)? },
         RecordCommand::Task(t) => match t {
             TaskCommand::New { objective, owner } => Event::Task { objective: objective.clone(), owner_scope: owner.clone() },
-            TaskCommand::Update { task, state, note } => {
-                Event::TaskUpdate { task: r(task)?, state: parse_task_state(state)?, note: note.clone() }
-            }
+            TaskCommand::Update { task, state, note } => Event::TaskUpdate { task: r(task)?, state: parse_task_state(state)?, note: note.clone() },
         },
-        RecordCommand::Trajectory { task_query, final_answer, iterations, converged } => Event::Trajectory {
-            task_query: task_query.clone(),
-            final_answer: final_answer.clone(),
-            iterations: *iterations,
-            converged: *converged,
-        },
+        RecordCommand::Trajectory { task_query, final_answer, iterations, converged } => {
+            Event::Trajectory { task_query: task_query.clone(), final_answer: final_answer.clone(), iterations: *iterations, converged: *converged }
+        }
         RecordCommand::Judge { trajectory, outcome, reason, confidence } => Event::Judgment {
             trajectory: r(trajectory)?,
             success: match outcome.as_str() {
@@ -117,12 +112,9 @@ fn event_for(store: &Store, command: &RecordCommand) -> Result<Event> {
             scope: scope.clone(),
             source_trajectory: from.as_ref().map(r).transpose()?,
         },
-        RecordCommand::Use { trajectory, item, rank, score } => Event::Usage {
-            trajectory: r(trajectory)?,
-            item: r(item)?,
-            rank: *rank,
-            score_bp: basis_points(*score, "--score")?,
-        },
+        RecordCommand::Use { trajectory, item, rank, score } => {
+            Event::Usage { trajectory: r(trajectory)?, item: r(item)?, rank: *rank, score_bp: basis_points(*score, "--score")? }
+        }
     };
     Ok(ev)
 }
@@ -138,11 +130,9 @@ fn frame_event(store: &Store, command: &FrameMove) -> Result<Event> {
             invalidation_condition: invalidate_if.clone(),
         },
         FrameMove::Evidence { frame, text } => Event::FrameEvidence { frame: r(frame)?, text: text.clone() },
-        FrameMove::Conclude { frame, conclusion, confidence } => Event::FrameConclude {
-            frame: r(frame)?,
-            conclusion: conclusion.clone(),
-            confidence_bp: basis_points(*confidence, "--confidence")?,
-        },
+        FrameMove::Conclude { frame, conclusion, confidence } => {
+            Event::FrameConclude { frame: r(frame)?, conclusion: conclusion.clone(), confidence_bp: basis_points(*confidence, "--confidence")? }
+        }
         FrameMove::Suspend { frame } => Event::FrameSuspend { frame: r(frame)? },
         FrameMove::Resume { frame } => Event::FrameResume { frame: r(frame)? },
         FrameMove::Invalidate { frame, reason } => Event::FrameInvalidate { frame: r(frame)?, reason: reason.clone() },
@@ -213,7 +203,10 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
             let latest = graph.latest_in_chain(&id).ok_or(NoSuchEvent(id))?;
             let n = graph.node(&latest).context("latest node vanished")?;
             let t = text_of(graph, n)?;
-            (json!({ "id": id.to_string(), "latest": latest.to_string(), "text": t, "status": n.status().name() }), format!("{latest}  [{}]  {}", n.status().name(), t))
+            (
+                json!({ "id": id.to_string(), "latest": latest.to_string(), "text": t, "status": n.status().name() }),
+                format!("{latest}  [{}]  {}", n.status().name(), t),
+            )
         }
         ReadCommand::Decisions => {
             let rows: Vec<Value> = graph
@@ -243,7 +236,16 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
             let text = d
                 .iter()
                 .filter_map(|x| graph.node(&x.node).map(|n| (n, x)))
-                .map(|(n, x)| Ok(format!("{} [{}] {}\n{}{}", n.id.short(), n.status().name(), text_of(graph, n)?, refs_text(graph, &x.challenges, "  contested by")?, refs_text(graph, &x.tensions, "  tension")?)))
+                .map(|(n, x)| {
+                    Ok(format!(
+                        "{} [{}] {}\n{}{}",
+                        n.id.short(),
+                        n.status().name(),
+                        text_of(graph, n)?,
+                        refs_text(graph, &x.challenges, "  contested by")?,
+                        refs_text(graph, &x.tensions, "  tension")?
+                    ))
+                })
                 .collect::<Result<Vec<_>>>()?
                 .join("\n");
             (json!(rows), text)
@@ -251,8 +253,10 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
         ReadCommand::Search { query, all, limit } => {
             let index = agora_search::SearchIndex::build(graph)?;
             let hits = index.search(graph, query, *all, *limit)?;
-            let rows: Vec<Value> = hits.iter().map(|h| json!({ "id": h.id.to_string(), "score": h.score, "status": h.status.name(), "kind": h.kind, "text": h.text })).collect();
-            let text = hits.iter().map(|h| format!("{:>7.3} {} [{}] {}: {}", h.score, h.id.short(), h.status.name(), h.kind, h.text)).collect::<Vec<_>>().join("\n");
+            let rows: Vec<Value> =
+                hits.iter().map(|h| json!({ "id": h.id.to_string(), "score": h.score, "status": h.status.name(), "kind": h.kind, "text": h.text })).collect();
+            let text =
+                hits.iter().map(|h| format!("{:>7.3} {} [{}] {}: {}", h.score, h.id.short(), h.status.name(), h.kind, h.text)).collect::<Vec<_>>().join("\n");
             (json!({ "hits": rows }), text)
         }
         ReadCommand::Outcomes => {
@@ -311,7 +315,11 @@ fn graph_json(g: &Graph) -> Result<Value> {
     let edges: Vec<Value> = g
         .nodes()
         .filter(|n| shown(n))
-        .flat_map(|n| g.edges(n).filter(|(_, to)| g.node(to).is_some_and(|t| shown(&t))).map(move |(rel, to)| json!({ "from": n.id.to_string(), "to": to.to_string(), "relation": rel })))
+        .flat_map(|n| {
+            g.edges(n)
+                .filter(|(_, to)| g.node(to).is_some_and(|t| shown(&t)))
+                .map(move |(rel, to)| json!({ "from": n.id.to_string(), "to": to.to_string(), "relation": rel }))
+        })
         .collect();
     Ok(json!({ "format": "json", "nodes": nodes, "edges": edges }))
 }
@@ -410,7 +418,9 @@ fn refs_text(g: &Graph, ids: &[EntryId], label: &str) -> Result<String> {
 fn not_in_graph(store: &Store, id: EntryId) -> anyhow::Error {
     let merge_kind = store.get(&id).ok().flatten().and_then(|e| {
         let content = e.payload.content();
-        content.is_merge_event().then(|| content.meaning().and_then(|p| agora_merge::MergeEvent::decode(p).ok()).map_or("merge event", |m| m.kind_name()).to_string())
+        content
+            .is_merge_event()
+            .then(|| content.meaning().and_then(|p| agora_merge::MergeEvent::decode(p).ok()).map_or("merge event", |m| m.kind_name()).to_string())
     });
     match merge_kind {
         Some(kind) => anyhow::Error::new(NoSuchEvent(id)).context(format!(
@@ -475,7 +485,9 @@ fn nodes_listing<'a>(g: &Graph, nodes: impl Iterator<Item = NodeRef<'a>>) -> Res
     for n in nodes {
         let t = text_of(g, n)?;
         lines.push(format!("{} {:<12} [{}] {}", n.id.short(), n.kind(), n.status().name(), t));
-        rows.push(json!({ "id": n.id.to_string(), "kind": n.kind(), "status": n.status().name(), "text": t, "frame_state": n.frame_state().map(|s| s.name()) }));
+        rows.push(
+            json!({ "id": n.id.to_string(), "kind": n.kind(), "status": n.status().name(), "text": t, "frame_state": n.frame_state().map(|s| s.name()) }),
+        );
     }
     Ok((json!(rows), lines.join("\n")))
 }
@@ -496,7 +508,14 @@ fn trace(store: &Store, g: &Graph, id: &EntryId) -> Result<(Value, String)> {
             "kind": n.map(|n| n.kind()), "text": node_text, "status": n.map(|n| n.status().name()),
             "payload_held": t.payload_held, "verified": true,
         }));
-        text.push(format!("{} {}/{} {:<14} {}", t.entry.id().short(), h.author.short(), h.seq, n.map_or("?", |n| n.kind()), node_text.as_deref().unwrap_or("")));
+        text.push(format!(
+            "{} {}/{} {:<14} {}",
+            t.entry.id().short(),
+            h.author.short(),
+            h.seq,
+            n.map_or("?", |n| n.kind()),
+            node_text.as_deref().unwrap_or("")
+        ));
     }
     text.push(format!("verified: {} events, signatures, payload hashes and chain links", traced.len()));
     Ok((json!({ "id": id.to_string(), "status": node.status().name(), "events": rows }), text.join("\n")))

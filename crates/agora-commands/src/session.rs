@@ -9,8 +9,8 @@
 //! never opened a second time, so one process writes each chain.
 
 use crate::graph_cache::GraphCache;
-use crate::merge_cache::MergeCache;
 use crate::home::Home;
+use crate::merge_cache::MergeCache;
 use agora_core::AgentId;
 use agora_graph::Graph;
 use agora_store::Store;

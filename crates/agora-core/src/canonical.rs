@@ -15,8 +15,8 @@
 //! magic, version, body limit and number of kinds, and maps [`FrameError`] to
 //! its own error codes.
 
-use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 /// The framing of one format: `magic || version || postcard(value)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,7 +166,7 @@ impl postcard::ser_flavors::Flavor for CompareFlavor<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{encodes_to, FrameError, Framing};
+    use super::{FrameError, Framing, encodes_to};
 
     #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
     enum Kind {

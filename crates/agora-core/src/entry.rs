@@ -325,16 +325,8 @@ pub fn next_header(author: AgentId, prev: Option<&SignedEntry>, now_ms: u64, pay
 /// [`next_header`] given the previous header and its id rather than a signed
 /// entry, so that a batch of headers can be chained before any is signed (ids do
 /// not depend on signatures) and the signatures computed in parallel.
-pub fn next_header_after(
-    author: AgentId,
-    prev: Option<(&Header, EntryId)>,
-    now_ms: u64,
-    payload: &[u8],
-) -> Result<Header, BuildError> {
-    let payload_len = u32::try_from(payload.len())
-        .ok()
-        .filter(|len| *len <= PAYLOAD_BYTES_MAX)
-        .ok_or(BuildError::PayloadTooLarge { len: payload.len() })?;
+pub fn next_header_after(author: AgentId, prev: Option<(&Header, EntryId)>, now_ms: u64, payload: &[u8]) -> Result<Header, BuildError> {
+    let payload_len = u32::try_from(payload.len()).ok().filter(|len| *len <= PAYLOAD_BYTES_MAX).ok_or(BuildError::PayloadTooLarge { len: payload.len() })?;
     let (seq, backlink, timestamp_ms) = match prev {
         None => (1, None, now_ms),
         Some((p, id)) => {
@@ -342,15 +334,7 @@ pub fn next_header_after(
             (seq, Some(id), now_ms.max(p.timestamp_ms))
         }
     };
-    Ok(Header {
-        version: FORMAT_VERSION,
-        author,
-        seq,
-        backlink,
-        timestamp_ms,
-        payload_len,
-        payload_hash: sha256(payload),
-    })
+    Ok(Header { version: FORMAT_VERSION, author, seq, backlink, timestamp_ms, payload_len, payload_hash: sha256(payload) })
 }
 
 #[cfg(test)]

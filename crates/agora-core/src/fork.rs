@@ -15,7 +15,7 @@
 use crate::entry::{DecodeError, SignedEntry};
 use crate::id::{AgentId, EntryId};
 use crate::limits::FORK_PROOF_BYTES_MAX;
-use crate::verify::{verify_signature, VerifyError};
+use crate::verify::{VerifyError, verify_signature};
 use serde::{Deserialize, Serialize};
 
 /// Version byte of the proof encoding.
@@ -143,8 +143,7 @@ impl ForkProof {
             Some(&v) if v != FORK_PROOF_VERSION => return Err(ForkProofError::UnsupportedVersion(v)),
             Some(_) => {}
         }
-        let (wire, rest): (ForkProofWire, &[u8]) =
-            postcard::take_from_bytes(bytes).map_err(|e| ForkProofError::Malformed(e.to_string()))?;
+        let (wire, rest): (ForkProofWire, &[u8]) = postcard::take_from_bytes(bytes).map_err(|e| ForkProofError::Malformed(e.to_string()))?;
         if !rest.is_empty() {
             return Err(ForkProofError::Malformed(format!("{} trailing bytes", rest.len())));
         }

@@ -174,11 +174,8 @@ pub fn screen<H: Held>(held: &H, items: Vec<Offered>, verify_payloads: bool, now
         let h = item.entry.header();
         if h.timestamp_ms > latest_ms || h.backlink.is_some_and(|b| held_back.contains(&b)) {
             held_back.insert(id);
-            let d = out.deferred.get_or_insert(Deferred {
-                first: item.entry.entry_ref(),
-                count: 0,
-                until_ms: h.timestamp_ms.saturating_sub(FUTURE_SKEW_MAX_MS),
-            });
+            let d =
+                out.deferred.get_or_insert(Deferred { first: item.entry.entry_ref(), count: 0, until_ms: h.timestamp_ms.saturating_sub(FUTURE_SKEW_MAX_MS) });
             d.count += 1;
             continue;
         }
@@ -310,8 +307,8 @@ mod tests {
     //! agora-store's tests check the same rules through RocksDB, and the
     //! simulator's through its in-memory store.
     use super::*;
-    use crate::entry::next_header;
     use crate::AgentKey;
+    use crate::entry::next_header;
     use std::convert::Infallible;
 
     const NOW: u64 = 1_700_000_000_000;

@@ -13,7 +13,7 @@
 use crate::entry::SignedEntry;
 use crate::id::EntryId;
 use crate::limits::{PACK_LINE_BYTES_MAX, PAYLOAD_BYTES_MAX, SIGNED_ENTRY_BYTES_MAX};
-use crate::verify::{verify_payload, VerifyError};
+use crate::verify::{VerifyError, verify_payload};
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
@@ -123,8 +123,7 @@ pub fn parse_entry_line(line_no: usize, text: &str) -> Result<(SignedEntry, Opti
     if line.entry.len() > 2 * SIGNED_ENTRY_BYTES_MAX {
         return Err(err(PackProblem::Field { field: "entry", problem: format!("{} hex digits is too long", line.entry.len()) }));
     }
-    let bytes = hex::decode(&line.entry)
-        .map_err(|e| err(PackProblem::Field { field: "entry", problem: e.to_string() }))?;
+    let bytes = hex::decode(&line.entry).map_err(|e| err(PackProblem::Field { field: "entry", problem: e.to_string() }))?;
     let entry = SignedEntry::decode(&bytes).map_err(|e| err(PackProblem::Entry(e)))?;
     if line.id != entry.id().to_string() {
         return Err(err(PackProblem::IdMismatch { claimed: line.id, actual: entry.id() }));
@@ -165,7 +164,8 @@ mod tests {
         let redacted = entry_line(&e, None);
         assert_eq!(parse_entry_line(2, &redacted).unwrap().1, None);
 
-        let wrong_payload = line.replace(&base64::engine::general_purpose::STANDARD.encode(b"hello"), &base64::engine::general_purpose::STANDARD.encode(b"hellO"));
+        let wrong_payload =
+            line.replace(&base64::engine::general_purpose::STANDARD.encode(b"hello"), &base64::engine::general_purpose::STANDARD.encode(b"hellO"));
         let err = parse_entry_line(7, &wrong_payload).unwrap_err();
         assert_eq!(err.line, 7);
         assert!(matches!(err.problem, PackProblem::Payload(_)));

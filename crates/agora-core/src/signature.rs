@@ -96,8 +96,7 @@ fn parse_signature(sig: &[u8; 64]) -> Result<ParsedSignature, SignatureError> {
     r_bytes.copy_from_slice(&sig[..32]);
     let mut s_bytes = [0u8; 32];
     s_bytes.copy_from_slice(&sig[32..]);
-    let s = Option::<Scalar>::from(Scalar::from_canonical_bytes(s_bytes))
-        .ok_or(SignatureError::SNonCanonical)?;
+    let s = Option::<Scalar>::from(Scalar::from_canonical_bytes(s_bytes)).ok_or(SignatureError::SNonCanonical)?;
     let r = decompress_canonical(&r_bytes).ok_or(SignatureError::REncoding)?;
     if r.is_small_order() {
         return Err(SignatureError::WeakR);
@@ -166,11 +165,7 @@ pub fn verify(key: &PublicKey, message_parts: &[&[u8]], sig: &[u8; 64]) -> Resul
     let k = challenge(&sig[..32], key, message_parts);
     // [S]B - [k]A - R, then clear the cofactor.
     let sb_minus_ka = EdwardsPoint::vartime_double_scalar_mul_basepoint(&k, &(-key.point), &parsed.s);
-    if (sb_minus_ka - parsed.r).mul_by_cofactor().is_identity() {
-        Ok(())
-    } else {
-        Err(SignatureError::Equation)
-    }
+    if (sb_minus_ka - parsed.r).mul_by_cofactor().is_identity() { Ok(()) } else { Err(SignatureError::Equation) }
 }
 
 /// One item of a batch: key, message parts and signature.
@@ -238,11 +233,7 @@ pub fn verify_batch(items: &[BatchItem<'_>]) -> Result<(), SignatureError> {
     points.push(ED25519_BASEPOINT_POINT);
     // sum z_i R_i + sum (z_i k_i) A_i - (sum z_i S_i) B must vanish up to torsion.
     let sum = EdwardsPoint::vartime_multiscalar_mul(scalars.iter(), points.iter());
-    if sum.mul_by_cofactor().is_identity() {
-        Ok(())
-    } else {
-        Err(SignatureError::Equation)
-    }
+    if sum.mul_by_cofactor().is_identity() { Ok(()) } else { Err(SignatureError::Equation) }
 }
 
 /// The i-th 128-bit batch weight, derived from the transcript seed.
@@ -274,19 +265,13 @@ mod tests {
         let sks: Vec<_> = (1..=5).map(key).collect();
         let pks: Vec<_> = sks.iter().map(public).collect();
         let msgs: Vec<Vec<u8>> = (0..20).map(|i| vec![i as u8; i]).collect();
-        let sigs: Vec<[u8; 64]> =
-            msgs.iter().enumerate().map(|(i, m)| sks[i % 5].sign(m).to_bytes()).collect();
-        let items: Vec<_> = msgs
-            .iter()
-            .enumerate()
-            .map(|(i, m)| BatchItem { key: &pks[i % 5], message: [b"", m], signature: &sigs[i] })
-            .collect();
+        let sigs: Vec<[u8; 64]> = msgs.iter().enumerate().map(|(i, m)| sks[i % 5].sign(m).to_bytes()).collect();
+        let items: Vec<_> = msgs.iter().enumerate().map(|(i, m)| BatchItem { key: &pks[i % 5], message: [b"", m], signature: &sigs[i] }).collect();
         for item in &items {
             verify(item.key, &item.message, item.signature).unwrap();
             // Agrees with dalek's strict verifier on honest signatures.
             let vk = ed25519_dalek::VerifyingKey::from_bytes(item.key.as_bytes()).unwrap();
-            vk.verify_strict(item.message[1], &ed25519_dalek::Signature::from_bytes(item.signature))
-                .unwrap();
+            vk.verify_strict(item.message[1], &ed25519_dalek::Signature::from_bytes(item.signature)).unwrap();
         }
         verify_batch(&items).unwrap();
     }
@@ -298,11 +283,7 @@ mod tests {
         let msgs: Vec<Vec<u8>> = (0..10).map(|i| vec![i as u8; 3]).collect();
         let mut sigs: Vec<[u8; 64]> = msgs.iter().map(|m| sk.sign(m).to_bytes()).collect();
         sigs[4][40] ^= 1;
-        let items: Vec<_> = msgs
-            .iter()
-            .zip(&sigs)
-            .map(|(m, s)| BatchItem { key: &pk, message: [b"", m], signature: s })
-            .collect();
+        let items: Vec<_> = msgs.iter().zip(&sigs).map(|(m, s)| BatchItem { key: &pk, message: [b"", m], signature: s }).collect();
         assert!(verify_batch(&items).is_err());
         assert!(verify(&pk, &items[4].message, items[4].signature).is_err());
     }
@@ -326,10 +307,8 @@ mod tests {
         let pk = public(&sk);
         let mut sig = sk.sign(b"m").to_bytes();
         // S + l: same value mod l, different bytes.
-        let l_bytes: [u8; 32] = [
-            0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9,
-            0xde, 0x14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
-        ];
+        let l_bytes: [u8; 32] =
+            [0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10];
         let mut carry = 0u16;
         for i in 0..32 {
             let v = sig[32 + i] as u16 + l_bytes[i] as u16 + carry;

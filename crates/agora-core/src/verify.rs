@@ -9,7 +9,7 @@
 //! - [`verify_link`]: an entry follows its predecessor (same author, seq + 1,
 //!   backlink = predecessor's id, timestamp not earlier).
 
-use crate::entry::{DecodeError, SignedEntry, ENTRY_SIGNING_DOMAIN};
+use crate::entry::{DecodeError, ENTRY_SIGNING_DOMAIN, SignedEntry};
 pub use crate::id::EntryRef;
 use crate::id::{AgentId, EntryId};
 use crate::limits::VERIFY_BATCH_LEN;
@@ -105,8 +105,7 @@ fn author_key(entry: &SignedEntry) -> Result<PublicKey, VerifyError> {
 /// Verify one entry's signature.
 pub fn verify_signature(entry: &SignedEntry) -> Result<(), VerifyError> {
     let key = author_key(entry)?;
-    signature::verify(&key, &[ENTRY_SIGNING_DOMAIN, entry.header_bytes()], entry.signature())
-        .map_err(|e| VerifyError::new(entry, e))
+    signature::verify(&key, &[ENTRY_SIGNING_DOMAIN, entry.header_bytes()], entry.signature()).map_err(|e| VerifyError::new(entry, e))
 }
 
 /// Verify the signatures of many entries with batch verification. Returns the
@@ -138,11 +137,7 @@ pub fn verify_signatures(entries: &[&SignedEntry]) -> Result<(), VerifyError> {
         let items: Vec<BatchItem<'_>> = chunk
             .iter()
             .zip(&chunk_keys)
-            .map(|(entry, key)| BatchItem {
-                key,
-                message: [ENTRY_SIGNING_DOMAIN, entry.header_bytes()],
-                signature: entry.signature(),
-            })
+            .map(|(entry, key)| BatchItem { key, message: [ENTRY_SIGNING_DOMAIN, entry.header_bytes()], signature: entry.signature() })
             .collect();
         if signature::verify_batch(&items).is_err() {
             // Find the culprit; the batch says only that one exists.
@@ -269,7 +264,7 @@ pub fn verify_link(prev: &SignedEntry, next: &SignedEntry) -> Result<(), VerifyE
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::entry::{next_header, Header};
+    use crate::entry::{Header, next_header};
     use crate::identity::AgentKey;
 
     fn chain(key: &AgentKey, n: usize) -> Vec<SignedEntry> {

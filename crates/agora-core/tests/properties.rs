@@ -7,8 +7,8 @@ use agora_core::{AgentId, AgentKey, EntryId, ForkProof, Header, SignedEntry};
 use proptest::prelude::*;
 
 fn arb_header() -> impl Strategy<Value = Header> {
-    (any::<[u8; 32]>(), 1u64.., any::<[u8; 32]>(), any::<u64>(), 0u32..=agora_core::limits::PAYLOAD_BYTES_MAX, any::<[u8; 32]>())
-        .prop_map(|(author, seq, back, ts, len, hash)| Header {
+    (any::<[u8; 32]>(), 1u64.., any::<[u8; 32]>(), any::<u64>(), 0u32..=agora_core::limits::PAYLOAD_BYTES_MAX, any::<[u8; 32]>()).prop_map(
+        |(author, seq, back, ts, len, hash)| Header {
             version: 1,
             author: AgentId(author),
             seq,
@@ -16,7 +16,8 @@ fn arb_header() -> impl Strategy<Value = Header> {
             timestamp_ms: ts,
             payload_len: len,
             payload_hash: hash,
-        })
+        },
+    )
 }
 
 fn signed(seed: [u8; 32], payload: &[u8], ts: u64) -> SignedEntry {

@@ -8,11 +8,11 @@
 //! 2. `vectors_check`: reads the committed file as an outside implementation
 //!    would, and checks each vector's stated outcome (ids, signatures, errors).
 
-use agora_core::entry::{next_header, ENTRY_SIGNING_DOMAIN};
+use agora_core::entry::{ENTRY_SIGNING_DOMAIN, next_header};
 use agora_core::verify::{verify_link, verify_payload, verify_signature};
 use agora_core::{AgentId, AgentKey, EntryId, ForkProof, SignedEntry};
 use ed25519_dalek::{Signer, SigningKey};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::path::PathBuf;
 
 fn vectors_path() -> PathBuf {
@@ -90,10 +90,8 @@ fn generate() -> Value {
     flipped_header[h1.len() - 1] ^= 0x01; // last byte of payload_hash
     bad("bit_flip_in_header", flipped_header, "bad_signature", json!({}));
     // S + l: the same signature scalar, not reduced.
-    let l: [u8; 32] = [
-        0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14, 0, 0, 0, 0, 0, 0,
-        0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
-    ];
+    let l: [u8; 32] =
+        [0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10];
     let mut malleable = sig1;
     let mut carry = 0u16;
     for i in 0..32 {
@@ -208,7 +206,10 @@ fn vectors_are_current() {
         std::fs::write(&path, &text).unwrap();
     }
     let committed = std::fs::read_to_string(&path).expect("protocol-spec/vectors/vectors.json exists");
-    assert!(committed == text, "test vectors differ from the implementation; if the format changed on purpose, rerun with AGORA_BLESS_VECTORS=1 and update the spec");
+    assert!(
+        committed == text,
+        "test vectors differ from the implementation; if the format changed on purpose, rerun with AGORA_BLESS_VECTORS=1 and update the spec"
+    );
 }
 
 fn h(v: &Value) -> Vec<u8> {

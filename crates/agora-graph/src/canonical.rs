@@ -260,12 +260,9 @@ mod tests {
                 },
                 13 => Event::Relate { from: self.id(), to: self.id(), relation: self.pick(&Relation::ALL), reason: self.text() },
                 14 => Event::Confirm { target: self.id() },
-                15 => Event::FrameOpen {
-                    parent: self.opt(Self::id),
-                    query: self.text(),
-                    branched_from: self.opt(Self::id),
-                    invalidation_condition: self.text(),
-                },
+                15 => {
+                    Event::FrameOpen { parent: self.opt(Self::id), query: self.text(), branched_from: self.opt(Self::id), invalidation_condition: self.text() }
+                }
                 16 => Event::FrameEvidence { frame: self.id(), text: self.text() },
                 17 => Event::FrameConclude { frame: self.id(), conclusion: self.text(), confidence_bp: self.uint(u64::from(u16::MAX)) as u16 },
                 18 => Event::FrameSuspend { frame: self.id() },
@@ -401,7 +398,8 @@ mod tests {
             b.extend(bp);
             b
         };
-        for bp in [&[0x00][..], &[0x7f], &[0x80, 0x01], &[0x80, 0x00], &[0xff, 0xff, 0x03], &[0xff, 0xff, 0x04], &[0x80, 0x80, 0x00], &[0xff, 0xff, 0xff, 0x01]] {
+        for bp in [&[0x00][..], &[0x7f], &[0x80, 0x01], &[0x80, 0x00], &[0xff, 0xff, 0x03], &[0xff, 0xff, 0x04], &[0x80, 0x80, 0x00], &[0xff, 0xff, 0xff, 0x01]]
+        {
             let bytes = conclude(bp);
             assert_eq!(decode(&bytes), Event::decode_body_serde(&bytes).ok(), "{bp:02x?}");
         }
@@ -412,7 +410,9 @@ mod tests {
             b.push(0);
             b
         };
-        for rank in [&[0xff, 0xff, 0xff, 0xff, 0x0f][..], &[0xff, 0xff, 0xff, 0xff, 0x10], &[0x80, 0x80, 0x80, 0x80, 0x00], &[0x80, 0x80, 0x80, 0x80, 0x80, 0x01]] {
+        for rank in
+            [&[0xff, 0xff, 0xff, 0xff, 0x0f][..], &[0xff, 0xff, 0xff, 0xff, 0x10], &[0x80, 0x80, 0x80, 0x80, 0x00], &[0x80, 0x80, 0x80, 0x80, 0x80, 0x01]]
+        {
             let bytes = usage(rank);
             assert_eq!(decode(&bytes), Event::decode_body_serde(&bytes).ok(), "{rank:02x?}");
         }
@@ -421,7 +421,9 @@ mod tests {
             b.extend(exp);
             b
         };
-        for exp in [&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01][..], &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02], &[0x80, 0x00]] {
+        for exp in
+            [&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01][..], &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02], &[0x80, 0x00]]
+        {
             let bytes = claim_expiry(exp);
             assert_eq!(decode(&bytes), Event::decode_body_serde(&bytes).ok(), "{exp:02x?}");
         }

@@ -11,8 +11,8 @@
 //! locally and reported as invalid when it arrives from a peer.
 
 use crate::inline::InlineList;
-use agora_core::canonical::{FrameError, Framing};
 use agora_core::EntryId;
+use agora_core::canonical::{FrameError, Framing};
 use serde::{Deserialize, Serialize};
 
 /// First bytes of every event payload.
@@ -101,15 +101,8 @@ pub enum Relation {
 
 impl Relation {
     /// Every relation, in code order.
-    pub const ALL: [Relation; 7] = [
-        Relation::Update,
-        Relation::StateChange,
-        Relation::Expands,
-        Relation::Qualifies,
-        Relation::Contradicts,
-        Relation::Retracts,
-        Relation::SameAs,
-    ];
+    pub const ALL: [Relation; 7] =
+        [Relation::Update, Relation::StateChange, Relation::Expands, Relation::Qualifies, Relation::Contradicts, Relation::Retracts, Relation::SameAs];
     /// snake_case name, as in the seed essay.
     pub fn name(self) -> &'static str {
         match self {
@@ -199,14 +192,7 @@ pub enum Event {
     /// 11: resumes a parked node.
     Resume { target: EntryId },
     /// 12: a memory: a claim with its kind, sources, owner, confirmation, expiry.
-    Claim {
-        text: String,
-        kind: MemoryKind,
-        sources: Vec<EntryId>,
-        owner_scope: String,
-        confirmed: bool,
-        expires_at_ms: Option<u64>,
-    },
+    Claim { text: String, kind: MemoryKind, sources: Vec<EntryId>, owner_scope: String, confirmed: bool, expires_at_ms: Option<u64> },
     /// 13: a typed relation between two claims.
     Relate { from: EntryId, to: EntryId, relation: Relation, reason: String },
     /// 14: the owner confirms a claim.
@@ -591,9 +577,7 @@ impl Event {
                 EventDecodeError::NotAnEvent => Vec::new(),
                 EventDecodeError::UnknownVersion(v) => EVENT_FRAMING.frame_raw(v, &[]),
                 EventDecodeError::UnknownKind(k) => EVENT_FRAMING.encode(&k),
-                EventDecodeError::Limit(_) => {
-                    Event::FrameConclude { frame: EntryId([0; 32]), conclusion: String::new(), confidence_bp: 10_001 }.encode()
-                }
+                EventDecodeError::Limit(_) => Event::FrameConclude { frame: EntryId([0; 32]), conclusion: String::new(), confidence_bp: 10_001 }.encode(),
                 EventDecodeError::Malformed(_) => EVENT_FRAMING.frame_raw(EVENT_VERSION, &[0]),
             },
         }

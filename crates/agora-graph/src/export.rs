@@ -37,10 +37,7 @@ pub fn to_dot(g: &Graph) -> Result<String, TextUnavailable> {
         let (fill, border) = colour(n.status());
         let dashed = if matches!(n.status(), Status::Superseded | Status::Retracted) { ",dashed" } else { "" };
         let text = label(g, &n)?.replace('"', "\\\"");
-        out.push_str(&format!(
-            "  \"{}\" [label=\"{}\", fillcolor=\"{fill}\", color=\"{border}\", style=\"rounded,filled{dashed}\"];\n",
-            n.id, text
-        ));
+        out.push_str(&format!("  \"{}\" [label=\"{}\", fillcolor=\"{fill}\", color=\"{border}\", style=\"rounded,filled{dashed}\"];\n", n.id, text));
     }
     for n in g.nodes().filter(|n| shown(n)) {
         for (rel, to) in g.edges(n) {
@@ -69,16 +66,7 @@ pub fn to_mermaid(g: &Graph) -> Result<String, TextUnavailable> {
             }
         }
     }
-    for s in [
-        Status::Active,
-        Status::Contested,
-        Status::Superseded,
-        Status::Resolved,
-        Status::Parked,
-        Status::Retracted,
-        Status::Duplicate,
-        Status::Invalid,
-    ] {
+    for s in [Status::Active, Status::Contested, Status::Superseded, Status::Resolved, Status::Parked, Status::Retracted, Status::Duplicate, Status::Invalid] {
         let (fill, border) = colour(s);
         out.push_str(&format!("  classDef {} fill:{fill},stroke:{border}\n", s.name()));
     }

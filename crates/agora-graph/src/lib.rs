@@ -20,4 +20,7 @@ pub mod query;
 pub mod workload;
 
 pub use event::{Event, EventDecodeError, MemoryKind, Relation, TaskState};
-pub use graph::{AsNode, Body, ById, FrameState, Graph, GraphMemory, Late, DIGEST_BUCKETS, LIVE_GRAPH_JOURNAL, LogEvent, LogPosition, Node, NodeRef, NotInLogOrder, OrderedReplay, RuleError, Status, TextSource, TextUnavailable};
+pub use graph::{
+    AsNode, Body, ById, DIGEST_BUCKETS, FrameState, Graph, GraphMemory, LIVE_GRAPH_JOURNAL, Late, LogEvent, LogPosition, Node, NodeRef, NotInLogOrder,
+    OrderedReplay, RuleError, Status, TextSource, TextUnavailable,
+};

@@ -27,10 +27,7 @@ pub struct Disagreement {
 impl Graph {
     /// What was decided and why: every resolved node, in log order.
     pub fn decisions(&self) -> Vec<Decision> {
-        self.nodes()
-            .filter(|n| n.status() == Status::Resolved)
-            .map(|n| Decision { node: n.id, because: self.why(n) })
-            .collect()
+        self.nodes().filter(|n| n.status() == Status::Resolved).map(|n| Decision { node: n.id, because: self.why(n) }).collect()
     }
 
     /// Questions not yet resolved (active or contested), in log order.

@@ -68,14 +68,9 @@ impl Debate {
                 Some(t) => Event::Resolve { target: t, text },
                 None => Event::Proposition { text },
             },
-            (78..85, Some(t), _) => Event::Claim {
-                text,
-                kind: MemoryKind::Semantic,
-                sources: vec![t],
-                owner_scope: "user:1".into(),
-                confirmed: true,
-                expires_at_ms: None,
-            },
+            (78..85, Some(t), _) => {
+                Event::Claim { text, kind: MemoryKind::Semantic, sources: vec![t], owner_scope: "user:1".into(), confirmed: true, expires_at_ms: None }
+            }
             (85..90, _, _) => match (Self::recent(&self.claims, rng), Self::recent(&self.claims, rng)) {
                 (Some(a), Some(b)) if a != b => Event::Relate { from: a, to: b, relation: Relation::Expands, reason: text },
                 _ => Event::Proposition { text },
@@ -102,4 +97,3 @@ impl Debate {
         }
     }
 }
-

@@ -52,25 +52,16 @@ fn text(t: &str) -> String {
 fn pricing_example() {
     let mut log = Log::new();
     let e1 = log.push(Event::Proposition { text: text("Usage-based pricing aligns incentives and reduces low-end friction") });
-    let e2 = log.push(Event::Contradiction {
-        target: e1,
-        text: text("Enterprise procurement requires predictable costs; usage-based is a blocker"),
-    });
+    let e2 = log.push(Event::Contradiction { target: e1, text: text("Enterprise procurement requires predictable costs; usage-based is a blocker") });
     let after_contradiction = log.graph();
     assert_eq!(status(&after_contradiction, &e1), Status::Contested);
     let d = after_contradiction.disagreements();
     assert_eq!(d.len(), 1);
     assert_eq!((d[0].node, d[0].challenges.clone()), (e1, vec![e2]));
 
-    let e3 = log.push(Event::Refinement {
-        target: e1,
-        resolves: vec![e2],
-        text: text("Two-track model: seat-based for enterprise, usage-based for self-serve"),
-    });
-    let e4 = log.push(Event::Synthesis {
-        sources: vec![e1, e3],
-        text: text("Pricing should track how value is realized; the two-track model is an instance"),
-    });
+    let e3 =
+        log.push(Event::Refinement { target: e1, resolves: vec![e2], text: text("Two-track model: seat-based for enterprise, usage-based for self-serve") });
+    let e4 = log.push(Event::Synthesis { sources: vec![e1, e3], text: text("Pricing should track how value is realized; the two-track model is an instance") });
     let g = log.graph();
     assert_eq!(status(&g, &e1), Status::Superseded);
     assert_eq!(g.why(g.node(&e1).unwrap()), vec![e3]);
@@ -276,7 +267,10 @@ fn task_lifecycle() {
     let g = log.graph();
     assert_eq!(status(&g, &t), Status::Resolved);
     // A closed task does not come back as open: further updates are refused.
-    assert!(matches!(g.check(EntryId([0; 32]), &Event::TaskUpdate { task: t, state: TaskState::InProgress, note: text("") }), Err(RuleError::WrongState { .. })));
+    assert!(matches!(
+        g.check(EntryId([0; 32]), &Event::TaskUpdate { task: t, state: TaskState::InProgress, note: text("") }),
+        Err(RuleError::WrongState { .. })
+    ));
     let t2 = log.push(Event::Task { objective: text("old idea"), owner_scope: text("user:8831") });
     log.push(Event::TaskUpdate { task: t2, state: TaskState::Abandoned, note: text("") });
     assert_eq!(status(&log.graph(), &t2), Status::Parked);
@@ -349,11 +343,7 @@ fn bad_inputs_are_refused_locally_and_invalid_from_peers() {
     let cyc = peer.push_as(1, Event::Relate { from: a, to: b, relation: Relation::Update, reason: text("") });
     let one = peer.push_as(2, Event::Synthesis { sources: vec![a], text: text("") });
     let newer_id = EntryId([9; 32]);
-    peer.events.push(LogEvent::from_payload(
-        newer_id,
-        LogPosition { timestamp_ms: 999_999, author: AgentId([2; 32]), seq: 99 },
-        Some(&newer),
-    ));
+    peer.events.push(LogEvent::from_payload(newer_id, LogPosition { timestamp_ms: 999_999, author: AgentId([2; 32]), seq: 99 }, Some(&newer)));
     let g = peer.graph();
     for id in [cyc, one, newer_id] {
         assert_eq!(status(&g, &id), Status::Invalid, "{id}");
@@ -427,8 +417,18 @@ fn golden_log() -> Log {
     log.push_as(3, Event::Synthesis { sources: vec![e1, e3], text: text("value realized") });
     let q = log.push_as(3, Event::Question { text: text("what about EU VAT?") });
     log.push_as(2, Event::Tension { a: e3, b: q, text: text("tracks differ by region") });
-    let r = log.push(Event::Claim { text: text("rome"), kind: MemoryKind::Semantic, sources: vec![e1], owner_scope: text("x"), confirmed: false, expires_at_ms: None });
-    let m = log.push_as(2, Event::Claim { text: text("milan"), kind: MemoryKind::Semantic, sources: vec![], owner_scope: text("x"), confirmed: false, expires_at_ms: None });
+    let r = log.push(Event::Claim {
+        text: text("rome"),
+        kind: MemoryKind::Semantic,
+        sources: vec![e1],
+        owner_scope: text("x"),
+        confirmed: false,
+        expires_at_ms: None,
+    });
+    let m = log.push_as(
+        2,
+        Event::Claim { text: text("milan"), kind: MemoryKind::Semantic, sources: vec![], owner_scope: text("x"), confirmed: false, expires_at_ms: None },
+    );
     log.push_as(3, Event::Relate { from: m, to: r, relation: Relation::Contradicts, reason: text("") });
     log.push(Event::Park { target: q, reason: text("later") });
     log

@@ -441,7 +441,11 @@ proptest! {
 /// when it refuses: the event sorts before the whole journal). After every
 /// step `check` sees the graph and what was delivered. Returns the late
 /// arrivals and the replays.
-fn deliver_rewinding(arrivals: &[LogEvent], journal: usize, check: impl Fn(&mut Graph, &[LogEvent], usize) -> Result<(), TestCaseError>) -> Result<(usize, usize), TestCaseError> {
+fn deliver_rewinding(
+    arrivals: &[LogEvent],
+    journal: usize,
+    check: impl Fn(&mut Graph, &[LogEvent], usize) -> Result<(), TestCaseError>,
+) -> Result<(usize, usize), TestCaseError> {
     let mut g = Graph::new();
     g.keep_journal(journal);
     let (mut late, mut replays) = (0, 0);
@@ -628,7 +632,10 @@ fn a_late_event_that_reads_a_node_a_later_event_changed_is_refused() {
     assert_eq!(g.apply_late(events[3].clone()), Late::Refused);
     assert_eq!(g.snapshot(), before, "nothing changed");
     let replayed = Graph::replay(events.clone());
-    assert!(replayed.node(&id_of(3)).unwrap().invalid().is_none() && replayed.node(&id_of(2)).unwrap().invalid().is_some(), "in log order the first resumption is the valid one");
+    assert!(
+        replayed.node(&id_of(3)).unwrap().invalid().is_none() && replayed.node(&id_of(2)).unwrap().invalid().is_some(),
+        "in log order the first resumption is the valid one"
+    );
 }
 
 /// A late event that touches nothing a later event touched is taken in
@@ -660,7 +667,11 @@ fn a_late_event_apart_from_later_ones_is_taken_in_place() {
 /// apply it at the end.
 #[test]
 fn entries_at_one_position_are_applied_in_id_order() {
-    let question = LogEvent::from_payload(EntryId([9; 32]), LogPosition { timestamp_ms: 50, author: AgentId([2; 32]), seq: 1 }, Some(&Event::Question { text: "which tier?".into() }.encode()));
+    let question = LogEvent::from_payload(
+        EntryId([9; 32]),
+        LogPosition { timestamp_ms: 50, author: AgentId([2; 32]), seq: 1 },
+        Some(&Event::Question { text: "which tier?".into() }.encode()),
+    );
     let resolve = |id: u8| {
         let pos = LogPosition { timestamp_ms: 100, author: AgentId([1; 32]), seq: 1 };
         LogEvent::from_payload(EntryId([id; 32]), pos, Some(&Event::Resolve { target: EntryId([9; 32]), text: format!("answer {id}") }.encode()))

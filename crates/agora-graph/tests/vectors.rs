@@ -7,7 +7,7 @@
 use agora_core::EntryId;
 use agora_graph::event::{Confidence, EventDecodeError, KIND_COUNT};
 use agora_graph::{Event, MemoryKind, Relation, TaskState};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::path::PathBuf;
 
 fn path() -> PathBuf {
@@ -33,7 +33,14 @@ fn examples() -> Vec<Event> {
         Event::Reframe { target: id(5), text: t("which taxes apply at launch?") },
         Event::Park { target: id(5), reason: t("later") },
         Event::Resume { target: id(5) },
-        Event::Claim { text: t("Default meeting time: morning"), kind: MemoryKind::Preference, sources: vec![id(9)], owner_scope: t("user:8831"), confirmed: false, expires_at_ms: Some(1_700_000_000_000) },
+        Event::Claim {
+            text: t("Default meeting time: morning"),
+            kind: MemoryKind::Preference,
+            sources: vec![id(9)],
+            owner_scope: t("user:8831"),
+            confirmed: false,
+            expires_at_ms: Some(1_700_000_000_000),
+        },
         Event::Relate { from: id(12), to: id(13), relation: Relation::StateChange, reason: t("Rex died") },
         Event::Confirm { target: id(12) },
         Event::FrameOpen { parent: Some(id(15)), query: t("trace code"), branched_from: None, invalidation_condition: t("refresh logic exists elsewhere") },
@@ -46,7 +53,13 @@ fn examples() -> Vec<Event> {
         Event::TaskUpdate { task: id(22), state: TaskState::Blocked, note: t("staging down") },
         Event::Trajectory { task_query: t("research ACME"), final_answer: t("revenue $3M"), iterations: 3, converged: true },
         Event::Judgment { trajectory: id(24), success: true, reason: t("found revenue"), confidence: Confidence::High },
-        Event::MemoryItem { title: t("Check filings first"), description: t("company research"), content: t("Read the 10-K"), scope: t("research"), source_trajectory: Some(id(24)) },
+        Event::MemoryItem {
+            title: t("Check filings first"),
+            description: t("company research"),
+            content: t("Read the 10-K"),
+            scope: t("research"),
+            source_trajectory: Some(id(24)),
+        },
         Event::Usage { trajectory: id(24), item: id(26), rank: 1, score_bp: 8200 },
     ]
 }

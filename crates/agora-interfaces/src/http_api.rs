@@ -9,14 +9,14 @@
 //! `wrong_state`, `input_schema`, `unknown_entry`, ...) and `entry` the
 //! entry it concerns.
 
-use agora_commands::ops::{catalog, Backend, Effect, Invoke, OpError, Operation};
+use agora_commands::ops::{Backend, Effect, Invoke, OpError, Operation, catalog};
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 use std::sync::{Arc, OnceLock};
 
 /// Largest request body: a move carries at most a payload's worth of text,

@@ -32,18 +32,15 @@ impl Merge<'_> {
             MergeEvent::Accept { author, up_to_seq, head } => match self.judge_accept(*signer, *author, *up_to_seq, *head) {
                 Ok(_) => Ok(()),
                 Err(MergeStatus::Clipped { rule, .. } | MergeStatus::Invalid(rule)) => Err(rule),
-                Err(_) => Err(MergeRuleError::BeyondHead {
-                    author: *author,
-                    up_to_seq: *up_to_seq,
-                    head_seq: self.chain(author).map_or(0, |c| c.view_len()),
-                }),
+                Err(_) => Err(MergeRuleError::BeyondHead { author: *author, up_to_seq: *up_to_seq, head_seq: self.chain(author).map_or(0, |c| c.view_len()) }),
             },
             MergeEvent::Dispute { target, .. } => {
                 let t = self.known(target, "dispute target")?;
                 if self.items[t as usize].signed.header().author == *signer {
                     return Err(MergeRuleError::SelfDispute(*target));
                 }
-                let open = self.open_disputes.iter().map(|&(_, r)| &self.records[r as usize]).find(|r| r.signer == *signer && self.target_of(r) == Some(*target));
+                let open =
+                    self.open_disputes.iter().map(|&(_, r)| &self.records[r as usize]).find(|r| r.signer == *signer && self.target_of(r) == Some(*target));
                 match open {
                     Some(r) => Err(MergeRuleError::AlreadyDisputed { target: *target, dispute: r.entry }),
                     None => Ok(()),
@@ -80,10 +77,8 @@ impl Merge<'_> {
                 // The fork must be one the view meets (the freezing one, or one
                 // already resolved, to change the branch), and the entry one
                 // of its sides; otherwise the resolution would decide nothing.
-                let decides = self
-                    .chain(signer)
-                    .and_then(|c| c.forks.iter().find(|f| f.seq == *fork_seq))
-                    .is_some_and(|f| f.candidates.contains(continue_with));
+                let decides =
+                    self.chain(signer).and_then(|c| c.forks.iter().find(|f| f.seq == *fork_seq)).is_some_and(|f| f.candidates.contains(continue_with));
                 if !decides {
                     return Err(MergeRuleError::NoFork { author: *signer, fork_seq: *fork_seq });
                 }
@@ -112,11 +107,7 @@ impl Merge<'_> {
     pub fn plan_resolution(&self, author: &AgentId, continue_with: &EntryId) -> Result<ResolutionPlan, MergeRuleError> {
         let c = self.known(continue_with, "branch to continue")?;
         let fork_seq = self.items[c as usize].seq();
-        let event = MergeEvent::ForkResolution {
-            fork_number: self.highest_fork_number(author).saturating_add(1),
-            fork_seq,
-            continue_with: *continue_with,
-        };
+        let event = MergeEvent::ForkResolution { fork_number: self.highest_fork_number(author).saturating_add(1), fork_seq, continue_with: *continue_with };
         self.check(author, &event)?;
         let tips = self.subtree_tips(c);
         match tips.as_slice() {

@@ -11,7 +11,7 @@
 
 use crate::merge::{ForkOutcome, IdMap, Merge, NONE};
 use crate::payload::MergeEvent;
-use crate::views::{Branch, DisagreementMap, DisputeMark, DisputedEventView, ForkBranches, ANCESTORS_MAX};
+use crate::views::{ANCESTORS_MAX, Branch, DisagreementMap, DisputeMark, DisputedEventView, ForkBranches};
 use agora_core::{AgentId, EntryId};
 use agora_graph::Event;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
@@ -111,7 +111,13 @@ pub(crate) fn with_acceptors(
 
 /// Note that `author`'s viewed reasoning `event` builds on the sides its
 /// references fall on (never on a side of `author`'s own chain).
-pub(crate) fn add_builder(built: &mut BTreeSet<(usize, usize, AgentId)>, forks: &[ForkBranches], member: &IdMap<(usize, usize)>, author: AgentId, event: &Event) {
+pub(crate) fn add_builder(
+    built: &mut BTreeSet<(usize, usize, AgentId)>,
+    forks: &[ForkBranches],
+    member: &IdMap<(usize, usize)>,
+    author: AgentId,
+    event: &Event,
+) {
     for r in event.ref_list().iter() {
         if let Some(&(f, b)) = member.get(r)
             && forks[f].author != author
@@ -146,7 +152,8 @@ impl Merge<'_> {
                     members.push(Vec::new());
                     continue;
                 };
-                let mut tips: Vec<(u64, EntryId)> = self.subtree_tips(root).into_iter().map(|k| (self.items[k as usize].seq(), self.items[k as usize].id())).collect();
+                let mut tips: Vec<(u64, EntryId)> =
+                    self.subtree_tips(root).into_iter().map(|k| (self.items[k as usize].seq(), self.items[k as usize].id())).collect();
                 tips.sort_unstable();
                 members.push(self.subtree(root).into_iter().map(|k| self.items[k as usize].id()).collect());
                 branches.push(Branch { first: *first, held: true, kept: kept == Some(*first), tips, accepted_by: vec![], built_on_by: vec![] });
@@ -257,9 +264,7 @@ impl Merge<'_> {
             p.copy_from_slice(&id.as_bytes()[..8]);
             prefixes.insert(p);
         }
-        let may_refer = |payload: &[u8]| {
-            payload.windows(8).any(|w| first[w[0] as usize] && w.try_into().is_ok_and(|p: [u8; 8]| prefixes.contains(&p)))
-        };
+        let may_refer = |payload: &[u8]| payload.windows(8).any(|w| first[w[0] as usize] && w.try_into().is_ok_and(|p: [u8; 8]| prefixes.contains(&p)));
         let mut built: BTreeSet<(usize, usize, AgentId)> = BTreeSet::new();
         for chain in &self.chains {
             if !counts(&chain.author) {

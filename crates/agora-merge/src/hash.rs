@@ -125,8 +125,12 @@ impl Merge<'_> {
         // Records are in (signer, seq, id) order: the author's are one run.
         let lo = self.records.partition_point(|r| r.signer < chain.author);
         let hi = lo + self.records[lo..].partition_point(|r| r.signer == chain.author);
-        let frontiers: Vec<(AgentId, u64, EntryId)> =
-            self.frontiers.range((chain.author, AgentId([0; 32]))..).take_while(|((a, _), _)| *a == chain.author).map(|((_, b), f)| (*b, f.seq, f.head)).collect();
+        let frontiers: Vec<(AgentId, u64, EntryId)> = self
+            .frontiers
+            .range((chain.author, AgentId([0; 32]))..)
+            .take_while(|((a, _), _)| *a == chain.author)
+            .map(|((_, b), f)| (*b, f.seq, f.head))
+            .collect();
         chain_bytes(&parts, self.records[lo..hi].iter().map(|r| (r.entry, &r.status)), frontiers.into_iter())
     }
 

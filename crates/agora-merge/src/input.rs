@@ -6,7 +6,7 @@
 //! payload binding is checked here again when a [`MergeEntry`] is built, so a
 //! payload that does not match its header can never be read as an event.
 
-use agora_core::verify::{verify_payload, VerifyError};
+use agora_core::verify::{VerifyError, verify_payload};
 use agora_core::{AgentId, Content, EntryId, ForkProof, ForkProofError, Payload, SignedEntry};
 
 /// Most entries one merge computation takes (positions are `u32`).

@@ -28,10 +28,10 @@
 mod check;
 mod disagreements;
 mod hash;
+pub mod input;
 mod live;
 mod live_merged_graph;
 mod live_perspective;
-pub mod input;
 mod merge;
 pub mod payload;
 mod published;
@@ -40,8 +40,8 @@ pub mod rules;
 mod views;
 
 pub use check::ResolutionPlan;
-pub use input::{decode_fork_proof, InputError, MergeEntry};
-pub use live::{ChainInput, LiveApplied, LiveMemory, LiveMerge, LiveUpdate, ViewChain, CONSENSUS_CACHED_MAX};
+pub use input::{InputError, MergeEntry, decode_fork_proof};
+pub use live::{CONSENSUS_CACHED_MAX, ChainInput, LiveApplied, LiveMemory, LiveMerge, LiveUpdate, ViewChain};
 pub use live_merged_graph::{LiveMergedGraph, MergedGraphPlan};
 pub use live_perspective::{LivePerspective, PerspectivePlan, PerspectiveRefresh};
 pub use merge::{Chain, ForkOutcome, ForkPoint, Frontier, Merge, MergeRecord};
@@ -49,6 +49,6 @@ pub use payload::{MergeDecodeError, MergeEvent};
 pub use published::{ChainSummary, MergedView, ViewNode, ViewNodes};
 pub use rules::{MergeRuleError, MergeStatus};
 pub use views::{
-    Audit, Branch, ChainConsensus, Consensus, ConsensusError, DisagreementMap, DisputeMark, DisputedEvent, DisputedEventView,
-    ForkBranches, Perspective, ANCESTORS_MAX, AGENTS_MAX,
+    AGENTS_MAX, ANCESTORS_MAX, Audit, Branch, ChainConsensus, Consensus, ConsensusError, DisagreementMap, DisputeMark, DisputedEvent, DisputedEventView,
+    ForkBranches, Perspective,
 };

@@ -29,12 +29,12 @@
 //! checks the view hash, every status, frontier, chain and open dispute, and
 //! the consensus, after each delivery.
 
-use crate::hash::{chain_bytes, view_bytes, ChainParts};
+use crate::hash::{ChainParts, chain_bytes, view_bytes};
 use crate::input::{InputError, MergeEntry};
 use crate::merge::{ForkOutcome, ForkPoint, Frontier, Merge, MergeRecord, NONE};
 use crate::payload::MergeEvent;
 use crate::rules::{MergeRuleError, MergeStatus};
-use crate::views::{accepted_prefix, counted_agents, ChainConsensus, Consensus, ConsensusError, DisputeMark, DisputedEvent};
+use crate::views::{ChainConsensus, Consensus, ConsensusError, DisputeMark, DisputedEvent, accepted_prefix, counted_agents};
 use agora_core::id_arena::IdArena;
 use agora_core::{AgentId, EntryId, ForkProof};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -250,7 +250,13 @@ impl LiveChain {
     /// No fork, gap, broken link, unknown payload or proof: every entry on
     /// the view. Only such a chain is extended in place.
     fn simple(&self) -> bool {
-        self.off_view.is_empty() && self.missing.is_empty() && self.fork_seqs.is_empty() && self.forks.is_empty() && self.proofs == 0 && self.view.len() as u64 == self.max_seq && self.len == self.max_seq
+        self.off_view.is_empty()
+            && self.missing.is_empty()
+            && self.fork_seqs.is_empty()
+            && self.forks.is_empty()
+            && self.proofs == 0
+            && self.view.len() as u64 == self.max_seq
+            && self.len == self.max_seq
     }
     fn on_view(&self, index: &entry_index::EntryIndex, id: &EntryId, seq: u64) -> bool {
         self.view_id(index, seq).as_ref() == Some(id)
@@ -524,7 +530,8 @@ impl LiveMerge {
         let slot = match self.by_author.get(&e.author()) {
             Some(&slot) => {
                 let chain = &self.chains[slot as usize];
-                let linked = chain.simple() && e.seq() == chain.max_seq + 1 && e.backlink() == chain.head(&self.index) && e.timestamp_ms() >= chain.head_timestamp_ms;
+                let linked =
+                    chain.simple() && e.seq() == chain.max_seq + 1 && e.backlink() == chain.head(&self.index) && e.timestamp_ms() >= chain.head_timestamp_ms;
                 if !linked {
                     return None;
                 }
@@ -661,7 +668,11 @@ impl LiveMerge {
             {
                 match self.index.get(continue_with) {
                     Some(loc) if loc.chain != s => {
-                        status = MergeStatus::Invalid(MergeRuleError::ResolutionForeign { signer: author, continue_with: *continue_with, author: self.chains[loc.chain as usize].author });
+                        status = MergeStatus::Invalid(MergeRuleError::ResolutionForeign {
+                            signer: author,
+                            continue_with: *continue_with,
+                            author: self.chains[loc.chain as usize].author,
+                        });
                     }
                     Some(_) => {}
                     None => {
@@ -951,13 +962,25 @@ impl LiveMerge {
 
     fn chain_bytes(&self, s: u32) -> Vec<u8> {
         let c = &self.chains[s as usize];
-        let parts = ChainParts { author: &c.author, len: c.len, view_len: c.view.len() as u64, head: c.head(&self.index), forks: &c.forks, fork_seqs: &c.fork_seqs, missing: &c.missing };
+        let parts = ChainParts {
+            author: &c.author,
+            len: c.len,
+            view_len: c.view.len() as u64,
+            head: c.head(&self.index),
+            forks: &c.forks,
+            fork_seqs: &c.fork_seqs,
+            missing: &c.missing,
+        };
         let frontiers = self.frontiers_of(s);
         // Every record's id under one read of the arena: a chain holds
         // thousands, and the arena is shared with the node's other threads.
         let ids = self.index.arena().read();
         let id_of = |r: u32| ids.id(r);
-        chain_bytes(&parts, c.records.iter().map(|r| (id_of(r.row()), r.status_in(id_of))), frontiers.iter().map(|(b, f)| (*b, f.seq, f.head)).collect::<Vec<_>>().into_iter())
+        chain_bytes(
+            &parts,
+            c.records.iter().map(|r| (id_of(r.row()), r.status_in(id_of))),
+            frontiers.iter().map(|(b, f)| (*b, f.seq, f.head)).collect::<Vec<_>>().into_iter(),
+        )
     }
 
     /// Signer `s`'s frontiers, ascending by accepted author.
@@ -1137,9 +1160,8 @@ impl LiveMerge {
                 if self.chains[loc.chain as usize].author == *signer {
                     return Err(MergeRuleError::SelfDispute(*target));
                 }
-                let open = own.and_then(|c| {
-                    c.records.iter().find(|r| r.applied() && matches!(&r.event, Some(MergeEvent::Dispute { target: t, .. }) if t == target))
-                });
+                let open =
+                    own.and_then(|c| c.records.iter().find(|r| r.applied() && matches!(&r.event, Some(MergeEvent::Dispute { target: t, .. }) if t == target)));
                 match open {
                     Some(r) => Err(MergeRuleError::AlreadyDisputed { target: *target, dispute: self.index.id(r.row()) }),
                     None => Ok(()),
@@ -1153,10 +1175,12 @@ impl LiveMerge {
                 }
                 let record = self.index.record_on(loc.chain, dispute).map(|r| &chain.records[r as usize]);
                 match record {
-                    Some(r) if matches!(r.event, Some(MergeEvent::Dispute { .. })) && chain.on_view(&self.index, dispute, loc.seq) => match r.status(&self.index) {
-                        MergeStatus::Withdrawn { by } => Err(MergeRuleError::AlreadyWithdrawn { dispute: *dispute, by }),
-                        _ => Ok(()),
-                    },
+                    Some(r) if matches!(r.event, Some(MergeEvent::Dispute { .. })) && chain.on_view(&self.index, dispute, loc.seq) => {
+                        match r.status(&self.index) {
+                            MergeStatus::Withdrawn { by } => Err(MergeRuleError::AlreadyWithdrawn { dispute: *dispute, by }),
+                            _ => Ok(()),
+                        }
+                    }
                     _ => Err(MergeRuleError::NotADispute(*dispute)),
                 }
             }
@@ -1170,10 +1194,16 @@ impl LiveMerge {
                     return Err(MergeRuleError::ResolutionSeq { continue_with: *continue_with, fork_seq: *fork_seq, found_seq: loc.seq });
                 }
                 let previous = own
-                    .map(|c| c.records.iter().filter_map(|r| match r.event {
-                        Some(MergeEvent::ForkResolution { fork_number, .. }) => Some(fork_number),
-                        _ => None,
-                    }).max().unwrap_or(0))
+                    .map(|c| {
+                        c.records
+                            .iter()
+                            .filter_map(|r| match r.event {
+                                Some(MergeEvent::ForkResolution { fork_number, .. }) => Some(fork_number),
+                                _ => None,
+                            })
+                            .max()
+                            .unwrap_or(0)
+                    })
                     .unwrap_or(0);
                 if *fork_number <= previous {
                     return Err(MergeRuleError::ForkNumberNotIncreasing { fork_number: *fork_number, previous });
@@ -1207,9 +1237,13 @@ impl LiveMerge {
             .records
             .iter()
             .filter_map(|r| match (&r.event, r.applied()) {
-                (Some(MergeEvent::Dispute { target, reason, counter_claim }), true) => {
-                    Some(DisputeMark { dispute: self.index.id(r.row()), by: c.author, target: *target, reason: reason.clone(), counter_claim: counter_claim.clone() })
-                }
+                (Some(MergeEvent::Dispute { target, reason, counter_claim }), true) => Some(DisputeMark {
+                    dispute: self.index.id(r.row()),
+                    by: c.author,
+                    target: *target,
+                    reason: reason.clone(),
+                    counter_claim: counter_claim.clone(),
+                }),
                 _ => None,
             })
             .collect();
@@ -1223,7 +1257,13 @@ impl LiveMerge {
         for c in self.chains_in_order() {
             for r in &c.records {
                 if let (Some(MergeEvent::Dispute { target, reason, counter_claim }), true) = (&r.event, r.applied()) {
-                    out.push(DisputeMark { dispute: self.index.id(r.row()), by: c.author, target: *target, reason: reason.clone(), counter_claim: counter_claim.clone() });
+                    out.push(DisputeMark {
+                        dispute: self.index.id(r.row()),
+                        by: c.author,
+                        target: *target,
+                        reason: reason.clone(),
+                        counter_claim: counter_claim.clone(),
+                    });
                 }
             }
         }
@@ -1275,11 +1315,7 @@ impl LiveMerge {
         let view_len = chain.view.len() as u64;
         let mut frontiers: Vec<(AgentId, u64)> = Vec::new();
         for a in agents {
-            let f = if *a == author {
-                view_len
-            } else {
-                self.by_author.get(a).and_then(|&s| self.chains[s as usize].reach.get(&t)).map_or(0, |&(seq, _)| seq)
-            };
+            let f = if *a == author { view_len } else { self.by_author.get(a).and_then(|&s| self.chains[s as usize].reach.get(&t)).map_or(0, |&(seq, _)| seq) };
             if f > 0 {
                 frontiers.push((*a, f));
             }

@@ -26,15 +26,15 @@
 //! (snapshot, texts and digest): the property test `live_equals_recompute`
 //! checks it after each delivery.
 
-use agora_core::id_arena::IdArena;
 use crate::input::MergeEntry;
 use crate::live::LiveMerge;
-use crate::live_perspective::{new_events, payload_changed_inside, prefixes_kept, replay_prefixes, Prefix, PerspectiveRefresh};
+use crate::live_perspective::{PerspectiveRefresh, Prefix, new_events, payload_changed_inside, prefixes_kept, replay_prefixes};
+use agora_core::id_arena::IdArena;
 use agora_core::{AgentId, EntryId};
 use agora_graph::{Graph, Late, TextSource};
-use std::sync::Arc;
 use std::collections::{BTreeMap, HashSet};
 use std::ops::RangeInclusive;
+use std::sync::Arc;
 
 /// The merged reasoning graph, kept current. See the module docs.
 #[derive(Debug)]

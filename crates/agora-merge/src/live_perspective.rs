@@ -40,10 +40,10 @@ use crate::live::LiveMerge;
 use crate::views::{DisputeMark, Perspective};
 use agora_core::id_arena::IdArena;
 use agora_core::{AgentId, EntryId};
-use agora_graph::{Graph, Late, LogEvent, TextSource, LIVE_GRAPH_JOURNAL};
-use std::sync::Arc;
+use agora_graph::{Graph, LIVE_GRAPH_JOURNAL, Late, LogEvent, TextSource};
 use std::collections::{BTreeMap, HashSet};
 use std::ops::RangeInclusive;
+use std::sync::Arc;
 
 /// What a perspective includes of one chain: its prefix through `upto`,
 /// whose last entry is `head`.
@@ -163,9 +163,7 @@ pub(crate) fn payload_changed_inside(merge: &LiveMerge, was: &BTreeMap<AgentId, 
 /// head of `was` is still on its view: the entries link by hash, so the
 /// head names the prefix.)
 pub(crate) fn prefixes_kept(merge: &LiveMerge, was: &BTreeMap<AgentId, Prefix>, now: &BTreeMap<AgentId, Prefix>) -> bool {
-    was.iter().all(|(author, w)| {
-        now.get(author).is_some_and(|p| p.upto >= w.upto) && merge.view_chain(author).get((w.upto - 1) as usize) == Some(w.head)
-    })
+    was.iter().all(|(author, w)| now.get(author).is_some_and(|p| p.upto >= w.upto) && merge.view_chain(author).get((w.upto - 1) as usize) == Some(w.head))
 }
 
 /// The events on the prefixes `now` past the prefixes `was` (which `now`
@@ -203,7 +201,6 @@ pub struct PerspectivePlan {
     /// own there too.
     ids: Arc<IdArena>,
 }
-
 
 impl PerspectivePlan {
     /// The agent whose perspective this is.

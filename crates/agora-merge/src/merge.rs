@@ -14,7 +14,7 @@
 //! 3. merge events on each signer's view chain, in seq order: accepts
 //!    (frontiers), disputes, withdrawals.
 
-use crate::input::{InputError, MergeEntry, MERGE_ENTRIES_MAX, MERGE_PROOFS_MAX};
+use crate::input::{InputError, MERGE_ENTRIES_MAX, MERGE_PROOFS_MAX, MergeEntry};
 use crate::payload::MergeEvent;
 use crate::published::MergedView;
 use crate::rules::{MergeRuleError, MergeStatus};
@@ -404,15 +404,7 @@ impl<'a> Merge<'a> {
 
     fn push_chain(&mut self, author: AgentId, start: usize, end: usize, missing: Vec<(u64, EntryId)>) {
         self.chain_index.insert(author, self.chains.len() as u32);
-        self.chains.push(Chain {
-            author,
-            start: start as u32,
-            end: end as u32,
-            view: Vec::new(),
-            forks: Vec::new(),
-            fork_seqs: Vec::new(),
-            missing,
-        });
+        self.chains.push(Chain { author, start: start as u32, end: end as u32, view: Vec::new(), forks: Vec::new(), fork_seqs: Vec::new(), missing });
     }
 
     /// Step 2 for one author. `proof_seqs`: seqs of the fork proofs given for it.
@@ -451,9 +443,7 @@ impl<'a> Merge<'a> {
     /// Validate the author's fork resolutions that are in its rooted tree.
     /// Returns the valid ones as (record, fork number, fork seq, continue_with item).
     fn check_resolutions(&mut self, start: usize, end: usize, author: AgentId) -> Vec<(u32, u64, u64, u32)> {
-        let is_resolution = |r: u32, records: &[MergeRecord]| {
-            r != NONE && matches!(records[r as usize].event, Some(MergeEvent::ForkResolution { .. }))
-        };
+        let is_resolution = |r: u32, records: &[MergeRecord]| r != NONE && matches!(records[r as usize].event, Some(MergeEvent::ForkResolution { .. }));
         if !(start..end).any(|i| is_resolution(self.items[i].record, &self.records)) {
             return Vec::new();
         }

@@ -111,7 +111,16 @@ impl<'v> ViewNode<'v> {
     /// from a store ([`Graph::with_texts_from`]), if the store fails.
     pub fn read(graph: &'v Graph, n: NodeRef<'v>, disputed_by: &'v [DisputeMark]) -> Result<Self, agora_graph::TextUnavailable> {
         let text = graph.text(n)?;
-        Ok(ViewNode { id: n.id, author: graph.position(n).author, seq: n.seq(), kind: n.kind(), text, status: n.status().name(), edges: graph.edges(n).collect(), disputed_by })
+        Ok(ViewNode {
+            id: n.id,
+            author: graph.position(n).author,
+            seq: n.seq(),
+            kind: n.kind(),
+            text,
+            status: n.status().name(),
+            edges: graph.edges(n).collect(),
+            disputed_by,
+        })
     }
 }
 
@@ -167,14 +176,12 @@ impl Merge<'_> {
     /// The merged view around `graph`, which is [`Merge::merged_graph`].
     fn view_of_merged_graph(&self, mut graph: Graph) -> MergedView {
         // The graph's digest is most of the work; the rest goes beside it.
-        let (graph_digest, (view_hash, disputes, chains)) =
-            rayon::join(|| graph.digest(), || (self.view_hash(), self.open_disputes(), self.chain_summaries()));
+        let (graph_digest, (view_hash, disputes, chains)) = rayon::join(|| graph.digest(), || (self.view_hash(), self.open_disputes(), self.chain_summaries()));
         MergedView { view_hash, graph_digest, chains, disputes, graph }
     }
 
     pub(crate) fn chain_summaries(&self) -> Vec<ChainSummary> {
-        self
-            .chains
+        self.chains
             .iter()
             .map(|c| ChainSummary {
                 author: c.author,

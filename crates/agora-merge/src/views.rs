@@ -6,7 +6,7 @@
 use crate::merge::{ForkPoint, Frontier, Merge, MergeRecord, NONE};
 use crate::payload::MergeEvent;
 use crate::rules::MergeStatus;
-use agora_core::verify::{verify_link, verify_payload, verify_signatures, VerifyError};
+use agora_core::verify::{VerifyError, verify_link, verify_payload, verify_signatures};
 use agora_core::{AgentId, EntryId, ForkProof};
 use agora_graph::{Graph, LogPosition, Status};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -269,13 +269,9 @@ impl Audit {
 impl Merge<'_> {
     pub(crate) fn dispute_mark(&self, r: &MergeRecord) -> Option<DisputeMark> {
         match &r.event {
-            Some(MergeEvent::Dispute { target, reason, counter_claim }) => Some(DisputeMark {
-                dispute: r.entry,
-                by: r.signer,
-                target: *target,
-                reason: reason.clone(),
-                counter_claim: counter_claim.clone(),
-            }),
+            Some(MergeEvent::Dispute { target, reason, counter_claim }) => {
+                Some(DisputeMark { dispute: r.entry, by: r.signer, target: *target, reason: reason.clone(), counter_claim: counter_claim.clone() })
+            }
             _ => None,
         }
     }
@@ -475,11 +471,7 @@ impl Merge<'_> {
     fn disputes_of_author(&self, author: &AgentId) -> Vec<MergeRecord> {
         self.records
             .iter()
-            .filter(|r| {
-                self.target_of(r)
-                    .and_then(|t| self.lookup(&t))
-                    .is_some_and(|k| self.items[k as usize].signed.header().author == *author)
-            })
+            .filter(|r| self.target_of(r).and_then(|t| self.lookup(&t)).is_some_and(|k| self.items[k as usize].signed.header().author == *author))
             .cloned()
             .collect()
     }

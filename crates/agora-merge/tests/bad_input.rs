@@ -7,7 +7,7 @@ mod common;
 use agora_core::{AgentId, EntryId, ForkProof, ForkProofError};
 use agora_graph::Event;
 use agora_merge::*;
-use common::{text, Swarm};
+use common::{Swarm, text};
 
 fn prop(t: &str) -> Event {
     Event::Proposition { text: text(t) }
@@ -110,7 +110,10 @@ fn forged_fork_proofs_are_refused() {
     let mut s1 = s.sign_after(1, None, b"z").encode();
     s1[1..33].copy_from_slice(s.agent(0).as_bytes());
     let relabeled = agora_core::SignedEntry::decode(&s1).unwrap();
-    assert!(matches!(ForkProof::new(x.clone(), relabeled), Err(ForkProofError::DifferentAuthors(..) | ForkProofError::NotConflicting(..) | ForkProofError::EntrySignature { .. })));
+    assert!(matches!(
+        ForkProof::new(x.clone(), relabeled),
+        Err(ForkProofError::DifferentAuthors(..) | ForkProofError::NotConflicting(..) | ForkProofError::EntrySignature { .. })
+    ));
     // Truncated and oversized bytes.
     assert!(decode_fork_proof(&good[..good.len() - 1]).is_err());
     assert!(matches!(decode_fork_proof(&vec![1u8; 400]), Err(InputError::ForkProof(ForkProofError::TooLong(400)))));
@@ -187,7 +190,10 @@ fn other_rule_breaks_are_refused_locally_and_invalid_from_peers() {
     let self_dispute = s.merge(0, MergeEvent::Dispute { target: a1, reason: text("x"), counter_claim: None });
     let d = s.merge(2, MergeEvent::Dispute { target: a1, reason: text("no"), counter_claim: None });
     let m = s.compute();
-    assert_eq!(m.check(&c, &MergeEvent::Dispute { target: a1, reason: text("again"), counter_claim: None }), Err(MergeRuleError::AlreadyDisputed { target: a1, dispute: d }));
+    assert_eq!(
+        m.check(&c, &MergeEvent::Dispute { target: a1, reason: text("again"), counter_claim: None }),
+        Err(MergeRuleError::AlreadyDisputed { target: a1, dispute: d })
+    );
     // Withdrawing someone else's dispute, a non-dispute, twice.
     assert!(matches!(m.check(&b, &MergeEvent::Withdraw { dispute: d }), Err(MergeRuleError::NotOwnDispute { .. })));
     assert_eq!(m.check(&c, &MergeEvent::Withdraw { dispute: mismatch }), Err(MergeRuleError::NotADispute(mismatch)));

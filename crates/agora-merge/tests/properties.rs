@@ -39,7 +39,9 @@ fn build(n: usize, actions: &[Action]) -> Swarm {
                 let ev = s.accept_of(&t);
                 s.merge(act.agent, ev)
             }),
-            5 => pick(&all).map(|t| s.merge(act.agent, MergeEvent::Dispute { target: t, reason: format!("r{i}"), counter_claim: (act.b % 2 == 0).then(|| format!("cc{i}")) })),
+            5 => pick(&all).map(|t| {
+                s.merge(act.agent, MergeEvent::Dispute { target: t, reason: format!("r{i}"), counter_claim: (act.b % 2 == 0).then(|| format!("cc{i}")) })
+            }),
             6 => pick(&own[act.agent]).map(|d| s.merge(act.agent, MergeEvent::Withdraw { dispute: d })),
             7 => pick(&own[act.agent]).map(|p| s.append_after(act.agent, Some(p), Event::Proposition { text: format!("f{i}") }.encode())),
             8 => pick(&own[act.agent]).map(|c| {
@@ -393,7 +395,8 @@ fn step() -> impl Strategy<Value = Step> {
 /// Everything an audit says, as text (a record's place in a recompute's
 /// tables is not part of it).
 fn audit_parts(a: &agora_merge::Audit) -> String {
-    let records = |rs: &[agora_merge::MergeRecord]| rs.iter().map(|r| format!("{} {} {} {:?} {:?}", r.entry, r.signer, r.seq, r.event, r.status)).collect::<Vec<_>>();
+    let records =
+        |rs: &[agora_merge::MergeRecord]| rs.iter().map(|r| format!("{} {} {} {:?} {:?}", r.entry, r.signer, r.seq, r.event, r.status)).collect::<Vec<_>>();
     format!(
         "{:#?}",
         (
@@ -444,7 +447,10 @@ fn assert_live_equals(live: &mut LiveMerge, held: &[MergeEntry], proofs: &[ForkP
                 |ids| {
                     let wanted: std::collections::HashSet<&EntryId> = ids.iter().collect();
                     let refers = |e: &MergeEntry| {
-                        e.payload().filter(|p| Event::is_event_payload(p)).and_then(|p| Event::decode(p).ok()).is_some_and(|ev| ev.ref_list().iter().any(|r| wanted.contains(r)))
+                        e.payload()
+                            .filter(|p| Event::is_event_payload(p))
+                            .and_then(|p| Event::decode(p).ok())
+                            .is_some_and(|ev| ev.ref_list().iter().any(|r| wanted.contains(r)))
                     };
                     Ok(held.iter().filter(|e| refers(e)).map(MergeEntry::id).collect())
                 },
@@ -458,7 +464,8 @@ fn assert_live_equals(live: &mut LiveMerge, held: &[MergeEntry], proofs: &[ForkP
     // dispute, fork resolutions of every branch.
     let open = m.open_disputes();
     let unknown = EntryId([0xee; 32]);
-    let mut events: Vec<MergeEvent> = vec![MergeEvent::Dispute { target: unknown, reason: "r".into(), counter_claim: None }, MergeEvent::Withdraw { dispute: unknown }];
+    let mut events: Vec<MergeEvent> =
+        vec![MergeEvent::Dispute { target: unknown, reason: "r".into(), counter_claim: None }, MergeEvent::Withdraw { dispute: unknown }];
     for b in m.agents() {
         let view = m.view_chain(&b);
         if let (Some(first), Some(last)) = (view.first(), view.last()) {
@@ -508,7 +515,14 @@ fn entries_in(held: &[MergeEntry], author: &agora_core::AgentId, seqs: std::ops:
 /// Each live perspective, refreshed, equals the recompute's: the same hash
 /// (agent, prefixes, disputes and the graph's digest), prefixes, left-out
 /// events and graph snapshot.
-fn assert_perspectives_equal(perspectives: &mut [LivePerspective], live: &LiveMerge, changed: &[EntryId], held: &[MergeEntry], proofs: &[ForkProof], what: &str) -> Result<(), TestCaseError> {
+fn assert_perspectives_equal(
+    perspectives: &mut [LivePerspective],
+    live: &LiveMerge,
+    changed: &[EntryId],
+    held: &[MergeEntry],
+    proofs: &[ForkProof],
+    what: &str,
+) -> Result<(), TestCaseError> {
     let m = Merge::compute(held, proofs).unwrap();
     for p in perspectives.iter_mut() {
         p.refresh(live, changed, |a, seqs| entries_in(held, a, seqs)).unwrap();
@@ -531,7 +545,14 @@ fn assert_perspectives_equal(perspectives: &mut [LivePerspective], live: &LiveMe
 /// (`Merge::merged_graph`): snapshot, texts and digest; and the chain
 /// summaries the Automerge document publishes, read off the live state,
 /// equal the recompute's.
-fn assert_merged_graph_equal(graph: &mut LiveMergedGraph, live: &LiveMerge, changed: &[EntryId], held: &[MergeEntry], proofs: &[ForkProof], what: &str) -> Result<(), TestCaseError> {
+fn assert_merged_graph_equal(
+    graph: &mut LiveMergedGraph,
+    live: &LiveMerge,
+    changed: &[EntryId],
+    held: &[MergeEntry],
+    proofs: &[ForkProof],
+    what: &str,
+) -> Result<(), TestCaseError> {
     let m = Merge::compute(held, proofs).unwrap();
     graph.refresh(live, changed, |a, seqs| entries_in(held, a, seqs)).unwrap();
     let mut want = m.merged_graph();
@@ -687,7 +708,9 @@ fn a_payload_change_replays_a_live_perspective_only_inside_what_it_includes() {
     let mut live = LiveMerge::from_entries(&held, &[]).unwrap();
     let agent = s.agent(0);
     let mut p = LivePerspective::build(&live, agent, |a, seqs| entries_in(&held, a, seqs)).unwrap();
-    let chain_of = |held: &[MergeEntry], a: &agora_core::AgentId| -> Result<ChainInput, std::convert::Infallible> { Ok((held.iter().filter(|e| e.author() == *a).cloned().collect(), Vec::new())) };
+    let chain_of = |held: &[MergeEntry], a: &agora_core::AgentId| -> Result<ChainInput, std::convert::Infallible> {
+        Ok((held.iter().filter(|e| e.author() == *a).cloned().collect(), Vec::new()))
+    };
 
     // b3's payload arrives: b3 and b4 join B's view, beyond A's accept.
     held[at(b3)] = full[at(b3)].clone();
@@ -728,7 +751,9 @@ fn a_live_perspective_takes_late_events_in_place_where_their_order_does_not_matt
     let dispute = s.merge(0, MergeEvent::Dispute { target: b2, reason: "no".into(), counter_claim: None });
     s.event(0, Event::Support { target: a2, text: "a4".into() });
     let agent = s.agent(0);
-    let chain_of = |held: &[MergeEntry], a: &agora_core::AgentId| -> Result<ChainInput, std::convert::Infallible> { Ok((held.iter().filter(|e| e.author() == *a).cloned().collect(), Vec::new())) };
+    let chain_of = |held: &[MergeEntry], a: &agora_core::AgentId| -> Result<ChainInput, std::convert::Infallible> {
+        Ok((held.iter().filter(|e| e.author() == *a).cloned().collect(), Vec::new()))
+    };
     let mut held = s.entries.clone();
     let mut live = LiveMerge::from_entries(&held, &[]).unwrap();
     let mut p = LivePerspective::build(&live, agent, |a, seqs| entries_in(&held, a, seqs)).unwrap();
@@ -786,7 +811,10 @@ fn a_live_perspective_rewinds_for_a_late_event_whose_place_matters() {
     let id = s.merge(0, ev);
     let held = s.entries.clone();
     let e = held.iter().find(|e| e.id() == id).unwrap().clone();
-    live.apply(LiveUpdate { entries: vec![e], ..LiveUpdate::default() }, |a| Ok::<ChainInput, std::convert::Infallible>((held.iter().filter(|e| e.author() == *a).cloned().collect(), Vec::new()))).unwrap();
+    live.apply(LiveUpdate { entries: vec![e], ..LiveUpdate::default() }, |a| {
+        Ok::<ChainInput, std::convert::Infallible>((held.iter().filter(|e| e.author() == *a).cloned().collect(), Vec::new()))
+    })
+    .unwrap();
     let done = p.refresh(&live, &[], |a, seqs| entries_in(&held, a, seqs)).unwrap();
     assert!(!done.rebuilt && done.applied == 1, "{done:?}");
     let mut want = Merge::compute(&held, &[]).unwrap().perspective(&agent);

@@ -7,7 +7,7 @@ mod common;
 use agora_core::{EntryId, ForkProof};
 use agora_graph::{Event, Status};
 use agora_merge::*;
-use common::{text, Swarm};
+use common::{Swarm, text};
 
 const ALICE: usize = 0;
 const BOB: usize = 1;
@@ -21,28 +21,25 @@ fn pricing_debate() {
     let mut s = Swarm::new(3);
     let (alice, bob, carol) = (s.agent(ALICE), s.agent(BOB), s.agent(CAROL));
     let p1 = s.event(ALICE, Event::Proposition { text: text("Usage-based pricing aligns incentives and reduces low-end friction") });
-    let c2 = s.event(BOB, Event::Contradiction {
-        target: p1,
-        text: text("Enterprise procurement requires predictable costs; usage-based is a blocker"),
-    });
-    let r3 = s.event(ALICE, Event::Refinement {
-        target: p1,
-        resolves: vec![c2],
-        text: text("Two-track model: seat-based for enterprise, usage-based for self-serve"),
-    });
+    let c2 = s.event(BOB, Event::Contradiction { target: p1, text: text("Enterprise procurement requires predictable costs; usage-based is a blocker") });
+    let r3 = s.event(
+        ALICE,
+        Event::Refinement { target: p1, resolves: vec![c2], text: text("Two-track model: seat-based for enterprise, usage-based for self-serve") },
+    );
     let carol_accepts_alice = s.merge(CAROL, s.accept_of(&r3));
     let bob_accepts_p1 = s.merge(BOB, s.accept_of(&p1));
-    let dispute = s.merge(BOB, MergeEvent::Dispute {
-        target: r3,
-        reason: text("two tracks double the billing system"),
-        counter_claim: Some(text("one usage-based plan with a spend cap")),
-    });
+    let dispute = s.merge(
+        BOB,
+        MergeEvent::Dispute {
+            target: r3,
+            reason: text("two tracks double the billing system"),
+            counter_claim: Some(text("one usage-based plan with a spend cap")),
+        },
+    );
     s.merge(CAROL, s.accept_of(&c2));
     s.merge(ALICE, s.accept_of(&c2));
-    let synthesis = s.event(CAROL, Event::Synthesis {
-        sources: vec![p1, r3],
-        text: text("Pricing should track how value is realized; the two-track model is an instance"),
-    });
+    let synthesis = s
+        .event(CAROL, Event::Synthesis { sources: vec![p1, r3], text: text("Pricing should track how value is realized; the two-track model is an instance") });
     let m = s.compute();
 
     // Every merge event applied.

@@ -11,8 +11,8 @@ use agora_core::{AgentId, EntryId, SignedEntry};
 use agora_graph::Event;
 use agora_merge::payload::{KIND_COUNT, TEXT_BYTES_MAX};
 use agora_merge::{ChainInput, LiveMerge, LiveUpdate, Merge, MergeEntry, MergeEvent};
-use common::{text, Swarm};
-use serde_json::{json, Value};
+use common::{Swarm, text};
+use serde_json::{Value, json};
 use std::path::PathBuf;
 
 fn path() -> PathBuf {
@@ -22,7 +22,11 @@ fn path() -> PathBuf {
 fn examples() -> Vec<MergeEvent> {
     vec![
         MergeEvent::Accept { author: AgentId([1; 32]), up_to_seq: 4, head: EntryId([2; 32]) },
-        MergeEvent::Dispute { target: EntryId([3; 32]), reason: text("two tracks double the billing system"), counter_claim: Some(text("one plan with a spend cap")) },
+        MergeEvent::Dispute {
+            target: EntryId([3; 32]),
+            reason: text("two tracks double the billing system"),
+            counter_claim: Some(text("one plan with a spend cap")),
+        },
         MergeEvent::Withdraw { dispute: EntryId([4; 32]) },
         MergeEvent::ForkResolution { fork_number: 1, fork_seq: 6, continue_with: EntryId([5; 32]) },
     ]
@@ -76,15 +80,13 @@ fn generate() -> Value {
         .collect();
     let bad: Vec<Value> = invalid()
         .into_iter()
-        .map(|(name, bytes, error)| json!({ "name": name, "payload": hex::encode(&bytes), "error": error, "residue": hex::encode(MergeEvent::residue(&bytes)) }))
+        .map(
+            |(name, bytes, error)| json!({ "name": name, "payload": hex::encode(&bytes), "error": error, "residue": hex::encode(MergeEvent::residue(&bytes)) }),
+        )
         .collect();
     let s = scenario();
     let m = s.compute();
-    let entries: Vec<Value> = s
-        .entries
-        .iter()
-        .map(|e| json!({ "entry": hex::encode(e.signed().encode()), "payload": e.payload().map(hex::encode) }))
-        .collect();
+    let entries: Vec<Value> = s.entries.iter().map(|e| json!({ "entry": hex::encode(e.signed().encode()), "payload": e.payload().map(hex::encode) })).collect();
     let statuses: Vec<Value> = m
         .records()
         .iter()
@@ -179,7 +181,9 @@ fn merge_vectors_check() {
     let mut live = LiveMerge::new();
     for (i, e) in entries.iter().enumerate() {
         let held = &entries[..=i];
-        let input = |a: &agora_core::AgentId| -> Result<ChainInput, std::convert::Infallible> { Ok((held.iter().filter(|e| e.author() == *a).cloned().collect(), Vec::new())) };
+        let input = |a: &agora_core::AgentId| -> Result<ChainInput, std::convert::Infallible> {
+            Ok((held.iter().filter(|e| e.author() == *a).cloned().collect(), Vec::new()))
+        };
         live.apply(LiveUpdate { entries: vec![e.clone()], ..LiveUpdate::default() }, input).unwrap();
     }
     assert_eq!(hex::encode(live.view_hash()), swarm["view_hash"].as_str().unwrap());

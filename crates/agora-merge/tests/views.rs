@@ -7,7 +7,7 @@ use agora_core::entry::Header;
 use agora_core::{EntryId, SignedEntry};
 use agora_graph::{Event, Status};
 use agora_merge::*;
-use common::{text, Swarm};
+use common::{Swarm, text};
 
 fn prop(t: &str) -> Event {
     Event::Proposition { text: text(t) }

@@ -29,7 +29,7 @@
 //! (writing `node.json`, serving the routes) is in `agora-commands::control`
 //! and `agora-node`'s `daemon/server.rs`.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -37,11 +37,11 @@ use std::time::Duration;
 
 /// The file a running node writes into its home.
 pub const NODE_FILE: &str = "node.json";
-pub use agora_command_line::wire::{
-    frame, proof, token_matches, CommandRequest, CHALLENGE_HEADER, COMMAND_LINE_BYTES_MAX, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT, PROOF_HEADER,
-    STDIN_BYTES_MAX,
-};
 use agora_command_line::cli::{ChainCommand, Command};
+pub use agora_command_line::wire::{
+    CHALLENGE_HEADER, COMMAND_LINE_BYTES_MAX, CommandRequest, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT, PROOF_HEADER, STDIN_BYTES_MAX, frame, proof,
+    token_matches,
+};
 use agora_command_line::wire::{encode_request, frame_head};
 use agora_core::limits::PAYLOAD_BYTES_MAX;
 
@@ -141,10 +141,7 @@ pub fn forward_to(node: &NodeFile, request: &CommandRequest, stdin: &[u8], out: 
 /// take it, so that it can still hand the input to a local run otherwise.
 pub fn send_command(node: &NodeFile, request: &CommandRequest, stdin: &[u8], out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, ForwardError> {
     let body = encode_request(request, stdin);
-    let response = agent(None)
-        .post(format!("http://{}/v1/command", node.control))
-        .header("authorization", format!("Bearer {}", node.token))
-        .send(&body[..]);
+    let response = agent(None).post(format!("http://{}/v1/command", node.control)).header("authorization", format!("Bearer {}", node.token)).send(&body[..]);
     let mut response = match response {
         Ok(r) => r,
         Err(ureq::Error::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => return Err(ForwardError::Unreachable),

@@ -148,9 +148,7 @@ impl RosterEvent {
             Ok(ev) => ev.without_text().encode(),
             Err(RosterError::NotRoster) => Vec::new(),
             Err(RosterError::Version(v)) => ROSTER_FRAMING.frame_raw(v, &[]),
-            Err(RosterError::NoteTooLong(_)) => {
-                RosterEvent::Admit { agent: AgentId([0; 32]), note: "\0".repeat(NOTE_BYTES_MAX + 1) }.encode()
-            }
+            Err(RosterError::NoteTooLong(_)) => RosterEvent::Admit { agent: AgentId([0; 32]), note: "\0".repeat(NOTE_BYTES_MAX + 1) }.encode(),
             Err(RosterError::Malformed(_) | RosterError::RemoveFounder) => ROSTER_FRAMING.frame_raw(ROSTER_VERSION, &[0xff]),
         }
     }
@@ -389,7 +387,10 @@ mod tests {
         let m = agent(5);
         let admit = RosterEvent::Admit { agent: m, note: String::new() }.encode();
         let remove = RosterEvent::RemoveAfter { agent: m, last_seq: 4, reason: "left".into() }.encode();
-        let r = Roster::derive(f, [FounderEntry { seq: 1, id: id(1), content: Content::Held(&admit) }, FounderEntry { seq: 2, id: id(2), content: Content::Held(&remove) }]);
+        let r = Roster::derive(
+            f,
+            [FounderEntry { seq: 1, id: id(1), content: Content::Held(&admit) }, FounderEntry { seq: 2, id: id(2), content: Content::Held(&remove) }],
+        );
         assert!(!r.admits(&m));
         assert_eq!(r.admission().get(&m), Some(&Some(4)));
         assert_eq!(r.admission().get(&f), Some(&None));
@@ -415,10 +416,19 @@ mod tests {
         let m = agent(5);
         let admit = RosterEvent::Admit { agent: m, note: "bob".into() }.encode();
         let remove = RosterEvent::RemoveAfter { agent: m, last_seq: 0, reason: "spam".into() }.encode();
-        let held = Roster::derive(f, [FounderEntry { seq: 1, id: id(1), content: Content::Held(&admit) }, FounderEntry { seq: 2, id: id(2), content: Content::Held(&remove) }]);
+        let held = Roster::derive(
+            f,
+            [FounderEntry { seq: 1, id: id(1), content: Content::Held(&admit) }, FounderEntry { seq: 2, id: id(2), content: Content::Held(&remove) }],
+        );
         let residue = RosterEvent::residue(&remove);
         assert!(!residue.windows(4).any(|w| w == b"spam"));
-        let redacted = Roster::derive(f, [FounderEntry { seq: 1, id: id(1), content: Content::Held(&admit) }, FounderEntry { seq: 2, id: id(2), content: Content::Redacted(Some(&residue)) }]);
+        let redacted = Roster::derive(
+            f,
+            [
+                FounderEntry { seq: 1, id: id(1), content: Content::Held(&admit) },
+                FounderEntry { seq: 2, id: id(2), content: Content::Redacted(Some(&residue)) },
+            ],
+        );
         assert_eq!(redacted.admission(), held.admission(), "a residue removes as the payload did");
         let pending = Roster::derive(
             f,

@@ -16,9 +16,9 @@
 use agora_core::entry::next_header;
 use agora_core::verify::verify_signature;
 use agora_core::{AgentId, AgentKey, EntryId, SignedEntry};
-use agora_roster::{FounderEntry, Roster, RosterError, RosterEvent, NOTE_BYTES_MAX};
+use agora_roster::{FounderEntry, NOTE_BYTES_MAX, Roster, RosterError, RosterEvent};
 use proptest::prelude::*;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::path::PathBuf;
 
 fn path() -> PathBuf {
@@ -309,14 +309,11 @@ fn roster_json(r: &Roster) -> Value {
 fn derive(founder: AgentId, entries: &[(AgentId, SignedEntry, Option<Vec<u8>>)]) -> Roster {
     Roster::derive(
         founder,
-        entries
-            .iter()
-            .filter(|(author, _, _)| *author == founder)
-            .map(|(_, e, p)| FounderEntry {
-                seq: e.header().seq,
-                id: e.id(),
-                content: p.as_deref().map_or(agora_core::Content::Missing, agora_core::Content::Held),
-            }),
+        entries.iter().filter(|(author, _, _)| *author == founder).map(|(_, e, p)| FounderEntry {
+            seq: e.header().seq,
+            id: e.id(),
+            content: p.as_deref().map_or(agora_core::Content::Missing, agora_core::Content::Held),
+        }),
     )
 }
 
@@ -337,11 +334,10 @@ fn generate() -> Value {
             json!({ "name": name, "event": event_json(e), "payload": hex::encode(e.encode()), "residue": hex::encode(RosterEvent::residue(&e.encode())) })
         })
         .collect();
-    let invalid: Vec<Value> =
-        invalid_payloads()
-            .into_iter()
-            .map(|(name, p, error)| json!({ "name": name, "payload": hex::encode(&p), "error": error, "residue": hex::encode(RosterEvent::residue(&p)) }))
-            .collect();
+    let invalid: Vec<Value> = invalid_payloads()
+        .into_iter()
+        .map(|(name, p, error)| json!({ "name": name, "payload": hex::encode(&p), "error": error, "residue": hex::encode(RosterEvent::residue(&p)) }))
+        .collect();
     let checks = json!([
         { "name": "remove_founder", "founder": founder.to_string(), "payload": hex::encode(remove("alice", "")), "error": "remove_founder" },
         { "name": "remove_other", "founder": founder.to_string(), "payload": hex::encode(remove("bob", "")), "error": null },
@@ -469,10 +465,7 @@ fn roster_vectors_check() {
             let reason = skip_code(payload, &founder);
             match payload {
                 None => panic!("a missing payload is never skipped"),
-                Some(p) => assert_eq!(
-                    s.reason,
-                    RosterEvent::decode(p).and_then(|ev| ev.check_local(&founder)).unwrap_err().to_string()
-                ),
+                Some(p) => assert_eq!(s.reason, RosterEvent::decode(p).and_then(|ev| ev.check_local(&founder)).unwrap_err().to_string()),
             }
             k["reason"] = json!(reason);
         }
@@ -508,8 +501,7 @@ fn arb_chain() -> impl Strategy<Value = Vec<(u64, u8, u8, u8, bool)>> {
         let n = steps.len() as u64;
         (Just(steps), prop::option::weighted(0.3, 1..=n.max(1)))
             .prop_map(move |(steps, fork)| {
-                let mut out: Vec<(u64, u8, u8, u8, bool)> =
-                    steps.iter().enumerate().map(|(i, (k, a, held))| (i as u64 + 1, i as u8, *k, *a, *held)).collect();
+                let mut out: Vec<(u64, u8, u8, u8, bool)> = steps.iter().enumerate().map(|(i, (k, a, held))| (i as u64 + 1, i as u8, *k, *a, *held)).collect();
                 if let (Some(seq), true) = (fork, n > 0) {
                     out.push((seq, 200, 0, 4, true));
                 }

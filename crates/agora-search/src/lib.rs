@@ -11,7 +11,7 @@ use agora_core::EntryId;
 use agora_graph::{Graph, Status};
 use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
-use tantivy::schema::{Field, NumericOptions, Schema, Value, STORED, TEXT};
+use tantivy::schema::{Field, NumericOptions, STORED, Schema, TEXT, Value};
 use tantivy::{Index, IndexReader, TantivyDocument};
 
 /// Largest number of hits one search returns.
@@ -89,10 +89,7 @@ impl SearchIndex {
     /// Search. Leaves out superseded and retracted nodes unless `include_all`.
     pub fn search(&self, graph: &Graph, query: &str, include_all: bool, limit: usize) -> Result<Vec<Hit>, SearchError> {
         let limit = limit.clamp(1, LIMIT_MAX);
-        let parsed = self
-            .parser
-            .parse_query(query)
-            .map_err(|e| SearchError::Query { query: query.to_string(), reason: e.to_string() })?;
+        let parsed = self.parser.parse_query(query).map_err(|e| SearchError::Query { query: query.to_string(), reason: e.to_string() })?;
         let searcher = self.reader.searcher();
         // Hidden hits are filtered after ranking, so ask for more until enough
         // visible ones are found or the index is exhausted.
@@ -138,7 +135,14 @@ mod tests {
         let g = Graph::replay(vec![
             ev(1, Event::Proposition { text: "usage-based pricing for everyone".into() }),
             ev(2, Event::Contradiction { target: EntryId([1; 32]), text: "procurement cannot budget usage-based costs".into() }),
-            ev(3, Event::Refinement { target: EntryId([1; 32]), resolves: vec![EntryId([2; 32])], text: "seat-based enterprise, usage-based self-serve pricing".into() }),
+            ev(
+                3,
+                Event::Refinement {
+                    target: EntryId([1; 32]),
+                    resolves: vec![EntryId([2; 32])],
+                    text: "seat-based enterprise, usage-based self-serve pricing".into(),
+                },
+            ),
             ev(4, Event::Question { text: "what about hiring?".into() }),
         ]);
         let index = SearchIndex::build(&g).unwrap();

@@ -4,11 +4,11 @@
 //! Reading and verifying overlap: while the rayon pool verifies one block of
 //! entries, the next block is read from RocksDB (`rayon::join`).
 
-use crate::error::{db, StoreError};
+use crate::error::{StoreError, db};
 use crate::keys::*;
-use crate::store::{decode_stored, Store};
+use crate::store::{Store, decode_stored};
 use agora_core::limits::VERIFY_BATCH_LEN;
-use agora_core::verify::{verify_link, verify_payload, verify_signatures, EntryRef};
+use agora_core::verify::{EntryRef, verify_link, verify_payload, verify_signatures};
 use agora_core::{AgentId, EntryId, SignedEntry};
 use rayon::prelude::*;
 use std::collections::BTreeSet;
@@ -95,10 +95,8 @@ impl Store {
     /// [`Store::audit`], calling `progress` with the number of entries
     /// checked so far after each block (a progress bar's position).
     pub fn audit_observed(&self, author: Option<&AgentId>, threads: usize, progress: &(dyn Fn(u64) + Sync)) -> Result<AuditReport, StoreError> {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .map_err(|e| StoreError::Limit(format!("cannot start verification threads: {e}")))?;
+        let pool =
+            rayon::ThreadPoolBuilder::new().num_threads(threads).build().map_err(|e| StoreError::Limit(format!("cannot start verification threads: {e}")))?;
         let authors: Vec<AgentId> = match author {
             Some(a) => vec![*a],
             None => self.authors()?.into_iter().map(|s| s.author).collect(),
@@ -127,10 +125,7 @@ impl Store {
 
         let mut block = read_block(&mut entries, &mut payloads, author)?;
         while !block.is_empty() {
-            let (checked, next) = rayon::join(
-                || check_block(&block),
-                || read_block(&mut entries, &mut payloads, author),
-            );
+            let (checked, next) = rayon::join(|| check_block(&block), || read_block(&mut entries, &mut payloads, author));
             for (raw, c) in block.iter().zip(checked) {
                 audit.entries += 1;
                 if let Some(p) = c.problem {
@@ -176,11 +171,7 @@ impl Store {
 
 /// Read the next block of one author's entries with their payloads (the two
 /// column families share keys, so the iterators advance in step).
-fn read_block(
-    entries: &mut rocksdb::DBRawIterator<'_>,
-    payloads: &mut rocksdb::DBRawIterator<'_>,
-    author: &AgentId,
-) -> Result<Vec<Raw>, StoreError> {
+fn read_block(entries: &mut rocksdb::DBRawIterator<'_>, payloads: &mut rocksdb::DBRawIterator<'_>, author: &AgentId) -> Result<Vec<Raw>, StoreError> {
     let mut out = Vec::new();
     let mut bytes = 0usize;
     while out.len() < BLOCK_ENTRIES_MAX && bytes < BLOCK_BYTES_MAX {

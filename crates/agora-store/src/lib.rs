@@ -27,11 +27,11 @@ mod read;
 mod store;
 mod write;
 
+pub use agora_core::import::Deferred;
 pub use audit::{AuditReport, AuthorAudit};
 pub use error::{ImportFailure, ImportProblem, StoreError};
 pub use read::{AuthorSummary, PayloadState, RawStoredEntry, StoredEntry};
-pub use store::{CommitNotice, MemoryUsage, Observer, Store, StoreOptions, COLUMN_FAMILIES, STORE_FORMAT, STORE_FORMAT_1};
-pub use agora_core::import::Deferred;
+pub use store::{COLUMN_FAMILIES, CommitNotice, MemoryUsage, Observer, STORE_FORMAT, STORE_FORMAT_1, Store, StoreOptions};
 pub use write::{ImportItem, ImportReport};
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! Lookups: by id or prefix, by chain, tips, authors, fork proofs, export order.
 
-use crate::error::{db, StoreError};
+use crate::error::{StoreError, db};
 use crate::keys::*;
-use crate::store::{decode_stored, Store};
+use crate::store::{Store, decode_stored};
 use agora_core::verify::EntryRef;
 use agora_core::{AgentId, EntryId, ForkProof, SignedEntry};
 use rocksdb::{Direction, IteratorMode};
@@ -77,8 +77,7 @@ impl Store {
         let Some(v) = self.db.get_pinned_cf(self.cf(CF_IDS)?, id.as_bytes()).map_err(db("reading ids"))? else {
             return Ok(None);
         };
-        let (Ok(author), Ok(seq)) = (<[u8; 32]>::try_from(&v[..32.min(v.len())]), <[u8; 8]>::try_from(v.get(32..).unwrap_or_default()))
-        else {
+        let (Ok(author), Ok(seq)) = (<[u8; 32]>::try_from(&v[..32.min(v.len())]), <[u8; 8]>::try_from(v.get(32..).unwrap_or_default())) else {
             return Err(StoreError::Corrupt { location: format!("ids/{id}"), problem: "malformed row".into() });
         };
         Ok(Some((AgentId(author), u64::from_be_bytes(seq))))
@@ -87,10 +86,9 @@ impl Store {
     /// The entry with this id and what is held of its payload.
     pub fn get(&self, id: &EntryId) -> Result<Option<StoredEntry>, StoreError> {
         let Some((author, seq)) = self.locate(id)? else { return Ok(None) };
-        let signed = self.load_signed(&author, seq, id)?.ok_or_else(|| StoreError::Corrupt {
-            location: format!("ids/{id}"),
-            problem: "id is indexed but the entry is not stored".into(),
-        })?;
+        let signed = self
+            .load_signed(&author, seq, id)?
+            .ok_or_else(|| StoreError::Corrupt { location: format!("ids/{id}"), problem: "id is indexed but the entry is not stored".into() })?;
         let payload = self.payload_state(&entry_key(&author, seq, id))?;
         Ok(Some(StoredEntry { signed, payload }))
     }
@@ -116,10 +114,8 @@ impl Store {
             return Ok(PayloadState::Held(p));
         }
         match self.db.get_pinned_cf(self.cf(CF_REDACTIONS)?, key).map_err(db("reading redactions"))? {
-            Some(v) => decode_redaction(&v).ok_or_else(|| StoreError::Corrupt {
-                location: format!("redactions/{}", crate::store::hex_short(key)),
-                problem: "malformed row".into(),
-            }),
+            Some(v) => decode_redaction(&v)
+                .ok_or_else(|| StoreError::Corrupt { location: format!("redactions/{}", crate::store::hex_short(key)), problem: "malformed row".into() }),
             None => Ok(PayloadState::NotHeld),
         }
     }
@@ -244,8 +240,9 @@ impl Store {
     pub fn tips(&self, author: &AgentId) -> Result<Vec<EntryRef>, StoreError> {
         match self.db.get_pinned_cf(self.cf(CF_HEADS)?, author.as_bytes()).map_err(db("reading heads"))? {
             None => Ok(Vec::new()),
-            Some(v) => decode_heads(author, &v)
-                .ok_or_else(|| StoreError::Corrupt { location: format!("heads/{author}"), problem: "malformed tips list".into() }),
+            Some(v) => {
+                decode_heads(author, &v).ok_or_else(|| StoreError::Corrupt { location: format!("heads/{author}"), problem: "malformed tips list".into() })
+            }
         }
     }
 
@@ -256,8 +253,7 @@ impl Store {
         let mut it = self.db.raw_iterator_cf(self.cf(CF_ENTRIES)?);
         it.seek_to_first();
         while let Some(key) = it.key() {
-            let (author, _, _) = split_entry_key(key)
-                .ok_or_else(|| StoreError::Corrupt { location: "entries".into(), problem: "malformed key".into() })?;
+            let (author, _, _) = split_entry_key(key).ok_or_else(|| StoreError::Corrupt { location: "entries".into(), problem: "malformed key".into() })?;
             let mut last = [0xffu8; ENTRY_KEY_LEN];
             last[..32].copy_from_slice(author.as_bytes());
             it.seek_for_prev(last);
@@ -364,8 +360,7 @@ impl Store {
         let mut out = Vec::new();
         while out.len() < limit {
             let Some(key) = it.key() else { break };
-            let (author, seq, id) = split_entry_key(key)
-                .ok_or_else(|| StoreError::Corrupt { location: "missing".into(), problem: "malformed key".into() })?;
+            let (author, seq, id) = split_entry_key(key).ok_or_else(|| StoreError::Corrupt { location: "missing".into(), problem: "malformed key".into() })?;
             out.push(EntryRef { author, seq, id });
             it.next();
         }
@@ -375,11 +370,7 @@ impl Store {
 
     /// Visit every entry (of one author, or all) in export order: by author,
     /// then seq, then id. Each entry's predecessor is visited before it.
-    pub fn for_each_entry(
-        &self,
-        author: Option<&AgentId>,
-        mut visit: impl FnMut(StoredEntry) -> Result<(), StoreError>,
-    ) -> Result<(), StoreError> {
+    pub fn for_each_entry(&self, author: Option<&AgentId>, mut visit: impl FnMut(StoredEntry) -> Result<(), StoreError>) -> Result<(), StoreError> {
         let prefix: &[u8] = author.map_or(&[], |a| a.as_bytes());
         for item in self.db.iterator_cf(self.cf(CF_ENTRIES)?, IteratorMode::From(prefix, Direction::Forward)) {
             let (key, value) = item.map_err(db("reading entries"))?;
@@ -395,10 +386,8 @@ impl Store {
 }
 
 fn decode_proof(key: &[u8], value: &[u8]) -> Result<ForkProof, StoreError> {
-    ForkProof::decode(value).map_err(|e| StoreError::Corrupt {
-        location: format!("forks/{}", crate::store::hex_short(key)),
-        problem: format!("stored fork proof is invalid: {e}"),
-    })
+    ForkProof::decode(value)
+        .map_err(|e| StoreError::Corrupt { location: format!("forks/{}", crate::store::hex_short(key)), problem: format!("stored fork proof is invalid: {e}") })
 }
 
 /// A `redactions` value: `at_ms (8, BE)`, then `01 ‖ residue` when a residue

@@ -1,10 +1,10 @@
 //! Opening, creating and checking a store directory.
 
-use crate::error::{db, StoreError};
+use crate::error::{StoreError, db};
 use crate::keys::*;
 use agora_core::verify::verify_signature;
 use agora_core::{AgentId, EntryId, SignedEntry};
-use rocksdb::{ColumnFamily, ColumnFamilyDescriptor, Options, WriteOptions, DB};
+use rocksdb::{ColumnFamily, ColumnFamilyDescriptor, DB, Options, WriteOptions};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -226,7 +226,8 @@ impl Store {
     /// in one batch. A crash before the batch leaves a version-1 store with an
     /// empty extra family, which the next open migrates again.
     fn migrate_from_1(&mut self, options: &StoreOptions) -> Result<(), StoreError> {
-        self.db.create_cf(CF_MISSING, &cf_options(options, CF_MISSING, &rocksdb::Cache::new_lru_cache(options.block_cache_bytes)))
+        self.db
+            .create_cf(CF_MISSING, &cf_options(options, CF_MISSING, &rocksdb::Cache::new_lru_cache(options.block_cache_bytes)))
             .map_err(db("creating the missing-payload family"))?;
         let mut batch = rocksdb::WriteBatch::default();
         let mut payloads = self.db.raw_iterator_cf(self.cf(CF_PAYLOADS)?);
@@ -237,9 +238,7 @@ impl Store {
             while payloads.key().is_some_and(|k| k < key) {
                 payloads.next();
             }
-            if payloads.key() != Some(key)
-                && self.db.get_pinned_cf(self.cf(CF_REDACTIONS)?, key).map_err(db("reading redactions"))?.is_none()
-            {
+            if payloads.key() != Some(key) && self.db.get_pinned_cf(self.cf(CF_REDACTIONS)?, key).map_err(db("reading redactions"))?.is_none() {
                 batch.put_cf(self.cf(CF_MISSING)?, key, []);
             }
             entries.next();
@@ -300,9 +299,7 @@ impl Store {
         let mut usage = MemoryUsage::default();
         for name in COLUMN_FAMILIES {
             let cf = self.cf(name)?;
-            let prop = |p: &str| -> Result<u64, StoreError> {
-                Ok(self.db.property_int_value_cf(cf, p).map_err(db("reading memory properties"))?.unwrap_or(0))
-            };
+            let prop = |p: &str| -> Result<u64, StoreError> { Ok(self.db.property_int_value_cf(cf, p).map_err(db("reading memory properties"))?.unwrap_or(0)) };
             usage.memtables_bytes += prop("rocksdb.size-all-mem-tables")?;
             usage.table_readers_bytes += prop("rocksdb.estimate-table-readers-mem")?;
             // One cache is shared by every column family.
@@ -321,10 +318,7 @@ impl Store {
     }
 
     pub(crate) fn cf(&self, name: &'static str) -> Result<&ColumnFamily, StoreError> {
-        self.db.cf_handle(name).ok_or_else(|| StoreError::Corrupt {
-            location: format!("column family {name}"),
-            problem: "missing".into(),
-        })
+        self.db.cf_handle(name).ok_or_else(|| StoreError::Corrupt { location: format!("column family {name}"), problem: "missing".into() })
     }
 
     pub(crate) fn write(&self, batch: rocksdb::WriteBatch) -> Result<(), StoreError> {
@@ -358,9 +352,7 @@ impl Store {
             }
             for tip in tips {
                 let location = format!("{location} tip {}", tip.id);
-                let entry = self
-                    .load_signed(&author, tip.seq, &tip.id)?
-                    .ok_or_else(|| corrupt(location.clone(), "tip names an entry that is not stored"))?;
+                let entry = self.load_signed(&author, tip.seq, &tip.id)?.ok_or_else(|| corrupt(location.clone(), "tip names an entry that is not stored"))?;
                 verify_signature(&entry).map_err(|e| corrupt(location.clone(), &e.to_string()))?;
                 if self.children(&author, tip.seq, &tip.id)?.next().is_some() {
                     return Err(corrupt(location, "tip has a stored successor"));
@@ -377,12 +369,7 @@ impl Store {
     }
 
     /// Entries at (author, seq + 1) whose backlink is `id`.
-    pub(crate) fn children<'a>(
-        &'a self,
-        author: &AgentId,
-        seq: u64,
-        id: &EntryId,
-    ) -> Result<impl Iterator<Item = SignedEntry> + 'a, StoreError> {
+    pub(crate) fn children<'a>(&'a self, author: &AgentId, seq: u64, id: &EntryId) -> Result<impl Iterator<Item = SignedEntry> + 'a, StoreError> {
         let id = *id;
         let mut out = Vec::new();
         if let Some(next) = seq.checked_add(1) {
@@ -414,10 +401,8 @@ impl Store {
 /// Decode a stored entry and check it against its key.
 pub(crate) fn decode_stored(key: &[u8], bytes: &[u8]) -> Result<SignedEntry, StoreError> {
     let location = || format!("entries/{}", hex_short(key));
-    let (author, seq, id) =
-        split_entry_key(key).ok_or_else(|| StoreError::Corrupt { location: location(), problem: "malformed key".into() })?;
-    let entry = SignedEntry::decode(bytes)
-        .map_err(|e| StoreError::Corrupt { location: location(), problem: format!("stored entry does not decode: {e}") })?;
+    let (author, seq, id) = split_entry_key(key).ok_or_else(|| StoreError::Corrupt { location: location(), problem: "malformed key".into() })?;
+    let entry = SignedEntry::decode(bytes).map_err(|e| StoreError::Corrupt { location: location(), problem: format!("stored entry does not decode: {e}") })?;
     let h = entry.header();
     if entry.id() != id || h.author != author || h.seq != seq {
         return Err(StoreError::Corrupt {

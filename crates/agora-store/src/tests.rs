@@ -20,11 +20,7 @@ fn reopen(dir: &Path) -> Result<Store, StoreError> {
 }
 
 fn dump(store: &Store, cf: &'static str) -> Vec<(Vec<u8>, Vec<u8>)> {
-    store
-        .db
-        .iterator_cf(store.cf(cf).unwrap(), rocksdb::IteratorMode::Start)
-        .map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap())
-        .collect()
+    store.db.iterator_cf(store.cf(cf).unwrap(), rocksdb::IteratorMode::Start).map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap()).collect()
 }
 
 fn dump_all(store: &Store) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
@@ -428,8 +424,7 @@ fn append_after_extends_the_named_tip_only() {
 /// Seq 1 of `key`, then `k` different entries at seq 2 (a fork flood).
 fn flood(key: &AgentKey, k: usize) -> (SignedEntry, Vec<SignedEntry>) {
     let root = SignedEntry::sign(next_header(key.agent_id(), None, 1, b"root").unwrap(), key);
-    let branches =
-        (0..k).map(|i| SignedEntry::sign(next_header(key.agent_id(), Some(&root), 2, format!("branch {i}").as_bytes()).unwrap(), key)).collect();
+    let branches = (0..k).map(|i| SignedEntry::sign(next_header(key.agent_id(), Some(&root), 2, format!("branch {i}").as_bytes()).unwrap(), key)).collect();
     (root, branches)
 }
 
@@ -659,9 +654,7 @@ fn a_raw_chain_read_resumes_after_an_entry_inside_a_seq() {
     let store = open_new(dir.path());
     let key = AgentKey::from_seed([8; 32]);
     let root = store.append(&key, b"root", 1).unwrap();
-    let branches: Vec<SignedEntry> = (0..5u8)
-        .map(|i| SignedEntry::sign(next_header(key.agent_id(), Some(&root), 2, &[i]).unwrap(), &key))
-        .collect();
+    let branches: Vec<SignedEntry> = (0..5u8).map(|i| SignedEntry::sign(next_header(key.agent_id(), Some(&root), 2, &[i]).unwrap(), &key)).collect();
     let items = branches.iter().enumerate().map(|(i, e)| ImportItem { entry: e.clone(), payload: Some(vec![i as u8]), origin: "t".into() }).collect();
     store.import(items, 10).unwrap();
     let mut ids: Vec<EntryId> = branches.iter().map(|e| e.id()).collect();

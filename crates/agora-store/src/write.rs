@@ -11,14 +11,14 @@
 //! (the first two entries seen there), and further branches are stored and
 //! counted without being paired with anything.
 
-use crate::error::{db, ImportFailure, ImportProblem, StoreError};
-use agora_core::import::{self, Deferred, Held, ImportPlan, Offered, PlanError};
+use crate::error::{ImportFailure, ImportProblem, StoreError, db};
 use crate::keys::*;
 use crate::read::encode_redaction;
 use crate::store::{CommitNotice, Store};
 use agora_core::entry::next_header_after;
+use agora_core::import::{self, Deferred, Held, ImportPlan, Offered, PlanError};
 use agora_core::limits::VERIFY_BATCH_LEN;
-use agora_core::verify::{verify_signatures, CheckedEntry, EntryRef};
+use agora_core::verify::{CheckedEntry, EntryRef, verify_signatures};
 use agora_core::{AgentId, AgentKey, EntryId, SignedEntry};
 use rayon::prelude::*;
 
@@ -187,10 +187,10 @@ impl Store {
         let tips = self.tips(author)?;
         match tips.as_slice() {
             [] => Ok(None),
-            [tip] => self.load_signed(author, tip.seq, &tip.id)?.map(Some).ok_or_else(|| StoreError::Corrupt {
-                location: format!("tip {}", tip.id),
-                problem: "tip names an entry that is not stored".into(),
-            }),
+            [tip] => self
+                .load_signed(author, tip.seq, &tip.id)?
+                .map(Some)
+                .ok_or_else(|| StoreError::Corrupt { location: format!("tip {}", tip.id), problem: "tip names an entry that is not stored".into() }),
             many => Err(StoreError::Forked { author: *author, tips: many.len() }),
         }
     }
@@ -273,8 +273,7 @@ impl Store {
             return Err(StoreError::Limit(format!("{} entries in one import (max {IMPORT_ITEMS_MAX})", items.len())));
         }
         let _guard = self.lock();
-        let (offered, origins): (Vec<Offered>, Vec<String>) =
-            items.into_iter().map(|it| (Offered { entry: it.entry, payload: it.payload }, it.origin)).unzip();
+        let (offered, origins): (Vec<Offered>, Vec<String>) = items.into_iter().map(|it| (Offered { entry: it.entry, payload: it.payload }, it.origin)).unzip();
         let origin = |index: usize| origins[index].clone();
         let held = HeldRows(self);
         let screened = import::screen(&held, offered, !checked, now_ms).map_err(|e| plan_failure(e, origin))?;
@@ -376,10 +375,9 @@ impl Store {
         let Some(named) = tips.iter().find(|t| t.id == *tip) else {
             return Err(StoreError::NotATip { author, tip: *tip, tips: tips.len() });
         };
-        let prev = self.load_signed(&author, named.seq, &named.id)?.ok_or_else(|| StoreError::Corrupt {
-            location: format!("tip {}", named.id),
-            problem: "tip names an entry that is not stored".into(),
-        })?;
+        let prev = self
+            .load_signed(&author, named.seq, &named.id)?
+            .ok_or_else(|| StoreError::Corrupt { location: format!("tip {}", named.id), problem: "tip names an entry that is not stored".into() })?;
         let header = next_header_after(author, Some((prev.header(), prev.id())), now_ms, payload)?;
         let entry = SignedEntry::sign(header, key);
         // Planned at the entry's own date: an author's own entry is never

@@ -46,7 +46,7 @@ mod replicator;
 pub mod wire;
 
 pub use replicator::{
-    check_entries, CheckError, Config, GossipVerdict, ImportOutcome, Lag, Output, PeerId, Replicator, ServeRequest, Stats, VerifiedEntry,
-    ANNOUNCE_INTERVAL_MS, BUSY_BACKOFF_MS, RESPONSE_ENTRIES_MAX, RETRY_FANOUT_MAX,
+    ANNOUNCE_INTERVAL_MS, BUSY_BACKOFF_MS, CheckError, Config, GossipVerdict, ImportOutcome, Lag, Output, PeerId, RESPONSE_ENTRIES_MAX, RETRY_FANOUT_MAX,
+    Replicator, ServeRequest, Stats, VerifiedEntry, check_entries,
 };
 pub use wire::{Gossip, Head, Message, RangeStart, WireEntry, WireError, WireRequest, WireResponse, WorkspaceId};

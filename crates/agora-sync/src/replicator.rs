@@ -2,7 +2,7 @@
 
 use crate::limiter::TokenBucket;
 use crate::wire::{Gossip, Head, Message, RangeStart, WireEntry};
-use agora_core::verify::{check_entries as check_signed_entries, CheckedEntry, VerifyError};
+use agora_core::verify::{CheckedEntry, VerifyError, check_entries as check_signed_entries};
 use agora_core::{AgentId, DecodeError, EntryId, EntryRef, ForkProof, ForkProofError, SignedEntry};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -737,8 +737,7 @@ impl Replicator {
     /// Announces changed authors and plans requests.
     pub fn set_local_frontier(&mut self, heads: Vec<Head>, now_ms: u64) {
         let next = group(heads);
-        let changed: Vec<Head> =
-            next.iter().filter(|(a, tips)| self.local.get(*a) != Some(*tips)).flat_map(|(_, tips)| self.capped(tips)).collect();
+        let changed: Vec<Head> = next.iter().filter(|(a, tips)| self.local.get(*a) != Some(*tips)).flat_map(|(_, tips)| self.capped(tips)).collect();
         self.behind.extend(self.local.keys().chain(next.keys()).copied());
         self.local = next;
         self.announce(changed);
@@ -1274,7 +1273,12 @@ impl Replicator {
             .values()
             .filter(|f| f.author == *author && f.purpose == Purpose::Forward)
             .map(|f| (f.start.seq, f.start.seq.saturating_add(u64::from(f.limit))))
-            .chain(self.held.range((*author, RangeStart::at(0))..).take_while(|((a, _), _)| a == author).map(|((_, s), h)| (s.seq, s.seq.saturating_add(u64::from(h.limit)))))
+            .chain(
+                self.held
+                    .range((*author, RangeStart::at(0))..)
+                    .take_while(|((a, _), _)| a == author)
+                    .map(|((_, s), h)| (s.seq, s.seq.saturating_add(u64::from(h.limit)))),
+            )
             .collect();
         ranges.sort_unstable();
         for (from, end) in ranges {
@@ -1355,9 +1359,7 @@ impl Replicator {
         // would send a request that peers ban for.
         let tip = theirs
             .iter()
-            .filter(|h| {
-                h.seq >= 1 && h.seq <= our_max && h.seq <= up_to && !self.known_held(author, ours, h.id) && !self.sought_recently(h.id, now_ms)
-            })
+            .filter(|h| h.seq >= 1 && h.seq <= our_max && h.seq <= up_to && !self.known_held(author, ours, h.id) && !self.sought_recently(h.id, now_ms))
             .min()?;
         Some((RangeStart::at(tip.seq), 1, Purpose::Branch(tip.id)))
     }
@@ -1527,10 +1529,7 @@ impl Replicator {
         // import's slot, or come from the bounded list of ranges to resume.)
         if planned {
             let planned_in_flight = self.in_flight.values().filter(|f| f.planned).count();
-            assert!(
-                planned_in_flight < self.config.in_flight_max + RETRY_FANOUT_MAX,
-                "{planned_in_flight} planned requests in flight, over the limit"
-            );
+            assert!(planned_in_flight < self.config.in_flight_max + RETRY_FANOUT_MAX, "{planned_in_flight} planned requests in flight, over the limit");
         }
         self.outputs.push_back(Output::Send(peer, Message::Request { req, author, start, limit }));
     }
@@ -1707,8 +1706,7 @@ impl Replicator {
             if key.1.seq > stored_or_importing.saturating_add(1) {
                 return;
             }
-            let earlier_in_flight =
-                self.in_flight.values().any(|f| f.author == author && f.purpose == Purpose::Forward && f.start < key.1);
+            let earlier_in_flight = self.in_flight.values().any(|f| f.author == author && f.purpose == Purpose::Forward && f.start < key.1);
             if earlier_in_flight {
                 return;
             }
@@ -1892,8 +1890,7 @@ impl Replicator {
                     }
                     // Fetch both branches; the store proves the fork itself.
                     let (a, b) = proof.entries();
-                    let heads: Vec<Head> =
-                        [a, b].iter().map(|e| Head { author: e.header().author, seq: e.header().seq, id: e.id() }).collect();
+                    let heads: Vec<Head> = [a, b].iter().map(|e| Head { author: e.header().author, seq: e.header().seq, id: e.id() }).collect();
                     self.learn_heads(peer, &heads, now_ms);
                     Ok(GossipVerdict::Accept)
                 }

@@ -11,8 +11,8 @@
 //! - [`Gossip`]: a gossipsub message (one entry, one announcement, one fork proof).
 
 use agora_core::canonical::{FrameError, Framing};
-use agora_core::{sha256, AgentId, EntryId, SignedEntry};
-use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use agora_core::{AgentId, EntryId, SignedEntry, sha256};
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 /// The only wire version this implementation speaks. Version 2 changed the
 /// range request (a `RangeStart` instead of a seq) and the gossip message id
@@ -311,9 +311,7 @@ impl Gossip {
     /// small, as the signed entry alone (an announcement) otherwise.
     pub fn for_entry(entry: &SignedEntry, payload: Option<&[u8]>) -> Self {
         match payload {
-            Some(p) if p.len() <= GOSSIP_INLINE_PAYLOAD_MAX => {
-                Gossip::Entry(WireEntry { entry: entry.encode(), payload: Some(p.to_vec()) })
-            }
+            Some(p) if p.len() <= GOSSIP_INLINE_PAYLOAD_MAX => Gossip::Entry(WireEntry { entry: entry.encode(), payload: Some(p.to_vec()) }),
             _ => Gossip::Announce(entry.encode()),
         }
     }

@@ -19,16 +19,14 @@
 use agora_core::entry::next_header;
 use agora_core::limits::{FUTURE_SKEW_MAX_MS, VERIFY_BATCH_LEN};
 use agora_core::verify::verify_signature;
-use agora_core::{sha256, AgentId, AgentKey, EntryId, ForkProof, SignedEntry};
-use agora_sync::wire::{
-    gossip_message_id, GOSSIP_BYTES_MAX, GOSSIP_INLINE_PAYLOAD_MAX, REQUEST_BYTES_MAX, RESPONSE_BYTES_MAX, SYNC_PROTOCOL, WIRE_VERSION,
-};
+use agora_core::{AgentId, AgentKey, EntryId, ForkProof, SignedEntry, sha256};
+use agora_sync::wire::{GOSSIP_BYTES_MAX, GOSSIP_INLINE_PAYLOAD_MAX, REQUEST_BYTES_MAX, RESPONSE_BYTES_MAX, SYNC_PROTOCOL, WIRE_VERSION, gossip_message_id};
 use agora_sync::{
-    Config, Gossip, Head, RangeStart, WireEntry, WireError, WireRequest, WireResponse, WorkspaceId, ANNOUNCE_INTERVAL_MS, BUSY_BACKOFF_MS,
-    RESPONSE_ENTRIES_MAX, RETRY_FANOUT_MAX,
+    ANNOUNCE_INTERVAL_MS, BUSY_BACKOFF_MS, Config, Gossip, Head, RESPONSE_ENTRIES_MAX, RETRY_FANOUT_MAX, RangeStart, WireEntry, WireError, WireRequest,
+    WireResponse, WorkspaceId,
 };
 use proptest::prelude::*;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::path::PathBuf;
 
 fn path() -> PathBuf {
@@ -321,11 +319,7 @@ fn valid_responses(f: &Fixtures) -> Vec<(&'static str, WireResponse)> {
         // The answer to `range_after`: the one entry of seq 2 after the one named, and nothing beyond.
         (
             "entries_after",
-            WireResponse::Entries {
-                req: 8,
-                entries: vec![WireEntry { entry: fork[1].0.encode(), payload: Some(fork[1].1.to_vec()) }],
-                more: false,
-            },
+            WireResponse::Entries { req: 8, entries: vec![WireEntry { entry: fork[1].0.encode(), payload: Some(fork[1].1.to_vec()) }], more: false },
         ),
         ("entries_empty", WireResponse::Entries { req: 300, entries: Vec::new(), more: false }),
         ("wrong_workspace", WireResponse::WrongWorkspace),
@@ -507,9 +501,7 @@ fn generate() -> Value {
         { "name": "alice", "seed": hex::encode(ALICE_SEED), "public": f.alice.agent_id().to_string() },
         { "name": "bob", "seed": hex::encode(BOB_SEED), "public": f.bob.agent_id().to_string() },
     ]);
-    let named = |name: &str, e: &SignedEntry, payload: Value| {
-        json!({ "name": name, "signed_entry": hex::encode(e.encode()), "id": e.id().to_string(), "seq": e.header().seq, "payload": payload })
-    };
+    let named = |name: &str, e: &SignedEntry, payload: Value| json!({ "name": name, "signed_entry": hex::encode(e.encode()), "id": e.id().to_string(), "seq": e.header().seq, "payload": payload });
     let entries = json!([
         named("alice_1", &f.a1, json!(hex::encode(f.payloads[0]))),
         named("alice_2", &f.a2, json!(hex::encode(f.payloads[1]))),
@@ -599,10 +591,7 @@ fn replication_vectors_are_current() {
         std::fs::rename(&tmp, path()).unwrap();
     }
     let committed = std::fs::read_to_string(path()).expect("protocol-spec/vectors/replication.json exists");
-    assert!(
-        committed == text,
-        "replication vectors differ from the implementation; rerun with AGORA_BLESS_VECTORS=1 after a deliberate format change"
-    );
+    assert!(committed == text, "replication vectors differ from the implementation; rerun with AGORA_BLESS_VECTORS=1 after a deliberate format change");
 }
 
 // ---------------------------------------------------------------------------
@@ -663,10 +652,7 @@ fn replication_vectors_check() {
     let requests = v["requests"].as_array().unwrap();
     assert!(requests.iter().any(|r| r["variant"] == 0) && requests.iter().any(|r| r["variant"] == 1), "every request variant");
     let after = |r: &Value| r["value"]["Range"]["start"]["after"].clone();
-    assert!(
-        requests.iter().any(|r| after(r).is_null()) && requests.iter().any(|r| after(r).is_string()),
-        "ranges with and without `after`"
-    );
+    assert!(requests.iter().any(|r| after(r).is_null()) && requests.iter().any(|r| after(r).is_string()), "ranges with and without `after`");
     for case in requests {
         let b = hx(&case["bytes"]);
         let r = WireRequest::decode(&b).unwrap_or_else(|e| panic!("{}: {e}", case["name"]));
@@ -769,12 +755,7 @@ fn the_inline_threshold_is_inclusive() {
 #[test]
 fn requests_carry_replicator_messages() {
     let f = fixtures();
-    let m = agora_sync::Message::Request {
-        req: 3,
-        author: f.alice.agent_id(),
-        start: RangeStart { seq: 5, after: Some(f.a1.id()) },
-        limit: 10,
-    };
+    let m = agora_sync::Message::Request { req: 3, author: f.alice.agent_id(), start: RangeStart { seq: 5, after: Some(f.a1.id()) }, limit: 10 };
     let r = WireRequest::from_message(f.workspace, m.clone()).unwrap();
     assert_eq!(r.workspace(), f.workspace);
     assert_eq!(r.into_message(), m);
@@ -800,25 +781,25 @@ fn arb_wire_entry() -> impl Strategy<Value = WireEntry> {
 
 fn arb_request() -> impl Strategy<Value = WireRequest> {
     prop_oneof![
-        (arb32(), prop::collection::vec(arb_head(), 0..8))
-            .prop_map(|(w, heads)| WireRequest::Frontier { workspace: WorkspaceId(w), heads }),
-        (arb32(), any::<u64>(), arb32(), any::<u64>(), prop::option::of(arb32()), any::<u32>()).prop_map(
-            |(w, req, a, seq, after, limit)| WireRequest::Range {
-                workspace: WorkspaceId(w),
-                req,
-                author: AgentId(a),
-                start: RangeStart { seq, after: after.map(EntryId) },
-                limit
-            }
-        ),
+        (arb32(), prop::collection::vec(arb_head(), 0..8)).prop_map(|(w, heads)| WireRequest::Frontier { workspace: WorkspaceId(w), heads }),
+        (arb32(), any::<u64>(), arb32(), any::<u64>(), prop::option::of(arb32()), any::<u32>()).prop_map(|(w, req, a, seq, after, limit)| WireRequest::Range {
+            workspace: WorkspaceId(w),
+            req,
+            author: AgentId(a),
+            start: RangeStart { seq, after: after.map(EntryId) },
+            limit
+        }),
     ]
 }
 
 fn arb_response() -> impl Strategy<Value = WireResponse> {
     prop_oneof![
         Just(WireResponse::Ack),
-        (any::<u64>(), prop::collection::vec(arb_wire_entry(), 0..6), any::<bool>())
-            .prop_map(|(req, entries, more)| WireResponse::Entries { req, entries, more }),
+        (any::<u64>(), prop::collection::vec(arb_wire_entry(), 0..6), any::<bool>()).prop_map(|(req, entries, more)| WireResponse::Entries {
+            req,
+            entries,
+            more
+        }),
         Just(WireResponse::WrongWorkspace),
         Just(WireResponse::Busy),
     ]

@@ -10,7 +10,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![allow(clippy::result_large_err)]
 
-use agora_core::verify::{verify_link, verify_payload, verify_signatures, VerifyError};
+use agora_core::verify::{VerifyError, verify_link, verify_payload, verify_signatures};
 use agora_core::{AgentId, EntryId, ForkProof, Payload, SignedEntry};
 use agora_graph::{Event, Graph, LogEvent, LogPosition};
 use agora_merge::{MergeEntry, MergeEvent};
@@ -383,8 +383,7 @@ mod tests {
         let m = AgentKey::from_seed([5; 32]);
         let src_dir = tempfile::tempdir().unwrap();
         let src = Store::open(src_dir.path(), &StoreOptions { create: true, sync: false, ..Default::default() }).unwrap();
-        let chain: Vec<SignedEntry> =
-            (0..7).map(|i| src.append(&m, &Event::Proposition { text: format!("M says {i}") }.encode(), 100 + i).unwrap()).collect();
+        let chain: Vec<SignedEntry> = (0..7).map(|i| src.append(&m, &Event::Proposition { text: format!("M says {i}") }.encode(), 100 + i).unwrap()).collect();
         let payload = |i: usize| Event::Proposition { text: format!("M says {i}") }.encode();
         let stores: Vec<(tempfile::TempDir, Store)> = [5usize, 7]
             .iter()

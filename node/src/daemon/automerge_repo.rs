@@ -40,17 +40,17 @@
 
 use super::server::ControlState;
 use agora_commands::automerge_view::PublishedView;
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result, anyhow};
 use automerge::{Automerge, ChangeHash};
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::State;
-use axum::response::{IntoResponse, Response};
 use axum::Json;
+use axum::extract::State;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::response::{IntoResponse, Response};
 use futures::{Sink, SinkExt, Stream, StreamExt};
 use samod::{AcceptorHandle, DocHandle, PeerId, Repo, ShareConfig, Transport};
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
@@ -93,11 +93,7 @@ impl AutomergeRepo {
     /// the node in the handshake; `url` (for samod's logs) is where the
     /// WebSocket listens.
     pub async fn start(published: &mut PublishedView, peer: &str, url: &str) -> Result<Self> {
-        let repo = Repo::build_tokio()
-            .with_peer_id(PeerId::from_string(format!("agora-node-{peer}")))
-            .with_share_policy(ShareConfig::read_only())
-            .load()
-            .await;
+        let repo = Repo::build_tokio().with_peer_id(PeerId::from_string(format!("agora-node-{peer}"))).with_share_policy(ShareConfig::read_only()).load().await;
         let heads = published.heads();
         // A fresh actor: the served document never makes changes of its own
         // but the empty first one samod gives an empty document.

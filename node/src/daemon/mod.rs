@@ -16,22 +16,22 @@ mod network;
 mod server;
 
 use agora_commands::cli::NodeRunArgs;
-use agora_commands::control::{remove_node_file, write_node_file, NodeFile};
+use agora_commands::config::{self, NodeConfig};
+use agora_commands::control::{NodeFile, remove_node_file, write_node_file};
 use agora_commands::graph_cache::GraphCache;
-use agora_commands::merge_cache::MergeCache;
 use agora_commands::home::Home;
+use agora_commands::merge_cache::MergeCache;
 use agora_core::AgentId;
 use agora_store::Store;
 use agora_sync::WorkspaceId;
-use anyhow::{bail, Context, Result};
-use agora_commands::config::{self, NodeConfig};
+use anyhow::{Context, Result, bail};
 use libp2p::identity::Keypair;
 use network::NetworkSettings;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tracing::info;
@@ -140,7 +140,8 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
             .texts_from(&store)
             .sharing_ids(ids),
     );
-    let ctx = NodeContext { config: config.clone(), store: store.clone(), graph: graph.clone(), agent, founder, workspace, node_key, histograms: histograms.clone() };
+    let ctx =
+        NodeContext { config: config.clone(), store: store.clone(), graph: graph.clone(), agent, founder, workspace, node_key, histograms: histograms.clone() };
     let settings = NetworkSettings { mdns: config.mdns, heartbeat: config.gossip_heartbeat, ..NetworkSettings::default() };
 
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
@@ -296,7 +297,7 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
 }
 
 async fn wait_for_signal() -> Result<()> {
-    use tokio::signal::unix::{signal, SignalKind};
+    use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
     tokio::select! {

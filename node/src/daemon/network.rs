@@ -7,12 +7,12 @@
 //! for range sync (raw bytes, size-limited; `agora_sync::wire` decodes them);
 //! a block list for banned peers; connection limits.
 
-use agora_sync::wire::{gossip_message_id, GOSSIP_BYTES_MAX, REQUEST_BYTES_MAX, RESPONSE_BYTES_MAX, SYNC_PROTOCOL};
+use agora_sync::wire::{GOSSIP_BYTES_MAX, REQUEST_BYTES_MAX, RESPONSE_BYTES_MAX, SYNC_PROTOCOL, gossip_message_id};
 use futures::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use libp2p::swarm::behaviour::toggle::Toggle;
 use libp2p::swarm::NetworkBehaviour;
+use libp2p::swarm::behaviour::toggle::Toggle;
+use libp2p::{StreamProtocol, Swarm, identity::Keypair};
 use libp2p::{allow_block_list, connection_limits, gossipsub, identify, kad, mdns, noise, ping, request_response, tcp, yamux};
-use libp2p::{identity::Keypair, StreamProtocol, Swarm};
 use std::io;
 use std::time::Duration;
 
@@ -120,12 +120,7 @@ fn peer_score(topic: &gossipsub::IdentTopic) -> (gossipsub::PeerScoreParams, gos
         ..Default::default()
     };
     params.topics.insert(topic.hash(), topic_params);
-    let thresholds = gossipsub::PeerScoreThresholds {
-        gossip_threshold: -100.0,
-        publish_threshold: -500.0,
-        graylist_threshold: -1000.0,
-        ..Default::default()
-    };
+    let thresholds = gossipsub::PeerScoreThresholds { gossip_threshold: -100.0, publish_threshold: -500.0, graylist_threshold: -1000.0, ..Default::default() };
     (params, thresholds)
 }
 
@@ -133,9 +128,11 @@ fn peer_score(topic: &gossipsub::IdentTopic) -> (gossipsub::PeerScoreParams, gos
 pub fn build_swarm(key: Keypair, topic: &gossipsub::IdentTopic, settings: &NetworkSettings) -> anyhow::Result<Swarm<Behaviour>> {
     let settings = settings.clone();
     let topic = topic.clone();
-    let builder = libp2p::SwarmBuilder::with_existing_identity(key)
-        .with_tokio()
-        .with_tcp(tcp::Config::default().nodelay(true), noise::Config::new, yamux::Config::default)?;
+    let builder = libp2p::SwarmBuilder::with_existing_identity(key).with_tokio().with_tcp(
+        tcp::Config::default().nodelay(true),
+        noise::Config::new,
+        yamux::Config::default,
+    )?;
     #[cfg(feature = "quic")]
     let builder = builder.with_quic();
     // `/dns4/<name>/tcp/<port>` addresses (a swarm's service names in

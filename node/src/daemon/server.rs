@@ -9,24 +9,24 @@
 //! `agora_commands::control` for the protocol.
 
 use agora_commands::control::{
-    frame, proof, token_matches, CommandRequest, CHALLENGE_HEADER, COMMAND_LINE_BYTES_MAX, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT, PROOF_HEADER,
-    STDIN_BYTES_MAX,
+    CHALLENGE_HEADER, COMMAND_LINE_BYTES_MAX, CommandRequest, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT, PROOF_HEADER, STDIN_BYTES_MAX, frame, proof,
+    token_matches,
 };
 use agora_commands::graph_cache::GraphCache;
 use agora_commands::home::Home;
 use agora_commands::ops::invoke::Ran;
 use agora_commands::ops::{Backend, Invoke, OpError};
-use agora_commands::run::{run_in_open_store, OpenStore};
+use agora_commands::run::{OpenStore, run_in_open_store};
+use agora_core::AgentId;
 use agora_interfaces::http_api::ApiError;
 use agora_interfaces::{http_api, live_page, mcp};
-use agora_core::AgentId;
 use agora_store::Store;
+use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::Router;
 use std::convert::Infallible;
 use std::io::Write;
 use std::sync::Arc;
@@ -85,21 +85,11 @@ pub fn router(state: Arc<ControlState>) -> Router {
     let (ops, openapi) = http_api::routes(backend);
     let changes = live_page::events(live_page::Changes { generation: state.generation.clone(), end: state.streams_end.clone() });
     let front_ends = mcp.merge(ops).merge(changes).layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
-    Router::new()
-        .route("/v1/hello", get(hello))
-        .merge(authenticated)
-        .with_state(state)
-        .merge(front_ends)
-        .merge(openapi)
-        .merge(live_page::static_files())
+    Router::new().route("/v1/hello", get(hello)).merge(authenticated).with_state(state).merge(front_ends).merge(openapi).merge(live_page::static_files())
 }
 
 fn authorized(state: &ControlState, headers: &HeaderMap) -> bool {
-    headers
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|t| token_matches(t, &state.token))
+    headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).is_some_and(|t| token_matches(t, &state.token))
 }
 
 /// The cookie `POST /v1/session` gives a browser page, so that a stock
@@ -218,12 +208,9 @@ async fn metrics(State(state): State<Arc<ControlState>>) -> Response {
         return (StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down").into_response();
     }
     match rx.await {
-        Ok(status) => (
-            StatusCode::OK,
-            [("content-type", "text/plain; version=0.0.4; charset=utf-8")],
-            crate::metrics::render(&status, &state.histograms),
-        )
-            .into_response(),
+        Ok(status) => {
+            (StatusCode::OK, [("content-type", "text/plain; version=0.0.4; charset=utf-8")], crate::metrics::render(&status, &state.histograms)).into_response()
+        }
         Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down").into_response(),
     }
 }
@@ -238,9 +225,7 @@ struct FrameWriter {
 
 impl Write for FrameWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.tx
-            .blocking_send(frame(self.kind, buf))
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away"))?;
+        self.tx.blocking_send(frame(self.kind, buf)).map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the client went away"))?;
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {

@@ -1,8 +1,8 @@
 //! What the simulator's tests share: small chains and configurations.
 #![allow(dead_code)]
 
-pub use agora_sim::*;
 use agora_core::{AgentKey, SignedEntry};
+pub use agora_sim::*;
 use agora_sync::{Config, Head, RangeStart};
 
 /// `n` entries appended to `key`'s chain in `store`.

@@ -44,4 +44,3 @@ impl Log {
         self.entries.iter().filter(|e| e.author() == author).collect()
     }
 }
-

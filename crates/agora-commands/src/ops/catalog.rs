@@ -7,7 +7,7 @@ use super::argv::Argv;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 /// What a tool does to the log, as MCP's hints say it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -479,7 +479,10 @@ pub struct FrameConclude {
     #[schemars(range(min = 0.0, max = 1.0))]
     pub confidence: Option<f64>,
 }
-one_command!(FrameConclude, "frame_conclude", |self| Argv::new(&["frame", "conclude"]).opt("confidence", self.confidence).arg(&self.frame).arg(&self.conclusion));
+one_command!(FrameConclude, "frame_conclude", |self| Argv::new(&["frame", "conclude"])
+    .opt("confidence", self.confidence)
+    .arg(&self.frame)
+    .arg(&self.conclusion));
 
 /// A frame named alone.
 #[derive(Deserialize, JsonSchema)]
@@ -767,7 +770,10 @@ pub struct Perspective {
     #[serde(default)]
     pub summary: bool,
 }
-one_command!(Perspective, "perspective", |self| Argv::new(&["perspective"]).opt("as-of", self.as_of.clone()).switch("summary", self.summary).args(self.agent.iter().cloned()));
+one_command!(Perspective, "perspective", |self| Argv::new(&["perspective"])
+    .opt("as-of", self.as_of.clone())
+    .switch("summary", self.summary)
+    .args(self.agent.iter().cloned()));
 
 /// What at least k agents accept.
 #[derive(Deserialize, JsonSchema)]
@@ -789,7 +795,11 @@ pub struct Consensus {
     #[serde(default)]
     pub summary: bool,
 }
-one_command!(Consensus, "consensus", |self| Argv::new(&["consensus"]).opt("quorum", Some(self.quorum)).each("agents", &self.agents).opt("as-of", self.as_of.clone()).switch("summary", self.summary));
+one_command!(Consensus, "consensus", |self| Argv::new(&["consensus"])
+    .opt("quorum", Some(self.quorum))
+    .each("agents", &self.agents)
+    .opt("as-of", self.as_of.clone())
+    .switch("summary", self.summary));
 
 /// The disagreement map across agents.
 #[derive(Deserialize, JsonSchema)]
@@ -808,7 +818,10 @@ pub struct Disputes {
     #[serde(default)]
     pub summary: bool,
 }
-one_command!(Disputes, "disputes", |self| Argv::new(&["disputes"]).each("agents", &self.agents).opt("as-of", self.as_of.clone()).switch("summary", self.summary));
+one_command!(Disputes, "disputes", |self| Argv::new(&["disputes"])
+    .each("agents", &self.agents)
+    .opt("as-of", self.as_of.clone())
+    .switch("summary", self.summary));
 
 /// Audit one agent's replicated chain.
 #[derive(Deserialize, JsonSchema)]
@@ -907,7 +920,6 @@ pub struct ComputedOver {
 // ---------------------------------------------------------------------------
 // The catalog
 
-
 macro_rules! tool {
     ($ty:ty, $title:literal, $effect:expr, $out:ty, $desc:expr) => {
         Operation {
@@ -934,41 +946,167 @@ use answers::*;
 pub fn catalog() -> Vec<Operation> {
     use Effect::*;
     let mut ops = vec![
-        tool!(Propose, "Propose a position", Append, Recorded, "Record a new position (a proposition) in this agent's signed chain. Use it for a claim others may support, contradict or refine. Returns the new event's id, which later moves use to refer to it."),
+        tool!(
+            Propose,
+            "Propose a position",
+            Append,
+            Recorded,
+            "Record a new position (a proposition) in this agent's signed chain. Use it for a claim others may support, contradict or refine. Returns the new event's id, which later moves use to refer to it."
+        ),
         tool!(Support, "Support a node", Append, Recorded, concat!("Record evidence for an earlier node.", references!())),
-        tool!(Contradict, "Contradict a node", Append, Recorded, concat!("Record a contradiction of an earlier node: the node becomes contested until the contradiction is resolved (by a refinement that resolves it, or a resolve).", references!())),
-        tool!(Refine, "Refine a node", Append, Recorded, concat!("Record a refinement: a successor to an earlier node, which becomes superseded. List in `resolves` the contradictions the refinement answers: they become resolved, and the contested node's successor is active.", references!())),
-        tool!(Synthesize, "Synthesize nodes", Append, Recorded, concat!("Record a synthesis combining two or more earlier nodes into one position.", references!())),
+        tool!(
+            Contradict,
+            "Contradict a node",
+            Append,
+            Recorded,
+            concat!(
+                "Record a contradiction of an earlier node: the node becomes contested until the contradiction is resolved (by a refinement that resolves it, or a resolve).",
+                references!()
+            )
+        ),
+        tool!(
+            Refine,
+            "Refine a node",
+            Append,
+            Recorded,
+            concat!(
+                "Record a refinement: a successor to an earlier node, which becomes superseded. List in `resolves` the contradictions the refinement answers: they become resolved, and the contested node's successor is active.",
+                references!()
+            )
+        ),
+        tool!(
+            Synthesize,
+            "Synthesize nodes",
+            Append,
+            Recorded,
+            concat!("Record a synthesis combining two or more earlier nodes into one position.", references!())
+        ),
         tool!(Ask, "Ask a question", Append, Recorded, "Record an open question. It stays open (listed by `questions`) until a `resolve` answers it."),
-        tool!(Resolve, "Resolve", Append, Recorded, concat!("Resolve a question, contradiction, tension or contradicts-relation with an answer: it becomes resolved.", references!())),
+        tool!(
+            Resolve,
+            "Resolve",
+            Append,
+            Recorded,
+            concat!("Resolve a question, contradiction, tension or contradicts-relation with an answer: it becomes resolved.", references!())
+        ),
         tool!(Park, "Park a node", Append, Recorded, concat!("Set a node aside for now (status parked); `resume` brings it back.", references!())),
         tool!(ResumeNode, "Resume a parked node", Append, Recorded, concat!("Bring a parked node back.", references!())),
         tool!(Reframe, "Reframe", Append, Recorded, concat!("Restate a position or question in other terms; the original becomes superseded.", references!())),
         tool!(Connect, "Connect two nodes", Append, Recorded, concat!("Record that two nodes are related, and how.", references!())),
-        tool!(Tension, "Note a tension", Append, Recorded, concat!("Record a tension between two nodes (not a contradiction: both may hold). It stays open until resolved.", references!())),
-        tool!(Claim, "Record a memory claim", Append, Recorded, concat!("Record a memory claim with its kind (episodic, semantic, preference, ...) and provenance (the events it derives from). A derived claim with no source is an orphan.", references!())),
-        tool!(Relate, "Relate two claims", Append, Recorded, concat!("Relate one claim to another: update or state_change supersede the older one, retracts retracts it, contradicts contests it, expands and qualifies add to it, same_as marks a duplicate.", references!())),
+        tool!(
+            Tension,
+            "Note a tension",
+            Append,
+            Recorded,
+            concat!("Record a tension between two nodes (not a contradiction: both may hold). It stays open until resolved.", references!())
+        ),
+        tool!(
+            Claim,
+            "Record a memory claim",
+            Append,
+            Recorded,
+            concat!(
+                "Record a memory claim with its kind (episodic, semantic, preference, ...) and provenance (the events it derives from). A derived claim with no source is an orphan.",
+                references!()
+            )
+        ),
+        tool!(
+            Relate,
+            "Relate two claims",
+            Append,
+            Recorded,
+            concat!(
+                "Relate one claim to another: update or state_change supersede the older one, retracts retracts it, contradicts contests it, expands and qualifies add to it, same_as marks a duplicate.",
+                references!()
+            )
+        ),
         tool!(Confirm, "Confirm a claim", Append, Recorded, concat!("Record that a claim's owner confirms it.", references!())),
-        tool!(FrameOpen, "Open a frame", Append, Recorded, concat!("Open a causal frame: a question being worked on, optionally under a parent frame. Its conclusion holds until the frame, or one above it, is invalidated.", references!())),
+        tool!(
+            FrameOpen,
+            "Open a frame",
+            Append,
+            Recorded,
+            concat!(
+                "Open a causal frame: a question being worked on, optionally under a parent frame. Its conclusion holds until the frame, or one above it, is invalidated.",
+                references!()
+            )
+        ),
         tool!(FrameEvidence, "Frame evidence", Append, Recorded, concat!("Record evidence found inside a frame.", references!())),
         tool!(FrameConclude, "Conclude a frame", Append, Recorded, concat!("Conclude a frame (status resolved).", references!())),
         tool!(FrameSuspend, "Suspend a frame", Append, Recorded, concat!("Suspend a frame (status parked).", references!())),
         tool!(FrameResume, "Resume a frame", Append, Recorded, concat!("Resume a suspended or invalidated frame.", references!())),
-        tool!(FrameInvalidate, "Invalidate a frame", Append, Recorded, concat!("Invalidate a frame and every frame under it (status retracted): their conclusions no longer hold.", references!())),
-        tool!(TaskNew, "Create a task", Append, Recorded, "Record a new task: an objective to work on, optionally with its owner. Move it through its states with `task_update`."),
+        tool!(
+            FrameInvalidate,
+            "Invalidate a frame",
+            Append,
+            Recorded,
+            concat!("Invalidate a frame and every frame under it (status retracted): their conclusions no longer hold.", references!())
+        ),
+        tool!(
+            TaskNew,
+            "Create a task",
+            Append,
+            Recorded,
+            "Record a new task: an objective to work on, optionally with its owner. Move it through its states with `task_update`."
+        ),
         tool!(TaskUpdate, "Update a task", Append, Recorded, concat!("Move a task to a new state: done resolves it, abandoned parks it.", references!())),
-        tool!(Trajectory, "Record a trajectory", Append, Recorded, "Record one attempt at a task: the query, the final answer, how many iterations, whether it converged. Judge it with `judge`."),
+        tool!(
+            Trajectory,
+            "Record a trajectory",
+            Append,
+            Recorded,
+            "Record one attempt at a task: the query, the final answer, how many iterations, whether it converged. Judge it with `judge`."
+        ),
         tool!(Judge, "Judge a trajectory", Append, Recorded, concat!("Record whether a trajectory succeeded or failed, why, and how sure.", references!())),
-        tool!(MemoryItem, "Record a memory item", Append, Recorded, concat!("Record a reusable lesson (title, when it applies, content), optionally learned from a trajectory. `outcomes` counts how often items led to success.", references!())),
-        tool!(RecordUse, "Record an item's use", Append, Recorded, concat!("Record that a memory item was retrieved for a trajectory, at which rank and score.", references!())),
-        tool!(Accept, "Accept a chain", Append, Recorded, "Accept another agent's chain up to an event (a seq of that chain or an entry id): this agent's perspective then includes that prefix. Accepting further later moves the frontier; to reject one event, `dispute` it."),
-        tool!(Dispute, "Dispute an event", Append, Recorded, concat!("Dispute exactly one event of another agent's chain with a reason and, optionally, a counter-claim. The dispute is signed and locatable: it says which event, and leaves the rest of the chain accepted.", references!())),
+        tool!(
+            MemoryItem,
+            "Record a memory item",
+            Append,
+            Recorded,
+            concat!(
+                "Record a reusable lesson (title, when it applies, content), optionally learned from a trajectory. `outcomes` counts how often items led to success.",
+                references!()
+            )
+        ),
+        tool!(
+            RecordUse,
+            "Record an item's use",
+            Append,
+            Recorded,
+            concat!("Record that a memory item was retrieved for a trajectory, at which rank and score.", references!())
+        ),
+        tool!(
+            Accept,
+            "Accept a chain",
+            Append,
+            Recorded,
+            "Accept another agent's chain up to an event (a seq of that chain or an entry id): this agent's perspective then includes that prefix. Accepting further later moves the frontier; to reject one event, `dispute` it."
+        ),
+        tool!(
+            Dispute,
+            "Dispute an event",
+            Append,
+            Recorded,
+            concat!(
+                "Dispute exactly one event of another agent's chain with a reason and, optionally, a counter-claim. The dispute is signed and locatable: it says which event, and leaves the rest of the chain accepted.",
+                references!()
+            )
+        ),
         tool!(Withdraw, "Withdraw a dispute", Append, Recorded, "Withdraw one of this agent's disputes (name the dispute event's id)."),
-        tool!(ResolveFork, "Resolve a fork of this chain", AppendFinal, Recorded, "Resolve a fork of this agent's own chain: name the entry, at the forked seq, of the branch that continues. The other branch stays stored and proven, but this chain no longer continues it."),
+        tool!(
+            ResolveFork,
+            "Resolve a fork of this chain",
+            AppendFinal,
+            Recorded,
+            "Resolve a fork of this agent's own chain: name the entry, at the forked seq, of the branch that continues. The other branch stays stored and proven, but this chain no longer continues it."
+        ),
         Operation {
             name: "orient",
             title: "Orient on a topic",
-            description: concat!("Start here on a topic: the nodes whose text matches it (full-text search, best first; superseded and retracted nodes are left out unless include_superseded), with their statuses, and the open questions and contested nodes among them. Then read one node with `status` or `trace`.", statuses!()),
+            description: concat!(
+                "Start here on a topic: the nodes whose text matches it (full-text search, best first; superseded and retracted nodes are left out unless include_superseded), with their statuses, and the open questions and contested nodes among them. Then read one node with `status` or `trace`.",
+                statuses!()
+            ),
             effect: Read,
             input_schema: schema_of::<Orient>,
             output_schema: schema_of::<Oriented>,
@@ -976,19 +1114,67 @@ pub fn catalog() -> Vec<Operation> {
         },
         tool!(Status, "A node's status", Read, StatusAnswer, concat!("A node's status and the events that made it so.", statuses!())),
         tool!(Trace, "Trace a node", Read, TraceAnswer, "Every event that touched a node, in order, each verified against its author's chain."),
-        tool!(History, "History as of", Read, ReadResult, "The graph as it was at a time (ms since the epoch or YYYY-MM-DD, UTC) or as of an event: every node with its status then, or one node."),
-        tool!(Latest, "Latest version of a node", Read, LatestAnswer, "The current version of a node: follows refinements, reframes, updates and state changes to the newest."),
+        tool!(
+            History,
+            "History as of",
+            Read,
+            ReadResult,
+            "The graph as it was at a time (ms since the epoch or YYYY-MM-DD, UTC) or as of an event: every node with its status then, or one node."
+        ),
+        tool!(
+            Latest,
+            "Latest version of a node",
+            Read,
+            LatestAnswer,
+            "The current version of a node: follows refinements, reframes, updates and state changes to the newest."
+        ),
         tool!(Decisions, "Decisions", Read, DecisionList, "What was decided, and the events it rests on."),
         tool!(Questions, "Open questions", Read, NodeList, "Questions not yet resolved."),
         tool!(Disagreements, "Contested nodes", Read, ContestedList, "Contested nodes and what contests them (open contradictions and tensions)."),
-        tool!(Perspective, "An agent's perspective", Read, PerspectiveAnswer, concat!("An agent's perspective: its own chain plus the prefixes of other chains it accepts, minus the events it disputes, with statuses.", statuses!())),
-        tool!(Consensus, "Consensus", Read, ConsensusAnswer, "Which prefix of each chain at least `quorum` agents accept, what is disputed and by whom, and the merged view's hash."),
-        tool!(Disputes, "Dispute map", Read, ReadResult, "The disagreement map across agents: each disputed event, who accepts and who disputes it, counter-claims; and forked chains by branch."),
-        tool!(Audit, "Audit a chain", Read, ReadResult, "Verify an agent's replicated chain end to end: forks, gaps, missing payloads, disputes, accept frontiers."),
+        tool!(
+            Perspective,
+            "An agent's perspective",
+            Read,
+            PerspectiveAnswer,
+            concat!(
+                "An agent's perspective: its own chain plus the prefixes of other chains it accepts, minus the events it disputes, with statuses.",
+                statuses!()
+            )
+        ),
+        tool!(
+            Consensus,
+            "Consensus",
+            Read,
+            ConsensusAnswer,
+            "Which prefix of each chain at least `quorum` agents accept, what is disputed and by whom, and the merged view's hash."
+        ),
+        tool!(
+            Disputes,
+            "Dispute map",
+            Read,
+            ReadResult,
+            "The disagreement map across agents: each disputed event, who accepts and who disputes it, counter-claims; and forked chains by branch."
+        ),
+        tool!(
+            Audit,
+            "Audit a chain",
+            Read,
+            ReadResult,
+            "Verify an agent's replicated chain end to end: forks, gaps, missing payloads, disputes, accept frontiers."
+        ),
         tool!(FrameTree, "Frame tree", Read, ReadResult, "The frames under a frame, in verification (post-) order, with their states."),
         tool!(Outcomes, "Memory item outcomes", Read, ReadResult, "Success and failure counts of memory items, from the judged trajectories that used them."),
         tool!(Identity, "This agent's id", Read, ReadResult, "This agent's id (64 hex characters): what others pass as `author` or `agent`."),
-        tool!(GraphExport, "The whole graph", Read, ReadResult, concat!("Every node of the reasoning graph with its status, author and place in its chain, and every edge (from the newer event to the one it names), as data (json) or as Graphviz DOT or Mermaid text.", statuses!())),
+        tool!(
+            GraphExport,
+            "The whole graph",
+            Read,
+            ReadResult,
+            concat!(
+                "Every node of the reasoning graph with its status, author and place in its chain, and every edge (from the newer event to the one it names), as data (json) or as Graphviz DOT or Mermaid text.",
+                statuses!()
+            )
+        ),
         tool!(ViewHash, "Merged view hash", Read, ViewHashAnswer, "The merged view's hash and entry count: equal on every node that holds the same entries."),
     ];
     ops.extend(log_inputs::operations());
@@ -1001,7 +1187,13 @@ mod tests {
 
     fn names<T: JsonSchema>() -> Vec<String> {
         let schema = serde_json::to_value(schemars::schema_for!(T)).unwrap();
-        let mut v: Vec<String> = schema["enum"].as_array().or_else(|| schema["oneOf"].as_array()).into_iter().flatten().filter_map(|x| x.as_str().or_else(|| x["const"].as_str()).map(str::to_string)).collect();
+        let mut v: Vec<String> = schema["enum"]
+            .as_array()
+            .or_else(|| schema["oneOf"].as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|x| x.as_str().or_else(|| x["const"].as_str()).map(str::to_string))
+            .collect();
         v.sort();
         v
     }
@@ -1017,7 +1209,13 @@ mod tests {
     fn the_schema_enums_are_the_graphs_names() {
         assert_eq!(names::<MemoryKind>(), sorted(agora_graph::MemoryKind::ALL.iter().map(|k| k.name()).collect()));
         assert_eq!(names::<Relation>(), sorted(agora_graph::Relation::ALL.iter().map(|r| r.name()).collect()));
-        let states = [agora_graph::TaskState::Created, agora_graph::TaskState::InProgress, agora_graph::TaskState::Blocked, agora_graph::TaskState::Done, agora_graph::TaskState::Abandoned];
+        let states = [
+            agora_graph::TaskState::Created,
+            agora_graph::TaskState::InProgress,
+            agora_graph::TaskState::Blocked,
+            agora_graph::TaskState::Done,
+            agora_graph::TaskState::Abandoned,
+        ];
         assert_eq!(names::<TaskState>(), sorted(states.iter().map(|s| s.name()).collect()));
     }
 }

@@ -143,7 +143,7 @@ fn append(invoker: &dyn Invoke, input: Value) -> Result<Value, OpError> {
                 message: "append: give the payload as exactly one of `text` or `base64`".to_string(),
                 rule: Some("input_schema".to_string()),
                 entry: None,
-            })
+            });
         }
     };
     invoker.run(Argv::new(&["append"]).arg("-").build(), &payload)?.into_result().map(as_object)
@@ -216,9 +216,27 @@ fn import(invoker: &dyn Invoke, input: Value) -> Result<Value, OpError> {
 pub fn operations() -> Vec<Operation> {
     use Effect::*;
     vec![
-        tool!(Log, "List a chain", Read, ReadResult, "The entries of one agent's chain in seq order (default: this agent's), or of every chain: id, seq, timestamp, payload state and a preview. Use `show` for one entry in full."),
-        tool!(Show, "Show an entry", Read, ReadResult, "One entry in full: its signed header (author, seq, backlink, timestamp, payload length and hash), its signature, and its payload (text, or base64) or why it is absent (redacted, not received)."),
-        tool!(Verify, "Verify chains", Read, ReadResult, "Verify stored chains end to end: every signature, backlink and payload hash, and the tips. `ok` is false, with the problems listed, when anything fails; forks are reported with their seqs."),
+        tool!(
+            Log,
+            "List a chain",
+            Read,
+            ReadResult,
+            "The entries of one agent's chain in seq order (default: this agent's), or of every chain: id, seq, timestamp, payload state and a preview. Use `show` for one entry in full."
+        ),
+        tool!(
+            Show,
+            "Show an entry",
+            Read,
+            ReadResult,
+            "One entry in full: its signed header (author, seq, backlink, timestamp, payload length and hash), its signature, and its payload (text, or base64) or why it is absent (redacted, not received)."
+        ),
+        tool!(
+            Verify,
+            "Verify chains",
+            Read,
+            ReadResult,
+            "Verify stored chains end to end: every signature, backlink and payload hash, and the tips. `ok` is false, with the problems listed, when anything fails; forks are reported with their seqs."
+        ),
         Operation {
             name: "append",
             title: "Append a raw entry",
@@ -228,7 +246,13 @@ pub fn operations() -> Vec<Operation> {
             output_schema: schema_of::<Appended>,
             run: append,
         },
-        tool!(Redact, "Redact a payload", Delete, ReadResult, "Delete an entry's payload from this node's store and record the redaction. The signed header stays, so the chain still verifies, and what the payload meant (its residue) keeps every view unchanged; the text itself is gone from this node for good."),
+        tool!(
+            Redact,
+            "Redact a payload",
+            Delete,
+            ReadResult,
+            "Delete an entry's payload from this node's store and record the redaction. The signed header stays, so the chain still verifies, and what the payload meant (its residue) keeps every view unchanged; the text itself is gone from this node for good."
+        ),
         Operation {
             name: "export",
             title: "Export a pack",
@@ -247,13 +271,52 @@ pub fn operations() -> Vec<Operation> {
             output_schema: schema_of::<ReadResult>,
             run: import,
         },
-        tool!(Authors, "Authors stored", Read, ReadResult, "Every author whose chain is stored here, with its highest seq, its tips (more than one: forked) and its fork proofs."),
-        tool!(Forks, "Fork proofs", Read, ReadResult, "The fork proofs stored here (or one author's): the two signed entries at one seq, and the proof itself, hex-encoded, which anyone can check with `check_proof` and no other data."),
-        tool!(CheckProof, "Check a fork proof", Read, ReadResult, "Check a hex-encoded fork proof with no other data: valid when one author signed two different entries at the same seq."),
-        tool!(Search, "Search the graph", Read, answers::SearchAnswer, concat!("Full-text search (BM25) over the nodes' text: id, score, status, kind and text, best first. Superseded and retracted nodes are left out unless `all`. `orient` adds the open questions and contested nodes on the topic.", statuses!())),
+        tool!(
+            Authors,
+            "Authors stored",
+            Read,
+            ReadResult,
+            "Every author whose chain is stored here, with its highest seq, its tips (more than one: forked) and its fork proofs."
+        ),
+        tool!(
+            Forks,
+            "Fork proofs",
+            Read,
+            ReadResult,
+            "The fork proofs stored here (or one author's): the two signed entries at one seq, and the proof itself, hex-encoded, which anyone can check with `check_proof` and no other data."
+        ),
+        tool!(
+            CheckProof,
+            "Check a fork proof",
+            Read,
+            ReadResult,
+            "Check a hex-encoded fork proof with no other data: valid when one author signed two different entries at the same seq."
+        ),
+        tool!(
+            Search,
+            "Search the graph",
+            Read,
+            answers::SearchAnswer,
+            concat!(
+                "Full-text search (BM25) over the nodes' text: id, score, status, kind and text, best first. Superseded and retracted nodes are left out unless `all`. `orient` adds the open questions and contested nodes on the topic.",
+                statuses!()
+            )
+        ),
         tool!(Orphans, "Orphan claims", Read, answers::NodeList, "Derived memory claims with no source event (their provenance is missing)."),
-        tool!(Admit, "Admit an agent", Append, ReadResult, "Admit an agent to this workspace (the founder only): its entries are then replicated and counted by every node."),
-        tool!(Remove, "Remove an agent", Append, ReadResult, "Remove an agent from this workspace (the founder only): its entries up to the highest seq held here stay admitted, later ones are admitted nowhere."),
+        tool!(
+            Admit,
+            "Admit an agent",
+            Append,
+            ReadResult,
+            "Admit an agent to this workspace (the founder only): its entries are then replicated and counted by every node."
+        ),
+        tool!(
+            Remove,
+            "Remove an agent",
+            Append,
+            ReadResult,
+            "Remove an agent from this workspace (the founder only): its entries up to the highest seq held here stay admitted, later ones are admitted nowhere."
+        ),
         tool!(Roster, "The roster", Read, ReadResult, "The workspace's members, derived from the founder's chain: who was admitted and removed, and when."),
     ]
 }

@@ -13,7 +13,7 @@ pub mod argv;
 pub mod catalog;
 pub mod invoke;
 
-pub use catalog::{catalog, Effect, Invoke, OpError, Operation};
+pub use catalog::{Effect, Invoke, OpError, Operation, catalog};
 
 /// Where operations run, and what is known there of the node.
 pub trait Backend: Invoke + Send + Sync + 'static {

@@ -62,7 +62,14 @@ impl Digests {
             m.sort_unstable_by_key(|&a| id(a));
             m.shrink_to_fit();
         });
-        Self { members, hashes: vec![[0; 32]; DIGEST_BUCKETS], dirty: vec![true; DIGEST_BUCKETS], dirty_list: (0..DIGEST_BUCKETS as u16).collect(), pending: None, root: None }
+        Self {
+            members,
+            hashes: vec![[0; 32]; DIGEST_BUCKETS],
+            dirty: vec![true; DIGEST_BUCKETS],
+            dirty_list: (0..DIGEST_BUCKETS as u16).collect(),
+            pending: None,
+            root: None,
+        }
     }
 
     /// Bytes on the heap ([`Graph::memory`](super::Graph::memory)).

@@ -14,11 +14,11 @@
 //! rules (`rules.rs`) read that state, the node (`node.rs`) turns it into
 //! statuses and readings. That is why it is one module.
 
+use super::Graph;
 use super::index::Ix;
 use super::links::Links;
 use super::node::{Extra, FrameState, Mark, Rel};
-use super::Graph;
-use crate::event::{memory_item_content_id, Event, Relation, TaskState};
+use crate::event::{Event, Relation, TaskState, memory_item_content_id};
 
 impl Graph {
     /// What a valid event does to the graph. `me` is its own (newest) node,
@@ -301,8 +301,7 @@ impl Graph {
     /// survived it.
     fn close_challenge(&mut self, c: Ix, by: Ix) {
         self.links_at(c).push(Mark::ResolvedBy, by);
-        let challenged: Vec<Ix> =
-            self.nodes[c as usize].links.edges().filter(|(r, _)| matches!(r, Rel::Contradicts | Rel::Tension)).map(|(_, t)| t).collect();
+        let challenged: Vec<Ix> = self.nodes[c as usize].links.edges().filter(|(r, _)| matches!(r, Rel::Contradicts | Rel::Tension)).map(|(_, t)| t).collect();
         for t in challenged {
             let n = self.links_at(t);
             let was_challenge = n.remove(Mark::OpenChallenge, c);

@@ -11,8 +11,8 @@
 //! own; it knows nodes only by their ids.
 
 use super::node::Node;
-use agora_core::id_arena::IdArena;
 use agora_core::EntryId;
+use agora_core::id_arena::IdArena;
 
 /// A node's place in [`Graph::nodes`](super::Graph::nodes) (application
 /// order). The index, the resolved references, the rules and the effects name

@@ -120,10 +120,7 @@ mod tests {
         assert_eq!(raw.body, Body::Raw);
 
         let support = Event::Support { target: EntryId([1; 32]), text: "agreed".into() }.encode();
-        let items = [
-            (EntryId([1; 32]), pos(1), Content::Held(&merge[..])),
-            (EntryId([2; 32]), pos(2), Content::Held(&support[..])),
-        ];
+        let items = [(EntryId([1; 32]), pos(1), Content::Held(&merge[..])), (EntryId([2; 32]), pos(2), Content::Held(&support[..]))];
         let g = Graph::replay_contents(&items);
         assert_eq!(g.len(), 0);
         assert!(g.node(&EntryId([1; 32])).is_none());

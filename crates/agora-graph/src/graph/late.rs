@@ -35,7 +35,7 @@
 
 use super::index::{Ix, UNKNOWN};
 use super::input::{Body, LogEvent};
-use super::{key_of, Graph, Key};
+use super::{Graph, Key, key_of};
 use crate::event::Event;
 
 /// What [`Graph::apply_late`] did.

@@ -74,18 +74,13 @@ impl Graph {
     /// every node once: for reports and benchmarks, not for every answer.
     pub fn memory(&self) -> GraphMemory {
         let links = self.nodes.iter().map(|n| n.links.heap_bytes()).sum();
-        let extra = self
-            .nodes
-            .iter()
-            .filter_map(|n| n.links.extra())
-            .map(|e| size_of::<Extra>() + e.invalid.as_ref().map_or(0, |s| s.len()))
-            .sum();
+        let extra = self.nodes.iter().filter_map(|n| n.links.extra()).map(|e| size_of::<Extra>() + e.invalid.as_ref().map_or(0, |s| s.len())).sum();
         let texts = match &self.texts {
             super::text::Texts::Kept(t) => vec_bytes(t) + t.iter().map(|s| s.len()).sum::<usize>(),
             super::text::Texts::Elsewhere(_) => 0,
         };
-        let pending = self.waiting.capacity() * (size_of::<agora_core::EntryId>() + size_of::<Vec<LogEvent>>())
-            + self.waiting.values().map(vec_bytes).sum::<usize>();
+        let pending =
+            self.waiting.capacity() * (size_of::<agora_core::EntryId>() + size_of::<Vec<LogEvent>>()) + self.waiting.values().map(vec_bytes).sum::<usize>();
         let orders = [self.id_order.get(), self.replay_order.get()].into_iter().flatten().map(vec_bytes::<Ix>).sum::<usize>()
             + vec_bytes(&self.late_nodes)
             + vec_bytes(&self.released_nodes);

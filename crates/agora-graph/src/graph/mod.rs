@@ -37,9 +37,9 @@
 mod digest;
 mod effects;
 mod index;
-mod links;
 mod input;
 mod late;
+mod links;
 mod memory;
 mod node;
 mod replay;
@@ -59,7 +59,7 @@ pub use replay::{NotInLogOrder, OrderedReplay};
 pub use rewind::LIVE_GRAPH_JOURNAL;
 pub use rules::RuleError;
 pub use snapshot::ById;
-pub use text::{text_of_content, TextSource, TextUnavailable};
+pub use text::{TextSource, TextUnavailable, text_of_content};
 
 use crate::event::Event;
 use crate::inline::InlineList;

@@ -15,9 +15,9 @@
 //! kind, text, flags), the node with its graph for the events it names (why,
 //! touched by, edges, challenges), which the graph turns back into ids.
 
+use super::Graph;
 use super::index::Ix;
 use super::links::Links;
-use super::Graph;
 use crate::event::{Event, MemoryKind, Relation, TaskState};
 use agora_core::{EntryId, LogPosition};
 
@@ -248,9 +248,7 @@ impl Mark {
 impl Meta {
     pub(super) fn of(ev: &Event) -> Self {
         match ev {
-            Event::Claim { kind, sources, confirmed, .. } => {
-                Meta::Claim { kind: *kind, has_sources: !sources.is_empty(), confirmed: *confirmed }
-            }
+            Event::Claim { kind, sources, confirmed, .. } => Meta::Claim { kind: *kind, has_sources: !sources.is_empty(), confirmed: *confirmed },
             Event::Relate { relation, .. } => Meta::Relate(*relation),
             _ => Meta::None,
         }

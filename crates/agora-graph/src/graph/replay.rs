@@ -12,8 +12,8 @@
 //! and looks each batch's ids up before applying it, so their cache misses
 //! overlap.
 
-use super::input::{Body, LogEvent};
 use super::Graph;
+use super::input::{Body, LogEvent};
 use agora_core::{EntryId, LogPosition};
 
 /// Events looked up together, ahead of applying them, by a replay (see
@@ -68,10 +68,8 @@ impl Graph {
     /// decoded copy of the whole log is ever held. Same result as
     /// [`Graph::replay`] over the decoded events.
     pub fn replay_encoded(items: &[(EntryId, LogPosition, Option<&[u8]>)]) -> Self {
-        let contents: Vec<(EntryId, LogPosition, agora_core::Content<'_>)> = items
-            .iter()
-            .map(|(id, pos, p)| (*id, *pos, p.map_or(agora_core::Content::Redacted(None), agora_core::Content::Held)))
-            .collect();
+        let contents: Vec<(EntryId, LogPosition, agora_core::Content<'_>)> =
+            items.iter().map(|(id, pos, p)| (*id, *pos, p.map_or(agora_core::Content::Redacted(None), agora_core::Content::Held))).collect();
         Self::replay_contents(&contents)
     }
 

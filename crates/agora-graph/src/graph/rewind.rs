@@ -37,7 +37,7 @@ use super::index::Ix;
 use super::input::LogEvent;
 use super::late::Late;
 use super::node::Node;
-use super::{key_of, Graph, Key};
+use super::{Graph, Key, key_of};
 use agora_core::EntryId;
 use std::collections::VecDeque;
 
@@ -292,7 +292,9 @@ impl Graph {
             // The earliest the journal can rewind to (reaching further back
             // is monotone in the position).
             let first = events[..late].partition_point(|e| self.rewind_depth(key_of(e)).is_none());
-            if first < events.len() && let Some(back) = self.rewind_depth(key_of(&events[first])) {
+            if first < events.len()
+                && let Some(back) = self.rewind_depth(key_of(&events[first]))
+            {
                 old = events.drain(..first).collect();
                 let mut undone = Vec::with_capacity(back + events.len());
                 for _ in 0..back {

@@ -84,8 +84,7 @@ impl RuleError {
     }
 }
 
-const POSITION_KINDS: &[&str] =
-    &["proposition", "support", "contradiction", "refinement", "synthesis", "reframe", "claim", "memory_item"];
+const POSITION_KINDS: &[&str] = &["proposition", "support", "contradiction", "refinement", "synthesis", "reframe", "claim", "memory_item"];
 const CLAIM_KINDS: &[&str] = &["proposition", "refinement", "synthesis", "reframe", "claim", "memory_item"];
 const CONTENT_KINDS: &[&str] = &[
     "proposition",
@@ -185,9 +184,7 @@ impl Graph {
                     None => wrong_state(target, "not parked".into()),
                 }
             }
-            Event::Claim { sources, .. } => {
-                sources.iter().zip(t).try_for_each(|(s, &ix)| self.expect(name, ix, s, CONTENT_KINDS, "a source event"))
-            }
+            Event::Claim { sources, .. } => sources.iter().zip(t).try_for_each(|(s, &ix)| self.expect(name, ix, s, CONTENT_KINDS, "a source event")),
             Event::Relate { from, to, relation, .. } => {
                 self.expect(name, t[0], from, CLAIM_KINDS, "a claim-like node (proposition, claim, refinement, ...)")?;
                 self.expect(name, t[1], to, CLAIM_KINDS, "a claim-like node (proposition, claim, refinement, ...)")?;
@@ -197,11 +194,9 @@ impl Graph {
                 Ok(())
             }
             Event::Confirm { target } => self.expect(name, t[0], target, &["claim"], "a claim"),
-            Event::FrameOpen { parent, branched_from, .. } => parent
-                .iter()
-                .chain(branched_from.iter())
-                .zip(t)
-                .try_for_each(|(f, &ix)| self.expect(name, ix, f, &["frame_open"], "a frame")),
+            Event::FrameOpen { parent, branched_from, .. } => {
+                parent.iter().chain(branched_from.iter()).zip(t).try_for_each(|(f, &ix)| self.expect(name, ix, f, &["frame_open"], "a frame"))
+            }
             Event::FrameEvidence { frame, .. } | Event::FrameConclude { frame, .. } => {
                 self.expect(name, t[0], frame, &["frame_open"], "a frame")?;
                 match self.at(t[0]).and_then(|n| n.x().frame_state) {
@@ -239,10 +234,9 @@ impl Graph {
                     None => Ok(()),
                 }
             }
-            Event::MemoryItem { source_trajectory, .. } => source_trajectory
-                .iter()
-                .zip(t)
-                .try_for_each(|(s, &ix)| self.expect(name, ix, s, &["trajectory"], "a trajectory")),
+            Event::MemoryItem { source_trajectory, .. } => {
+                source_trajectory.iter().zip(t).try_for_each(|(s, &ix)| self.expect(name, ix, s, &["trajectory"], "a trajectory"))
+            }
             Event::Usage { trajectory, item, .. } => {
                 self.expect(name, t[0], trajectory, &["trajectory"], "a trajectory")?;
                 self.expect(name, t[1], item, &["memory_item"], "a memory item")
@@ -259,11 +253,7 @@ impl Graph {
         let kind = self.kind_at(ix);
         // A redacted event's kind is unknowable here; redaction must not turn
         // the events that refer to it into rule breakers, so it matches any kind.
-        if kinds.contains(&kind) || kind == "redacted" {
-            Ok(())
-        } else {
-            Err(RuleError::WrongKind { event, target: *target, kind, expected })
-        }
+        if kinds.contains(&kind) || kind == "redacted" { Ok(()) } else { Err(RuleError::WrongKind { event, target: *target, kind, expected }) }
     }
 
     /// Does the node at `a` (transitively) supersede the one at `b`? Walks
@@ -299,18 +289,14 @@ impl Graph {
         let target = self.at(*t.first()?)?;
         let (x, marks) = (target.x(), &target.links);
         // Resolving or parking twice: refused if this author already did.
-        let unless_own = |mark: Mark| {
-            (!marks.all(mark).any(|ix| self.nodes[ix as usize].author == author)).then(|| marks.all(mark).last()).flatten()
-        };
+        let unless_own = |mark: Mark| (!marks.all(mark).any(|ix| self.nodes[ix as usize].author == author)).then(|| marks.all(mark).last()).flatten();
         let setter = match ev {
             Event::Resolve { .. } => unless_own(Mark::ResolvedBy),
             Event::Park { .. } => unless_own(Mark::ParkedBy),
             Event::Resume { .. } => x.resumed_by,
-            Event::FrameEvidence { .. }
-            | Event::FrameConclude { .. }
-            | Event::FrameSuspend { .. }
-            | Event::FrameResume { .. }
-            | Event::TaskUpdate { .. } => x.state_by,
+            Event::FrameEvidence { .. } | Event::FrameConclude { .. } | Event::FrameSuspend { .. } | Event::FrameResume { .. } | Event::TaskUpdate { .. } => {
+                x.state_by
+            }
             Event::Judgment { .. } => x.judged_by,
             // `from` is already superseded, transitively, by `to`: the first
             // step of that chain was taken by its successor's author.

@@ -11,10 +11,10 @@
 //! pieces written on every thread while the last one is hashed) has nothing
 //! to do with how the graph is built.
 
+use super::Graph;
 use super::index::Ix;
 use super::node::{Mark, Node, NodeRef, Status};
 use super::replay::WARM_BATCH;
-use super::Graph;
 use agora_core::id_arena::IdsRead;
 use agora_core::{EntryId, LogPosition};
 use rayon::prelude::*;
@@ -91,10 +91,12 @@ impl Graph {
         let ids = self.ids.read();
         let ids = &ids;
         let len = by_id.len();
-        let parts = |piece: usize| (0..VIEW_HASH_PARTS).map(move |p| {
-            let start = piece * VIEW_HASH_PIECE + p * VIEW_HASH_PIECE / VIEW_HASH_PARTS;
-            start.min(len)..(start + VIEW_HASH_PIECE / VIEW_HASH_PARTS).min(len)
-        });
+        let parts = |piece: usize| {
+            (0..VIEW_HASH_PARTS).map(move |p| {
+                let start = piece * VIEW_HASH_PIECE + p * VIEW_HASH_PIECE / VIEW_HASH_PARTS;
+                start.min(len)..(start + VIEW_HASH_PIECE / VIEW_HASH_PARTS).min(len)
+            })
+        };
         let write = |piece: usize, bufs: &mut Vec<Vec<u8>>| {
             bufs.par_iter_mut().zip(parts(piece).collect::<Vec<_>>()).for_each(|(buf, range)| {
                 buf.clear();

@@ -14,8 +14,8 @@
 //! The invariant: for a graph built from the store a source reads, both
 //! ways give the same text for every node.
 
-use super::index::Ix;
 use super::Body;
+use super::index::Ix;
 use crate::event::Event;
 use agora_core::{Content, EntryId, LogPosition};
 use std::borrow::Cow;

@@ -12,7 +12,7 @@
 //! history.
 
 use super::{ChainInput, LiveChain, LiveMerge};
-use crate::disagreements::{add_builder, ancestors_by, kind_and_text_of, reasoning_event_of, set_builders, with_acceptors, ForkSides};
+use crate::disagreements::{ForkSides, add_builder, ancestors_by, kind_and_text_of, reasoning_event_of, set_builders, with_acceptors};
 use crate::input::InputError;
 use crate::merge::Merge;
 use crate::payload::MergeEvent;
@@ -59,7 +59,11 @@ impl LiveMerge {
             let c = &self.chains[slot as usize];
             // Who accepts what on this chain, read once for all its targets.
             let acceptors = self.acceptors_on(slot);
-            let off_view = if open.iter().any(|(&(seq, target), _)| !c.on_view(&self.index, &target, seq)) { self.off_view_acceptors(c, &self.clipped_accepts_on(slot)) } else { HashMap::new() };
+            let off_view = if open.iter().any(|(&(seq, target), _)| !c.on_view(&self.index, &target, seq)) {
+                self.off_view_acceptors(c, &self.clipped_accepts_on(slot))
+            } else {
+                HashMap::new()
+            };
             for (&(seq, target), by) in open {
                 let marks: Vec<DisputeMark> = by.iter().filter(|(a, _)| counts(a)).filter_map(|&(a, d)| self.dispute_mark(a, d)).collect();
                 if marks.is_empty() {
@@ -132,7 +136,13 @@ impl LiveMerge {
 
     /// The known entries `id`'s reasoning event refers to, read once per
     /// query (`memo`); a failed read is kept in `failed`.
-    fn known_refs<E>(&self, id: &EntryId, memo: &mut HashMap<EntryId, Vec<EntryId>>, payload: &mut impl FnMut(&EntryId, &AgentId, u64) -> Result<Payload, E>, failed: &mut Option<E>) -> Vec<EntryId> {
+    fn known_refs<E>(
+        &self,
+        id: &EntryId,
+        memo: &mut HashMap<EntryId, Vec<EntryId>>,
+        payload: &mut impl FnMut(&EntryId, &AgentId, u64) -> Result<Payload, E>,
+        failed: &mut Option<E>,
+    ) -> Vec<EntryId> {
         if let Some(known) = memo.get(id) {
             return known.clone();
         }
@@ -153,7 +163,9 @@ impl LiveMerge {
         let s = *self.by_author.get(&by)?;
         let c = &self.chains[s as usize];
         match &c.records[self.index.record_on(s, &dispute)? as usize].event {
-            Some(MergeEvent::Dispute { target, reason, counter_claim }) => Some(DisputeMark { dispute, by, target: *target, reason: reason.clone(), counter_claim: counter_claim.clone() }),
+            Some(MergeEvent::Dispute { target, reason, counter_claim }) => {
+                Some(DisputeMark { dispute, by, target: *target, reason: reason.clone(), counter_claim: counter_claim.clone() })
+            }
             _ => None,
         }
     }

@@ -15,8 +15,8 @@
 //! view does not know yet (another view asked first) is a hole here.
 
 use super::Loc;
-use agora_core::id_arena::IdArena;
 use agora_core::EntryId;
+use agora_core::id_arena::IdArena;
 use std::sync::Arc;
 
 /// Entry id -> [`Loc`], one dense row per id (see the module docs).
@@ -151,9 +151,7 @@ impl EntryIndex {
     /// the rows, not the arena (which the node's views share: reported
     /// on its own).
     pub(super) fn heap_bytes(&self) -> usize {
-        self.locs.capacity() * size_of::<Packed>()
-            + self.big_seqs.capacity() * (size_of::<(u32, u64)>() + 1)
-            + self.records.capacity() * size_of::<u32>()
+        self.locs.capacity() * size_of::<Packed>() + self.big_seqs.capacity() * (size_of::<(u32, u64)>() + 1) + self.records.capacity() * size_of::<u32>()
     }
 
     /// Entries known.

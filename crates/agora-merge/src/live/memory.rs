@@ -107,12 +107,21 @@ impl LiveMerge {
             forks: chains.iter().map(LiveChain::fork_bytes).sum(),
             accepts: chains
                 .iter()
-                .map(|c| map_bytes::<u32, Vec<u32>>(c.accepts_on.capacity()) + c.accepts_on.values().map(vec_bytes).sum::<usize>() + map_bytes::<u32, (u64, u32)>(c.reach.capacity()))
+                .map(|c| {
+                    map_bytes::<u32, Vec<u32>>(c.accepts_on.capacity())
+                        + c.accepts_on.values().map(vec_bytes).sum::<usize>()
+                        + map_bytes::<u32, (u64, u32)>(c.reach.capacity())
+                })
                 .sum::<usize>()
                 + map_bytes::<u32, std::collections::BTreeSet<u32>>(self.referrers.capacity())
                 + self.referrers.values().map(|s| s.len() * size_of::<u32>()).sum::<usize>(),
             disputes: map_bytes::<u32, super::OpenMarks>(self.open.capacity())
-                + self.open.values().flat_map(|m| m.values()).map(|d| size_of::<((u64, EntryId), super::Disputers)>() + d.0.capacity() * size_of::<(AgentId, EntryId)>()).sum::<usize>()
+                + self
+                    .open
+                    .values()
+                    .flat_map(|m| m.values())
+                    .map(|d| size_of::<((u64, EntryId), super::Disputers)>() + d.0.capacity() * size_of::<(AgentId, EntryId)>())
+                    .sum::<usize>()
                 + map_bytes::<EntryId, std::collections::BTreeSet<u32>>(self.waiting.capacity())
                 + self.waiting.values().map(|s| s.len() * size_of::<u32>()).sum::<usize>(),
             consensus: self

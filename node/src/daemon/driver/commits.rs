@@ -19,8 +19,8 @@ use agora_core::{AgentId, EntryRef};
 use agora_store::{CommitNotice, Store, StoreError};
 use agora_sync::Head;
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use tokio::sync::mpsc;
 use tracing::warn;
 
@@ -28,7 +28,13 @@ use tracing::warn;
 /// that wrote sees its write in the next read) and hands the notice to the
 /// loop. If the loop is behind, the notice is dropped and the loop resyncs
 /// from the store instead (bounded memory under any write rate).
-pub fn observer(graph: Arc<GraphCache>, merge: Arc<MergeCache>, tx: mpsc::Sender<CommitNotice>, missed: Arc<AtomicBool>, generation: Arc<AtomicU64>) -> agora_store::Observer {
+pub fn observer(
+    graph: Arc<GraphCache>,
+    merge: Arc<MergeCache>,
+    tx: mpsc::Sender<CommitNotice>,
+    missed: Arc<AtomicBool>,
+    generation: Arc<AtomicU64>,
+) -> agora_store::Observer {
     Arc::new(move |notice: CommitNotice| {
         graph.observe(&notice);
         merge.observe(&notice);
@@ -97,9 +103,8 @@ impl Driver {
         // when something there may change it (a roster event, an entry whose
         // payload is missing, a fork, a payload filled in or redacted), not
         // on every entry the founder writes.
-        let founder_entry_matters = notice.entries.iter().any(|(e, p)| {
-            e.header().author == founder && p.as_deref().is_none_or(agora_roster::RosterEvent::is_roster_payload)
-        });
+        let founder_entry_matters =
+            notice.entries.iter().any(|(e, p)| e.header().author == founder && p.as_deref().is_none_or(agora_roster::RosterEvent::is_roster_payload));
         let founder_forked = notice.forks.iter().any(|(a, _)| *a == founder);
         let founder_payload_changed = notice.payloads_changed.iter().any(|id| matches!(store.locate(id), Ok(Some((a, _))) if a == founder));
         if founder_entry_matters || founder_forked || founder_payload_changed {

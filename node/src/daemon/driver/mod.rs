@@ -28,8 +28,8 @@ mod workers;
 
 pub use commits::observer;
 
-use super::network::{build_swarm, Behaviour};
 use super::NodeContext;
+use super::network::{Behaviour, build_swarm};
 use agora_core::EntryRef;
 use agora_store::CommitNotice;
 use agora_sync::wire::{WireRequest, WireResponse};
@@ -37,16 +37,16 @@ use agora_sync::{Config, ImportOutcome, Message, Output, PeerId, Replicator};
 use anyhow::{Context, Result};
 use futures::StreamExt;
 use libp2p::swarm::SwarmEvent;
-use libp2p::{gossipsub, request_response, Multiaddr, Swarm};
+use libp2p::{Multiaddr, Swarm, gossipsub, request_response};
 use peers::PeerBook;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc as std_mpsc, Arc};
+use std::sync::{Arc, mpsc as std_mpsc};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, info, warn};
-use workers::{CheckJob, Done, ReadJob, WriteJob, CHECK_QUEUE_MAX, STORE_QUEUE_MAX, VERIFY_THREADS_MAX};
+use workers::{CHECK_QUEUE_MAX, CheckJob, Done, ReadJob, STORE_QUEUE_MAX, VERIFY_THREADS_MAX, WriteJob};
 
 /// How often the loop looks at its housekeeping (expired bans, notices
 /// missed, missing payloads, the progress bar). The replicator's own timers

@@ -5,7 +5,7 @@
 use super::Driver;
 use agora_sync::PeerId;
 use libp2p::Multiaddr;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 use tracing::{info, warn};

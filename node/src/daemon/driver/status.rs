@@ -6,7 +6,7 @@
 use super::Driver;
 use agora_core::AgentId;
 use agora_sync::Head;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 impl Driver {

@@ -3,8 +3,8 @@
 //! workspace checked), gossip (decoded, judged by the replicator, the verdict
 //! reported to gossipsub), and discovery (identify, mDNS, Kademlia).
 
-use super::workers::CheckJob;
 use super::Driver;
+use super::workers::CheckJob;
 use agora_sync::wire::{WireRequest, WireResponse};
 use agora_sync::{Gossip, GossipVerdict, Message, PeerId};
 use libp2p::swarm::SwarmEvent;

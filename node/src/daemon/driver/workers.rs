@@ -7,7 +7,7 @@
 
 use agora_store::{PayloadState, Store, StoreError};
 use agora_sync::{CheckError, ImportOutcome, PeerId, ServeRequest, VerifiedEntry, WireEntry};
-use std::sync::{mpsc as std_mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex, mpsc as std_mpsc};
 use tokio::sync::mpsc;
 
 /// Queue lengths between the loop and the store threads.
