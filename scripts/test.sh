@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, then runs every test in the
+# The test command: installs what is missing, checks formatting and lints
+# (rustfmt, clippy with warnings as errors), then runs every test in the
 # workspace (unit, property, test-vector and CLI integration tests) and the
 # property-based API test (scripts/api-property-test.sh), and ends with one
 # summary line over all test binaries.
@@ -7,6 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . scripts/env.sh
+# Formatting (rustfmt.toml) and lints, in the release profile everything else
+# builds in, so RocksDB's build script output is shared.
+cargo fmt --all -- --check
+(cd fuzz && cargo fmt --all -- --check)
+cargo clippy --release --workspace --all-targets --locked -- -D warnings
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 # --lib --bins --tests: the crates have no doctests, and an empty doctest run

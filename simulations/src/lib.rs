@@ -12,6 +12,7 @@
 //! A sweep ([`sweep`](mod@sweep)) plays a scenario over a range of swarm sizes or seeds;
 //! [`plot`] draws a sweep's curves and a run's timeline as SVG and PNG.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod model;
 pub mod net;

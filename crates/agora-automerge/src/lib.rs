@@ -34,6 +34,7 @@
 //! ```
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![forbid(unsafe_code)]
 
 use agora_core::{AgentId, EntryId};
 use agora_graph::Graph;

@@ -7,6 +7,7 @@
 //! node's control channel), so both live here, apart from the store and the
 //! commands that run: they can be fuzzed and tested on their own
 //! (`fuzz/`). Running a command is `agora-commands`' job.
+#![forbid(unsafe_code)]
 
 pub mod cli;
 pub mod wire;

@@ -28,6 +28,7 @@
 //!   the views of one node.
 //! - [`xorshift`]: the seeded generator of deterministic workloads.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 // Errors carry the entry they name (author, seq, id): ~128 bytes. They are only
 // built on failure paths, and each verification costs microseconds, so boxing
 // them would buy nothing measurable and cost an allocation per error.

@@ -10,6 +10,7 @@
 //! or knows the daemon: a front end turns a protocol's request into an
 //! operation's input and its result into the protocol's answer. The caller
 //! mounts the routes and puts them behind its token.
+#![forbid(unsafe_code)]
 
 pub mod http_api;
 pub mod live_page;

@@ -28,6 +28,7 @@
 //! starts without loading RocksDB (see `node/src/client.rs`). The node's side
 //! (writing `node.json`, serving the routes) is in `agora-commands::control`
 //! and `agora-node`'s `daemon/server.rs`.
+#![forbid(unsafe_code)]
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};

@@ -13,6 +13,7 @@
 //! applies to views of forked chains) and the fork is reported.
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![forbid(unsafe_code)]
 
 use agora_core::canonical::{FrameError, Framing};
 use agora_core::{AgentId, EntryId};

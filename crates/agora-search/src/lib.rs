@@ -6,6 +6,7 @@
 //! the current state of thinking; every hit carries its status.
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![forbid(unsafe_code)]
 
 use agora_core::EntryId;
 use agora_graph::{Graph, Status};

@@ -14,6 +14,7 @@
 //! It knows nothing about the command line, the network or the reasoning graph.
 //! The clock is a parameter: callers pass `now_ms`.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 // Errors carry the entry they name (author, seq, id): ~128 bytes. They are only
 // built on failure paths, and each verification costs microseconds, so boxing
 // them would buy nothing measurable and cost an allocation per error.

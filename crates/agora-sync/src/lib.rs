@@ -40,6 +40,7 @@
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![allow(clippy::result_large_err)]
+#![forbid(unsafe_code)]
 
 mod limiter;
 mod replicator;

@@ -9,6 +9,7 @@
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![allow(clippy::result_large_err)]
+#![forbid(unsafe_code)]
 
 use agora_core::verify::{VerifyError, verify_link, verify_payload, verify_signatures};
 use agora_core::{AgentId, EntryId, ForkProof, Payload, SignedEntry};
