@@ -62,11 +62,11 @@ impl Control {
     }
 }
 
-/// The WebSocket with the headers a browser can make carry the token: a
+/// The WebSocket at `path` with the headers a browser can set: a
 /// subprotocol list, or a cookie and an `Origin`. Returns the protocol the
 /// handshake selected.
-async fn browser_socket(addr: &str, headers: &[(&'static str, String)]) -> Result<Option<String>, tungstenite::Error> {
-    let mut request = format!("ws://{addr}/v1/automerge/repo").into_client_request()?;
+async fn browser_socket(addr: &str, path: &str, headers: &[(&'static str, String)]) -> Result<Option<String>, tungstenite::Error> {
+    let mut request = format!("ws://{addr}{path}").into_client_request()?;
     for (k, v) in headers {
         request.headers_mut().insert(*k, v.parse().unwrap());
     }
@@ -305,50 +305,61 @@ async fn an_automerge_repo_client_follows_the_view_read_only() {
 }
 
 /// A browser cannot put a header on a WebSocket, so the stock automerge-repo
-/// adapters cannot send the bearer token: the node also takes it as the
-/// subprotocol `agora-token.<token>`, and as the cookie `POST /v1/session`
-/// sets (HttpOnly, SameSite=Strict, for the socket's path) when the
-/// handshake comes from a page of the node's own origin. Nothing else gets
-/// in: a wrong subprotocol, the cookie without an `Origin` or from another
-/// origin, or the cookie on any other route.
+/// adapters cannot send the bearer token. A client that holds the token
+/// offers it as the subprotocol `agora-token.<token>`; the live page, which
+/// never holds it, opens the socket under its own path with its session
+/// cookie (`agora open`'s one-time login), and only from the node's own
+/// origin. Nothing else gets in: a wrong subprotocol, the session without an
+/// `Origin` or from another origin, the session on the token's routes, the
+/// token as a cookie.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_browser_opens_the_websocket_with_a_subprotocol_or_the_session_cookie() {
+async fn a_browser_opens_the_websocket_with_a_subprotocol_or_the_page_session() {
     let alice = Agent::new();
     let _node = Node::start(&alice, &alice.id, &[]);
     let control = Control::of(&alice);
     let addr = control.addr.clone();
     let token = control.token.clone();
+    const SOCKET: &str = "/v1/automerge/repo";
 
-    // The session cookie, for the bearer of the token only.
-    let http = ureq::Agent::config_builder().http_status_as_error(false).proxy(None).build().new_agent();
-    let refused = http.post(format!("http://{addr}/v1/session")).send_empty().unwrap();
-    assert_eq!(refused.status().as_u16(), 401);
-    let given = http.post(format!("http://{addr}/v1/session")).header("authorization", format!("Bearer {token}")).send_empty().unwrap();
-    assert_eq!(given.status().as_u16(), 204);
-    let cookie = given.headers().get("set-cookie").expect("a cookie").to_str().unwrap().to_string();
-    for part in [format!("agora_token={token}"), "HttpOnly".into(), "SameSite=Strict".into(), "Path=/v1/automerge/repo".into()] {
-        assert!(cookie.split("; ").any(|p| p == part), "{part} in {cookie}");
-    }
-    let cookie_header = ("cookie", format!("agora_token={token}"));
+    // The page's session: a one-time code from `agora open`, exchanged.
+    let url = json(&alice.home, &["open", "--no-browser"])["url"].as_str().unwrap().to_string();
+    let code = url.split("#code=").nth(1).unwrap().to_string();
+    let http = ureq::Agent::config_builder().http_status_as_error(false).proxy(None).max_redirects(0).build().new_agent();
+    let given = http.post(format!("http://{addr}/v1/page/session")).send(format!("code={code}")).unwrap();
+    assert_eq!(given.status().as_u16(), 303);
+    let set = given.headers().get("set-cookie").expect("a cookie").to_str().unwrap().to_string();
+    let page = given.headers().get("location").unwrap().to_str().unwrap().trim_end_matches('/').to_string();
+    let session = set.split("; ").next().unwrap().to_string();
+    assert!(!set.contains(&token), "{set}");
+    let cookie_header = ("cookie", session.clone());
     let own_origin = ("origin", format!("http://{addr}"));
+    let page_socket = format!("{page}{SOCKET}");
 
     // A subprotocol: the handshake selects it, as a browser requires.
     let protocol = format!("agora-token.{token}");
     let selected =
-        browser_socket(&addr, &[("sec-websocket-protocol", format!("automerge-repo, {protocol}"))]).await.expect("the subprotocol lets the socket in");
+        browser_socket(&addr, SOCKET, &[("sec-websocket-protocol", format!("automerge-repo, {protocol}"))]).await.expect("the subprotocol lets the socket in");
     assert_eq!(selected.as_deref(), Some(protocol.as_str()));
-    assert_eq!(refused_status(browser_socket(&addr, &[("sec-websocket-protocol", "agora-token.0123abcd".to_string())]).await), 401);
+    assert_eq!(refused_status(browser_socket(&addr, SOCKET, &[("sec-websocket-protocol", "agora-token.0123abcd".to_string())]).await), 401);
 
-    // The cookie, from the node's own origin.
-    browser_socket(&addr, &[cookie_header.clone(), own_origin.clone()]).await.expect("the cookie lets a page of this origin in");
-    assert_eq!(refused_status(browser_socket(&addr, std::slice::from_ref(&cookie_header)).await), 401, "no Origin: not a browser page");
-    assert_eq!(refused_status(browser_socket(&addr, &[cookie_header.clone(), ("origin", "http://evil.example".to_string())]).await), 401);
-    assert_eq!(refused_status(browser_socket(&addr, &[("cookie", "agora_token=0123abcd".to_string()), own_origin.clone()]).await), 401);
+    // The session, under the page's path, from the node's own origin.
+    browser_socket(&addr, &page_socket, &[cookie_header.clone(), own_origin.clone()]).await.expect("the session lets a page of this origin in");
+    assert_eq!(refused_status(browser_socket(&addr, &page_socket, std::slice::from_ref(&cookie_header)).await), 401, "no Origin: not a browser page");
+    assert_eq!(refused_status(browser_socket(&addr, &page_socket, &[cookie_header.clone(), ("origin", "http://evil.example".to_string())]).await), 401);
+    let (name, _) = session.split_once('=').unwrap();
+    assert_eq!(refused_status(browser_socket(&addr, &page_socket, &[("cookie", format!("{name}=0123abcd")), own_origin.clone()]).await), 401);
+    assert_eq!(
+        refused_status(browser_socket(&addr, &page_socket, &[("cookie", format!("{name}={token}")), own_origin.clone()]).await),
+        401,
+        "the token is no session"
+    );
+    // Not on the token's socket.
+    assert_eq!(refused_status(browser_socket(&addr, SOCKET, &[cookie_header.clone(), own_origin.clone()]).await), 401);
 
-    // Only the socket takes them: the JSON API still wants the bearer token.
+    // The JSON API's moves still want the bearer token.
     let api = http
         .post(format!("http://{addr}/v1/ops/status"))
-        .header("cookie", format!("agora_token={token}"))
+        .header("cookie", session.clone())
         .header("origin", format!("http://{addr}"))
         .header("sec-websocket-protocol", protocol.clone())
         .send("{}")

@@ -152,7 +152,8 @@ fn the_live_page_draws_the_debate_and_follows_new_events() {
     let node: Value = serde_json::from_str(&std::fs::read_to_string(alice.home.join("node.json")).unwrap()).unwrap();
     let (control, token) = (node["control"].as_str().unwrap().to_string(), node["token"].as_str().unwrap().to_string());
     let url = json(&alice.home, &["open", "--no-browser"])["url"].as_str().unwrap().to_string();
-    assert_eq!(url, format!("http://{control}/#token={token}"));
+    let code = url.strip_prefix(&format!("http://{control}/#code=")).unwrap_or_else(|| panic!("a one-time login URL: {url}")).to_string();
+    assert!(!url.contains(&token));
 
     let driver = chromedriver();
     let browser = Browser::start(&driver);
@@ -183,9 +184,11 @@ fn the_live_page_draws_the_debate_and_follows_new_events() {
     });
     assert_eq!(ticks.as_array().unwrap().len(), 1, "{ticks}");
     assert_eq!((ticks[0][0].as_str(), ticks[0][1].as_str(), ticks[0][2].as_u64()), (Some(alice.id.as_str()), Some(bob.id.as_str()), Some(1)), "{ticks}");
-    // The token left the address bar at once.
+    // The login code left the address bar at once; the page lives under
+    // its own path.
     let address = browser.current_url();
-    assert!(!address.contains(&token), "the token stays out of the address bar: {address}");
+    assert!(!address.contains(&code) && !address.contains(&token), "no secret in the address bar: {address}");
+    assert!(address.starts_with(&format!("http://{control}/page/")), "{address}");
 
     // Clicking a node shows its trace, each event verified.
     browser.click(&format!("g.node[data-id='{p}'] .shape"));
@@ -212,23 +215,23 @@ fn the_live_page_draws_the_debate_and_follows_new_events() {
     });
 
     // An automerge-repo client in the page: the browser's WebSocket cannot
-    // carry the token in a header; the page's session cookie (HttpOnly, so
-    // not readable by scripts) lets it in, and so does the token as a
-    // subprotocol.
+    // carry a header; the page's session cookie (HttpOnly, so not readable
+    // by scripts) lets it in, under the page's path. The page holds no token.
     browser.execute(
         "window.__ws = {}; window.agora.session.then((repo) => { \
-           const go = (k, protocols) => { const w = new WebSocket(repo.websocket, protocols); \
-             w.onopen = () => { window.__ws[k] = 'open ' + w.protocol; w.close(); }; w.onerror = () => { window.__ws[k] = 'refused'; }; }; \
-           go('cookie', []); go('protocol', ['agora-token.' + window.agora.state.token]); }); return true",
+           const w = new WebSocket(repo.websocket); \
+           w.onopen = () => { window.__ws.cookie = 'open'; w.close(); }; w.onerror = () => { window.__ws.cookie = 'refused'; }; }); return true",
     );
-    let (sockets, _) = until("the page's WebSockets", Duration::from_secs(10), || {
+    let (sockets, _) = until("the page's WebSocket", Duration::from_secs(10), || {
         let v = browser.execute("return window.__ws");
-        (v.as_object().is_some_and(|o| o.len() == 2)).then_some(v)
+        (v.as_object().is_some_and(|o| o.len() == 1)).then_some(v)
     });
-    assert_eq!(sockets["cookie"], "open ", "{sockets}");
-    assert_eq!(sockets["protocol"], format!("open agora-token.{token}"), "{sockets}");
-    let readable: Value = browser.execute("return document.cookie.includes('agora_token')");
+    assert_eq!(sockets["cookie"], "open", "{sockets}");
+    let readable: Value = browser.execute("return document.cookie.includes('agora_page')");
     assert_eq!(readable, false, "the cookie is HttpOnly");
+    let leaked: Value =
+        browser.execute(&format!("return document.documentElement.outerHTML.includes('{token}') || JSON.stringify(sessionStorage).includes('{token}')"));
+    assert_eq!(leaked, false, "the page holds no token");
 
     // A new event, recorded through the API, appears without a reload.
     let marker: Value = browser.execute("window.__loaded = true; return true");
@@ -559,4 +562,95 @@ fn the_live_page_stays_interactive_with_ten_thousand_nodes() {
     assert!(loads < 40, "reloads are coalesced: {loads}");
     save_screenshot(&browser, "live-page-10k.png");
     drop(node);
+}
+
+/// A local HTTP server on another port of 127.0.0.1, recording the `Cookie`
+/// headers of every request: its page asks for the paths the node's
+/// routes use (and a WebSocket), as a page written to steal the node's
+/// cookie would.
+struct Snooper {
+    port: u16,
+    cookies: std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>,
+}
+
+impl Snooper {
+    const PAGE: &'static str = "<!doctype html><html><body>snooper<script>\
+        const paths = ['/', '/v1/automerge/repo', '/v1/ops/graph', '/v1/events', '/v1/status', '/page/', '/v1/page/session', '/ui/app.js'];\
+        Promise.allSettled(paths.map((p) => fetch(p, { credentials: 'include' }))).then(() => {\
+          const w = new WebSocket('ws://' + location.host + '/v1/automerge/repo');\
+          const done = () => { document.title = 'done'; }; w.onerror = done; w.onclose = done; w.onopen = done; });\
+        </script></body></html>";
+
+    fn start() -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let cookies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = cookies.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let seen = seen.clone();
+                std::thread::spawn(move || {
+                    use std::io::{BufRead, BufReader};
+                    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut line = String::new();
+                    let _ = reader.read_line(&mut line);
+                    let path = line.split_whitespace().nth(1).unwrap_or_default().to_string();
+                    let mut cookie = String::new();
+                    loop {
+                        let mut header = String::new();
+                        if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
+                            break;
+                        }
+                        if let Some((k, v)) = header.split_once(':')
+                            && k.eq_ignore_ascii_case("cookie")
+                        {
+                            cookie = v.trim().to_string();
+                        }
+                    }
+                    seen.lock().unwrap().push((path.clone(), cookie));
+                    let body = if path == "/" { Self::PAGE } else { "" };
+                    let _ = write!(stream, "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+                });
+            }
+        });
+        Self { port, cookies }
+    }
+}
+
+/// The page's session cookie goes nowhere but the node's page: a page
+/// served by another process on 127.0.0.1 (another port: cookies are scoped
+/// by host, not port) never receives it, whatever paths it asks for, and
+/// the browser was logged in the way `agora open` does it (its login file).
+#[test]
+fn a_page_of_another_local_server_never_receives_the_pages_session() {
+    let alice = Agent::new();
+    let _node = Node::start(&alice, &alice.id, &[]);
+    json(&alice.home, &["propose", "A node of the graph"]);
+    let node: Value = serde_json::from_str(&std::fs::read_to_string(alice.home.join("node.json")).unwrap()).unwrap();
+    let token = node["token"].as_str().unwrap().to_string();
+    let opened = json(&alice.home, &["open", "--no-browser"]);
+    let file = opened["file"].as_str().unwrap().to_string();
+
+    let driver = chromedriver();
+    let browser = Browser::start(&driver);
+    // What the opener is handed: the login file.
+    browser.goto(&format!("file://{file}"));
+    until("the page to draw", Duration::from_secs(20), || {
+        let v: Value = browser.execute("return document.querySelectorAll('g.node').length");
+        (v.as_u64().unwrap_or(0) >= 1).then_some(())
+    });
+    let snooper = Snooper::start();
+    browser.goto(&format!("http://127.0.0.1:{}/", snooper.port));
+    until("the snooping page to finish", Duration::from_secs(20), || {
+        let title: Value = browser.execute("return document.title");
+        (title == "done").then_some(())
+    });
+    let seen = snooper.cookies.lock().unwrap().clone();
+    println!("the other server saw: {seen:?}");
+    assert!(seen.iter().any(|(p, _)| p == "/v1/automerge/repo"), "the snooper asked for the node's paths: {seen:?}");
+    for (path, cookie) in &seen {
+        assert!(!cookie.contains("agora") && !cookie.contains(&token), "{path} on another port received {cookie:?}");
+    }
 }

@@ -48,11 +48,12 @@ pub enum Command {
     /// a subprocess. Commands go to the node running on this home, else run
     /// on its store. (A running node also serves them at /mcp over HTTP.)
     Mcp,
-    /// The live graph page of the node running on this home: print its URL
-    /// (the control token in the fragment, which browsers never send) and
-    /// open it in the desktop's browser when there is one.
+    /// The live graph page of the node running on this home: a one-time
+    /// login (good for a minute) written to <home>/open.html (mode 0600) and
+    /// opened with $BROWSER, or the desktop's browser, and printed as a URL.
+    /// The page never holds the control token.
     Open {
-        /// Print the URL only.
+        /// Print the login URL only.
         #[arg(long)]
         no_browser: bool,
     },

@@ -10,6 +10,8 @@
 //! mdns = true                            # LAN discovery
 //! gossip_heartbeat_ms = 700
 //! store_cache_mib = 8                    # the store's block cache
+//! control_connections_max = 128          # open control-channel connections
+//! connections_per_ip_max = 32            # peer connections from one address
 //!
 //! [workspace]
 //! name = "research"
@@ -32,6 +34,22 @@ pub const DEFAULT_LISTEN: &str = "/ip4/0.0.0.0/tcp/7411";
 pub const DEFAULT_WORKSPACE: &str = "default";
 /// Largest store block cache a configuration may ask for, in MiB.
 pub const STORE_CACHE_MIB_MAX: u64 = 64 << 10;
+/// Control-channel connections open at once when the file does not say:
+/// the command line opens one or two per command, a page a few (its reads
+/// and its event stream), an MCP client one or two; 128 is far above one
+/// user's needs and well within a descriptor limit of 1,024 beside the
+/// network's connections.
+pub const CONTROL_CONNECTIONS_DEFAULT: usize = 128;
+/// The range a configuration may ask for: a command line needs two at once
+/// (the proof, then the command), a page one more for its stream.
+pub const CONTROL_CONNECTIONS_RANGE: std::ops::RangeInclusive<usize> = 4..=16_384;
+/// Peer connections from one address (an IPv4 address, an IPv6 /64) when
+/// the file does not say: 16 peers of one host (2 connections each at most)
+/// fit, so a swarm of test nodes on one machine or behind one NAT is
+/// served, while an attacker needs 8 addresses to fill the 256 slots.
+pub const CONNECTIONS_PER_IP_DEFAULT: u32 = 32;
+/// The range a configuration may ask for.
+pub const CONNECTIONS_PER_IP_RANGE: std::ops::RangeInclusive<u32> = 1..=256;
 
 #[derive(Deserialize, Default, Debug)]
 #[serde(deny_unknown_fields)]
@@ -53,6 +71,8 @@ struct NodeSection {
     mdns: Option<bool>,
     gossip_heartbeat_ms: Option<u64>,
     store_cache_mib: Option<u64>,
+    control_connections_max: Option<usize>,
+    connections_per_ip_max: Option<u32>,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -76,7 +96,7 @@ pub struct NodeConfig {
     pub home: PathBuf,
     /// Addresses to listen on.
     pub listen: Vec<Multiaddr>,
-    /// Peers to dial at start and to bootstrap Kademlia from.
+    /// Peers to dial at start and again whenever they are not connected.
     pub bootstrap: Vec<Multiaddr>,
     /// mDNS on the LAN.
     pub mdns: bool,
@@ -90,6 +110,10 @@ pub struct NodeConfig {
     pub ready_file: Option<PathBuf>,
     /// The store's block cache, in bytes.
     pub store_cache_bytes: usize,
+    /// Control-channel connections open at once.
+    pub control_connections_max: usize,
+    /// Peer connections (established and pending) from one address.
+    pub connections_per_ip_max: u32,
 }
 
 fn read_file(path: &Path) -> Result<FileConfig> {
@@ -147,6 +171,16 @@ pub fn resolve(args: &NodeRunArgs, home: PathBuf) -> Result<NodeConfig> {
         Some(mib @ 1..=STORE_CACHE_MIB_MAX) => (mib << 20) as usize,
         Some(mib) => bail!("store_cache_mib must be 1 to {STORE_CACHE_MIB_MAX}, got {mib}"),
     };
+    let control_connections_max = match file.node.control_connections_max {
+        None => CONTROL_CONNECTIONS_DEFAULT,
+        Some(n) if CONTROL_CONNECTIONS_RANGE.contains(&n) => n,
+        Some(n) => bail!("control_connections_max must be {} to {}, got {n}", CONTROL_CONNECTIONS_RANGE.start(), CONTROL_CONNECTIONS_RANGE.end()),
+    };
+    let connections_per_ip_max = match file.node.connections_per_ip_max {
+        None => CONNECTIONS_PER_IP_DEFAULT,
+        Some(n) if CONNECTIONS_PER_IP_RANGE.contains(&n) => n,
+        Some(n) => bail!("connections_per_ip_max must be {} to {}, got {n}", CONNECTIONS_PER_IP_RANGE.start(), CONNECTIONS_PER_IP_RANGE.end()),
+    };
     Ok(NodeConfig {
         home,
         listen,
@@ -157,6 +191,8 @@ pub fn resolve(args: &NodeRunArgs, home: PathBuf) -> Result<NodeConfig> {
         founder,
         ready_file: args.ready_file.clone(),
         store_cache_bytes,
+        control_connections_max,
+        connections_per_ip_max,
     })
 }
 

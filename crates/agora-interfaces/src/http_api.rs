@@ -27,7 +27,9 @@ const BODY_BYTES_MAX: usize = 32 << 20;
 /// The API's error: one shape for every failure.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ApiError {
-    /// What kind of failure: `unauthorized`, `unknown_operation`,
+    /// What kind of failure: `unauthorized`, `forbidden` (a move asked
+    /// with the live page's session, which opens reads only),
+    /// `unknown_operation`,
     /// `bad_request` (the body is not JSON), `bad_input` (it does not match
     /// the operation's schema), `not_found` (a referenced entry is not
     /// here), `refused` (a rule was broken), `unavailable` (shutting down),
@@ -51,6 +53,7 @@ impl ApiError {
     fn status(&self) -> StatusCode {
         match self.code.as_str() {
             "unauthorized" => StatusCode::UNAUTHORIZED,
+            "forbidden" => StatusCode::FORBIDDEN,
             "unknown_operation" | "not_found" => StatusCode::NOT_FOUND,
             "bad_request" | "bad_input" => StatusCode::BAD_REQUEST,
             "refused" => StatusCode::UNPROCESSABLE_ENTITY,
@@ -87,6 +90,22 @@ pub fn routes(backend: Arc<dyn Backend>) -> (Router, Router) {
     let ops = Router::new().route("/v1/ops/{name}", post(call).layer(DefaultBodyLimit::max(BODY_BYTES_MAX))).with_state(backend);
     let open = Router::new().route("/v1/openapi.json", get(|| async { Json(openapi().clone()) }));
     (ops, open)
+}
+
+/// `<base>/v1/ops/<name>` for the read operations only (the live page's
+/// reads; a move or an import answers 403 `forbidden`), run by `backend`,
+/// behind whatever the caller layers.
+pub fn read_routes(backend: Arc<dyn Backend>, base: &str) -> Router {
+    Router::new().route(&format!("{base}/v1/ops/{{name}}"), post(call_read).layer(DefaultBodyLimit::max(BODY_BYTES_MAX))).with_state(backend)
+}
+
+async fn call_read(State(backend): State<Arc<dyn Backend>>, Path(name): Path<String>, body: Bytes) -> Response {
+    match operations().iter().find(|o| o.name == name) {
+        Some(op) if op.effect != Effect::Read => {
+            ApiError::new("forbidden", format!("{name} is not a read: the page's session opens reads only")).into_response()
+        }
+        _ => call(State(backend), Path(name), body).await,
+    }
 }
 
 async fn call(State(backend): State<Arc<dyn Backend>>, Path(name): Path<String>, body: Bytes) -> Response {

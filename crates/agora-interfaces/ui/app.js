@@ -1,5 +1,5 @@
-// The live graph page: reads the node's JSON API (/v1/ops/*) with the
-// control token, draws the reasoning graph (one lane per agent, events in
+// The live graph page: reads the node's JSON API (v1/ops/*, relative to
+// the page's own path) with the page's session, draws the reasoning graph (one lane per agent, events in
 // time order, colour and shape by status and kind), the merge layer on it
 // (forked chains as sub-lanes with their fork point, which branch the
 // author kept, every agent's accept frontier on every other agent's lane,
@@ -14,9 +14,12 @@
 // filtered out; and a stream of events causes at most one reload in flight
 // and one queued, started at most every RELOAD_MS.
 //
-// The token comes in the URL fragment (#token=...), which browsers never
-// send to a server; it is moved to session storage and removed from the
-// address bar at once, so it appears in no log and no history entry.
+// The page never holds the node's control token. `agora open` logs the
+// browser in with a one-time code; the node answers with the page's
+// session, an HttpOnly cookie for this page's path only, which the
+// browser attaches to the page's requests (all relative to the page's
+// path). The session opens the page's reads, its event stream and its
+// WebSocket, nothing else.
 "use strict";
 
 const STATUS_COLOURS = {
@@ -38,28 +41,22 @@ const OVERSCAN = 6;
 const RELOAD_MS = 120;
 
 const state = {
-  token: "", graph: null, disputes: null, consensus: null, perspective: "", asOf: null, selected: null, matches: new Set(), times: [],
+  graph: null, disputes: null, consensus: null, perspective: "", asOf: null, selected: null, matches: new Set(), times: [],
   agent: "", hidden: new Set(), zoom: 0, layout: null,
 };
 // Figures for tests and the curious: times in ms (performance.now()).
 const stats = { firstDrawAt: null, loads: 0, loadedAt: 0, fetchMs: 0, layoutMs: 0, drawMs: 0, loadMs: 0, nodes: 0, shown: 0, drawnNodes: 0, drawnEdges: 0, clusters: 0, view: {}, longestTaskMs: 0 };
 window.agoraStats = stats;
 
-function takeToken() {
-  const m = location.hash.match(/token=([0-9a-f]+)/);
-  if (m) {
-    sessionStorage.setItem("agora-token", m[1]);
-    history.replaceState(null, "", location.pathname);
-  }
-  state.token = sessionStorage.getItem("agora-token") || "";
-}
+const SESSION_ENDED = "the page's session has ended (or the node restarted): run `agora open` again";
 
 async function op(name, body) {
-  const r = await fetch("/v1/ops/" + name, {
+  const r = await fetch("v1/ops/" + name, {
     method: "POST",
-    headers: { "content-type": "application/json", authorization: "Bearer " + state.token },
+    headers: { "content-type": "application/json" },
     body: JSON.stringify(body || {}),
   });
+  if (r.status === 401) throw new Error(SESSION_ENDED);
   const v = await r.json();
   if (!r.ok) throw new Error(name + ": " + v.message);
   return v;
@@ -712,14 +709,15 @@ async function search(ev) {
   stats.searchedAt = performance.now();
 }
 
-// Live: the node's event stream, read with the token in a header (an
-// EventSource cannot send one). Changes reload the view, at most one
-// reload per RELOAD_MS and one at a time.
+// Live: the node's event stream (the session's cookie goes with it).
+// Changes reload the view, at most one reload per RELOAD_MS and one at a
+// time.
 async function live() {
   const badge = document.getElementById("live");
   for (;;) {
     try {
-      const r = await fetch("/v1/events", { headers: { authorization: "Bearer " + state.token } });
+      const r = await fetch("v1/events");
+      if (r.status === 401) { badge.textContent = "session ended"; showError(SESSION_ENDED); return; }
       if (!r.ok) throw new Error("events: " + r.status);
       badge.textContent = "live";
       const reader = r.body.getReader();
@@ -749,8 +747,6 @@ function main() {
     }).observe({ type: "longtask", buffered: true });
   } catch (e) { /* not supported here */ }
   window.agora = { draw, setZoom, reveal, reload, refresh, state };
-  takeToken();
-  if (!state.token) { showError("no token: open this page with `agora open`, or add #token=<token from node.json>"); return; }
   document.getElementById("perspective").onchange = (e) => { state.perspective = e.target.value; reload(); };
   document.getElementById("agent-filter").onchange = (e) => { state.agent = e.target.value; refresh(); };
   document.getElementById("search-form").onsubmit = search;
@@ -771,13 +767,14 @@ function main() {
     const c = e.target.closest("g.cluster");
     if (c) setZoom(0, Number(c.dataset.row));
   });
-  // The session cookie lets an automerge-repo client in this page (whose
-  // WebSocket cannot carry the token in a header) follow the merged view
-  // at /v1/automerge/repo: window.agora.automergeRepo names the URLs.
-  window.agora.session = fetch("/v1/session", { method: "POST", headers: { authorization: "Bearer " + state.token } })
-    .then((r) => r.ok ? fetch("/v1/automerge/url", { headers: { authorization: "Bearer " + state.token } }) : null)
-    .then((r) => r && r.ok ? r.json() : null)
-    .then((v) => { window.agora.automergeRepo = v ? { url: v.url, websocket: "ws://" + location.host + v.websocket } : null; return window.agora.automergeRepo; })
+  // An automerge-repo client in this page follows the merged view over the
+  // page's WebSocket (v1/automerge/repo under the page's path, opened by
+  // the session's cookie): window.agora.automergeRepo names the URLs.
+  const socket = new URL("v1/automerge/repo", location.href);
+  socket.protocol = "ws:";
+  window.agora.session = fetch("v1/automerge/url")
+    .then((r) => r.ok ? r.json() : null)
+    .then((v) => { window.agora.automergeRepo = v ? { url: v.url, websocket: socket.href } : null; return window.agora.automergeRepo; })
     .catch(() => null);
   op("identity", {}).then((v) => { document.getElementById("node").textContent = "this agent " + short(v.agent || v.id || ""); }).catch(() => {});
   reload();

@@ -252,23 +252,101 @@ pub fn print_status(home: &Path, json: bool) -> Result<()> {
     Ok(())
 }
 
-/// `agora open`: the live page's URL, with the token in the fragment,
-/// printed and (on a desktop, unless `no_browser`) opened.
+/// The file `agora open` hands the browser, in the home (mode 0600): a
+/// form that posts a one-time login code to the node.
+pub const OPEN_PAGE_FILE: &str = "open.html";
+/// The environment variable naming the program that opens the page (given
+/// the login file's path as its one argument); without it, `xdg-open` on a
+/// desktop.
+pub const BROWSER_VAR: &str = "BROWSER";
+
+/// A login code for the live page, good once within the time the node
+/// states (`POST /v1/page/code`, with the token).
+pub fn page_code(node: &NodeFile) -> Result<(String, u64)> {
+    let mut response = agent(Some(Duration::from_secs(10)))
+        .post(format!("http://{}/v1/page/code", node.control))
+        .header("authorization", format!("Bearer {}", node.token))
+        .send_empty()
+        .with_context(|| format!("no node answers at {} (is it running?)", node.control))?;
+    let text = response.body_mut().read_to_string()?;
+    if response.status() != 200 {
+        bail!("the node refused a login code ({}): {text}", response.status());
+    }
+    let v: serde_json::Value = serde_json::from_str(&text)?;
+    let code = v["code"].as_str().filter(|c| !c.is_empty() && c.bytes().all(|b| b.is_ascii_hexdigit())).context("the node's login code is not hex")?;
+    Ok((code.to_string(), v["expires_in_ms"].as_u64().unwrap_or(0)))
+}
+
+/// The login file's contents: a form that posts `code` to the node's
+/// `/v1/page/session` as soon as a browser loads it.
+fn login_form(control: &str, code: &str) -> String {
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"referrer\" content=\"no-referrer\"><title>Agora: the live page</title></head>\n\
+         <body><form method=\"post\" action=\"http://{control}/v1/page/session\"><input type=\"hidden\" name=\"code\" value=\"{code}\">\
+         <noscript><button>Open the live page</button></noscript></form>\n\
+         <script>document.forms[0].submit();</script></body></html>\n"
+    )
+}
+
+/// Write `bytes` to `path` created with mode 0600 (a new file, renamed over
+/// any older one), so no other local user can read it at any moment.
+fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension("tmp");
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp).with_context(|| format!("writing {}", tmp.display()))?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// `agora open`: log a browser into the live page without handing it the
+/// control token, and without putting any secret in a command line.
+///
+/// A one-time login code (good for a minute) goes into `<home>/open.html`
+/// (mode 0600, in the owner's home); the browser is started with that
+/// file's path, which other local users may read from the process list but
+/// whose contents they cannot read. The browser posts the code and gets the
+/// page's session back (a cookie for the page's path, which opens the
+/// page's reads only). The same code, in a URL fragment, is printed for a
+/// browser started by hand (standard output is the owner's terminal). A
+/// code is good once: whoever uses it first gets the session, and a copy
+/// left behind is dead within the minute.
 pub fn open_page(home: &Path, no_browser: bool, json: bool) -> Result<()> {
     let node = find_node(home).ok_or_else(|| anyhow::anyhow!("no node is running on {}: the page is served by `agora node run`", home.display()))?;
     if verify_node(&node).is_err() {
         bail!("no node of this home answers at {} (node.json is stale: pid {})", node.control, node.pid);
     }
-    let url = format!("http://{}/#token={}", node.control, node.token);
-    if json {
-        println!("{}", serde_json::json!({ "url": url }));
-    } else {
-        println!("{url}");
-    }
-    let desktop = std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
-    if !no_browser && desktop {
+    let (code, expires_in_ms) = page_code(&node)?;
+    let file = home.join(OPEN_PAGE_FILE);
+    write_private(&file, login_form(&node.control, &code).as_bytes())?;
+    let url = format!("http://{}/#code={code}", node.control);
+    let opener = match std::env::var_os(BROWSER_VAR).filter(|b| !b.is_empty()) {
+        Some(program) => Some(program),
+        None if std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some() => Some("xdg-open".into()),
+        None => None,
+    };
+    let opened = match opener.filter(|_| !no_browser) {
         // Best effort: the URL is printed either way.
-        let _ = std::process::Command::new("xdg-open").arg(&url).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn();
+        Some(program) => std::process::Command::new(program)
+            .arg(&file)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .is_ok(),
+        None => false,
+    };
+    let secs = expires_in_ms / 1000;
+    if json {
+        println!("{}", serde_json::json!({ "url": url, "file": file, "opened": opened, "expires_in_ms": expires_in_ms }));
+    } else {
+        if opened {
+            println!("opening the live page in the browser ({})", file.display());
+        }
+        println!("{url}");
+        println!("(a one-time login, good for {secs} s: run `agora open` again for another)");
     }
     Ok(())
 }

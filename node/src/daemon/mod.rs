@@ -10,9 +10,12 @@
 //! write was synced when it was made).
 
 mod automerge_repo;
+mod control_listener;
 mod driver;
 mod heap_trim;
 mod network;
+mod page_access;
+mod peer_limits;
 mod server;
 
 use agora_commands::cli::NodeRunArgs;
@@ -142,7 +145,13 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
     );
     let ctx =
         NodeContext { config: config.clone(), store: store.clone(), graph: graph.clone(), agent, founder, workspace, node_key, histograms: histograms.clone() };
-    let settings = NetworkSettings { mdns: config.mdns, heartbeat: config.gossip_heartbeat, ..NetworkSettings::default() };
+    let settings = NetworkSettings {
+        mdns: config.mdns,
+        heartbeat: config.gossip_heartbeat,
+        connections_per_ip_max: config.connections_per_ip_max,
+        bootstrap: config.bootstrap.clone(),
+        ..NetworkSettings::default()
+    };
 
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let result = runtime.block_on(async move {
@@ -187,6 +196,8 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
                 .await
                 .context("starting the automerge-repo server")?,
         );
+        let control_limits = control_listener::ControlLimits::with_connections_max(ctx.config.control_connections_max);
+        let control_counters = Arc::new(control_listener::ControlCounters::default());
         let state = Arc::new(server::ControlState {
             store: store.clone(),
             graph: graph.clone(),
@@ -200,26 +211,15 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
             histograms,
             streams_end: streams_end.clone(),
             automerge_repo: automerge_repo.clone(),
+            page: page_access::PageAccess::new(control_addr.port())?,
+            control_limits,
+            control_counters: control_counters.clone(),
         });
         // Ends (and stops the repo) when `streams_end` is cancelled.
         let automerge_watcher = automerge_repo.spawn_watcher(state.clone());
-        let (stop_control, control_stopped) = oneshot::channel::<()>();
+        let stop_control = tokio_util::sync::CancellationToken::new();
         let router = server::router(state);
-        let server = tokio::spawn(async move {
-            // No Nagle delay: an answer written in pieces (a server-sent
-            // event stream, the MCP endpoint's) would otherwise wait for the
-            // client's delayed ACK, 40 ms a call.
-            let control = axum::serve::ListenerExt::tap_io(control, |tcp| {
-                if let Err(e) = tcp.set_nodelay(true) {
-                    tracing::debug!(error = %e, "could not set TCP_NODELAY on a control connection");
-                }
-            });
-            axum::serve(control, router)
-                .with_graceful_shutdown(async move {
-                    let _ = control_stopped.await;
-                })
-                .await
-        });
+        let server = tokio::spawn(control_listener::serve(control, router, control_limits, control_counters, stop_control.clone()));
         let listen_full: Vec<String> = listen.iter().map(|a| format!("{a}/p2p/{peer_id}")).collect();
         let node_file = NodeFile {
             pid: std::process::id(),
@@ -263,7 +263,7 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
         // a command or an import still running when the time is up loses
         // nothing that was acknowledged (SHUTDOWN_STEP_MAX, below).
         streams_end.cancel();
-        let _ = stop_control.send(());
+        stop_control.cancel();
         let _ = tokio::time::timeout(SHUTDOWN_STEP_MAX, server).await;
         let _ = tokio::time::timeout(SHUTDOWN_STEP_MAX, automerge_watcher).await;
         let loop_result = match early {

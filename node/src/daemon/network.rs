@@ -1,18 +1,26 @@
 //! The libp2p side of the node: transport, behaviours and the sync codec.
 //!
 //! TCP + noise + yamux (QUIC with the `quic` feature); identify; ping; mDNS
-//! (switchable); Kademlia for discovery through bootstrap peers; gossipsub
-//! (one topic per workspace, message id = SHA-256 of the gossip bytes, messages validated by the
-//! replicator before they are forwarded, peer scoring on); request-response
-//! for range sync (raw bytes, size-limited; `agora_sync::wire` decodes them);
-//! a block list for banned peers; connection limits.
+//! (switchable); gossipsub (one topic per workspace, message id = SHA-256
+//! of the gossip bytes, messages validated by the replicator before they
+//! are forwarded, peer scoring on); request-response for range sync (raw
+//! bytes, size-limited; `agora_sync::wire` decodes them); a block list for
+//! banned peers; connection limits in all, per peer and per address; and a
+//! dial gate (`peer_limits.rs`).
+//!
+//! No discovery through peers (no Kademlia, no gossipsub peer exchange, no
+//! dial of an address a peer lists in identify): a node connects to the
+//! addresses its operator gave it, to what mDNS finds on the local link
+//! when it is on, and takes the connections peers make to it. An address a
+//! peer names is never dialled, so no peer can point the swarm at a host.
 
+use super::peer_limits::{AddressLimits, DialGate};
 use agora_sync::wire::{GOSSIP_BYTES_MAX, REQUEST_BYTES_MAX, RESPONSE_BYTES_MAX, SYNC_PROTOCOL, gossip_message_id};
 use futures::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use libp2p::swarm::NetworkBehaviour;
 use libp2p::swarm::behaviour::toggle::Toggle;
-use libp2p::{StreamProtocol, Swarm, identity::Keypair};
-use libp2p::{allow_block_list, connection_limits, gossipsub, identify, kad, mdns, noise, ping, request_response, tcp, yamux};
+use libp2p::{Multiaddr, StreamProtocol, Swarm, identity::Keypair};
+use libp2p::{allow_block_list, connection_limits, gossipsub, identify, mdns, noise, ping, request_response, tcp, yamux};
 use std::io;
 use std::time::Duration;
 
@@ -27,9 +35,27 @@ pub struct NetworkSettings {
     pub request_timeout: Duration,
     /// Most established connections in all.
     pub max_connections: u32,
+    /// Connections (pending and established) from one address.
+    pub connections_per_ip_max: u32,
     /// Close connections idle for this long.
     pub idle_timeout: Duration,
+    /// The operator's addresses: the only ones dialled, with mDNS's local finds.
+    pub bootstrap: Vec<Multiaddr>,
 }
+
+/// Of the connection slots, these stay for the node's own dials (its
+/// configured peers, mDNS finds): peers that connect in, sybils among them,
+/// can take at most the rest, so they cannot cut the node off from the
+/// peers its operator chose.
+pub const OUTBOUND_RESERVED: u32 = 32;
+/// Dials in flight at once (configured peers and mDNS finds): a flood of
+/// mDNS announcements costs at most this many sockets at a time.
+pub const PENDING_OUTGOING_MAX: u32 = 16;
+/// Handshakes in flight from peers connecting in.
+pub const PENDING_INCOMING_MAX: u32 = 32;
+/// Connections to one peer at once (a dial each way when two peers find
+/// each other at the same moment).
+pub const CONNECTIONS_PER_PEER_MAX: u32 = 2;
 
 impl Default for NetworkSettings {
     fn default() -> Self {
@@ -38,7 +64,9 @@ impl Default for NetworkSettings {
             heartbeat: Duration::from_millis(700),
             request_timeout: Duration::from_secs(30),
             max_connections: 256,
+            connections_per_ip_max: agora_commands::config::CONNECTIONS_PER_IP_DEFAULT,
             idle_timeout: Duration::from_secs(120),
+            bootstrap: Vec::new(),
         }
     }
 }
@@ -46,12 +74,13 @@ impl Default for NetworkSettings {
 /// Every behaviour the node runs.
 #[derive(NetworkBehaviour)]
 pub struct Behaviour {
+    pub dial_gate: DialGate,
     pub blocked: allow_block_list::Behaviour<allow_block_list::BlockedPeers>,
+    pub address_limits: AddressLimits,
     pub limits: connection_limits::Behaviour,
     pub identify: identify::Behaviour,
     pub ping: ping::Behaviour,
     pub mdns: Toggle<mdns::tokio::Behaviour>,
-    pub kad: kad::Behaviour<kad::store::MemoryStore>,
     pub gossip: gossipsub::Behaviour,
     pub sync: request_response::Behaviour<SyncCodec>,
 }
@@ -138,7 +167,7 @@ pub fn build_swarm(key: Keypair, topic: &gossipsub::IdentTopic, settings: &Netwo
     // `/dns4/<name>/tcp/<port>` addresses (a swarm's service names in
     // containers), resolved with the system's resolver configuration.
     let builder = builder.with_dns()?;
-    let mut swarm = builder
+    let swarm = builder
         .with_behaviour(|key| -> Result<Behaviour, Box<dyn std::error::Error + Send + Sync>> {
             let peer_id = key.public().to_peer_id();
             let gossip_config = gossipsub::ConfigBuilder::default()
@@ -157,10 +186,6 @@ pub fn build_swarm(key: Keypair, topic: &gossipsub::IdentTopic, settings: &Netwo
             let (params, thresholds) = peer_score(&topic);
             gossip.with_peer_score(params, thresholds)?;
             gossip.subscribe(&topic)?;
-            let mut kad_config = kad::Config::new(StreamProtocol::new("/agora/kad/1.0.0"));
-            kad_config.set_query_timeout(Duration::from_secs(30));
-            let mut kad = kad::Behaviour::with_config(peer_id, kad::store::MemoryStore::new(peer_id), kad_config);
-            kad.set_mode(Some(kad::Mode::Server));
             let mdns = if settings.mdns { Some(mdns::tokio::Behaviour::new(mdns::Config::default(), peer_id)?) } else { None };
             let sync = request_response::Behaviour::with_codec(
                 SyncCodec,
@@ -169,21 +194,25 @@ pub fn build_swarm(key: Keypair, topic: &gossipsub::IdentTopic, settings: &Netwo
             );
             let limits = connection_limits::ConnectionLimits::default()
                 .with_max_established(Some(settings.max_connections))
-                .with_max_established_per_peer(Some(2))
-                .with_max_pending_incoming(Some(32));
+                .with_max_established_incoming(Some(settings.max_connections.saturating_sub(OUTBOUND_RESERVED)))
+                .with_max_established_per_peer(Some(CONNECTIONS_PER_PEER_MAX))
+                .with_max_pending_incoming(Some(PENDING_INCOMING_MAX))
+                .with_max_pending_outgoing(Some(PENDING_OUTGOING_MAX));
+            // Identify keeps no peer's listen addresses: nothing dials them.
+            let identify = identify::Config::new("/agora/1.0.0".into(), key.public()).with_cache_size(0);
             Ok(Behaviour {
+                dial_gate: DialGate::new(&settings.bootstrap, settings.mdns),
                 blocked: allow_block_list::Behaviour::default(),
+                address_limits: AddressLimits::new(settings.connections_per_ip_max),
                 limits: connection_limits::Behaviour::new(limits),
-                identify: identify::Behaviour::new(identify::Config::new("/agora/1.0.0".into(), key.public())),
+                identify: identify::Behaviour::new(identify),
                 ping: ping::Behaviour::default(),
                 mdns: Toggle::from(mdns),
-                kad,
                 gossip,
                 sync,
             })
         })?
         .with_swarm_config(|c| c.with_idle_connection_timeout(settings.idle_timeout))
         .build();
-    swarm.behaviour_mut().kad.set_mode(Some(kad::Mode::Server));
     Ok(swarm)
 }

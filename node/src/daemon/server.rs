@@ -4,10 +4,13 @@
 //! the merged view over Automerge sync (`/v1/automerge/sync`) and over the
 //! automerge-repo protocol on a WebSocket (`/v1/automerge/repo`, see
 //! `automerge_repo.rs`), and serves the MCP tools over streamable HTTP
-//! (`/mcp`), the JSON API (`/v1/ops/<name>`) and the live page (`/`), the
-//! last three from `agora-interfaces` over [`NodeBackend`]. See
+//! (`/mcp`), the JSON API (`/v1/ops/<name>`) and the live page, the last
+//! three from `agora-interfaces` over [`NodeBackend`]. The page, its reads,
+//! its change stream and its WebSocket are served under the run's page path
+//! behind the page's session, never the token (`page_access.rs`). See
 //! `agora_commands::control` for the protocol.
 
+use super::control_listener::{ConnectionSlot, ControlCounters, ControlLimits, hold_until_sent};
 use agora_commands::control::{
     CHALLENGE_HEADER, COMMAND_LINE_BYTES_MAX, CommandRequest, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT, PROOF_HEADER, STDIN_BYTES_MAX, frame, proof,
     token_matches,
@@ -30,6 +33,7 @@ use axum::routing::{get, post};
 use std::convert::Infallible;
 use std::io::Write;
 use std::sync::Arc;
+use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
 
 /// What the handlers share.
@@ -55,7 +59,17 @@ pub struct ControlState {
     /// The published document served over the automerge-repo protocol
     /// (`/v1/automerge/repo`, `/v1/automerge/url`).
     pub automerge_repo: Arc<super::automerge_repo::AutomergeRepo>,
+    /// The live page's login codes, sessions and path.
+    pub page: super::page_access::PageAccess,
+    /// The control listener's bounds and what it did, for `node status`.
+    pub control_limits: ControlLimits,
+    pub control_counters: Arc<ControlCounters>,
 }
+
+/// Largest body of a page login (`code=<64 hex digits>`).
+const LOGIN_FORM_BYTES_MAX: usize = 256;
+/// How long a page login's body may take to arrive (it is a few bytes).
+const LOGIN_FORM_READ_MAX: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Largest body of an Automerge sync message from a client (its heads,
 /// haves and needs; changes it sends are dropped: the view is read only).
@@ -74,7 +88,7 @@ pub fn router(state: Arc<ControlState>) -> Router {
         .route("/v1/automerge/sync", post(automerge_sync).layer(DefaultBodyLimit::max(AUTOMERGE_MESSAGE_BYTES_MAX)))
         .route(super::automerge_repo::WEBSOCKET_PATH, get(super::automerge_repo::websocket).layer(DefaultBodyLimit::max(0)))
         .route("/v1/automerge/url", get(super::automerge_repo::url).layer(DefaultBodyLimit::max(0)))
-        .route("/v1/session", post(session).layer(DefaultBodyLimit::max(0)))
+        .route("/v1/page/code", post(page_code).layer(DefaultBodyLimit::max(0)))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
     // The front ends, run on this node's open store, behind the same token:
     // the MCP endpoint (streamable HTTP: the same tools as `agora mcp`), the
@@ -82,74 +96,145 @@ pub fn router(state: Arc<ControlState>) -> Router {
     // the live page's change stream (its static files are open).
     let backend: Arc<dyn Backend> = Arc::new(NodeBackend { state: state.clone() });
     let mcp = Router::new().nest_service("/mcp", mcp::http_service(backend.clone(), state.streams_end.child_token()));
-    let (ops, openapi) = http_api::routes(backend);
-    let changes = live_page::events(live_page::Changes { generation: state.generation.clone(), end: state.streams_end.clone() });
-    let front_ends = mcp.merge(ops).merge(changes).layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
-    Router::new().route("/v1/hello", get(hello)).merge(authenticated).with_state(state).merge(front_ends).merge(openapi).merge(live_page::static_files())
+    let (ops, openapi) = http_api::routes(backend.clone());
+    let changes = live_page::Changes { generation: state.generation.clone(), end: state.streams_end.clone() };
+    let front_ends = mcp.merge(ops).merge(live_page::events(changes.clone(), "")).layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
+    // The page's own: under the run's page path, behind the page's session,
+    // only what the page reads.
+    let base = state.page.prefix.clone();
+    let page_api = Router::new()
+        .route(&format!("{base}{}", super::automerge_repo::WEBSOCKET_PATH), get(super::automerge_repo::websocket).layer(DefaultBodyLimit::max(0)))
+        .route(&format!("{base}/v1/automerge/url"), get(super::automerge_repo::url).layer(DefaultBodyLimit::max(0)))
+        .with_state(state.clone())
+        .merge(http_api::read_routes(backend, &base))
+        .merge(live_page::events(changes, &base))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), require_page_session));
+    Router::new()
+        .route("/v1/hello", get(hello))
+        .route("/v1/page/session", post(page_session).layer(DefaultBodyLimit::max(LOGIN_FORM_BYTES_MAX)))
+        .merge(authenticated)
+        .with_state(state)
+        .merge(front_ends)
+        .merge(page_api)
+        .merge(openapi)
+        .merge(live_page::login_page())
+        .merge(live_page::page_files(&base))
 }
 
 fn authorized(state: &ControlState, headers: &HeaderMap) -> bool {
     headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).is_some_and(|t| token_matches(t, &state.token))
 }
 
-/// The cookie `POST /v1/session` gives a browser page, so that a stock
-/// automerge-repo WebSocket adapter (a browser's WebSocket cannot carry an
-/// `Authorization` header) is let in: HttpOnly, SameSite=Strict, and sent
-/// for the WebSocket's path only.
-pub const SESSION_COOKIE: &str = "agora_token";
 /// A WebSocket client that can name subprotocols but not headers offers
-/// `agora-token.<token>`; the handshake selects it.
+/// `agora-token.<token>`; the handshake selects it. (A browser page never
+/// holds the token: it opens the page's socket with its session.)
 pub const TOKEN_PROTOCOL_PREFIX: &str = "agora-token.";
 
-/// The token a WebSocket handshake carries where a browser can put it: in
-/// the session cookie, from a page of this node's own origin (a browser
-/// always sends `Origin` on a WebSocket handshake, and a page of another
-/// site gets a different one), or as a subprotocol.
+/// The token as a WebSocket subprotocol.
 fn websocket_authorized(state: &ControlState, headers: &HeaderMap) -> bool {
-    let by_protocol = headers
+    headers
         .get_all("sec-websocket-protocol")
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .filter_map(|p| p.trim().strip_prefix(TOKEN_PROTOCOL_PREFIX))
-        .any(|t| token_matches(t, &state.token));
-    let host = headers.get("host").and_then(|v| v.to_str().ok());
-    let same_origin = headers.get("origin").and_then(|v| v.to_str().ok()).zip(host).is_some_and(|(o, h)| o == format!("http://{h}"));
-    let by_cookie = same_origin
-        && headers
-            .get_all("cookie")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|c| c.trim().strip_prefix(SESSION_COOKIE)?.strip_prefix('='))
-            .any(|t| token_matches(t, &state.token));
-    by_protocol || by_cookie
+        .any(|t| token_matches(t, &state.token))
 }
 
-/// `POST /v1/session` (behind the bearer token): the session cookie for
-/// the automerge-repo WebSocket.
-async fn session(State(state): State<Arc<ControlState>>) -> Response {
-    let cookie = format!("{SESSION_COOKIE}={}; HttpOnly; SameSite=Strict; Path={}", state.token, super::automerge_repo::WEBSOCKET_PATH);
-    (StatusCode::NO_CONTENT, [("set-cookie", cookie), ("cache-control", "no-store".to_string())]).into_response()
+/// A refusal that closes its connection: the request's body is left
+/// unread, and a client that kept the connection for its next request
+/// would find it gone.
+fn refusal(message: &str) -> Response {
+    let mut refusal = ApiError::new("unauthorized", message).into_response();
+    refusal.headers_mut().insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+    refusal
+}
+
+/// Mark the request's connection as serving an authorised request until
+/// its answer is sent (the listener never closes it for room meanwhile).
+async fn run_authorised(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let guard = request.extensions().get::<ConnectionSlot>().map(ConnectionSlot::authorised);
+    let response = next.run(request).await;
+    match guard {
+        Some(guard) => hold_until_sent(response, guard),
+        None => response,
+    }
+}
+
+/// `POST /v1/page/code` (behind the token): a login code for the live page,
+/// good once within a minute (`page_access.rs`).
+async fn page_code(State(state): State<Arc<ControlState>>) -> Response {
+    match state.page.issue_code(Instant::now()) {
+        Ok(code) => (
+            StatusCode::OK,
+            [("cache-control", "no-store")],
+            axum::Json(serde_json::json!({ "code": code, "expires_in_ms": super::page_access::LOGIN_CODE_TTL.as_millis() as u64 })),
+        )
+            .into_response(),
+        Err(e) => ApiError::new("internal", format!("{e:#}")).into_response(),
+    }
+}
+
+/// `POST /v1/page/session` (open): a login code, as the form field `code`,
+/// exchanged for the page's session cookie, and the browser sent on to the
+/// page. A code is good once.
+async fn page_session(State(state): State<Arc<ControlState>>, request: axum::extract::Request) -> Response {
+    let refused = || {
+        (
+            StatusCode::UNAUTHORIZED,
+            [("content-type", "text/plain; charset=utf-8"), ("cache-control", "no-store")],
+            "This login code is used up or expired: run `agora open` again.\n",
+        )
+            .into_response()
+    };
+    let body = tokio::time::timeout(LOGIN_FORM_READ_MAX, axum::body::to_bytes(request.into_body(), LOGIN_FORM_BYTES_MAX)).await;
+    let Ok(Ok(body)) = body else { return refusal("the login form did not arrive whole") };
+    let code = std::str::from_utf8(&body)
+        .ok()
+        .and_then(|form| form.split('&').find_map(|field| field.trim().strip_prefix("code=")))
+        .filter(|c| c.bytes().all(|b| b.is_ascii_hexdigit()));
+    let Some(code) = code else { return refused() };
+    match state.page.redeem(code, Instant::now()) {
+        Ok(Some(session)) => Response::builder()
+            .status(StatusCode::SEE_OTHER)
+            .header("location", format!("{}/", state.page.prefix))
+            .header("set-cookie", state.page.cookie(&session))
+            .header("cache-control", "no-store")
+            .header("referrer-policy", "no-referrer")
+            .body(Body::empty())
+            .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response()),
+        Ok(None) => refused(),
+        Err(e) => ApiError::new("internal", format!("{e:#}")).into_response(),
+    }
+}
+
+/// Refuse a page request without a live page session (the cookie of this
+/// node's port); the WebSocket also needs this node's own origin (a browser
+/// always sends `Origin` on a WebSocket handshake).
+async fn require_page_session(State(state): State<Arc<ControlState>>, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let headers = request.headers();
+    let cookies = headers.get_all("cookie").iter().filter_map(|v| v.to_str().ok());
+    let in_session = state.page.session_of(cookies).is_some_and(|s| state.page.session_valid(s, Instant::now()));
+    let websocket = request.uri().path().ends_with(super::automerge_repo::WEBSOCKET_PATH);
+    let host = headers.get("host").and_then(|v| v.to_str().ok());
+    let same_origin = headers.get("origin").and_then(|v| v.to_str().ok()).zip(host).is_some_and(|(o, h)| o == format!("http://{h}"));
+    if !in_session || (websocket && !same_origin) {
+        return refusal("no page session: open the page with `agora open`");
+    }
+    run_authorised(request, next).await
 }
 
 /// Refuse a request without the bearer token from its headers alone: the
 /// body of an unauthenticated request is never read (nor buffered). The
-/// automerge-repo WebSocket also takes the token where a browser can put it
+/// automerge-repo WebSocket also takes the token as a subprotocol
 /// ([`websocket_authorized`]).
-///
-/// The refusal says `Connection: close`: its request's body is left unread,
-/// so the connection is closed after the answer, and a client that kept it
-/// for its next request would find it gone.
 async fn require_token(State(state): State<Arc<ControlState>>, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
     let websocket = request.uri().path() == super::automerge_repo::WEBSOCKET_PATH;
     let allowed = authorized(&state, request.headers()) || (websocket && websocket_authorized(&state, request.headers()));
     if !allowed {
-        let mut refusal = ApiError::new("unauthorized", "bad or missing bearer token (the node's control token, in node.json)").into_response();
-        refusal.headers_mut().insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
-        return refusal;
+        return refusal("bad or missing bearer token (the node's control token, in node.json)");
     }
-    next.run(request).await
+    run_authorised(request, next).await
 }
 
 /// Prove knowledge of the token without revealing it: the answer to the
@@ -170,9 +255,11 @@ async fn status(State(state): State<Arc<ControlState>>) -> Response {
     }
     match rx.await {
         Ok(mut v) => {
-            // Where an automerge-repo client finds the view.
+            // Where an automerge-repo client finds the view; what the
+            // control listener holds and did.
             if let Some(o) = v.as_object_mut() {
                 o.insert("automerge".to_string(), state.automerge_repo.describe());
+                o.insert("control".to_string(), state.control_counters.snapshot(&state.control_limits));
             }
             (StatusCode::OK, v.to_string()).into_response()
         }

@@ -82,7 +82,9 @@ impl Driver {
                 "malformed_messages": self.counters.invalid_wire,
                 "wrong_workspace": self.counters.wrong_workspace,
                 "recent_bans": self.peers.recent_bans.iter().cloned().collect::<Vec<_>>(),
+                "connections_refused_per_address": self.swarm.behaviour().address_limits.refused,
             },
+            "peer_book": { "numbered": self.peers.numbered(), "foreign": self.peers.foreign_count(), "banned": self.peers.blocked_until.len() },
             "gossip": { "mesh_peers": mesh, "topic_peers": topic_peers, "published": self.counters.gossip_published, "received": self.counters.gossip_received },
             "commit_notices_missed": self.counters.commits_missed,
         })

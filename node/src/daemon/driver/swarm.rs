@@ -1,14 +1,15 @@
 //! Events from the libp2p swarm, turned into replicator input: connections,
 //! range-sync requests and responses (decoded from their wire bytes, the
 //! workspace checked), gossip (decoded, judged by the replicator, the verdict
-//! reported to gossipsub), and discovery (identify, mDNS, Kademlia).
+//! reported to gossipsub), and mDNS finds on the local link (dialled; what
+//! a peer lists in identify never is).
 
 use super::Driver;
 use super::workers::CheckJob;
 use agora_sync::wire::{WireRequest, WireResponse};
 use agora_sync::{Gossip, GossipVerdict, Message, PeerId};
 use libp2p::swarm::SwarmEvent;
-use libp2p::{gossipsub, identify, kad, mdns, request_response};
+use libp2p::{gossipsub, mdns, request_response};
 use std::sync::mpsc as std_mpsc;
 use std::time::Instant;
 use tracing::debug;
@@ -29,7 +30,6 @@ impl Driver {
                 match b {
                     BehaviourEvent::Gossip(e) => m.record(e),
                     BehaviourEvent::Identify(e) => m.record(e),
-                    BehaviourEvent::Kad(e) => m.record(e),
                     BehaviourEvent::Ping(e) => m.record(e),
                     _ => {}
                 }
@@ -39,7 +39,7 @@ impl Driver {
             SwarmEvent::ConnectionEstablished { peer_id, connection_id, num_established, endpoint, .. } => {
                 debug!(%peer_id, addr = %endpoint.get_remote_address(), "connected");
                 self.bootstrap_connected(connection_id, peer_id);
-                if num_established.get() == 1 && !self.peers.foreign.contains(&peer_id) {
+                if num_established.get() == 1 && !self.peers.is_foreign(&peer_id) {
                     let p = self.peers.number(peer_id);
                     self.rep.connected(p, now);
                 }
@@ -52,6 +52,7 @@ impl Driver {
                     self.rep.disconnected(p);
                     self.pending_responses.retain(|(q, _), _| *q != p);
                     self.outbound.retain(|_, (q, _)| *q != p);
+                    self.peers.left(peer_id, Instant::now());
                 }
             }
             SwarmEvent::NewListenAddr { address, .. } => {
@@ -115,34 +116,22 @@ impl Driver {
             }
             BehaviourEvent::Gossip(gossipsub::Event::Subscribed { peer_id, topic }) => debug!(%peer_id, %topic, "subscribed"),
             BehaviourEvent::Gossip(_) => {}
-            BehaviourEvent::Identify(identify::Event::Received { peer_id, info, .. }) => {
-                for addr in info.listen_addrs {
-                    let unspecified = addr.iter().any(|p| {
-                        matches!(p, libp2p::multiaddr::Protocol::Ip4(ip) if ip.is_unspecified())
-                            || matches!(p, libp2p::multiaddr::Protocol::Ip6(ip) if ip.is_unspecified())
-                    });
-                    if !unspecified {
-                        self.swarm.behaviour_mut().kad.add_address(&peer_id, addr);
-                    }
-                }
-            }
+            // What a peer says of its own addresses is never dialled (the
+            // dial gate would refuse it anyway): it could name any host.
             BehaviourEvent::Identify(_) => {}
             BehaviourEvent::Mdns(mdns::Event::Discovered(list)) => {
                 for (peer, addr) in list {
-                    if self.peers.dialable(&peer) {
-                        self.swarm.behaviour_mut().kad.add_address(&peer, addr.clone());
-                        let _ = self.swarm.dial(addr);
+                    // The gate refuses an address off the local link.
+                    if self.peers.dialable(&peer) && !self.swarm.is_connected(&peer) {
+                        let opts = libp2p::swarm::dial_opts::DialOpts::peer_id(peer).addresses(vec![addr]).build();
+                        let _ = self.swarm.dial(opts);
                     }
                 }
             }
-            BehaviourEvent::Mdns(_) => {}
-            BehaviourEvent::Kad(kad::Event::RoutingUpdated { peer, .. }) => {
-                if !self.swarm.is_connected(&peer) && self.peers.dialable(&peer) {
-                    let _ = self.swarm.dial(peer);
-                }
+            BehaviourEvent::Mdns(_) | BehaviourEvent::Ping(_) => {}
+            BehaviourEvent::Blocked(never) | BehaviourEvent::Limits(never) | BehaviourEvent::DialGate(never) | BehaviourEvent::AddressLimits(never) => {
+                match never {}
             }
-            BehaviourEvent::Kad(_) | BehaviourEvent::Ping(_) => {}
-            BehaviourEvent::Blocked(never) | BehaviourEvent::Limits(never) => match never {},
         }
     }
 
