@@ -23,6 +23,29 @@
 //!   JSON API, the change stream and the automerge-repo WebSocket, all under
 //!   the path. No write, no command, no MCP, no status: those take the
 //!   token.
+//!
+//! Why this way, and not another:
+//!
+//! - *The token, or any replayable secret, in the browser's command line*
+//!   (a URL with `#token=` or `#code=`): every local user reads every
+//!   process's arguments (`/proc/<pid>/cmdline`, `ps`). A one-time code
+//!   there does not help: a process polling `/proc` sees the opener's
+//!   arguments within milliseconds, long before a browser has started, and
+//!   spends the code first. So the command line carries only a path, and
+//!   the code is in a file only the owner can read (0600, in the owner's
+//!   home). The path is no secret; the file's contents are, for a minute.
+//! - *The token in a cookie*: cookies are scoped by host, not port, so any
+//!   server on 127.0.0.1 that a browser visits can be sent it; and a token
+//!   opens writes. The session opens reads, and only its own path gets it.
+//! - *The page keeping a secret in script-readable storage*: any script in
+//!   the page (or injected into it) could read it; an HttpOnly cookie no
+//!   script reads, and the browser attaches it only to the page's path.
+//!
+//! What it does not defend against: a process running as the owner (it
+//! can read `node.json` anyway), and a browser or extension that hands its
+//! cookies out. A browser confined away from hidden directories (some
+//! sandboxed packages) cannot open the file: `agora open` also prints the
+//! code as a URL, on the owner's terminal, for a browser started by hand.
 
 use agora_commands::control::token_matches;
 use std::collections::VecDeque;
