@@ -17,8 +17,8 @@ fn an_event_appended_on_one_node_reaches_every_node() {
     let agents: Vec<Agent> = (0..4).map(|_| Agent::new()).collect();
     let founder = agents[0].id.clone();
     admit(&agents[0], &agents[1..].iter().collect::<Vec<_>>());
-    // Nodes 1 and 2 bootstrap from node 0; node 3 only knows node 2 and
-    // finds the rest through discovery (identify and Kademlia).
+    // Nodes 1 and 2 bootstrap from node 0; node 3 only knows node 2, and
+    // gets the rest through it (a node dials no address a peer names).
     let nodes = {
         let n0 = Node::start(&agents[0], &founder, &[]);
         let n1 = Node::start(&agents[1], &founder, &[&n0.addr]);

@@ -1,11 +1,11 @@
 //! The merged view served over the automerge-repo sync protocol (the one
 //! the JS `@automerge/automerge-repo` and Rust `samod` speak), on a
 //! WebSocket of the control channel: `GET /v1/automerge/repo`, behind the
-//! control token: as a bearer token, as the subprotocol
-//! `agora-token.<token>`, or as the cookie `POST /v1/session` sets for a
-//! page of the node's own origin (browsers cannot put headers on a
-//! WebSocket; see `server.rs`). `GET /v1/automerge/url` names the one
-//! document served.
+//! control token (as a bearer token, or as the subprotocol
+//! `agora-token.<token>`: browsers cannot put headers on a WebSocket), and
+//! `GET <page>/v1/automerge/repo` under the live page's path, behind the
+//! page's session cookie and the node's own `Origin` (see `server.rs`,
+//! `page_access.rs`). `GET /v1/automerge/url` names the one document served.
 //!
 //! The node runs a `samod` repo (in-memory storage) holding ONE document, a
 //! copy of [`PublishedView`]'s (the document `POST /v1/automerge/sync`
