@@ -257,4 +257,24 @@ mod tests {
             assert!(format!("{err:#}").contains("store_cache_mib must be 1 to"), "{err:#}");
         }
     }
+
+    #[test]
+    fn the_connection_caps_are_set_by_file_within_bounds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        let args = NodeRunArgs { config: Some(path.clone()), ..Default::default() };
+        std::fs::write(&path, "").unwrap();
+        let c = resolve(&args, dir.path().to_path_buf()).unwrap();
+        assert_eq!((c.control_connections_max, c.connections_per_ip_max), (CONTROL_CONNECTIONS_DEFAULT, CONNECTIONS_PER_IP_DEFAULT));
+        std::fs::write(&path, "[node]\ncontrol_connections_max = 16\nconnections_per_ip_max = 2\n").unwrap();
+        let c = resolve(&args, dir.path().to_path_buf()).unwrap();
+        assert_eq!((c.control_connections_max, c.connections_per_ip_max), (16, 2));
+        for (bad, named) in
+            [("control_connections_max = 3", "control_connections_max must be 4 to"), ("connections_per_ip_max = 0", "connections_per_ip_max must be 1 to")]
+        {
+            std::fs::write(&path, format!("[node]\n{bad}\n")).unwrap();
+            let err = resolve(&args, dir.path().to_path_buf()).unwrap_err();
+            assert!(format!("{err:#}").contains(named), "{err:#}");
+        }
+    }
 }
