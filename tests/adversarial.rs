@@ -177,6 +177,54 @@ fn a_backdated_resolve_does_not_win_over_an_honest_one() {
     }
 }
 
+/// A copy of another agent's memory item, and a failure judgment of a
+/// trajectory another agent judged a success, each dated a second before
+/// the honest entry: on every node the original is not a duplicate (the two
+/// items conflict) and the item's outcome counts are not flipped (the
+/// verdicts conflict, and count for neither).
+#[test]
+fn a_backdated_memory_item_copy_and_failure_judgment_decide_nothing() {
+    let Trio { agents: [a, b, c], nodes: [na, nb, nc] } = Trio::start();
+    let (title, content) = ("Check filings first", "Read the 10-K before the news");
+    let item = id_of(&json(&a.home, &["item", title, "When researching a company", content]));
+    let traj = id_of(&json(&a.home, &["trajectory", "research ACME", "revenue found"]));
+    json(&a.home, &["use", &traj, &item, "--rank", "1", "--score", "0.9"]);
+    wait_for("B to hold the trajectory", || nb.holds(&traj).then_some(()));
+    let honest = id_of(&json(&b.home, &["judge", &traj, "success", "found revenue"]));
+    wait_for("C to hold the item and the judgment", || (nc.holds(&item) && nc.holds(&honest)).then_some(()));
+    let ts = |id: &str| json(&c.home, &["show", id])["timestamp_ms"].as_u64().unwrap();
+    let copy = agora_graph::Event::MemoryItem {
+        title: title.into(),
+        description: "copied".into(),
+        content: content.into(),
+        scope: String::new(),
+        source_trajectory: None,
+    };
+    let copy = sign_next_as(&c.home, &c.key(), &copy.encode(), ts(&item) - 1_000);
+    let failure = agora_graph::Event::Judgment {
+        trajectory: traj.parse().unwrap(),
+        success: false,
+        reason: "it failed".into(),
+        confidence: agora_graph::event::Confidence::High,
+    };
+    let failure = sign_next_as(&c.home, &c.key(), &failure.encode(), ts(&honest) - 1_000);
+    for n in [&na, &nb, &nc] {
+        wait_for("every node to hold both backdated entries", || (n.holds(&copy) && n.holds(&failure)).then_some(()));
+    }
+    converged(&[&na, &nb, &nc]);
+    for n in [&na, &nb, &nc] {
+        for id in [&item, &copy] {
+            assert_eq!(json(&n.home, &["status", id])["status"], "contested", "the original and the copy conflict, neither a duplicate");
+        }
+        let outcomes = json(&n.home, &["outcomes"]);
+        let counts = outcomes.as_array().unwrap().iter().find(|o| o["id"] == item.as_str()).unwrap().clone();
+        assert_eq!((counts["successes"].as_u64(), counts["failures"].as_u64(), counts["uses"].as_u64()), (Some(0), Some(0), Some(1)), "{counts}");
+        let t = json(&n.home, &["status", &traj]);
+        assert_eq!(t["status"], "contested", "{t}");
+        assert!(t.to_string().contains(&honest) && t.to_string().contains(&failure), "both verdicts are named: {t}");
+    }
+}
+
 /// Hardening item 8, second half: an entry dated an hour ahead is not stored
 /// (and so not applied) before its time.
 #[test]

@@ -21,6 +21,6 @@ pub mod workload;
 
 pub use event::{Event, EventDecodeError, MemoryKind, Relation, TaskState};
 pub use graph::{
-    AsNode, Body, ById, DIGEST_BUCKETS, FrameState, Graph, GraphMemory, LIVE_GRAPH_JOURNAL, Late, LogEvent, LogPosition, Node, NodeRef, NotInLogOrder,
-    OrderedReplay, RuleError, Status, TextSource, TextUnavailable,
+    AsNode, Body, ById, CAUSAL_WALK_MAX, DIGEST_BUCKETS, FrameState, Graph, GraphMemory, LIVE_GRAPH_JOURNAL, Late, LogEvent, LogPosition, Node, NodeRef,
+    NotInLogOrder, OrderedReplay, RuleError, Status, TextSource, TextUnavailable,
 };

@@ -354,14 +354,14 @@ fn bad_inputs_are_refused_locally_and_invalid_from_peers() {
     assert_eq!(status(&g, &b), Status::Active);
     assert_eq!(g.invalid().len(), 3);
 
-    // The same cycle by another agent is concurrent with the refinement (it
-    // is not on that agent's chain): kept, no supersession, both contested.
+    // The same cycle by another agent that names the refinement (`b`) had
+    // seen it: causal order, so the rule stands (a cycle between agents
+    // that saw nothing of each other is `a_backdated_update_cycle_...`).
     let cross = peer.push_as(2, Event::Relate { from: a, to: b, relation: Relation::Update, reason: text("") });
     let g = peer.graph();
-    assert_eq!(status(&g, &cross), Status::Active);
-    assert_eq!(g.conflicts(g.node(&a).unwrap()), vec![b, cross]);
-    assert_eq!(status(&g, &b), Status::Contested);
-    assert_eq!(g.conflicts(g.node(&b).unwrap()), vec![cross]);
+    assert_eq!(status(&g, &cross), Status::Invalid);
+    assert!(g.conflicts(g.node(&a).unwrap()).is_empty());
+    assert_eq!(status(&g, &b), Status::Active);
 }
 
 /// Redacting a payload removes its text, not its place in the graph: events
@@ -545,4 +545,233 @@ fn concurrent_state_changes_by_two_agents_are_kept() {
     assert_eq!((status(&g, &park2), status(&g, &q)), (Status::Active, Status::Parked));
     assert_eq!(status(&g, &evidence), Status::Active);
     assert!(g.conflicts(g.node(&frame).unwrap()).is_empty());
+}
+
+/// Which of two events by different agents log order puts first is the
+/// authors' clocks' choice: for each rule where that order would decide
+/// (events.md, "Concurrent events"), a rival event signed just before and
+/// just after an honest one gives the same statuses. Returns, per rival
+/// time, what `read` reads of the graph.
+fn either_side<T: PartialEq + std::fmt::Debug>(build: impl Fn(&mut Log, u64) -> Vec<EntryId>, read: impl Fn(&Graph, &[EntryId]) -> T) -> T {
+    let mut reads: Vec<T> = [4_999, 5_001]
+        .into_iter()
+        .map(|rival_time| {
+            let mut log = Log::new();
+            let ids = build(&mut log, rival_time);
+            read(&log.graph(), &ids)
+        })
+        .collect();
+    let after = reads.pop().unwrap();
+    let before = reads.pop().unwrap();
+    assert_eq!(before, after, "a rival signed before the honest event reads as one signed after it");
+    after
+}
+
+fn sorted(mut ids: Vec<EntryId>) -> Vec<EntryId> {
+    ids.sort();
+    ids
+}
+
+fn item(title: &str, src: Option<EntryId>) -> Event {
+    Event::MemoryItem {
+        title: text(title),
+        description: text("when it applies"),
+        content: text("Read the latest 10-K before the news"),
+        scope: text("research"),
+        source_trajectory: src,
+    }
+}
+
+/// A copy of another agent's memory item, dated before it, does not make
+/// the original a duplicate: neither agent had seen the other's (a memory
+/// item names no other item), so both are originals, in conflict, in
+/// either order. An agent repeating its own item makes a duplicate.
+#[test]
+fn a_backdated_memory_item_copy_does_not_make_the_original_a_duplicate() {
+    let (statuses, conflicts) = either_side(
+        |log, rival_time| {
+            let original = log.at(1, 5_000, item("Check filings first", None));
+            let copy = log.at(2, rival_time, item("Check filings first", None));
+            let again = log.at(1, 6_000, item("Check filings first", None));
+            let rival_again = log.at(2, 6_001, item("Check filings first", None));
+            vec![original, copy, again, rival_again]
+        },
+        |g, ids| {
+            let statuses: Vec<Status> = ids.iter().map(|id| status(g, id)).collect();
+            assert_eq!(g.why(g.node(&ids[2]).unwrap())[1], ids[0], "an agent's own repeat duplicates its own item");
+            assert_eq!(g.why(g.node(&ids[3]).unwrap())[1], ids[1]);
+            let conflicts: Vec<Vec<EntryId>> = ids[..2].iter().map(|id| g.conflicts(g.node(id).unwrap())).collect();
+            (statuses, conflicts)
+        },
+    );
+    assert_eq!(statuses, [Status::Contested, Status::Contested, Status::Duplicate, Status::Duplicate]);
+    assert_eq!(conflicts[0].len(), 1);
+    assert_eq!(conflicts[1].len(), 1);
+    assert_ne!(conflicts[0], conflicts[1], "each names the other");
+}
+
+/// A failure judgment dated before another agent's success judgment of the
+/// same trajectory does not take its outcome: the verdicts conflict, both
+/// are named, and the trajectory counts for neither, in either order. The
+/// same verdict by a third agent agrees and counts once.
+#[test]
+fn a_backdated_failure_judgment_does_not_flip_the_outcomes() {
+    let judgment = |trajectory, success| Event::Judgment { trajectory, success, reason: text("checked"), confidence: Confidence::High };
+    let read = either_side(
+        |log, rival_time| {
+            let lesson = log.at(1, 1_000, item("Check filings first", None));
+            let traj = log.at(1, 2_000, Event::Trajectory { task_query: text("research ACME"), final_answer: text("done"), iterations: 1, converged: true });
+            log.at(1, 3_000, Event::Usage { trajectory: traj, item: lesson, rank: 1, score_bp: 9_000 });
+            let honest = log.at(2, 5_000, judgment(traj, true));
+            let rival = log.at(3, rival_time, judgment(traj, false));
+            vec![lesson, traj, honest, rival]
+        },
+        |g, ids| {
+            let t = g.node(&ids[1]).unwrap();
+            (g.node(&ids[0]).unwrap().outcomes(), t.status(), t.judged(), sorted(g.conflicts(t)), status(g, &ids[3]))
+        },
+    );
+    assert_eq!(read.0, (0, 0, 1), "neither verdict counts");
+    assert_eq!((read.1, read.2), (Status::Contested, None));
+    let mut log = Log::new();
+    let lesson = log.at(1, 1_000, item("Check filings first", None));
+    let traj = log.at(1, 2_000, Event::Trajectory { task_query: text("q"), final_answer: text("a"), iterations: 1, converged: true });
+    log.at(1, 3_000, Event::Usage { trajectory: traj, item: lesson, rank: 1, score_bp: 9_000 });
+    let honest = log.at(2, 5_000, judgment(traj, true));
+    let agreeing = log.at(3, 4_999, judgment(traj, true));
+    let g = log.graph();
+    assert_eq!(g.node(&lesson).unwrap().outcomes(), (1, 0, 1), "the same verdict twice counts once");
+    assert_eq!((status(&g, &traj), status(&g, &agreeing), status(&g, &honest)), (Status::Active, Status::Active, Status::Active));
+    // A usage after conflicting verdicts counts nothing; a third verdict joins the conflict.
+    let dissent = log.at(4, 6_000, judgment(traj, false));
+    log.at(1, 7_000, Event::Usage { trajectory: traj, item: lesson, rank: 1, score_bp: 9_000 });
+    let g = log.graph();
+    assert_eq!(g.node(&lesson).unwrap().outcomes(), (0, 0, 2));
+    assert_eq!(sorted(g.conflicts(g.node(&traj).unwrap())), sorted(vec![honest, agreeing, dissent]), "every judgment is named");
+    // An agent judging again is refused, as before.
+    let again = log.at(2, 8_000, judgment(traj, false));
+    assert_eq!(status(&log.graph(), &again), Status::Invalid);
+}
+
+/// A refinement dated before another agent's refinement of the same node
+/// does not become its successor: both are kept, the node is contested and
+/// has no current successor, in either order. An agent that had seen the
+/// first successor (it refines it, then relates that refinement back as an
+/// update) branches from an older state, and the first successor stays.
+#[test]
+fn a_backdated_refinement_does_not_become_the_successor() {
+    let read = either_side(
+        |log, rival_time| {
+            let x = log.at(1, 1_000, Event::Proposition { text: text("Price at $20") });
+            let honest = log.at(2, 5_000, Event::Refinement { target: x, resolves: vec![], text: text("Price at $25") });
+            let rival = log.at(3, rival_time, Event::Refinement { target: x, resolves: vec![], text: text("Price at $5") });
+            vec![x, honest, rival]
+        },
+        |g, ids| {
+            let x = g.node(&ids[0]).unwrap();
+            (x.status(), sorted(g.conflicts(x)), g.latest_in_chain(&ids[0]), g.superseded_by(x))
+        },
+    );
+    assert_eq!(read.0, Status::Contested);
+    assert_eq!(read.1.len(), 2);
+    assert_eq!(read.3, None, "no successor is current");
+    // Causal order: the update's author names a refinement of the first successor.
+    let mut log = Log::new();
+    let x = log.at(1, 1_000, Event::Proposition { text: text("Price at $20") });
+    let first = log.at(2, 5_000, Event::Refinement { target: x, resolves: vec![], text: text("Price at $25") });
+    let next = log.at(3, 6_000, Event::Refinement { target: first, resolves: vec![], text: text("Price at $24") });
+    let claim = log.at(
+        3,
+        6_001,
+        Event::Claim {
+            text: text("Price at $24 from today"),
+            kind: MemoryKind::Semantic,
+            sources: vec![next],
+            owner_scope: text("team"),
+            confirmed: true,
+            expires_at_ms: None,
+        },
+    );
+    log.at(3, 6_002, Event::Relate { from: claim, to: x, relation: Relation::Update, reason: text("restated") });
+    let g = log.graph();
+    assert_eq!(status(&g, &x), Status::Superseded);
+    assert_eq!(g.superseded_by(g.node(&x).unwrap()), Some(first));
+    assert!(g.conflicts(g.node(&x).unwrap()).is_empty());
+}
+
+/// A refinement that resolves a contradiction another agent resolved, dated
+/// before or after that resolve, is a second resolution as a resolve would
+/// be: the contradiction is contested and names both, in either order.
+#[test]
+fn a_backdated_refinement_resolution_conflicts_with_a_resolve() {
+    let read = either_side(
+        |log, rival_time| {
+            let p = log.at(1, 1_000, Event::Proposition { text: text("Ship Friday") });
+            let c = log.at(1, 2_000, Event::Contradiction { target: p, text: text("QA is not done") });
+            let honest = log.at(2, 5_000, Event::Resolve { target: c, text: text("QA signed off") });
+            let rival = log.at(3, rival_time, Event::Refinement { target: p, resolves: vec![c], text: text("Ship Monday") });
+            vec![c, honest, rival]
+        },
+        |g, ids| (status(g, &ids[0]), sorted(g.conflicts(g.node(&ids[0]).unwrap())), status(g, &ids[1]), status(g, &ids[2])),
+    );
+    assert_eq!(read.0, Status::Contested);
+    assert_eq!(read.1.len(), 2);
+    assert_ne!(read.2, Status::Invalid);
+    assert_ne!(read.3, Status::Invalid);
+}
+
+/// Two `update` relations that would supersede each other's claims (a
+/// cycle), one dated before the other: both claims are contested in either
+/// order, and neither is the other's successor.
+#[test]
+fn a_backdated_update_cycle_conflicts_in_either_order() {
+    let claim =
+        |t: &str| Event::Claim { text: text(t), kind: MemoryKind::Semantic, sources: vec![], owner_scope: text("team"), confirmed: true, expires_at_ms: None };
+    let read = either_side(
+        |log, rival_time| {
+            let x = log.at(1, 1_000, claim("EU first"));
+            let y = log.at(1, 1_001, claim("US first"));
+            log.at(2, 5_000, Event::Relate { from: x, to: y, relation: Relation::Update, reason: text("EU") });
+            log.at(3, rival_time, Event::Relate { from: y, to: x, relation: Relation::Update, reason: text("US") });
+            vec![x, y]
+        },
+        |g, ids| (status(g, &ids[0]), status(g, &ids[1])),
+    );
+    assert_eq!(read, (Status::Contested, Status::Contested));
+}
+
+/// Final states of tasks and frames: a close dated before another agent's
+/// move does not win; the move it would block is kept as a conflict. (A
+/// change signed after another's is a later change, which any agent may
+/// make at any time: last in log order, not a clock's choice.)
+#[test]
+fn a_backdated_final_state_conflicts_instead_of_blocking() {
+    let mut log = Log::new();
+    let task = log.at(1, 1_000, Event::Task { objective: text("migrate"), owner_scope: text("team") });
+    let honest = log.at(2, 5_000, Event::TaskUpdate { task, state: TaskState::InProgress, note: text("on it") });
+    let rival = log.at(3, 4_999, Event::TaskUpdate { task, state: TaskState::Abandoned, note: text("drop it") });
+    let frame = log.at(1, 1_001, Event::FrameOpen { parent: None, query: text("f"), branched_from: None, invalidation_condition: text("") });
+    let concluded = log.at(2, 5_002, Event::FrameConclude { frame, conclusion: text("found it"), confidence_bp: 9_000 });
+    let invalidated = log.at(3, 5_001, Event::FrameInvalidate { frame, reason: text("no") });
+    let g = log.graph();
+    assert_eq!(status(&g, &task), Status::Contested, "not parked by the backdated abandon");
+    assert_eq!(sorted(g.conflicts(g.node(&task).unwrap())), sorted(vec![honest, rival]));
+    assert_eq!(status(&g, &frame), Status::Contested, "not retracted by the backdated invalidation");
+    assert_eq!(sorted(g.conflicts(g.node(&frame).unwrap())), sorted(vec![concluded, invalidated]));
+}
+
+/// Parks and resumes agree or are overwritten: a park dated before another
+/// agent's resume is resumed by it, and a resume dated before the park it
+/// answers is invalid (its own author's mistake), in neither case a win.
+#[test]
+fn a_backdated_park_or_resume_decides_nothing() {
+    let mut log = Log::new();
+    let q = log.at(1, 1_000, Event::Question { text: text("Which region?") });
+    log.at(1, 5_000, Event::Park { target: q, reason: text("later") });
+    log.at(2, 6_000, Event::Resume { target: q });
+    log.at(3, 5_999, Event::Park { target: q, reason: text("backdated") });
+    let early_resume = log.at(4, 4_999, Event::Resume { target: q });
+    let g = log.graph();
+    assert_eq!(status(&g, &q), Status::Active);
+    assert_eq!(status(&g, &early_resume), Status::Invalid);
 }

@@ -260,35 +260,38 @@ fn views_are_pinned() {
 }
 
 /// (seed, entries, [snapshot, exports, reads]) recorded before the switch
-/// from ids to node indices, and recorded again when another agent's state
+/// from ids to node indices, recorded again when another agent's state
 /// stopped making an event invalid (concurrent events conflict instead;
-/// events.md, "Concurrent events").
+/// events.md, "Concurrent events"), and again when every rule where two
+/// agents' order decides took causal order or a conflict (memory items'
+/// content ids, verdicts' outcome counts, successors; a conflict ahead of
+/// superseded and parked).
 const PINNED: &[(u64, usize, [&str; 3])] = &[
     (
         0x1,
         300,
         [
-            "3f7dad84f5a916403262533ae899e2b60b7bd919517de306f026bfda271028fc",
-            "dbc64f0cc77fef79214bbedcee5b59793116c6c5ed0018721c8042940bb5d57c",
-            "92142fd7271a629aa876a8b234e5cacee1295da6af15f50d3476f0c8ea827ddf",
+            "a8329c88dfd86fb42341eb7a0b36cadabf87b3f79c5ac65847265e27cc39c364",
+            "a50db089ccb8f857b9b327dc29ebeb8d4f7f08141e9355b6c32dece296e08f4a",
+            "e27e1387ff7988f8ccabe0770c87aadc09bbb912cce2bde03c3ec2a0feb36fc9",
         ],
     ),
     (
         0x5eed,
         3_000,
         [
-            "a2b04dc895ba16bc856dcd5995ed31cd21a5f94f93bc91dbd32632a30c1c06b9",
-            "7f4c0828827301f2faa4951cacc83dcc51add69394259ee10bb07bafe7487605",
-            "9b560d0810ee1790d81f827d367c8009dceb7aded6f4232c0a979c928e059c96",
+            "855febaf75d29ba5a2fe30c313e60a5b1e59696c872c8e57575fc904c4f10c0a",
+            "9d878cf657bc7bba4ed2f766371959e2238ca421f88bd6fac45e68ff17836c04",
+            "eb8c5279236c8a430970c2e51912b980180086fb5d8a2ce22617be50d6a25b7a",
         ],
     ),
     (
         0xfeed_f00d,
         20_000,
         [
-            "8dcda2fe71128edffd4ba4bd2024b4bd6265582cd88e4f07bedca0ebaf72e823",
-            "9ba9290f1d1a5108603d958535fa09b9fcf5193c96f4515302b18d1271ecf5e3",
-            "eaccdb79a187c05e37037a563709b29ef99cdfffbc88c543a047500cc76af059",
+            "af3d5cbb10cc6c9dbe27776759982f9be5afbb31bf2e8c7d52bff50f63dec46d",
+            "447ad927ff051ea0d06203b1198aac766ffe38ee66406410d5625a1f2521f45b",
+            "53487c7ee1ca20f7cafeab449897cb88bcc06382215ff91280d8d32dbcdc8be8",
         ],
     ),
 ];

@@ -176,3 +176,68 @@ fn the_live_view_reports_its_memory_by_part() {
     assert!(m.records >= 3 * 80 + "a reason of some length".len(), "three records, a reason: {m:?}");
     assert_eq!(m.total(), m.parts().iter().map(|(_, b)| b).sum::<usize>());
 }
+
+/// No merge rule and no perspective is decided by a clock between agents
+/// (merge.md, "Order between agents"): a rival agent whose memory item copy,
+/// failure judgment, accept, dispute and withdrawal are all dated just
+/// before the honest agents' events reads exactly as one dating them just
+/// after: the same merge statuses, frontiers, consensus, and statuses in
+/// the perspective of an agent that accepts everyone.
+#[test]
+fn a_backdated_agent_decides_no_merge_rule_and_no_perspective() {
+    let base = 1_700_000_000_000u64;
+    let run = |rival_offset: i64| {
+        let mut s = Swarm::new(3);
+        let at = |s: &mut Swarm, t: u64| s.clock = t - 1_000;
+        let shifted = |t: u64| t.checked_add_signed(rival_offset).unwrap();
+        let lesson = || Event::MemoryItem {
+            title: text("Check filings first"),
+            description: text("research"),
+            content: text("Read the latest 10-K before the news"),
+            scope: text("research"),
+            source_trajectory: None,
+        };
+        at(&mut s, base + 1_000);
+        let item = s.event(0, lesson());
+        at(&mut s, base + 2_000);
+        let traj = s.event(0, Event::Trajectory { task_query: text("ACME"), final_answer: text("done"), iterations: 1, converged: true });
+        at(&mut s, base + 3_000);
+        let usage = s.event(0, Event::Usage { trajectory: traj, item, rank: 1, score_bp: 9_000 });
+        at(&mut s, base + 5_000);
+        let honest =
+            s.event(1, Event::Judgment { trajectory: traj, success: true, reason: text("found it"), confidence: agora_graph::event::Confidence::High });
+        // The rival's chain, each entry one millisecond before or after the honest one it races.
+        at(&mut s, shifted(base + 1_000));
+        let copy = s.event(2, lesson());
+        at(&mut s, shifted(base + 5_000));
+        s.event(2, Event::Judgment { trajectory: traj, success: false, reason: text("no"), confidence: agora_graph::event::Confidence::High });
+        at(&mut s, shifted(base + 5_000));
+        s.merge(2, s.accept_of(&usage));
+        at(&mut s, shifted(base + 5_000));
+        let dispute = s.merge(2, MergeEvent::Dispute { target: honest, reason: text("wrong"), counter_claim: None });
+        at(&mut s, shifted(base + 5_000));
+        s.merge(2, MergeEvent::Withdraw { dispute });
+        let rival_head = s.entries.last().unwrap().id();
+        at(&mut s, base + 10_000);
+        s.merge(0, s.accept_of(&honest));
+        at(&mut s, base + 10_001);
+        s.merge(0, s.accept_of(&rival_head));
+        at(&mut s, base + 10_002);
+        s.merge(1, s.accept_of(&usage));
+        let m = s.compute();
+        let agents: Vec<_> = (0..3).map(|i| s.agent(i)).collect();
+        let statuses: Vec<Vec<&'static str>> = agents.iter().map(|a| m.statuses_of(a).iter().map(|(_, st)| st.name()).collect()).collect();
+        let consensus = m.consensus(&agents, 2).unwrap();
+        let accepted: Vec<u64> = agents.iter().map(|a| consensus.chains.iter().find(|c| c.author == *a).unwrap().accepted_seq).collect();
+        let p = m.perspective(&agents[0]);
+        let t = p.graph.node(&traj).unwrap();
+        let graph = (p.status(&item), p.status(&copy), t.status(), t.judged(), p.graph.node(&item).unwrap().outcomes());
+        (statuses, accepted, graph)
+    };
+    let before = run(-1);
+    let after = run(1);
+    assert_eq!(before, after, "a rival dating its events before the honest ones reads as one dating them after");
+    let (statuses, _, graph) = after;
+    assert_eq!(statuses[2], vec!["applied", "withdrawn", "applied"], "the rival's accept, dispute and withdrawal");
+    assert_eq!(graph, (Some(Status::Contested), Some(Status::Contested), Status::Contested, None, (0, 0, 1)));
+}

@@ -34,11 +34,19 @@ impl Graph {
             }
             Event::Refinement { resolves, .. } => {
                 self.edge(me, Rel::Refines, t[0]);
-                self.supersede(t[0], me);
+                self.supersede(t[0], me, me, t);
                 for &cx in t[1..].iter().take(resolves.len()) {
+                    // Resolved already by an event its author had not seen:
+                    // two resolutions, as for two `resolve` events.
+                    let earlier = self.nodes[cx as usize].links.all(Mark::ResolvedBy).collect::<Vec<_>>();
+                    let author = self.nodes[me as usize].author;
+                    let concurrent = earlier.last().copied().filter(|_| !earlier.iter().any(|&r| self.saw(author, t, r)));
                     self.edge(me, Rel::Resolves, cx);
                     self.close_challenge(cx, me);
                     self.links_at(me).push(Mark::Closed, cx);
+                    if let Some(setter) = concurrent {
+                        self.mark_conflict(cx, setter, me);
+                    }
                 }
                 if !resolves.is_empty() {
                     self.links_at(me).push(Mark::ResolvedBy, me);
@@ -65,7 +73,7 @@ impl Graph {
             }
             Event::Reframe { .. } => {
                 self.edge(me, Rel::Reframes, t[0]);
-                self.supersede(t[0], me);
+                self.supersede(t[0], me, me, t);
             }
             Event::Park { .. } => {
                 self.touch(t[0], me);
@@ -88,7 +96,7 @@ impl Graph {
                 self.changed(fx);
                 self.nodes[fx as usize].links.push_edge(Rel::of(*relation), tx);
                 match relation {
-                    Relation::Update | Relation::StateChange => self.supersede(tx, fx),
+                    Relation::Update | Relation::StateChange => self.supersede(tx, fx, me, t),
                     Relation::Expands | Relation::Qualifies => {}
                     Relation::Contradicts => {
                         // No winner: both sides are challenged by this relation.
@@ -161,12 +169,7 @@ impl Graph {
                 let n = self.extra_at(t[0]);
                 n.judged = Some(*success);
                 n.judged_by = Some(me);
-                let usages: Vec<Ix> = self.nodes[t[0] as usize].links.all(Mark::Usage).collect();
-                for u in usages {
-                    if let Some(item) = self.nodes[u as usize].links.first(Mark::UsageItem) {
-                        self.count_outcome(item, *success);
-                    }
-                }
+                self.count_usages(t[0], *success, 1);
             }
             Event::MemoryItem { title, content, source_trajectory, .. } => {
                 if source_trajectory.is_some() {
@@ -178,18 +181,7 @@ impl Graph {
                     Some(cid) => cid,
                     None => memory_item_content_id(title, content),
                 };
-                match self.content_ids.get(&cid) {
-                    Some(&first) => {
-                        let n = self.links_at(me);
-                        n.push(Mark::DuplicateOf, first);
-                        n.push(Mark::DuplicateBy, me);
-                        self.touch(first, me);
-                    }
-                    None => {
-                        self.record_content_id(cid);
-                        self.content_ids.insert(cid, me);
-                    }
-                }
+                self.memory_item_content(me, cid);
             }
             Event::Usage { .. } => {
                 self.links_at(me).push(Mark::UsageItem, t[1]);
@@ -197,8 +189,10 @@ impl Graph {
                 self.edge(me, Rel::Uses, t[1]);
                 self.links_at(t[0]).push(Mark::Usage, me);
                 self.links_at(t[1]).push(Mark::Usage, me);
-                if let Some(success) = self.nodes[t[0] as usize].x().judged {
-                    self.count_outcome(t[1], success);
+                // A trajectory judged differently by concurrent judgments
+                // counts for nothing (`judged` is `None`).
+                if let Some(success) = self.nodes[t[0] as usize].judged() {
+                    self.count_outcome(t[1], success, 1);
                 }
             }
         }
@@ -230,14 +224,36 @@ impl Graph {
                 self.touch(t[0], me);
                 Vec::new()
             }
-            Event::Judgment { .. } => {
-                // The outcome counts stay with the first judgment; both are shown.
+            Event::Judgment { success, .. } => {
                 self.edge(me, Rel::Judges, t[0]);
-                vec![t[0]]
+                let trajectory = &self.nodes[t[0] as usize];
+                let (conflicted, first) = (trajectory.links.has(Mark::Conflict), trajectory.x().judged);
+                if !conflicted && first == Some(*success) {
+                    // The same verdict: it agrees, and is counted once.
+                    Vec::new()
+                } else {
+                    if !conflicted {
+                        // Verdicts that differ, and nothing says which came
+                        // after the other: the trajectory counts for
+                        // neither, and every judgment of it is named
+                        // (those that agreed with the first too, so the
+                        // list is the same in any log order).
+                        if let Some(first) = first {
+                            self.count_usages(t[0], first, -1);
+                        }
+                        let earlier: Vec<Ix> = self.judgments_of(t[0]).filter(|&j| j != me).collect();
+                        let n = self.links_at(t[0]);
+                        for j in earlier {
+                            n.push(Mark::Conflict, j);
+                        }
+                    }
+                    vec![t[0]]
+                }
             }
             Event::Relate { relation, .. } => {
                 // No supersession (it would close a cycle): the relation stands
-                // as an edge, both claims contested.
+                // as an edge, both claims contested. (Only a supersession is
+                // ever blocked: `concurrent_setter`.)
                 self.touch(t[0], me);
                 self.edge(me, Rel::of(*relation), t[1]);
                 self.changed(t[0]);
@@ -250,11 +266,57 @@ impl Graph {
             }
         };
         for ix in conflict_on {
-            let n = self.links_at(ix);
-            if ix != setter && !n.all(Mark::Conflict).any(|c| c == setter) {
-                n.push(Mark::Conflict, setter);
-            }
+            self.mark_conflict(ix, setter, me);
+        }
+    }
+
+    /// Record on the node at `on` that `me`, the event being applied, and
+    /// `setter`, an earlier one, conflict over its state: the setter named
+    /// once, `me` (new) appended (a node never names itself).
+    fn mark_conflict(&mut self, on: Ix, setter: Ix, me: Ix) {
+        let n = self.links_at(on);
+        if setter != on && setter != me && !n.all(Mark::Conflict).any(|c| c == setter) {
+            n.push(Mark::Conflict, setter);
+        }
+        if me != on {
             n.push(Mark::Conflict, me);
+        }
+    }
+
+    /// The content rule of a memory item `me` with content id `cid`. An
+    /// item repeats an earlier one with the same content (is its
+    /// *duplicate*) when its author had seen that one: its own earlier item
+    /// (a memory item names only a trajectory, which names nothing, so its
+    /// own chain is the only causal order two items can have; see
+    /// `causal.rs`). Otherwise it is an *original* too, and the originals
+    /// of one content by different agents conflict: which of them log order
+    /// puts first is the authors' clocks' choice, so none is the others'
+    /// duplicate. Each later original names the first and the first names
+    /// each (both of two, in either order).
+    fn memory_item_content(&mut self, me: Ix, cid: [u8; 32]) {
+        let author = self.nodes[me as usize].author;
+        let Some(&first) = self.content_ids.get(&cid) else {
+            self.record_content_id(cid, None);
+            self.content_ids.insert(cid, me);
+            return;
+        };
+        let original = match self.nodes[first as usize].author == author {
+            true => Some(first),
+            false => self.content_rivals.get(&(cid, author)).copied(),
+        };
+        match original {
+            Some(original) => {
+                let n = self.links_at(me);
+                n.push(Mark::DuplicateOf, original);
+                n.push(Mark::DuplicateBy, me);
+                self.touch(original, me);
+            }
+            None => {
+                self.record_content_id(cid, Some(author));
+                self.content_rivals.insert((cid, author), me);
+                self.links_at(first).push(Mark::Conflict, me);
+                self.links_at(me).push(Mark::Conflict, first);
+            }
         }
     }
 
@@ -290,11 +352,30 @@ impl Graph {
         n.state_by = Some(by);
     }
 
-    fn supersede(&mut self, target: Ix, by: Ix) {
+    /// `by` succeeds `target`, by the event `event` (`by` itself for a
+    /// refinement or reframe; the relation for an `update` or
+    /// `state_change`), whose references are at `refs`. A node has one
+    /// successor: a later supersession by an event whose author had seen
+    /// the first one (`causal.rs`) leaves it as it is (a branch from an
+    /// older state). One whose author had not is concurrent with it: both
+    /// successors are kept, and the node is in conflict, with no current
+    /// successor ([`Node::sole_successor`]), whatever the clocks say.
+    fn supersede(&mut self, target: Ix, by: Ix, event: Ix, refs: &[Ix]) {
+        let Some(setter) = self.supersession_setter(target) else {
+            self.links_at(target).push(Mark::SupersededBy, by);
+            if event != by {
+                self.extra_at(target).superseded_via = Some(event);
+            }
+            return;
+        };
+        if self.saw(self.nodes[event as usize].author, refs, setter) {
+            return;
+        }
         let n = self.links_at(target);
-        if !n.has(Mark::SupersededBy) {
+        if !n.all(Mark::SupersededBy).any(|s| s == by) {
             n.push(Mark::SupersededBy, by);
         }
+        self.mark_conflict(target, setter, event);
     }
 
     /// Close challenge `c` (answered by `by`): every node it challenged
@@ -313,12 +394,21 @@ impl Graph {
         }
     }
 
-    fn count_outcome(&mut self, item: Ix, success: bool) {
+    /// Count (`by` 1) or take back (`by` -1) one outcome of the item at `item`.
+    fn count_outcome(&mut self, item: Ix, success: bool, by: i32) {
         let n = self.extra_at(item);
-        if success {
-            n.successes += 1;
-        } else {
-            n.failures += 1;
+        let count = if success { &mut n.successes } else { &mut n.failures };
+        *count = count.saturating_add_signed(by);
+    }
+
+    /// Count (or take back) the verdict `success` for the item of every
+    /// usage of the trajectory at `trajectory`.
+    fn count_usages(&mut self, trajectory: Ix, success: bool, by: i32) {
+        let usages: Vec<Ix> = self.nodes[trajectory as usize].links.all(Mark::Usage).collect();
+        for u in usages {
+            if let Some(item) = self.nodes[u as usize].links.first(Mark::UsageItem) {
+                self.count_outcome(item, success, by);
+            }
         }
     }
 }

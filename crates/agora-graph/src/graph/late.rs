@@ -19,7 +19,10 @@
 //! replays it). Kinds whose rules or effects read nodes beyond their
 //! references and the nodes they write (a relation's supersession walk, a
 //! frame invalidation's cascade, a judgment's usages, a memory item's
-//! first-content rule) are refused, as is an event other events wait for.
+//! content rule) are refused, as is an event other events wait for. The
+//! causal walk some rules ask (`causal.rs`) reads only what never changes
+//! once a node is applied (authors, the edges a node's own event drew), so
+//! it does not make a kind one of those.
 //!
 //! A graph that keeps a journal of its last applies (`rewind.rs`) does not
 //! take a late event in place while the journal reaches back to it: it

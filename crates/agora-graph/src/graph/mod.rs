@@ -15,6 +15,9 @@
 //! - `index`: node positions by id (`NodeIndex`);
 //! - `node`: a [`Node`], its [`Status`] and the state behind it;
 //! - `rules`: whether an event may apply ([`Graph::check`], [`RuleError`]);
+//! - `causal`: whether an event's author had seen an earlier event
+//!   (`Graph::saw`), which the rules and effects ask instead of log order
+//!   wherever two agents' events compete;
 //! - `effects`: what a valid event does to the nodes it names;
 //! - `replay`: a graph built from a whole log ([`Graph::replay`],
 //!   [`OrderedReplay`]);
@@ -34,6 +37,7 @@
 //! when it is applied; the rules, then (if it keeps them) the effects, reach
 //! the nodes by position.
 
+mod causal;
 mod digest;
 mod effects;
 mod index;
@@ -49,6 +53,7 @@ mod snapshot;
 mod text;
 
 pub use agora_core::LogPosition;
+pub use causal::CAUSAL_WALK_MAX;
 pub use digest::DIGEST_BUCKETS;
 pub use index::NODES_MAX;
 pub use input::{Body, LogEvent};
@@ -95,8 +100,12 @@ pub struct Graph {
     /// Held events, by one of the ids they still miss.
     waiting: IdMap<EntryId, Vec<LogEvent>>,
     pending_count: usize,
-    /// Memory item content id -> first item with that content.
+    /// Memory item content id -> first item with that content, in log order.
     content_ids: HashMap<[u8; 32], Ix>,
+    /// (content id, author) -> the author's first item with that content,
+    /// for authors other than the first item's: an *original* too, since
+    /// nothing shows its author had seen the first (`causal.rs`).
+    content_rivals: HashMap<([u8; 32], u32), Ix>,
     /// The log-order key (position, then id) of the last event applied in
     /// log order: one that sorts before it is late.
     last_key: Option<Key>,
@@ -446,11 +455,13 @@ impl Graph {
     }
 
     /// Follow update, state-change, refinement and reframe edges to the
-    /// current state of `id` (itself if nothing supersedes it).
+    /// current state of `id` (itself if nothing supersedes it). The walk
+    /// stops at a node two agents superseded concurrently: which successor
+    /// is current is theirs to settle, not their clocks'.
     pub fn latest_in_chain(&self, id: &EntryId) -> Option<EntryId> {
         let mut cur = self.index.get(&self.nodes, &self.ids, id)?;
         let mut steps = 0;
-        while let Some(next) = self.nodes[cur as usize].links.first(Mark::SupersededBy) {
+        while let Some(next) = self.nodes[cur as usize].sole_successor() {
             cur = next;
             steps += 1;
             if steps > self.nodes.len() {

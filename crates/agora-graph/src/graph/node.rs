@@ -219,9 +219,11 @@ pub(super) enum Mark {
     FrameChild,
     Usage,
     UsageItem,
-    /// Events by different agents, neither on the other's chain, that changed
-    /// this node's state in ways that exclude each other (two resolutions, a
-    /// completion and a reopening, ...): both kept, the node contested.
+    /// Events by different agents, neither seen by the other's author
+    /// (`causal.rs`), that changed this node's state in ways that exclude
+    /// each other (two resolutions, two verdicts, two successors, a
+    /// completion and a reopening, two originals of one memory content, ...):
+    /// all kept, the node contested.
     Conflict,
 }
 
@@ -279,6 +281,10 @@ pub(super) struct Extra {
     pub(super) state_by: Option<Ix>,
     pub(super) resumed_by: Option<Ix>,
     pub(super) judged_by: Option<Ix>,
+    /// The `update` or `state_change` relation that first superseded this
+    /// node, whose successor (its `from`) is the [`Mark::SupersededBy`]
+    /// (a refinement or reframe is both, and leaves this `None`).
+    pub(super) superseded_via: Option<Ix>,
     /// Made from a redacted payload's residue.
     pub(super) redacted: bool,
     /// The node's seq when it is [`BIG_SEQ`] or more.
@@ -469,7 +475,7 @@ impl Node {
     }
 
     /// The node's status, by the rules in order: invalid, retracted, duplicate,
-    /// superseded, parked, contested, resolved, active.
+    /// contested by a conflict, superseded, parked, contested, resolved, active.
     pub fn status(&self) -> Status {
         let (x, l) = (self.x(), &self.links);
         if x.invalid.is_some() {
@@ -478,6 +484,11 @@ impl Node {
             Status::Retracted
         } else if l.has(Mark::DuplicateOf) {
             Status::Duplicate
+        } else if l.has(Mark::Conflict) {
+            // Before superseded, parked and resolved: which of two
+            // concurrent changes log order applied last is the authors'
+            // clocks' choice, so a conflict reads the same either way.
+            Status::Contested
         } else if l.has(Mark::SupersededBy) {
             Status::Superseded
         } else if l.has(Mark::ParkedBy) || x.frame_state == Some(FrameState::Suspended) || x.task_state == Some(TaskState::Abandoned) {
@@ -567,9 +578,19 @@ impl Node {
         let x = self.x();
         (u64::from(x.successes), u64::from(x.failures), self.links.all(Mark::Usage).count())
     }
-    /// For trajectories: the judgment (success?), if judged.
+    /// For trajectories: the judgment (success?), if judged, and judged
+    /// alike by every agent that judged it: concurrent verdicts that differ
+    /// are a conflict, and decide nothing (`None`).
     pub fn judged(&self) -> Option<bool> {
-        self.x().judged
+        self.x().judged.filter(|_| !self.links.has(Mark::Conflict))
+    }
+
+    /// The node's successor, when one event superseded it (two agents
+    /// superseding it concurrently leave it in conflict, with none).
+    pub(super) fn sole_successor(&self) -> Option<Ix> {
+        let mut successors = self.links.all(Mark::SupersededBy);
+        let first = successors.next();
+        successors.next().is_none().then_some(first).flatten()
     }
 }
 
@@ -646,9 +667,10 @@ impl Graph {
         self.ids_marked(n.as_node(), Mark::Tension)
     }
 
-    /// The event that superseded `n`, if any.
+    /// The event that superseded `n`, if one did (two concurrent
+    /// successors are a conflict: `None`, and [`Graph::conflicts`] names them).
     pub fn superseded_by<'g>(&'g self, n: impl AsNode<'g>) -> Option<EntryId> {
-        n.as_node().links.first(Mark::SupersededBy).map(|ix| self.id_at(ix))
+        n.as_node().sole_successor().map(|ix| self.id_at(ix))
     }
 }
 

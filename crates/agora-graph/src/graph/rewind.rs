@@ -64,7 +64,7 @@ impl Journal {
         let record = |r: &Record| {
             r.saved.capacity() * size_of::<(Ix, Node, Ix)>()
                 + r.saved.iter().map(|(_, n, _)| n.links.heap_bytes()).sum::<usize>()
-                + r.content_ids.capacity() * 32
+                + r.content_ids.capacity() * size_of::<([u8; 32], Option<u32>)>()
                 + r.waiting.capacity() * size_of::<WaitOp>()
         };
         size_of::<Self>() + self.records.capacity() * size_of::<Record>() + self.records.iter().chain(self.open.as_ref()).map(record).sum::<usize>()
@@ -87,8 +87,9 @@ struct Record {
     /// Existing nodes before their first change by this apply (a node
     /// holds no text, which never changes anyway), with their access record.
     saved: Vec<(Ix, Node, Ix)>,
-    /// Memory-item content ids it claimed first.
-    content_ids: Vec<[u8; 32]>,
+    /// Memory-item content ids it claimed: first (`None`), or as another
+    /// author's original (`Some(author)`).
+    content_ids: Vec<([u8; 32], Option<u32>)>,
     /// What it did to the pending set, in order.
     waiting: Vec<WaitOp>,
 }
@@ -168,10 +169,11 @@ impl Graph {
         r.saved.push((ix, self.nodes[ix as usize].clone_state(), self.accessed[ix as usize]));
     }
 
-    /// A memory item's content id was claimed.
-    pub(super) fn record_content_id(&mut self, cid: [u8; 32]) {
+    /// A memory item's content id was claimed, first (`rival` `None`) or
+    /// as the original of another author.
+    pub(super) fn record_content_id(&mut self, cid: [u8; 32], rival: Option<u32>) {
         if let Some(r) = self.journal.as_deref_mut().and_then(|j| j.open.as_mut()) {
-            r.content_ids.push(cid);
+            r.content_ids.push((cid, rival));
         }
     }
 
@@ -227,8 +229,11 @@ impl Graph {
             self.nodes[ix as usize] = node;
             self.accessed[ix as usize] = accessed;
         }
-        for cid in r.content_ids {
-            self.content_ids.remove(&cid);
+        for (cid, rival) in r.content_ids {
+            match rival {
+                None => self.content_ids.remove(&cid),
+                Some(author) => self.content_rivals.remove(&(cid, author)),
+            };
         }
         for author in self.authors.drain(r.authors_len..) {
             self.author_index.remove(&author);

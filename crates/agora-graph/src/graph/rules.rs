@@ -6,9 +6,10 @@
 //! arrives from a peer, becomes an `invalid` node with no effect. One
 //! exception keeps statuses independent of the authors' clocks:
 //! [`Graph::concurrent_setter`] finds a state rule broken only because of
-//! another agent's concurrent event, and the event is then kept as a conflict
-//! (see `effects.rs`). This is its own module so that what may happen is
-//! read in one place, apart from what it does.
+//! another agent's event that this event's author had not seen
+//! (`causal.rs`), and the event is then kept as a conflict (see
+//! `effects.rs`). This is its own module so that what may happen is read in
+//! one place, apart from what it does.
 
 use super::index::{Ix, UNKNOWN};
 use super::node::{FrameState, Mark, Meta};
@@ -257,52 +258,73 @@ impl Graph {
     }
 
     /// Does the node at `a` (transitively) supersede the one at `b`? Walks
-    /// `b`'s successor chain.
+    /// every successor of `b` (a node two agents superseded concurrently
+    /// has two), each node once.
     fn supersedes_transitively(&self, a: Ix, b: Ix) -> bool {
-        let mut cur = b;
-        let mut steps = 0usize;
-        while let Some(next) = self.at(cur).and_then(|n| n.links.first(Mark::SupersededBy)) {
-            if next == a {
-                return true;
-            }
-            cur = next;
-            steps += 1;
-            if steps > self.nodes.len() {
-                return true; // defensive: a cycle already exists
+        if a == b {
+            return true;
+        }
+        let mut stack = vec![b];
+        let mut visited = std::collections::HashSet::new();
+        while let Some(cur) = stack.pop() {
+            let Some(n) = self.at(cur) else { continue };
+            for next in n.links.all(Mark::SupersededBy) {
+                if next == a {
+                    return true;
+                }
+                if visited.insert(next) {
+                    stack.push(next);
+                }
             }
         }
-        a == b
+        false
+    }
+
+    /// The event that first superseded the node at `ix` (a refinement or
+    /// reframe, which is also its successor, or the `update`/`state_change`
+    /// relation that named its successor), if any.
+    pub(super) fn supersession_setter(&self, ix: Ix) -> Option<Ix> {
+        let n = self.at(ix)?;
+        n.x().superseded_via.or_else(|| n.links.first(Mark::SupersededBy))
+    }
+
+    /// The judgments of the trajectory at `ix` that took effect, in
+    /// application order (each touched it by its `judges` edge).
+    pub(super) fn judgments_of(&self, ix: Ix) -> impl Iterator<Item = Ix> + '_ {
+        let touched = self.at(ix).map_or(&[][..], |n| n.links.touched());
+        touched.iter().copied().filter(|&j| self.nodes[j as usize].kind() == "judgment" && self.nodes[j as usize].is_event())
     }
 
     /// When `ev` (by `author`) breaks a state rule only because of an event
-    /// by another agent, that event's node. Such an event is not on `ev`'s
-    /// chain, so nothing says `ev`'s author saw it: the two are concurrent,
-    /// and which one log order puts first is decided by the authors' clocks,
-    /// which must not decide between agents. (Conservative: an event another
-    /// agent's chain references is still counted as concurrent.) `None`: the
-    /// state was set by `ev`'s own author earlier on its chain (the chain's
-    /// order is its own), or by nobody, and the rule stands.
+    /// by another agent that `ev`'s author had not seen ([`Graph::saw`]:
+    /// not on its chain, not among the ancestors it names), that event's
+    /// node. The two are concurrent, and which one log order puts first is
+    /// decided by the authors' clocks, which must not decide between
+    /// agents. `None`: the state was set by an event `ev`'s author had
+    /// seen (its own, or one it names), or by nobody, and the rule stands.
     pub(super) fn concurrent_setter(&self, ev: &Event, err: &RuleError, t: &[Ix], author: u32) -> Option<Ix> {
         if !matches!(err, RuleError::WrongState { .. } | RuleError::Cycle { .. }) {
             return None;
         }
         let target = self.at(*t.first()?)?;
         let (x, marks) = (target.x(), &target.links);
-        // Resolving or parking twice: refused if this author already did.
-        let unless_own = |mark: Mark| (!marks.all(mark).any(|ix| self.nodes[ix as usize].author == author)).then(|| marks.all(mark).last()).flatten();
+        let saw = |ix: Ix| self.saw(author, t, ix);
+        // Resolving, parking or judging twice: refused if this author had
+        // seen any of the earlier ones.
+        let unless_seen = |mark: Mark| (!marks.all(mark).any(saw)).then(|| marks.all(mark).last()).flatten();
         let setter = match ev {
-            Event::Resolve { .. } => unless_own(Mark::ResolvedBy),
-            Event::Park { .. } => unless_own(Mark::ParkedBy),
+            Event::Resolve { .. } => unless_seen(Mark::ResolvedBy),
+            Event::Park { .. } => unless_seen(Mark::ParkedBy),
             Event::Resume { .. } => x.resumed_by,
             Event::FrameEvidence { .. } | Event::FrameConclude { .. } | Event::FrameSuspend { .. } | Event::FrameResume { .. } | Event::TaskUpdate { .. } => {
                 x.state_by
             }
-            Event::Judgment { .. } => x.judged_by,
+            Event::Judgment { .. } => (!self.judgments_of(t[0]).any(saw)).then_some(x.judged_by).flatten(),
             // `from` is already superseded, transitively, by `to`: the first
-            // step of that chain was taken by its successor's author.
-            Event::Relate { .. } => marks.first(Mark::SupersededBy),
+            // step of that chain was taken by the event that superseded `from`.
+            Event::Relate { .. } => self.supersession_setter(t[0]),
             _ => None,
         }?;
-        (self.nodes[setter as usize].author != author).then_some(setter)
+        (!saw(setter)).then_some(setter)
     }
 }
