@@ -72,7 +72,7 @@ use agora_core::id_arena::IdArena;
 use agora_core::idmap::IdMap;
 use agora_core::{AgentId, EntryId};
 use index::{Ix, NodeIndex};
-use node::{Mark, Meta};
+use node::Meta;
 use std::collections::HashMap;
 use std::sync::Arc;
 
