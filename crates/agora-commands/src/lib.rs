@@ -17,7 +17,6 @@
 //! control channel's client side ([`control`]), which forwards a command to
 //! the home's node.
 #![forbid(unsafe_code)]
-
 // Store errors name the entry they concern and are built only on failure.
 #![allow(clippy::result_large_err)]
 
