@@ -45,7 +45,9 @@ fn a_replayer_of_old_entries_cannot_silence_the_authors_live_gossip() {
     rep.connected(relay, 0);
     let mut tip = HELD as u64;
     let mut replays = 0usize;
-    let mut live_accepted = 0usize;
+    let mut live_sent = 0usize;
+    let mut live_refused: Vec<(u64, u64)> = Vec::new();
+    let mut replays_accepted = 0usize;
     // 10 s: the replayer sends 5 old entries (in turn full, stripped,
     // announced) every millisecond, 5,000 a second, five times the author's
     // budget; the author's live entries come through an honest relay, one
@@ -53,21 +55,24 @@ fn a_replayer_of_old_entries_cannot_silence_the_authors_live_gossip() {
     for now in 0..10_000u64 {
         for _ in 0..5 {
             let (e, p) = &entries[replays % HELD];
-            let v = rep.gossip(replayer, variant(e, p, replays / HELD + replays), now);
-            assert_ne!(v, GossipVerdict::Accept, "a replay of an entry held is accepted, and so forwarded");
+            if rep.gossip(replayer, variant(e, p, replays), now) == GossipVerdict::Accept {
+                replays_accepted += 1;
+            }
             replays += 1;
         }
         if now % 100 == 0 {
-            let (e, p) = &entries[HELD + live_accepted];
-            let v = rep.gossip(relay, Gossip::for_entry(e, Some(p)), now);
-            assert_eq!(v, GossipVerdict::Accept, "live entry {} at {now} ms", e.header().seq);
-            live_accepted += 1;
+            let (e, p) = &entries[HELD + live_sent];
+            if rep.gossip(relay, Gossip::for_entry(e, Some(p)), now) != GossipVerdict::Accept {
+                live_refused.push((e.header().seq, now));
+            }
+            live_sent += 1;
         }
         while let Some(out) = rep.poll() {
             if let Output::Import { id, entries: batch, .. } = out {
                 for e in &batch {
-                    assert_eq!(e.header().seq, tip + 1, "live entries arrive in order");
-                    tip += 1;
+                    if e.header().seq == tip + 1 {
+                        tip += 1;
+                    }
                 }
                 let last = batch.last().expect("an entry");
                 rep.set_local_heads(author, vec![Head { author, seq: last.header().seq, id: last.id() }], now);
@@ -75,8 +80,10 @@ fn a_replayer_of_old_entries_cannot_silence_the_authors_live_gossip() {
             }
         }
     }
-    assert_eq!(live_accepted, LIVE);
+    assert_eq!(live_sent, LIVE);
+    assert!(live_refused.is_empty(), "{} of {LIVE} live entries refused, the first (seq, ms): {:?}", live_refused.len(), live_refused.first());
     assert_eq!(tip, (HELD + LIVE) as u64, "every live entry stored");
+    assert_eq!(replays_accepted, 0, "replays of entries held accepted, and so forwarded");
     let stats = rep.stats();
     assert_eq!(stats.author_rate_limited, 0, "the author was charged for the replays");
     assert_eq!(stats.entries_verified, LIVE as u64, "replays are dropped before their signatures are checked");
