@@ -53,6 +53,9 @@ enum Strategy {
     Withhold,
     /// Honest and `Partial { k: 1, delay }` answers in turn.
     Alternate { delay: u64 },
+    /// Honest, but holding only the first `n` entries while claiming all
+    /// (a stale claim): it serves what it holds.
+    Holds { n: u64 },
 }
 
 /// Every strategy of an adversary, for a delay.
@@ -89,6 +92,8 @@ struct Sim {
     events: BTreeMap<(u64, u64), (PeerId, Message)>,
     order: u64,
     bans: Vec<PeerId>,
+    /// Most requests in flight at once.
+    most_in_flight: usize,
 }
 
 impl Sim {
@@ -106,6 +111,7 @@ impl Sim {
             events: BTreeMap::new(),
             order: 0,
             bans: Vec::new(),
+            most_in_flight: 0,
         };
         // Peers connect in the order given; each announces the whole chain.
         for &(id, strategy) in peers {
@@ -144,6 +150,7 @@ impl Sim {
         let all = self.honest(start, limit);
         let (entries, more, delay) = match strategy {
             Strategy::Honest => (all, false, 0),
+            Strategy::Holds { n } => (all.into_iter().filter(|w| SignedEntry::decode(&w.entry).is_ok_and(|e| e.header().seq <= n)).collect(), false, 0),
             Strategy::Partial { k, delay } => (all.into_iter().take(k).collect(), false, delay),
             Strategy::Slow { delay } => (all, false, delay),
             Strategy::OneAtATime { delay } => {
@@ -171,7 +178,7 @@ impl Sim {
         let t = self.now + RTT_MS + entries.len() as u64 * PER_ENTRY_US / 1_000 + delay;
         self.at(t, peer, Message::Response { req, entries, more });
         // An adversary claims the whole chain again after every answer.
-        if strategy != Strategy::Honest {
+        if !matches!(strategy, Strategy::Honest | Strategy::Holds { .. }) {
             let claim = self.claim();
             self.at(t, peer, claim);
         }
@@ -249,6 +256,7 @@ impl Sim {
                 self.rep.handle_timeout(self.now);
             }
             self.drain();
+            self.most_in_flight = self.most_in_flight.max(self.rep.in_flight());
         }
     }
 }
@@ -307,9 +315,13 @@ fn several_adversaries_at_once_still_cost_at_most_twice_the_honest_time_plus_a_c
         (5, Strategy::OneAtATime { delay: 0 }),
         (HONEST, Strategy::Honest),
     ];
-    let (t, bans) = sync(&chain, &peers);
-    let t = t.expect("a sync within ten minutes");
-    eprintln!("four adversaries: {t} ms (honest alone {honest} ms)");
+    let mut sim = Sim::new(chain.clone(), &peers);
+    let t = sim.run(600_000).expect("a sync within ten minutes");
+    let bans = sim.bans.clone();
+    eprintln!("four adversaries: {t} ms (honest alone {honest} ms), at most {} requests in flight", sim.most_in_flight);
+    // Hedges add at most `in_flight_max` to the planned requests.
+    let c = Config::default();
+    assert!(sim.most_in_flight <= 2 * c.in_flight_max + agora_sync::RETRY_FANOUT_MAX, "{} in flight", sim.most_in_flight);
     assert!(!bans.contains(&PeerId(HONEST)));
     assert!(t <= bound, "{t} ms, more than 2 × {honest} + {} ms", constant_ms());
 }
@@ -326,5 +338,24 @@ fn a_dripper_claiming_twenty_thousand_entries_does_not_outrank_the_honest_peer()
         let t = t.expect("a sync within ten minutes");
         eprintln!("dripper, {delay} ms: {t} ms for 20,000 entries (honest alone {honest} ms)");
         assert!(t <= 2 * honest + constant_ms(), "{t} ms");
+    }
+}
+
+/// An honest peer whose claim is stale (it holds half of what it claims)
+/// gives short answers: it is demoted and its claim cut, never banned, and
+/// the sync still keeps the bound with the peer that holds everything.
+#[test]
+fn an_honest_peer_with_a_stale_claim_is_demoted_not_banned() {
+    let chain = chain(5_000);
+    let honest = sync(&chain, &[(HONEST, Strategy::Honest)]).0.expect("the honest peer alone syncs");
+    for order in [[(1, Strategy::Holds { n: 2_500 }), (HONEST, Strategy::Honest)], [(HONEST, Strategy::Honest), (1, Strategy::Holds { n: 2_500 })]] {
+        let mut sim = Sim::new(chain.clone(), &order);
+        let t = sim.run(600_000).expect("a sync within ten minutes");
+        assert!(sim.bans.is_empty(), "{:?}", sim.bans);
+        assert!(t <= 2 * honest + constant_ms(), "{t} ms");
+        // Its claim was cut to what it holds, so it was asked for the rest
+        // at most once: at most one strike.
+        assert!(sim.rep.strikes(PeerId(1)).is_some_and(|s| s <= 1), "{:?}", sim.rep.strikes(PeerId(1)));
+        eprintln!("stale claim, order {:?}: {t} ms (honest alone {honest} ms)", order.map(|p| p.0));
     }
 }
