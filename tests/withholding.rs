@@ -31,6 +31,10 @@ async fn read_frame<T: futures::AsyncRead + Unpin + Send>(io: &mut T) -> std::io
     Ok(buf)
 }
 
+/// An answer waiting for its time: when, where, what, to whom (claimed
+/// again after it).
+type Pending = (tokio::time::Instant, request_response::ResponseChannel<Vec<u8>>, Vec<u8>, libp2p::PeerId);
+
 #[derive(Clone, Default)]
 struct RawCodec;
 
@@ -93,7 +97,7 @@ fn dripper(workspace: WorkspaceId, chains: Vec<(Vec<WireEntry>, bool)>, delay: D
             let me = *swarm.local_peer_id();
             let claim = || WireRequest::from_message(workspace, Message::Frontier(heads.clone())).unwrap().encode();
             // Answers waiting for their time.
-            let mut pending: Vec<(tokio::time::Instant, request_response::ResponseChannel<Vec<u8>>, Vec<u8>, libp2p::PeerId)> = Vec::new();
+            let mut pending: Vec<Pending> = Vec::new();
             let mut sent_addr = Some(tx);
             while !stop.load(Ordering::Relaxed) {
                 let next = pending.iter().map(|p| p.0).min().unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_millis(100));
