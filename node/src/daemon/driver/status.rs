@@ -69,6 +69,7 @@ impl Driver {
                 "payloads_refetched": stats.payloads_refetched,
                 "payloads_unavailable": stats.payloads_unavailable,
                 "imports_deferred": stats.deferred,
+                "tips_handled": self.rep.tips_handled(),
             },
             "rejected": {
                 "bans": stats.bans,
