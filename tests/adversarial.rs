@@ -198,20 +198,23 @@ fn fork_flood_over_packs(packs: u32, per_pack: u32) -> FloodFigures {
     assert_eq!(tips(&a.home), branches);
     assert!(handled(&a.home) - start_work <= 2 * branches + 2);
 
+    // What B has to import: the founder's chain, the flooder's root and branches.
+    let founder_seqs = json(&a.home, &["authors"]).as_array().unwrap().iter().find(|x| x["author"] == founder.as_str()).unwrap()["max_seq"].as_u64().unwrap();
     let nb = Node::start(&b, &founder, &[&na.addr]);
     let synced = Instant::now();
     let mut sync_status = Vec::new();
-    let b_holds =
-        |home: &Path| json(home, &["node", "status"])["frontier"].as_array().unwrap().iter().any(|f| f["author"] == flooder_id.as_str() && f["forked"] == true);
     let sync = loop {
-        sync_status.push(timed_status(&b.home).1);
-        // Cheap checks while syncing; the full count once B claims the fork.
-        if b_holds(&b.home) && tips(&b.home) == branches {
+        let (status, took) = timed_status(&b.home);
+        sync_status.push(took);
+        // The entries B imported (the founder's, the flooder's root and its
+        // branches) while syncing; the tips are counted once, at the end.
+        if status["sync"]["entries_imported"].as_u64().unwrap() >= founder_seqs + 1 + branches {
             break synced.elapsed();
         }
         assert!(synced.elapsed() < WAIT * 10, "node B did not receive every branch");
         std::thread::sleep(Duration::from_millis(50));
     };
+    assert_eq!(tips(&b.home), branches);
     // B took the branches in as many commits as its responses made, each
     // looking at what it added (a resync, if one came, counts each tip once).
     let b_work = handled(&b.home);
