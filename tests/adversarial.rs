@@ -129,6 +129,201 @@ fn a_fork_flood_of_two_thousand_branches_leaves_the_nodes_responsive() {
     assert!(start.elapsed() < Duration::from_secs(5), "SIGTERM took {:?}", start.elapsed());
 }
 
+/// What a fork flood spread over packs cost: `node status` latencies on
+/// the importing node while the packs arrive and on the syncing node while
+/// it syncs, and the syncing node's time to hold every branch.
+struct FloodFigures {
+    import_status: Vec<Duration>,
+    sync_status: Vec<Duration>,
+    sync: Duration,
+}
+
+/// `packs` packs of `per_pack` branches at seq 2 of one admitted flooder:
+/// imported on node A one after another while `node status` is asked of A
+/// throughout, then synced by a fresh node B. Checks that each commit's tip
+/// update looked at what the commit passed and added (the replicator's
+/// `tips_handled`, in `node status`), not at every branch held before.
+fn fork_flood_over_packs(packs: u32, per_pack: u32) -> FloodFigures {
+    let branches = u64::from(packs) * u64::from(per_pack);
+    let (a, b) = (Agent::new(), Agent::new());
+    let founder = a.id.clone();
+    admit(&a, &[&b]);
+    let flooder = AgentKey::from_seed([78; 32]);
+    let flooder_id = flooder.agent_id().to_string();
+    ok(&a.home, &["admit", &flooder_id, "flooder"]);
+    let t0 = now_ms() - 60_000;
+    let root_payload = b"common start".to_vec();
+    let root = SignedEntry::sign(next_header(flooder.agent_id(), None, t0, &root_payload).unwrap(), &flooder);
+    let dir = a.home.parent().unwrap().to_path_buf();
+    let pack_paths: Vec<PathBuf> = (0..packs)
+        .map(|k| {
+            let mut entries = if k == 0 { vec![(root.clone(), root_payload.clone())] } else { Vec::new() };
+            for i in 0..per_pack {
+                let p = format!("branch {k}.{i}").into_bytes();
+                entries.push((SignedEntry::sign(next_header(flooder.agent_id(), Some(&root), t0 + 1, &p).unwrap(), &flooder), p));
+            }
+            let path = dir.join(format!("flood-{k}.jsonl"));
+            write_pack(&path, &entries);
+            path
+        })
+        .collect();
+    let handled = |home: &Path| json(home, &["node", "status"])["sync"]["tips_handled"].as_u64().unwrap();
+    let na = Node::start(&a, &founder, &[]);
+    let start_work = handled(&a.home);
+    let importer = {
+        let home = a.home.clone();
+        std::thread::spawn(move || {
+            let handled = |home: &Path| json(home, &["node", "status"])["sync"]["tips_handled"].as_u64().unwrap();
+            for (k, path) in pack_paths.iter().enumerate() {
+                let before = handled(&home);
+                ok(&home, &["import", path.to_str().unwrap()]);
+                // The notice reaches the loop after the import returns.
+                let work = wait_for("the commit's tips to reach the replicator", || {
+                    let w = handled(&home) - before;
+                    (w >= u64::from(per_pack)).then_some(w)
+                });
+                assert!(work <= 2 * u64::from(per_pack) + 2, "pack {k} of {per_pack} branches looked at {work} tips");
+            }
+        })
+    };
+    let mut import_status = Vec::new();
+    while !importer.is_finished() {
+        import_status.push(timed_status(&a.home).1);
+    }
+    importer.join().expect("every pack's commit cost what it added");
+    let tips = |home: &Path| -> u64 {
+        let authors = json(home, &["authors"]);
+        authors.as_array().unwrap().iter().find(|x| x["author"] == flooder_id.as_str()).map_or(0, |x| x["tips"].as_array().unwrap().len() as u64)
+    };
+    assert_eq!(tips(&a.home), branches);
+    assert!(handled(&a.home) - start_work <= 2 * branches + 2);
+
+    // What B has to import: the founder's chain, the flooder's root and branches.
+    let founder_seqs = json(&a.home, &["authors"]).as_array().unwrap().iter().find(|x| x["author"] == founder.as_str()).unwrap()["max_seq"].as_u64().unwrap();
+    let nb = Node::start(&b, &founder, &[&na.addr]);
+    let synced = Instant::now();
+    let mut sync_status = Vec::new();
+    let sync = loop {
+        let (status, took) = timed_status(&b.home);
+        sync_status.push(took);
+        // The entries B imported (the founder's, the flooder's root and its
+        // branches) while syncing; the tips are counted once, at the end.
+        if status["sync"]["entries_imported"].as_u64().unwrap() >= founder_seqs + 1 + branches {
+            break synced.elapsed();
+        }
+        assert!(synced.elapsed() < WAIT * 10, "node B did not receive every branch");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(tips(&b.home), branches);
+    // B took the branches in as many commits as its responses made, each
+    // looking at what it added (a resync, if one came, counts each tip once).
+    let b_work = handled(&b.home);
+    assert!(b_work <= 3 * branches, "B looked at {b_work} tips for {branches} branches");
+    converged(&[&na, &nb]);
+    FloodFigures { import_status, sync_status, sync }
+}
+
+fn percentile(mut v: Vec<Duration>, p: f64) -> Duration {
+    v.sort();
+    v.get(((v.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or_default()
+}
+
+/// Issue 36 item 2: a fork flood spread over commits. 10,000 branches at one
+/// seq arrive as 20 packs of 500 on node A (by import) and by range sync on
+/// node B: each commit's tip update looks at what the commit passed and
+/// added, not at every branch held before, and both nodes keep answering
+/// `node status` throughout. Before, each commit read all the author's tips
+/// and compared old × new tips on the event loop.
+#[test]
+fn a_fork_flood_spread_over_twenty_packs_costs_each_commit_what_it_adds() {
+    let f = fork_flood_over_packs(20, 500);
+    let slowest = f.import_status.iter().chain(&f.sync_status).max().copied().unwrap_or_default();
+    assert!(slowest < Duration::from_secs(1), "`node status` took {slowest:?} during the flood");
+}
+
+/// The measurement behind the fork-flood figures (issue 36 item 2): 100,000
+/// branches in 100 packs of 1,000. Run by hand:
+/// `cargo test --release --workspace --locked --test adversarial -- --ignored --nocapture fork_flood_figures`.
+#[test]
+#[ignore = "a measurement, minutes long"]
+fn fork_flood_figures() {
+    let packs: u32 = std::env::var("AGORA_FLOOD_PACKS").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
+    let per_pack: u32 = std::env::var("AGORA_FLOOD_PER_PACK").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000);
+    let f = fork_flood_over_packs(packs, per_pack);
+    println!(
+        "{packs} packs of {per_pack} branches: node status while importing p50 {:?} p99 {:?} max {:?} ({} probes); \
+         while syncing p50 {:?} p99 {:?} max {:?} ({} probes); fresh node synced in {:?}",
+        percentile(f.import_status.clone(), 0.5),
+        percentile(f.import_status.clone(), 0.99),
+        f.import_status.iter().max().copied().unwrap_or_default(),
+        f.import_status.len(),
+        percentile(f.sync_status.clone(), 0.5),
+        percentile(f.sync_status.clone(), 0.99),
+        f.sync_status.iter().max().copied().unwrap_or_default(),
+        f.sync_status.len(),
+        f.sync,
+    );
+}
+
+/// Issue 36 item 5: a removal pins the removed agent's history by its head.
+/// After the removal, a copy of the removed agent's key signs a branch below
+/// the cut-off (seq 3, beside its seq 3) and an entry above it (seq 6), and
+/// imports them on one node: no node's view changes, the agent's counted
+/// chain is exactly its pinned history (five entries, not frozen at a fork),
+/// and the other nodes do not fetch them. Before, the branch below the
+/// cut-off was admitted: imported, fork proven, the chain frozen at 2 and
+/// the view hash changed on every node.
+#[test]
+fn a_removed_agents_key_changes_no_view_at_any_seq() {
+    let (a, b, c) = (Agent::new(), Agent::new(), Agent::new());
+    let founder = a.id.clone();
+    admit(&a, &[&b, &c]);
+    let m = AgentKey::from_seed([92; 32]);
+    let m_id = m.agent_id().to_string();
+    ok(&a.home, &["admit", &m_id, "soon removed"]);
+    let mut chain: Vec<(SignedEntry, Vec<u8>)> = Vec::new();
+    let t0 = now_ms() - 60_000;
+    for i in 0..5u64 {
+        let p = agora_graph::Event::Proposition { text: format!("M says {i}") }.encode();
+        let e = SignedEntry::sign(next_header(m.agent_id(), chain.last().map(|(e, _)| e), t0 + i, &p).unwrap(), &m);
+        chain.push((e, p));
+    }
+    let dir = a.home.parent().unwrap().to_path_buf();
+    write_pack(&dir.join("m5.jsonl"), &chain);
+    ok(&a.home, &["import", dir.join("m5.jsonl").to_str().unwrap()]);
+    let removal = json(&a.home, &["remove", &m_id, "left the project"]);
+    assert_eq!(removal["last_seq_admitted"], 5, "{removal}");
+    let na = Node::start(&a, &founder, &[]);
+    let nb = Node::start(&b, &founder, &[&na.addr]);
+    let nc = Node::start(&c, &founder, &[&na.addr, &nb.addr]);
+    wait_for("B and C to hold M's history", || (nb.max_seq(&m_id) >= 5 && nc.max_seq(&m_id) >= 5).then_some(()));
+    let before = converged(&[&na, &nb, &nc]);
+
+    // The removed key signs after the removal: a branch at seq 3 (on its seq
+    // 2) and an entry at seq 6 (on its seq 5), imported on B.
+    let below_p = agora_graph::Event::Proposition { text: "M rewrites seq 3".into() }.encode();
+    let below = SignedEntry::sign(next_header(m.agent_id(), Some(&chain[1].0), t0 + 10, &below_p).unwrap(), &m);
+    let above_p = agora_graph::Event::Proposition { text: "M goes on".into() }.encode();
+    let above = SignedEntry::sign(next_header(m.agent_id(), Some(&chain[4].0), t0 + 11, &above_p).unwrap(), &m);
+    write_pack(&dir.join("m-late.jsonl"), &[(below.clone(), below_p), (above.clone(), above_p)]);
+    ok(&b.home, &["import", dir.join("m-late.jsonl").to_str().unwrap()]);
+    assert!(nb.holds(&below.id().to_string()), "imported by hand on B");
+    // Give the other nodes time to hear of them (announcements, then requests).
+    std::thread::sleep(Duration::from_secs(3));
+    for n in [&na, &nb, &nc] {
+        assert_eq!(json(&n.home, &["view-hash"])["view_hash"].as_str().unwrap(), before, "{} changed its view", n.home.display());
+        let cons = json(&n.home, &["consensus", "--quorum", "1"]);
+        let ch = cons["chains"].as_array().unwrap().iter().find(|c| c["author"] == m_id.as_str()).unwrap().clone();
+        assert_eq!(ch["view_len"].as_u64(), Some(5), "exactly the pinned history counts: {ch}");
+        assert!(ch["frozen_at"].is_null(), "no fork of the pinned history freezes it: {ch}");
+        assert!(!agora(&n.home, &["status", &below.id().to_string()]).status.success(), "the branch below the cut-off counts nowhere");
+    }
+    for n in [&na, &nc] {
+        assert!(!n.holds(&below.id().to_string()) && !n.holds(&above.id().to_string()), "nothing the removed key signed later is fetched");
+        assert!(json(&n.home, &["forks", "--author", &m_id]).as_array().unwrap().is_empty(), "no fork proven");
+    }
+}
+
 /// The last entry of `author`'s chain in `home` (read back from an export).
 fn last_entry(home: &Path, author: &str) -> Option<SignedEntry> {
     let path = home.parent().unwrap().join(format!("export-{author}.jsonl"));

@@ -88,7 +88,10 @@ impl GraphCache {
             .entries
             .iter()
             .any(|(e, payload)| e.header().author == self.founder && payload.as_deref().is_none_or(agora_roster::RosterEvent::is_roster_payload))
-            || notice.forks.iter().any(|(author, _)| *author == self.founder);
+            || notice.forks.iter().any(|(author, _)| *author == self.founder)
+            // The head of a removed agent's pinned history: which of its
+            // entries count changes (`Roster::resolve_pins`).
+            || (roster.pins_waiting().next().is_some() && notice.entries.iter().any(|(e, _)| roster.pins_waiting().any(|h| *h == e.id())));
         if !notice.payloads_changed.is_empty() || roster_may_change {
             *slot = None;
             return;
@@ -96,7 +99,7 @@ impl GraphCache {
         let events: Vec<LogEvent> = notice
             .entries
             .iter()
-            .filter(|(e, _)| roster.admits_entry(&e.header().author, e.header().seq))
+            .filter(|(e, _)| roster.admits_entry(&e.header().author, e.header().seq, &e.id()))
             .filter_map(|(e, payload)| {
                 let content = payload.as_deref().map_or(agora_core::Content::Missing, agora_core::Content::Held);
                 LogEvent::from_content(e.id(), e.header().log_position(), content)

@@ -32,7 +32,7 @@ fn record(s: &Session, event: RosterEvent) -> Result<ExitCode> {
     event.check_local(&founder)?;
     let entry = crate::own_chain::append_own(s, &event.encode())?;
     let last_seq = match &event {
-        RosterEvent::RemoveAfter { last_seq, .. } => Some(*last_seq),
+        RosterEvent::RemoveAfter { last_seq, .. } | RosterEvent::RemoveAt { last_seq, .. } => Some(*last_seq),
         _ => None,
     };
     s.print(&json!({ "id": entry.id().to_string(), "seq": entry.header().seq, "last_seq_admitted": last_seq }), || match last_seq {
@@ -51,13 +51,20 @@ pub fn admit(s: &Session, agent_text: &str, note: &str) -> Result<ExitCode> {
     record(s, RosterEvent::Admit { agent: agent(agent_text)?, note: note.to_string() })
 }
 
-/// `agora remove <agent> [reason]`: the agent's entries up to the highest
-/// seq this node holds of it stay admitted, later ones are admitted nowhere
-/// (roster.md), so every node counts the same entries of it.
+/// `agora remove <agent> [reason]`: the agent's history as this node holds
+/// it is pinned by its head (its tip at the highest seq; of several there,
+/// the first by id) and stays admitted; nothing else its key signs, at any
+/// seq, counts anywhere (roster.md), so every node counts the same entries
+/// of it. An agent of which nothing is held is removed with nothing kept.
 pub fn remove(s: &Session, agent_text: &str, reason: &str) -> Result<ExitCode> {
     let agent = agent(agent_text)?;
-    let last_seq = s.store()?.tips(&agent)?.iter().map(|t| t.seq).max().unwrap_or(0);
-    record(s, RosterEvent::RemoveAfter { agent, last_seq, reason: reason.to_string() })
+    let tips = s.store()?.tips(&agent)?;
+    let last_seq = tips.iter().map(|t| t.seq).max().unwrap_or(0);
+    let reason = reason.to_string();
+    match tips.iter().filter(|t| t.seq == last_seq).min_by_key(|t| t.id) {
+        Some(head) => record(s, RosterEvent::RemoveAt { agent, last_seq, head: head.id, reason }),
+        None => record(s, RosterEvent::RemoveAfter { agent, last_seq: 0, reason }),
+    }
 }
 
 /// `agora roster`.

@@ -484,13 +484,21 @@ impl MergeCache {
                 continue;
             }
             let Some(LiveState { merge, roster, referrers, .. }) = live.as_mut() else { continue };
+            // The head of a removed agent's pinned history arrived: which of
+            // its entries count changes (`Roster::resolve_pins`).
+            if roster.pins_waiting().next().is_some() && batch.entries.iter().any(|(e, _)| roster.pins_waiting().any(|h| *h == e.id())) {
+                let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+                p.rebuild = true;
+                p.since = Some(p.since.map_or(since, |s| s.min(since)));
+                continue;
+            }
             let mut update = LiveUpdate::default();
             // What each entry refers to, for the index of references into
             // forked chains (once it follows one).
             let mut refs: Vec<(EntryId, Vec<EntryId>)> = Vec::new();
             for (signed, payload) in batch.entries {
                 let h = signed.header();
-                if !roster.admits_entry(&h.author, h.seq) {
+                if !roster.admits_entry(&h.author, h.seq, &signed.id()) {
                     continue;
                 }
                 if referrers.is_active() {

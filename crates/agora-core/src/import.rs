@@ -204,12 +204,29 @@ pub struct ImportPlan {
     pub proofs: Vec<ForkProof>,
     /// The tips of every author this import adds to, as they are after it.
     pub tips: BTreeMap<AgentId, Vec<EntryRef>>,
+    /// What this import changed of each of those authors' tips: a commit's
+    /// notice carries it, so that the node's views of the tips cost what
+    /// the import adds, however many tips the author has.
+    pub tip_changes: BTreeMap<AgentId, TipChange>,
 }
 
-/// The tips of one author while planning, and the highest seq held before.
+/// How one author's tips changed in one write.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TipChange {
+    /// Tips before the write that are tips no more (an entry of the write
+    /// builds on them), in (seq, id) order.
+    pub passed: Vec<EntryRef>,
+    /// Entries of the write that are tips after it, in (seq, id) order.
+    pub added: Vec<EntryRef>,
+}
+
+/// The tips of one author while planning, the highest seq held before, and
+/// what the import changed of the tips.
 struct AuthorState {
     tips: BTreeMap<(u64, EntryId), EntryRef>,
     held_max: u64,
+    passed: Vec<EntryRef>,
+    added: Vec<(u64, EntryId)>,
 }
 
 impl Screened {
@@ -245,13 +262,18 @@ impl Screened {
                 std::collections::btree_map::Entry::Vacant(slot) => {
                     let tips = held.tips(&author).map_err(PlanError::Held)?;
                     let held_max = tips.iter().map(|t| t.seq).max().unwrap_or(0);
-                    slot.insert(AuthorState { tips: tips.into_iter().map(|t| ((t.seq, t.id), t)).collect(), held_max })
+                    slot.insert(AuthorState { tips: tips.into_iter().map(|t| ((t.seq, t.id), t)).collect(), held_max, passed: Vec::new(), added: Vec::new() })
                 }
             };
-            if let Some(parent) = h.backlink {
-                state.tips.remove(&(seq - 1, parent));
+            if let Some(parent) = h.backlink
+                && let Some(was) = state.tips.remove(&(seq - 1, parent))
+                && !staged.contains_key(&parent)
+            {
+                // A tip held before this import: passed now.
+                state.passed.push(was);
             }
             state.tips.insert((seq, id), entry.entry_ref());
+            state.added.push((seq, id));
             // Nothing held sits above the author's highest held seq, so a chain
             // that only grows (the common case of sync) asks nothing here.
             let held_max = state.held_max;
@@ -283,15 +305,20 @@ impl Screened {
             staged.insert(id, fresh.len());
             fresh.push(item);
         }
+        let mut tip_changes = BTreeMap::new();
         let tips = authors
             .into_iter()
-            .map(|(author, state)| {
+            .map(|(author, mut state)| {
                 // Else the author's tips would be written empty: its chain lost to readers.
                 assert!(!state.tips.is_empty(), "author {author} planned with no tip");
+                state.added.sort_unstable();
+                let added = state.added.iter().filter_map(|k| state.tips.get(k)).copied().collect();
+                state.passed.sort_unstable_by_key(|t| (t.seq, t.id));
+                tip_changes.insert(author, TipChange { passed: state.passed, added });
                 (author, state.tips.into_values().collect())
             })
             .collect();
-        Ok(ImportPlan { fresh, fills: self.fills, already_present: self.already_present, deferred: self.deferred, proofs, tips })
+        Ok(ImportPlan { fresh, fills: self.fills, already_present: self.already_present, deferred: self.deferred, proofs, tips, tip_changes })
     }
 }
 
@@ -376,6 +403,8 @@ mod tests {
         assert_eq!(plan.proofs.len(), 1, "one proof per forked position");
         assert_eq!(plan.fresh.len(), 4);
         assert_eq!(plan.tips[&key.agent_id()].len(), 5, "every branch is a tip");
+        let change = &plan.tip_changes[&key.agent_id()];
+        assert_eq!((change.passed.len(), change.added.len()), (0, 4), "the held root was passed before; four tips added");
         map.write(plan);
         let again = plan_import(&map, vec![entry(&key, Some(&root.entry), NOW, "branch 6")], true, NOW).unwrap();
         assert!(again.proofs.is_empty(), "a proven position gets no second proof");

@@ -53,15 +53,31 @@ pub enum RosterEvent {
         /// Why, at most [`NOTE_BYTES_MAX`] bytes.
         reason: String,
     },
-    /// 2: `agent` is removed; its entries up to and including `last_seq` (its
-    /// chain as the founder held it) stay admitted everywhere, later ones are
-    /// admitted nowhere: every node derives the same membership for every
-    /// entry, whatever reached it first.
+    /// 2 (written before removals named a head): `agent` is removed; its
+    /// entries up to and including `last_seq` stay admitted everywhere,
+    /// later ones are admitted nowhere. The key can still sign other
+    /// entries at those seqs (branches) that would count, so new removals of
+    /// an agent that wrote anything are [`RosterEvent::RemoveAt`]; this
+    /// kind is written only with `last_seq` 0 (nothing kept).
     RemoveAfter {
         /// The removed agent.
         agent: AgentId,
         /// Its last seq that stays admitted (0: none).
         last_seq: u64,
+        /// Why, at most [`NOTE_BYTES_MAX`] bytes.
+        reason: String,
+    },
+    /// 3: `agent` is removed, and its admitted history pinned: exactly the
+    /// chain that ends at `head` (its entry at `last_seq`, as the founder
+    /// held it) counts, seq 1 to `last_seq`, and nothing else the key signs,
+    /// at any seq, before or after the removal (`Roster::admits_entry`).
+    RemoveAt {
+        /// The removed agent.
+        agent: AgentId,
+        /// The seq of `head`: the last seq that stays admitted.
+        last_seq: u64,
+        /// The removed agent's entry at `last_seq` whose chain stays admitted.
+        head: EntryId,
         /// Why, at most [`NOTE_BYTES_MAX`] bytes.
         reason: String,
     },
@@ -115,7 +131,9 @@ impl RosterEvent {
     /// Check an event the founder is about to write.
     pub fn check_local(&self, founder: &AgentId) -> Result<(), RosterError> {
         match self {
-            RosterEvent::Remove { agent, .. } | RosterEvent::RemoveAfter { agent, .. } if agent == founder => Err(RosterError::RemoveFounder),
+            RosterEvent::Remove { agent, .. } | RosterEvent::RemoveAfter { agent, .. } | RosterEvent::RemoveAt { agent, .. } if agent == founder => {
+                Err(RosterError::RemoveFounder)
+            }
             _ if self.note().len() > NOTE_BYTES_MAX => Err(RosterError::NoteTooLong(self.note().len())),
             _ => Ok(()),
         }
@@ -125,7 +143,7 @@ impl RosterEvent {
     pub fn note(&self) -> &str {
         match self {
             RosterEvent::Admit { note, .. } => note,
-            RosterEvent::Remove { reason, .. } | RosterEvent::RemoveAfter { reason, .. } => reason,
+            RosterEvent::Remove { reason, .. } | RosterEvent::RemoveAfter { reason, .. } | RosterEvent::RemoveAt { reason, .. } => reason,
         }
     }
 
@@ -135,6 +153,9 @@ impl RosterEvent {
             RosterEvent::Admit { agent, .. } => RosterEvent::Admit { agent: *agent, note: String::new() },
             RosterEvent::Remove { agent, .. } => RosterEvent::Remove { agent: *agent, reason: String::new() },
             RosterEvent::RemoveAfter { agent, last_seq, .. } => RosterEvent::RemoveAfter { agent: *agent, last_seq: *last_seq, reason: String::new() },
+            RosterEvent::RemoveAt { agent, last_seq, head, .. } => {
+                RosterEvent::RemoveAt { agent: *agent, last_seq: *last_seq, head: *head, reason: String::new() }
+            }
         }
     }
 }
@@ -175,6 +196,20 @@ pub struct Skipped {
     pub reason: String,
 }
 
+/// A removed agent's admitted history, pinned by its removal
+/// ([`RosterEvent::RemoveAt`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pin {
+    /// The entry the removal names: the agent's head at the cut-off.
+    pub head: EntryId,
+    /// The pinned chain's ids, seq 1 first (`history[n - 1]` is its entry
+    /// at seq n), once found in a store that holds `head`
+    /// ([`Roster::resolve_pins`]); `None` until then, and then none of the
+    /// agent's entries counts. Empty when the head named is not the agent's
+    /// entry at the cut-off: then nothing of it counts.
+    pub history: Option<Vec<EntryId>>,
+}
+
 /// The membership of a workspace, derived from its founder's chain.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Roster {
@@ -188,6 +223,9 @@ pub struct Roster {
     /// Of the removed agents, those removed with a cut-off: their last seq
     /// that stays admitted.
     pub cut_off: BTreeMap<AgentId, u64>,
+    /// Of the agents with a cut-off, those whose removal pinned their
+    /// history by its head.
+    pub pinned: BTreeMap<AgentId, Pin>,
     /// Set when the payload of a founder entry never arrived: the roster is
     /// derived from the entries before this seq only, until it arrives (a
     /// stripped removal must not leave the removed agent admitted).
@@ -208,6 +246,7 @@ impl Roster {
             members: BTreeMap::from([(founder, None)]),
             removed: BTreeMap::new(),
             cut_off: BTreeMap::new(),
+            pinned: BTreeMap::new(),
             pending_at_seq: None,
             frozen_at_fork_seq: None,
             skipped: Vec::new(),
@@ -251,6 +290,7 @@ impl Roster {
                 Ok(RosterEvent::Admit { agent, .. }) => {
                     roster.removed.remove(&agent);
                     roster.cut_off.remove(&agent);
+                    roster.pinned.remove(&agent);
                     roster.members.insert(agent, Some(e.id));
                 }
                 Ok(RosterEvent::Remove { agent, .. }) => {
@@ -262,6 +302,13 @@ impl Roster {
                     if roster.members.remove(&agent).is_some() {
                         roster.removed.insert(agent, e.id);
                         roster.cut_off.insert(agent, last_seq);
+                    }
+                }
+                Ok(RosterEvent::RemoveAt { agent, last_seq, head, .. }) => {
+                    if roster.members.remove(&agent).is_some() {
+                        roster.removed.insert(agent, e.id);
+                        roster.cut_off.insert(agent, last_seq);
+                        roster.pinned.insert(agent, Pin { head, history: None });
                     }
                 }
                 Err(err) => roster.skipped.push(Skipped { id: e.id, reason: err.to_string() }),
@@ -284,16 +331,77 @@ impl Roster {
     /// agent removed with a cut-off with `Some(last_seq)` (its entries up to
     /// that seq are still fetched and served). Agents removed without a
     /// cut-off are absent.
+    ///
+    /// An agent whose pinned history is held whole (its head found, see
+    /// [`Roster::resolve_pins`]) is absent too: nothing more of it can
+    /// count, so nothing more is fetched or accepted, whatever its key signs
+    /// (branches at any seq cost a node nothing once it holds the head).
     pub fn admission(&self) -> BTreeMap<AgentId, Option<u64>> {
-        self.members.keys().map(|a| (*a, None)).chain(self.cut_off.iter().map(|(a, s)| (*a, Some(*s)))).collect()
+        let open = |a: &AgentId| self.pinned.get(a).is_none_or(|p| p.history.is_none());
+        self.members.keys().map(|a| (*a, None)).chain(self.cut_off.iter().filter(|(a, _)| open(a)).map(|(a, s)| (*a, Some(*s)))).collect()
     }
 
-    /// Does the roster let this entry count in views? Only an entry beyond a
-    /// removal's cut-off does not: entries of authors never admitted count
+    /// Does the roster let this entry count in views? Of an agent removed
+    /// with a pinned history, exactly the entries of that history (none
+    /// while its head is not held); of one removed with a cut-off alone, its
+    /// entries up to the cut-off. Entries of authors never admitted count
     /// where they are held (a node outside any workspace holds whatever it
     /// imported), as do entries held of an agent removed the old way.
-    pub fn admits_entry(&self, author: &AgentId, seq: u64) -> bool {
-        self.cut_off.get(author).is_none_or(|last| seq <= *last)
+    pub fn admits_entry(&self, author: &AgentId, seq: u64, id: &EntryId) -> bool {
+        match self.pinned.get(author) {
+            Some(pin) => pin.history.as_ref().is_some_and(|h| seq >= 1 && usize::try_from(seq - 1).ok().and_then(|i| h.get(i)) == Some(id)),
+            None => self.cut_off.get(author).is_none_or(|last| seq <= *last),
+        }
+    }
+
+    /// Does a fork proof of `author` at `seq` count in views? None of an
+    /// agent with a pinned history does (its history is one chain, so any
+    /// fork pairs an entry off it); otherwise as [`Roster::admits_entry`]
+    /// by seq.
+    pub fn admits_fork(&self, author: &AgentId, seq: u64) -> bool {
+        !self.pinned.contains_key(author) && self.cut_off.get(author).is_none_or(|last| seq <= *last)
+    }
+
+    /// The heads of pinned histories not found yet: a write that stores one
+    /// changes which entries count ([`Roster::resolve_pins`] again).
+    pub fn pins_waiting(&self) -> impl Iterator<Item = &EntryId> + '_ {
+        self.pinned.values().filter(|p| p.history.is_none()).map(|p| &p.head)
+    }
+
+    /// Find each pinned history not found yet, walking back from its head:
+    /// `entry(id)` gives the held entry's (author, seq, backlink). A head not
+    /// held leaves the history unknown (nothing of the agent counts yet); a
+    /// head that is not the agent's entry at its cut-off pins nothing. Costs
+    /// one lookup per pinned entry.
+    pub fn resolve_pins<E>(&mut self, mut entry: impl FnMut(&EntryId) -> Result<Option<(AgentId, u64, Option<EntryId>)>, E>) -> Result<(), E> {
+        for (agent, pin) in self.pinned.iter_mut().filter(|(_, p)| p.history.is_none()) {
+            let last_seq = self.cut_off.get(agent).copied().unwrap_or(0);
+            let Some((author, seq, mut back)) = entry(&pin.head)? else { continue };
+            if author != *agent || seq != last_seq {
+                pin.history = Some(Vec::new());
+                continue;
+            }
+            let mut ids = vec![pin.head];
+            let mut complete = true;
+            while let Some(id) = back {
+                match entry(&id)? {
+                    Some((a, s, b)) if a == *agent && s + 1 == seq.saturating_sub(ids.len() as u64 - 1) => {
+                        ids.push(id);
+                        back = b;
+                    }
+                    // Stores hold complete prefixes: not reached by a store.
+                    _ => {
+                        complete = false;
+                        break;
+                    }
+                }
+            }
+            if complete {
+                ids.reverse();
+                pin.history = Some(ids);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -395,8 +503,8 @@ mod tests {
         assert!(!r.admits(&m));
         assert_eq!(r.admission().get(&m), Some(&Some(4)));
         assert_eq!(r.admission().get(&f), Some(&None));
-        assert!(r.admits_entry(&m, 4) && !r.admits_entry(&m, 5));
-        assert!(r.admits_entry(&agent(9), 1_000), "never admitted: counts where held");
+        assert!(r.admits_entry(&m, 4, &id(4)) && !r.admits_entry(&m, 5, &id(5)));
+        assert!(r.admits_entry(&agent(9), 1_000, &id(9)), "never admitted: counts where held");
         let again = Roster::derive(
             f,
             [
@@ -405,7 +513,55 @@ mod tests {
                 FounderEntry { seq: 3, id: id(3), content: Content::Held(&admit) },
             ],
         );
-        assert!(again.admits(&m) && again.admits_entry(&m, 99));
+        assert!(again.admits(&m) && again.admits_entry(&m, 99, &id(99)));
+    }
+
+    /// A removal that pins the agent's history by its head: exactly that
+    /// chain counts once it is held; branches its key signs at any seq
+    /// count nowhere, nor do forks of it; once the head is held, nothing of
+    /// the agent is admitted for replication.
+    #[test]
+    fn a_pinned_removal_counts_exactly_the_history_ending_at_its_head() {
+        let (f, m) = (agent(1), agent(5));
+        let admit = RosterEvent::Admit { agent: m, note: String::new() }.encode();
+        let remove = RosterEvent::RemoveAt { agent: m, last_seq: 3, head: id(13), reason: "left".into() }.encode();
+        let derive = || {
+            Roster::derive(
+                f,
+                [FounderEntry { seq: 1, id: id(1), content: Content::Held(&admit) }, FounderEntry { seq: 2, id: id(2), content: Content::Held(&remove) }],
+            )
+        };
+        // M's chain 11 <- 12 <- 13 <- 14, and a branch 22 at seq 2 on 11.
+        let held = |id_: &EntryId| -> Result<Option<(AgentId, u64, Option<EntryId>)>, ()> {
+            Ok(match id_.0[0] {
+                11 => Some((m, 1, None)),
+                12 => Some((m, 2, Some(id(11)))),
+                13 => Some((m, 3, Some(id(12)))),
+                14 => Some((m, 4, Some(id(13)))),
+                22 => Some((m, 2, Some(id(11)))),
+                _ => None,
+            })
+        };
+        let mut r = derive();
+        assert_eq!(r.admission().get(&m), Some(&Some(3)), "fetched up to its cut-off until the head is held");
+        assert!(!r.admits_entry(&m, 1, &id(11)), "nothing counts before the head is held");
+        assert_eq!(r.pins_waiting().collect::<Vec<_>>(), vec![&id(13)]);
+        r.resolve_pins(held).unwrap();
+        assert_eq!(r.pinned[&m].history, Some(vec![id(11), id(12), id(13)]));
+        assert!(r.admits_entry(&m, 1, &id(11)) && r.admits_entry(&m, 3, &id(13)));
+        assert!(!r.admits_entry(&m, 2, &id(22)) && !r.admits_entry(&m, 4, &id(14)), "a branch below or an entry above counts nowhere");
+        assert!(!r.admits_fork(&m, 2), "a fork of a pinned history counts nowhere");
+        assert_eq!(r.admission().get(&m), None, "the history is held whole: nothing more is fetched");
+        assert_eq!(r.pins_waiting().count(), 0);
+        // A head that is not the agent's entry at the cut-off pins nothing.
+        let wrong = RosterEvent::RemoveAt { agent: m, last_seq: 2, head: id(13), reason: String::new() }.encode();
+        let mut w = Roster::derive(
+            f,
+            [FounderEntry { seq: 1, id: id(1), content: Content::Held(&admit) }, FounderEntry { seq: 2, id: id(2), content: Content::Held(&wrong) }],
+        );
+        w.resolve_pins(held).unwrap();
+        assert_eq!(w.pinned[&m].history, Some(Vec::new()));
+        assert!(!w.admits_entry(&m, 1, &id(11)));
     }
 
     /// Hardening items 6 and 7: a founder entry whose payload never arrived

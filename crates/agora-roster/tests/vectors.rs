@@ -80,15 +80,19 @@ fn varint(out: &mut Vec<u8>, mut n: u64) {
 
 fn spec_encode(e: &RosterEvent) -> Vec<u8> {
     let mut out = b"agrs\x01".to_vec();
-    let (kind, agent, last_seq, text) = match e {
-        RosterEvent::Admit { agent, note } => (0, agent, None, note),
-        RosterEvent::Remove { agent, reason } => (1, agent, None, reason),
-        RosterEvent::RemoveAfter { agent, last_seq, reason } => (2, agent, Some(*last_seq), reason),
+    let (kind, agent, last_seq, head, text) = match e {
+        RosterEvent::Admit { agent, note } => (0, agent, None, None, note),
+        RosterEvent::Remove { agent, reason } => (1, agent, None, None, reason),
+        RosterEvent::RemoveAfter { agent, last_seq, reason } => (2, agent, Some(*last_seq), None, reason),
+        RosterEvent::RemoveAt { agent, last_seq, head, reason } => (3, agent, Some(*last_seq), Some(head), reason),
     };
     varint(&mut out, kind);
     out.extend_from_slice(agent.as_bytes());
     if let Some(s) = last_seq {
         varint(&mut out, s);
+    }
+    if let Some(h) = head {
+        out.extend_from_slice(h.as_bytes());
     }
     varint(&mut out, text.len() as u64);
     out.extend_from_slice(text.as_bytes());
@@ -101,6 +105,9 @@ fn event_json(e: &RosterEvent) -> Value {
         RosterEvent::Remove { agent, reason } => json!({ "kind": "remove", "code": 1, "agent": agent.to_string(), "reason": reason }),
         RosterEvent::RemoveAfter { agent, last_seq, reason } => {
             json!({ "kind": "remove_after", "code": 2, "agent": agent.to_string(), "last_seq": last_seq, "reason": reason })
+        }
+        RosterEvent::RemoveAt { agent, last_seq, head, reason } => {
+            json!({ "kind": "remove_at", "code": 3, "agent": agent.to_string(), "last_seq": last_seq, "head": head.to_string(), "reason": reason })
         }
     }
 }
@@ -125,6 +132,7 @@ fn valid_events() -> Vec<(&'static str, RosterEvent)> {
         ("remove", RosterEvent::Remove { agent: agent("bob"), reason: "left the team".into() }),
         ("remove_after", RosterEvent::RemoveAfter { agent: agent("bob"), last_seq: 300, reason: "left the team".into() }),
         ("remove_after_nothing_kept", RosterEvent::RemoveAfter { agent: agent("carol"), last_seq: 0, reason: String::new() }),
+        ("remove_at", RosterEvent::RemoveAt { agent: agent("bob"), last_seq: 300, head: EntryId([0xab; 32]), reason: "left the team".into() }),
         ("admit_note_at_limit", RosterEvent::Admit { agent: agent("dave"), note: "n".repeat(NOTE_BYTES_MAX) }),
         ("admit_utf8_note", RosterEvent::Admit { agent: agent("erin"), note: "équipe".into() }),
         // Decodes; refused when written (check_local) and skipped when derived.
@@ -252,6 +260,16 @@ fn scenarios() -> Vec<Scenario> {
             others: vec![],
         },
         Scenario {
+            name: "removal_pinning_a_head",
+            note: "bob's history ending at the named head stays admitted (the pin is resolved against a store holding it); his entries beyond seq 2 are admitted nowhere",
+            main: vec![
+                some(admit("bob", "")),
+                some(RosterEvent::RemoveAt { agent: agent("bob"), last_seq: 2, head: EntryId([0xcd; 32]), reason: "left".into() }.encode()),
+            ],
+            rival: None,
+            others: vec![],
+        },
+        Scenario {
             name: "fork_freezes_the_roster",
             note: "two entries at seq 2: only seq 1 counts, on either branch",
             main: vec![some(admit("bob", "")), some(admit("carol", "")), some(admit("erin", ""))],
@@ -301,6 +319,7 @@ fn roster_json(r: &Roster) -> Value {
         "frozen_at_fork_seq": r.frozen_at_fork_seq,
         "skipped": r.skipped.iter().map(|k| json!({ "entry": k.id.to_string() })).collect::<Vec<_>>(),
         "cut_off": r.cut_off.iter().map(|(a, s)| json!({ "agent": a.to_string(), "name": name_of(a), "last_seq": s })).collect::<Vec<_>>(),
+        "pinned": r.pinned.iter().map(|(a, p)| json!({ "agent": a.to_string(), "name": name_of(a), "head": p.head.to_string() })).collect::<Vec<_>>(),
         "pending_at_seq": r.pending_at_seq,
     })
 }
@@ -409,7 +428,7 @@ fn roster_vectors_check() {
         assert_eq!(AgentKey::from_seed(seed).agent_id().to_string(), k["public"].as_str().unwrap());
     }
     let events = v["events"].as_array().unwrap();
-    for kind in 0..3 {
+    for kind in 0..4 {
         assert!(events.iter().any(|e| e["event"]["code"] == kind), "kind {kind}");
     }
     for case in events {

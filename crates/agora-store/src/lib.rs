@@ -28,7 +28,7 @@ mod read;
 mod store;
 mod write;
 
-pub use agora_core::import::Deferred;
+pub use agora_core::import::{Deferred, TipChange};
 pub use audit::{AuditReport, AuthorAudit};
 pub use error::{ImportFailure, ImportProblem, StoreError};
 pub use read::{AuthorSummary, PayloadState, RawStoredEntry, StoredEntry};

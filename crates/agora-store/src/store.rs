@@ -2,9 +2,11 @@
 
 use crate::error::{StoreError, db};
 use crate::keys::*;
+use agora_core::import::TipChange;
 use agora_core::verify::verify_signature;
 use agora_core::{AgentId, EntryId, SignedEntry};
 use rocksdb::{ColumnFamily, ColumnFamilyDescriptor, DB, Options, WriteOptions};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -65,6 +67,10 @@ pub struct CommitNotice {
     pub payloads_changed: Vec<EntryId>,
     /// Forks found: (author, seq), with their proofs stored.
     pub forks: Vec<(AgentId, u64)>,
+    /// What the write changed of each author's tips (tips passed, tips
+    /// added): what a reader of the tips needs to stay current, costing
+    /// what the write added however many tips the author has.
+    pub tip_changes: BTreeMap<AgentId, TipChange>,
 }
 
 /// Called after every committed write, with the write lock held, so notices

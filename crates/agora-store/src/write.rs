@@ -16,11 +16,12 @@ use crate::keys::*;
 use crate::read::encode_redaction;
 use crate::store::{CommitNotice, Store};
 use agora_core::entry::next_header_after;
-use agora_core::import::{self, Deferred, Held, ImportPlan, Offered, PlanError};
+use agora_core::import::{self, Deferred, Held, ImportPlan, Offered, PlanError, TipChange};
 use agora_core::limits::VERIFY_BATCH_LEN;
 use agora_core::verify::{CheckedEntry, EntryRef, verify_signatures};
 use agora_core::{AgentId, AgentKey, EntryId, SignedEntry};
 use rayon::prelude::*;
+use std::collections::BTreeMap;
 
 /// Largest number of entries one append batch may create.
 pub const APPEND_BATCH_MAX: usize = 100_000;
@@ -211,6 +212,7 @@ impl Store {
         let _guard = self.lock();
         let author = key.agent_id();
         let tip = self.extendable_tip(&author)?;
+        let prev_tip = tip.as_ref().map(SignedEntry::entry_ref);
         let mut prev = tip.map(|t| (t.header().clone(), t.id()));
         let mut headers = Vec::with_capacity(payloads.len());
         for payload in payloads {
@@ -235,7 +237,8 @@ impl Store {
         self.write(batch)?;
         if self.observed() {
             let entries = signed.iter().cloned().zip(payloads.iter().map(|p| Some(p.to_vec()))).collect();
-            self.notify(CommitNotice { appended: true, entries, ..CommitNotice::default() });
+            let change = TipChange { passed: prev_tip.into_iter().collect(), added: signed.last().map(SignedEntry::entry_ref).into_iter().collect() };
+            self.notify(CommitNotice { appended: true, entries, tip_changes: BTreeMap::from([(author, change)]), ..CommitNotice::default() });
         }
         Ok(signed)
     }
@@ -306,7 +309,7 @@ impl Store {
         if self.observed() && (report.imported > 0 || report.payloads_filled > 0) {
             let payloads_changed = plan.fills.iter().map(|(at, _)| at.id).collect();
             let entries = plan.fresh.into_iter().map(|it| (it.entry, it.payload)).collect();
-            self.notify(CommitNotice { appended: false, entries, payloads_changed, forks: report.forks.clone() });
+            self.notify(CommitNotice { appended: false, entries, payloads_changed, forks: report.forks.clone(), tip_changes: plan.tip_changes });
         }
         Ok(report)
     }
@@ -389,7 +392,13 @@ impl Store {
         assert!(plan.fresh.len() == 1 && plan.deferred.is_none(), "an entry appended after a tip was not planned for storing");
         let forks = self.write_plan(&plan)?;
         if self.observed() {
-            self.notify(CommitNotice { appended: true, entries: vec![(entry.clone(), Some(payload.to_vec()))], payloads_changed: Vec::new(), forks });
+            self.notify(CommitNotice {
+                appended: true,
+                entries: vec![(entry.clone(), Some(payload.to_vec()))],
+                payloads_changed: Vec::new(),
+                forks,
+                tip_changes: plan.tip_changes,
+            });
         }
         Ok(entry)
     }

@@ -33,7 +33,7 @@
 //!
 //! Call order for a driver: `connected` / `disconnected` / `handle` (or
 //! `handle_checked_response` after [`check_entries`] on a worker) / `gossip`
-//! / `respond` / `import_result` / `set_local_heads` / `local_commit` /
+//! / `respond` / `import_result` / `local_tips_changed` (or `set_local_heads`) / `local_commit` /
 //! `handle_timeout` as things happen, then drain `poll` until it returns
 //! `None`, and wake up at `poll_timeout`. Every [`Output::Import`] gets
 //! exactly one `import_result`.
@@ -44,6 +44,7 @@
 
 mod limiter;
 mod replicator;
+mod tips;
 pub mod wire;
 
 pub use replicator::{

@@ -1,6 +1,7 @@
 //! The replication state machine.
 
 use crate::limiter::TokenBucket;
+use crate::tips::Tips;
 use crate::wire::{Gossip, Head, Message, RangeStart, WireEntry};
 use agora_core::verify::{CheckedEntry, VerifyError, check_entries as check_signed_entries};
 use agora_core::{AgentId, DecodeError, EntryId, EntryRef, ForkProof, ForkProofError, SignedEntry};
@@ -613,7 +614,10 @@ impl PeerState {
 pub struct Replicator {
     config: Config,
     /// What the local store holds: tips by author.
-    local: BTreeMap<AgentId, Vec<Head>>,
+    local: BTreeMap<AgentId, Tips>,
+    /// Local tips looked at by tip updates, over the replicator's life: a
+    /// commit's share follows what it changed (tests read it).
+    tips_handled: u64,
     /// Authors whose entries are replicated, each up to a seq (`None`: all);
     /// `None` for the whole map: everyone.
     admitted: Option<BTreeMap<AgentId, Option<u64>>>,
@@ -728,6 +732,7 @@ impl Replicator {
         Self {
             config,
             local: BTreeMap::new(),
+            tips_handled: 0,
             admitted: None,
             peers: BTreeMap::new(),
             banned: BTreeMap::new(),
@@ -825,7 +830,8 @@ impl Replicator {
     /// Replace everything known about the local store's tips (at start-up).
     /// Announces changed authors and plans requests.
     pub fn set_local_frontier(&mut self, heads: Vec<Head>, now_ms: u64) {
-        let next = group(heads);
+        let next: BTreeMap<AgentId, Tips> = group(heads).into_iter().map(|(a, tips)| (a, Tips::from_sorted(tips))).collect();
+        self.tips_handled += next.values().map(|t| t.len() as u64).sum::<u64>();
         let changed: Vec<Head> = next.iter().filter(|(a, tips)| self.local.get(*a) != Some(*tips)).flat_map(|(_, tips)| self.capped(tips)).collect();
         self.behind.extend(self.local.keys().chain(next.keys()).copied());
         self.local = next;
@@ -833,40 +839,58 @@ impl Replicator {
         self.plan_all(now_ms);
     }
 
-    /// One author's tips in the local store changed (after an import or a
-    /// local append): announce them to every peer and plan further requests
-    /// for that author only.
+    /// One author's tips in the local store are now `tips` (all of them):
+    /// [`Replicator::local_tips_changed`] with what differs, found in one
+    /// pass over both. A driver that knows what a commit changed gives that
+    /// instead, so that a commit costs what it adds.
     pub fn set_local_heads(&mut self, author: AgentId, mut tips: Vec<Head>, now_ms: u64) {
         // Else another author's tips would be filed, and announced, as this one's.
         assert!(tips.iter().all(|h| h.author == author), "tips of another author");
         tips.sort();
         tips.dedup();
-        let our_max = max_seq(&tips);
+        let old: Vec<Head> = self.local.get(&author).map(|t| t.iter().copied().collect()).unwrap_or_default();
+        self.tips_handled += (old.len() + tips.len()) as u64;
+        let new: BTreeSet<Head> = tips.iter().copied().collect();
+        let kept: BTreeSet<Head> = old.iter().copied().collect();
+        let passed: Vec<Head> = old.into_iter().filter(|h| !new.contains(h)).collect();
+        let added: Vec<Head> = tips.into_iter().filter(|h| !kept.contains(h)).collect();
+        self.local_tips_changed(author, &passed, &added, now_ms);
+    }
+
+    /// One author's tips in the local store changed (after an import or a
+    /// local append): `passed` are tips no longer (an entry built on them),
+    /// `added` new tips. Costs what they hold, whatever the author's other
+    /// tips (a fork flood's thousands): the tips are kept incrementally and
+    /// only the highest `heads_per_author_max` are announced. Announces
+    /// them to every peer and plans further requests for that author only.
+    pub fn local_tips_changed(&mut self, author: AgentId, passed: &[Head], added: &[Head], now_ms: u64) {
+        // Else another author's tips would be filed, and announced, as this one's.
+        assert!(passed.iter().chain(added).all(|h| h.author == author), "tips of another author");
+        self.tips_handled += (passed.len() + added.len()) as u64;
+        let our_max = self.local.get(&author).map_or(0, Tips::max_seq).max(added.iter().map(|h| h.seq).max().unwrap_or(0));
         if self.importing.get(&author).is_some_and(|&s| s <= our_max) {
             self.importing.remove(&author);
         }
-        if self.local.get(&author) == Some(&tips) {
-            return;
-        }
-        // Tips passed are held (entries are never deleted): a peer that still
-        // claims one lags, it holds no branch of ours to probe.
-        let passed: Vec<EntryId> = self.local.get(&author).map(|old| old.iter().filter(|o| !tips.contains(o)).map(|o| o.id).collect()).unwrap_or_default();
+        let tips = self.local.entry(author).or_insert_with(|| Tips::from_sorted(Vec::new()));
+        let before = tips.len();
+        let gone = tips.apply(passed, added);
+        let changed = !gone.is_empty() || tips.len() != before;
         if tips.is_empty() {
             self.local.remove(&author);
             self.passed_tips.remove(&author);
         } else {
-            // Kept for as long as the author is held: no spare room (a
-            // collected vector may hold room for four heads; almost every
-            // author has one tip).
-            tips.shrink_to_fit();
-            self.local.insert(author, tips);
+            // Tips passed are held (entries are never deleted): a peer that
+            // still claims one lags, it holds no branch of ours to probe.
             let recent = self.passed_tips.entry(author).or_default();
-            for id in passed {
+            for h in gone.iter().skip(gone.len().saturating_sub(PASSED_TIPS_MAX)) {
                 if recent.len() == PASSED_TIPS_MAX {
                     recent.pop_front();
                 }
-                recent.push_back(id);
+                recent.push_back(h.id);
             }
+        }
+        if !changed {
+            return;
         }
         // A tip we passed may now be an interior entry some peer still
         // claims: a branch to probe, as `want` sees it, unless it is one of
@@ -885,6 +909,13 @@ impl Replicator {
         }
     }
 
+    /// Local tips looked at by tip updates so far: each commit adds what it
+    /// passed and added (a full list given to [`Replicator::set_local_heads`]
+    /// adds the old and new lists' lengths).
+    pub fn tips_handled(&self) -> u64 {
+        self.tips_handled
+    }
+
     /// Announce the current tips of every author whose tips changed since
     /// the last announcement, in one frontier per peer.
     fn flush_announcements(&mut self, now_ms: u64) {
@@ -899,10 +930,8 @@ impl Replicator {
 
     /// The tips of an author as announced: at most `heads_per_author_max`,
     /// the highest first.
-    fn capped(&self, tips: &[Head]) -> Vec<Head> {
-        let mut t = tips.to_vec();
-        cap_tips(&mut t, self.config.heads_per_author_max);
-        t
+    fn capped(&self, tips: &Tips) -> Vec<Head> {
+        tips.highest(self.config.heads_per_author_max)
     }
 
     /// What the local store committed: entries appended here (signed by this
@@ -1116,7 +1145,7 @@ impl Replicator {
 
     /// Entries connected peers announced that this node does not hold.
     pub fn lag(&self) -> Lag {
-        let ours = |a: &AgentId| self.local.get(a).map_or(0, |t| max_seq(t));
+        let ours = |a: &AgentId| self.local.get(a).map_or(0, Tips::max_seq);
         let mut best: BTreeMap<AgentId, u64> = BTreeMap::new();
         let mut per_peer = BTreeMap::new();
         for (p, s) in &self.peers {
@@ -1405,18 +1434,18 @@ impl Replicator {
     /// adds only conditions of time, admission and requests in flight, so
     /// for an author where this is false it answers `None` for every peer.
     fn is_behind(&self, author: &AgentId) -> bool {
-        let ours = self.local.get(author).map(Vec::as_slice).unwrap_or(&[]);
-        let our_max = max_seq(ours);
+        let ours = self.local.get(author);
+        let our_max = ours.map_or(0, Tips::max_seq);
         self.peers
             .values()
             .filter_map(|s| s.frontier.get(author))
-            .any(|theirs| max_seq(theirs) > our_max || theirs.iter().any(|h| h.seq <= our_max && !self.known_held(author, ours, h.id)))
+            .any(|theirs| max_seq(theirs) > our_max || theirs.iter().any(|h| h.seq <= our_max && !self.known_held(author, ours, h)))
     }
 
     /// Is `id` one of our tips of `author`, or a tip we held and passed
     /// lately (so an entry we hold, not a branch)?
-    fn known_held(&self, author: &AgentId, ours: &[Head], id: EntryId) -> bool {
-        ours.iter().any(|o| o.id == id) || self.passed_tips.get(author).is_some_and(|p| p.contains(&id))
+    fn known_held(&self, author: &AgentId, ours: Option<&Tips>, head: &Head) -> bool {
+        ours.is_some_and(|o| o.contains(head)) || self.passed_tips.get(author).is_some_and(|p| p.contains(&head.id))
     }
 
     /// Was the branch head `tip` asked for less than
@@ -1434,8 +1463,8 @@ impl Replicator {
         if self.deferred.get(author).is_some_and(|until| *until > now_ms) {
             return None;
         }
-        let ours = self.local.get(author).map(Vec::as_slice).unwrap_or(&[]);
-        let our_max = max_seq(ours);
+        let ours = self.local.get(author);
+        let our_max = ours.map_or(0, Tips::max_seq);
         // `next` is above our highest seq: a peer claiming no more than that
         // has nothing forward for us, and the scan of requests is skipped.
         let next = if max_seq(theirs) > our_max { self.next_unasked(author, our_max) } else { u64::MAX };
@@ -1452,7 +1481,7 @@ impl Replicator {
         // would send a request that peers ban for.
         let tip = theirs
             .iter()
-            .filter(|h| h.seq >= 1 && h.seq <= our_max && h.seq <= up_to && !self.known_held(author, ours, h.id) && !self.sought_recently(h.id, now_ms))
+            .filter(|h| h.seq >= 1 && h.seq <= our_max && h.seq <= up_to && !self.known_held(author, ours, h) && !self.sought_recently(h.id, now_ms))
             .min()?;
         Some((RangeStart::at(tip.seq), 1, Purpose::Branch(tip.id)))
     }
@@ -1788,7 +1817,7 @@ impl Replicator {
         // forward range's; other requests are asked of whoever claims them).
         let claimed = self.peers.get(&peer).and_then(|s| s.frontier.get(&author)).map_or(0, |t| max_seq(t));
         if asked.purpose == Purpose::Forward {
-            let ours = self.local.get(&author).map_or(0, |t| max_seq(t)).max(self.importing.get(&author).copied().unwrap_or(0));
+            let ours = self.local.get(&author).map_or(0, Tips::max_seq).max(self.importing.get(&author).copied().unwrap_or(0));
             let useful = verified.iter().filter(|e| e.header().seq > ours).count() as u64;
             let took = now_ms.saturating_sub(asked.sent_ms).saturating_sub(asked.charged_ms);
             if let Some(s) = self.peers.get_mut(&peer) {
@@ -1937,7 +1966,7 @@ impl Replicator {
     fn release_held(&mut self, author: AgentId) {
         loop {
             let Some((&key, _)) = self.held.range((author, RangeStart::at(0))..).next().filter(|((a, _), _)| *a == author) else { return };
-            let our_max = self.local.get(&author).map_or(0, |t| max_seq(t));
+            let our_max = self.local.get(&author).map_or(0, Tips::max_seq);
             let stored_or_importing = our_max.max(self.importing.get(&author).copied().unwrap_or(0));
             if key.1.seq > stored_or_importing.saturating_add(1) {
                 return;
@@ -2054,7 +2083,7 @@ impl Replicator {
         if missing_seq <= 1 {
             return self.ban(from, format!("entries of {author} do not link to any chain start"), now_ms);
         }
-        let our_max = self.local.get(&author).map_or(0, |t| max_seq(t));
+        let our_max = self.local.get(&author).map_or(0, Tips::max_seq);
         let importing = self.importing.get(&author).copied().unwrap_or(0);
         if missing_seq > our_max + 1 {
             if missing_seq <= importing.saturating_add(1) {
@@ -2182,7 +2211,7 @@ impl Replicator {
     /// announced variant, an entry of another branch below our tip) is
     /// dropped before its author is charged or its signature checked.
     fn gossip_is_new(&self, head: &Head) -> bool {
-        let held = self.local.get(&head.author).map_or(0, |t| max_seq(t));
+        let held = self.local.get(&head.author).map_or(0, Tips::max_seq);
         let importing = self.importing.get(&head.author).copied().unwrap_or(0);
         let gossiped = self.gossiped.get(&head.author).copied().unwrap_or(0);
         head.seq > held.max(importing).max(gossiped)
@@ -2198,8 +2227,8 @@ impl Replicator {
         if !self.admit_message(peer, now_ms) {
             return GossipVerdict::Ignore;
         }
-        let ours = self.local.get(&head.author).map(Vec::as_slice).unwrap_or(&[]);
-        let branch = head.seq <= max_seq(ours) && !self.known_held(&head.author, ours, head.id);
+        let ours = self.local.get(&head.author);
+        let branch = head.seq <= ours.map_or(0, Tips::max_seq) && !self.known_held(&head.author, ours, &head);
         let cap = self.config.heads_per_author_max;
         if let Some(state) = self.peers.get_mut(&peer) {
             state.note_holds(head.id);

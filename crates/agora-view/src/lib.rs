@@ -50,7 +50,7 @@ fn for_each_counted(store: &Store, founder: AgentId, mut visit: impl FnMut(Signe
     let roster = derive_roster(store, founder)?;
     store.for_each_entry(None, |e| {
         let h = e.signed.header();
-        if !roster.admits_entry(&h.author, h.seq) {
+        if !roster.admits_entry(&h.author, h.seq, &e.signed.id()) {
             return Ok(());
         }
         visit(e.signed, known(e.payload))
@@ -152,7 +152,7 @@ fn load_merge_input_as(
         Ok(())
     })?;
     let roster = derive_roster(store, founder)?;
-    let proofs = store.fork_proofs(None)?.into_iter().filter(|p| roster.admits_entry(&p.author(), p.seq())).collect();
+    let proofs = store.fork_proofs(None)?.into_iter().filter(|p| roster.admits_fork(&p.author(), p.seq())).collect();
     Ok((entries, proofs))
 }
 
@@ -164,12 +164,12 @@ pub fn load_chain_merge_input(store: &Store, roster: &Roster, author: &AgentId) 
     let mut entries = Vec::new();
     store.for_each_entry(Some(author), |e| {
         let h = e.signed.header();
-        if roster.admits_entry(&h.author, h.seq) {
+        if roster.admits_entry(&h.author, h.seq, &e.signed.id()) {
             entries.push(MergeEntry::with_content(e.signed, known(e.payload)).map_err(StoreError::Verify)?);
         }
         Ok(())
     })?;
-    let proofs = store.fork_proofs(Some(author))?.into_iter().filter(|p| roster.admits_entry(&p.author(), p.seq())).collect();
+    let proofs = store.fork_proofs(Some(author))?.into_iter().filter(|p| roster.admits_fork(&p.author(), p.seq())).collect();
     Ok((entries, proofs))
 }
 
@@ -188,7 +188,7 @@ pub fn load_payload(store: &Store, author: &AgentId, seq: u64, id: &EntryId) -> 
 pub fn for_each_meaning(store: &Store, roster: &Roster, mut visit: impl FnMut(EntryId, Option<&[u8]>)) -> Result<(), StoreError> {
     store.for_each_entry(None, |e| {
         let h = e.signed.header();
-        if roster.admits_entry(&h.author, h.seq) {
+        if roster.admits_entry(&h.author, h.seq, &e.signed.id()) {
             visit(e.signed.id(), known(e.payload).meaning());
         }
         Ok(())
@@ -216,7 +216,7 @@ pub fn load_chain_range(store: &Store, roster: &Roster, author: &AgentId, seqs: 
             if seq > upto || seq > *seqs.end() {
                 break;
             }
-            if roster.admits_entry(author, seq) {
+            if roster.admits_entry(author, seq, &e.signed.id()) {
                 out.push(MergeEntry::with_content(e.signed, known(e.payload)).map_err(StoreError::Verify)?);
             }
         }
@@ -280,7 +280,16 @@ pub fn derive_roster(store: &Store, founder: AgentId) -> Result<Roster, StoreErr
     {
         kept.push(p);
     }
-    Ok(Roster::derive(founder, kept.iter().map(|(seq, id, p)| FounderEntry { seq: *seq, id: *id, content: p.as_content() })))
+    let mut roster = Roster::derive(founder, kept.iter().map(|(seq, id, p)| FounderEntry { seq: *seq, id: *id, content: p.as_content() }));
+    resolve_pins(store, &mut roster)?;
+    Ok(roster)
+}
+
+/// Find the pinned histories of agents removed by their head
+/// (`Roster::resolve_pins`) in `store`: one read per pinned entry, for the
+/// pins whose head is held and not found yet.
+pub fn resolve_pins(store: &Store, roster: &mut Roster) -> Result<(), StoreError> {
+    roster.resolve_pins(|id| Ok(store.get_signed(id)?.map(|e| (e.header().author, e.header().seq, e.header().backlink))))
 }
 
 /// One verified event of a trace.

@@ -3,10 +3,12 @@
 //! loop the replicator (new tips, entries appended here and fork proofs to
 //! publish, payloads that arrived or are missing) and the roster.
 //!
-//! The work per notice is bounded by the notice: one tips read per author it
-//! names, one proof read per fork it names, one lookup per changed payload;
-//! nothing here reads all of an author's proofs, so a peer that floods forks
-//! cannot make the loop slower per entry. The one walk of a chain is the
+//! The work per notice is bounded by the notice: the tips it passed and
+//! added (the store's `TipChange`s, never a read of an author's tips), one
+//! proof read per fork it names, one lookup per changed payload; nothing
+//! here reads all of an author's tips or proofs, so a peer that floods forks
+//! (100,000 branches at one seq, spread over 100 packs) cannot make the
+//! loop slower per entry. The one walk of a chain is the
 //! roster's derivation from the founder's chain, and it runs only when a
 //! notice may change the roster (a roster event, a founder entry without its
 //! payload, a fork or a changed payload of the founder), which only the
@@ -15,10 +17,9 @@
 use super::Driver;
 use agora_commands::graph_cache::GraphCache;
 use agora_commands::merge_cache::MergeCache;
-use agora_core::{AgentId, EntryRef};
+use agora_core::EntryRef;
 use agora_store::{CommitNotice, Store, StoreError};
 use agora_sync::Head;
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use tokio::sync::mpsc;
@@ -45,10 +46,6 @@ pub fn observer(
     })
 }
 
-pub fn heads_of(store: &Store, author: &AgentId) -> Result<Vec<Head>, StoreError> {
-    Ok(store.tips(author)?.into_iter().map(|t| Head { author: *author, seq: t.seq, id: t.id }).collect())
-}
-
 pub fn all_heads(store: &Store) -> Result<Vec<Head>, StoreError> {
     let mut out = Vec::new();
     for a in store.authors()? {
@@ -63,8 +60,6 @@ impl Driver {
         let now = self.now_ms();
         let store = self.ctx.store.clone();
         let founder = self.ctx.founder;
-        let mut authors: BTreeSet<AgentId> = notice.entries.iter().map(|(e, _)| e.header().author).collect();
-        authors.extend(notice.forks.iter().map(|(a, _)| *a));
         // Fork proofs proven by this write (one per forked seq).
         let mut proofs = Vec::new();
         for (author, seq) in &notice.forks {
@@ -80,11 +75,11 @@ impl Driver {
         // Entries appended here are published; imported ones are not.
         let appended: &[_] = if notice.appended { &notice.entries } else { &[] };
         self.rep.local_commit(appended, &proofs);
-        for author in &authors {
-            match heads_of(&store, author) {
-                Ok(heads) => self.rep.set_local_heads(*author, heads, now),
-                Err(e) => warn!(%author, "reading tips: {e}"),
-            }
+        let head = |t: &EntryRef| Head { author: t.author, seq: t.seq, id: t.id };
+        for (author, change) in &notice.tip_changes {
+            let passed: Vec<Head> = change.passed.iter().map(head).collect();
+            let added: Vec<Head> = change.added.iter().map(head).collect();
+            self.rep.local_tips_changed(*author, &passed, &added, now);
         }
         // Payloads: those that arrived (or were redacted here) are no longer
         // sought; entries stored without one are asked of peers.
@@ -107,7 +102,8 @@ impl Driver {
             notice.entries.iter().any(|(e, p)| e.header().author == founder && p.as_deref().is_none_or(agora_roster::RosterEvent::is_roster_payload));
         let founder_forked = notice.forks.iter().any(|(a, _)| *a == founder);
         let founder_payload_changed = notice.payloads_changed.iter().any(|id| matches!(store.locate(id), Ok(Some((a, _))) if a == founder));
-        if founder_entry_matters || founder_forked || founder_payload_changed {
+        let pin_held = !self.pins_waiting.is_empty() && notice.entries.iter().any(|(e, _)| self.pins_waiting.contains(&e.id()));
+        if founder_entry_matters || founder_forked || founder_payload_changed || pin_held {
             self.refresh_roster();
         }
     }
@@ -123,6 +119,7 @@ impl Driver {
                     warn!(founder = %self.ctx.founder, seq, "a founder entry's payload has not arrived: the roster waits before it");
                 }
                 self.roster_members = roster.members.len();
+                self.pins_waiting = roster.pins_waiting().copied().collect();
                 let now = self.now_ms();
                 self.rep.set_admitted(Some(roster.admission()), now);
             }

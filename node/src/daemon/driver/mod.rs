@@ -90,6 +90,10 @@ struct Driver {
     listen: Vec<Multiaddr>,
     progress: Option<indicatif::ProgressBar>,
     roster_members: usize,
+    /// Heads of removed agents' pinned histories not held yet: storing one
+    /// changes the admission (`Roster::admission`), so the roster is
+    /// derived again.
+    pins_waiting: Vec<agora_core::EntryId>,
     /// The store's list of entries held without payload may hold more than
     /// the replicator took; read from `missing_cursor` when it has room.
     missing_more: bool,
@@ -162,6 +166,7 @@ pub async fn run(ctx: NodeContext, settings: super::network::NetworkSettings, mu
         listen: listen.clone(),
         progress: None,
         roster_members: 0,
+        pins_waiting: Vec::new(),
         missing_more: true,
         missing_cursor: None,
         rep: Replicator::new(Config::default()),

@@ -70,6 +70,7 @@ impl Driver {
                 "payloads_unavailable": stats.payloads_unavailable,
                 "imports_deferred": stats.deferred,
                 "hedged": stats.hedged,
+                "tips_handled": self.rep.tips_handled(),
             },
             "rejected": {
                 "bans": stats.bans,
