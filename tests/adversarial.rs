@@ -528,6 +528,91 @@ fn a_redacted_payload_is_in_no_file_of_the_store() {
     assert!(found.is_empty(), "the payload survives in {found:?}");
 }
 
+/// Every directory and file under `dir` whose mode grants anything to the
+/// group or others, with its mode.
+fn open_to_others(dir: &Path) -> Vec<(PathBuf, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let mode = std::fs::metadata(&d).unwrap().permissions().mode() & 0o777;
+        if mode != 0o700 {
+            out.push((d.clone(), mode));
+        }
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else {
+                let mode = e.metadata().unwrap().permissions().mode() & 0o777;
+                if mode != 0o600 {
+                    out.push((e.path(), mode));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Issue 36, item 6: the home and the store, and every file in them
+/// (RocksDB's tables, write-ahead log, LOG and OPTIONS included), are the
+/// user's alone, also when the home (or an empty store directory) existed
+/// before `init` with mode 0755, and whatever the caller's umask: after
+/// `init`, writes, a redaction and a node's run, nothing is open to others.
+/// A store left open to others by an earlier program is closed on open.
+#[test]
+fn the_home_and_the_store_are_private_whatever_existed_before() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    for (name, store_too) in [("home", false), ("home-with-store", true)] {
+        let home = dir.path().join(name);
+        std::fs::create_dir(&home).unwrap();
+        std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o755)).unwrap();
+        if store_too {
+            std::fs::create_dir(home.join("store")).unwrap();
+            std::fs::set_permissions(home.join("store"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        // A permissive umask for the programs started below.
+        let run = |args: &[&str]| {
+            let out = Command::new("sh")
+                .arg("-c")
+                .arg("umask 000; exec \"$@\"")
+                .arg("sh")
+                .arg(env!("CARGO_BIN_EXE_agora"))
+                .arg("--json")
+                .arg("--home")
+                .arg(&home)
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null)
+        };
+        let agent = run(&["init"])["agent"].as_str().unwrap().to_string();
+        assert_eq!(open_to_others(&home), vec![], "{name}: after init");
+        let first = id_of(&run(&["propose", "a first text"]));
+        for i in 0..20 {
+            run(&["propose", &format!("text {i}")]);
+        }
+        run(&["redact", &first]);
+        assert_eq!(open_to_others(&home), vec![], "{name}: after writes and a redaction");
+        let a = Agent::existing(home.clone(), agent.clone());
+        let node = Node::start(&a, &agent, &[]);
+        json(&home, &["propose", "through the node"]);
+        drop(node);
+        assert_eq!(open_to_others(&home), vec![], "{name}: after a node's run");
+    }
+    // A store an earlier program left open to others: closed when opened.
+    let home = dir.path().join("home");
+    for e in std::fs::read_dir(home.join("store")).unwrap() {
+        std::fs::set_permissions(e.unwrap().path(), std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    std::fs::set_permissions(home.join("store"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o755)).unwrap();
+    json(&home, &["log"]);
+    assert_eq!(open_to_others(&home), vec![], "after opening a store left open to others");
+}
+
 /// Resident memory of a process, in bytes (Linux `/proc/<pid>/status`).
 fn rss_bytes(pid: u32) -> u64 {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();

@@ -366,3 +366,96 @@ async fn a_browser_opens_the_websocket_with_a_subprotocol_or_the_page_session() 
         .unwrap();
     assert_eq!(api.status().as_u16(), 401);
 }
+
+/// Every byte a document can give away: its whole history, saved without
+/// compression, and each change's bytes.
+fn history_bytes(doc: &mut Automerge) -> Vec<u8> {
+    let mut out = doc.save_nocompress();
+    for change in doc.get_changes(&[]) {
+        out.extend_from_slice(change.raw_bytes());
+    }
+    out
+}
+
+fn holds(bytes: &[u8], needle: &str) -> bool {
+    bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+/// Issue 36, item 6: a redaction makes the published document again with no
+/// history of the redacted text. A client connected before holds the text
+/// (its copy is its own); its socket is closed, `/v1/automerge/url` names a
+/// new document, and a new client's full sync of it holds no byte of the
+/// text; the old document is unknown to the node. A pull client
+/// (`agora automerge pull`) sees the new id and drops its copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_redaction_no_client_can_pull_the_text_from_the_history() {
+    let alice = Agent::new();
+    let _node = Node::start(&alice, &alice.id, &[]);
+    let control = Control::of(&alice);
+    let marker = format!("redacted-marker-{:016x}", std::process::id() as u64 * 0x9e37_79b9_7f4a_7c15);
+    let p = id(&agora_json(&alice.home, &["propose", &marker]).await);
+    let c = id(&agora_json(&alice.home, &["contradict", &p, "kept text"]).await);
+    let described = |control: &Control| -> Value { serde_json::from_str(&control.get("/v1/automerge/url", Some(&control.token)).1).unwrap() };
+    let before = described(&control);
+    let old_id: DocumentId = before["document_id"].as_str().unwrap().parse().unwrap();
+    assert_eq!(before["remade"], 0);
+
+    // Before: a connected client and a pull client hold the text.
+    let a = client(&control).await;
+    let old_doc = find(&a, &old_id).await;
+    let text_of = |t: &BTreeMap<String, Tree>, node: &str| match map(t, "nodes").get(node) {
+        Some(Tree::Map(n)) => text(n, "text"),
+        _ => None,
+    };
+    assert_eq!(text_of(&tree(&old_doc), &p).as_deref(), Some(marker.as_str()));
+    let dir = tempfile::tempdir().unwrap();
+    let pulled = dir.path().join("view.automerge");
+    let pull = |path: &std::path::Path| {
+        let (home, path) = (alice.home.clone(), path.to_str().unwrap().to_string());
+        tokio::task::spawn_blocking(move || json(&home, &["automerge", "pull", "--doc", &path]))
+    };
+    pull(&pulled).await.unwrap();
+    let mut copy = Automerge::load(&std::fs::read(&pulled).unwrap()).unwrap();
+    assert!(holds(&history_bytes(&mut copy), &marker), "the check sees the text where it is");
+
+    // The redaction: the payload is erased here, and the document is made again.
+    let redacted = agora_json(&alice.home, &["redact", &p]).await;
+    assert_eq!(redacted["erased"], true, "{redacted}");
+    let deadline = Instant::now() + STEP;
+    let after = loop {
+        let now = described(&control);
+        if now["document_id"] != before["document_id"] {
+            break now;
+        }
+        assert!(Instant::now() < deadline, "the node still serves the old document: {now}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(after["remade"], 1, "{after}");
+    let new_id: DocumentId = after["document_id"].as_str().unwrap().parse().unwrap();
+    // A new client: the new document, with every node but no byte of the text.
+    let b = client(&control).await;
+    let fresh = find(&b, &new_id).await;
+    let view = tree(&fresh);
+    assert_eq!(text_of(&view, &p).as_deref(), Some(""), "the node stays, without its text");
+    assert_eq!(text_of(&view, &c).as_deref(), Some("kept text"));
+    assert_eq!(status_of(&view, &p).as_deref(), Some("contested"), "the redaction changes no status");
+    let bytes = fresh.with_document(history_bytes);
+    assert!(!holds(&bytes, &marker), "a new client pulled the redacted text from the history");
+    // The old document is gone from the node.
+    let old = tokio::time::timeout(STEP, b.find(old_id.clone())).await.expect("answered in time").expect("the repo runs");
+    assert!(old.is_none(), "the node still serves the document that held the text");
+
+    // The pull client: a new document id, its copy dropped and synced again.
+    pull(&pulled).await.unwrap();
+    let mut copy = Automerge::load(&std::fs::read(&pulled).unwrap()).unwrap();
+    assert!(!holds(&history_bytes(&mut copy), &marker), "the pulled copy keeps the redacted text");
+    let copy_tree = agora_automerge::read_tree(&AutoCommit::load(&std::fs::read(&pulled).unwrap()).unwrap()).unwrap();
+    assert_eq!(text_of(&copy_tree, &c).as_deref(), Some("kept text"));
+    // And a pull from nothing.
+    let fresh_pull = dir.path().join("fresh.automerge");
+    pull(&fresh_pull).await.unwrap();
+    let mut copy = Automerge::load(&std::fs::read(&fresh_pull).unwrap()).unwrap();
+    assert!(!holds(&history_bytes(&mut copy), &marker));
+    b.stop().await;
+    a.stop().await;
+}

@@ -60,6 +60,16 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 static MALLOC_CONF: &[u8; 107] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0,narenas:1,slab_sizes:1-4096:16,tcache_max:1024\0";
 
 fn main() -> ExitCode {
+    // A home holds an agent's key and everything it wrote, redacted text
+    // included until RocksDB rewrites it: every file and directory this
+    // program creates (RocksDB's tables, write-ahead logs, LOG and OPTIONS
+    // files among them, at any time, on its own threads) is its user's
+    // alone, whatever the caller's umask. `Store::open` tightens what an
+    // earlier program left.
+    // SAFETY: umask(2) only sets the process's file mode mask; it cannot fail.
+    unsafe {
+        libc::umask(0o077);
+    }
     scratch_arena::install();
     let args = cli::parse();
     let json = args.json;

@@ -32,9 +32,26 @@ pub const CLIENTS_MAX: usize = 64;
 /// Longest client id.
 pub const CLIENT_ID_MAX: usize = 64;
 
+/// The response header that names the document a sync reply is about
+/// ([`PublishedView::document_id`]).
+pub const DOCUMENT_HEADER: &str = "agora-automerge-document";
+
 /// The node's published document and its clients' sync states.
+///
+/// A redaction makes the document again from nothing: Automerge keeps every
+/// value a document ever held in its history, so a client syncing from
+/// scratch would otherwise receive the redacted text. The new document has
+/// a new id ([`PublishedView::document_id`], sent with every sync reply),
+/// every client's sync state is forgotten, and a client that sees a new id
+/// drops its copy and syncs again from nothing ([`pull`]).
 pub struct PublishedView {
     doc: AutoCommit,
+    /// Random, new on each node run: the first part of the document's id.
+    run: String,
+    /// Times the document was made again in this run: its second part.
+    remade: u64,
+    /// The redactions the node had observed when the document was made.
+    redactions: u64,
     /// The store generation the document was last published at.
     published_generation: Option<u64>,
     /// What was written, to tell what to write next.
@@ -45,7 +62,22 @@ pub struct PublishedView {
 
 impl Default for PublishedView {
     fn default() -> Self {
-        Self { doc: AutoCommit::new(), published_generation: None, publisher: Publisher::new(), states: HashMap::new(), order: VecDeque::new() }
+        let mut run = [0u8; 8];
+        if getrandom::fill(&mut run).is_err() {
+            // An id only needs to differ from the last run's.
+            let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+            run = (nanos ^ u64::from(std::process::id()).rotate_left(32)).to_be_bytes();
+        }
+        Self {
+            doc: AutoCommit::new(),
+            run: hex::encode(run),
+            remade: 0,
+            redactions: 0,
+            published_generation: None,
+            publisher: Publisher::new(),
+            states: HashMap::new(),
+            order: VecDeque::new(),
+        }
     }
 }
 
@@ -53,9 +85,24 @@ impl PublishedView {
     /// Republish if the store changed since (`generation` counts commits),
     /// from the live view of `merge`. What changed is found while the live
     /// view is held; the document is written after it is let go.
+    ///
+    /// After a redaction the document is made again from nothing (see the
+    /// type's docs): a new id, no history, no client's sync state.
     pub fn refresh(&mut self, merge: &MergeCache, store: &Store, generation: u64) -> Result<()> {
-        if self.published_generation == Some(generation) {
+        // Read before the view: a redaction counted after this is in the
+        // view read below or in the next, and makes the document again then.
+        let redactions = merge.redactions();
+        if self.published_generation == Some(generation) && redactions == self.redactions {
             return Ok(());
+        }
+        if redactions != self.redactions {
+            self.doc = AutoCommit::new();
+            self.publisher = Publisher::new();
+            self.states.clear();
+            self.order.clear();
+            self.remade += 1;
+            self.redactions = redactions;
+            tracing::debug!(document = %self.document_id(), "a payload was redacted: the published document is made again without its history");
         }
         // Taken before the view catches up, so that every one of them is in
         // the view read below (one committed meanwhile is in both this
@@ -91,6 +138,13 @@ impl PublishedView {
         );
         self.published_generation = Some(generation);
         Ok(())
+    }
+
+    /// The document's id: `<run>-<n>`, random for each node run, `n` the
+    /// times it was made again since (after redactions). A client that
+    /// held another id drops its copy: the histories are unrelated.
+    pub fn document_id(&self) -> String {
+        format!("{}-{}", self.run, self.remade)
     }
 
     /// The store generation the document was last published at (none
@@ -156,14 +210,30 @@ pub fn pull(node: &crate::control::NodeFile, doc_path: &std::path::Path, client:
         Ok(bytes) => State::decode(&bytes).unwrap_or_else(|_| State::new()),
         Err(_) => State::new(),
     };
+    // The id of the document the copy was synced with.
+    let document_path = doc_path.with_extension("document");
+    let mut known = std::fs::read_to_string(&document_path).ok();
     let (mut sent, mut received, mut rounds) = (0usize, 0usize, 0usize);
     // Bounded: each round either moves data or ends the exchange.
     for _ in 0..64 {
         let outgoing = doc.sync().generate_sync_message(&mut state).map(Message::encode).unwrap_or_default();
-        let reply = crate::control::automerge_sync(node, client, &outgoing)?;
+        let (reply, document) = crate::control::automerge_sync(node, client, &outgoing)?;
         rounds += 1;
         sent += outgoing.len();
         received += reply.len();
+        if document.is_some() && document != known {
+            let had = known.is_some() || !doc.get_heads().is_empty();
+            known = document;
+            if had {
+                // Another document (made again after a redaction, or a new
+                // node run): its history is unrelated to the copy's, which
+                // may hold redacted text. Dropped; synced again from nothing
+                // (empty heads make the node send everything again).
+                doc = AutoCommit::new();
+                state = State::new();
+                continue;
+            }
+        }
         if !reply.is_empty() {
             let msg = Message::decode(&reply).context("the node's sync message")?;
             doc.sync().receive_sync_message(&mut state, msg)?;
@@ -177,5 +247,8 @@ pub fn pull(node: &crate::control::NodeFile, doc_path: &std::path::Path, client:
     std::fs::write(&tmp, &bytes).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, doc_path).with_context(|| format!("writing {}", doc_path.display()))?;
     std::fs::write(&state_path, state.encode()).with_context(|| format!("writing {}", state_path.display()))?;
+    if let Some(id) = &known {
+        std::fs::write(&document_path, id).with_context(|| format!("writing {}", document_path.display()))?;
+    }
     Ok((sent, received, rounds, doc))
 }

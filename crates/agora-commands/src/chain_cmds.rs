@@ -180,8 +180,30 @@ fn redact(s: &Session, entry: &str) -> Result<ExitCode> {
         Some(agora_store::PayloadState::Held(p)) => Some(agora_view::residue(&p)),
         _ => None,
     };
-    store.redact(&id, now_ms(), residue.as_deref())?;
-    s.print(&json!({ "id": id.to_string(), "redacted": true }), || format!("redacted payload of {id}"))?;
+    let report = store.redact(&id, now_ms(), residue.as_deref())?;
+    // Erased: no file of the store holds the payload's bytes any more. Not
+    // erased: reads that began before (a long `verify`) still held a
+    // snapshot when the wait ended; the last of them erases it when it ends.
+    let window = (!report.erased()).then(|| {
+        format!(
+            "{} read(s) that began before the redaction were still open after {:.1} s (the oldest for {:.1} s): the payload's bytes stay in the store's files until they end, and are erased then",
+            report.reads_left,
+            report.waited.as_secs_f64(),
+            report.oldest_read_age.as_secs_f64()
+        )
+    });
+    let answer = json!({
+        "id": id.to_string(),
+        "redacted": true,
+        "erased": report.erased(),
+        "waited_ms": report.waited.as_millis() as u64,
+        "reads_left": report.reads_left,
+        "window": window,
+    });
+    s.print(&answer, || match &window {
+        None => format!("redacted payload of {id}"),
+        Some(w) => format!("redacted payload of {id}; {w}"),
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 

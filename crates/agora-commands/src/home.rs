@@ -41,9 +41,10 @@ impl Home {
         }
         if !self.dir.exists() {
             std::fs::create_dir_all(&self.dir).with_context(|| format!("creating {}", self.dir.display()))?;
-            std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700))
-                .with_context(|| format!("setting mode 0700 on {}", self.dir.display()))?;
         }
+        // Also when the directory existed before (made by a shell with mode
+        // 0755, say): the home holds the key and the store.
+        std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700)).with_context(|| format!("setting mode 0700 on {}", self.dir.display()))?;
         Store::open(self.store_path(), &StoreOptions { create: true, ..Default::default() })?;
         let mut seed = [0u8; KEY_FILE_BYTES];
         getrandom::fill(&mut seed).map_err(|e| anyhow::anyhow!("OS random source failed: {e}"))?;
@@ -60,13 +61,27 @@ impl Home {
     }
 
     pub fn open_store(&self) -> Result<Store> {
+        self.make_private()?;
         Ok(Store::open(self.store_path(), &StoreOptions::default())?)
     }
 
     /// The store, with a block cache of `block_cache_bytes` (a node's
     /// `store_cache_mib`).
     pub fn open_store_with_cache(&self, block_cache_bytes: usize) -> Result<Store> {
+        self.make_private()?;
         Ok(Store::open(self.store_path(), &StoreOptions { block_cache_bytes, ..StoreOptions::default() })?)
+    }
+
+    /// Mode 0700 on the home, if it grants anything to others (a home
+    /// initialised before `init` set the mode of an existing directory).
+    /// The store sets its own (`Store::open`).
+    fn make_private(&self) -> Result<()> {
+        let mode = std::fs::metadata(&self.dir).with_context(|| format!("reading {}", self.dir.display()))?.permissions().mode();
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700))
+                .with_context(|| format!("setting mode 0700 on {}", self.dir.display()))?;
+        }
+        Ok(())
     }
 }
 

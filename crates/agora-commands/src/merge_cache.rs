@@ -90,6 +90,9 @@ pub struct MergeCache {
     /// Entries whose payload changed since the published document last
     /// took them (`None`: more than [`PAYLOADS_UNPUBLISHED_MAX`]).
     payloads_unpublished: Mutex<Option<Vec<EntryId>>>,
+    /// Redactions observed: the published document is made again, without
+    /// its history, when this moved since it was made.
+    redactions: AtomicU64,
     /// Moved (under the view's lock) whenever the view is built from the
     /// store or an update changes a payload: what a perspective built from a
     /// plan without the view cannot follow in place.
@@ -272,6 +275,7 @@ impl MergeCache {
             rebuild_seconds,
             lag_seconds,
             payloads_unpublished: Mutex::new(Some(Vec::new())),
+            redactions: AtomicU64::new(0),
             generation: AtomicU64::new(0),
             perspective_build_seconds: Histogram::new([1.0]),
             texts: None,
@@ -418,9 +422,18 @@ impl MergeCache {
         self.payloads_unpublished.lock().unwrap_or_else(|e| e.into_inner()).replace(Vec::new())
     }
 
+    /// Redactions observed so far. Read it before the view: a redaction
+    /// counted after is published again at the next look.
+    pub fn redactions(&self) -> u64 {
+        self.redactions.load(Ordering::Acquire)
+    }
+
     /// Queue a committed write (called by the store's observer, in commit
     /// order; never blocks on the view).
     pub fn observe(&self, notice: &CommitNotice) {
+        if notice.redacted {
+            self.redactions.fetch_add(1, Ordering::AcqRel);
+        }
         if !notice.payloads_changed.is_empty() {
             let mut unpublished = self.payloads_unpublished.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(ids) = unpublished.as_mut() {

@@ -195,8 +195,10 @@ pub fn status(node: &NodeFile) -> Result<serde_json::Value> {
     Ok(serde_json::from_str(&text)?)
 }
 
-/// One round of Automerge sync with the node's published merged view.
-pub fn automerge_sync(node: &NodeFile, client: &str, message: &[u8]) -> Result<Vec<u8>> {
+/// One round of Automerge sync with the node's published merged view: the
+/// node's reply, and the id of the document it is about (the
+/// `agora-automerge-document` header; a new id means a new document).
+pub fn automerge_sync(node: &NodeFile, client: &str, message: &[u8]) -> Result<(Vec<u8>, Option<String>)> {
     if verify_node(node).is_err() {
         bail!("no node of this home answers at {} (node.json is stale: pid {})", node.control, node.pid);
     }
@@ -212,9 +214,10 @@ pub fn automerge_sync(node: &NodeFile, client: &str, message: &[u8]) -> Result<V
         let text = response.body_mut().read_to_string().unwrap_or_default();
         bail!("the node refused the sync message ({}): {}", response.status(), text.trim());
     }
+    let document = response.headers().get("agora-automerge-document").and_then(|v| v.to_str().ok()).map(str::to_string);
     let mut out = Vec::new();
     response.body_mut().as_reader().take(64 << 20).read_to_end(&mut out)?;
-    Ok(out)
+    Ok((out, document))
 }
 
 /// Does the command read standard input, and up to how many bytes? It is

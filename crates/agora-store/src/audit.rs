@@ -116,6 +116,9 @@ impl Store {
         // One snapshot for the entries, payloads, redactions and the tips
         // index: a node storing meanwhile (a sync) would otherwise show a
         // tips index ahead of the entries read, a problem that is not there.
+        // Registered first, so released after the snapshot and iterators: a
+        // redaction meanwhile waits for it (`readers.rs`).
+        let _read = self.long_read();
         let snapshot = self.db.snapshot();
         let mut entries = snapshot.raw_iterator_cf(self.cf(CF_ENTRIES)?);
         let mut payloads = snapshot.raw_iterator_cf(self.cf(CF_PAYLOADS)?);

@@ -25,6 +25,7 @@ mod audit;
 mod error;
 mod keys;
 mod read;
+mod readers;
 mod store;
 mod write;
 
@@ -32,8 +33,9 @@ pub use agora_core::import::{Deferred, TipChange};
 pub use audit::{AuditReport, AuthorAudit};
 pub use error::{ImportFailure, ImportProblem, StoreError};
 pub use read::{AuthorSummary, PayloadState, RawStoredEntry, StoredEntry};
+pub use readers::{LongRead, RedactReport};
 pub use store::{COLUMN_FAMILIES, CommitNotice, MemoryUsage, Observer, STORE_FORMAT, STORE_FORMAT_1, Store, StoreOptions};
-pub use write::{ImportItem, ImportReport};
+pub use write::{ImportItem, ImportReport, REDACT_WAIT_MAX};
 
 #[cfg(test)]
 mod tests;

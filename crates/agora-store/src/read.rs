@@ -205,7 +205,10 @@ impl Store {
     ) -> Result<(), StoreError> {
         // Payloads are keyed like entries: walk both in step (one seek each)
         // instead of a point lookup per entry. Only an entry whose payload is
-        // absent costs a lookup (of its redaction).
+        // absent costs a lookup (of its redaction). The iterator pins the
+        // payloads' files while `visit` runs: registered first, released
+        // last, so that a redaction waits for it (`readers.rs`).
+        let _read = self.long_read();
         let mut payloads = self.db.raw_iterator_cf(self.cf(CF_PAYLOADS)?);
         payloads.seek(start);
         let mut entries = self.db.raw_iterator_cf(self.cf(CF_ENTRIES)?);

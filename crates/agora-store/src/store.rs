@@ -71,6 +71,9 @@ pub struct CommitNotice {
     /// added): what a reader of the tips needs to stay current, costing
     /// what the write added however many tips the author has.
     pub tip_changes: BTreeMap<AgentId, TipChange>,
+    /// A payload was redacted: a view that kept its text anywhere (a
+    /// published document's history) must be made again without it.
+    pub redacted: bool,
 }
 
 /// Called after every committed write, with the write lock held, so notices
@@ -86,6 +89,15 @@ pub struct Store {
     pub(crate) sync: bool,
     pub(crate) write_lock: Mutex<()>,
     pub(crate) observer: Mutex<Option<Observer>>,
+    /// Long reads open, and erasures waiting for them (`readers.rs`).
+    pub(crate) readers: crate::readers::Readers,
+}
+
+impl Drop for Store {
+    /// No read is open any more: erase what redactions left for them.
+    fn drop(&mut self) {
+        self.erase_due();
+    }
 }
 
 impl std::fmt::Debug for Store {
@@ -153,6 +165,26 @@ fn cf_options(options: &StoreOptions, name: &str, cache: &rocksdb::Cache) -> Opt
     cf_opts
 }
 
+/// Mode 0700 on the store's directory (and any directory in it), 0600 on
+/// every file in it, whatever they had: RocksDB creates its files with the
+/// process's umask (the `agora-node` program sets 077 for the files made
+/// from now on), and a store, or a directory made before `agora init`, may
+/// have been left readable by others.
+fn make_private(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    for item in std::fs::read_dir(dir)? {
+        let item = item?;
+        let kind = item.file_type()?;
+        if kind.is_dir() {
+            make_private(&item.path())?;
+        } else if kind.is_file() && item.metadata()?.permissions().mode() & 0o777 != 0o600 {
+            std::fs::set_permissions(item.path(), std::fs::Permissions::from_mode(0o600))?;
+        }
+    }
+    Ok(())
+}
+
 fn not_a_store(path: &Path, reason: impl Into<String>) -> StoreError {
     StoreError::NotAStore { path: path.to_path_buf(), reason: reason.into() }
 }
@@ -176,12 +208,14 @@ impl Store {
             return Err(not_a_store(path, "directory is missing or empty (run `agora init`)"));
         }
         let store = if fresh { Self::create(path, options)? } else { Self::open_existing(path, options)? };
+        make_private(path).map_err(|e| not_a_store(path, format!("cannot make the store private (mode 0700, its files 0600): {e}")))?;
         store.check_tips()?;
         Ok(store)
     }
 
     fn create(path: &Path, options: &StoreOptions) -> Result<Self, StoreError> {
-        std::fs::create_dir_all(path).map_err(|e| not_a_store(path, format!("cannot create directory: {e}")))?;
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(path).map_err(|e| not_a_store(path, format!("cannot create directory: {e}")))?;
         let mut opts = db_options(options);
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
@@ -271,7 +305,7 @@ impl Store {
     }
 
     fn wrap(db: DB, path: &Path, options: &StoreOptions) -> Self {
-        Self { db, path: path.to_path_buf(), sync: options.sync, write_lock: Mutex::new(()), observer: Mutex::new(None) }
+        Self { db, path: path.to_path_buf(), sync: options.sync, write_lock: Mutex::new(()), observer: Mutex::new(None), readers: Default::default() }
     }
 
     /// The directory.

@@ -697,3 +697,78 @@ fn an_audit_while_its_chain_grows_reports_no_problem() {
     });
     assert!(store.audit(None, 1).unwrap().is_clean());
 }
+
+/// Files of `dir` (recursively) whose bytes contain `needle`.
+fn files_holding(dir: &Path, needle: &[u8]) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else if std::fs::read(e.path()).map(|b| b.windows(needle.len()).any(|w| w == needle)).unwrap_or(false) {
+                found.push(e.path());
+            }
+        }
+    }
+    found
+}
+
+/// A redaction while a `verify` holds its snapshot (issue: the bytes stayed
+/// in a live file for the 14.7 s the verify read): `redact` returns only
+/// once the audit has ended, and then no file of the store holds the
+/// payload. With a wait too short, the report says so, and the audit's end
+/// erases the payload.
+#[test]
+fn a_redaction_during_a_long_read_erases_once_the_read_ends() {
+    for wait_max in [REDACT_WAIT_MAX, std::time::Duration::from_millis(200)] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open_new(dir.path());
+        let alice = AgentKey::from_seed([1; 32]);
+        let marker = format!("secret-marker-{:?}-{}", wait_max, std::process::id());
+        let secret = store.append(&alice, marker.as_bytes(), 1).unwrap();
+        for i in 0..200u32 {
+            store.append(&alice, format!("filler {i}").as_bytes(), 2).unwrap();
+        }
+        store.flush().unwrap();
+        assert!(!files_holding(dir.path(), marker.as_bytes()).is_empty(), "the payload is in a table file first");
+        let (started_tx, started) = std::sync::mpsc::channel::<()>();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let released = std::sync::Mutex::new(released);
+        let first = std::sync::atomic::AtomicBool::new(true);
+        std::thread::scope(|scope| {
+            let audit = scope.spawn(|| {
+                store
+                    .audit_observed(None, 1, &|_| {
+                        // After the first block: the snapshot is open.
+                        if first.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                            started_tx.send(()).unwrap();
+                            released.lock().unwrap().recv_timeout(std::time::Duration::from_secs(30)).unwrap();
+                        }
+                    })
+                    .unwrap()
+            });
+            started.recv_timeout(std::time::Duration::from_secs(30)).unwrap();
+            let redaction = scope.spawn(|| store.redact_waiting(&secret.id(), 3, None, wait_max).unwrap());
+            std::thread::sleep(std::time::Duration::from_millis(600));
+            if wait_max == REDACT_WAIT_MAX {
+                assert!(!redaction.is_finished(), "the redaction returned while the audit held its snapshot");
+                release.send(()).unwrap();
+                let report = redaction.join().unwrap();
+                assert!(report.erased(), "{report:?}");
+                assert!(report.waited >= std::time::Duration::from_millis(500), "{report:?}");
+                assert!(files_holding(dir.path(), marker.as_bytes()).is_empty(), "the payload survives the redaction");
+                assert!(audit.join().unwrap().is_clean());
+            } else {
+                let report = redaction.join().unwrap();
+                assert_eq!(report.reads_left, 1, "{report:?}");
+                assert!(!report.erased());
+                release.send(()).unwrap();
+                assert!(audit.join().unwrap().is_clean());
+                // The audit's end erased it.
+                assert!(files_holding(dir.path(), marker.as_bytes()).is_empty(), "the payload survives the read that held it");
+            }
+        });
+    }
+}

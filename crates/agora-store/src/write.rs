@@ -14,6 +14,7 @@
 use crate::error::{ImportFailure, ImportProblem, StoreError, db};
 use crate::keys::*;
 use crate::read::encode_redaction;
+use crate::readers::RedactReport;
 use crate::store::{CommitNotice, Store};
 use agora_core::entry::next_header_after;
 use agora_core::import::{self, Deferred, Held, ImportPlan, Offered, PlanError, TipChange};
@@ -22,6 +23,12 @@ use agora_core::verify::{CheckedEntry, EntryRef, verify_signatures};
 use agora_core::{AgentId, AgentKey, EntryId, SignedEntry};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Longest a redaction waits for the long reads that could hold the
+/// payload (a `verify` of a store of millions of entries reads for tens of
+/// seconds; one that takes longer erases the payload when it ends).
+pub const REDACT_WAIT_MAX: Duration = Duration::from_secs(60);
 
 /// Largest number of entries one append batch may create.
 pub const APPEND_BATCH_MAX: usize = 100_000;
@@ -309,7 +316,7 @@ impl Store {
         if self.observed() && (report.imported > 0 || report.payloads_filled > 0) {
             let payloads_changed = plan.fills.iter().map(|(at, _)| at.id).collect();
             let entries = plan.fresh.into_iter().map(|it| (it.entry, it.payload)).collect();
-            self.notify(CommitNotice { appended: false, entries, payloads_changed, forks: report.forks.clone(), tip_changes: plan.tip_changes });
+            self.notify(CommitNotice { appended: false, entries, payloads_changed, forks: report.forks.clone(), tip_changes: plan.tip_changes, redacted: false });
         }
         Ok(report)
     }
@@ -326,30 +333,56 @@ impl Store {
     /// payload's key are rewritten by a compaction forced down to the bottom
     /// level (a compaction that merely moves files would keep the bytes). See
     /// `protocol-spec/storage.md` for what remains outside the store's files.
-    pub fn redact(&self, id: &EntryId, now_ms: u64, residue: Option<&[u8]>) -> Result<(), StoreError> {
-        let _guard = self.lock();
-        let (author, seq) = self.locate(id)?.ok_or_else(|| StoreError::NotFound(id.to_string()))?;
-        let key = entry_key(&author, seq, id);
-        let payloads = self.cf(CF_PAYLOADS)?;
-        if self.db.get_pinned_cf(payloads, key).map_err(db("reading a payload"))?.is_none() {
-            let redacted = self.db.get_pinned_cf(self.cf(CF_REDACTIONS)?, key).map_err(db("reading redactions"))?;
-            return Err(if redacted.is_some() { StoreError::AlreadyRedacted(*id) } else { StoreError::PayloadNotHeld(*id) });
+    pub fn redact(&self, id: &EntryId, now_ms: u64, residue: Option<&[u8]>) -> Result<RedactReport, StoreError> {
+        self.redact_waiting(id, now_ms, residue, REDACT_WAIT_MAX)
+    }
+
+    /// [`Store::redact`], waiting at most `wait_max` for the long reads that
+    /// could still hold the payload (`readers.rs`): those that began before
+    /// the deletion (a snapshot that sees it keeps it through compaction),
+    /// then those that began while it was erased (they pin the files it
+    /// replaced). The report says what was left: a read still open then
+    /// erases the payload again when it ends (the last of them), or the
+    /// store when it closes.
+    pub fn redact_waiting(&self, id: &EntryId, now_ms: u64, residue: Option<&[u8]>, wait_max: Duration) -> Result<RedactReport, StoreError> {
+        let key = {
+            let _guard = self.lock();
+            let (author, seq) = self.locate(id)?.ok_or_else(|| StoreError::NotFound(id.to_string()))?;
+            let key = entry_key(&author, seq, id);
+            let payloads = self.cf(CF_PAYLOADS)?;
+            if self.db.get_pinned_cf(payloads, key).map_err(db("reading a payload"))?.is_none() {
+                let redacted = self.db.get_pinned_cf(self.cf(CF_REDACTIONS)?, key).map_err(db("reading redactions"))?;
+                return Err(if redacted.is_some() { StoreError::AlreadyRedacted(*id) } else { StoreError::PayloadNotHeld(*id) });
+            }
+            let mut batch = rocksdb::WriteBatch::default();
+            batch.delete_cf(payloads, key);
+            batch.put_cf(self.cf(CF_REDACTIONS)?, key, encode_redaction(now_ms, residue));
+            self.write(batch)?;
+            if self.observed() {
+                self.notify(CommitNotice { payloads_changed: vec![*id], redacted: true, ..CommitNotice::default() });
+            }
+            key
+        };
+        // Outside the write lock: writers do not wait for the long reads.
+        let started = Instant::now();
+        let until = started + wait_max;
+        self.readers.wait_older(self.readers.mark(), until);
+        self.erase_deleted(&key)?;
+        let mark = self.readers.mark();
+        let (reads_left, oldest_read_age) = self.readers.wait_older(mark, until);
+        if reads_left > 0 {
+            self.readers.defer(mark, key.to_vec());
+            // The reads may have ended since the wait did.
+            self.erase_due();
         }
-        let mut batch = rocksdb::WriteBatch::default();
-        batch.delete_cf(payloads, key);
-        batch.put_cf(self.cf(CF_REDACTIONS)?, key, encode_redaction(now_ms, residue));
-        self.write(batch)?;
-        if self.observed() {
-            self.notify(CommitNotice { payloads_changed: vec![*id], ..CommitNotice::default() });
-        }
-        self.erase_deleted(&key)
+        Ok(RedactReport { waited: started.elapsed(), reads_left, oldest_read_age })
     }
 
     /// Make sure the bytes of a deleted payload are in no live file: flush
     /// every memtable (the log segments that held them are then obsolete and
     /// deleted), then rewrite the files holding the key down to the bottom
     /// level, which drops the deleted value and its tombstone.
-    fn erase_deleted(&self, key: &[u8]) -> Result<(), StoreError> {
+    pub(crate) fn erase_deleted(&self, key: &[u8]) -> Result<(), StoreError> {
         self.flush()?;
         self.db.flush_wal(true).map_err(db("syncing the log"))?;
         let mut end = key.to_vec();
@@ -398,6 +431,7 @@ impl Store {
                 payloads_changed: Vec::new(),
                 forks,
                 tip_changes: plan.tip_changes,
+                redacted: false,
             });
         }
         Ok(entry)

@@ -21,6 +21,16 @@
 //! connection brings the document up to date before its handshake. With no
 //! socket open, this module republishes nothing.
 //!
+//! After a redaction the published document is made again from nothing
+//! (Automerge keeps every value a document ever held, so a new client would
+//! pull the redacted text from the history): the update that meets the new
+//! document starts a new repo holding a copy of it, under a new document id,
+//! stops the old repo (its document and in-memory storage dropped) and
+//! closes the old repo's sockets. That is how connected clients are told:
+//! their socket closes, and `GET /v1/automerge/url` names the new document
+//! (`remade` counts the documents replaced this run). The old id is then
+//! unknown here: a client asking for it is told it is unavailable.
+//!
 //! Clients read and never write: the share policy is read-only for every
 //! peer (samod ignores the changes a client sends), and the document is a
 //! view derived from the signed log, with no authority of its own (see
@@ -33,7 +43,7 @@
 //! every socket ends when the node stops (the `streams_end` token), so none
 //! holds the graceful shutdown open.
 //!
-//! Lock order: `copied` (this module's, held across awaits) is taken before
+//! Lock order: `served` (this module's, held across awaits) is taken before
 //! `ControlState::published` (a std mutex, held only on a blocking thread,
 //! never across an await), which is released before the served document is
 //! locked.
@@ -54,6 +64,7 @@ use std::sync::atomic::Ordering;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
 
 /// The WebSocket route.
 pub const WEBSOCKET_PATH: &str = "/v1/automerge/repo";
@@ -69,22 +80,65 @@ pub const POLL: Duration = Duration::from_millis(100);
 /// How long the repo may take to stop when the node stops.
 const STOP_MAX: Duration = Duration::from_millis(500);
 
-/// The samod repo and the one document it serves.
+/// The samod repo of the document served now, and what the sockets share.
 pub struct AutomergeRepo {
+    /// The node's peer id, and the WebSocket's URL, for each repo made.
+    peer: String,
+    url: String,
+    connections: Arc<Semaphore>,
+    served: Mutex<Served>,
+    /// What `describe` answers: the served document's URL and id, and
+    /// which one it is (read without waiting for `served`).
+    named: std::sync::Mutex<(String, String, u64)>,
+}
+
+/// One samod repo holding one document: a copy of one published document.
+/// Replaced by a new one when the published document is made again (after
+/// a redaction): the old repo, its document and its in-memory storage hold
+/// the redacted text in their history, so they are stopped and dropped,
+/// and their sockets closed.
+struct Served {
     repo: Repo,
     doc: DocHandle,
     acceptor: AcceptorHandle,
-    connections: Arc<Semaphore>,
-    copied: Mutex<Copied>,
-}
-
-/// What the served document holds of the published one.
-struct Copied {
+    /// Ends this repo's sockets.
+    sockets_end: CancellationToken,
+    /// The published document it copies (`PublishedView::document_id`).
+    document: String,
     /// The store generation it was last brought up to date at.
     generation: Option<u64>,
     /// The published document's heads then: every change up to them is in
     /// the served document.
     heads: Vec<ChangeHash>,
+}
+
+impl Served {
+    /// A repo with one document made of `changes` (the published
+    /// document's, all of them).
+    async fn start(peer: &str, url: &str, changes: Vec<automerge::Change>, document: String, generation: Option<u64>, heads: Vec<ChangeHash>) -> Result<Self> {
+        let repo = Repo::build_tokio().with_peer_id(PeerId::from_string(format!("agora-node-{peer}"))).with_share_policy(ShareConfig::read_only()).load().await;
+        // A fresh actor: the served document never makes changes of its own
+        // but the empty first one samod gives an empty document.
+        let mut initial = Automerge::new();
+        initial.apply_changes(changes).context("copying the published document")?;
+        let doc = repo.create(initial).await.map_err(|_| anyhow!("the automerge repo stopped while starting"))?;
+        let url = samod::Url::parse(url).context("the automerge-repo WebSocket's URL")?;
+        let acceptor = repo.make_acceptor(url).map_err(|_| anyhow!("the automerge repo stopped while starting"))?;
+        tracing::debug!(url = %doc.url(), %document, "automerge-repo document served");
+        Ok(Self { repo, doc, acceptor, sockets_end: CancellationToken::new(), document, generation, heads })
+    }
+
+    /// Close its sockets and stop it, in the background (bounded).
+    fn retire(self) {
+        self.sockets_end.cancel();
+        self.acceptor.close();
+        let repo = self.repo;
+        tokio::spawn(async move {
+            if tokio::time::timeout(STOP_MAX, repo.stop()).await.is_err() {
+                tracing::debug!("a retired automerge repo did not stop in time");
+            }
+        });
+    }
 }
 
 impl AutomergeRepo {
@@ -93,33 +147,20 @@ impl AutomergeRepo {
     /// the node in the handshake; `url` (for samod's logs) is where the
     /// WebSocket listens.
     pub async fn start(published: &mut PublishedView, peer: &str, url: &str) -> Result<Self> {
-        let repo = Repo::build_tokio().with_peer_id(PeerId::from_string(format!("agora-node-{peer}"))).with_share_policy(ShareConfig::read_only()).load().await;
         let heads = published.heads();
-        // A fresh actor: the served document never makes changes of its own
-        // but the empty first one samod gives an empty document.
-        let mut initial = Automerge::new();
-        initial.apply_changes(published.changes_since(&[])).context("copying the published document")?;
-        let doc = repo.create(initial).await.map_err(|_| anyhow!("the automerge repo stopped while starting"))?;
-        let url = samod::Url::parse(url).context("the automerge-repo WebSocket's URL")?;
-        let acceptor = repo.make_acceptor(url).map_err(|_| anyhow!("the automerge repo stopped while starting"))?;
-        tracing::debug!(url = %doc.url(), "automerge-repo document served");
+        let served = Served::start(peer, url, published.changes_since(&[]), published.document_id(), published.generation(), heads).await?;
+        let named = (served.doc.url().to_string(), served.doc.document_id().to_string(), 0);
         Ok(Self {
-            repo,
-            doc,
-            acceptor,
+            peer: peer.to_string(),
+            url: url.to_string(),
             connections: Arc::new(Semaphore::new(CONNECTIONS_MAX)),
-            copied: Mutex::new(Copied { generation: published.generation(), heads }),
+            served: Mutex::new(served),
+            named: std::sync::Mutex::new(named),
         })
     }
 
-    /// The document's URL, `automerge:<document id>`.
-    pub fn url(&self) -> String {
-        self.doc.url().to_string()
-    }
-
-    /// The document's id (the URL without its scheme).
-    pub fn document_id(&self) -> String {
-        self.doc.document_id().to_string()
+    fn named(&self) -> (String, String, u64) {
+        self.named.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// WebSockets open now.
@@ -127,11 +168,15 @@ impl AutomergeRepo {
         CONNECTIONS_MAX - self.connections.available_permits()
     }
 
-    /// What `/v1/automerge/url` answers and the status shows.
+    /// What `/v1/automerge/url` answers and the status shows. `remade`
+    /// counts the documents served before this one in this run (each made
+    /// again after a redaction, under a new id).
     pub fn describe(&self) -> serde_json::Value {
+        let (url, document_id, remade) = self.named();
         serde_json::json!({
-            "url": self.url(),
-            "document_id": self.document_id(),
+            "url": url,
+            "document_id": document_id,
+            "remade": remade,
             "websocket": WEBSOCKET_PATH,
             "connections": self.connections(),
         })
@@ -139,34 +184,58 @@ impl AutomergeRepo {
 
     /// Bring the served document up to date with the store: republish the
     /// merged view if a write was committed since, then apply the changes
-    /// the served document lacks. One at a time.
+    /// the served document lacks. When the published document was made
+    /// again (a redaction), the served one is replaced by a new document in
+    /// a new repo, and the old repo's sockets are closed: a client learns
+    /// the new URL from `/v1/automerge/url`. One at a time.
     pub async fn update(self: &Arc<Self>, state: &Arc<ControlState>) -> Result<()> {
-        let mut copied = self.copied.lock().await;
-        if copied.generation == Some(state.generation.load(Ordering::Acquire)) {
+        let mut served = self.served.lock().await;
+        // A redaction is a commit: it moves the generation too.
+        if served.generation == Some(state.generation.load(Ordering::Acquire)) {
             return Ok(());
         }
-        let since = copied.heads.clone();
-        let (state, this) = (state.clone(), self.clone());
-        let (generation, heads) = tokio::task::spawn_blocking(move || -> Result<(u64, Vec<ChangeHash>)> {
-            let (generation, changes, heads) = {
+        let since = served.heads.clone();
+        let (doc, document) = (served.doc.clone(), served.document.clone());
+        let state = state.clone();
+        let copied = tokio::task::spawn_blocking(move || -> Result<Copied> {
+            let (generation, id, changes, heads) = {
                 let mut published = state.published.lock().unwrap_or_else(|p| p.into_inner());
                 // Read under the lock: the newest generation, so a sync
                 // round that republished meanwhile is not redone for an
                 // older one.
                 let generation = state.generation.load(Ordering::Acquire);
                 published.refresh(&state.merge, &state.store, generation)?;
-                (generation, published.changes_since(&since), published.heads())
+                let id = published.document_id();
+                let changes = if id == document { published.changes_since(&since) } else { published.changes_since(&[]) };
+                (generation, id, changes, published.heads())
             };
+            if id != document {
+                return Ok(Copied::Remade { generation, document: id, changes, heads });
+            }
             if !changes.is_empty() {
                 let n = changes.len();
-                this.doc.with_document(|doc| doc.apply_changes(changes)).context("applying the view's changes to the served document")?;
+                doc.with_document(|doc| doc.apply_changes(changes)).context("applying the view's changes to the served document")?;
                 tracing::debug!(changes = n, generation, "automerge-repo document updated");
             }
-            Ok((generation, heads))
+            Ok(Copied::Applied { generation, heads })
         })
         .await
         .context("the update stopped")??;
-        *copied = Copied { generation: Some(generation), heads };
+        match copied {
+            Copied::Applied { generation, heads } => {
+                served.generation = Some(generation);
+                served.heads = heads;
+            }
+            Copied::Remade { generation, document, changes, heads } => {
+                let new = Served::start(&self.peer, &self.url, changes, document, Some(generation), heads).await?;
+                {
+                    let mut named = self.named.lock().unwrap_or_else(|p| p.into_inner());
+                    *named = (new.doc.url().to_string(), new.doc.document_id().to_string(), named.2 + 1);
+                }
+                tracing::info!(url = %new.doc.url(), "a payload was redacted: the automerge-repo document is served anew, without its history; the old one's sockets are closed");
+                std::mem::replace(&mut *served, new).retire();
+            }
+        }
         Ok(())
     }
 
@@ -195,12 +264,22 @@ impl AutomergeRepo {
                     tracing::warn!("updating the automerge-repo document: {e:#}");
                 }
             }
-            self.acceptor.close();
-            if tokio::time::timeout(STOP_MAX, self.repo.stop()).await.is_err() {
+            let served = self.served.lock().await;
+            served.sockets_end.cancel();
+            served.acceptor.close();
+            if tokio::time::timeout(STOP_MAX, served.repo.stop()).await.is_err() {
                 tracing::debug!("the automerge repo did not stop in time");
             }
         })
     }
+}
+
+/// What an update did to the served document.
+enum Copied {
+    /// Changes applied to the same document.
+    Applied { generation: u64, heads: Vec<ChangeHash> },
+    /// The published document was made again: every change of the new one.
+    Remade { generation: u64, document: String, changes: Vec<automerge::Change>, heads: Vec<ChangeHash> },
 }
 
 /// `GET /v1/automerge/url`.
@@ -223,11 +302,24 @@ pub async fn websocket(State(state): State<Arc<ControlState>>, upgrade: WebSocke
     // browser refuses a handshake that selects none of those it offered).
     let offered = format!("{}{}", super::server::TOKEN_PROTOCOL_PREFIX, state.token);
     upgrade.protocols([offered]).max_message_size(MESSAGE_BYTES_MAX).on_upgrade(move |socket| async move {
+        // Never onto a document that may be out of date: after a redaction
+        // the old one still holds the text in its history.
         if let Err(e) = repo.update(&state).await {
-            tracing::warn!("updating the automerge-repo document: {e:#}");
+            tracing::warn!("updating the automerge-repo document, so the socket is closed: {e:#}");
+            return;
         }
-        let (stream, sink) = bytes_of(socket, permit, state.streams_end.clone());
-        if repo.acceptor.accept(Transport::new(stream, sink)).is_err() {
+        let served = repo.served.lock().await;
+        // The socket ends when the node stops, or when this document is
+        // replaced (a redaction).
+        let (node_end, document_end) = (state.streams_end.clone(), served.sockets_end.clone());
+        let end = async move {
+            tokio::select! {
+                _ = node_end.cancelled() => {}
+                _ = document_end.cancelled() => {}
+            }
+        };
+        let (stream, sink) = bytes_of(socket, permit, end);
+        if served.acceptor.accept(Transport::new(stream, sink)).is_err() {
             tracing::debug!("automerge-repo connection refused: the repo stopped");
         }
     })
@@ -237,15 +329,16 @@ type Received = Pin<Box<dyn Stream<Item = Result<Vec<u8>, axum::Error>> + Send>>
 
 /// The socket as samod's transport wants it: binary messages in and out
 /// (text is an error, pings and closes are the socket's business). The
-/// incoming stream ends when the node stops, which ends the connection;
-/// it holds the connection's permit until samod drops it.
+/// incoming stream ends at `end` (the node stops, the document is
+/// replaced), which ends the connection; it holds the connection's permit
+/// until samod drops it.
 fn bytes_of(
     socket: WebSocket,
     permit: OwnedSemaphorePermit,
-    end: tokio_util::sync::CancellationToken,
+    end: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> (Held, impl Sink<Vec<u8>, Error = axum::Error> + Send + Unpin + 'static) {
     let (sink, stream) = socket.split();
-    let stream = stream.take_until(end.cancelled_owned()).filter_map(|message| async move {
+    let stream = stream.take_until(end).filter_map(|message| async move {
         match message {
             Ok(Message::Binary(bytes)) => Some(Ok(bytes.to_vec())),
             Ok(Message::Text(_)) => Some(Err(axum::Error::new(std::io::Error::new(

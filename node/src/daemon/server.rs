@@ -393,11 +393,11 @@ async fn automerge_sync(State(state): State<Arc<ControlState>>, body: Bytes) -> 
         let generation = state.generation.load(std::sync::atomic::Ordering::Acquire);
         let mut published = state.published.lock().unwrap_or_else(|p| p.into_inner());
         published.refresh(&state.merge, &state.store, generation)?;
-        published.sync(&client, &message)
+        Ok::<_, anyhow::Error>((published.sync(&client, &message)?, published.document_id()))
     })
     .await;
     match result {
-        Ok(Ok(reply)) => (StatusCode::OK, reply).into_response(),
+        Ok(Ok((reply, document))) => (StatusCode::OK, [(agora_commands::automerge_view::DOCUMENT_HEADER, document)], reply).into_response(),
         Ok(Err(e)) => (StatusCode::BAD_REQUEST, format!("{e:#}")).into_response(),
         Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
