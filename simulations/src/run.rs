@@ -611,7 +611,7 @@ impl<'s> Run<'s> {
                 let n = self.adversary_rng.next_u64();
                 let at = if skew_ms < 0 { now.saturating_sub(skew_ms.unsigned_abs()) } else { now.saturating_add(skew_ms as u64) };
                 let payload = match self.honest_position_held(node).filter(|_| targets) {
-                    Some(target) if n % 2 == 0 => Event::Contradiction { target, text: format!("backdated contradiction {n}") }.encode(),
+                    Some(target) if n.is_multiple_of(2) => Event::Contradiction { target, text: format!("backdated contradiction {n}") }.encode(),
                     Some(target) => MergeEvent::Dispute { target, reason: format!("backdated dispute {n}"), counter_claim: None }.encode(),
                     None => text("backdated", n),
                 };

@@ -263,6 +263,10 @@ fn honest_counterpart(adversaries: &[Adversary]) -> Vec<Adversary> {
     adversaries.iter().map(|a| Adversary { kind: AdversaryKind::Honest, count: a.count, every_ms: a.every_ms }).collect()
 }
 
+/// An honest-only run's identity: its seed, and its adversary nodes'
+/// (count, every_ms).
+type BaselineKey = (u64, Vec<(usize, u64)>);
+
 /// Play the trials of `options` against `scenario`; `replay` gives a
 /// trial's replay command from its family and strategy seed, `each` sees
 /// every trial as it ends.
@@ -273,7 +277,7 @@ pub fn search(
     mut each: impl FnMut(&Trial),
 ) -> Result<SearchReport, SearchError> {
     let trials = plan(options)?;
-    let mut baselines: BTreeMap<(u64, Vec<(usize, u64)>), Option<u64>> = BTreeMap::new();
+    let mut baselines: BTreeMap<BaselineKey, Option<u64>> = BTreeMap::new();
     let mut families: BTreeMap<Family, FamilyResult> = BTreeMap::new();
     let mut violations = Vec::new();
     for (family, strategy_seed) in trials {
