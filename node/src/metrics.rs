@@ -127,6 +127,8 @@ pub fn render(status: &Value, histograms: &Histograms) -> String {
         "requests_shed",
         "withheld",
         "claims_dropped",
+        "short_answers",
+        "gossip_not_new",
         "malformed_messages",
         "wrong_workspace",
     ] {

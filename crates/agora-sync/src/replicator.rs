@@ -71,6 +71,11 @@ const RESUME_MAX: usize = 256;
 /// below this many.
 const BEHIND_PRUNE_MIN: usize = 4_096;
 
+/// A peer's measured rate (entries new to us per millisecond of its
+/// requests' time) counts the recent past: once its time passes this, both
+/// its entries and its time are halved.
+const RATE_WINDOW_MS: u64 = 60_000;
+
 /// Tips passed remembered per author held (a peer that lags claims one of
 /// them until it announces its own new tips; it is not probed as a branch).
 const PASSED_TIPS_MAX: usize = 8;
@@ -91,9 +96,24 @@ pub struct Config {
     /// [`RETRY_FANOUT_MAX`] are in flight (a fan-out sends several at once);
     /// the follow-ups of imports (a backfill, a resumed range) come on top.
     pub in_flight_max: usize,
-    /// A request unanswered for this long is asked again, of every other
-    /// peer that claims the range.
+    /// A request for a whole range (`range_limit` seqs) unanswered for this
+    /// long is struck and asked again, of every other peer that claims the
+    /// range. A smaller request gets a deadline in proportion, never below
+    /// `request_timeout_base_ms`: see [`Config::request_timeout_base_ms`].
     pub request_timeout_ms: u64,
+    /// The deadline of a request scales with what it asks for: a request for
+    /// `n` seqs gets `base + (request_timeout_ms − base) × n / range_limit`
+    /// milliseconds, with `base` this value (at most `request_timeout_ms`).
+    pub request_timeout_base_ms: u64,
+    /// Hedging: a request still unanswered after `hedge_slowdown` times the
+    /// time the fastest other claimant would take for it at its measured
+    /// rate (and never before `hedge_min_ms`) is asked of that claimant too;
+    /// the first answer settles both. With no claimant measured yet, a
+    /// request is hedged at half its deadline.
+    pub hedge_min_ms: u64,
+    /// See [`Config::hedge_min_ms`]: how many times slower than the best
+    /// other claimant a request may be before it is hedged (at least 1).
+    pub hedge_slowdown: u32,
     /// How long a peer that sent invalid data is ignored.
     pub ban_ms: u64,
     /// Most heads in one frontier message. Longer frontiers are sent as
@@ -147,6 +167,9 @@ impl Default for Config {
             in_flight_per_peer: 4,
             in_flight_max: 16,
             request_timeout_ms: 10_000,
+            request_timeout_base_ms: 2_000,
+            hedge_min_ms: 500,
+            hedge_slowdown: 2,
             ban_ms: 600_000,
             frontier_heads_max: 50_000,
             frontier_refresh_ms: 30_000,
@@ -387,6 +410,15 @@ pub struct Stats {
     pub payloads_unavailable: u64,
     /// Imports held back because their entries are dated in the future.
     pub deferred: u64,
+    /// Short answers: fewer entries than asked and than the peer claims,
+    /// not marked `more` (the peer is demoted, its claim cut to what it sent).
+    pub short_answers: u64,
+    /// Requests asked of a second claimant because the first was slow.
+    pub hedged: u64,
+    /// Gossip that carried no new tip (an entry or announcement at or below
+    /// the highest seq held, being imported, or already gossiped): dropped
+    /// before any author is charged, charged to the relay.
+    pub gossip_not_new: u64,
 }
 
 /// Entries peers announced that this node does not hold.
@@ -409,7 +441,17 @@ struct InFlight {
     /// Most seqs asked for.
     limit: u32,
     purpose: Purpose,
+    /// When it was sent.
+    sent_ms: u64,
     deadline_ms: u64,
+    /// Time of it already charged to the peer's record (when it was hedged).
+    charged_ms: u64,
+    /// When it is asked of another claimant too, if still unanswered
+    /// (`u64::MAX`: never; see [`Config::hedge_min_ms`]).
+    hedge_at_ms: u64,
+    /// A hedge (asked because another claimant was slow): counted against
+    /// `in_flight_max` separately.
+    hedge: bool,
     /// Requests for the same range sent to several peers at once (a retry
     /// after a timeout) share a group; the first answer settles all.
     group: u64,
@@ -499,12 +541,19 @@ struct PeerState {
     /// each gossiped entry), most recent last: it holds them, so our heads
     /// among them are not announced back to it.
     holds: VecDeque<EntryId>,
-    /// Requests it let time out, empty answers to its own claims, payloads
-    /// it claimed and did not send: it is asked last.
+    /// Requests it let time out, empty answers to its own claims, repeated
+    /// short answers, payloads it claimed and did not send: each divides
+    /// its score.
     strikes: u32,
-    /// Responses with entries it delivered: among peers with equal strikes,
-    /// the ones that served are asked first.
-    delivered: u64,
+    /// Entries new to us it delivered in answers to forward ranges.
+    useful: u64,
+    /// Milliseconds its forward requests took (answered, cut short by a
+    /// hedge, or timed out). `useful / spent_ms` is its measured rate; both
+    /// are halved once this passes [`RATE_WINDOW_MS`].
+    spent_ms: u64,
+    /// Short answers in a row (fewer entries than asked and than it
+    /// claims, not `more`): from the second on, each is a strike.
+    shorts: u32,
     /// It answered `Busy`: not asked again before this.
     busy_until_ms: u64,
     /// When it is sent our whole frontier again ([`Config::frontier_refresh_ms`]).
@@ -519,9 +568,43 @@ impl PeerState {
         self.holds.push_back(id);
     }
 
-    /// Who is asked first: fewer strikes, then more delivered.
-    fn rank(&self) -> (u32, std::cmp::Reverse<u64>) {
-        (self.strikes, std::cmp::Reverse(self.delivered))
+    /// Who is asked first: the highest score (ties by peer number).
+    fn rank(&self) -> std::cmp::Reverse<u64> {
+        std::cmp::Reverse(self.score())
+    }
+
+    /// Useful data per unit of time: entries new to us per millisecond of
+    /// its requests' time (in millionths, one entry and one millisecond
+    /// added so an unmeasured peer scores one entry per millisecond),
+    /// divided by one plus its strikes.
+    fn score(&self) -> u64 {
+        let rate = u128::from(self.useful.saturating_add(1)) * 1_000_000 / u128::from(self.spent_ms.saturating_add(1));
+        u64::try_from(rate / u128::from(self.strikes.saturating_add(1))).unwrap_or(u64::MAX)
+    }
+
+    /// Milliseconds it would take for `n` entries at its measured rate, if
+    /// it has delivered any.
+    fn expected_ms(&self, n: u64) -> Option<u64> {
+        (self.useful > 0).then(|| u64::try_from(u128::from(n) * u128::from(self.spent_ms.saturating_add(1)) / u128::from(self.useful)).unwrap_or(u64::MAX))
+    }
+
+    /// Add an answer (or a wait) to its record.
+    fn charge(&mut self, useful: u64, ms: u64) {
+        self.useful = self.useful.saturating_add(useful);
+        self.spent_ms = self.spent_ms.saturating_add(ms);
+        if self.spent_ms > RATE_WINDOW_MS {
+            self.useful /= 2;
+            self.spent_ms /= 2;
+        }
+    }
+
+    /// Does this peer claim what a request of `purpose` for `author` from
+    /// `seq` asks for?
+    fn claims(&self, author: &AgentId, seq: u64, purpose: Purpose) -> bool {
+        self.frontier.get(author).is_some_and(|t| match purpose {
+            Purpose::Branch(tip) => t.iter().any(|h| h.id == tip),
+            _ => max_seq(t) >= seq,
+        })
     }
 }
 
@@ -566,11 +649,15 @@ pub struct Replicator {
     missing: BTreeMap<EntryRef, Missing>,
     /// Gossip budgets of authors (admitted authors only).
     author_buckets: BTreeMap<AgentId, TokenBucket>,
+    /// Per author, the highest seq accepted from gossip: gossip at or below
+    /// it (or below what is held or being imported) is no new tip. Bounded
+    /// like `author_buckets`.
+    gossiped: BTreeMap<AgentId, u64>,
     /// Fork proofs already published, by (author, seq).
     published_forks: BTreeSet<(AgentId, u64)>,
-    /// The record (strikes, responses delivered) of peers that disconnected,
-    /// so that reconnecting does not wash it.
-    past: BTreeMap<PeerId, (u32, u64)>,
+    /// The record (strikes, entries delivered, time spent) of peers that
+    /// disconnected, so that reconnecting does not wash it.
+    past: BTreeMap<PeerId, (u32, u64, u64)>,
     /// Authors whose tips changed and are not announced yet.
     pending_announce: BTreeSet<AgentId>,
     /// Authors some peer may hold more of than we do: every author whose
@@ -654,6 +741,7 @@ impl Replicator {
             deferred: BTreeMap::new(),
             missing: BTreeMap::new(),
             author_buckets: BTreeMap::new(),
+            gossiped: BTreeMap::new(),
             published_forks: BTreeSet::new(),
             past: BTreeMap::new(),
             pending_announce: BTreeSet::new(),
@@ -686,6 +774,7 @@ impl Replicator {
     pub fn set_admitted(&mut self, admitted: Option<BTreeMap<AgentId, Option<u64>>>, now_ms: u64) {
         if let Some(a) = &admitted {
             self.author_buckets.retain(|author, _| a.contains_key(author));
+            self.gossiped.retain(|author, _| a.contains_key(author));
         }
         self.admitted = admitted;
         // Authors admitted now may be claimed already.
@@ -938,7 +1027,8 @@ impl Replicator {
         }
         let bucket = TokenBucket::new(self.config.peer_messages_per_s, self.config.peer_messages_burst, now_ms);
         // A reconnection does not wash a peer's record.
-        let (strikes, delivered) = self.peers.get(&peer).map(|s| (s.strikes, s.delivered)).or_else(|| self.past.remove(&peer)).unwrap_or((0, 0));
+        let (strikes, useful, spent_ms) =
+            self.peers.get(&peer).map(|s| (s.strikes, s.useful, s.spent_ms)).or_else(|| self.past.remove(&peer)).unwrap_or((0, 0, 0));
         self.peers.insert(
             peer,
             PeerState {
@@ -949,7 +1039,9 @@ impl Replicator {
                 window_start_ms: now_ms,
                 holds: VecDeque::new(),
                 strikes,
-                delivered,
+                useful,
+                spent_ms,
+                shorts: 0,
                 busy_until_ms: 0,
                 refresh_at_ms: self.next_refresh(now_ms),
             },
@@ -984,12 +1076,12 @@ impl Replicator {
     /// among the bounded past ones.
     fn forget_peer(&mut self, peer: PeerId) {
         if let Some(s) = self.peers.remove(&peer)
-            && (s.strikes, s.delivered) != (0, 0)
+            && (s.strikes, s.useful, s.spent_ms) != (0, 0, 0)
         {
             if self.past.len() >= PAST_PEERS_MAX {
                 self.past.pop_first();
             }
-            self.past.insert(peer, (s.strikes, s.delivered));
+            self.past.insert(peer, (s.strikes, s.useful, s.spent_ms));
         }
     }
 
@@ -1091,6 +1183,7 @@ impl Replicator {
             // No roster to bound the authors by: forget the budgets rather
             // than grow without bound (a fresh budget is a full one).
             self.author_buckets.clear();
+            self.gossiped.clear();
         }
         let ok = self.author_buckets.entry(author).or_insert_with(|| TokenBucket::new(per_s, burst, now_ms)).take(now_ms);
         if !ok {
@@ -1398,15 +1491,7 @@ impl Replicator {
     /// peer in back-off (`Busy`) never does: it will not be asked soon.
     fn better_claimant(&self, peer: PeerId, author: &AgentId, seq: u64, purpose: Purpose) -> bool {
         let Some(mine) = self.peers.get(&peer).map(PeerState::rank) else { return false };
-        self.peers.iter().any(|(q, s)| {
-            *q != peer
-                && s.rank() < mine
-                && s.busy_until_ms <= self.clock_ms
-                && s.frontier.get(author).is_some_and(|t| match purpose {
-                    Purpose::Branch(tip) => t.iter().any(|h| h.id == tip),
-                    _ => max_seq(t) >= seq,
-                })
-        })
+        self.peers.iter().any(|(q, s)| *q != peer && s.rank() < mine && s.busy_until_ms <= self.clock_ms && s.claims(author, seq, purpose))
     }
 
     fn plan_author(&mut self, peer: PeerId, author: AgentId, now_ms: u64) {
@@ -1517,8 +1602,10 @@ impl Replicator {
             // Else announcements of branch heads could grow the marks without bound.
             assert!(self.sought.len() <= SOUGHT_MAX, "{} branch heads sought", self.sought.len());
         }
-        let deadline_ms = now_ms.saturating_add(self.config.request_timeout_ms);
-        let reused = self.in_flight.insert(req, InFlight { peer, author, start, limit, purpose, deadline_ms, group, planned });
+        let deadline_ms = now_ms.saturating_add(self.timeout_for(limit));
+        let hedge_at_ms = self.hedge_wait(peer, author, start.seq, limit, purpose).map_or(u64::MAX, |w| now_ms.saturating_add(w));
+        let f = InFlight { peer, author, start, limit, purpose, sent_ms: now_ms, deadline_ms, charged_ms: 0, hedge_at_ms, hedge: false, group, planned };
+        let reused = self.in_flight.insert(req, f);
         // Else one answer would settle two requests, and the other's slot never come free.
         assert!(reused.is_none(), "request id {req} used twice");
         // Planned requests go out only while fewer than `in_flight_max` are in
@@ -1532,6 +1619,90 @@ impl Replicator {
             assert!(planned_in_flight < self.config.in_flight_max + RETRY_FANOUT_MAX, "{planned_in_flight} planned requests in flight, over the limit");
         }
         self.outputs.push_back(Output::Send(peer, Message::Request { req, author, start, limit }));
+    }
+
+    /// The deadline of a request for `limit` seqs: `request_timeout_base_ms`
+    /// plus the rest of `request_timeout_ms` in proportion to the seqs
+    /// asked, so a whole range gets `request_timeout_ms`.
+    fn timeout_for(&self, limit: u32) -> u64 {
+        let full = self.config.request_timeout_ms;
+        let base = self.config.request_timeout_base_ms.min(full);
+        let n = u64::from(limit.min(self.config.range_limit));
+        base.saturating_add((full - base).saturating_mul(n) / u64::from(self.config.range_limit))
+    }
+
+    /// How long a request to `peer` may go unanswered before it is hedged:
+    /// `hedge_slowdown` times what the fastest measured other claimant
+    /// would take for it (at least `hedge_min_ms`), or half its deadline if
+    /// no other claimant is measured. `None`: not before its deadline (or a
+    /// payload request, asked of claimants in turn instead).
+    fn hedge_wait(&self, peer: PeerId, author: AgentId, seq: u64, limit: u32, purpose: Purpose) -> Option<u64> {
+        if purpose == Purpose::Payload {
+            return None;
+        }
+        let timeout = self.timeout_for(limit);
+        let best = self.peers.iter().filter(|(q, s)| **q != peer && s.claims(&author, seq, purpose)).filter_map(|(_, s)| s.expected_ms(u64::from(limit))).min();
+        let wait = match best {
+            Some(ms) => ms.saturating_mul(u64::from(self.config.hedge_slowdown.max(1))).max(self.config.hedge_min_ms),
+            None => timeout / 2,
+        };
+        (wait < timeout).then_some(wait)
+    }
+
+    /// A peer's measured rate changed: when each request not yet hedged is
+    /// due to be.
+    fn reschedule_hedges(&mut self) {
+        let due: Vec<(u64, u64)> = self
+            .in_flight
+            .iter()
+            .filter(|(_, f)| f.hedge_at_ms != u64::MAX)
+            .map(|(r, f)| (*r, self.hedge_wait(f.peer, f.author, f.start.seq, f.limit, f.purpose).map_or(u64::MAX, |w| f.sent_ms.saturating_add(w))))
+            .collect();
+        for (req, at) in due {
+            if let Some(f) = self.in_flight.get_mut(&req) {
+                f.hedge_at_ms = at;
+            }
+        }
+    }
+
+    /// Ask the range of request `req`, slow to come, of the best other
+    /// claimant too (same group: the first answer settles both). The slow
+    /// peer is charged the time waited so far. At most `in_flight_max`
+    /// hedges are in flight, and a group holds at most [`RETRY_FANOUT_MAX`]
+    /// requests.
+    fn hedge(&mut self, req: u64, now_ms: u64) {
+        let Some(f) = self.in_flight.get_mut(&req) else { return };
+        f.hedge_at_ms = u64::MAX;
+        let waited = now_ms.saturating_sub(f.sent_ms);
+        let charge = waited.saturating_sub(f.charged_ms);
+        f.charged_ms = waited;
+        let f = f.clone();
+        if matches!(f.purpose, Purpose::Forward)
+            && let Some(s) = self.peers.get_mut(&f.peer)
+        {
+            s.charge(0, charge);
+        }
+        let hedges = self.in_flight.values().filter(|g| g.hedge).count();
+        let group: Vec<PeerId> = self.in_flight.values().filter(|g| g.group == f.group).map(|g| g.peer).collect();
+        if hedges >= self.config.in_flight_max || group.len() >= RETRY_FANOUT_MAX {
+            return;
+        }
+        // The fastest measured claimant; else the best ranked.
+        let candidates: Vec<PeerId> = self
+            .peers_in_rank_order()
+            .into_iter()
+            .filter(|q| !group.contains(q))
+            .filter(|q| self.peers.get(q).is_some_and(|s| s.busy_until_ms <= now_ms && s.claims(&f.author, f.start.seq, f.purpose)))
+            .collect();
+        let fastest =
+            candidates.iter().filter_map(|q| self.peers.get(q).and_then(|s| s.expected_ms(u64::from(f.limit))).map(|ms| (ms, *q))).min().map(|(_, q)| q);
+        let Some(target) = fastest.or_else(|| candidates.first().copied()) else { return };
+        self.stats.hedged += 1;
+        let hedge_req = self.next_req;
+        self.request(target, f.author, f.start, f.limit, f.purpose, f.group, false, now_ms);
+        if let Some(h) = self.in_flight.get_mut(&hedge_req) {
+            h.hedge = true;
+        }
     }
 
     /// Ask peers for payloads of entries held without one: the seq of each,
@@ -1613,6 +1784,18 @@ impl Replicator {
         self.in_flight.remove(&req);
         self.stats.entries_verified += verified.len() as u64;
         let author = asked.author;
+        // The peer's record: entries new to us per millisecond it took (a
+        // forward range's; other requests are asked of whoever claims them).
+        let claimed = self.peers.get(&peer).and_then(|s| s.frontier.get(&author)).map_or(0, |t| max_seq(t));
+        if asked.purpose == Purpose::Forward {
+            let ours = self.local.get(&author).map_or(0, |t| max_seq(t)).max(self.importing.get(&author).copied().unwrap_or(0));
+            let useful = verified.iter().filter(|e| e.header().seq > ours).count() as u64;
+            let took = now_ms.saturating_sub(asked.sent_ms).saturating_sub(asked.charged_ms);
+            if let Some(s) = self.peers.get_mut(&peer) {
+                s.charge(useful, took);
+            }
+            self.reschedule_hedges();
+        }
         let Some(last) = verified.last().map(|e| (e.header().seq, e.id())) else {
             // Nothing from where it claimed to have more: its claim is
             // dropped and it is struck, so it is asked last from now on. The
@@ -1630,12 +1813,40 @@ impl Replicator {
             }
             return self.plan_all(now_ms);
         };
-        // The first answer of a group settles it: the others are not waited for.
-        self.in_flight.retain(|_, f| f.group != asked.group);
+        let end = asked.start.seq.saturating_add(u64::from(asked.limit));
+        // Short: fewer entries than asked and than the peer claims, and not
+        // cut (`more`). It under-delivers: its claim is cut to what it sent
+        // (it proved it holds that), the range's rest is planned again for
+        // every claimant, and from the second short answer in a row on,
+        // each is a strike. Other requests of its group stay in flight
+        // (they may bring the whole range).
+        let short = asked.purpose == Purpose::Forward && !more && last.0.saturating_add(1) < end && claimed > last.0;
+        if short {
+            self.stats.short_answers += 1;
+            let struck = self.peers.get_mut(&peer).is_some_and(|s| {
+                s.shorts = s.shorts.saturating_add(1);
+                s.shorts >= 2
+            });
+            if struck {
+                self.strike(peer);
+            }
+            if let Some(tips) = self.peers.get_mut(&peer).and_then(|s| s.frontier.get_mut(&author)) {
+                tips.retain(|h| h.seq <= last.0);
+                if tips.is_empty() {
+                    tips.push(Head { author, seq: last.0, id: last.1 });
+                }
+            }
+            self.behind.insert(author);
+        } else {
+            // The first answer of a group settles it: the others are not waited for.
+            self.in_flight.retain(|_, f| f.group != asked.group);
+            if let Some(s) = self.peers.get_mut(&peer) {
+                s.shorts = 0;
+            }
+        }
         self.retried.remove(&(author, asked.start.seq));
         if let Some(state) = self.peers.get_mut(&peer) {
             state.note_holds(last.1);
-            state.delivered += 1;
         }
         if asked.purpose == Purpose::Payload {
             // A peer that claims the entry but sends it without its payload
@@ -1648,7 +1859,6 @@ impl Replicator {
                 self.strike(peer);
             }
         }
-        let end = asked.start.seq.saturating_add(u64::from(asked.limit));
         let mut rest_purpose = asked.purpose.rest();
         if let Purpose::Branch(tip) = asked.purpose
             && !verified.iter().any(|e| e.id() == tip)
@@ -1667,11 +1877,30 @@ impl Replicator {
         }
         if more {
             // Cut short: ask for the rest of the range, after the last entry
-            // received (before this response is released, so it is imported after it).
+            // received (before this response is released, so it is imported
+            // after it). The rest of a forward range goes to the best ranked
+            // claimant, which is this peer unless a better one claims the
+            // author beyond the last entry: a peer cutting every answer to
+            // one entry is not asked for the rest again and again.
+            let mut target = peer;
+            if asked.purpose == Purpose::Forward && self.better_claimant(peer, &author, last.0.saturating_add(1), Purpose::Forward) {
+                let next = last.0.saturating_add(1);
+                let clock = self.clock_ms;
+                if let Some(q) = self
+                    .peers_in_rank_order()
+                    .into_iter()
+                    .find(|q| self.peers.get(q).is_some_and(|s| s.busy_until_ms <= clock && s.claims(&author, next, Purpose::Forward)))
+                {
+                    target = q;
+                }
+            }
             let rest = u32::try_from(end - last.0).unwrap_or(u32::MAX);
             let group = self.new_group();
-            self.request(peer, author, RangeStart { seq: last.0, after: Some(last.1) }, rest, rest_purpose, group, asked.planned, now_ms);
+            self.request(target, author, RangeStart { seq: last.0, after: Some(last.1) }, rest, rest_purpose, group, asked.planned, now_ms);
         }
+        // What the held response covers: the range asked, or only up to its
+        // last entry when the rest is planned anew.
+        let held_limit = if short { u32::try_from(last.0 - asked.start.seq + 1).unwrap_or(asked.limit).min(asked.limit) } else { asked.limit };
         let admitted: Vec<VerifiedEntry> = verified.into_iter().filter(|e| self.admits(&author, e.header().seq)).collect();
         if !admitted.is_empty() {
             if asked.purpose == Purpose::Forward {
@@ -1679,7 +1908,7 @@ impl Replicator {
                 // A range asked again after its first part failed to import
                 // may be cut at the same entry again: the newer answer to
                 // that rest replaces the one still held.
-                self.held.insert((author, asked.start), Held { peer, limit: asked.limit, entries: admitted, deadline_ms });
+                self.held.insert((author, asked.start), Held { peer, limit: held_limit, entries: admitted, deadline_ms });
                 self.release_held(author);
             } else {
                 self.import(peer, admitted, None);
@@ -1688,8 +1917,15 @@ impl Replicator {
         // Else a second answer would be accepted and the slot never come free.
         assert!(!self.in_flight.contains_key(&req), "request {req} still in flight after its answer");
         // A slot came free: this author first, then any other that waited
-        // for one.
-        self.plan_author(peer, author, now_ms);
+        // for one. The rest of a short range is planned for every claimant,
+        // best first.
+        if short {
+            for p in self.peers_in_rank_order() {
+                self.plan_author(p, author, now_ms);
+            }
+        } else {
+            self.plan_author(peer, author, now_ms);
+        }
         if self.starved {
             self.plan_all(now_ms);
         }
@@ -1915,8 +2151,10 @@ impl Replicator {
             return Ok(GossipVerdict::Ignore);
         }
         let head = Head { author: h.author, seq: h.seq, id: e.id() };
-        let known = self.local.get(&h.author).is_some_and(|tips| tips.iter().any(|t| t.id == head.id));
-        if !known && !self.admit_author(h.author, now_ms) {
+        if !self.gossip_is_new(&head) {
+            return Ok(self.gossip_not_new(peer, head, now_ms));
+        }
+        if !self.admit_author(h.author, now_ms) {
             return Ok(GossipVerdict::Ignore);
         }
         let mut checked = check_signed_entries(vec![(e, w.payload)])?;
@@ -1933,10 +2171,47 @@ impl Replicator {
             state.note_holds(head.id);
         }
         self.prune_behind_if_large();
-        if !known {
-            self.import(peer, vec![entry], Some(head));
-        }
+        self.gossiped.insert(head.author, head.seq);
+        self.import(peer, vec![entry], Some(head));
         Ok(GossipVerdict::Accept)
+    }
+
+    /// Is gossip of `head` a new tip: above the highest seq of its author
+    /// held, handed to the store, or accepted from gossip before? Needs no
+    /// store read. Anything else (a replay of an entry held, its stripped or
+    /// announced variant, an entry of another branch below our tip) is
+    /// dropped before its author is charged or its signature checked.
+    fn gossip_is_new(&self, head: &Head) -> bool {
+        let held = self.local.get(&head.author).map_or(0, |t| max_seq(t));
+        let importing = self.importing.get(&head.author).copied().unwrap_or(0);
+        let gossiped = self.gossiped.get(&head.author).copied().unwrap_or(0);
+        head.seq > held.max(importing).max(gossiped)
+    }
+
+    /// Gossip that is no new tip: `Ignore` (not forwarded), charged to the
+    /// relay's own message budget instead of the author's, unverified. It is
+    /// taken as the relay's claim of that head, as a frontier would be: a
+    /// head below our tip that is not one we hold (another branch) is probed
+    /// within the request limits, once per `sought` mark.
+    fn gossip_not_new(&mut self, peer: PeerId, head: Head, now_ms: u64) -> GossipVerdict {
+        self.stats.gossip_not_new += 1;
+        if !self.admit_message(peer, now_ms) {
+            return GossipVerdict::Ignore;
+        }
+        let ours = self.local.get(&head.author).map(Vec::as_slice).unwrap_or(&[]);
+        let branch = head.seq <= max_seq(ours) && !self.known_held(&head.author, ours, head.id);
+        let cap = self.config.heads_per_author_max;
+        if let Some(state) = self.peers.get_mut(&peer) {
+            state.note_holds(head.id);
+            merge_head(&mut state.frontier, head, branch);
+            if let Some(tips) = state.frontier.get_mut(&head.author) {
+                cap_tips(tips, cap);
+            }
+            self.behind.insert(head.author);
+        }
+        self.prune_behind_if_large();
+        self.plan_author(peer, head.author, now_ms);
+        GossipVerdict::Ignore
     }
 
     fn gossip_announce(&mut self, peer: PeerId, bytes: &[u8], now_ms: u64) -> Result<GossipVerdict, CheckError> {
@@ -1946,12 +2221,16 @@ impl Replicator {
             self.refuse(peer, head.author, "announced entry");
             return Ok(GossipVerdict::Ignore);
         }
+        if !self.gossip_is_new(&head) {
+            return Ok(self.gossip_not_new(peer, head, now_ms));
+        }
         if !self.admit_author(head.author, now_ms) {
             return Ok(GossipVerdict::Ignore);
         }
         // Signed by its author, so the head is real (not that `peer` holds it).
         check_signed_entries(vec![(e, None)])?;
         self.stats.entries_verified += 1;
+        self.gossiped.insert(head.author, head.seq);
         self.learn_heads(peer, &[head], now_ms);
         Ok(GossipVerdict::Accept)
     }
@@ -1986,13 +2265,25 @@ impl Replicator {
     // ---------------------------------------------------------------------
     // Time.
 
-    /// Time passed: requests past their deadline are struck against the peer
-    /// they were sent to (its claim of the range dropped) and asked again of
-    /// every other peer that claims the range; expired bans are lifted.
+    /// Time passed: requests slower than their claimants' rates allow are
+    /// hedged (asked of another claimant too); requests past their deadline
+    /// are struck against the peer they were sent to (its claim of the range
+    /// dropped) and asked again of every other peer that claims the range;
+    /// expired bans are lifted.
     pub fn handle_timeout(&mut self, now_ms: u64) {
+        self.clock_ms = self.clock_ms.max(now_ms);
+        let slow: Vec<u64> = self.in_flight.iter().filter(|(_, f)| f.hedge_at_ms <= now_ms && f.deadline_ms > now_ms).map(|(r, _)| *r).collect();
+        for req in slow {
+            self.hedge(req, now_ms);
+        }
         let expired: Vec<(u64, InFlight)> = self.in_flight.iter().filter(|(_, f)| f.deadline_ms <= now_ms).map(|(r, f)| (*r, f.clone())).collect();
         for (req, f) in expired {
             self.in_flight.remove(&req);
+            if f.purpose == Purpose::Forward
+                && let Some(s) = self.peers.get_mut(&f.peer)
+            {
+                s.charge(0, now_ms.saturating_sub(f.sent_ms).saturating_sub(f.charged_ms));
+            }
             if let Purpose::Branch(tip) = f.purpose {
                 // Unanswered: the branch may be fetched again.
                 self.sought.remove(&tip);
@@ -2022,7 +2313,7 @@ impl Replicator {
 
     /// When the driver should call [`Replicator::handle_timeout`] next.
     pub fn poll_timeout(&self) -> Option<u64> {
-        let requests = self.in_flight.values().map(|f| f.deadline_ms).min();
+        let requests = self.in_flight.values().map(|f| f.deadline_ms.min(f.hedge_at_ms)).min();
         let held = self.held.values().map(|h| h.deadline_ms).min();
         let bans = self.banned.values().copied().min();
         let deferred = self.deferred.values().copied().min();

@@ -69,6 +69,7 @@ impl Driver {
                 "payloads_refetched": stats.payloads_refetched,
                 "payloads_unavailable": stats.payloads_unavailable,
                 "imports_deferred": stats.deferred,
+                "hedged": stats.hedged,
             },
             "rejected": {
                 "bans": stats.bans,
@@ -79,6 +80,8 @@ impl Driver {
                 "requests_shed": stats.requests_shed,
                 "withheld": stats.withheld,
                 "claims_dropped": stats.claims_dropped,
+                "short_answers": stats.short_answers,
+                "gossip_not_new": stats.gossip_not_new,
                 "malformed_messages": self.counters.invalid_wire,
                 "wrong_workspace": self.counters.wrong_workspace,
                 "recent_bans": self.peers.recent_bans.iter().cloned().collect::<Vec<_>>(),
