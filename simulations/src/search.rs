@@ -20,9 +20,10 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// The constant of the liveness bound, virtual ms: a strategy may cost the
-/// swarm's convergence twice the honest-only time plus this (one request
-/// timeout and a little: what an answer that never comes costs once).
-pub const LIVENESS_SLACK_MS: u64 = 12_000;
+/// swarm's convergence twice the honest-only time plus this, the default
+/// request timeout (`protocol-spec/replication.md`, "Liveness": what an
+/// answer that never comes may cost once).
+pub const LIVENESS_SLACK_MS: u64 = 10_000;
 
 /// Most trials in one search.
 pub const BUDGET_MAX: usize = 100_000;
