@@ -365,7 +365,8 @@ fn sim_sweep_plays_each_size_and_draws_the_curves() {
     let scenario = scenario.to_str().unwrap();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     let out = ok(dir.path(), &["sim", "sweep", scenario, "--sizes", "3,5", "--out", a.to_str().unwrap()], None);
-    assert!(out.contains(&format!("replay: agora sim sweep {scenario} --sizes 3,5 --seed 1")), "{out}");
+    let shown = "simulations/scenarios/debate-partition.toml";
+    assert!(out.contains(&format!("replay: agora sim sweep {shown} --sizes 3,5 --seed 1")), "{out}");
     assert!(out.contains("  3 nodes, 3 agents, seed 1: converged") && out.contains("  5 nodes, 3 agents, seed 1: converged"), "{out}");
     assert!(out.contains("every invariant held in every run") && !out.contains("VIOLATED"), "{out}");
     ok(dir.path(), &["sim", "sweep", scenario, "--sizes", "3,5", "--out", b.to_str().unwrap()], None);
@@ -375,7 +376,7 @@ fn sim_sweep_plays_each_size_and_draws_the_curves() {
     assert_eq!((report["axis"].as_str(), report["ok"].as_bool()), (Some("nodes"), Some(true)));
     let nodes: Vec<u64> = report["points"].as_array().unwrap().iter().map(|p| p["nodes"].as_u64().unwrap()).collect();
     assert_eq!(nodes, [3, 5]);
-    assert_eq!(report["points"][1]["replay"], format!("agora sim sweep {scenario} --sizes 5 --seed 1"));
+    assert_eq!(report["points"][1]["replay"], format!("agora sim sweep {shown} --sizes 5 --seed 1"));
     for stem in ["sweep-convergence", "sweep-bandwidth"] {
         assert!(std::fs::read(a.join(format!("{stem}.png"))).unwrap().starts_with(b"\x89PNG"), "{stem}.png");
         assert!(std::fs::read_to_string(a.join(format!("{stem}.svg"))).unwrap().contains("<svg"), "{stem}.svg");
@@ -404,11 +405,21 @@ fn sim_run_plays_a_scenario_and_replays_it_from_its_seed() {
     let scenario = scenario.to_str().unwrap();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     let out = ok(dir.path(), &["sim", "run", scenario, "--seed", "5", "--out", a.to_str().unwrap()], None);
-    assert!(out.contains("seed 5") && out.contains(&format!("replay: agora sim run {scenario} --seed 5")), "{out}");
+    // The replay names the file from the repository's root, whatever path
+    // it was given by: the report is the same bytes.
+    let shown = "simulations/scenarios/debate-partition.toml";
+    assert!(out.contains("seed 5") && out.contains(&format!("replay: agora sim run {shown} --seed 5")), "{out}");
     assert!(!out.contains("VIOLATED"), "{out}");
-    ok(dir.path(), &["sim", "run", scenario, "--seed", "5", "--out", b.to_str().unwrap()], None);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let status = Command::new(env!("CARGO_BIN_EXE_agora"))
+        .args(["sim", "run", shown, "--seed", "5", "--out", b.to_str().unwrap()])
+        .current_dir(root)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "sim run from the repository's root");
     let (ra, rb) = (std::fs::read(a.join("report.json")).unwrap(), std::fs::read(b.join("report.json")).unwrap());
-    assert_eq!(ra, rb, "the same seed gives the same report");
+    assert_eq!(ra, rb, "the same seed gives the same report, whatever path the scenario was given by");
     assert!(std::fs::read(a.join("run-disputes-forks.png")).unwrap().starts_with(b"\x89PNG"), "sim run --out draws the run's timeline");
     assert!(out.contains(&format!("plot: {}", a.join("run-disputes-forks.svg").display())), "{out}");
     let report: Value = serde_json::from_slice(&ra).unwrap();

@@ -81,6 +81,9 @@ fn main() -> ExitCode {
         Command::Sim(cli::SimCommand::Sweep { scenario, sizes, seeds, seed, out }) => {
             return sim_cmd::sweep(scenario, sizes.as_deref(), seeds.as_deref(), *seed, out.as_deref(), json).unwrap_or_else(|e| fail(&e, json));
         }
+        Command::Sim(cli::SimCommand::Search { scenario, budget, seed, family, strategy_seed }) => {
+            return sim_cmd::search(scenario, *budget, *seed, family.as_deref(), *strategy_seed, json).unwrap_or_else(|e| fail(&e, json));
+        }
         _ => {}
     }
     let home = match home::Home::resolve(args.home.clone()) {

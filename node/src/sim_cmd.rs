@@ -1,6 +1,6 @@
-//! `agora sim run` and `agora sim sweep`: play a scenario file in the swarm
-//! simulator (`agora-sim`), once or over a range of sizes or seeds, report
-//! and draw. The simulator runs its own simulated nodes; no home, store or
+//! `agora sim run`, `agora sim sweep` and `agora sim search`: play a
+//! scenario file in the swarm simulator (`agora-sim`), once, over a range of
+//! sizes or seeds, or against sampled adversary strategies; report and draw. The simulator runs its own simulated nodes; no home, store or
 //! network of this machine is touched, except the reports and plots written
 //! to `--out`.
 
@@ -29,7 +29,7 @@ fn write_run(report: &agora_sim::Report, bytes: &[u8], dir: &Path) -> Result<Vec
 pub fn run(path: &Path, seed: Option<u64>, out: Option<&Path>, json: bool) -> Result<ExitCode> {
     let scenario = load(path)?;
     let seed = seed.unwrap_or(scenario.seed);
-    let replay = format!("agora sim run {} --seed {seed}", path.display());
+    let replay = format!("agora sim run {} --seed {seed}", agora_sim::scenario_path_shown(path));
     if !json {
         println!("scenario {} (seed {seed}); replay: {replay}", scenario.name);
     }
@@ -83,7 +83,7 @@ pub fn run(path: &Path, seed: Option<u64>, out: Option<&Path>, json: bool) -> Re
 pub fn sweep(path: &Path, sizes: Option<&str>, seeds: Option<&str>, seed: Option<u64>, out: Option<&Path>, json: bool) -> Result<ExitCode> {
     let scenario = load(path)?;
     let seed = seed.unwrap_or(scenario.seed);
-    let shown = path.display().to_string();
+    let shown = agora_sim::scenario_path_shown(path);
     let (axis, replay_sweep) = match (sizes, seeds) {
         (Some(list), None) => (SweepAxis::parse_sizes(list)?, format!("agora sim sweep {shown} --sizes {list} --seed {seed}")),
         (None, Some(range)) => (SweepAxis::parse_seeds(range)?, format!("agora sim sweep {shown} --seeds {range}")),
@@ -172,4 +172,58 @@ fn bytes(n: u64) -> String {
         n if n >= 10 << 10 => format!("{:.1} KiB", n as f64 / 1024.0),
         n => format!("{n} bytes"),
     }
+}
+
+/// Search `path` for the worst adversary strategy per family: `budget`
+/// trials from `seed` (or the one trial of `family` and `strategy_seed`);
+/// print a line per trial as it ends and the worst per family (or, with
+/// `--json`, the search's report). Exit code 3 when a trial broke an
+/// invariant, the liveness bound included.
+pub fn search(path: &Path, budget: Option<usize>, seed: u64, family: Option<&str>, strategy_seed: Option<u64>, json: bool) -> Result<ExitCode> {
+    let scenario = load(path)?;
+    let family = family.map(agora_sim::Family::from_name).transpose()?;
+    let budget = budget.unwrap_or(agora_sim::Family::ALL.len());
+    let options = agora_sim::SearchOptions { budget, seed, family, strategy_seed };
+    let shown = agora_sim::scenario_path_shown(path);
+    let replay = |f: agora_sim::Family, s: u64| format!("agora sim search {shown} --family {} --strategy-seed {s}", f.name());
+    if !json {
+        println!("scenario {}: {} trials from seed {seed}; replay: agora sim search {shown} --budget {budget} --seed {seed}", scenario.name, options.budget);
+    }
+    let started = Instant::now();
+    let report = agora_sim::search(&scenario, &options, replay, |t| {
+        if !json {
+            println!("  {}", trial_line(t));
+        }
+    })?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("worst strategy per family (liveness bound: 2 × the honest-only convergence + {} ms):", report.slack_ms);
+        for f in &report.families {
+            println!("  {} ({} runs, {} broke an invariant): {}", f.family.name(), f.runs, f.violating_runs, trial_line(&f.worst));
+        }
+        match report.violations.len() {
+            0 => println!("every invariant held in every trial"),
+            n => println!("VIOLATED in {n} of {} trials (each trial's replay is above)", report.budget),
+        }
+        println!("{:.1} s of wall time", started.elapsed().as_secs_f64());
+    }
+    Ok(if report.ok { ExitCode::SUCCESS } else { ExitCode::from(3) })
+}
+
+/// One trial in a line: its family and strategy, its convergence against
+/// the honest-only run's, and what it broke with its replay.
+fn trial_line(t: &agora_sim::Trial) -> String {
+    let strategy = t.adversaries.iter().map(|a| serde_json::to_string(a).unwrap_or_default()).collect::<Vec<_>>().join(", ");
+    let ms = |v: Option<u64>| v.map_or("no convergence".to_string(), |ms| format!("{ms} ms"));
+    let ratio = t.ratio.map_or("∞".to_string(), |r| format!("{r:.2}"));
+    let held = if t.violated.is_empty() { "ok".to_string() } else { format!("VIOLATED: {}", t.violated.join("; ")) };
+    format!(
+        "{} seed {}: {strategy}: {} against {} honest-only, ratio {ratio}; {held}; replay: {}",
+        t.family.name(),
+        t.strategy_seed,
+        ms(t.convergence_ms),
+        ms(t.honest_convergence_ms),
+        t.replay
+    )
 }

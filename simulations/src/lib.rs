@@ -10,6 +10,8 @@
 //! which adversaries; the runner ([`run`](mod@run)) plays it and checks the
 //! invariants; the report ([`report`]) is the same bytes for the same seed.
 //! A sweep ([`sweep`](mod@sweep)) plays a scenario over a range of swarm sizes or seeds;
+//! a search ([`search`](mod@search)) samples adversary strategies from a
+//! seed and holds each to every invariant and the liveness bound;
 //! [`plot`] draws a sweep's curves and a run's timeline as SVG and PNG.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
@@ -20,14 +22,16 @@ pub mod plot;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod search;
 pub mod store;
 pub mod sweep;
 
 pub use model::{Latency, LinkModel};
-pub use net::{Behaviour, Net, Node, Packet, Traffic};
+pub use net::{Answer, Behaviour, Net, Node, Packet, Traffic};
 pub use plot::{PlotError, SpreadPoint, draw_run, draw_spread_by_agents, draw_sweep};
-pub use report::Report;
+pub use report::{Report, scenario_path_shown};
 pub use run::run;
 pub use scenario::Scenario;
+pub use search::{Family, SearchError, SearchOptions, SearchReport, Trial, search};
 pub use store::{Imported, Interner, MemStore, Stored};
 pub use sweep::{SweepAxis, SweepError, SweepPoint, SweepReport, sweep, sweep_with};

@@ -77,12 +77,48 @@ impl Latency {
     }
 }
 
+impl Latency {
+    /// Every number within its bound ([`crate::scenario::LATENCY_MS_MAX`],
+    /// [`crate::scenario::SIGMA_MAX`]), the field named under `at`.
+    pub fn validate_bounds(&self, at: &str) -> Result<(), String> {
+        use crate::scenario::{LATENCY_MS_MAX, SIGMA_MAX, within};
+        let ms = |field: &str, v: f64| {
+            if v.is_finite() && (0.0..=LATENCY_MS_MAX as f64).contains(&v) {
+                Ok(())
+            } else {
+                Err(format!("{at}.{field}: {v} is not between 0 and {LATENCY_MS_MAX}"))
+            }
+        };
+        match *self {
+            Latency::Fixed { ms } => within(&format!("{at}.ms"), ms, 0, LATENCY_MS_MAX),
+            Latency::Uniform { min_ms, max_ms } => {
+                within(&format!("{at}.min_ms"), min_ms, 0, LATENCY_MS_MAX)?;
+                within(&format!("{at}.max_ms"), max_ms, 0, LATENCY_MS_MAX)
+            }
+            Latency::Normal { mean_ms, sd_ms } => {
+                ms("mean_ms", mean_ms)?;
+                ms("sd_ms", sd_ms)
+            }
+            Latency::LogNormal { median_ms, sigma, max_ms } => {
+                ms("median_ms", median_ms)?;
+                if !(sigma.is_finite() && (0.0..=SIGMA_MAX).contains(&sigma)) {
+                    return Err(format!("{at}.sigma: {sigma} is not between 0 and {SIGMA_MAX}"));
+                }
+                within(&format!("{at}.max_ms"), max_ms, 0, LATENCY_MS_MAX)
+            }
+        }
+    }
+}
+
 /// A standard normal draw (Box–Muller), from two uniform draws in (0, 1].
 fn standard_normal(rng: &mut Xorshift64) -> f64 {
     let unit = |rng: &mut Xorshift64| ((rng.next_u64() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
     let (u1, u2) = (unit(rng), unit(rng));
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
+
+/// The fastest uplink a scenario may give, bytes/s (1 TB/s).
+pub const BANDWIDTH_MAX: u64 = 1_000_000_000_000;
 
 /// What a link does to packets.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -101,6 +137,16 @@ impl LinkModel {
     /// Is this packet lost?
     pub fn loses(&self, rng: &mut Xorshift64) -> bool {
         self.loss_ppm > 0 && rng.below_u64(1_000_000) < u64::from(self.loss_ppm)
+    }
+
+    /// Every number within its bound, the field named under `at`: the
+    /// latency's, a rate of 1 byte/s to 1 TB/s, losses up to a million ppm.
+    pub fn validate_bounds(&self, at: &str) -> Result<(), String> {
+        self.latency.validate_bounds(&format!("{at}.latency"))?;
+        if let Some(rate) = self.bandwidth_bytes_per_s {
+            crate::scenario::within(&format!("{at}.bandwidth_bytes_per_s"), rate, 1, BANDWIDTH_MAX)?;
+        }
+        crate::scenario::within(&format!("{at}.loss_ppm"), u64::from(self.loss_ppm), 0, 1_000_000)
     }
 
     /// The check a scenario's numbers must pass.

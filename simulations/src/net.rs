@@ -13,8 +13,12 @@
 //! Packets wait in one queue ordered by (delivery time, send order); with the
 //! default model (no latency, no loss) every packet is due at once and they
 //! are delivered in the order they were sent (or newest first, to test
-//! reordering). Every random choice (latency, loss) comes from the network's
-//! own seeded generator, so a run is the same for the same seed.
+//! reordering). A sender's uplink takes each packet's bytes over its rate,
+//! kept in ns (no floor per packet); a packet is delivered in the ms its
+//! last byte arrives, and never before one sent earlier on the same
+//! directed link (a connection is an ordered stream). Every random choice
+//! (latency, loss) comes from the network's own seeded generator, so a run
+//! is the same for the same seed.
 
 use crate::model::LinkModel;
 use crate::store::{Interner, MemStore};
@@ -22,8 +26,8 @@ use agora_core::xorshift::Xorshift64;
 use agora_core::{AgentId, AgentKey, EntryId, EntryRef, SignedEntry};
 use agora_sync::wire::gossip_message_id;
 use agora_sync::{
-    ANNOUNCE_INTERVAL_MS, BUSY_BACKOFF_MS, Config, Gossip, GossipVerdict, Message, Output, PeerId, Replicator, WireEntry, WireRequest, WireResponse,
-    WorkspaceId,
+    ANNOUNCE_INTERVAL_MS, BUSY_BACKOFF_MS, Config, Gossip, GossipVerdict, Message, Output, PeerId, RESPONSE_ENTRIES_MAX, Replicator, WireEntry, WireRequest,
+    WireResponse, WorkspaceId,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -48,8 +52,91 @@ pub enum Behaviour {
     Withholder,
     /// Serves and relays entries without their payloads.
     Stripper,
+    /// Serves and relays without their payloads the entries whose id falls
+    /// in `per_mille` thousandths of the id space (a stripping pattern).
+    StripSome {
+        /// Thousandths of entries stripped.
+        per_mille: u32,
+    },
     /// Breaks the signature of the first entry of every response.
     Corrupter,
+    /// Claims what it holds and answers range requests its own way: the
+    /// replicator's answer changed by `answer`, sent `delay_ms` late (the
+    /// delay holds that answer only, as a stream of its own would).
+    Server {
+        /// How late each answer is sent.
+        delay_ms: u64,
+        /// What it sends.
+        answer: Answer,
+    },
+}
+
+/// What a serving adversary ([`Behaviour::Server`]) makes of the answer
+/// the replicator would send (its entries, in order, and `more`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// All of it (only late).
+    Full,
+    /// The first `per_mille` thousandths of its entries (one at least), with
+    /// `more = false`: the rest of the range is claimed and never sent.
+    Fraction {
+        /// Thousandths kept.
+        per_mille: u32,
+    },
+    /// Its first `k` entries, with `more = false`.
+    FirstK {
+        /// Entries kept.
+        k: u32,
+    },
+    /// Its first entry, with `more = true` when any other followed: a drip.
+    OneAtATime,
+    /// Its entries in reverse order.
+    Reversed,
+    /// Its first half, each entry twice, with `more = true`.
+    Duplicated,
+    /// No entry, `more = false`, for heads it claimed.
+    Empty,
+    /// No answer at all.
+    Silent,
+}
+
+impl Answer {
+    /// The answer sent instead of (`entries`, `more`).
+    pub fn apply(self, mut entries: Vec<WireEntry>, more: bool) -> (Vec<WireEntry>, bool) {
+        let n = entries.len();
+        match self {
+            Answer::Full => (entries, more),
+            Answer::Fraction { per_mille } => {
+                entries.truncate((n * per_mille.min(1_000) as usize / 1_000).max(1));
+                (entries, false)
+            }
+            Answer::FirstK { k } => {
+                entries.truncate(k as usize);
+                (entries, false)
+            }
+            Answer::OneAtATime => {
+                entries.truncate(1);
+                (entries, more || n > 1)
+            }
+            Answer::Reversed => {
+                entries.reverse();
+                (entries, more)
+            }
+            Answer::Duplicated => {
+                entries.truncate(n.div_ceil(2));
+                let doubled = entries.into_iter().flat_map(|e| [e.clone(), e]).take(RESPONSE_ENTRIES_MAX).collect();
+                (doubled, true)
+            }
+            Answer::Empty | Answer::Silent => (Vec::new(), false),
+        }
+    }
+}
+
+/// Is `entry` (encoded) in the `per_mille` thousandths a stripping pattern
+/// strips? By the hash of its bytes, so every node and run agrees.
+fn stripped_by(entry: &[u8], per_mille: u32) -> bool {
+    let h = agora_core::sha256(entry);
+    u32::from(u16::from_be_bytes([h[0], h[1]])) % 1_000 < per_mille
 }
 
 /// One simulated node: its replicator, its store and how it behaves.
@@ -111,6 +198,9 @@ pub struct Net {
     pub nodes: Vec<Node>,
     /// Packets in flight, by (delivery time, send order).
     queue: BTreeMap<(u64, u64), (u64, u64, Packet)>,
+    /// Packets an adversary holds back, by (when it sends them, order):
+    /// (from, to, packet).
+    held_back: BTreeMap<(u64, u64), (usize, u64, Packet)>,
     sent: u64,
     /// Open connections (lower index first).
     pub links: BTreeSet<(u64, u64)>,
@@ -124,8 +214,14 @@ pub struct Net {
     pub dropped: usize,
     /// Virtual time, ms.
     pub now: u64,
-    /// Deliver the newest packet first among those due (responses arrive out of order).
+    /// Deliver the newest packet first among those due, whatever its link
+    /// (responses arrive out of order): a test of the replicator's
+    /// tolerance, which breaks the in-order delivery of a connection on
+    /// purpose. Off by default.
     pub newest_first: bool,
+    /// When set, every packet taken off the queue: (from, to, its send
+    /// order, virtual ms). Off by default (a test's view of the wire).
+    pub trace: Option<Vec<(u64, u64, u64, u64)>>,
     /// Range requests each node sent.
     pub requests_sent: Vec<usize>,
     /// Most requests each node had in flight at once.
@@ -150,12 +246,32 @@ pub struct Net {
     pub model: LinkModel,
     /// Links with a model of their own (lower index first).
     pub link_models: BTreeMap<(u64, u64), LinkModel>,
-    /// When each node's uplink is free again (bandwidth).
-    uplink_free_ms: Vec<u64>,
+    /// When each node's uplink is free again (bandwidth), virtual ns: a
+    /// packet takes its bytes over the rate, with no floor per packet, and
+    /// only delivery times are rounded to the ms.
+    uplink_free_ns: Vec<u64>,
+    /// When the last packet sent on each directed link (from, to) is
+    /// delivered: a later one is never delivered before it (a connection is
+    /// TCP's or QUIC's ordered stream).
+    link_last_ms: BTreeMap<(u64, u64), u64>,
     /// Partition groups: two nodes in different groups cannot reach each other.
     group: Vec<u32>,
     config: Config,
     rng: Xorshift64,
+}
+
+/// Nanoseconds in a millisecond of virtual time.
+const NS_PER_MS: u64 = 1_000_000;
+
+/// When an uplink free from `free_ns` on (virtual ns) has sent `bytes` more
+/// at `rate` bytes per second, starting no earlier than `now_ms`: the bytes'
+/// time rounded up to the ns, so that a bulk transfer takes its bytes over
+/// the rate whatever the packets' sizes.
+fn uplink_done_ns(free_ns: u64, now_ms: u64, bytes: u64, rate: u64) -> u64 {
+    let start = free_ns.max(now_ms.saturating_mul(NS_PER_MS));
+    let busy = u128::from(bytes) * u128::from(NS_PER_MS * 1_000);
+    let busy_ns = u64::try_from(busy.div_ceil(u128::from(rate))).unwrap_or(u64::MAX);
+    start.saturating_add(busy_ns)
 }
 
 fn link(a: u64, b: u64) -> (u64, u64) {
@@ -188,6 +304,7 @@ impl Net {
         Self {
             nodes,
             queue: BTreeMap::new(),
+            held_back: BTreeMap::new(),
             sent: 0,
             links: BTreeSet::new(),
             bans: Vec::new(),
@@ -196,6 +313,7 @@ impl Net {
             dropped: 0,
             now: 1_000,
             newest_first: false,
+            trace: None,
             requests_sent: vec![0; n],
             max_in_flight: vec![0; n],
             busy: 0,
@@ -206,7 +324,8 @@ impl Net {
             honest_nodes: n,
             model: LinkModel::default(),
             link_models: BTreeMap::new(),
-            uplink_free_ms: vec![0; n],
+            uplink_free_ns: vec![0; n],
+            link_last_ms: BTreeMap::new(),
             group: vec![0; n],
             config,
             rng: Xorshift64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1),
@@ -357,7 +476,8 @@ impl Net {
         let start = self.delivered;
         loop {
             self.run_now();
-            let packet = self.queue.keys().next().map(|k| k.0);
+            // A held-back answer is in flight as a packet is.
+            let packet = [self.queue.keys().next(), self.held_back.keys().next()].into_iter().flatten().map(|k| k.0).min();
             let timer = self.next_timer();
             let short = self.now + BUSY_BACKOFF_MS.max(ANNOUNCE_INTERVAL_MS);
             let next = match (packet, timer) {
@@ -402,7 +522,8 @@ impl Net {
     /// The next time a node's timer is due, after now (a timer due now was
     /// handled: `handle_timeout` ran at this instant).
     fn next_timer(&self) -> Option<u64> {
-        self.nodes.iter().filter(|n| !n.down).filter_map(|n| n.rep.poll_timeout()).filter(|&t| t > self.now).min()
+        let held = self.held_back.keys().next().map(|k| k.0);
+        self.nodes.iter().filter(|n| !n.down).filter_map(|n| n.rep.poll_timeout()).chain(held).filter(|&t| t > self.now).min()
     }
 
     /// Move virtual time to `t` (never back) and tick the nodes whose timer is due.
@@ -420,7 +541,7 @@ impl Net {
     fn run_now(&mut self) -> usize {
         let start = self.delivered;
         for _ in 0..50_000_000 {
-            let mut progressed = false;
+            let mut progressed = self.release_held_back();
             for i in 0..self.nodes.len() {
                 if self.nodes[i].down {
                     continue;
@@ -431,8 +552,11 @@ impl Net {
                 }
                 self.max_in_flight[i] = self.max_in_flight[i].max(self.nodes[i].rep.in_flight());
             }
-            if let Some((from, to, packet)) = self.pop_due() {
+            if let Some((sent, (from, to, packet))) = self.pop_due() {
                 progressed = true;
+                if let Some(trace) = &mut self.trace {
+                    trace.push((from, to, sent, self.now));
+                }
                 self.delivered += 1;
                 if self.connected(from, to) {
                     let t = &mut self.nodes[to as usize].traffic;
@@ -450,19 +574,23 @@ impl Net {
         panic!("network did not settle at {} ms", self.now);
     }
 
-    /// The next packet due now, if any: the oldest (or newest) of those due.
-    fn pop_due(&mut self) -> Option<(u64, u64, Packet)> {
+    /// The next packet due now, if any, with its send order: the oldest (or
+    /// newest) of those due.
+    fn pop_due(&mut self) -> Option<(u64, (u64, u64, Packet))> {
         let now = self.now;
         let key = if self.newest_first {
             self.queue.range(..=(now, u64::MAX)).next_back().map(|(k, _)| *k)
         } else {
             self.queue.keys().next().copied().filter(|k| k.0 <= now)
         };
-        key.and_then(|k| self.queue.remove(&k))
+        key.and_then(|k| self.queue.remove(&k).map(|p| (k.1, p)))
     }
 
     /// Put a packet on the wire from `from` to `to`: it waits for the
-    /// sender's uplink (bandwidth), then the link's latency; it may be lost.
+    /// sender's uplink (bandwidth: its bytes over the rate, in ns, with no
+    /// floor per packet), then the link's latency; it may be lost. It is
+    /// delivered in the ms its last byte arrives, never before a packet sent
+    /// earlier on the same directed link.
     fn send(&mut self, from: usize, to: u64, packet: Packet) {
         let bytes = packet.len() as u64;
         let t = &mut self.nodes[from].traffic;
@@ -475,12 +603,14 @@ impl Net {
         }
         let mut at = self.now;
         if let Some(rate) = model.bandwidth_bytes_per_s.filter(|r| *r > 0) {
-            let start = self.uplink_free_ms[from].max(self.now);
-            let busy_ms = bytes.saturating_mul(1_000).div_ceil(rate);
-            self.uplink_free_ms[from] = start + busy_ms;
-            at = start + busy_ms;
+            let done_ns = uplink_done_ns(self.uplink_free_ns[from], self.now, bytes, rate);
+            self.uplink_free_ns[from] = done_ns;
+            at = done_ns / NS_PER_MS;
         }
         at += model.latency.sample(&mut self.rng);
+        let last = self.link_last_ms.entry((from as u64, to)).or_insert(0);
+        at = at.max(*last);
+        *last = at;
         self.sent += 1;
         self.queue.insert((at, self.sent), (from as u64, to, packet));
     }
@@ -515,6 +645,10 @@ impl Net {
                 let mut served = node.store.serve(&s);
                 match node.behaviour {
                     Behaviour::Stripper => served.iter_mut().for_each(|(_, w)| w.payload = None),
+                    Behaviour::StripSome { per_mille } => {
+                        served.iter_mut().filter(|(_, w)| stripped_by(&w.entry, per_mille)).for_each(|(_, w)| w.payload = None);
+                    }
+                    Behaviour::Server { delay_ms, answer } => return self.serve_adversarially(i, &s, served, delay_ms, answer),
                     Behaviour::Corrupter => {
                         if let Some((_, w)) = served.get_mut(0) {
                             let n = w.entry.len();
@@ -533,6 +667,59 @@ impl Net {
             Output::Refused { peer, author, what } => self.refused.push((i as u64, peer.0, author, what)),
             Output::PayloadUnavailable(e) => self.nodes[i].unavailable.push(e),
         }
+    }
+
+    /// A serving adversary's answer: what the replicator would answer (the
+    /// range cut as `Replicator::respond` cuts it), changed by `answer`,
+    /// sent `delay_ms` late.
+    fn serve_adversarially(&mut self, i: usize, s: &agora_sync::ServeRequest, served: Vec<(u64, WireEntry)>, delay_ms: u64, answer: Answer) {
+        if answer == Answer::Silent {
+            return;
+        }
+        let end = s.start.seq.saturating_add(u64::from(s.limit));
+        let bytes_max = self.nodes[i].rep.config().response_bytes_max;
+        let mut more = served.iter().take_while(|(seq, _)| *seq < end).count() >= s.read_max;
+        let (mut entries, mut bytes) = (Vec::new(), 0usize);
+        for (seq, w) in served {
+            if seq >= end {
+                break;
+            }
+            if entries.len() >= RESPONSE_ENTRIES_MAX || (!entries.is_empty() && bytes + w.wire_len() > bytes_max) {
+                more = true;
+                break;
+            }
+            bytes += w.wire_len();
+            entries.push(w);
+        }
+        let (entries, more) = answer.apply(entries, more);
+        let packet = Packet::Response(Some(s.req), WireResponse::Entries { req: s.req, entries, more }.encode());
+        self.send_later(i, s.peer.0, packet, delay_ms);
+    }
+
+    /// Send `packet` once `delay_ms` have passed (an adversary holding an
+    /// answer back; other packets on the link are not held behind it).
+    fn send_later(&mut self, from: usize, to: u64, packet: Packet, delay_ms: u64) {
+        if delay_ms == 0 {
+            return self.send(from, to, packet);
+        }
+        self.sent += 1;
+        self.held_back.insert((self.now + delay_ms, self.sent), (from, to, packet));
+    }
+
+    /// Send the held-back packets that are due.
+    fn release_held_back(&mut self) -> bool {
+        let mut released = false;
+        while let Some(entry) = self.held_back.first_entry() {
+            if entry.key().0 > self.now {
+                break;
+            }
+            let (from, to, packet) = entry.remove();
+            released = true;
+            if !self.nodes[from].down {
+                self.send(from, to, packet);
+            }
+        }
+        released
     }
 
     /// What the node's commit path does after an import: tips to the
@@ -635,6 +822,11 @@ impl Net {
             return;
         }
         let out = match (self.nodes[i].behaviour, Gossip::decode(&bytes)) {
+            (Behaviour::StripSome { per_mille }, Ok(Gossip::Entry(w))) if stripped_by(&w.entry, per_mille) => {
+                let stripped = Gossip::Entry(WireEntry { entry: w.entry, payload: None }).encode();
+                self.nodes[i].seen.insert(gossip_message_id(&stripped));
+                stripped
+            }
             (Behaviour::Stripper, Ok(Gossip::Entry(w))) => {
                 // Relays the entry without its payload: a different message.
                 let stripped = Gossip::Entry(WireEntry { entry: w.entry, payload: None }).encode();

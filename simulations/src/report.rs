@@ -2,6 +2,24 @@
 //! wall-clock figure is in it; the CLI prints those beside it).
 
 use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// How a report's replay command names the scenario file at `path`: the
+/// same text whatever path it was given by (relative, absolute, through
+/// `..` or a link), so that the report is the same bytes. The file's
+/// canonical path, relative to the repository that holds it (the nearest
+/// directory above with a `.git`), else absolute; the path as given only
+/// when it cannot be resolved.
+pub fn scenario_path_shown(path: &Path) -> String {
+    let Ok(canonical) = std::fs::canonicalize(path) else {
+        return path.display().to_string();
+    };
+    let root: Option<PathBuf> = canonical.ancestors().skip(1).find(|d| d.join(".git").exists()).map(Path::to_path_buf);
+    match root.as_deref().and_then(|r| canonical.strip_prefix(r).ok()) {
+        Some(relative) => relative.display().to_string(),
+        None => canonical.display().to_string(),
+    }
+}
 
 /// The report of one run.
 #[derive(Clone, Debug, Serialize)]

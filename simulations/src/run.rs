@@ -9,7 +9,7 @@
 //! agents' keys, their moves and delays, the topology's random links, the
 //! network's latencies and losses.
 
-use crate::net::{Behaviour, Net};
+use crate::net::Net;
 use crate::report::{Ban, ForkDetection, InvariantResult, MoveSpread, NodeFigures, Report, Sample, Swarm, Written};
 use crate::scenario::{AdversaryKind, Expectation, MoveKind, Scenario, Topology};
 use agora_core::entry::next_header;
@@ -72,6 +72,10 @@ struct Adversary {
     key: Rc<AgentKey>,
     /// Has an equivocator forked yet?
     forked: bool,
+    /// An equivocator's predecessor of its branches, once it forked.
+    fork_prev: Option<SignedEntry>,
+    /// Branches an equivocator signed so far.
+    branches_signed: usize,
 }
 
 /// Something that happens at a time.
@@ -97,6 +101,9 @@ pub struct Run<'s> {
     /// The network and its nodes.
     pub net: Net,
     rng: Xorshift64,
+    /// The adversaries' own draws: what they do changes nothing the honest
+    /// agents draw, so a run and its honest baseline have the same moves.
+    adversary_rng: Xorshift64,
     agents: Vec<Agent>,
     adversaries: Vec<Adversary>,
     admitted: BTreeMap<AgentId, Option<u64>>,
@@ -155,15 +162,11 @@ impl<'s> Run<'s> {
             for k in 0..a.count {
                 let node = honest + adversaries.len();
                 let key = key_from(&format!("agora-sim {seed} adversary {node} {k}"));
-                match a.kind {
-                    AdversaryKind::Withholder => net.nodes[node].behaviour = Behaviour::Withholder,
-                    AdversaryKind::Stripper => net.nodes[node].behaviour = Behaviour::Stripper,
-                    AdversaryKind::Outsider => {}
-                    _ => {
-                        admitted.insert(key.agent_id(), None);
-                    }
+                net.nodes[node].behaviour = a.kind.behaviour();
+                if a.kind.writes() {
+                    admitted.insert(key.agent_id(), None);
                 }
-                adversaries.push(Adversary { kind: a.kind.clone(), every_ms: a.every_ms, node, key, forked: false });
+                adversaries.push(Adversary { kind: a.kind.clone(), every_ms: a.every_ms, node, key, forked: false, fork_prev: None, branches_signed: 0 });
             }
         }
         let now = net.now;
@@ -201,6 +204,7 @@ impl<'s> Run<'s> {
             seed,
             net,
             rng,
+            adversary_rng: Xorshift64(seed.wrapping_mul(0xd6e8_feb8_6659_fd93) | 1),
             agents,
             adversaries,
             admitted,
@@ -268,7 +272,7 @@ impl<'s> Run<'s> {
             }
         }
         for i in 0..self.adversaries.len() {
-            let first = self.rng.below_u64(self.adversaries[i].every_ms);
+            let first = self.adversary_rng.below_u64(self.adversaries[i].every_ms);
             self.at(start + first, Action::Adversary(i));
         }
         let last_churn = s.churn.iter().flat_map(|c| [c.join_ms, c.restart_ms]).flatten().max().unwrap_or(0);
@@ -535,34 +539,44 @@ impl<'s> Run<'s> {
         let author = self.adversaries[a].key.agent_id();
         let text = |what: &str, n: u64| Event::Proposition { text: format!("{what} {n}") }.encode();
         match self.adversaries[a].kind.clone() {
-            AdversaryKind::Withholder | AdversaryKind::Stripper => {}
-            AdversaryKind::Equivocator { fork_at_seq, branches } => {
+            AdversaryKind::Withholder | AdversaryKind::Stripper { .. } | AdversaryKind::Server { .. } | AdversaryKind::Honest => {}
+            AdversaryKind::Equivocator { fork_at_seq, branches, packs } => {
                 let seq = self.net.nodes[node].store.max_seq(&author);
-                if self.adversaries[a].forked || seq + 1 < fork_at_seq {
-                    let n = self.rng.next_u64();
+                let adv = &self.adversaries[a];
+                if (adv.forked && adv.branches_signed >= branches) || (!adv.forked && seq + 1 < fork_at_seq) {
+                    let n = self.adversary_rng.next_u64();
                     self.adversary_record(a, &text("equivocator's honest point", n), now);
                     return;
                 }
-                // Sign `branches` entries at the fork seq on the same predecessor.
+                // Sign this pack's share of `branches` entries at the fork
+                // seq, all on the same predecessor.
                 let key = self.adversaries[a].key.clone();
-                let store = &self.net.nodes[node].store;
-                let prev = store.tips(&author).into_iter().max_by_key(|h| (h.seq, h.id)).and_then(|h| store.get(&h.id).map(|(e, _)| SignedEntry::clone(e)));
-                let mut written = Vec::with_capacity(branches);
+                if !self.adversaries[a].forked {
+                    let store = &self.net.nodes[node].store;
+                    let prev = store.tips(&author).into_iter().max_by_key(|h| (h.seq, h.id)).and_then(|h| store.get(&h.id).map(|(e, _)| SignedEntry::clone(e)));
+                    self.adversaries[a].fork_prev = prev;
+                    self.forked.insert((author, seq + 1), now);
+                    self.adversaries[a].forked = true;
+                }
+                let prev = self.adversaries[a].fork_prev.clone();
+                let from = self.adversaries[a].branches_signed;
+                let to = (from + branches.div_ceil(packs)).min(branches);
+                let mut written = Vec::with_capacity(to - from);
                 let mut proofs = Vec::new();
-                for b in 0..branches {
+                for b in from..to {
                     let payload = text("equivocation branch", b as u64);
                     let e = SignedEntry::sign(next_header(author, prev.as_ref(), now, &payload).expect("a small payload"), &key);
                     let r = self.net.nodes[node].store.put(&e, Some(&payload), now);
                     proofs.extend(r.new_forks);
                     written.push((e, Some(payload)));
                 }
-                self.written.adversary += branches as u64;
-                self.forked.insert((author, seq + 1), now);
-                self.adversaries[a].forked = true;
+                self.written.adversary += (to - from) as u64;
+                self.adversaries[a].branches_signed = to;
                 self.net.committed_with_proofs(node, author, &written, &proofs);
             }
+            AdversaryKind::Replayer { rate, stale_frontiers } => self.replay_old(a, rate, stale_frontiers),
             AdversaryKind::InvalidSigner => {
-                let n = self.rng.next_u64();
+                let n = self.adversary_rng.next_u64();
                 let payload = text("forged", n);
                 let key = self.adversaries[a].key.clone();
                 let e = SignedEntry::sign(next_header(author, None, now, &payload).expect("a small payload"), &key);
@@ -571,8 +585,8 @@ impl<'s> Run<'s> {
                 bytes[last] ^= 0x01;
                 self.net.gossip_from(node, Gossip::Entry(WireEntry { entry: bytes, payload: Some(payload) }));
                 for peer in self.net.neighbours(node) {
-                    let len = 1 + self.rng.below(512);
-                    let garbage: Vec<u8> = (0..len).map(|_| self.rng.next_u64() as u8).collect();
+                    let len = 1 + self.adversary_rng.below(512);
+                    let garbage: Vec<u8> = (0..len).map(|_| self.adversary_rng.next_u64() as u8).collect();
                     self.net.send_raw_request(node, peer, garbage);
                 }
             }
@@ -583,8 +597,8 @@ impl<'s> Run<'s> {
                         .map(|_| {
                             let mut a = [0u8; 32];
                             let mut id = [0u8; 32];
-                            a.iter_mut().chain(id.iter_mut()).for_each(|b| *b = self.rng.next_u64() as u8);
-                            Head { author: AgentId(a), seq: 1 + self.rng.below_u64(1_000), id: EntryId(id) }
+                            a.iter_mut().chain(id.iter_mut()).for_each(|b| *b = self.adversary_rng.next_u64() as u8);
+                            Head { author: AgentId(a), seq: 1 + self.adversary_rng.below_u64(1_000), id: EntryId(id) }
                         })
                         .collect();
                     for chunk in heads.chunks(self.net.nodes[node].rep.config().frontier_heads_max.max(1)) {
@@ -593,20 +607,74 @@ impl<'s> Run<'s> {
                     }
                 }
             }
-            AdversaryKind::Backdater { skew_ms } => {
-                let n = self.rng.next_u64();
+            AdversaryKind::Backdater { skew_ms, targets } => {
+                let n = self.adversary_rng.next_u64();
                 let at = if skew_ms < 0 { now.saturating_sub(skew_ms.unsigned_abs()) } else { now.saturating_add(skew_ms as u64) };
-                self.adversary_record(a, &text("backdated", n), at);
+                let payload = match self.honest_position_held(node).filter(|_| targets) {
+                    Some(target) if n.is_multiple_of(2) => Event::Contradiction { target, text: format!("backdated contradiction {n}") }.encode(),
+                    Some(target) => MergeEvent::Dispute { target, reason: format!("backdated dispute {n}"), counter_claim: None }.encode(),
+                    None => text("backdated", n),
+                };
+                self.adversary_record(a, &payload, at);
             }
             AdversaryKind::Spammer { burst } => {
                 for _ in 0..burst {
-                    let n = self.rng.next_u64();
+                    let n = self.adversary_rng.next_u64();
                     self.adversary_record(a, &text("spam", n), now);
                 }
             }
             AdversaryKind::Outsider => {
-                let n = self.rng.next_u64();
+                let n = self.adversary_rng.next_u64();
                 self.adversary_record(a, &text("outsider's point", n), now);
+            }
+        }
+    }
+
+    /// A recent honest position that adversary node `node` holds.
+    fn honest_position_held(&mut self, node: usize) -> Option<EntryId> {
+        let window = self.positions.len().min(256);
+        for _ in 0..8 {
+            if window == 0 {
+                return None;
+            }
+            let c = &self.created[self.positions[self.positions.len() - 1 - self.adversary_rng.below(window)]];
+            if self.net.nodes[node].store.ids.contains_key(&c.id) {
+                return Some(c.id);
+            }
+        }
+        None
+    }
+
+    /// A replayer's action: `rate` old honest entries it holds, each
+    /// gossiped again as itself, stripped of its payload and as an
+    /// announcement (three new message ids), and with `stale_frontiers`, a
+    /// frontier of old heads (an entry's seq and id, long passed) to each peer.
+    fn replay_old(&mut self, a: usize, rate: usize, stale_frontiers: bool) {
+        let node = self.adversaries[a].node;
+        let held = self.honest_ids.len();
+        if held == 0 {
+            return;
+        }
+        let mut stale = Vec::new();
+        for _ in 0..rate {
+            let id = self.honest_ids[self.adversary_rng.below(held)];
+            let Some((e, p)) = self.net.nodes[node].store.get(&id).map(|(e, p)| (SignedEntry::clone(e), p.as_deref().map(<[u8]>::to_vec))) else {
+                continue;
+            };
+            let entry = e.encode();
+            self.net.gossip_from(node, Gossip::Entry(WireEntry { entry: entry.clone(), payload: p }));
+            self.net.gossip_from(node, Gossip::Entry(WireEntry { entry: entry.clone(), payload: None }));
+            self.net.gossip_from(node, Gossip::Announce(entry));
+            stale.push(Head { author: e.header().author, seq: e.header().seq, id });
+        }
+        if stale_frontiers && !stale.is_empty() {
+            let workspace = self.net.nodes[node].workspace;
+            let per_message = self.net.nodes[node].rep.config().frontier_heads_max.max(1);
+            for chunk in stale.chunks(per_message) {
+                let request = WireRequest::from_message(workspace, Message::Frontier(chunk.to_vec())).expect("a frontier is a request").encode();
+                for peer in self.net.neighbours(node) {
+                    self.net.send_raw_request(node, peer, request.clone());
+                }
             }
         }
     }
@@ -831,13 +899,26 @@ impl<'s> Run<'s> {
         }
         check("no invalid entry is stored", invalid);
 
-        // No honest entry or payload lost.
+        // No honest entry or payload lost: what an honest node still online
+        // holds, every one of them holds. An entry (or payload) whose every
+        // holder left or is down is gone with them, not lost by the swarm.
         let mut lost = None;
-        for &n in &up {
-            let store = &self.net.nodes[n].store;
-            if let Some(id) = self.honest_ids.iter().find(|id| store.get(id).is_none_or(|(_, p)| p.is_none())) {
-                let what = if store.get(id).is_some() { "the payload of" } else { "" };
-                let holders: Vec<usize> = up.iter().copied().filter(|m| self.net.nodes[*m].store.get(id).is_some_and(|(_, p)| p.is_some())).collect();
+        for id in &self.honest_ids {
+            let held = |n: &usize| self.net.nodes[*n].store.get(id);
+            let (entry_holders, payload_holders): (Vec<usize>, Vec<usize>) = (
+                up.iter().copied().filter(|n| held(n).is_some()).collect(),
+                up.iter().copied().filter(|n| held(n).is_some_and(|(_, p)| p.is_some())).collect(),
+            );
+            let lacking = if entry_holders.is_empty() {
+                None
+            } else if let Some(&n) = up.iter().find(|n| held(n).is_none()) {
+                Some((n, ""))
+            } else if payload_holders.is_empty() {
+                None
+            } else {
+                up.iter().find(|n| held(n).is_some_and(|(_, p)| p.is_none())).map(|&n| (n, "the payload of "))
+            };
+            if let Some((n, what)) = lacking {
                 let writer = self
                     .created
                     .iter()
@@ -845,7 +926,7 @@ impl<'s> Run<'s> {
                     .and_then(|c| self.agents.iter().find(|a| a.key.agent_id() == c.author))
                     .map_or(usize::MAX, |a| a.node);
                 lost = Some(format!(
-                    "node {n} lacks {what} honest entry {id:?} (written through node {writer}; held with its payload by nodes {holders:?}; payloads given up at node {n}: {})",
+                    "node {n} lacks {what}honest entry {id:?} (written through node {writer}; held with its payload by nodes {payload_holders:?}; payloads given up at node {n}: {})",
                     self.net.nodes[n].unavailable.len()
                 ));
                 break;
@@ -905,11 +986,7 @@ impl<'s> Run<'s> {
                 honest_nodes: s.nodes,
                 adversary_nodes: self.adversaries.len(),
                 honest_agents: self.agents.len(),
-                adversary_agents: self
-                    .adversaries
-                    .iter()
-                    .filter(|a| !matches!(a.kind, AdversaryKind::Withholder | AdversaryKind::Stripper | AdversaryKind::HeadFlooder { .. }))
-                    .count(),
+                adversary_agents: self.adversaries.iter().filter(|a| a.kind.writes() || a.kind == AdversaryKind::Outsider).count(),
             },
             activity_end_ms: self.activity_end_ms,
             last_heal_ms: self.last_heal_ms,

@@ -364,23 +364,70 @@ pub enum AdversaryKind {
         /// Entries it signs there.
         #[serde(default = "two")]
         branches: usize,
+        /// Actions the branches are spread over (`every_ms` apart), each
+        /// signing and publishing its share: a flood spread over time.
+        #[serde(default = "one_usize")]
+        packs: usize,
     },
     /// Gossips entries whose signatures do not verify, and sends garbage bytes.
     InvalidSigner,
     /// Claims the heads it holds and never answers a range request.
     Withholder,
-    /// Serves and relays entries without their payloads.
-    Stripper,
+    /// Serves and relays entries without their payloads: all of them, or
+    /// those whose id falls in `per_mille` thousandths (a pattern).
+    Stripper {
+        /// Thousandths of entries stripped.
+        #[serde(default = "thousand")]
+        per_mille: u32,
+    },
+    /// Holds what it syncs, claims it, and answers range requests its own
+    /// way, `delay_ms` late: all of it, a fraction or the first `k` entries
+    /// with `more = false`, one entry at a time, reversed, duplicated,
+    /// nothing after claiming the head, or never.
+    Server {
+        /// How late each answer is sent.
+        #[serde(default)]
+        delay_ms: u64,
+        /// What it answers.
+        answer: AnswerKind,
+        /// Entries kept by `first_k`.
+        #[serde(default = "one_u32")]
+        k: u32,
+        /// Thousandths of the entries kept by `fraction`.
+        #[serde(default = "half")]
+        per_mille: u32,
+    },
+    /// Republishes `rate` old entries it holds each time it acts, each as
+    /// itself, stripped of its payload and as an announcement (each a new
+    /// gossip message id), and, with `stale_frontiers`, sends its peers
+    /// frontiers of heads they passed long ago.
+    Replayer {
+        /// Entries replayed per action.
+        #[serde(default = "default_replay_rate")]
+        rate: usize,
+        /// Stale frontiers too.
+        #[serde(default)]
+        stale_frontiers: bool,
+    },
+    /// Follows the protocol and writes nothing: the baseline that an
+    /// adversary search compares each strategy with (the same swarm and
+    /// links, every node honest).
+    Honest,
     /// Sends frontiers claiming heads of `authors` random authors.
     HeadFlooder {
         /// Authors per frontier.
         #[serde(default = "default_flood_authors")]
         authors: usize,
     },
-    /// Records with timestamps `skew_ms` off (negative: early, positive: late).
+    /// Records with timestamps `skew_ms` off (negative: early, positive:
+    /// late): propositions, or, with `targets`, contradictions and disputes
+    /// of honest positions it holds, so that its clock meets theirs.
     Backdater {
         /// How far off.
         skew_ms: i64,
+        /// Answer honest positions.
+        #[serde(default)]
+        targets: bool,
     },
     /// Records and gossips `burst` entries each time it acts, far over the rate limits.
     Spammer {
@@ -392,8 +439,106 @@ pub enum AdversaryKind {
     Outsider,
 }
 
+impl AdversaryKind {
+    /// Its numbers within their bounds, the field named under `at`.
+    pub fn validate_bounds(&self, at: &str) -> Result<(), String> {
+        match *self {
+            AdversaryKind::Equivocator { fork_at_seq, branches, packs } => {
+                within(&format!("{at}.fork_at_seq"), fork_at_seq, 1, u64::from(u32::MAX))?;
+                within(&format!("{at}.branches"), branches as u64, 2, BRANCHES_MAX)?;
+                within(&format!("{at}.packs"), packs as u64, 1, branches as u64)
+            }
+            AdversaryKind::HeadFlooder { authors } => within(&format!("{at}.authors"), authors as u64, 1, FLOOD_AUTHORS_MAX),
+            AdversaryKind::Backdater { skew_ms, .. } => within(&format!("{at}.skew_ms (either way)"), skew_ms.unsigned_abs(), 0, SKEW_MS_MAX),
+            AdversaryKind::Spammer { burst } => within(&format!("{at}.burst"), burst as u64, 1, BURST_MAX),
+            AdversaryKind::Stripper { per_mille } => within(&format!("{at}.per_mille"), u64::from(per_mille), 0, 1_000),
+            AdversaryKind::Server { delay_ms, k, per_mille, .. } => {
+                within(&format!("{at}.delay_ms"), delay_ms, 0, TIME_MS_MAX)?;
+                within(&format!("{at}.k"), u64::from(k), 1, agora_sync::RESPONSE_ENTRIES_MAX as u64)?;
+                within(&format!("{at}.per_mille"), u64::from(per_mille), 0, 1_000)
+            }
+            AdversaryKind::Replayer { rate, .. } => within(&format!("{at}.rate"), rate as u64, 1, BURST_MAX),
+            AdversaryKind::InvalidSigner | AdversaryKind::Withholder | AdversaryKind::Outsider | AdversaryKind::Honest => Ok(()),
+        }
+    }
+}
+
 fn two() -> usize {
     2
+}
+
+fn one_usize() -> usize {
+    1
+}
+
+fn one_u32() -> u32 {
+    1
+}
+
+fn half() -> u32 {
+    500
+}
+
+fn thousand() -> u32 {
+    1_000
+}
+
+fn default_replay_rate() -> usize {
+    20
+}
+
+/// What a [`AdversaryKind::Server`] answers (see [`crate::net::Answer`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerKind {
+    /// All of it (only late).
+    Full,
+    /// The first `per_mille` thousandths, `more = false`.
+    Fraction,
+    /// The first `k` entries, `more = false`.
+    FirstK,
+    /// One entry at a time.
+    OneAtATime,
+    /// Reversed.
+    Reversed,
+    /// Its first half, each entry twice.
+    Duplicated,
+    /// Nothing, `more = false`, after claiming the head.
+    Empty,
+    /// Never.
+    Silent,
+}
+
+impl AdversaryKind {
+    /// How its node behaves towards peers (honest unless it serves or
+    /// relays its own way).
+    pub fn behaviour(&self) -> crate::net::Behaviour {
+        use crate::net::{Answer, Behaviour};
+        match *self {
+            AdversaryKind::Withholder => Behaviour::Withholder,
+            AdversaryKind::Stripper { per_mille } if per_mille >= 1_000 => Behaviour::Stripper,
+            AdversaryKind::Stripper { per_mille } => Behaviour::StripSome { per_mille },
+            AdversaryKind::Server { delay_ms, answer, k, per_mille } => Behaviour::Server {
+                delay_ms,
+                answer: match answer {
+                    AnswerKind::Full => Answer::Full,
+                    AnswerKind::Fraction => Answer::Fraction { per_mille },
+                    AnswerKind::FirstK => Answer::FirstK { k },
+                    AnswerKind::OneAtATime => Answer::OneAtATime,
+                    AnswerKind::Reversed => Answer::Reversed,
+                    AnswerKind::Duplicated => Answer::Duplicated,
+                    AnswerKind::Empty => Answer::Empty,
+                    AnswerKind::Silent => Answer::Silent,
+                },
+            },
+            _ => Behaviour::Honest,
+        }
+    }
+
+    /// Does it sign entries of its own (and so hold a key on the roster)?
+    pub fn writes(&self) -> bool {
+        matches!(self, AdversaryKind::Equivocator { .. } | AdversaryKind::InvalidSigner | AdversaryKind::Backdater { .. } | AdversaryKind::Spammer { .. })
+    }
 }
 
 fn default_flood_authors() -> usize {
@@ -453,6 +598,76 @@ impl Default for Bounds {
     }
 }
 
+// The bounds of a scenario's fields: a file is refused, naming the field,
+// rather than grow a run without bound. Generous for every shipped scenario
+// and sweep; the products (agents, events) are bounded as well as each factor.
+
+/// Any time in a scenario (a move, an episode, a duration), ms: 100 days.
+pub const TIME_MS_MAX: u64 = 100 * 24 * 3_600_000;
+/// Honest nodes.
+pub const NODES_MAX: u64 = 100_000;
+/// Generated agents per honest node.
+pub const AGENTS_PER_NODE_MAX: u64 = 10_000;
+/// Generated agents in all.
+pub const AGENTS_MAX: u64 = 1_000_000;
+/// Generated moves per agent.
+pub const EVENTS_PER_AGENT_MAX: u64 = 100_000;
+/// Generated moves in all.
+pub const EVENTS_MAX: u64 = 10_000_000;
+/// Topics generated agents argue about.
+pub const TOPICS_MAX: u64 = 1_000_000;
+/// A generated move's weight (the sum of seven stays far within `u32`).
+pub const WEIGHT_MAX: u64 = 1_000_000;
+/// Links per node of a random topology.
+pub const DEGREE_MAX: u64 = 1_024;
+/// Link overrides and expectations.
+pub const LIST_MAX: u64 = 100_000;
+/// Partitions, and churn episodes.
+pub const EPISODES_MAX: u64 = 10_000;
+/// Scripted agents.
+pub const SCRIPTED_AGENTS_MAX: u64 = 10_000;
+/// Moves of one scripted agent.
+pub const MOVES_PER_AGENT_MAX: u64 = 100_000;
+/// A move's text, bytes (the payload of one entry).
+pub const MOVE_TEXT_BYTES_MAX: u64 = 64 << 10;
+/// A synthesis's or refinement's sources.
+pub const SOURCES_MAX: u64 = 1_024;
+/// A name or a label, bytes.
+pub const TEXT_BYTES_MAX: u64 = 256;
+/// A scenario's description, bytes.
+pub const DESCRIPTION_BYTES_MAX: u64 = 64 << 10;
+/// Adversary nodes in all (and per entry).
+pub const ADVERSARY_NODES_MAX: u64 = 10_000;
+/// Branches of one equivocation.
+pub const BRANCHES_MAX: u64 = 100_000;
+/// Authors per frontier of a head flooder.
+pub const FLOOD_AUTHORS_MAX: u64 = 100_000;
+/// Entries per action of a spammer.
+pub const BURST_MAX: u64 = 100_000;
+/// A backdater's skew either way, ms: ten years.
+pub const SKEW_MS_MAX: u64 = 10 * 365 * 24 * 3_600_000;
+/// A range request's seqs (the wire's own bound is far above).
+pub const RANGE_LIMIT_MAX: u64 = 100_000;
+/// Requests in flight at a node.
+pub const IN_FLIGHT_MAX: u64 = 4_096;
+/// A node's memory bound, bytes: 1 TiB.
+pub const MEMORY_BYTES_MAX: u64 = 1 << 40;
+/// A latency's milliseconds (and a normal's standard deviation): an hour.
+pub const LATENCY_MS_MAX: u64 = 3_600_000;
+/// A log-normal latency's shape.
+pub const SIGMA_MAX: f64 = 10.0;
+
+/// `Ok` when `min ≤ value ≤ max`; else an error naming `field`.
+pub(crate) fn within(field: &str, value: u64, min: u64, max: u64) -> Result<(), String> {
+    if value < min {
+        return Err(format!("{field}: {value} is less than {min}"));
+    }
+    if value > max {
+        return Err(format!("{field}: {value} is more than {max}"));
+    }
+    Ok(())
+}
+
 /// Why a scenario file was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
@@ -476,12 +691,7 @@ impl Scenario {
     /// order, every model sound, every label defined before it is used,
     /// every expectation about a scripted node and scripted agents.
     pub fn validate(&self) -> Result<(), String> {
-        if self.nodes == 0 {
-            return Err("nodes: at least one honest node".into());
-        }
-        if self.nodes > 100_000 {
-            return Err(format!("nodes: {} is more than 100,000", self.nodes));
-        }
+        self.validate_bounds()?;
         self.network.validate().map_err(|e| format!("network: {e}"))?;
         self.generated.interval.validate().map_err(|e| format!("generated.interval: {e}"))?;
         let node = |what: &str, i: usize| if i < self.nodes { Ok(()) } else { Err(format!("{what}: node {i} is not one of the {} honest nodes", self.nodes)) };
@@ -564,12 +774,106 @@ impl Scenario {
             if a.every_ms == 0 {
                 return Err(format!("adversaries[{i}]: every_ms must be positive"));
             }
-            if let AdversaryKind::Equivocator { fork_at_seq, branches } = a.kind
+            if let AdversaryKind::Equivocator { fork_at_seq, branches, .. } = a.kind
                 && (fork_at_seq == 0 || !(2..=100_000).contains(&branches))
             {
                 return Err(format!("adversaries[{i}]: an equivocator forks at a seq ≥ 1 into 2 to 100,000 branches"));
             }
         }
+        Ok(())
+    }
+
+    /// Every field within its bound (see the constants of this module):
+    /// the first one out of bounds is named, with its value and the bound.
+    fn validate_bounds(&self) -> Result<(), String> {
+        let time = |field: &str, ms: u64| within(field, ms, 0, TIME_MS_MAX);
+        within("name (bytes)", self.name.len() as u64, 1, TEXT_BYTES_MAX)?;
+        within("description (bytes)", self.description.len() as u64, 0, DESCRIPTION_BYTES_MAX)?;
+        within("nodes", self.nodes as u64, 1, NODES_MAX)?;
+        within("agents_per_node", self.agents_per_node as u64, 0, AGENTS_PER_NODE_MAX)?;
+        within("agents_per_node × nodes", (self.agents_per_node as u64).saturating_mul(self.nodes as u64), 0, AGENTS_MAX)?;
+        if let Topology::Random { degree } = self.topology {
+            within("topology.degree", degree as u64, 2, DEGREE_MAX)?;
+        }
+        self.network.validate_bounds("network")?;
+        within("links (count)", self.links.len() as u64, 0, LIST_MAX)?;
+        for (i, l) in self.links.iter().enumerate() {
+            l.model.validate_bounds(&format!("links[{i}].model"))?;
+        }
+        within("partitions (count)", self.partitions.len() as u64, 0, EPISODES_MAX)?;
+        for (i, p) in self.partitions.iter().enumerate() {
+            time(&format!("partitions[{i}].at_ms"), p.at_ms)?;
+            time(&format!("partitions[{i}].heal_ms"), p.heal_ms)?;
+            within(&format!("partitions[{i}].groups (count)"), p.groups.len() as u64, 0, self.nodes as u64)?;
+            let members: usize = p.groups.iter().map(Vec::len).sum();
+            within(&format!("partitions[{i}].groups (members)"), members as u64, 0, self.nodes as u64)?;
+        }
+        within("churn (count)", self.churn.len() as u64, 0, EPISODES_MAX)?;
+        for (i, c) in self.churn.iter().enumerate() {
+            for (field, t) in [("join_ms", c.join_ms), ("crash_ms", c.crash_ms), ("restart_ms", c.restart_ms), ("leave_ms", c.leave_ms)] {
+                if let Some(t) = t {
+                    time(&format!("churn[{i}].{field}"), t)?;
+                }
+            }
+        }
+        let g = &self.generated;
+        within("generated.events_per_agent", g.events_per_agent as u64, 0, EVENTS_PER_AGENT_MAX)?;
+        let agents = (self.agents_per_node as u64).saturating_mul(self.nodes as u64);
+        within("generated.events_per_agent × agents", (g.events_per_agent as u64).saturating_mul(agents), 0, EVENTS_MAX)?;
+        within("generated.topics", g.topics as u64, 1, TOPICS_MAX)?;
+        g.interval.validate_bounds("generated.interval")?;
+        let w = &g.weights;
+        for (field, v) in [
+            ("propose", w.propose),
+            ("support", w.support),
+            ("contradict", w.contradict),
+            ("refine", w.refine),
+            ("synthesize", w.synthesize),
+            ("accept", w.accept),
+            ("dispute", w.dispute),
+        ] {
+            within(&format!("generated.weights.{field}"), u64::from(v), 0, WEIGHT_MAX)?;
+        }
+        within("scripted (count)", self.scripted.len() as u64, 0, SCRIPTED_AGENTS_MAX)?;
+        for (i, a) in self.scripted.iter().enumerate() {
+            within(&format!("scripted[{i}].name (bytes)"), a.name.len() as u64, 1, TEXT_BYTES_MAX)?;
+            within(&format!("scripted[{i}].moves (count)"), a.moves.len() as u64, 0, MOVES_PER_AGENT_MAX)?;
+            for (m, mv) in a.moves.iter().enumerate() {
+                let what = format!("scripted[{i}].moves[{m}]");
+                time(&format!("{what}.at_ms"), mv.at_ms)?;
+                within(&format!("{what}.text (bytes)"), mv.text.len() as u64, 0, MOVE_TEXT_BYTES_MAX)?;
+                within(&format!("{what}.sources (count)"), mv.sources.len() as u64, 0, SOURCES_MAX)?;
+                for label in mv.label.iter().chain(&mv.target).chain(&mv.up_to).chain(&mv.sources) {
+                    within(&format!("{what}: label {label:?} (bytes)"), label.len() as u64, 1, TEXT_BYTES_MAX)?;
+                }
+            }
+        }
+        within("adversaries (count)", self.adversaries.len() as u64, 0, ADVERSARY_NODES_MAX)?;
+        let mut adversary_nodes = 0u64;
+        for (i, a) in self.adversaries.iter().enumerate() {
+            within(&format!("adversaries[{i}].count"), a.count as u64, 1, ADVERSARY_NODES_MAX)?;
+            adversary_nodes = adversary_nodes.saturating_add(a.count as u64);
+            within(&format!("adversaries[{i}].every_ms"), a.every_ms, 1, TIME_MS_MAX)?;
+            a.kind.validate_bounds(&format!("adversaries[{i}]"))?;
+        }
+        within("adversaries (nodes, the sum of their counts)", adversary_nodes, 0, ADVERSARY_NODES_MAX)?;
+        within("expect (count)", self.expect.len() as u64, 0, LIST_MAX)?;
+        time("duration_ms", self.duration_ms)?;
+        time("settle_ms", self.settle_ms)?;
+        let r = &self.replicator;
+        if let Some(v) = r.range_limit {
+            within("replicator.range_limit", u64::from(v), 1, RANGE_LIMIT_MAX)?;
+        }
+        if let Some(v) = r.request_timeout_ms {
+            within("replicator.request_timeout_ms", v, 1, TIME_MS_MAX)?;
+        }
+        if let Some(v) = r.in_flight_max {
+            within("replicator.in_flight_max", v as u64, 1, IN_FLIGHT_MAX)?;
+        }
+        if let Some(v) = r.frontier_refresh_ms {
+            within("replicator.frontier_refresh_ms", v, 0, TIME_MS_MAX)?;
+        }
+        within("bounds.node_memory_bytes", self.bounds.node_memory_bytes, 1, MEMORY_BYTES_MAX)?;
         Ok(())
     }
 

@@ -199,3 +199,30 @@ fn the_spread_of_every_honest_move_is_reported() {
     assert!(spread.p50_ms <= spread.p99_ms && spread.p99_ms <= spread.max_ms, "{spread:?}");
     assert!(spread.p50_ms >= 20 && spread.max_ms < 5_000, "{spread:?}");
 }
+
+/// "Nothing lost" counts only what an honest node still online holds: an
+/// entry whose only holder left for good 50 ms after writing it, before any
+/// packet could carry it, is gone with its node, not lost by the swarm (the
+/// check counted it lost). An entry that reached one other node before its
+/// writer left must be everywhere.
+#[test]
+fn an_entry_whose_only_holder_left_is_not_counted_lost() {
+    let text = r#"
+name = "gone-with-its-node"
+nodes = 3
+duration_ms = 5_000
+settle_ms = 20_000
+network = { latency = { kind = "fixed", ms = 200 } }
+churn = [{ node = 0, leave_ms = 2_050 }]
+scripted = [
+  { name = "ann", node = 0, moves = [{ at_ms = 1_000, move = "propose", text = "spread" }, { at_ms = 2_000, move = "propose", text = "gone" }] },
+  { name = "bob", node = 1, moves = [{ at_ms = 3_000, move = "propose", text = "later" }] },
+]
+"#;
+    let s = Scenario::from_toml(text).expect("the scenario is valid");
+    let report = run(&s, 1, String::new());
+    assert!(report.ok, "{:?}", violations(&report));
+    assert_eq!(report.entries_written.honest, 3);
+    let honest: Vec<usize> = report.nodes.iter().filter(|n| n.role == "honest" && n.up).map(|n| n.entries).collect();
+    assert_eq!(honest, [2, 2], "the two nodes online hold the first entry and bob's, not the one that left with node 0");
+}

@@ -100,6 +100,30 @@ pub enum SimCommand {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Search for the worst adversary: sample strategies of every adversary
+    /// family from the seed, play each against the scenario and its
+    /// honest-only run, check every invariant and the liveness bound (honest
+    /// nodes converge within twice the honest-only time plus a constant),
+    /// and report the worst strategy per family with its seed, its ratio and
+    /// the command that replays it. Exit 3 if an invariant was broken.
+    Search {
+        /// The scenario (TOML; see simulations/scenarios/search.toml).
+        scenario: PathBuf,
+        /// Trials, the families taken in turn.
+        #[arg(long)]
+        budget: Option<usize>,
+        /// The seed every strategy comes from.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Only this family (slow_server, partial_server, dripper, reorderer,
+        /// duplicator, silent, empty_after_claim, replayer, backdater,
+        /// fork_flooder, stripper).
+        #[arg(long)]
+        family: Option<String>,
+        /// Replay one trial: the strategy seed a report gives (with --family).
+        #[arg(long, requires = "family", conflicts_with = "budget")]
+        strategy_seed: Option<u64>,
+    },
 }
 
 /// The signed log itself: keys, entries, packs, forks.
