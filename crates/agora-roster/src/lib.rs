@@ -428,11 +428,14 @@ mod tests {
             RosterEvent::Admit { agent: agent(1), note: "MARK-note-51c2".into() },
             RosterEvent::Remove { agent: agent(2), reason: "MARK-reason-0d7e".into() },
             RosterEvent::RemoveAfter { agent: agent(3), last_seq: 4, reason: "MARK-reason-a3b9".into() },
+            RosterEvent::RemoveAt { agent: agent(4), last_seq: 4, head: agora_core::EntryId([9; 32]), reason: "MARK-reason-5e21".into() },
         ];
         for e in &events {
             let text = match e {
                 RosterEvent::Admit { agent: _, note } => note,
-                RosterEvent::Remove { agent: _, reason } | RosterEvent::RemoveAfter { agent: _, last_seq: _, reason } => reason,
+                RosterEvent::Remove { agent: _, reason }
+                | RosterEvent::RemoveAfter { agent: _, last_seq: _, reason }
+                | RosterEvent::RemoveAt { agent: _, last_seq: _, head: _, reason } => reason,
             };
             let residue = RosterEvent::residue(&e.encode());
             assert!(RosterEvent::decode(&residue).is_ok());
