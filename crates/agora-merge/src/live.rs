@@ -10,7 +10,11 @@
 //! - **The arriving entry's chain.** The common case, an entry that continues
 //!   a chain with no fork, gap or broken link (the next seq, linked to the
 //!   head, a known payload, not a fork resolution), extends its view chain in
-//!   place. Anything else (a fork, an entry that arrives before its
+//!   place. So does one more branch at the fork that freezes a chain (a
+//!   child of the shared entry at the fork's seq, with a known payload that
+//!   is not a merge event, in a chain without resolutions): it adds a
+//!   candidate and an entry off the view, nothing else, so a fork flood
+//!   costs each update what it adds. Anything else (a fork, an entry that arrives before its
 //!   predecessor, a resolution, a payload filled in or redacted, a fork proof)
 //!   re-derives that one chain from its entries, asked of the caller, with the
 //!   same code as [`Merge::compute`] (steps 1 and 2 over one author).
@@ -280,6 +284,8 @@ impl LiveChain {
 pub struct LiveApplied {
     /// Entries that extended their chain in place.
     pub extended: usize,
+    /// Entries that added a branch at a frozen chain's fork in place.
+    pub branched: usize,
     /// Chains derived again from their entries.
     pub rederived: usize,
     /// Signers whose merge events were all evaluated again.
@@ -453,6 +459,14 @@ impl LiveMerge {
                 continue;
             }
             entries.sort_by_key(|e| (e.seq(), e.id()));
+            // Whether the chain holds a fork resolution (asked once): a new
+            // branch may be the one it names, and then settles the fork.
+            let resolving = self
+                .by_author
+                .get(&author)
+                .is_some_and(|&s| self.chains[s as usize].records.iter().any(|r| matches!(r.event, Some(MergeEvent::ForkResolution { .. }))));
+            // Candidates added in place go after those held, sorted once.
+            let sorted = self.by_author.get(&author).and_then(|&s| self.chains[s as usize].forks.last()).map(|f| f.candidates.len());
             for e in &entries {
                 // Held already (queued twice while the view was rebuilt): a
                 // simple chain holds every entry with its payload known.
@@ -469,11 +483,18 @@ impl LiveMerge {
                             appended.entry(slot).or_insert(r);
                         }
                     }
+                    None if !resolving && self.add_branch(e) => {
+                        done.branched += 1;
+                        new_ids.push(e.id());
+                    }
                     None => {
                         rederive.insert(author);
                         break;
                     }
                 }
+            }
+            if let (Some(sorted), Some(&slot)) = (sorted, self.by_author.get(&author)) {
+                self.sort_candidates(slot, sorted);
             }
         }
         let mut evaluate: BTreeSet<u32> = BTreeSet::new();
@@ -567,6 +588,86 @@ impl LiveMerge {
         self.index.set_record(row, r as u32);
         chain.records.push(LiveRecord::new(row, event, base, true));
         Some((slot, Some(r)))
+    }
+
+    /// Add `e` in place as one more branch at the fork that freezes its
+    /// chain: an entry at the fork's seq that continues the shared entry,
+    /// with a known payload that is not a merge event, not named by any
+    /// entry held (not a candidate already). Derived again, the chain would
+    /// differ only in that: one more entry held, off the view, one more
+    /// candidate of the fork (the view, the other forks, the fork seqs, the
+    /// gaps and every record are as they were). Costs the candidates' copy,
+    /// not a derivation from every entry held. False, and nothing changed,
+    /// for any other entry.
+    fn add_branch(&mut self, e: &MergeEntry) -> bool {
+        if self.index.contains_key(&e.id()) {
+            return false;
+        }
+        let Some(&slot) = self.by_author.get(&e.author()) else { return false };
+        match e.content() {
+            agora_core::Content::Missing => return false,
+            content => {
+                if content.meaning().is_some_and(MergeEvent::is_merge_payload) {
+                    return false;
+                }
+            }
+        }
+        let chain = &self.chains[slot as usize];
+        let Some(fork) = chain.frozen() else { return false };
+        if !matches!(fork.outcome, ForkOutcome::Frozen) || e.seq() != fork.seq || chain.view.len() as u64 + 1 != fork.seq {
+            return false;
+        }
+        let shared = chain.head(&self.index);
+        // A candidate already is held (indexed) or named by an entry held.
+        if shared != fork.shared || chain.missing.binary_search(&(e.seq(), e.id())).is_ok() || chain.fork_seqs.binary_search(&fork.seq).is_err() {
+            return false;
+        }
+        // A child of the shared entry (seq 1 has no parent): linked, and not
+        // broken by a timestamp before its parent's.
+        if shared.is_some() && (e.backlink() != shared || e.timestamp_ms() < chain.head_timestamp_ms) {
+            return false;
+        }
+        self.epoch += 1;
+        let row = self.index.insert(e.id(), Loc { chain: slot, seq: e.seq() });
+        self.index.set_record(row, entry_index::NO_RECORD);
+        let chain = &mut self.chains[slot as usize];
+        chain.len += 1;
+        chain.held += 1;
+        chain.max_seq = chain.max_seq.max(e.seq());
+        chain.off_view.insert(e.id(), OffView { parent: shared, backlink: e.backlink(), rooted: true });
+        if let Some(fork) = chain.forks.last_mut() {
+            // Sorted with the others after the update's entries (`sort_candidates`).
+            fork.candidates.push(e.id());
+        }
+        chain.digest = None;
+        chain.changed_at = self.epoch;
+        self.view_hash = None;
+        true
+    }
+
+    /// Merge the candidates [`Self::add_branch`] appended to the last fork
+    /// of chain `slot` (those from `sorted` on) into the sorted ones before:
+    /// what they add, sorted, and one pass over the rest.
+    fn sort_candidates(&mut self, slot: u32, sorted: usize) {
+        let Some(fork) = self.chains[slot as usize].forks.last_mut() else { return };
+        if fork.candidates.len() <= sorted {
+            return;
+        }
+        let mut added = fork.candidates.split_off(sorted);
+        added.sort_unstable();
+        let held = std::mem::take(&mut fork.candidates);
+        let mut merged = Vec::with_capacity(held.len() + added.len());
+        let (mut a, mut b) = (held.into_iter().peekable(), added.into_iter().peekable());
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if x <= y => a.next(),
+                (Some(_), Some(_)) | (None, Some(_)) => b.next(),
+                (Some(_), None) => a.next(),
+                (None, None) => break,
+            };
+            merged.extend(next);
+        }
+        fork.candidates = merged;
     }
 
     /// Derive `author`'s chain again from all its entries and proofs.

@@ -846,3 +846,47 @@ proptest! {
         }
     }
 }
+
+/// Issue 36 item 2: a fork flood spread over updates. Branches at the seq
+/// where a chain is frozen change nothing the view shows but the fork's
+/// candidates: each update adds them in place and asks the caller for no
+/// chain (before, each update derived the flooded chain again from every
+/// branch held: 20 updates of 50 asked for 10,500 entries). The state
+/// equals a recompute after every update, with another agent's accept of
+/// the shared entry, an accept whose head is a branch not yet held, and a
+/// dispute of a branch.
+#[test]
+fn branches_at_a_frozen_fork_are_added_in_place_and_cost_what_they_add() {
+    let mut s = Swarm::new(2);
+    let p1 = s.event(0, Event::Proposition { text: "p1".into() });
+    let packs: Vec<Vec<EntryId>> =
+        (0..20).map(|k| (0..50).map(|i| s.append_after(0, Some(p1), Event::Proposition { text: format!("branch {k}.{i}") }.encode())).collect()).collect();
+    let author = s.agent(0);
+    let late = packs[19][7];
+    s.merge(1, MergeEvent::Accept { author, up_to_seq: 1, head: p1 });
+    s.merge(1, MergeEvent::Accept { author, up_to_seq: 2, head: late });
+    s.merge(1, MergeEvent::Dispute { target: packs[3][1], reason: "no".into(), counter_claim: None });
+    let in_pack = |ids: &[EntryId], s: &Swarm| -> Vec<MergeEntry> { s.entries.iter().filter(|e| ids.contains(&e.id())).cloned().collect() };
+    // The root, the first two branches (the fork), and the other agent.
+    let mut held: Vec<MergeEntry> = s.entries.iter().filter(|e| e.id() == p1 || e.author() == s.agent(1)).cloned().collect();
+    held.extend(in_pack(&packs[0][..2], &s));
+    let mut live = LiveMerge::from_entries(&held, &[]).unwrap();
+    assert!(live.forks(&author).last().is_some_and(|f| f.outcome == ForkOutcome::Frozen));
+    let mut asked = 0usize;
+    for (k, pack) in packs.iter().enumerate() {
+        let from = if k == 0 { 2 } else { 0 };
+        let update = in_pack(&pack[from..], &s);
+        held.extend(update.iter().cloned());
+        let done = live
+            .apply(LiveUpdate { entries: update, ..LiveUpdate::default() }, |a| -> Result<ChainInput, std::convert::Infallible> {
+                let chain: Vec<MergeEntry> = held.iter().filter(|e| e.author() == *a).cloned().collect();
+                asked += chain.len();
+                Ok((chain, Vec::new()))
+            })
+            .unwrap();
+        assert_eq!((done.branched, done.rederived), (pack.len() - from, 0), "pack {k}");
+        assert_live_equals(&mut live, &held, &[], &format!("after pack {k}")).unwrap();
+    }
+    assert_eq!(asked, 0, "no chain was derived again");
+    assert_eq!(live.forks(&author).last().map(|f| f.candidates.len()), Some(1000));
+}

@@ -316,7 +316,14 @@ impl Store {
         if self.observed() && (report.imported > 0 || report.payloads_filled > 0) {
             let payloads_changed = plan.fills.iter().map(|(at, _)| at.id).collect();
             let entries = plan.fresh.into_iter().map(|it| (it.entry, it.payload)).collect();
-            self.notify(CommitNotice { appended: false, entries, payloads_changed, forks: report.forks.clone(), tip_changes: plan.tip_changes, redacted: false });
+            self.notify(CommitNotice {
+                appended: false,
+                entries,
+                payloads_changed,
+                forks: report.forks.clone(),
+                tip_changes: plan.tip_changes,
+                redacted: false,
+            });
         }
         Ok(report)
     }
