@@ -555,6 +555,9 @@ struct PeerState {
     /// Short answers in a row (fewer entries than asked and than it
     /// claims, not `more`): from the second on, each is a strike.
     shorts: u32,
+    /// Answers to payload requests that came without the payload: a missing
+    /// payload is asked of peers that sent fewer of these first.
+    stripped: u32,
     /// It answered `Busy`: not asked again before this.
     busy_until_ms: u64,
     /// When it is sent our whole frontier again ([`Config::frontier_refresh_ms`]).
@@ -1071,6 +1074,7 @@ impl Replicator {
                 useful,
                 spent_ms,
                 shorts: 0,
+                stripped: 0,
                 busy_until_ms: 0,
                 refresh_at_ms: self.next_refresh(now_ms),
             },
@@ -1755,11 +1759,12 @@ impl Replicator {
                 self.missing.insert(e, Missing { tries: 0, next_ms: now_ms.saturating_add(slow), reported: true });
                 continue;
             }
-            let claimants: Vec<PeerId> = self
+            let mut claimants: Vec<PeerId> = self
                 .peers_in_rank_order()
                 .into_iter()
                 .filter(|p| self.peers.get(p).and_then(|s| s.frontier.get(&e.author)).is_some_and(|t| max_seq(t) >= e.seq))
                 .collect();
+            claimants.sort_by_key(|p| self.peers.get(p).map_or(u32::MAX, |s| s.stripped));
             let Some(&peer) = claimants.get(m.tries as usize % claimants.len().max(1)) else { continue };
             if self.in_flight.values().any(|f| f.author == e.author && f.start.seq == e.seq && f.purpose == Purpose::Payload) {
                 continue;
@@ -1818,7 +1823,10 @@ impl Replicator {
         let claimed = self.peers.get(&peer).and_then(|s| s.frontier.get(&author)).map_or(0, |t| max_seq(t));
         if asked.purpose == Purpose::Forward {
             let ours = self.local.get(&author).map_or(0, Tips::max_seq).max(self.importing.get(&author).copied().unwrap_or(0));
-            let useful = verified.iter().filter(|e| e.header().seq > ours).count() as u64;
+            // An entry sent without its payload is not useful yet: it costs
+            // a payload request of its own (a stripper ranks below a peer
+            // that sends whole entries, however fast it answers).
+            let useful = verified.iter().filter(|e| e.header().seq > ours && e.payload().is_some()).count() as u64;
             let took = now_ms.saturating_sub(asked.sent_ms).saturating_sub(asked.charged_ms);
             if let Some(s) = self.peers.get_mut(&peer) {
                 s.charge(useful, took);
@@ -1881,11 +1889,21 @@ impl Replicator {
             // A peer that claims the entry but sends it without its payload
             // is stripping: it ranks lower.
             let awaited = |e: &VerifiedEntry| self.missing.contains_key(&e.entry_ref());
-            let stripped = verified.iter().any(|e| e.payload().is_none() && awaited(e));
+            let stripped: Vec<EntryRef> = verified.iter().filter(|e| e.payload().is_none() && awaited(e)).map(|e| e.entry_ref()).collect();
             let refetched = verified.iter().filter(|e| e.payload().is_some() && awaited(e)).count();
             self.stats.payloads_refetched += refetched as u64;
-            if stripped {
+            if !stripped.is_empty() {
                 self.strike(peer);
+                if let Some(s) = self.peers.get_mut(&peer) {
+                    s.stripped = s.stripped.saturating_add(1);
+                }
+                // Asked of the next claimant at once, not after a timeout:
+                // an answer without the payload is as final as an answer.
+                for e in stripped {
+                    if let Some(m) = self.missing.get_mut(&e) {
+                        m.next_ms = now_ms;
+                    }
+                }
             }
         }
         let mut rest_purpose = asked.purpose.rest();
