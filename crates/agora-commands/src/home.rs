@@ -75,8 +75,11 @@ impl Home {
     /// Mode 0700 on the home, if it grants anything to others (a home
     /// initialised before `init` set the mode of an existing directory).
     /// The store sets its own (`Store::open`).
+    /// A home that does not exist is left to the store's open, whose error
+    /// says to run `agora init`.
     fn make_private(&self) -> Result<()> {
-        let mode = std::fs::metadata(&self.dir).with_context(|| format!("reading {}", self.dir.display()))?.permissions().mode();
+        let Ok(meta) = std::fs::metadata(&self.dir) else { return Ok(()) };
+        let mode = meta.permissions().mode();
         if mode & 0o077 != 0 {
             std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700))
                 .with_context(|| format!("setting mode 0700 on {}", self.dir.display()))?;
