@@ -338,6 +338,11 @@ impl Harness {
     }
 }
 
+/// `agora_sync::Replicator` fed a peer's input: see [`run`].
+pub fn replicator(data: &[u8]) {
+    run(data);
+}
+
 /// Run the operations of `data` (the module's layout) and return the node.
 pub fn run_with(data: &[u8]) -> Harness {
     let mut r = Reader::new(data);

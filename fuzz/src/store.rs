@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Default)]
 pub struct MemStore {
     /// Every entry held.
+    #[allow(clippy::type_complexity)]
     pub entries: BTreeMap<(AgentId, u64, EntryId), (SignedEntry, Option<Vec<u8>>)>,
     ids: BTreeMap<EntryId, (AgentId, u64)>,
     /// One fork proof per forked position.

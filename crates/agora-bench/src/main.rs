@@ -36,7 +36,6 @@ mod automerge_bench;
 mod graph_bench;
 mod late_bench;
 mod live_bench;
-mod mcp_bench;
 mod merge_bench;
 mod node_bench;
 mod sim_bench;
