@@ -733,14 +733,14 @@ impl<'s> Run<'s> {
         }
         self.view_checkpoints += 1;
         let at = self.elapsed();
-        let mut groups: BTreeMap<Contents, Vec<(usize, [u8; 32])>> = BTreeMap::new();
+        let mut groups: BTreeMap<Contents, Vec<NodeHash>> = BTreeMap::new();
         for n in self.honest_up() {
             if let Some(h) = self.net.live_view_hash(n) {
                 groups.entry(self.net.nodes[n].store.contents()).or_default().push((n, h));
             }
         }
         // The largest groups first: their batch views are computed within the budget.
-        let mut groups: Vec<(Contents, Vec<(usize, [u8; 32])>)> = groups.into_iter().collect();
+        let mut groups: Vec<(Contents, Vec<NodeHash>)> = groups.into_iter().collect();
         groups.sort_by_key(|(_, nodes)| std::cmp::Reverse(nodes.len()));
         let mut budget = if last { usize::MAX } else { BATCH_VIEWS_PER_CHECKPOINT };
         for (contents, nodes) in groups {
@@ -1097,8 +1097,12 @@ impl<'s> Run<'s> {
     }
 }
 
+/// A node and its live view hash.
+type NodeHash = (usize, [u8; 32]);
+
 /// The view hash of the batch merge ([`Merge::compute`]) of what `store`
 /// holds that counts under the roster it holds (`founder`'s).
+#[allow(clippy::result_large_err)]
 fn batch_view_hash(store: &MemStore, founder: AgentId) -> Result<[u8; 32], String> {
     let roster = crate::views::derive_roster(store, founder);
     let entries: Vec<MergeEntry> = store

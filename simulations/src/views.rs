@@ -11,6 +11,8 @@
 //! What reads the store here is the simulator's own (the node reads
 //! RocksDB through `agora_view`): the roster from the founder's chain, the
 //! entries that count under it, and one author's chain with its fork proofs.
+// The merge's and the verifier's errors are theirs, as large as they are.
+#![allow(clippy::result_large_err)]
 
 use crate::store::{MemStore, Stored};
 use agora_core::id_arena::IdArena;

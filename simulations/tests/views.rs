@@ -42,6 +42,8 @@ struct ArrivalOrdered {
     late: u64,
 }
 
+// The builder's signature: the merge's error is as large as it is.
+#[allow(clippy::result_large_err)]
 fn arrival_ordered(entries: &[MergeEntry], proofs: &[ForkProof], ids: Arc<IdArena>) -> Result<Box<dyn NodeMerge>, InputError> {
     let latest_ms = entries.iter().map(MergeEntry::timestamp_ms).max().unwrap_or(0);
     Ok(Box::new(ArrivalOrdered { live: LiveMerge::from_entries_sharing(entries, proofs, ids)?, latest_ms, late: 0 }))

@@ -25,7 +25,7 @@ use agora_core::SignedEntry;
 use agora_core::id_arena::IdArena;
 use agora_core::{AgentId, EntryId};
 use agora_graph::TextSource;
-use agora_merge::{DisagreementMap, Feed, LiveMerge, LiveMergedGraph, LivePerspective, LiveUpdate, MergeEntry, MergedGraphPlan, PerspectivePlan};
+use agora_merge::{DisagreementMap, Feed, LiveMerge, LiveMergedGraph, LivePerspective, MergeEntry, MergedGraphPlan, PerspectivePlan};
 use agora_roster::Roster;
 use agora_store::{CommitNotice, Store, StoreError};
 use prometheus_client::metrics::histogram::Histogram;
