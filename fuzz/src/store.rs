@@ -3,7 +3,7 @@
 //! the replicator target to execute `Import` and `Serve` against.
 
 use agora_core::entry::next_header;
-use agora_core::import::{self, Held, Offered, PlanError};
+use agora_core::import::{self, Held, Offered, PlanError, TipSummary};
 use agora_core::verify::CheckedEntry;
 use agora_core::{AgentId, AgentKey, EntryId, EntryRef, ForkProof, SignedEntry};
 use agora_sync::{Head, ImportOutcome, ServeRequest, WireEntry};
@@ -18,6 +18,7 @@ pub struct MemStore {
     /// One fork proof per forked position.
     pub proofs: BTreeMap<(AgentId, u64), ForkProof>,
     tips: BTreeSet<EntryRef>,
+    summaries: BTreeMap<AgentId, TipSummary>,
 }
 
 /// What an import did, as agora-store reports it.
@@ -80,12 +81,12 @@ impl MemStore {
             self.ids.insert(id, (a, s));
             self.entries.insert((a, s, id), (entry, payload));
         }
-        for (author, tips) in plan.tips {
-            let old: Vec<EntryRef> = self.author_tips(&author).collect();
-            for t in &old {
-                self.tips.remove(t);
+        for (author, change) in plan.tip_changes {
+            for t in &change.passed {
+                assert!(self.tips.remove(t), "a passed tip was held");
             }
-            self.tips.extend(tips);
+            self.tips.extend(change.added);
+            self.summaries.insert(author, plan.tip_summaries[&author].1);
             out.changed.insert(author);
         }
         out
@@ -143,8 +144,12 @@ impl Held for MemStore {
         Ok(self.entries.get(&(*author, seq, *id)).is_some_and(|(_, p)| p.is_none()))
     }
 
-    fn tips(&self, author: &AgentId) -> Result<Vec<EntryRef>, Self::Error> {
-        Ok(self.author_tips(author).collect())
+    fn tip_summary(&self, author: &AgentId) -> Result<Option<TipSummary>, Self::Error> {
+        Ok(self.summaries.get(author).copied())
+    }
+
+    fn is_tip(&self, entry: &EntryRef) -> Result<bool, Self::Error> {
+        Ok(self.tips.contains(entry))
     }
 
     fn proven(&self, author: &AgentId, seq: u64) -> Result<bool, Self::Error> {

@@ -15,7 +15,7 @@
 
 use agora_core::entry::next_header;
 use agora_core::idmap::IdMap;
-use agora_core::import::{self, Held, Offered, PlanError};
+use agora_core::import::{self, Held, Offered, PlanError, TipSummary};
 use agora_core::verify::CheckedEntry;
 use agora_core::{AgentId, AgentKey, EntryId, EntryRef, ForkProof, SignedEntry};
 use agora_sync::{Head, ImportOutcome, ServeRequest, WireEntry};
@@ -86,6 +86,8 @@ pub struct MemStore {
     /// One set for all authors, not a set per author: almost every author
     /// has one tip, and a set of one still allocates a whole tree node.
     tip_set: BTreeSet<EntryRef>,
+    /// Each author's head and tip count, as agora-store's `heads` row.
+    summaries: BTreeMap<AgentId, TipSummary>,
     /// XOR of every id held: two stores with the same entries have the same
     /// digest (and, with the same count, almost surely only they do).
     pub digest: [u8; 32],
@@ -189,12 +191,12 @@ impl MemStore {
             self.bytes += (entry.encode().len() + payload.as_ref().map_or(0, Vec::len)) as u64;
             self.entries.insert((a, s, id), self.interner.intern(entry, payload));
         }
-        for (author, tips) in plan.tips {
-            let old: Vec<EntryRef> = self.author_tips(&author).collect();
-            old.iter().for_each(|t| {
-                self.tip_set.remove(t);
-            });
-            self.tip_set.extend(tips);
+        for (author, change) in plan.tip_changes {
+            for t in &change.passed {
+                assert!(self.tip_set.remove(t), "a passed tip was held");
+            }
+            self.tip_set.extend(change.added);
+            self.summaries.insert(author, plan.tip_summaries[&author].1);
             out.changed.insert(author);
         }
         out
@@ -234,7 +236,7 @@ impl MemStore {
 
     /// The highest seq held of `author` (0: none).
     pub fn max_seq(&self, author: &AgentId) -> u64 {
-        self.tips(author).iter().map(|h| h.seq).max().unwrap_or(0)
+        self.summaries.get(author).map_or(0, |s| s.head.seq)
     }
 
     /// What the driver reads for a `Serve`.
@@ -277,8 +279,12 @@ impl Held for MemStore {
         Ok(self.entries.get(&(*author, seq, *id)).is_some_and(|(_, p)| p.is_none()))
     }
 
-    fn tips(&self, author: &AgentId) -> Result<Vec<EntryRef>, Self::Error> {
-        Ok(self.author_tips(author).collect())
+    fn tip_summary(&self, author: &AgentId) -> Result<Option<TipSummary>, Self::Error> {
+        Ok(self.summaries.get(author).copied())
+    }
+
+    fn is_tip(&self, entry: &EntryRef) -> Result<bool, Self::Error> {
+        Ok(self.tip_set.contains(entry))
     }
 
     fn proven(&self, author: &AgentId, seq: u64) -> Result<bool, Self::Error> {

@@ -134,7 +134,7 @@ fn verify(s: &Session, author: Option<&str>, threads: usize) -> Result<ExitCode>
     let store = s.store()?;
     let author = author.map(parse_author).transpose()?;
     let total: u64 = match &author {
-        Some(a) => store.tips(a)?.iter().map(|t| t.seq).max().unwrap_or(0),
+        Some(a) => store.tip_summary(a)?.map_or(0, |s| s.head.seq),
         None => store.authors()?.iter().map(|a| a.max_seq).sum(),
     };
     let bar = s.progress(total, "verify {bar:40} {pos}/{len} entries ({per_sec}, eta {eta})");

@@ -58,11 +58,9 @@ pub fn admit(s: &Session, agent_text: &str, note: &str) -> Result<ExitCode> {
 /// of it. An agent of which nothing is held is removed with nothing kept.
 pub fn remove(s: &Session, agent_text: &str, reason: &str) -> Result<ExitCode> {
     let agent = agent(agent_text)?;
-    let tips = s.store()?.tips(&agent)?;
-    let last_seq = tips.iter().map(|t| t.seq).max().unwrap_or(0);
     let reason = reason.to_string();
-    match tips.iter().filter(|t| t.seq == last_seq).min_by_key(|t| t.id) {
-        Some(head) => record(s, RosterEvent::RemoveAt { agent, last_seq, head: head.id, reason }),
+    match s.store()?.tip_summary(&agent)? {
+        Some(tips) => record(s, RosterEvent::RemoveAt { agent, last_seq: tips.head.seq, head: tips.head.id, reason }),
         None => record(s, RosterEvent::RemoveAfter { agent, last_seq: 0, reason }),
     }
 }

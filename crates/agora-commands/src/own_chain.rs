@@ -15,7 +15,7 @@ pub fn append_own(s: &Session, payload: &[u8]) -> Result<SignedEntry> {
     let key = s.home.load_key()?;
     let store = s.store()?;
     let me = key.agent_id();
-    if store.tips(&me)?.len() <= 1 {
+    if store.tip_summary(&me)?.is_none_or(|s| s.count == 1) {
         return Ok(store.append(&key, payload, now_ms())?);
     }
     let (entries, proofs) = agora_view::load_merge_input(store, s.founder()?)?;

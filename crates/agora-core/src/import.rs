@@ -38,8 +38,12 @@ pub trait Held {
     /// held or redacted here? Only a missing payload is ever filled in: one
     /// redacted here is never restored.
     fn payload_missing(&self, author: &AgentId, seq: u64, id: &EntryId) -> Result<bool, Self::Error>;
-    /// The current tips of `author`'s chain (several when it is forked).
-    fn tips(&self, author: &AgentId) -> Result<Vec<EntryRef>, Self::Error>;
+    /// `author`'s tips in brief (its highest tip and how many it has), or
+    /// `None` when nothing of `author` is held. One point read.
+    fn tip_summary(&self, author: &AgentId) -> Result<Option<TipSummary>, Self::Error>;
+    /// Is this held entry one of its author's tips? Asked only of an author
+    /// with more than one tip (the summary answers for a single tip).
+    fn is_tip(&self, entry: &EntryRef) -> Result<bool, Self::Error>;
     /// Does (author, seq) already hold its fork proof?
     fn proven(&self, author: &AgentId, seq: u64) -> Result<bool, Self::Error>;
     /// One held entry at (author, seq), the first by id, if any.
@@ -202,12 +206,35 @@ pub struct ImportPlan {
     /// Proofs of positions this import found forked: at most one per
     /// position over a store's life.
     pub proofs: Vec<ForkProof>,
-    /// The tips of every author this import adds to, as they are after it.
-    pub tips: BTreeMap<AgentId, Vec<EntryRef>>,
-    /// What this import changed of each of those authors' tips: a commit's
-    /// notice carries it, so that the node's views of the tips cost what
-    /// the import adds, however many tips the author has.
+    /// What this import changed of the tips of every author it adds to: a
+    /// commit's notice carries it, so that the node's views of the tips
+    /// cost what the import adds, however many tips the author has.
     pub tip_changes: BTreeMap<AgentId, TipChange>,
+    /// The tip summary of every author this import adds to, before it
+    /// (`None`: nothing of the author was held) and after it.
+    pub tip_summaries: BTreeMap<AgentId, (Option<TipSummary>, TipSummary)>,
+}
+
+/// An author's tips in brief: its head (the tip at the highest seq held; of
+/// several there, the first by id) and how many tips it has (more than one:
+/// the chain is forked, and stays so, since branches never join).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TipSummary {
+    /// The tip at the author's highest seq (of several there, the first by id).
+    pub head: EntryRef,
+    /// How many tips the author has.
+    pub count: u64,
+}
+
+impl TipSummary {
+    /// The summary after `change`, which names every tip passed and added
+    /// (`None` if it would leave no tip, which no write does).
+    pub fn after(before: Option<TipSummary>, change: &TipChange) -> Option<TipSummary> {
+        let kept = before.filter(|b| !change.passed.contains(&b.head)).map(|b| b.head);
+        let head = kept.into_iter().chain(change.added.iter().copied()).max_by_key(|t| (t.seq, std::cmp::Reverse(t.id)));
+        let count = before.map_or(0, |b| b.count) + change.added.len() as u64 - change.passed.len() as u64;
+        head.map(|head| TipSummary { head, count })
+    }
 }
 
 /// How one author's tips changed in one write.
@@ -220,13 +247,30 @@ pub struct TipChange {
     pub added: Vec<EntryRef>,
 }
 
-/// The tips of one author while planning, the highest seq held before, and
-/// what the import changed of the tips.
+/// One author while planning: its tips before the import in brief, the
+/// highest seq held before, the held tips the import passed, and the
+/// import's entries no later entry of it builds on (its new tips).
 struct AuthorState {
-    tips: BTreeMap<(u64, EntryId), EntryRef>,
+    before: Option<TipSummary>,
     held_max: u64,
     passed: Vec<EntryRef>,
-    added: Vec<(u64, EntryId)>,
+    passed_ids: HashSet<EntryId>,
+    added: BTreeMap<(u64, EntryId), EntryRef>,
+}
+
+impl AuthorState {
+    /// Is `parent` (at `seq`) a held tip that no entry of this import has
+    /// passed yet? One point read at most, and none for an unforked author.
+    fn held_tip<H: Held>(&self, held: &H, parent: EntryRef) -> Result<bool, H::Error> {
+        if self.passed_ids.contains(&parent.id) {
+            return Ok(false);
+        }
+        match self.before {
+            None => Ok(false),
+            Some(b) if b.count == 1 => Ok(b.head == parent),
+            Some(_) => held.is_tip(&parent),
+        }
+    }
 }
 
 impl Screened {
@@ -260,20 +304,23 @@ impl Screened {
             let state = match authors.entry(author) {
                 std::collections::btree_map::Entry::Occupied(s) => s.into_mut(),
                 std::collections::btree_map::Entry::Vacant(slot) => {
-                    let tips = held.tips(&author).map_err(PlanError::Held)?;
-                    let held_max = tips.iter().map(|t| t.seq).max().unwrap_or(0);
-                    slot.insert(AuthorState { tips: tips.into_iter().map(|t| ((t.seq, t.id), t)).collect(), held_max, passed: Vec::new(), added: Vec::new() })
+                    let before = held.tip_summary(&author).map_err(PlanError::Held)?;
+                    let held_max = before.map_or(0, |b| b.head.seq);
+                    slot.insert(AuthorState { before, held_max, passed: Vec::new(), passed_ids: HashSet::new(), added: BTreeMap::new() })
                 }
             };
-            if let Some(parent) = h.backlink
-                && let Some(was) = state.tips.remove(&(seq - 1, parent))
-                && !staged.contains_key(&parent)
-            {
-                // A tip held before this import: passed now.
-                state.passed.push(was);
+            if let Some(parent) = h.backlink {
+                let parent = EntryRef { author, seq: seq - 1, id: parent };
+                if staged.contains_key(&parent.id) {
+                    // An entry of this import: a tip no more.
+                    state.added.remove(&(parent.seq, parent.id));
+                } else if state.held_tip(held, parent).map_err(PlanError::Held)? {
+                    // A tip held before this import: passed now.
+                    state.passed_ids.insert(parent.id);
+                    state.passed.push(parent);
+                }
             }
-            state.tips.insert((seq, id), entry.entry_ref());
-            state.added.push((seq, id));
+            state.added.insert((seq, id), entry.entry_ref());
             // Nothing held sits above the author's highest held seq, so a chain
             // that only grows (the common case of sync) asks nothing here.
             let held_max = state.held_max;
@@ -306,19 +353,18 @@ impl Screened {
             fresh.push(item);
         }
         let mut tip_changes = BTreeMap::new();
-        let tips = authors
-            .into_iter()
-            .map(|(author, mut state)| {
-                // Else the author's tips would be written empty: its chain lost to readers.
-                assert!(!state.tips.is_empty(), "author {author} planned with no tip");
-                state.added.sort_unstable();
-                let added = state.added.iter().filter_map(|k| state.tips.get(k)).copied().collect();
-                state.passed.sort_unstable_by_key(|t| (t.seq, t.id));
-                tip_changes.insert(author, TipChange { passed: state.passed, added });
-                (author, state.tips.into_values().collect())
-            })
-            .collect();
-        Ok(ImportPlan { fresh, fills: self.fills, already_present: self.already_present, deferred: self.deferred, proofs, tips, tip_changes })
+        let mut tip_summaries = BTreeMap::new();
+        for (author, mut state) in authors {
+            // Else the author would be left with no tip: its chain lost to readers.
+            assert!(!state.added.is_empty(), "author {author} planned with no new tip");
+            state.passed.sort_unstable_by_key(|t| (t.seq, t.id));
+            let change = TipChange { passed: state.passed, added: state.added.into_values().collect() };
+            let after = TipSummary::after(state.before, &change)
+                .ok_or_else(|| PlanError::Inconsistent { location: author.to_string(), problem: "the import would leave the author no tip".into() })?;
+            tip_summaries.insert(author, (state.before, after));
+            tip_changes.insert(author, change);
+        }
+        Ok(ImportPlan { fresh, fills: self.fills, already_present: self.already_present, deferred: self.deferred, proofs, tip_changes, tip_summaries })
     }
 }
 
@@ -336,6 +382,7 @@ mod tests {
     use super::*;
     use crate::AgentKey;
     use crate::entry::next_header;
+    use std::collections::BTreeSet;
     use std::convert::Infallible;
 
     const NOW: u64 = 1_700_000_000_000;
@@ -347,7 +394,7 @@ mod tests {
     struct Map {
         entries: Entries,
         proofs: HashSet<(AgentId, u64)>,
-        tips: BTreeMap<AgentId, Vec<EntryRef>>,
+        tips: BTreeMap<AgentId, BTreeSet<(u64, EntryId)>>,
     }
 
     impl Held for Map {
@@ -361,8 +408,13 @@ mod tests {
         fn payload_missing(&self, a: &AgentId, s: u64, id: &EntryId) -> Result<bool, Infallible> {
             Ok(self.entries.get(&(*a, s, *id)).is_some_and(|v| v.1.is_none()))
         }
-        fn tips(&self, a: &AgentId) -> Result<Vec<EntryRef>, Infallible> {
-            Ok(self.tips.get(a).cloned().unwrap_or_default())
+        fn tip_summary(&self, a: &AgentId) -> Result<Option<TipSummary>, Infallible> {
+            let Some(tips) = self.tips.get(a) else { return Ok(None) };
+            let &(seq, id) = tips.iter().find(|t| Some(t.0) == tips.last().map(|l| l.0)).expect("a held author has a tip");
+            Ok(Some(TipSummary { head: EntryRef { author: *a, seq, id }, count: tips.len() as u64 }))
+        }
+        fn is_tip(&self, e: &EntryRef) -> Result<bool, Infallible> {
+            Ok(self.tips.get(&e.author).is_some_and(|t| t.contains(&(e.seq, e.id))))
         }
         fn proven(&self, a: &AgentId, s: u64) -> Result<bool, Infallible> {
             Ok(self.proofs.contains(&(*a, s)))
@@ -382,7 +434,12 @@ mod tests {
                 self.entries.get_mut(&(at.author, at.seq, at.id)).unwrap().1 = Some(p);
             }
             self.proofs.extend(plan.proofs.iter().map(|p| (p.author(), p.seq())));
-            self.tips.extend(plan.tips);
+            for (author, change) in plan.tip_changes {
+                let tips = self.tips.entry(author).or_default();
+                change.passed.iter().for_each(|t| assert!(tips.remove(&(t.seq, t.id)), "a passed tip was held"));
+                tips.extend(change.added.iter().map(|t| (t.seq, t.id)));
+                assert_eq!(plan.tip_summaries[&author].1.count, tips.len() as u64, "the summary counts the tips");
+            }
         }
     }
 
@@ -402,7 +459,7 @@ mod tests {
         let plan = plan_import(&map, branches[1..].to_vec(), true, NOW).unwrap();
         assert_eq!(plan.proofs.len(), 1, "one proof per forked position");
         assert_eq!(plan.fresh.len(), 4);
-        assert_eq!(plan.tips[&key.agent_id()].len(), 5, "every branch is a tip");
+        assert_eq!(plan.tip_summaries[&key.agent_id()].1.count, 5, "every branch is a tip");
         let change = &plan.tip_changes[&key.agent_id()];
         assert_eq!((change.passed.len(), change.added.len()), (0, 4), "the held root was passed before; four tips added");
         map.write(plan);

@@ -153,12 +153,25 @@ impl Store {
         links.finish();
         audit.max_seq = links.level_seq;
         audit.fork_seqs = links.fork_seqs;
+        let corrupt = |problem: &str| StoreError::Corrupt { location: format!("heads/{author}"), problem: problem.into() };
         let stored_tips: BTreeSet<EntryRef> = match snapshot.get_pinned_cf(self.cf(CF_HEADS)?, author.as_bytes()).map_err(db("reading heads"))? {
             None => BTreeSet::new(),
-            Some(v) => decode_heads(author, &v)
-                .ok_or_else(|| StoreError::Corrupt { location: format!("heads/{author}"), problem: "malformed tips list".into() })?
-                .into_iter()
-                .collect(),
+            Some(v) => {
+                let summary = decode_heads(author, &v).ok_or_else(|| corrupt("malformed head and tip count"))?;
+                let mut tips = BTreeSet::from([summary.head]);
+                let mut rows = snapshot.raw_iterator_cf(self.cf(CF_FORKED_TIPS)?);
+                rows.seek(author.as_bytes());
+                while let Some(key) = rows.key().filter(|k| k.starts_with(author.as_bytes())) {
+                    let (_, seq, id) = split_entry_key(key).ok_or_else(|| corrupt("malformed forked tip key"))?;
+                    tips.insert(EntryRef { author: *author, seq, id });
+                    rows.next();
+                }
+                rows.status().map_err(db("reading forked tips"))?;
+                if tips.len() as u64 != summary.count {
+                    audit.problem(format!("tips index of {author} counts {} tips but lists {}", summary.count, tips.len()));
+                }
+                tips
+            }
         };
         audit.tips = stored_tips.len();
         if stored_tips != links.leaves {

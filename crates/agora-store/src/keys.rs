@@ -8,11 +8,13 @@
 //! | `entries`     | author(32) seq(8) id(32)              | signed entry bytes          |
 //! | `payloads`    | author(32) seq(8) id(32)              | payload bytes               |
 //! | `ids`         | id(32)                                | author(32) seq(8)           |
-//! | `heads`       | author(32)                            | tips: n × (seq(8) id(32))   |
+//! | `heads`       | author(32)                            | head seq(8) id(32) count(8) |
+//! | `forked_tips` | author(32) seq(8) id(32)              | empty (authors with 2+ tips)|
 //! | `redactions`  | author(32) seq(8) id(32)              | at_ms(8) [01 residue]       |
 //! | `forks`       | author(32) seq(8)                     | fork proof bytes            |
 //! | `missing`     | author(32) seq(8) id(32)              | empty                       |
 
+use agora_core::import::TipSummary;
 use agora_core::verify::EntryRef;
 use agora_core::{AgentId, EntryId};
 
@@ -24,6 +26,7 @@ pub(crate) const CF_IDS: &str = "ids";
 pub(crate) const CF_HEADS: &str = "heads";
 pub(crate) const CF_FORKS: &str = "forks";
 pub(crate) const CF_MISSING: &str = "missing";
+pub(crate) const CF_FORKED_TIPS: &str = "forked_tips";
 
 pub(crate) const META_FORMAT_KEY: &[u8] = b"format";
 
@@ -58,24 +61,32 @@ pub(crate) fn split_entry_key(key: &[u8]) -> Option<(AgentId, u64, EntryId)> {
     Some((author, seq, id))
 }
 
-/// The `heads` value: the author's tips (entries with no stored successor),
-/// each seq(8) || id(32), sorted by (seq, id). One row per author, overwritten
-/// on each append: a per-tip row would leave a tombstone per append, and
-/// finding the tip would then scan every tombstone of the chain.
-pub(crate) fn encode_heads(tips: &[EntryRef]) -> Vec<u8> {
-    let mut sorted: Vec<&EntryRef> = tips.iter().collect();
-    sorted.sort_by_key(|t| (t.seq, t.id));
-    let mut out = Vec::with_capacity(40 * tips.len());
-    for t in sorted {
-        out.extend_from_slice(&t.seq.to_be_bytes());
-        out.extend_from_slice(t.id.as_bytes());
-    }
+/// The `heads` value: the author's head (its tip at the highest seq; of
+/// several there, the first by id), seq(8) || id(32), then the number of its
+/// tips(8). One row per author, overwritten on each write, so an unforked
+/// chain's appends leave no tombstones; the tips of an author with more than
+/// one are listed one row each in `forked_tips`.
+pub(crate) fn encode_heads(summary: &TipSummary) -> [u8; 48] {
+    let mut out = [0u8; 48];
+    out[..8].copy_from_slice(&summary.head.seq.to_be_bytes());
+    out[8..40].copy_from_slice(summary.head.id.as_bytes());
+    out[40..].copy_from_slice(&summary.count.to_be_bytes());
     out
 }
 
-/// Decode a `heads` value. `None` if malformed or not in canonical order.
-pub(crate) fn decode_heads(author: &AgentId, bytes: &[u8]) -> Option<Vec<EntryRef>> {
-    if !bytes.len().is_multiple_of(40) {
+/// Decode a `heads` value. `None` if malformed (wrong length, no tip).
+pub(crate) fn decode_heads(author: &AgentId, bytes: &[u8]) -> Option<TipSummary> {
+    let bytes: &[u8; 48] = bytes.try_into().ok()?;
+    let seq = u64::from_be_bytes(bytes[..8].try_into().ok()?);
+    let id = EntryId(bytes[8..40].try_into().ok()?);
+    let count = u64::from_be_bytes(bytes[40..].try_into().ok()?);
+    (count >= 1 && seq >= 1).then_some(TipSummary { head: EntryRef { author: *author, seq, id }, count })
+}
+
+/// Decode a `heads` value of format 2 (every tip, seq(8) || id(32) each,
+/// sorted by (seq, id)), for the migration to format 3. `None` if malformed.
+pub(crate) fn decode_heads_2(author: &AgentId, bytes: &[u8]) -> Option<Vec<EntryRef>> {
+    if !bytes.len().is_multiple_of(40) || bytes.is_empty() {
         return None;
     }
     let tips: Vec<EntryRef> = bytes
@@ -86,7 +97,7 @@ pub(crate) fn decode_heads(author: &AgentId, bytes: &[u8]) -> Option<Vec<EntryRe
             Some(EntryRef { author: *author, seq, id })
         })
         .collect::<Option<_>>()?;
-    (encode_heads(&tips) == bytes).then_some(tips)
+    tips.windows(2).all(|w| (w[0].seq, w[0].id) < (w[1].seq, w[1].id)).then_some(tips)
 }
 
 /// author || seq: the one fork proof of a forked position. Stores written

@@ -34,7 +34,7 @@ pub use audit::{AuditReport, AuthorAudit};
 pub use error::{ImportFailure, ImportProblem, StoreError};
 pub use read::{AuthorSummary, PayloadState, RawStoredEntry, StoredEntry};
 pub use readers::{LongRead, RedactReport};
-pub use store::{COLUMN_FAMILIES, CommitNotice, MemoryUsage, Observer, STORE_FORMAT, STORE_FORMAT_1, Store, StoreOptions};
+pub use store::{COLUMN_FAMILIES, CommitNotice, MemoryUsage, Observer, STORE_FORMAT, STORE_FORMAT_1, STORE_FORMAT_2, Store, StoreOptions};
 pub use write::{ImportItem, ImportReport, REDACT_WAIT_MAX};
 
 #[cfg(test)]

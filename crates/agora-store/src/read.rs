@@ -3,6 +3,7 @@
 use crate::error::{StoreError, db};
 use crate::keys::*;
 use crate::store::{Store, decode_stored};
+use agora_core::import::TipSummary;
 use agora_core::verify::EntryRef;
 use agora_core::{AgentId, EntryId, ForkProof, SignedEntry};
 use rocksdb::{Direction, IteratorMode};
@@ -241,12 +242,60 @@ impl Store {
     /// Tips of `author`'s chain (entries with no stored successor), in
     /// (seq, id) order. More than one means the chain is forked.
     pub fn tips(&self, author: &AgentId) -> Result<Vec<EntryRef>, StoreError> {
-        match self.db.get_pinned_cf(self.cf(CF_HEADS)?, author.as_bytes()).map_err(db("reading heads"))? {
+        match self.tip_summary(author)? {
             None => Ok(Vec::new()),
-            Some(v) => {
-                decode_heads(author, &v).ok_or_else(|| StoreError::Corrupt { location: format!("heads/{author}"), problem: "malformed tips list".into() })
-            }
+            Some(summary) => self.tips_of(&summary),
         }
+    }
+
+    /// `author`'s head (its tip at the highest seq; of several there, the
+    /// first by id) and number of tips, or `None` when nothing of it is
+    /// held. One point read, however many tips the author has.
+    pub fn tip_summary(&self, author: &AgentId) -> Result<Option<TipSummary>, StoreError> {
+        match self.db.get_pinned_cf(self.cf(CF_HEADS)?, author.as_bytes()).map_err(db("reading heads"))? {
+            None => Ok(None),
+            Some(v) => decode_heads(author, &v)
+                .map(Some)
+                .ok_or_else(|| StoreError::Corrupt { location: format!("heads/{author}"), problem: "malformed head and tip count".into() }),
+        }
+    }
+
+    /// Is `entry` one of its author's tips? One point read at most.
+    pub fn is_tip(&self, entry: &EntryRef) -> Result<bool, StoreError> {
+        match self.tip_summary(&entry.author)? {
+            None => Ok(false),
+            Some(s) if s.count == 1 => Ok(s.head == *entry),
+            Some(_) => self.is_forked_tip(entry),
+        }
+    }
+
+    /// Does `forked_tips` list `entry` (an author with several tips)?
+    pub(crate) fn is_forked_tip(&self, entry: &EntryRef) -> Result<bool, StoreError> {
+        let key = entry_key(&entry.author, entry.seq, &entry.id);
+        Ok(self.db.get_pinned_cf(self.cf(CF_FORKED_TIPS)?, key).map_err(db("reading forked tips"))?.is_some())
+    }
+
+    /// Every tip of the author `summary` describes, in (seq, id) order: its
+    /// head alone, or the author's `forked_tips` rows.
+    pub(crate) fn tips_of(&self, summary: &TipSummary) -> Result<Vec<EntryRef>, StoreError> {
+        if summary.count == 1 {
+            return Ok(vec![summary.head]);
+        }
+        let author = summary.head.author;
+        let mut out = Vec::with_capacity(summary.count.min(1 << 20) as usize);
+        let mut it = self.db.raw_iterator_cf(self.cf(CF_FORKED_TIPS)?);
+        it.seek(author.as_bytes());
+        while let Some(key) = it.key() {
+            if !key.starts_with(author.as_bytes()) {
+                break;
+            }
+            let (_, seq, id) =
+                split_entry_key(key).ok_or_else(|| StoreError::Corrupt { location: format!("forked_tips/{author}"), problem: "malformed key".into() })?;
+            out.push(EntryRef { author, seq, id });
+            it.next();
+        }
+        it.status().map_err(db("reading forked tips"))?;
+        Ok(out)
     }
 
     /// Every author with at least one stored entry. Costs one seek per author,

@@ -2,7 +2,7 @@
 
 use crate::error::{StoreError, db};
 use crate::keys::*;
-use agora_core::import::TipChange;
+use agora_core::import::{TipChange, TipSummary};
 use agora_core::verify::verify_signature;
 use agora_core::{AgentId, EntryId, SignedEntry};
 use rocksdb::{ColumnFamily, ColumnFamilyDescriptor, DB, Options, WriteOptions};
@@ -11,17 +11,28 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// The value of `meta/format`: names the layout version of this store.
-pub const STORE_FORMAT: &[u8] = b"agora-store/2";
+pub const STORE_FORMAT: &[u8] = b"agora-store/3";
+
+/// The format of stores whose `heads` row listed every tip of an author
+/// (before `forked_tips` existed); opening one migrates it (see [`Store::open`]).
+pub const STORE_FORMAT_2: &[u8] = b"agora-store/2";
 
 /// The format of stores written before the `missing` family existed; opening
 /// one migrates it (see [`Store::open`]).
 pub const STORE_FORMAT_1: &[u8] = b"agora-store/1";
 
-/// Every column family of a version-2 store, in the order they are created.
-pub const COLUMN_FAMILIES: [&str; 8] = [CF_META, CF_ENTRIES, CF_PAYLOADS, CF_REDACTIONS, CF_IDS, CF_HEADS, CF_FORKS, CF_MISSING];
+/// Every column family of a version-3 store, in the order they are created.
+pub const COLUMN_FAMILIES: [&str; 9] = [CF_META, CF_ENTRIES, CF_PAYLOADS, CF_REDACTIONS, CF_IDS, CF_HEADS, CF_FORKS, CF_MISSING, CF_FORKED_TIPS];
 
-/// The column families of a version-1 store.
-const COLUMN_FAMILIES_1: [&str; 7] = [CF_META, CF_ENTRIES, CF_PAYLOADS, CF_REDACTIONS, CF_IDS, CF_HEADS, CF_FORKS];
+/// The column families of each format, from 1: a format adds one family.
+const FAMILIES_BY_FORMAT: [&[&str]; 3] = [
+    &[CF_META, CF_ENTRIES, CF_PAYLOADS, CF_REDACTIONS, CF_IDS, CF_HEADS, CF_FORKS],
+    &[CF_META, CF_ENTRIES, CF_PAYLOADS, CF_REDACTIONS, CF_IDS, CF_HEADS, CF_FORKS, CF_MISSING],
+    &COLUMN_FAMILIES,
+];
+
+/// The `meta/format` value of each format, from 1.
+const FORMATS: [&[u8]; 3] = [STORE_FORMAT_1, STORE_FORMAT_2, STORE_FORMAT];
 
 /// How a store is opened.
 #[derive(Clone, Debug)]
@@ -157,7 +168,7 @@ fn cf_options(options: &StoreOptions, name: &str, cache: &rocksdb::Cache) -> Opt
     block.set_partition_filters(true);
     block.set_metadata_block_size(4096);
     block.set_pin_top_level_index_and_filter(true);
-    if name == CF_ENTRIES || name == CF_IDS || name == CF_HEADS {
+    if name == CF_ENTRIES || name == CF_IDS || name == CF_HEADS || name == CF_FORKED_TIPS {
         // Small, hot values: bloom filters make point lookups cheap.
         block.set_bloom_filter(10.0, false);
     }
@@ -242,23 +253,66 @@ impl Store {
             v.sort();
             v
         };
-        let version_1 = found == sorted(&COLUMN_FAMILIES_1);
-        if !version_1 && found != sorted(&COLUMN_FAMILIES) {
+        // The format the families are those of (a migration that stopped
+        // between creating a family and its batch leaves the next format's).
+        let Some(families) = FAMILIES_BY_FORMAT.iter().position(|f| sorted(f) == found) else {
             return Err(not_a_store(path, format!("a RocksDB database with column families {found:?}, expected {:?}", sorted(&COLUMN_FAMILIES))));
-        }
-        let families: &[&str] = if version_1 { &COLUMN_FAMILIES_1 } else { &COLUMN_FAMILIES };
-        let database = Self::open_db(path, &db_options(options), options, families)?;
+        };
+        let database = Self::open_db(path, &db_options(options), options, FAMILIES_BY_FORMAT[families])?;
         let mut store = Self::wrap(database, path, options);
         let format = store.db.get_cf(store.cf(CF_META)?, META_FORMAT_KEY).map_err(db("reading meta/format"))?;
-        match format.as_deref() {
-            Some(f) if f == STORE_FORMAT && !version_1 => Ok(store),
-            Some(f) if f == STORE_FORMAT_1 && version_1 => {
-                store.migrate_from_1(options)?;
-                Ok(store)
-            }
-            Some(f) => Err(not_a_store(path, format!("unknown store format {:?}", String::from_utf8_lossy(f)))),
-            None => Err(not_a_store(path, "meta/format is missing")),
+        let Some(format) = format else { return Err(not_a_store(path, "meta/format is missing")) };
+        let version = match FORMATS.iter().position(|f| *f == &format[..]) {
+            Some(v) if v == families || v + 1 == families => v,
+            Some(v) => return Err(not_a_store(path, format!("store format {} with the column families of format {}", v + 1, families + 1))),
+            None => return Err(not_a_store(path, format!("unknown store format {:?}", String::from_utf8_lossy(&format)))),
+        };
+        if version == 0 {
+            store.migrate_from_1(options)?;
         }
+        if version <= 1 {
+            store.migrate_from_2(options)?;
+        }
+        Ok(store)
+    }
+
+    /// Create the column family `name` unless a migration that stopped
+    /// before its batch already did.
+    fn create_family(&mut self, options: &StoreOptions, name: &'static str) -> Result<(), StoreError> {
+        if self.db.cf_handle(name).is_none() {
+            self.db
+                .create_cf(name, &cf_options(options, name, &rocksdb::Cache::new_lru_cache(options.block_cache_bytes)))
+                .map_err(db("creating a column family"))?;
+        }
+        Ok(())
+    }
+
+    /// Format 2 → 3: each author's `heads` row, which listed every tip,
+    /// becomes its head and tip count, and the tips of every author with
+    /// more than one get a `forked_tips` row each; the format is set in the
+    /// same batch. A crash before the batch leaves a format-2 store with an
+    /// empty extra family, which the next open migrates again.
+    fn migrate_from_2(&mut self, options: &StoreOptions) -> Result<(), StoreError> {
+        self.create_family(options, CF_FORKED_TIPS)?;
+        let mut batch = rocksdb::WriteBatch::default();
+        for row in self.db.iterator_cf(self.cf(CF_HEADS)?, rocksdb::IteratorMode::Start) {
+            let (key, value) = row.map_err(db("reading heads"))?;
+            let location = format!("heads/{}", hex_short(&key));
+            let author =
+                <[u8; 32]>::try_from(&key[..]).map(AgentId).map_err(|_| StoreError::Corrupt { location: location.clone(), problem: "malformed key".into() })?;
+            let malformed = || StoreError::Corrupt { location: location.clone(), problem: "malformed tips list (format 2)".into() };
+            let tips = decode_heads_2(&author, &value).ok_or_else(malformed)?;
+            let top = tips.iter().map(|t| t.seq).max().unwrap_or(0);
+            let head = *tips.iter().find(|t| t.seq == top).ok_or_else(malformed)?;
+            batch.put_cf(self.cf(CF_HEADS)?, author.as_bytes(), encode_heads(&TipSummary { head, count: tips.len() as u64 }));
+            if tips.len() > 1 {
+                for t in &tips {
+                    batch.put_cf(self.cf(CF_FORKED_TIPS)?, entry_key(&author, t.seq, &t.id), []);
+                }
+            }
+        }
+        batch.put_cf(self.cf(CF_META)?, META_FORMAT_KEY, STORE_FORMAT);
+        self.write(batch)
     }
 
     /// Format 1 → 2: add the `missing` family and fill it with every entry
@@ -266,9 +320,7 @@ impl Store {
     /// in one batch. A crash before the batch leaves a version-1 store with an
     /// empty extra family, which the next open migrates again.
     fn migrate_from_1(&mut self, options: &StoreOptions) -> Result<(), StoreError> {
-        self.db
-            .create_cf(CF_MISSING, &cf_options(options, CF_MISSING, &rocksdb::Cache::new_lru_cache(options.block_cache_bytes)))
-            .map_err(db("creating the missing-payload family"))?;
+        self.create_family(options, CF_MISSING)?;
         let mut batch = rocksdb::WriteBatch::default();
         let mut payloads = self.db.raw_iterator_cf(self.cf(CF_PAYLOADS)?);
         payloads.seek_to_first();
@@ -285,7 +337,7 @@ impl Store {
         }
         entries.status().map_err(db("reading entries"))?;
         payloads.status().map_err(db("reading payloads"))?;
-        batch.put_cf(self.cf(CF_META)?, META_FORMAT_KEY, STORE_FORMAT);
+        batch.put_cf(self.cf(CF_META)?, META_FORMAT_KEY, STORE_FORMAT_2);
         self.write(batch)
     }
 
@@ -386,9 +438,14 @@ impl Store {
             let (key, value) = item.map_err(db("reading heads"))?;
             let location = format!("heads/{}", hex_short(&key));
             let author = <[u8; 32]>::try_from(&key[..]).map(AgentId).map_err(|_| corrupt(location.clone(), "malformed key"))?;
-            let tips = decode_heads(&author, &value).ok_or_else(|| corrupt(location.clone(), "malformed tips list"))?;
-            if tips.is_empty() {
-                return Err(corrupt(location, "author has no tips"));
+            let summary = decode_heads(&author, &value).ok_or_else(|| corrupt(location.clone(), "malformed head and tip count"))?;
+            let tips = self.tips_of(&summary)?;
+            if tips.len() as u64 != summary.count {
+                return Err(corrupt(location, &format!("the tip count says {} but {} tips are listed", summary.count, tips.len())));
+            }
+            let top = tips.iter().map(|t| t.seq).max().unwrap_or(0);
+            if tips.iter().find(|t| t.seq == top) != Some(&summary.head) {
+                return Err(corrupt(location, "the head is not the first tip at the highest seq"));
             }
             for tip in tips {
                 let location = format!("{location} tip {}", tip.id);

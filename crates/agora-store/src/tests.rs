@@ -4,7 +4,7 @@
 use crate::keys::*;
 use crate::*;
 use agora_core::entry::next_header;
-use agora_core::{AgentKey, EntryId, SignedEntry};
+use agora_core::{AgentKey, EntryId, EntryRef, SignedEntry};
 use proptest::prelude::*;
 use std::path::Path;
 
@@ -118,7 +118,7 @@ fn import_is_verified_whole_idempotent_and_rebuilds_indexes_bit_identically() {
     let report = dst.import(items.clone(), NOW).unwrap();
     assert_eq!(report.imported, items.len());
     // Replay of the log rebuilds ids, tips and forks bit-identically.
-    for cf in [CF_ENTRIES, CF_IDS, CF_HEADS, CF_FORKS] {
+    for cf in [CF_ENTRIES, CF_IDS, CF_HEADS, CF_FORKS, CF_FORKED_TIPS] {
         assert_eq!(dump(&src, cf), dump(&dst, cf), "column family {cf} differs after replay");
     }
     let again = dst.import(items.clone(), NOW).unwrap();
@@ -310,6 +310,55 @@ proptest! {
         store.db.put_cf(store.cf(cf).unwrap(), key, bytes).unwrap();
         let report = store.audit(None, 1).unwrap();
         prop_assert!(!report.is_clean(), "flip of bit {} in {} of entry {} not detected", i, cf, which);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+    /// Whatever the shape of an author's tree of branches and however it is
+    /// split into imports (in an order where each entry's predecessor comes
+    /// first), the tips index holds exactly the entries without successors,
+    /// its rows are the same as one import writes, the store reopens clean,
+    /// and the audit agrees.
+    #[test]
+    fn the_tips_index_is_the_leaves_whatever_the_imports(parents in prop::collection::vec(any::<prop::sample::Index>(), 1..40), cuts in prop::collection::vec(any::<bool>(), 40)) {
+        let key = AgentKey::from_seed([31; 32]);
+        // Entry i > 0 builds on an earlier entry: a random tree rooted at entry 0.
+        let mut tree: Vec<SignedEntry> = vec![SignedEntry::sign(next_header(key.agent_id(), None, 1, b"0").unwrap(), &key)];
+        for (i, p) in parents.iter().enumerate() {
+            let parent = tree[p.index(tree.len())].clone();
+            tree.push(SignedEntry::sign(next_header(key.agent_id(), Some(&parent), 2, format!("{}", i + 1).as_bytes()).unwrap(), &key));
+        }
+        let item = |e: &SignedEntry| ImportItem { entry: e.clone(), payload: None, origin: "tree".into() };
+        let whole_dir = tempfile::tempdir().unwrap();
+        let whole = open_new(whole_dir.path());
+        whole.import(tree.iter().map(item).collect(), NOW).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store = open_new(dir.path());
+        let mut pack = Vec::new();
+        for (i, e) in tree.iter().enumerate() {
+            pack.push(item(e));
+            if cuts[i % cuts.len()] {
+                store.import(std::mem::take(&mut pack), NOW).unwrap();
+            }
+        }
+        store.import(pack, NOW).unwrap();
+        let mut leaves: Vec<EntryRef> = tree.iter().filter(|e| !tree.iter().any(|c| c.header().backlink == Some(e.id()))).map(SignedEntry::entry_ref).collect();
+        leaves.sort_by_key(|t| (t.seq, t.id));
+        prop_assert_eq!(store.tips(&key.agent_id()).unwrap(), leaves.clone());
+        let summary = store.tip_summary(&key.agent_id()).unwrap().unwrap();
+        let top = leaves.iter().map(|t| t.seq).max().unwrap();
+        prop_assert_eq!((summary.count, summary.head), (leaves.len() as u64, *leaves.iter().find(|t| t.seq == top).unwrap()));
+        for e in &tree {
+            prop_assert_eq!(store.is_tip(&e.entry_ref()).unwrap(), leaves.contains(&e.entry_ref()));
+        }
+        for cf in [CF_HEADS, CF_FORKED_TIPS] {
+            prop_assert_eq!(dump(&store, cf), dump(&whole, cf), "{} differs between split and whole imports", cf);
+        }
+        prop_assert!(store.audit(None, 1).unwrap().is_clean());
+        drop(store);
+        reopen(dir.path()).unwrap();
     }
 }
 
@@ -631,11 +680,12 @@ fn a_format_1_store_is_migrated_on_open() {
         store.import(items, NOW).unwrap();
         store.redact(&es[2].id(), 5, None).unwrap();
         (held, stripped, redacted) = (es[0].entry_ref(), es[1].entry_ref(), es[2].entry_ref());
-        // Back to the version-1 layout: no `missing` family, format 1.
+        // Back to the version-1 layout: format 2's, without the `missing` family.
+        let mut store = store;
+        downgrade_to_2(&mut store, true);
         let mut batch = rocksdb::WriteBatch::default();
         batch.put_cf(store.cf(CF_META).unwrap(), META_FORMAT_KEY, STORE_FORMAT_1);
         store.write(batch).unwrap();
-        let mut store = store;
         store.db.drop_cf(CF_MISSING).unwrap();
     }
     let store = reopen(dir.path()).unwrap();
@@ -643,6 +693,94 @@ fn a_format_1_store_is_migrated_on_open() {
     assert!(![held, redacted].contains(&stripped));
     let format = store.db.get_cf(store.cf(CF_META).unwrap(), META_FORMAT_KEY).unwrap().unwrap();
     assert_eq!(format, STORE_FORMAT);
+}
+
+/// Rewrite a store in format 2's layout: each `heads` row lists every tip of
+/// its author, no `forked_tips` rows (nor, with `drop_family`, the family:
+/// else as a migration left it that stopped before its batch).
+fn downgrade_to_2(store: &mut Store, drop_family: bool) {
+    let mut batch = rocksdb::WriteBatch::default();
+    for (key, _) in dump(store, CF_HEADS) {
+        let author = agora_core::AgentId(key[..].try_into().unwrap());
+        let mut value = Vec::new();
+        for t in store.tips(&author).unwrap() {
+            value.extend_from_slice(&t.seq.to_be_bytes());
+            value.extend_from_slice(t.id.as_bytes());
+        }
+        batch.put_cf(store.cf(CF_HEADS).unwrap(), key, value);
+    }
+    for (key, _) in dump(store, CF_FORKED_TIPS) {
+        batch.delete_cf(store.cf(CF_FORKED_TIPS).unwrap(), key);
+    }
+    batch.put_cf(store.cf(CF_META).unwrap(), META_FORMAT_KEY, STORE_FORMAT_2);
+    store.write(batch).unwrap();
+    if drop_family {
+        store.db.drop_cf(CF_FORKED_TIPS).unwrap();
+    }
+}
+
+/// A format-2 store (every tip of an author in its one `heads` row) is
+/// migrated on open to a head and tip count per author and a `forked_tips`
+/// row per tip of a forked author, whether the migration starts afresh or
+/// again after stopping between creating the family and writing its batch.
+#[test]
+fn a_format_2_store_is_migrated_on_open() {
+    let alice = AgentKey::from_seed([21; 32]);
+    let bob = AgentKey::from_seed([22; 32]);
+    let (root, branches) = flood(&alice, 4);
+    for drop_family in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let (tips_before, dumped) = {
+            let mut store = open_new(dir.path());
+            let mut items = vec![ImportItem { entry: root.clone(), payload: Some(b"root".to_vec()), origin: "root".into() }];
+            items.extend(branches.iter().enumerate().map(|(i, b)| ImportItem {
+                entry: b.clone(),
+                payload: Some(format!("branch {i}").into_bytes()),
+                origin: "b".into(),
+            }));
+            store.import(items, NOW).unwrap();
+            let on = SignedEntry::sign(next_header(alice.agent_id(), Some(&branches[2]), 3, b"on").unwrap(), &alice);
+            store.import(vec![ImportItem { entry: on, payload: Some(b"on".to_vec()), origin: "on".into() }], NOW).unwrap();
+            store.append_batch(&bob, &[b"x", b"y"], 5).unwrap();
+            let tips = (store.tips(&alice.agent_id()).unwrap(), store.tips(&bob.agent_id()).unwrap());
+            let dumped = (dump(&store, CF_HEADS), dump(&store, CF_FORKED_TIPS));
+            downgrade_to_2(&mut store, drop_family);
+            (tips, dumped)
+        };
+        let store = reopen(dir.path()).unwrap();
+        assert_eq!((store.tips(&alice.agent_id()).unwrap(), store.tips(&bob.agent_id()).unwrap()), tips_before);
+        assert_eq!((dump(&store, CF_HEADS), dump(&store, CF_FORKED_TIPS)), dumped, "the migrated rows are those a format-3 store writes");
+        assert_eq!(dump(&store, CF_FORKED_TIPS).len(), 4, "the forked author's four tips, the other's none");
+        let summary = store.tip_summary(&alice.agent_id()).unwrap().unwrap();
+        assert_eq!((summary.head.seq, summary.count), (3, 4));
+        assert!(matches!(store.append(&alice, b"no", NOW), Err(StoreError::Forked { tips: 4, .. })));
+        store.append(&bob, b"z", NOW).unwrap();
+        let format = store.db.get_cf(store.cf(CF_META).unwrap(), META_FORMAT_KEY).unwrap().unwrap();
+        assert_eq!(format, STORE_FORMAT);
+    }
+}
+
+/// What a write puts in the tips index grows with what it adds, not with
+/// the tips its author already has: a fork flood arriving in many imports
+/// writes as much tips data in its last import as in its first.
+#[test]
+fn a_fork_flood_in_many_imports_writes_each_import_only_its_own_tips() {
+    let key = AgentKey::from_seed([23; 32]);
+    let (root, branches) = flood(&key, 2_000);
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_new(dir.path());
+    store.import(vec![ImportItem { entry: root, payload: Some(b"root".to_vec()), origin: "root".into() }], NOW).unwrap();
+    let mut written = Vec::new();
+    for pack in branches.chunks(100) {
+        let items = pack.iter().map(|b| ImportItem { entry: b.clone(), payload: None, origin: "pack".into() }).collect();
+        crate::write::TIPS_BYTES_WRITTEN.store(0, std::sync::atomic::Ordering::Relaxed);
+        store.import(items, NOW).unwrap();
+        written.push(crate::write::TIPS_BYTES_WRITTEN.load(std::sync::atomic::Ordering::Relaxed));
+    }
+    let (first, last) = (written[1], *written.last().unwrap());
+    assert!(last <= first, "tips bytes written by pack 2: {first}, by pack 20: {last} (all: {written:?})");
+    assert_eq!(store.tip_summary(&key.agent_id()).unwrap().unwrap().count, 2_000);
+    assert_eq!(store.tips(&key.agent_id()).unwrap().len(), 2_000);
 }
 
 /// A range cut inside a seq with many branches resumes after the last entry

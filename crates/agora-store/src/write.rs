@@ -17,7 +17,7 @@ use crate::read::encode_redaction;
 use crate::readers::RedactReport;
 use crate::store::{CommitNotice, Store};
 use agora_core::entry::next_header_after;
-use agora_core::import::{self, Deferred, Held, ImportPlan, Offered, PlanError, TipChange};
+use agora_core::import::{self, Deferred, Held, ImportPlan, Offered, PlanError, TipChange, TipSummary};
 use agora_core::limits::VERIFY_BATCH_LEN;
 use agora_core::verify::{CheckedEntry, EntryRef, verify_signatures};
 use agora_core::{AgentId, AgentKey, EntryId, SignedEntry};
@@ -70,6 +70,16 @@ pub struct ImportReport {
 #[cfg(test)]
 pub(crate) static STAGING_READS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
+/// Bytes of tips index rows (`heads`, `forked_tips`) an import plan wrote
+/// (tests check they grow with what the write adds, not with the tips held).
+#[cfg(test)]
+pub(crate) static TIPS_BYTES_WRITTEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn count_tips_bytes(_bytes: usize) {
+    #[cfg(test)]
+    TIPS_BYTES_WRITTEN.fetch_add(_bytes, std::sync::atomic::Ordering::Relaxed);
+}
+
 fn count_read() {
     #[cfg(test)]
     STAGING_READS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -94,9 +104,14 @@ impl Held for HeldRows<'_> {
         Ok(self.0.payload_state(&entry_key(author, seq, id))? == crate::PayloadState::NotHeld)
     }
 
-    fn tips(&self, author: &AgentId) -> Result<Vec<EntryRef>, StoreError> {
+    fn tip_summary(&self, author: &AgentId) -> Result<Option<TipSummary>, StoreError> {
         count_read();
-        self.0.tips(author)
+        self.0.tip_summary(author)
+    }
+
+    fn is_tip(&self, entry: &EntryRef) -> Result<bool, StoreError> {
+        count_read();
+        self.0.is_forked_tip(entry)
     }
 
     fn proven(&self, author: &AgentId, seq: u64) -> Result<bool, StoreError> {
@@ -151,9 +166,29 @@ impl Store {
             batch.put_cf(self.cf(CF_FORKS)?, fork_key(&proof.author(), proof.seq()), proof.encode());
             forks.push((proof.author(), proof.seq()));
         }
-        for (author, tips) in &plan.tips {
-            batch.put_cf(self.cf(CF_HEADS)?, author.as_bytes(), encode_heads(tips));
+        let before_tips = batch.size_in_bytes();
+        for (author, change) in &plan.tip_changes {
+            let (before, after) = plan.tip_summaries[author];
+            batch.put_cf(self.cf(CF_HEADS)?, author.as_bytes(), encode_heads(&after));
+            let was_forked = before.is_some_and(|b| b.count > 1);
+            // Branches never join: a forked author stays forked.
+            assert!(after.count > 1 || !was_forked, "author {author} planned from {before:?} to one tip");
+            if after.count == 1 {
+                continue;
+            }
+            let tips = self.cf(CF_FORKED_TIPS)?;
+            match before {
+                // Forked now: its one tip before, unless passed, is listed too.
+                Some(b) if !was_forked && !change.passed.contains(&b.head) => batch.put_cf(tips, entry_key(author, b.head.seq, &b.head.id), []),
+                // Each row is put once and deleted once: a single delete.
+                _ if was_forked => change.passed.iter().for_each(|t| batch.single_delete_cf(tips, entry_key(author, t.seq, &t.id))),
+                _ => {}
+            }
+            for t in &change.added {
+                batch.put_cf(tips, entry_key(author, t.seq, &t.id), []);
+            }
         }
+        count_tips_bytes(batch.size_in_bytes() - before_tips);
         self.write(batch)?;
         Ok(forks)
     }
@@ -192,14 +227,13 @@ impl Store {
     /// The tip of `author`'s chain for extending it: `None` for an empty chain,
     /// an error if the chain is forked.
     fn extendable_tip(&self, author: &AgentId) -> Result<Option<SignedEntry>, StoreError> {
-        let tips = self.tips(author)?;
-        match tips.as_slice() {
-            [] => Ok(None),
-            [tip] => self
+        match self.tip_summary(author)? {
+            None => Ok(None),
+            Some(TipSummary { head: tip, count: 1 }) => self
                 .load_signed(author, tip.seq, &tip.id)?
                 .map(Some)
                 .ok_or_else(|| StoreError::Corrupt { location: format!("tip {}", tip.id), problem: "tip names an entry that is not stored".into() }),
-            many => Err(StoreError::Forked { author: *author, tips: many.len() }),
+            Some(many) => Err(StoreError::Forked { author: *author, tips: many.count as usize }),
         }
     }
 
@@ -239,7 +273,7 @@ impl Store {
             put_entry_rows(self, &mut batch, entry, Some(payload))?;
         }
         if let Some(last) = signed.last() {
-            batch.put_cf(self.cf(CF_HEADS)?, author.as_bytes(), encode_heads(&[last.entry_ref()]));
+            batch.put_cf(self.cf(CF_HEADS)?, author.as_bytes(), encode_heads(&TipSummary { head: last.entry_ref(), count: 1 }));
         }
         self.write(batch)?;
         if self.observed() {
@@ -414,10 +448,14 @@ impl Store {
     pub fn append_after(&self, key: &AgentKey, tip: &EntryId, payload: &[u8], now_ms: u64) -> Result<SignedEntry, StoreError> {
         let _guard = self.lock();
         let author = key.agent_id();
-        let tips = self.tips(&author)?;
-        let Some(named) = tips.iter().find(|t| t.id == *tip) else {
-            return Err(StoreError::NotATip { author, tip: *tip, tips: tips.len() });
+        let count = self.tip_summary(&author)?.map_or(0, |s| s.count as usize);
+        let named = match self.locate(tip)? {
+            Some((a, seq)) if a == author => EntryRef { author, seq, id: *tip },
+            _ => return Err(StoreError::NotATip { author, tip: *tip, tips: count }),
         };
+        if !self.is_tip(&named)? {
+            return Err(StoreError::NotATip { author, tip: *tip, tips: count });
+        }
         let prev = self
             .load_signed(&author, named.seq, &named.id)?
             .ok_or_else(|| StoreError::Corrupt { location: format!("tip {}", named.id), problem: "tip names an entry that is not stored".into() })?;

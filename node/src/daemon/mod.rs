@@ -117,7 +117,7 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
     // its author has resolved the fork; appends follow the resolution or are
     // refused (see `own_chain::append_own`).
     let founder = config.founder.unwrap_or(agent);
-    if store.tips(&agent)?.len() > 1 {
+    if store.tip_summary(&agent)?.is_some_and(|s| s.count > 1) {
         let (entries, proofs) = agora_view::load_merge_input(&store, founder)?;
         let m = agora_merge::Merge::compute(&entries, &proofs)?;
         match m.chain(&agent).and_then(|c| c.frozen()) {
