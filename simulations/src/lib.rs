@@ -25,6 +25,7 @@ pub mod scenario;
 pub mod search;
 pub mod store;
 pub mod sweep;
+pub mod views;
 
 pub use model::{Latency, LinkModel};
 pub use net::{Answer, Behaviour, Net, Node, Packet, Traffic};
@@ -35,3 +36,4 @@ pub use scenario::Scenario;
 pub use search::{Family, SearchError, SearchOptions, SearchReport, Trial, search};
 pub use store::{Imported, Interner, MemStore, Stored};
 pub use sweep::{SweepAxis, SweepError, SweepPoint, SweepReport, sweep, sweep_with};
+pub use views::{MergeBuilder, NodeMerge, NodeView};

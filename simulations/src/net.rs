@@ -22,6 +22,7 @@
 
 use crate::model::LinkModel;
 use crate::store::{Interner, MemStore};
+use crate::views::{MergeBuilder, NodeView};
 use agora_core::xorshift::Xorshift64;
 use agora_core::{AgentId, AgentKey, EntryId, EntryRef, SignedEntry};
 use agora_sync::wire::gossip_message_id;
@@ -157,6 +158,9 @@ pub struct Node {
     pub unavailable: Vec<EntryRef>,
     /// Traffic it sent and received.
     pub traffic: Traffic,
+    /// Its live merged view, when [`Net::live_views`] keeps one (`None`:
+    /// not built yet, or to be built again from the store).
+    pub view: Option<NodeView>,
 }
 
 /// Messages and bytes a node sent and received.
@@ -258,6 +262,21 @@ pub struct Net {
     group: Vec<u32>,
     config: Config,
     rng: Xorshift64,
+    /// Keep each honest node's live merged view, fed every write it
+    /// commits as the node's view thread feeds it ([`crate::views`]). Off
+    /// by default; the runner turns it on.
+    pub live_views: bool,
+    /// What each node's live view is built with: the node's own
+    /// [`agora_merge::LiveMerge`] unless a test says otherwise.
+    pub merge_builder: MergeBuilder,
+    /// The founder of the nodes' workspace, whose chain the roster is
+    /// derived from.
+    pub founder: AgentId,
+    /// Where the live views hold their entry ids: one arena for all nodes
+    /// (each id held once, as the [`Interner`] holds each entry once).
+    view_ids: std::sync::Arc<agora_core::id_arena::IdArena>,
+    /// Live views that could not be built or fed: (node, what failed).
+    pub view_failures: Vec<(usize, String)>,
 }
 
 /// Nanoseconds in a millisecond of virtual time.
@@ -287,7 +306,8 @@ impl Net {
 
     /// [`Net::new`] with the network's random choices drawn from `seed`.
     pub fn with_seed(n: usize, config: Config, seed: u64) -> Self {
-        let workspace = WorkspaceId::new(&AgentId([0xf0; 32]), "sim");
+        let founder = AgentId([0xf0; 32]);
+        let workspace = WorkspaceId::new(&founder, "sim");
         let interner = Interner::default();
         let nodes = (0..n)
             .map(|_| Node {
@@ -299,6 +319,7 @@ impl Net {
                 seen: BTreeSet::new(),
                 unavailable: Vec::new(),
                 traffic: Traffic::default(),
+                view: None,
             })
             .collect();
         Self {
@@ -329,6 +350,66 @@ impl Net {
             group: vec![0; n],
             config,
             rng: Xorshift64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1),
+            live_views: false,
+            merge_builder: crate::views::live_merge,
+            founder,
+            view_ids: Default::default(),
+            view_failures: Vec::new(),
+        }
+    }
+
+    /// Does node `i` keep a live view?
+    fn keeps_view(&self, i: usize) -> bool {
+        self.live_views && i < self.honest_nodes && !self.nodes[i].down
+    }
+
+    /// Build node `i`'s live view from its store if it has none, as the
+    /// node's view thread does at start and after a roster change.
+    fn ensure_view(&mut self, i: usize) {
+        if !self.keeps_view(i) || self.nodes[i].view.is_some() {
+            return;
+        }
+        match NodeView::build(&self.nodes[i].store, self.founder, self.merge_builder, self.view_ids.clone()) {
+            Ok(view) => self.nodes[i].view = Some(view),
+            Err(e) => self.view_failures.push((i, e)),
+        }
+    }
+
+    /// Node `i`'s live view hash, current with every write it committed
+    /// (built first if it has none); `None` if it keeps no view or it could
+    /// not be built.
+    pub fn live_view_hash(&mut self, i: usize) -> Option<[u8; 32]> {
+        self.ensure_view(i);
+        self.nodes[i].view.as_mut().map(|v| v.merge.view_hash())
+    }
+
+    /// Feed node `i`'s live view a write it committed (already in its
+    /// store), as the node's store observer and view thread do: a write
+    /// that may change the roster, or that the feed says calls for it,
+    /// builds the view again from the store; any other is applied.
+    fn view_commit(&mut self, i: usize, entries: Vec<(SignedEntry, Option<Vec<u8>>)>, payloads_changed: &[EntryId], forks: Vec<AgentId>) {
+        if !self.keeps_view(i) {
+            // Written while down: built from the store at its restart.
+            self.nodes[i].view = None;
+            return;
+        }
+        let founder = self.founder;
+        let Node { view, store, .. } = &mut self.nodes[i];
+        let applied = match view.as_mut() {
+            Some(_) if agora_merge::roster_may_change(&founder, &entries, &forks) => Ok(false),
+            Some(v) => v.commit(store, &founder, entries, payloads_changed, forks),
+            None => Ok(false),
+        };
+        match applied {
+            Ok(true) => {}
+            Ok(false) => {
+                *view = None;
+                self.ensure_view(i);
+            }
+            Err(e) => {
+                *view = None;
+                self.view_failures.push((i, e));
+            }
         }
     }
 
@@ -418,6 +499,8 @@ impl Net {
         self.nodes[i].rep = Replicator::new(self.config.clone());
         self.nodes[i].seen.clear();
         self.nodes[i].down = false;
+        self.nodes[i].view = None;
+        self.ensure_view(i);
         self.sync_local(i);
     }
 
@@ -465,6 +548,9 @@ impl Net {
         if !self.nodes[i].down {
             self.nodes[i].rep.local_commit(entries, proofs);
             self.nodes[i].rep.set_local_heads(author, tips, now);
+        }
+        if self.live_views && i < self.honest_nodes {
+            self.view_commit(i, entries.to_vec(), &[], proofs.iter().map(|p| p.author()).collect());
         }
     }
 
@@ -636,6 +722,12 @@ impl Net {
                 let r = self.nodes[i].store.import(entries, now);
                 self.nodes[i].rep.import_result(id, r.outcome.clone(), now);
                 self.after_import(i, &r);
+                if self.live_views && i < self.honest_nodes {
+                    let store = &self.nodes[i].store;
+                    let stored =
+                        r.stored.iter().filter_map(|id| store.get(id)).map(|(e, p)| (SignedEntry::clone(e), p.as_deref().map(<[u8]>::to_vec))).collect();
+                    self.view_commit(i, stored, &r.filled, r.new_forks.iter().map(|p| p.author()).collect());
+                }
             }
             Output::Serve(s) => {
                 let node = &self.nodes[i];

@@ -12,6 +12,7 @@
 use crate::net::Net;
 use crate::report::{Ban, ForkDetection, InvariantResult, MoveSpread, NodeFigures, Report, Sample, Swarm, Written};
 use crate::scenario::{AdversaryKind, Expectation, MoveKind, Scenario, Topology};
+use crate::store::{Contents, MemStore};
 use agora_core::entry::next_header;
 use agora_core::limits::FUTURE_SKEW_MAX_MS;
 use agora_core::xorshift::Xorshift64;
@@ -27,6 +28,12 @@ const REDIAL_EVERY_MS: u64 = 1_000;
 
 /// How often convergence is checked while the swarm settles, ms.
 const SETTLE_CHECK_MS: u64 = 50;
+
+/// Batch merges a checkpoint of the live views computes at most, beyond
+/// those it computed before for the same store contents (the largest groups
+/// of nodes first); the last checkpoint computes every one. What bounds the
+/// check's cost in a swarm of many nodes that hold different entries.
+const BATCH_VIEWS_PER_CHECKPOINT: usize = 4;
 
 /// Samples in a report's series.
 const SAMPLES: u64 = 40;
@@ -124,6 +131,13 @@ pub struct Run<'s> {
     series: Vec<Sample>,
     activity_end_ms: u64,
     last_heal_ms: u64,
+    /// The first checkpoint at which the honest nodes' live views broke
+    /// the replay principle ([`Run::check_views`]).
+    view_break: Option<String>,
+    /// The batch view hash of each store content met at a checkpoint.
+    batch_hashes: BTreeMap<Contents, Result<[u8; 32], String>>,
+    /// Checkpoints at which the live views were compared.
+    view_checkpoints: u64,
 }
 
 fn key_from(label: &str) -> Rc<AgentKey> {
@@ -139,6 +153,7 @@ impl<'s> Run<'s> {
         let total = honest + adversary_nodes;
         let mut net = Net::with_seed(total, scenario.replicator.config(), seed ^ 0x005e_ed0f_a60a);
         net.honest_nodes = scenario.nodes;
+        net.live_views = true;
         net.model = scenario.network.clone();
         for l in &scenario.links {
             net.link_models.insert((l.a.min(l.b) as u64, l.a.max(l.b) as u64), l.model.clone());
@@ -221,6 +236,9 @@ impl<'s> Run<'s> {
             series: Vec::new(),
             activity_end_ms: 0,
             last_heal_ms: 0,
+            view_break: None,
+            batch_hashes: BTreeMap::new(),
+            view_checkpoints: 0,
         };
         run.plan();
         run
@@ -303,6 +321,7 @@ impl<'s> Run<'s> {
                 let Some((_, action)) = self.schedule.pop_first() else { break };
                 self.apply(action);
             } else {
+                self.check_views(false);
                 if self.in_sync() == self.honest_up().len() {
                     converged_at = Some(self.net.now - settle_from);
                     break;
@@ -310,7 +329,8 @@ impl<'s> Run<'s> {
                 next_check += SETTLE_CHECK_MS;
             }
         }
-        self.sample();
+        self.check_views(true);
+        self.record_sample();
         self.report(converged_at, replay)
     }
 
@@ -700,7 +720,73 @@ impl<'s> Run<'s> {
         up.iter().filter(|n| fp(**n) == reference).count()
     }
 
+    /// A checkpoint of the live views: honest nodes whose stores hold the
+    /// same entries, proofs and payloads have the same live view hash
+    /// (each fed in its own arrival order), and it is the hash of the
+    /// batch merge of those entries (the replay principle). The first
+    /// break is kept, naming the nodes, the time and the hashes. At most
+    /// [`BATCH_VIEWS_PER_CHECKPOINT`] batch merges are computed anew
+    /// unless `last`.
+    fn check_views(&mut self, last: bool) {
+        if self.view_break.is_some() {
+            return;
+        }
+        self.view_checkpoints += 1;
+        let at = self.elapsed();
+        let mut groups: BTreeMap<Contents, Vec<NodeHash>> = BTreeMap::new();
+        for n in self.honest_up() {
+            if let Some(h) = self.net.live_view_hash(n) {
+                groups.entry(self.net.nodes[n].store.contents()).or_default().push((n, h));
+            }
+        }
+        // The largest groups first: their batch views are computed within the budget.
+        let mut groups: Vec<(Contents, Vec<NodeHash>)> = groups.into_iter().collect();
+        groups.sort_by_key(|(_, nodes)| std::cmp::Reverse(nodes.len()));
+        let mut budget = if last { usize::MAX } else { BATCH_VIEWS_PER_CHECKPOINT };
+        for (contents, nodes) in groups {
+            let (first, live) = nodes[0];
+            if let Some(&(other, h)) = nodes.iter().find(|(_, h)| *h != live) {
+                self.view_break = Some(format!(
+                    "at {at} ms nodes {first} and {other} hold the same {} entries but their live views differ: node {first} {}, node {other} {}",
+                    contents.0,
+                    hex::encode(live),
+                    hex::encode(h)
+                ));
+                return;
+            }
+            let batch = match self.batch_hashes.get(&contents) {
+                Some(known) => known.clone(),
+                None if budget == 0 => continue,
+                None => {
+                    budget -= 1;
+                    let computed = batch_view_hash(&self.net.nodes[first].store, self.net.founder);
+                    self.batch_hashes.insert(contents, computed.clone());
+                    computed
+                }
+            };
+            let which: Vec<usize> = nodes.iter().map(|(n, _)| *n).collect();
+            let broken = match batch {
+                Ok(batch) if batch == live => continue,
+                Ok(batch) => format!(
+                    "at {at} ms the live view of nodes {which:?} is not the batch view of the {} entries they hold: live {}, batch {}",
+                    contents.0,
+                    hex::encode(live),
+                    hex::encode(batch)
+                ),
+                Err(e) => format!("at {at} ms the batch view of the {} entries nodes {which:?} hold failed: {e}", contents.0),
+            };
+            self.view_break = Some(broken);
+            return;
+        }
+    }
+
+    /// A checkpoint of the live views, and a sample of the figures.
     fn sample(&mut self) {
+        self.check_views(false);
+        self.record_sample();
+    }
+
+    fn record_sample(&mut self) {
         let up = self.honest_up();
         let Some(&first) = up.first() else { return };
         let store = &self.net.nodes[first].store;
@@ -817,13 +903,13 @@ impl<'s> Run<'s> {
         // The merged view at every honest node (computed once per distinct
         // store), its hash and, when the scenario expects something of it,
         // the first departure from the expectations.
-        let mut by_digest: BTreeMap<StoreContents, (String, Option<String>)> = BTreeMap::new();
+        let mut by_digest: BTreeMap<Contents, (String, Option<String>)> = BTreeMap::new();
         let mut view_hashes = Vec::new();
         let mut view_error = None;
         let mut unmet = None;
         for &n in &up {
             let store = &self.net.nodes[n].store;
-            let fp = (store.entries.len(), store.digest, store.proofs.len());
+            let fp = store.contents();
             let (h, mismatch) = match by_digest.get(&fp) {
                 Some(known) => known.clone(),
                 None => {
@@ -858,6 +944,11 @@ impl<'s> Run<'s> {
             view_error.or_else(|| (distinct.len() > 1).then(|| format!("{} different view hashes among {} honest nodes", distinct.len(), up.len()))),
         );
         check("scripted expectations hold at every honest node", unmet);
+        let view_failure = self.net.view_failures.first().map(|(n, e)| format!("node {n}: {e}"));
+        check(
+            "every honest node's live view is the batch view of what it holds, at every checkpoint",
+            view_failure.or_else(|| self.view_break.take()).or_else(|| (self.view_checkpoints == 0).then(|| "no checkpoint compared the live views".into())),
+        );
 
         // Every equivocation proven at every honest node.
         let mut forks = Vec::new();
@@ -1006,9 +1097,24 @@ impl<'s> Run<'s> {
     }
 }
 
-/// What a store holds, as far as its views go: entries, their digest, and
-/// fork proofs. Two stores with the same have the same merged view.
-type StoreContents = (usize, [u8; 32], usize);
+/// A node and its live view hash.
+type NodeHash = (usize, [u8; 32]);
+
+/// The view hash of the batch merge ([`Merge::compute`]) of what `store`
+/// holds that counts under the roster it holds (`founder`'s).
+#[allow(clippy::result_large_err)]
+fn batch_view_hash(store: &MemStore, founder: AgentId) -> Result<[u8; 32], String> {
+    let roster = crate::views::derive_roster(store, founder);
+    let entries: Vec<MergeEntry> = store
+        .entries
+        .iter()
+        .filter(|((a, seq, id), _)| roster.admits_entry(a, *seq, id))
+        .map(|(_, (e, p))| MergeEntry::from_owned(SignedEntry::clone(e), p.as_deref().map(<[u8]>::to_vec)))
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    let proofs: Vec<_> = store.proofs.iter().filter(|((a, seq), _)| roster.admits_fork(a, *seq)).map(|(_, p)| p.clone()).collect();
+    Merge::compute(&entries, &proofs).map(|m| m.view_hash()).map_err(|e| e.to_string())
+}
 
 /// Virtual time at the start of a run (the network's clock starts above 0
 /// so that "0" never means "unset" in the replicator's timers).

@@ -91,11 +91,17 @@ pub struct MemStore {
     /// XOR of every id held: two stores with the same entries have the same
     /// digest (and, with the same count, almost surely only they do).
     pub digest: [u8; 32],
+    /// XOR of the id of every entry held with its payload: with
+    /// [`MemStore::digest`], what tells two stores' payloads apart.
+    pub payload_digest: [u8; 32],
     /// Bytes held: encoded entries and payloads.
     pub bytes: u64,
     /// Entries held without their payload.
     pub payloads_missing: usize,
 }
+
+/// What a store holds: see [`MemStore::contents`].
+pub type Contents = (usize, [u8; 32], usize, usize, [u8; 32]);
 
 /// What an import did, as agora-store reports it.
 pub struct Imported {
@@ -164,6 +170,7 @@ impl MemStore {
             self.payloads_missing = self.payloads_missing.saturating_sub(1);
             self.bytes += payload.len() as u64;
             held.1 = Some(self.interner.intern_payload(at.id, payload));
+            self.payload_digest.iter_mut().zip(at.id.0).for_each(|(d, b)| *d ^= b);
             out.filled.push(at.id);
         }
         for proof in plan.proofs {
@@ -175,6 +182,8 @@ impl MemStore {
             if payload.is_none() {
                 out.missing.push(entry.entry_ref());
                 self.payloads_missing += 1;
+            } else {
+                self.payload_digest.iter_mut().zip(id.0).for_each(|(d, b)| *d ^= b);
             }
             self.ids.insert(id, (a, s));
             out.stored.push(id);
@@ -240,6 +249,13 @@ impl MemStore {
             .take(s.read_max)
             .map(|((_, seq, _), (e, p))| (*seq, WireEntry { entry: e.encode(), payload: p.as_deref().map(<[u8]>::to_vec) }))
             .collect()
+    }
+
+    /// What the store holds, as far as its views go: its entries, fork
+    /// proofs and payloads (counts and digests). Two stores with the same
+    /// hold the same (but for a collision of XORed ids).
+    pub fn contents(&self) -> Contents {
+        (self.entries.len(), self.digest, self.proofs.len(), self.payloads_missing, self.payload_digest)
     }
 
     /// Entries held without their payload.

@@ -25,7 +25,7 @@ use agora_core::SignedEntry;
 use agora_core::id_arena::IdArena;
 use agora_core::{AgentId, EntryId};
 use agora_graph::TextSource;
-use agora_merge::{DisagreementMap, LiveMerge, LiveMergedGraph, LivePerspective, LiveUpdate, MergeEntry, MergedGraphPlan, PerspectivePlan};
+use agora_merge::{DisagreementMap, Feed, LiveMerge, LiveMergedGraph, LivePerspective, MergeEntry, MergedGraphPlan, PerspectivePlan};
 use agora_roster::Roster;
 use agora_store::{CommitNotice, Store, StoreError};
 use prometheus_client::metrics::histogram::Histogram;
@@ -444,11 +444,7 @@ impl MergeCache {
             }
         }
         let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        let roster_may_change = notice
-            .entries
-            .iter()
-            .any(|(e, payload)| e.header().author == self.founder && payload.as_deref().is_none_or(agora_roster::RosterEvent::is_roster_payload))
-            || notice.forks.iter().any(|(author, _)| *author == self.founder);
+        let roster_may_change = agora_merge::roster_may_change(&self.founder, &notice.entries, notice.forks.iter().map(|(author, _)| author));
         if roster_may_change || p.entries.len() + notice.entries.len() > PENDING_ENTRIES_MAX {
             *p = Pending { rebuild: true, since: p.since.or(Some(Instant::now())), ..Pending::default() };
         } else if !p.rebuild {
@@ -497,46 +493,24 @@ impl MergeCache {
                 continue;
             }
             let Some(LiveState { merge, roster, referrers, .. }) = live.as_mut() else { continue };
-            // The head of a removed agent's pinned history arrived: which of
-            // its entries count changes (`Roster::resolve_pins`).
-            if roster.pins_waiting().next().is_some() && batch.entries.iter().any(|(e, _)| roster.pins_waiting().any(|h| *h == e.id())) {
-                let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-                p.rebuild = true;
-                p.since = Some(p.since.map_or(since, |s| s.min(since)));
-                continue;
-            }
-            let mut update = LiveUpdate::default();
-            // What each entry refers to, for the index of references into
-            // forked chains (once it follows one).
-            let mut refs: Vec<(EntryId, Vec<EntryId>)> = Vec::new();
-            for (signed, payload) in batch.entries {
-                let h = signed.header();
-                if !roster.admits_entry(&h.author, h.seq, &signed.id()) {
+            // What the batch makes of the view (`agora_merge::plan_update`,
+            // the feed the simulator's nodes use too).
+            let planned = agora_merge::plan_update(merge, roster, &self.founder, batch.entries, &batch.changed, batch.forks, |id| {
+                Ok::<_, StoreError>(store.get(id)?.map(|e| e.signed.header().author))
+            })?;
+            let update = match planned {
+                Feed::Apply(update) => update,
+                Feed::Rebuild => {
+                    let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+                    p.rebuild = true;
+                    p.since = Some(p.since.map_or(since, |s| s.min(since)));
                     continue;
                 }
-                if referrers.is_active() {
-                    refs.push((signed.id(), references(payload.as_deref())));
-                }
-                match MergeEntry::from_owned(signed, payload) {
-                    Ok(e) => update.entries.push(e),
-                    Err(e) => return Err(StoreError::Verify(e)),
-                }
-            }
-            for id in &batch.changed {
-                let author = match merge.author_of(id) {
-                    Some(a) => Some(a),
-                    None => store.get(id)?.map(|e| e.signed.header().author),
-                };
-                update.changed.extend(author);
-            }
-            update.changed.extend(batch.forks);
-            if update.changed.contains(&self.founder) {
-                // A founder's payload changed: it may be a roster event.
-                let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-                p.rebuild = true;
-                p.since = Some(p.since.map_or(since, |s| s.min(since)));
-                continue;
-            }
+            };
+            // What each entry refers to, for the index of references into
+            // forked chains (once it follows one).
+            let refs: Vec<(EntryId, Vec<EntryId>)> =
+                if referrers.is_active() { update.entries.iter().map(|e| (e.id(), references(e.payload()))).collect() } else { Vec::new() };
             let roster: &Roster = roster;
             if !batch.changed.is_empty() {
                 self.generation.fetch_add(1, Ordering::AcqRel);
