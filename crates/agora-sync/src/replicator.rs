@@ -513,14 +513,18 @@ struct Importing {
 }
 
 /// An entry held without its payload, being asked of peers.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Default)]
 struct Missing {
+    /// Rounds that ended without the payload (every claimant asked once).
     tries: u32,
     /// Not asked again before this.
     next_ms: u64,
-    /// Reported unavailable (after `payload_tries_max` tries): still asked,
+    /// Reported unavailable (after `payload_tries_max` rounds): still asked,
     /// slowly, and the first to make room for a new missing payload.
     reported: bool,
+    /// Claimants asked in the current round (at most the peers connected):
+    /// not asked again before the round ends.
+    asked: Vec<PeerId>,
 }
 
 #[derive(Debug)]
@@ -967,7 +971,7 @@ impl Replicator {
                 let Some(old) = self.missing.iter().find(|(_, m)| m.reported).map(|(e, _)| *e) else { break };
                 self.missing.remove(&old);
             }
-            self.missing.insert(*e, Missing { tries: 0, next_ms: now_ms, reported: false });
+            self.missing.insert(*e, Missing { next_ms: now_ms, ..Missing::default() });
         }
         self.plan_all(now_ms);
     }
@@ -1088,8 +1092,16 @@ impl Replicator {
     /// strike and the peer is not asked anything for [`BUSY_BACKOFF_MS`];
     /// the range is asked again as planned.
     pub fn busy(&mut self, peer: PeerId, req: u64, now_ms: u64) {
-        if self.in_flight.get(&req).is_some_and(|f| f.peer == peer) {
-            self.in_flight.remove(&req);
+        if self.in_flight.get(&req).is_some_and(|f| f.peer == peer)
+            && let Some(f) = self.in_flight.remove(&req)
+            && f.purpose == Purpose::Payload
+        {
+            // Not an answer: the peer stays in the round, asked again once it may be.
+            let at = EntryRef { author: f.author, seq: f.start.seq, id: EntryId::default() };
+            for (_, m) in self.missing.range_mut(at..).take_while(|(e, _)| e.author == f.author && e.seq == f.start.seq) {
+                m.asked.retain(|p| *p != peer);
+            }
+            self.payload_request_ended(f.author, f.start.seq, now_ms);
         }
         if let Some(s) = self.peers.get_mut(&peer) {
             s.busy_until_ms = now_ms.saturating_add(BUSY_BACKOFF_MS);
@@ -1739,15 +1751,18 @@ impl Replicator {
     }
 
     /// Ask peers for payloads of entries held without one: the seq of each,
-    /// from a peer that claims the author that far and was not asked before
-    /// (rotating through them), a bounded number of tries each.
+    /// in rounds; a round asks every claimant (a peer that claims the author
+    /// that far) once, those that answered fewest payload requests without
+    /// the payload first, and the next one as soon as one has not brought it
+    /// (answered without it, answered nothing, declined or timed out).
     fn plan_payloads(&mut self, now_ms: u64) {
-        let due: Vec<(EntryRef, Missing)> = self.missing.iter().filter(|(_, m)| m.next_ms <= now_ms).map(|(e, m)| (*e, *m)).take(64).collect();
-        for (e, m) in due {
+        let due: Vec<EntryRef> = self.missing.iter().filter(|(_, m)| m.next_ms <= now_ms).map(|(e, _)| *e).take(64).collect();
+        for e in due {
             if self.in_flight.len() + self.held.len() + self.imports.len() >= self.config.in_flight_max {
                 self.starved = true;
                 return;
             }
+            let Some(m) = self.missing.get(&e) else { continue };
             if m.tries >= self.config.payload_tries_max {
                 // Reported once; then asked again, slowly: a peer that holds
                 // it may connect, or its claims come back, later.
@@ -1756,25 +1771,57 @@ impl Replicator {
                     self.outputs.push_back(Output::PayloadUnavailable(e));
                 }
                 let slow = self.config.request_timeout_ms.saturating_mul(PAYLOAD_RETRY_SLOW_TIMEOUTS);
-                self.missing.insert(e, Missing { tries: 0, next_ms: now_ms.saturating_add(slow), reported: true });
+                self.missing.insert(e, Missing { next_ms: now_ms.saturating_add(slow), reported: true, ..Missing::default() });
+                continue;
+            }
+            if let Some(deadline) =
+                self.in_flight.values().filter(|f| f.author == e.author && f.start.seq == e.seq && f.purpose == Purpose::Payload).map(|f| f.deadline_ms).min()
+            {
+                // Asked already (its answer or its deadline makes it due again).
+                if let Some(state) = self.missing.get_mut(&e) {
+                    state.next_ms = deadline.max(now_ms.saturating_add(1));
+                }
                 continue;
             }
             let mut claimants: Vec<PeerId> = self
                 .peers_in_rank_order()
                 .into_iter()
-                .filter(|p| self.peers.get(p).and_then(|s| s.frontier.get(&e.author)).is_some_and(|t| max_seq(t) >= e.seq))
+                .filter(|p| !m.asked.contains(p) && self.peers.get(p).and_then(|s| s.frontier.get(&e.author)).is_some_and(|t| max_seq(t) >= e.seq))
                 .collect();
+            // Stable: rank order among peers that stripped as often.
             claimants.sort_by_key(|p| self.peers.get(p).map_or(u32::MAX, |s| s.stripped));
-            let Some(&peer) = claimants.get(m.tries as usize % claimants.len().max(1)) else { continue };
-            if self.in_flight.values().any(|f| f.author == e.author && f.start.seq == e.seq && f.purpose == Purpose::Payload) {
-                continue;
+            let ready = claimants.iter().copied().find(|p| self.peers.get(p).is_some_and(|s| s.busy_until_ms <= now_ms));
+            let busy_until = claimants.iter().filter_map(|p| self.peers.get(p)).map(|s| s.busy_until_ms).min();
+            let deadline_ms = now_ms.saturating_add(self.timeout_for(1));
+            let round_gap_ms = self.config.request_timeout_base_ms.min(self.config.request_timeout_ms);
+            let Some(state) = self.missing.get_mut(&e) else { continue };
+            match (ready, busy_until) {
+                (Some(peer), _) => {
+                    state.asked.push(peer);
+                    // Due again at its deadline if not answered before.
+                    state.next_ms = deadline_ms;
+                    let group = self.new_group();
+                    self.request(peer, e.author, RangeStart::at(e.seq), 1, Purpose::Payload, group, true, now_ms);
+                }
+                // Every claimant left declined a moment ago: asked once it may be.
+                (None, Some(until)) => state.next_ms = until.max(now_ms.saturating_add(1)),
+                // Every claimant asked (or none): the round ends without it.
+                (None, None) => {
+                    state.tries += 1;
+                    state.asked.clear();
+                    state.next_ms = now_ms.saturating_add(round_gap_ms.max(1));
+                }
             }
-            if let Some(state) = self.missing.get_mut(&e) {
-                state.tries += 1;
-                state.next_ms = now_ms.saturating_add(self.config.request_timeout_ms);
-            }
-            let group = self.new_group();
-            self.request(peer, e.author, RangeStart::at(e.seq), 1, Purpose::Payload, group, true, now_ms);
+        }
+    }
+
+    /// A payload request for `author`'s `seq` ended without the payload
+    /// (answered without it or with nothing, declined, timed out): the
+    /// entry is due again at once, for the next claimant of its round.
+    fn payload_request_ended(&mut self, author: AgentId, seq: u64, now_ms: u64) {
+        // Every branch's entry at that seq (a fork's entries share it).
+        for (_, m) in self.missing.range_mut(EntryRef { author, seq, id: EntryId::default() }..).take_while(|(e, _)| e.author == author && e.seq == seq) {
+            m.next_ms = m.next_ms.min(now_ms);
         }
     }
 
@@ -1845,6 +1892,9 @@ impl Replicator {
             if let Purpose::Branch(tip) = asked.purpose {
                 self.sought.remove(&tip);
             }
+            if asked.purpose == Purpose::Payload {
+                self.payload_request_ended(author, asked.start.seq, now_ms);
+            }
             if !self.in_flight.values().any(|f| f.group == asked.group) {
                 self.mark_retried(author, asked.start);
             }
@@ -1897,13 +1947,13 @@ impl Replicator {
                 if let Some(s) = self.peers.get_mut(&peer) {
                     s.stripped = s.stripped.saturating_add(1);
                 }
-                // Asked of the next claimant at once, not after a timeout:
-                // an answer without the payload is as final as an answer.
-                for e in stripped {
-                    if let Some(m) = self.missing.get_mut(&e) {
-                        m.next_ms = now_ms;
-                    }
-                }
+            }
+            // Asked of the next claimant of its round at once, not after a
+            // timeout: an answer without the payload is as final as an
+            // answer. (Stripped, or not sent at all.)
+            let brought = verified.iter().any(|e| e.header().seq == asked.start.seq && e.payload().is_some());
+            if !brought {
+                self.payload_request_ended(author, asked.start.seq, now_ms);
             }
         }
         let mut rest_purpose = asked.purpose.rest();
@@ -2340,6 +2390,9 @@ impl Replicator {
                 if let Some(tips) = self.peers.get_mut(&f.peer).and_then(|s| s.frontier.get_mut(&f.author)) {
                     tips.retain(|h| h.seq < f.start.seq);
                 }
+            }
+            if f.purpose == Purpose::Payload {
+                self.payload_request_ended(f.author, f.start.seq, now_ms);
             }
             let group_alive = self.in_flight.values().any(|g| g.group == f.group);
             if !group_alive && f.purpose != Purpose::Payload {
