@@ -4,19 +4,13 @@
 //! charged for them itself; the author's budget stays whole, so its live
 //! gossip is still accepted, and the replays are not verified again.
 
-use agora_core::entry::next_header;
-use agora_core::{AgentKey, SignedEntry};
+use agora_core::SignedEntry;
 use agora_sync::{Config, Gossip, GossipVerdict, Head, ImportOutcome, Output, PeerId, Replicator, WireEntry};
 
+mod support;
+
 fn chain(n: usize) -> Vec<(SignedEntry, Vec<u8>)> {
-    let key = AgentKey::from_seed([5; 32]);
-    let mut out: Vec<(SignedEntry, Vec<u8>)> = Vec::with_capacity(n);
-    for i in 0..n {
-        let payload = format!("event {i}").into_bytes();
-        let header = next_header(key.agent_id(), out.last().map(|(e, _)| e), 1_000 + i as u64, &payload).expect("header");
-        out.push((SignedEntry::sign(header, &key), payload));
-    }
-    out
+    support::chain(5, n)
 }
 
 fn head(e: &SignedEntry) -> Head {

@@ -9,10 +9,11 @@
 //! the entries sent (the same model for every peer), and the node's store is
 //! a chain that takes entries in order.
 
-use agora_core::entry::next_header;
-use agora_core::{AgentId, AgentKey, EntryId, SignedEntry};
+use agora_core::{AgentId, EntryId, SignedEntry};
 use agora_sync::{Config, Head, ImportOutcome, Message, Output, PeerId, RangeStart, Replicator, WireEntry};
 use std::collections::BTreeMap;
+
+mod support;
 
 /// Round trip of a request, in ms.
 const RTT_MS: u64 = 50;
@@ -22,14 +23,7 @@ const PER_ENTRY_US: u64 = 200;
 
 /// `n` entries of one author's chain.
 fn chain(n: usize) -> Vec<SignedEntry> {
-    let key = AgentKey::from_seed([7; 32]);
-    let mut out: Vec<SignedEntry> = Vec::with_capacity(n);
-    for i in 0..n {
-        let payload = format!("event {i}");
-        let header = next_header(key.agent_id(), out.last(), 1_000 + i as u64, payload.as_bytes()).expect("header");
-        out.push(SignedEntry::sign(header, &key));
-    }
-    out
+    support::chain(7, n).into_iter().map(|(e, _)| e).collect()
 }
 
 /// How a peer answers a range request.
@@ -236,12 +230,7 @@ impl Sim {
             let next_event = self.events.keys().next().map(|k| k.0);
             // The node's timer, at most once per millisecond.
             let next_tick = self.rep.poll_timeout().map(|t| t.max(self.last_tick + 1));
-            let t = match (next_event, next_tick) {
-                (Some(e), Some(k)) => e.min(k),
-                (Some(e), None) => e,
-                (None, Some(k)) => k,
-                (None, None) => return None,
-            };
+            let t = support::next_time(next_event, next_tick)?;
             if t > limit_ms {
                 return None;
             }

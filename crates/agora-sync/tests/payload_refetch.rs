@@ -13,10 +13,11 @@
 //! order, with or without their payloads, and fills a missing payload when
 //! an entry comes again with it.
 
-use agora_core::entry::next_header;
-use agora_core::{AgentId, AgentKey, EntryId, EntryRef, SignedEntry};
+use agora_core::{AgentId, EntryId, EntryRef, SignedEntry};
 use agora_sync::{Config, Head, ImportOutcome, Message, Output, PeerId, RangeStart, Replicator, WireEntry};
 use std::collections::BTreeMap;
+
+mod support;
 
 /// Round trip of a request, in ms.
 const RTT_MS: u64 = 50;
@@ -25,14 +26,7 @@ const PER_ENTRY_US: u64 = 200;
 
 /// `n` entries of one author's chain, with their payloads.
 fn chain(n: usize) -> Vec<(SignedEntry, Vec<u8>)> {
-    let key = AgentKey::from_seed([9; 32]);
-    let mut out: Vec<(SignedEntry, Vec<u8>)> = Vec::with_capacity(n);
-    for i in 0..n {
-        let payload = format!("event {i}").into_bytes();
-        let header = next_header(key.agent_id(), out.last().map(|(e, _)| e), 1_000 + i as u64, &payload).expect("header");
-        out.push((SignedEntry::sign(header, &key), payload));
-    }
-    out
+    support::chain(9, n)
 }
 
 /// Is the entry at `seq` in the `per_mille` thousandths a stripping
@@ -198,12 +192,7 @@ impl Sim {
             }
             let next_event = self.events.keys().next().map(|k| k.0);
             let next_tick = self.rep.poll_timeout().map(|t| t.max(self.last_tick + 1));
-            let t = match (next_event, next_tick) {
-                (Some(e), Some(k)) => e.min(k),
-                (Some(e), None) => e,
-                (None, Some(k)) => k,
-                (None, None) => return None,
-            };
+            let t = support::next_time(next_event, next_tick)?;
             if t > limit_ms {
                 return None;
             }
