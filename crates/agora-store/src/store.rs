@@ -181,16 +181,30 @@ fn cf_options(options: &StoreOptions, name: &str, cache: &rocksdb::Cache) -> Opt
 /// process's umask (the `agora-node` program sets 077 for the files made
 /// from now on), and a store, or a directory made before `agora init`, may
 /// have been left readable by others.
-fn make_private(dir: &Path) -> std::io::Result<()> {
+/// Mode 0700 on `dir` and every directory under it, 0600 on every file.
+///
+/// Runs on an open store, so RocksDB's background threads may delete a file
+/// (an obsolete log, a compacted table) while the walk reads the directory: a
+/// file that is gone has nothing to protect, and is skipped.
+pub(crate) fn make_private(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
+    let gone = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     for item in std::fs::read_dir(dir)? {
         let item = item?;
-        let kind = item.file_type()?;
-        if kind.is_dir() {
-            make_private(&item.path())?;
-        } else if kind.is_file() && item.metadata()?.permissions().mode() & 0o777 != 0o600 {
-            std::fs::set_permissions(item.path(), std::fs::Permissions::from_mode(0o600))?;
+        let result = (|| {
+            let kind = item.file_type()?;
+            if kind.is_dir() {
+                make_private(&item.path())
+            } else if kind.is_file() && item.metadata()?.permissions().mode() & 0o777 != 0o600 {
+                std::fs::set_permissions(item.path(), std::fs::Permissions::from_mode(0o600))
+            } else {
+                Ok(())
+            }
+        })();
+        match result {
+            Err(e) if gone(&e) => {}
+            other => other?,
         }
     }
     Ok(())

@@ -894,3 +894,35 @@ fn a_redaction_during_a_long_read_erases_once_the_read_ends() {
         });
     }
 }
+
+/// The store is made private while it is open, so RocksDB's background threads
+/// may delete files during the walk: a file that vanishes is skipped, not an
+/// error that refuses the store. Seen failing (`No such file or directory`)
+/// when a vanished file failed the walk.
+#[test]
+fn making_the_store_private_skips_files_deleted_during_the_walk() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    std::fs::create_dir(root.join("sub")).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let churn = {
+        let (root, stop) = (root.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for place in [root.join(format!("f{}", i % 64)), root.join("sub").join(format!("g{}", i % 64))] {
+                    let _ = std::fs::write(&place, b"x");
+                    let _ = std::fs::remove_file(&place);
+                }
+                i += 1;
+            }
+        })
+    };
+    let walks: Vec<_> = (0..2_000).map(|_| crate::store::make_private(&root)).collect();
+    stop.store(true, Ordering::Relaxed);
+    churn.join().unwrap();
+    let failed: Vec<_> = walks.into_iter().filter_map(Result::err).collect();
+    assert!(failed.is_empty(), "{} of 2,000 walks failed, first: {}", failed.len(), failed[0]);
+}
