@@ -323,7 +323,7 @@ fn readme_names_only_paths_and_items_that_exist() {
 #[test]
 fn the_checker_finds_a_moved_file_and_a_renamed_function() {
     let tree = Tree::load();
-    assert_eq!(tree.path_exists("crates/agora-sync/src/replicator.rs"), Some(true));
+    assert_eq!(tree.path_exists("crates/agora-sync/src/replicator/planning.rs"), Some(true));
     assert_eq!(tree.path_exists("node/src/graph_cache.rs"), Some(false));
     assert_eq!(tree.path_exists("graph/rules.rs"), Some(true));
     assert_eq!(tree.path_exists("graph/no_such_file.rs"), Some(false));
