@@ -385,12 +385,18 @@ fn sim_sweep_plays_each_size_and_draws_the_curves() {
     for n in [3, 5] {
         let run: Value = serde_json::from_slice(&std::fs::read(a.join(format!("runs/nodes-{n}/report.json"))).unwrap()).unwrap();
         assert_eq!(run["swarm"]["honest_nodes"], n);
-        assert!(a.join(format!("runs/nodes-{n}/run-disputes-forks.png")).exists());
+        assert!(a.join(format!("runs/nodes-{n}/run-timeline.png")).exists());
     }
     let seeds = json(dir.path(), &["sim", "sweep", scenario, "--seeds", "1..2"], None);
     assert_eq!(seeds["points"].as_array().unwrap().iter().map(|p| p["seed"].as_u64().unwrap()).collect::<Vec<_>>(), [1, 2]);
     fails(dir.path(), &["sim", "sweep", scenario], None, "--sizes <SIZES>|--seeds <SEEDS>");
-    fails(dir.path(), &["sim", "sweep", scenario, "--sizes", "3", "--seeds", "1..2"], None, "cannot be used with");
+    // Sizes and seeds together: every size with each seed, each run kept
+    // under its size and seed.
+    let grid = json(dir.path(), &["sim", "sweep", scenario, "--sizes", "3,4", "--seeds", "1..2", "--out", dir.path().join("grid").to_str().unwrap()], None);
+    let runs: Vec<(u64, u64)> = grid["points"].as_array().unwrap().iter().map(|p| (p["nodes"].as_u64().unwrap(), p["seed"].as_u64().unwrap())).collect();
+    assert_eq!(runs, [(3, 1), (3, 2), (4, 1), (4, 2)]);
+    assert!(dir.path().join("grid/runs/nodes-4-seed-2/report.json").exists());
+    fails(dir.path(), &["sim", "sweep", scenario, "--sizes", "3", "--seeds", "1..2", "--seed", "4"], None, "cannot be used with");
     fails(dir.path(), &["sim", "sweep", scenario, "--sizes", "3,0"], None, "at least one honest node");
 }
 
@@ -420,8 +426,8 @@ fn sim_run_plays_a_scenario_and_replays_it_from_its_seed() {
     assert!(status.success(), "sim run from the repository's root");
     let (ra, rb) = (std::fs::read(a.join("report.json")).unwrap(), std::fs::read(b.join("report.json")).unwrap());
     assert_eq!(ra, rb, "the same seed gives the same report, whatever path the scenario was given by");
-    assert!(std::fs::read(a.join("run-disputes-forks.png")).unwrap().starts_with(b"\x89PNG"), "sim run --out draws the run's timeline");
-    assert!(out.contains(&format!("plot: {}", a.join("run-disputes-forks.svg").display())), "{out}");
+    assert!(std::fs::read(a.join("run-timeline.png")).unwrap().starts_with(b"\x89PNG"), "sim run --out draws the run's timeline");
+    assert!(out.contains(&format!("plot: {}", a.join("run-timeline.svg").display())), "{out}");
     let report: Value = serde_json::from_slice(&ra).unwrap();
     assert_eq!(report["ok"], true);
     assert_eq!(report["entries_written"]["honest"], 6);

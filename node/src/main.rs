@@ -84,6 +84,9 @@ fn main() -> ExitCode {
         Command::Sim(cli::SimCommand::Search { scenario, budget, seed, family, strategy_seed }) => {
             return sim_cmd::search(scenario, *budget, *seed, family.as_deref(), *strategy_seed, json).unwrap_or_else(|e| fail(&e, json));
         }
+        Command::Sim(cli::SimCommand::Results { dir, check }) => {
+            return sim_cmd::results(dir, *check, json).unwrap_or_else(|e| fail(&e, json));
+        }
         _ => {}
     }
     let home = match home::Home::resolve(args.home.clone()) {

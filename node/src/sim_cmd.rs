@@ -1,6 +1,7 @@
 //! `agora sim run`, `agora sim sweep` and `agora sim search`: play a
 //! scenario file in the swarm simulator (`agora-sim`), once, over a range of
-//! sizes or seeds, or against sampled adversary strategies; report and draw. The simulator runs its own simulated nodes; no home, store or
+//! sizes or seeds, or against sampled adversary strategies; report and draw.
+//! `agora sim results` keeps the results pages' tables equal to their reports. The simulator runs its own simulated nodes; no home, store or
 //! network of this machine is touched, except the reports and plots written
 //! to `--out`.
 
@@ -86,13 +87,17 @@ pub fn sweep(path: &Path, sizes: Option<&str>, seeds: Option<&str>, seed: Option
     let shown = agora_sim::scenario_path_shown(path);
     let (axis, replay_sweep) = match (sizes, seeds) {
         (Some(list), None) => (SweepAxis::parse_sizes(list)?, format!("agora sim sweep {shown} --sizes {list} --seed {seed}")),
+        (Some(list), Some(range)) => {
+            (SweepAxis::parse_sizes(list)?.with_seeds(SweepAxis::parse_seeds(range)?)?, format!("agora sim sweep {shown} --sizes {list} --seeds {range}"))
+        }
         (None, Some(range)) => (SweepAxis::parse_seeds(range)?, format!("agora sim sweep {shown} --seeds {range}")),
-        _ => bail!("give either --sizes or --seeds"),
+        (None, None) => bail!("give --sizes, --seeds, or both (each size with each seed)"),
     };
+    let seeds_per_size = matches!(&axis, SweepAxis::Sizes { seeds, .. } if !seeds.is_empty());
     // A size sweep's run is replayed as a sweep of that one size; a seed
     // sweep's run is the scenario as written, so `sim run` replays it.
     let replay_point = |nodes: usize, seed: u64| match axis {
-        SweepAxis::Sizes(_) => format!("agora sim sweep {shown} --sizes {nodes} --seed {seed}"),
+        SweepAxis::Sizes { .. } => format!("agora sim sweep {shown} --sizes {nodes} --seed {seed}"),
         SweepAxis::Seeds(_) => format!("agora sim run {shown} --seed {seed}"),
     };
     if !json {
@@ -108,7 +113,8 @@ pub fn sweep(path: &Path, sizes: Option<&str>, seeds: Option<&str>, seed: Option
             && failed_write.is_none()
         {
             let name = match axis {
-                SweepAxis::Sizes(_) => format!("nodes-{}", point.nodes),
+                SweepAxis::Sizes { .. } if seeds_per_size => format!("nodes-{}-seed-{}", point.nodes, point.seed),
+                SweepAxis::Sizes { .. } => format!("nodes-{}", point.nodes),
                 SweepAxis::Seeds(_) => format!("seed-{}", point.seed),
             };
             let written = serde_json::to_vec_pretty(run).map_err(anyhow::Error::from).and_then(|bytes| write_run(run, &bytes, &dir.join("runs").join(name)));
@@ -226,4 +232,38 @@ fn trial_line(t: &agora_sim::Trial) -> String {
         ms(t.honest_convergence_ms),
         t.replay
     )
+}
+
+/// Write every results page's tables in `dir` again from the reports they
+/// name, or with `check` list the pages whose tables differ (exit 3).
+pub fn results(dir: &Path, check: bool, json: bool) -> Result<ExitCode> {
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    pages.sort();
+    let mut stale = Vec::new();
+    for page in &pages {
+        let name = page.display().to_string();
+        let text = std::fs::read_to_string(page).with_context(|| format!("reading {name}"))?;
+        if check {
+            stale.extend(agora_sim::results::check_page(&text, &name, dir)?.into_iter().map(|data| format!("{name}: {data}")));
+        } else {
+            let rendered = agora_sim::results::render_page(&text, &name, dir)?;
+            if rendered != text {
+                std::fs::write(page, rendered).with_context(|| format!("writing {name}"))?;
+                stale.push(name);
+            }
+        }
+    }
+    if json {
+        println!("{}", serde_json::json!({ "pages": pages.len(), if check { "stale" } else { "written" }: stale }));
+    } else {
+        for s in &stale {
+            println!("{} {s}", if check { "differs from its report:" } else { "written:" });
+        }
+        println!("{} pages, {} {}", pages.len(), stale.len(), if check { "tables differ from their reports" } else { "rewritten" });
+    }
+    Ok(if check && !stale.is_empty() { ExitCode::from(3) } else { ExitCode::SUCCESS })
 }

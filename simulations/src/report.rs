@@ -1,7 +1,7 @@
 //! What a run reports: the same bytes for the same scenario and seed (no
 //! wall-clock figure is in it; the CLI prints those beside it).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// How a report's replay command names the scenario file at `path`: the
@@ -39,6 +39,9 @@ pub struct Report {
     pub last_heal_ms: u64,
     /// When the run ended.
     pub end_ms: u64,
+    /// What the scenario made happen to the swarm (partitions, crashes,
+    /// restarts, joins, departures), in time order: the plots mark them.
+    pub events: Vec<RunEvent>,
     /// Virtual ms from the later of activity's end and the last heal until
     /// every honest node held the same entries (`None`: not within the
     /// scenario's `settle_ms`).
@@ -78,8 +81,45 @@ pub struct Swarm {
     pub adversary_agents: usize,
 }
 
+/// Something the scenario made happen to the swarm.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RunEvent {
+    /// When it happened, virtual ms from the start.
+    pub at_ms: u64,
+    /// When it ended (a partition's heal), if it lasts.
+    pub until_ms: Option<u64>,
+    /// What happened.
+    pub kind: RunEventKind,
+    /// The nodes it happened to (a partition: the nodes cut off from the
+    /// largest group).
+    pub nodes: Vec<usize>,
+}
+
+/// What kind of thing happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunEventKind {
+    /// The network was cut into groups until `until_ms`.
+    Partition,
+    /// A node went down, its store kept.
+    Crash,
+    /// A crashed node came back.
+    Restart,
+    /// A node joined late.
+    Join,
+    /// A node left for good.
+    Leave,
+}
+
+impl RunEventKind {
+    /// Does it take nodes away (drawn in red) or bring them (in green)?
+    pub fn takes_away(self) -> bool {
+        matches!(self, Self::Partition | Self::Crash | Self::Leave)
+    }
+}
+
 /// Entries written.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Written {
     /// By honest agents.
     pub honest: u64,
@@ -90,7 +130,7 @@ pub struct Written {
 /// How fast honest moves spread: virtual ms from a move's append on its
 /// agent's node until the last honest node stored it, over the moves every
 /// honest node held at the end.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct MoveSpread {
     /// Moves held by every honest node.
     pub moves: usize,
@@ -105,7 +145,7 @@ pub struct MoveSpread {
 }
 
 /// A forked position and its detection.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ForkDetection {
     /// The author, hex.
     pub author: String,

@@ -10,7 +10,7 @@
 //! network's latencies and losses.
 
 use crate::net::Net;
-use crate::report::{Ban, ForkDetection, InvariantResult, MoveSpread, NodeFigures, Report, Sample, Swarm, Written};
+use crate::report::{Ban, ForkDetection, InvariantResult, MoveSpread, NodeFigures, Report, RunEvent, RunEventKind, Sample, Swarm, Written};
 use crate::scenario::{AdversaryKind, Expectation, MoveKind, Scenario, Topology};
 use crate::store::{Contents, MemStore};
 use agora_core::entry::next_header;
@@ -1082,6 +1082,7 @@ impl<'s> Run<'s> {
             activity_end_ms: self.activity_end_ms,
             last_heal_ms: self.last_heal_ms,
             end_ms,
+            events: events_of(s),
             convergence_ms: converged_at,
             settle_ms: s.settle_ms,
             spread,
@@ -1119,6 +1120,30 @@ fn batch_view_hash(store: &MemStore, founder: AgentId) -> Result<[u8; 32], Strin
 /// Virtual time at the start of a run (the network's clock starts above 0
 /// so that "0" never means "unset" in the replicator's timers).
 pub const START_MS: u64 = 1_000;
+
+/// What `s` makes happen to the swarm, in time order (ties by kind, then
+/// nodes).
+fn events_of(s: &Scenario) -> Vec<RunEvent> {
+    let mut events = Vec::new();
+    for p in &s.partitions {
+        let largest = p.groups.iter().map(Vec::len).max().unwrap_or(0);
+        let main = p.groups.iter().position(|g| g.len() == largest);
+        let mut cut: Vec<usize> = p.groups.iter().enumerate().filter(|(i, _)| Some(*i) != main).flat_map(|(_, g)| g.iter().copied()).collect();
+        cut.sort_unstable();
+        events.push(RunEvent { at_ms: p.at_ms, until_ms: Some(p.heal_ms), kind: RunEventKind::Partition, nodes: cut });
+    }
+    for c in &s.churn {
+        for (at, kind) in
+            [(c.join_ms, RunEventKind::Join), (c.crash_ms, RunEventKind::Crash), (c.restart_ms, RunEventKind::Restart), (c.leave_ms, RunEventKind::Leave)]
+        {
+            if let Some(at_ms) = at {
+                events.push(RunEvent { at_ms, until_ms: None, kind, nodes: vec![c.node] });
+            }
+        }
+    }
+    events.sort_by(|a, b| (a.at_ms, a.kind, &a.nodes).cmp(&(b.at_ms, b.kind, &b.nodes)));
+    events
+}
 
 /// Play `scenario` with `seed`; `replay` is the command that replays it.
 pub fn run(scenario: &Scenario, seed: u64, replay: String) -> Report {

@@ -12,7 +12,7 @@
 
 use crate::report::{ForkDetection, MoveSpread, Report, Written};
 use crate::scenario::Scenario;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// More points than this in one sweep is refused: a typing slip (`1..100000`)
 /// would otherwise run for days.
@@ -21,8 +21,15 @@ pub const POINTS_MAX: usize = 10_000;
 /// What a sweep varies.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SweepAxis {
-    /// Honest nodes, one run per size, all with the same seed.
-    Sizes(Vec<usize>),
+    /// Honest nodes, one run per size and seed: every size with each seed
+    /// given (several seeds give each size's figures a spread), or with the
+    /// sweep's one seed when `seeds` is empty.
+    Sizes {
+        /// The sizes, in the order given.
+        sizes: Vec<usize>,
+        /// The seeds each size is run with (none: the sweep's seed).
+        seeds: Vec<u64>,
+    },
     /// Seeds, one run per seed, all with the scenario's size.
     Seeds(Vec<u64>),
 }
@@ -50,7 +57,21 @@ impl SweepAxis {
         if let Some(zero) = sizes.iter().position(|&n| n == 0) {
             return Err(SweepError::Axis(format!("sizes: entry {} is 0; a swarm needs at least one honest node", zero + 1)));
         }
-        Ok(Self::Sizes(sizes))
+        Ok(Self::Sizes { sizes, seeds: Vec::new() })
+    }
+
+    /// Run every size of a size sweep with each of `seeds` (as parsed by
+    /// [`SweepAxis::parse_seeds`]); a seed sweep is refused (it has no sizes).
+    pub fn with_seeds(self, seeds: SweepAxis) -> Result<Self, SweepError> {
+        match (self, seeds) {
+            (Self::Sizes { sizes, .. }, Self::Seeds(seeds)) => {
+                if sizes.len().saturating_mul(seeds.len()) > POINTS_MAX {
+                    return Err(SweepError::Axis(format!("{} sizes x {} seeds is more than {POINTS_MAX} runs", sizes.len(), seeds.len())));
+                }
+                Ok(Self::Sizes { sizes, seeds })
+            }
+            _ => Err(SweepError::Axis("seeds per size: give sizes, then seeds".into())),
+        }
     }
 
     /// Seeds as written on the command line: an inclusive range `1..20`
@@ -71,10 +92,10 @@ impl SweepAxis {
         Ok(Self::Seeds(parse_list::<u64>(text, "seed")?))
     }
 
-    /// Points on the axis.
+    /// Runs the sweep makes.
     pub fn len(&self) -> usize {
         match self {
-            Self::Sizes(v) => v.len(),
+            Self::Sizes { sizes, seeds } => sizes.len() * seeds.len().max(1),
             Self::Seeds(v) => v.len(),
         }
     }
@@ -87,14 +108,14 @@ impl SweepAxis {
     /// Which quantity varies.
     pub fn kind(&self) -> AxisKind {
         match self {
-            Self::Sizes(_) => AxisKind::Nodes,
+            Self::Sizes { .. } => AxisKind::Nodes,
             Self::Seeds(_) => AxisKind::Seed,
         }
     }
 }
 
 /// Which quantity a sweep varies, as its report names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AxisKind {
     /// Honest nodes.
@@ -118,7 +139,7 @@ where
 }
 
 /// A whole sweep: one point per run, in the axis's order.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SweepReport {
     /// The scenario's name.
     pub scenario: String,
@@ -131,7 +152,7 @@ pub struct SweepReport {
 }
 
 /// One run of a sweep, reduced to its figures.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SweepPoint {
     /// Honest nodes.
     pub nodes: usize,
@@ -168,7 +189,7 @@ pub struct SweepPoint {
 /// Traffic of one run: totals over every node, and the mean per honest node
 /// (what running a node costs, adversaries' floods included on the
 /// receiving side).
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct SweepTraffic {
     /// Bytes sent by every node, adversaries included.
     pub bytes_sent: u64,
@@ -261,8 +282,8 @@ pub fn resized(scenario: &Scenario, nodes: usize) -> Result<Scenario, SweepError
     Ok(s)
 }
 
-/// Play `scenario` at every point of `axis` (sizes with `seed`, or seeds
-/// at the scenario's size), one run after another, and report. `replay`
+/// Play `scenario` at every point of `axis` (each size with each of the
+/// axis's seeds or else with `seed`, or seeds at the scenario's size), one run after another, and report. `replay`
 /// gives each run's replay command from its size and seed.
 pub fn sweep(scenario: &Scenario, axis: &SweepAxis, seed: u64, replay: impl Fn(usize, u64) -> String) -> Result<SweepReport, SweepError> {
     sweep_with(scenario, axis, seed, replay, |_, _| {})
@@ -283,7 +304,15 @@ pub fn sweep_with(
     // Every point is built and checked before the first run, so a size the
     // scenario cannot take is refused at once rather than after hours.
     let runs: Vec<(Scenario, u64)> = match axis {
-        SweepAxis::Sizes(sizes) => sizes.iter().map(|&n| resized(scenario, n).map(|s| (s, seed))).collect::<Result<_, _>>()?,
+        SweepAxis::Sizes { sizes, seeds } => {
+            let seeds = if seeds.is_empty() { std::slice::from_ref(&seed) } else { seeds.as_slice() };
+            let mut runs = Vec::with_capacity(sizes.len() * seeds.len());
+            for &n in sizes {
+                let s = resized(scenario, n)?;
+                runs.extend(seeds.iter().map(|&seed| (s.clone(), seed)));
+            }
+            runs
+        }
         SweepAxis::Seeds(seeds) => seeds.iter().map(|&seed| (scenario.clone(), seed)).collect(),
     };
     let mut points = Vec::with_capacity(runs.len());
@@ -325,7 +354,12 @@ restart_ms = 400
 
     #[test]
     fn axes_parse_as_written_on_the_command_line() {
-        assert_eq!(SweepAxis::parse_sizes("5, 10,20").unwrap(), SweepAxis::Sizes(vec![5, 10, 20]));
+        assert_eq!(SweepAxis::parse_sizes("5, 10,20").unwrap(), SweepAxis::Sizes { sizes: vec![5, 10, 20], seeds: vec![] });
+        let grid = SweepAxis::parse_sizes("5,10").unwrap().with_seeds(SweepAxis::parse_seeds("1..3").unwrap()).unwrap();
+        assert_eq!((grid.len(), grid.kind()), (6, AxisKind::Nodes));
+        assert!(SweepAxis::parse_seeds("1..3").unwrap().with_seeds(SweepAxis::parse_seeds("1").unwrap()).is_err());
+        let too_many = SweepAxis::parse_sizes(&vec!["5"; 200].join(",")).unwrap().with_seeds(SweepAxis::parse_seeds("1..100").unwrap());
+        assert!(matches!(too_many, Err(SweepError::Axis(m)) if m.contains("more than")));
         assert_eq!(SweepAxis::parse_seeds("1..4").unwrap(), SweepAxis::Seeds(vec![1, 2, 3, 4]));
         assert_eq!(SweepAxis::parse_seeds("7,3").unwrap(), SweepAxis::Seeds(vec![7, 3]));
         for bad in ["", "5,x", "0,4"] {

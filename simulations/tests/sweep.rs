@@ -1,7 +1,7 @@
 //! A sweep over swarm sizes runs every size, is the same bytes when run
 //! again, and draws its plots and a run's plots as SVG and PNG.
 
-use agora_sim::{Scenario, SweepAxis, draw_run, draw_sweep, sweep_with};
+use agora_sim::{RunEventKind, Scenario, SweepAxis, draw_run, draw_sweep, sweep_with};
 use std::path::PathBuf;
 
 /// A short scenario with a partition, a crash and an equivocator, so every
@@ -88,7 +88,11 @@ fn a_size_sweep_is_the_same_bytes_twice_and_draws_its_plots() {
     let run = last_run.expect("the last run");
     assert!(run.series.iter().any(|s| s.disputes > 0), "the run records disputes");
     let files = draw_run(&run, &dir.path().join("run")).expect("run plots");
-    assert_figures(&files, &["run-disputes-forks", "run-fork-detection"]);
+    assert_figures(&files, &["run-timeline", "run-fork-detection"]);
+    // The run's partition and churn are in its report, for the plots to mark.
+    let kinds: Vec<(u64, RunEventKind)> = run.events.iter().map(|e| (e.at_ms, e.kind)).collect();
+    assert_eq!(kinds, [(2_000, RunEventKind::Partition), (3_000, RunEventKind::Crash), (6_000, RunEventKind::Restart)]);
+    assert_eq!(run.events[0].until_ms, Some(7_000));
 }
 
 #[test]
@@ -103,4 +107,52 @@ fn a_seed_sweep_runs_each_seed_at_the_scenarios_size() {
     let files = draw_sweep(&report, dir.path()).expect("plots");
     assert_figures(&files, &["sweep-convergence", "sweep-bandwidth"]);
     assert!(!dir.path().join("sweep-fork-detection.png").exists(), "no forks, no fork plot");
+}
+
+/// Each size with several seeds: every (size, seed) is run, the report is
+/// the same bytes twice, and the figures draw each size's median with the
+/// spread of its seeds (a bar per size), on a logarithmic axis when the
+/// sizes span a factor of ten.
+#[test]
+fn sizes_with_seeds_run_every_pair_and_draw_each_sizes_spread() {
+    let mut scenario = short();
+    scenario.adversaries.clear();
+    scenario.partitions.clear();
+    scenario.churn.clear();
+    scenario.generated.events_per_agent = 2;
+    let axis = SweepAxis::parse_sizes("2,20").expect("sizes").with_seeds(SweepAxis::parse_seeds("1..3").expect("seeds")).expect("grid");
+    let replay = |n: usize, seed: u64| format!("agora sim sweep short.toml --sizes {n} --seed {seed}");
+    let report = agora_sim::sweep(&scenario, &axis, 0, replay).expect("sweep");
+    let again = agora_sim::sweep(&scenario, &axis, 0, replay).expect("sweep");
+    assert_eq!(serde_json::to_vec(&report).expect("json"), serde_json::to_vec(&again).expect("json"));
+    let runs: Vec<(usize, u64)> = report.points.iter().map(|p| (p.nodes, p.seed)).collect();
+    assert_eq!(runs, [(2, 1), (2, 2), (2, 3), (20, 1), (20, 2), (20, 3)]);
+    assert!(report.ok, "{:?}", report.points.iter().map(|p| &p.violated).collect::<Vec<_>>());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = draw_sweep(&report, dir.path()).expect("plots");
+    assert_figures(&files, &["sweep-convergence", "sweep-spread", "sweep-bandwidth"]);
+    let svg = std::fs::read_to_string(dir.path().join("sweep-spread.svg")).expect("svg");
+    assert!(svg.contains("median of 3 seeds"), "the title says what a point is");
+    assert!(svg.contains("honest nodes (logarithmic)"), "2 to 20 nodes is drawn on a logarithmic axis");
+    let texts: Vec<&str> = svg.split("<text").skip(1).map(|t| t.split('>').nth(1).unwrap_or("").split('<').next().unwrap_or("").trim()).collect();
+    let ticks: Vec<&str> = texts.iter().copied().filter(|t| t.parse::<u32>().is_ok_and(|n| n >= 2)).collect();
+    assert_eq!(ticks, ["2", "5", "10", "20"], "the logarithmic axis labels 1, 2 and 5 times each power of ten: {texts:?}");
+}
+
+/// A run that broke an invariant is ringed in red on every sweep figure,
+/// with a legend entry saying so.
+#[test]
+fn a_run_that_broke_an_invariant_is_marked_on_the_sweep_figures() {
+    let mut scenario = short();
+    scenario.adversaries.clear();
+    scenario.generated.events_per_agent = 2;
+    // A memory bound no node can keep: that invariant breaks in every run.
+    scenario.bounds.node_memory_bytes = 1;
+    let axis = SweepAxis::parse_sizes("3,4").expect("sizes");
+    let report = agora_sim::sweep(&scenario, &axis, 1, |n, seed| format!("{n} {seed}")).expect("sweep");
+    assert!(report.points.iter().all(|p| !p.ok), "every run breaks the memory bound");
+    let dir = tempfile::tempdir().expect("tempdir");
+    draw_sweep(&report, dir.path()).expect("plots");
+    let svg = std::fs::read_to_string(dir.path().join("sweep-bandwidth.svg")).expect("svg");
+    assert!(svg.contains("run broke an invariant"), "the broken runs are marked");
 }

@@ -78,9 +78,10 @@ pub enum SimCommand {
     },
     /// Play a scenario over a range of swarm sizes or seeds, one run after
     /// another, and draw the curves: convergence time and bandwidth per
-    /// honest node against the size (or seed), and when forks were detected.
+    /// honest node against the size (or seed), and when forks were detected;
+    /// runs that broke an invariant are marked.
     /// Exit 3 if an invariant was violated in any run.
-    #[command(group(clap::ArgGroup::new("axis").required(true).args(["sizes", "seeds"])))]
+    #[command(group(clap::ArgGroup::new("axis").required(true).multiple(true).args(["sizes", "seeds"])))]
     Sweep {
         /// The scenario (TOML; see simulations/scenarios/).
         scenario: PathBuf,
@@ -88,7 +89,9 @@ pub enum SimCommand {
         /// with them; node indices in partitions and churn are rescaled).
         #[arg(long)]
         sizes: Option<String>,
-        /// Seeds of each run at the scenario's size: FROM..TO (both included) or a list.
+        /// Seeds: FROM..TO (both included) or a list. Alone, one run per seed
+        /// at the scenario's size; with --sizes, every size with each seed
+        /// (the plots draw each size's median and its spread).
         #[arg(long)]
         seeds: Option<String>,
         /// The seed of every run of a size sweep (default: the scenario's).
@@ -123,6 +126,17 @@ pub enum SimCommand {
         /// Replay one trial: the strategy seed a report gives (with --family).
         #[arg(long, requires = "family", conflicts_with = "budget")]
         strategy_seed: Option<u64>,
+    },
+    /// Results pages (simulations/results/*.md): write each page's tables
+    /// again from the sweep reports they name, or with --check say which
+    /// tables differ from their reports (exit 3).
+    Results {
+        /// The pages' directory.
+        #[arg(default_value = "simulations/results")]
+        dir: PathBuf,
+        /// Change nothing; exit 3 if a table differs from its report.
+        #[arg(long)]
+        check: bool,
     },
 }
 

@@ -901,8 +901,8 @@ fn a_redaction_during_a_long_read_erases_once_the_read_ends() {
 /// when a vanished file failed the walk.
 #[test]
 fn making_the_store_private_skips_files_deleted_during_the_walk() {
-    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_path_buf();
     std::fs::create_dir(root.join("sub")).unwrap();
