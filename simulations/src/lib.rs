@@ -4,7 +4,9 @@
 //! a [`agora_sync::Replicator`] over an in-memory store with the node's store
 //! rules ([`store`]), joined by a modelled network ([`net`], [`model`]) that
 //! carries the wire bytes the node would send and executes the replicator's
-//! outputs as the node's driver does. Nothing here decides what to ask,
+//! outputs as the node's driver does, with the node's gossipsub
+//! ([`gossip`]) and, when a scenario sets one, the cost of its checks and
+//! writes in its bounded queues ([`cost`]). Nothing here decides what to ask,
 //! serve, gossip or ban: the replicator does, as in the node. A scenario
 //! file ([`scenario`]) says who records what, when, over which network, with
 //! which adversaries; the runner ([`run`](mod@run)) plays it and checks the
@@ -16,6 +18,8 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod cost;
+pub mod gossip;
 pub mod model;
 pub mod net;
 pub mod plot;
@@ -28,8 +32,9 @@ pub mod store;
 pub mod sweep;
 pub mod views;
 
+pub use cost::Cost;
 pub use model::{Latency, LinkModel};
-pub use net::{Answer, Behaviour, Net, Node, Packet, Traffic};
+pub use net::{Answer, Behaviour, GossipTraffic, Net, Node, Packet, Traffic};
 pub use plot::{PlotError, SpreadPoint, draw_run, draw_spread_by_agents, draw_sweep};
 pub use report::{Report, RunEvent, RunEventKind, scenario_path_shown};
 pub use run::run;

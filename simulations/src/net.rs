@@ -4,11 +4,15 @@
 //! nothing more: every message is encoded to its wire bytes and decoded on
 //! arrival (with the workspace check and the `Busy` / `WrongWorkspace`
 //! answers), ranges are read as the replicator's `Serve` output says and cut
-//! by `respond`, gossip carries only what replicators publish or accept,
-//! deduplicated by the message id of the bytes (gossipsub's duplicate
-//! filter), and imports follow the store's rules and are reported with the
-//! store's typed outcome. It decides nothing of its own: what to ask, serve,
-//! gossip or ban is the replicator's.
+//! by `respond`, gossip carries only what replicators publish or accept, as
+//! the node's gossipsub does ([`crate::gossip`]: a mesh, heartbeats with
+//! IHAVE / IWANT, a duplicate cache, scores; control messages cost their
+//! bytes), and imports follow the store's rules and are reported with the
+//! store's typed outcome. With a cost model ([`crate::cost`]) checks,
+//! reads and writes take virtual time on the node's threads and cores, in
+//! the node's bounded queues: `Busy` and lost writes happen as on a loaded
+//! node. It decides nothing of its own: what to ask, serve, gossip or ban
+//! is the replicator's.
 //!
 //! Packets wait in one queue ordered by (delivery time, send order); with the
 //! default model (no latency, no loss) every packet is due at once and they
@@ -20,6 +24,8 @@
 //! (latency, loss) comes from the network's own seeded generator, so a run
 //! is the same for the same seed.
 
+use crate::cost::{Cost, Cpu, Lane};
+use crate::gossip::{Control, Gossipsub, Outbound};
 use crate::model::LinkModel;
 use crate::store::{Interner, MemStore};
 use crate::views::{MergeBuilder, NodeView};
@@ -27,8 +33,8 @@ use agora_core::xorshift::Xorshift64;
 use agora_core::{AgentId, AgentKey, EntryId, EntryRef, SignedEntry};
 use agora_sync::wire::gossip_message_id;
 use agora_sync::{
-    ANNOUNCE_INTERVAL_MS, BUSY_BACKOFF_MS, Config, Gossip, GossipVerdict, Message, Output, PeerId, RESPONSE_ENTRIES_MAX, Replicator, WireEntry, WireRequest,
-    WireResponse, WorkspaceId,
+    ANNOUNCE_INTERVAL_MS, BUSY_BACKOFF_MS, Config, Gossip, GossipVerdict, ImportOutcome, Message, Output, PeerId, RESPONSE_ENTRIES_MAX, Replicator,
+    ServeRequest, VerifiedEntry, WireEntry, WireRequest, WireResponse, WorkspaceId,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -152,8 +158,12 @@ pub struct Node {
     pub behaviour: Behaviour,
     /// Down (crashed or not started): it sends and receives nothing.
     pub down: bool,
-    /// Gossip message ids already seen (gossipsub's duplicate filter).
-    seen: BTreeSet<[u8; 32]>,
+    /// Its gossipsub: mesh, duplicate cache, message cache, scores.
+    pub gossip: Gossipsub,
+    /// Its threads and cores, when the network has a cost model.
+    cpu: Option<Cpu>,
+    /// Incremented at each restart: work queued before it is dropped.
+    epoch: u64,
     /// Payloads its replicator gave up on.
     pub unavailable: Vec<EntryRef>,
     /// Traffic it sent and received.
@@ -186,14 +196,42 @@ pub enum Packet {
     Response(Option<u64>, Vec<u8>),
     /// A gossip message.
     Gossip(Vec<u8>),
+    /// A gossipsub control message, with its bytes on the wire.
+    Control(Control, usize),
 }
 
 impl Packet {
     fn len(&self) -> usize {
         match self {
             Packet::Request(b) | Packet::Response(_, b) | Packet::Gossip(b) => b.len(),
+            Packet::Control(_, len) => *len,
         }
     }
+}
+
+/// Store work a node's thread finishes at a given time ([`crate::cost`]).
+enum Work {
+    /// A range read for a peer.
+    Read(ServeRequest),
+    /// An import of verified entries.
+    Write { id: u64, entries: Vec<VerifiedEntry> },
+    /// A response to check, then hand to the replicator.
+    Check { peer: u64, req: u64, entries: Vec<WireEntry>, more: bool },
+}
+
+/// Gossip packets and bytes the network carried.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct GossipTraffic {
+    /// Gossip messages sent (published, relayed, or sent for an IWANT).
+    pub messages: u64,
+    /// Their bytes.
+    pub message_bytes: u64,
+    /// Control messages sent (IHAVE, IWANT, GRAFT, PRUNE).
+    pub control: u64,
+    /// Their bytes.
+    pub control_bytes: u64,
+    /// Messages dropped as duplicates (seen within the cache's time).
+    pub duplicates: u64,
 }
 
 /// The network: nodes, links and packets in flight, on virtual time.
@@ -277,6 +315,27 @@ pub struct Net {
     view_ids: std::sync::Arc<agora_core::id_arena::IdArena>,
     /// Live views that could not be built or fed: (node, what failed).
     pub view_failures: Vec<(usize, String)>,
+    /// Flood every gossip message to every neighbour (deduplicated by id)
+    /// instead of gossipsub's mesh: the model before the mesh, kept to
+    /// compare. Off by default.
+    pub flood: bool,
+    /// The generator of the gossip model's choices (mesh peers, IHAVE
+    /// targets), apart from the links' so that either leaves the other's
+    /// draws alone.
+    gossip_rng: Xorshift64,
+    /// Bytes of the workspace topic's name (in every control message).
+    topic_len: usize,
+    /// Gossip traffic in all.
+    pub gossip_traffic: GossipTraffic,
+    /// What store work costs (`None`: nothing, done at once).
+    cost: Option<Cost>,
+    /// Store work in progress, by (ms it is done, order): (node, its epoch, work).
+    work: BTreeMap<(u64, u64), (usize, u64, Work)>,
+    /// Imports dropped because the node's write queue was full, reported
+    /// `Lost` to its replicator (the node's lost-write path).
+    pub lost_writes: usize,
+    /// Range requests answered `Busy` because the node's read queue was full.
+    pub busy_sent: usize,
 }
 
 /// Nanoseconds in a millisecond of virtual time.
@@ -316,7 +375,9 @@ impl Net {
                 workspace,
                 behaviour: Behaviour::Honest,
                 down: false,
-                seen: BTreeSet::new(),
+                gossip: Gossipsub::new(1_000),
+                cpu: None,
+                epoch: 0,
                 unavailable: Vec::new(),
                 traffic: Traffic::default(),
                 view: None,
@@ -355,7 +416,29 @@ impl Net {
             founder,
             view_ids: Default::default(),
             view_failures: Vec::new(),
+            flood: false,
+            gossip_rng: Xorshift64(seed.wrapping_mul(0xd1b5_4a32_d192_ed03) | 1),
+            topic_len: workspace.topic().len(),
+            gossip_traffic: GossipTraffic::default(),
+            cost: None,
+            work: BTreeMap::new(),
+            lost_writes: 0,
+            busy_sent: 0,
         }
+    }
+
+    /// Give every node the cost model `cost` (`None`: no cost, every job
+    /// done at once). Set before the run starts.
+    pub fn set_cost(&mut self, cost: Option<Cost>) {
+        for n in &mut self.nodes {
+            n.cpu = cost.as_ref().map(|c| Cpu::new(c.cores));
+        }
+        self.cost = cost;
+    }
+
+    /// Node `i`'s gossipsub mesh.
+    pub fn mesh(&self, i: usize) -> Vec<u64> {
+        self.nodes[i].gossip.mesh().iter().copied().collect()
     }
 
     /// Does node `i` keep a live view?
@@ -443,6 +526,16 @@ impl Net {
         let now = self.now;
         self.nodes[a as usize].rep.connected(PeerId(b), now);
         self.nodes[b as usize].rep.connected(PeerId(a), now);
+        // Both subscribe to the topic: each may graft the other.
+        for (x, y) in [(a, b), (b, a)] {
+            if self.flood {
+                self.nodes[x as usize].gossip.add_peer(y);
+                continue;
+            }
+            let mut out = Vec::new();
+            self.nodes[x as usize].gossip.connected(y, now, &mut out);
+            self.gossip_sends(x as usize, out);
+        }
     }
 
     /// Close the connection between `a` and `b`, as a lost connection does.
@@ -450,6 +543,9 @@ impl Net {
         if self.links.remove(&link(a, b)) {
             self.nodes[a as usize].rep.disconnected(PeerId(b));
             self.nodes[b as usize].rep.disconnected(PeerId(a));
+            let now = self.now;
+            self.nodes[a as usize].gossip.disconnected(b, now);
+            self.nodes[b as usize].gossip.disconnected(a, now);
         }
     }
 
@@ -497,7 +593,9 @@ impl Net {
     /// (if any) and opens its connections.
     pub fn restart(&mut self, i: usize) {
         self.nodes[i].rep = Replicator::new(self.config.clone());
-        self.nodes[i].seen.clear();
+        self.nodes[i].gossip = Gossipsub::new(self.now);
+        self.nodes[i].cpu = self.cost.as_ref().map(|c| Cpu::new(c.cores));
+        self.nodes[i].epoch += 1;
         self.nodes[i].down = false;
         self.nodes[i].view = None;
         self.ensure_view(i);
@@ -506,18 +604,8 @@ impl Net {
 
     /// The nodes connected to `i`.
     pub fn neighbours(&self, i: usize) -> Vec<u64> {
-        self.links
-            .iter()
-            .filter_map(|&(a, b)| {
-                if a == i as u64 {
-                    Some(b)
-                } else if b == i as u64 {
-                    Some(a)
-                } else {
-                    None
-                }
-            })
-            .collect()
+        // Every open connection is a gossipsub peer of both ends.
+        self.nodes[i].gossip.peers().iter().copied().collect()
     }
 
     /// Append on node `i` and publish as its node would.
@@ -562,8 +650,9 @@ impl Net {
         let start = self.delivered;
         loop {
             self.run_now();
-            // A held-back answer is in flight as a packet is.
-            let packet = [self.queue.keys().next(), self.held_back.keys().next()].into_iter().flatten().map(|k| k.0).min();
+            // A held-back answer is in flight as a packet is, and so is
+            // store work in progress.
+            let packet = [self.queue.keys().next(), self.held_back.keys().next(), self.work.keys().next()].into_iter().flatten().map(|k| k.0).min();
             let timer = self.next_timer();
             let short = self.now + BUSY_BACKOFF_MS.max(ANNOUNCE_INTERVAL_MS);
             let next = match (packet, timer) {
@@ -584,7 +673,7 @@ impl Net {
     pub fn run_until(&mut self, until_ms: u64) {
         loop {
             self.run_now();
-            let packet = self.queue.keys().next().map(|k| k.0);
+            let packet = [self.queue.keys().next(), self.work.keys().next()].into_iter().flatten().map(|k| k.0).min();
             let next = [packet, self.next_timer()].into_iter().flatten().min();
             match next {
                 Some(t) if t <= until_ms => self.tick_to(t),
@@ -599,23 +688,44 @@ impl Net {
     pub fn advance(&mut self, ms: u64) {
         self.now += ms;
         let now = self.now;
+        self.heartbeats();
         for n in self.nodes.iter_mut().filter(|n| !n.down) {
             n.rep.handle_timeout(now);
         }
         self.run();
     }
 
+    /// Run the gossipsub heartbeats due by now, in time order, each node's
+    /// at most a few (one that was due long ago runs late, once; the idle
+    /// ones between are caught up).
+    fn heartbeats(&mut self) {
+        let now = self.now;
+        for i in 0..self.nodes.len() {
+            if self.nodes[i].down || self.flood {
+                continue;
+            }
+            for _ in 0..8 {
+                let Some(at) = self.nodes[i].gossip.next_due().filter(|&t| t <= now) else { break };
+                let mut out = Vec::new();
+                self.nodes[i].gossip.heartbeat(at, &mut self.gossip_rng, &mut out);
+                self.gossip_sends(i, out);
+            }
+        }
+    }
+
     /// The next time a node's timer is due, after now (a timer due now was
     /// handled: `handle_timeout` ran at this instant).
     fn next_timer(&self) -> Option<u64> {
         let held = self.held_back.keys().next().map(|k| k.0);
-        self.nodes.iter().filter(|n| !n.down).filter_map(|n| n.rep.poll_timeout()).chain(held).filter(|&t| t > self.now).min()
+        let beats = self.nodes.iter().filter(|n| !n.down && !self.flood).filter_map(|n| n.gossip.next_due());
+        self.nodes.iter().filter(|n| !n.down).filter_map(|n| n.rep.poll_timeout()).chain(held).chain(beats).filter(|&t| t > self.now).min()
     }
 
     /// Move virtual time to `t` (never back) and tick the nodes whose timer is due.
     fn tick_to(&mut self, t: u64) {
         self.now = self.now.max(t);
         let now = self.now;
+        self.heartbeats();
         for n in self.nodes.iter_mut().filter(|n| !n.down) {
             if n.rep.poll_timeout().is_some_and(|due| due <= now) {
                 n.rep.handle_timeout(now);
@@ -628,6 +738,7 @@ impl Net {
         let start = self.delivered;
         for _ in 0..50_000_000 {
             let mut progressed = self.release_held_back();
+            progressed |= self.finish_work();
             for i in 0..self.nodes.len() {
                 if self.nodes[i].down {
                     continue;
@@ -719,37 +830,34 @@ impl Net {
             }
             Output::Publish(g) => self.publish(i, g),
             Output::Import { id, from: _, entries } => {
-                let r = self.nodes[i].store.import(entries, now);
-                self.nodes[i].rep.import_result(id, r.outcome.clone(), now);
-                self.after_import(i, &r);
-                if self.live_views && i < self.honest_nodes {
-                    let store = &self.nodes[i].store;
-                    let stored =
-                        r.stored.iter().filter_map(|id| store.get(id)).map(|(e, p)| (SignedEntry::clone(e), p.as_deref().map(<[u8]>::to_vec))).collect();
-                    self.view_commit(i, stored, &r.filled, r.new_forks.iter().map(|p| p.author()).collect());
-                }
-            }
-            Output::Serve(s) => {
-                let node = &self.nodes[i];
-                if node.behaviour == Behaviour::Withholder {
+                if let Some(cost) = &self.cost {
+                    let bytes = if cost.commit_ns_per_byte > 0 {
+                        entries.iter().map(|e| e.entry().encode().len() + e.payload().map_or(0, <[u8]>::len)).sum()
+                    } else {
+                        0
+                    };
+                    let cost_ns = cost.commit_cost_ns(entries.len(), bytes);
+                    if self.take_work(i, Lane::Write, cost_ns, Work::Write { id, entries }).is_some() {
+                        // The write queue is full: verified but not stored,
+                        // reported lost and asked for again.
+                        self.lost_writes += 1;
+                        self.nodes[i].rep.import_result(id, ImportOutcome::Lost, now);
+                    }
                     return;
                 }
-                let mut served = node.store.serve(&s);
-                match node.behaviour {
-                    Behaviour::Stripper => served.iter_mut().for_each(|(_, w)| w.payload = None),
-                    Behaviour::StripSome { per_mille } => {
-                        served.iter_mut().filter(|(_, w)| stripped_by(&w.entry, per_mille)).for_each(|(_, w)| w.payload = None);
+                self.write(i, id, entries);
+            }
+            Output::Serve(s) => {
+                if self.cost.is_some() {
+                    let (peer, req) = (s.peer, s.req);
+                    if self.take_work(i, Lane::Read, 0, Work::Read(s)).is_some() {
+                        // The read queue is full: the peer is told `Busy`.
+                        self.busy_sent += 1;
+                        self.send(i, peer.0, Packet::Response(Some(req), WireResponse::Busy.encode()));
                     }
-                    Behaviour::Server { delay_ms, answer } => return self.serve_adversarially(i, &s, served, delay_ms, answer),
-                    Behaviour::Corrupter => {
-                        if let Some((_, w)) = served.get_mut(0) {
-                            let n = w.entry.len();
-                            w.entry[n - 3] ^= 0x40;
-                        }
-                    }
-                    _ => {}
+                    return;
                 }
-                self.nodes[i].rep.respond(s, served);
+                self.serve(i, s);
             }
             Output::Ban { peer, reason, .. } => {
                 self.bans.push((i as u64, peer.0, reason));
@@ -759,6 +867,87 @@ impl Net {
             Output::Refused { peer, author, what } => self.refused.push((i as u64, peer.0, author, what)),
             Output::PayloadUnavailable(e) => self.nodes[i].unavailable.push(e),
         }
+    }
+
+    /// Queue store work on node `i`'s `lane` costing `cost_ns`; the work
+    /// back if its queue is full.
+    fn take_work(&mut self, i: usize, lane: Lane, cost_ns: u64, work: Work) -> Option<Work> {
+        let now_ns = self.now.saturating_mul(NS_PER_MS);
+        let Some(cpu) = self.nodes[i].cpu.as_mut() else { return Some(work) };
+        let Some(done_ns) = cpu.take(lane, now_ns, cost_ns) else { return Some(work) };
+        if done_ns <= now_ns {
+            // Done the instant it is asked for (no cost, no wait): at once,
+            // as without a cost model.
+            self.do_work(i, work);
+            return None;
+        }
+        self.sent += 1;
+        self.work.insert((done_ns.div_ceil(NS_PER_MS), self.sent), (i, self.nodes[i].epoch, work));
+        None
+    }
+
+    /// Finish the store work due now: true if any was.
+    fn finish_work(&mut self) -> bool {
+        let mut done = false;
+        while let Some(entry) = self.work.first_entry() {
+            if entry.key().0 > self.now {
+                break;
+            }
+            let (i, epoch, work) = entry.remove();
+            done = true;
+            // Work of a node that crashed since is gone with it.
+            if self.nodes[i].down || self.nodes[i].epoch != epoch {
+                continue;
+            }
+            self.do_work(i, work);
+        }
+        done
+    }
+
+    fn do_work(&mut self, i: usize, work: Work) {
+        match work {
+            Work::Read(s) => self.serve(i, s),
+            Work::Write { id, entries } => self.write(i, id, entries),
+            Work::Check { peer, req, entries, more } => self.nodes[i].rep.handle(PeerId(peer), Message::Response { req, entries, more }, self.now),
+        }
+    }
+
+    /// Import on node `i` and report it, as the node's write thread does.
+    fn write(&mut self, i: usize, id: u64, entries: Vec<VerifiedEntry>) {
+        let now = self.now;
+        let r = self.nodes[i].store.import(entries, now);
+        self.nodes[i].rep.import_result(id, r.outcome.clone(), now);
+        self.after_import(i, &r);
+        if self.live_views && i < self.honest_nodes {
+            let store = &self.nodes[i].store;
+            let stored = r.stored.iter().filter_map(|id| store.get(id)).map(|(e, p)| (SignedEntry::clone(e), p.as_deref().map(<[u8]>::to_vec))).collect();
+            self.view_commit(i, stored, &r.filled, r.new_forks.iter().map(|p| p.author()).collect());
+        }
+    }
+
+    /// Read a range for a peer and hand it to the replicator, as the node's
+    /// read thread does (or as the node's adversary would).
+    fn serve(&mut self, i: usize, s: ServeRequest) {
+        let node = &self.nodes[i];
+        if node.behaviour == Behaviour::Withholder {
+            return;
+        }
+        let mut served = node.store.serve(&s);
+        match node.behaviour {
+            Behaviour::Stripper => served.iter_mut().for_each(|(_, w)| w.payload = None),
+            Behaviour::StripSome { per_mille } => {
+                served.iter_mut().filter(|(_, w)| stripped_by(&w.entry, per_mille)).for_each(|(_, w)| w.payload = None);
+            }
+            Behaviour::Server { delay_ms, answer } => return self.serve_adversarially(i, &s, served, delay_ms, answer),
+            Behaviour::Corrupter => {
+                if let Some((_, w)) = served.get_mut(0) {
+                    let n = w.entry.len();
+                    w.entry[n - 3] ^= 0x40;
+                }
+            }
+            _ => {}
+        }
+        self.nodes[i].rep.respond(s, served);
     }
 
     /// A serving adversary's answer: what the replicator would answer (the
@@ -865,7 +1054,17 @@ impl Net {
                 self.nodes[i].rep.handle(p, message, now);
             }
             Packet::Response(req, bytes) => match WireResponse::decode(&bytes) {
-                Ok(WireResponse::Entries { req, entries, more }) => self.nodes[i].rep.handle(p, Message::Response { req, entries, more }, now),
+                Ok(WireResponse::Entries { req, entries, more }) => {
+                    if let Some(cost) = &self.cost {
+                        // Checked on a verify worker (or, its queue full, on the loop).
+                        let cost_ns = cost.verify_cost_ns(entries.len());
+                        if let Some(Work::Check { entries, .. }) = self.take_work(i, Lane::Check, cost_ns, Work::Check { peer: from, req, entries, more }) {
+                            self.nodes[i].rep.handle(p, Message::Response { req, entries, more }, now);
+                        }
+                        return;
+                    }
+                    self.nodes[i].rep.handle(p, Message::Response { req, entries, more }, now)
+                }
                 Ok(WireResponse::Ack) => {}
                 Ok(WireResponse::Busy) => {
                     self.busy += 1;
@@ -880,53 +1079,105 @@ impl Net {
                 Err(e) => self.nodes[i].rep.report_invalid(p, e.to_string(), now),
             },
             Packet::Gossip(bytes) => self.receive_gossip(i, from, bytes),
+            Packet::Control(c, _) => self.receive_control(i, from, c),
         }
     }
 
-    /// Publish from node `i` to its neighbours (gossipsub's flood).
+    /// Publish from node `i`, as its gossipsub does: a message whose id is
+    /// in its duplicate cache is not published again (gossipsub refuses
+    /// it); the rest goes to every peer on the topic (flood publish).
     fn publish(&mut self, i: usize, g: Gossip) {
         let bytes = g.encode();
-        self.nodes[i].seen.insert(gossip_message_id(&bytes));
+        let id = gossip_message_id(&bytes);
+        let now = self.now;
+        if !self.nodes[i].gossip.observe(id, now) {
+            self.gossip_traffic.duplicates += 1;
+            return;
+        }
+        if !self.flood {
+            self.nodes[i].gossip.accepted(id, bytes.clone(), None, now);
+        }
         self.forward(i, None, bytes);
     }
 
-    fn forward(&mut self, i: usize, except: Option<u64>, bytes: Vec<u8>) {
-        for n in self.neighbours(i) {
-            if Some(n) != except {
-                self.send(i, n, Packet::Gossip(bytes.clone()));
+    /// Send a message on from node `i`: its own (`from` none) to every
+    /// peer, one it relays to its mesh (or, flooding, to every neighbour
+    /// but `from`).
+    fn forward(&mut self, i: usize, from: Option<u64>, bytes: Vec<u8>) {
+        let targets = if self.flood { self.neighbours(i).into_iter().filter(|&n| Some(n) != from).collect() } else { self.nodes[i].gossip.targets(from) };
+        for n in targets {
+            self.send_gossip(i, n, bytes.clone());
+        }
+    }
+
+    fn send_gossip(&mut self, i: usize, to: u64, bytes: Vec<u8>) {
+        self.gossip_traffic.messages += 1;
+        self.gossip_traffic.message_bytes += bytes.len() as u64;
+        self.send(i, to, Packet::Gossip(bytes));
+    }
+
+    /// Put what node `i`'s gossipsub wants sent on the wire.
+    fn gossip_sends(&mut self, i: usize, out: Vec<Outbound>) {
+        for s in out {
+            match s {
+                Outbound::Control(to, c) => {
+                    let len = c.wire_len(self.topic_len);
+                    self.gossip_traffic.control += 1;
+                    self.gossip_traffic.control_bytes += len as u64;
+                    self.send(i, to, Packet::Control(c, len));
+                }
+                Outbound::Message(to, bytes) => self.send_gossip(i, to, bytes),
             }
         }
     }
 
+    fn receive_control(&mut self, i: usize, from: u64, c: Control) {
+        if self.flood {
+            return;
+        }
+        let mut out = Vec::new();
+        self.nodes[i].gossip.control(from, c, self.now, &mut out);
+        self.gossip_sends(i, out);
+    }
+
     fn receive_gossip(&mut self, i: usize, from: u64, bytes: Vec<u8>) {
         let now = self.now;
-        if !self.nodes[i].seen.insert(gossip_message_id(&bytes)) {
+        if !self.flood && self.nodes[i].gossip.graylisted(from) {
+            return; // everything from a graylisted peer is ignored
+        }
+        let id = gossip_message_id(&bytes);
+        if !self.nodes[i].gossip.observe(id, now) {
+            self.gossip_traffic.duplicates += 1;
             return; // a duplicate: dropped before validation
         }
         let verdict = match Gossip::decode(&bytes) {
             Ok(g) => self.nodes[i].rep.gossip(PeerId(from), g, now),
             Err(e) => {
                 self.nodes[i].rep.report_invalid(PeerId(from), e.to_string(), now);
+                self.nodes[i].gossip.rejected(from, now);
                 return;
             }
         };
-        if verdict != GossipVerdict::Accept {
-            return;
+        match verdict {
+            GossipVerdict::Accept => {}
+            GossipVerdict::Reject(_) => return self.nodes[i].gossip.rejected(from, now),
+            GossipVerdict::Ignore => return,
         }
         let out = match (self.nodes[i].behaviour, Gossip::decode(&bytes)) {
             (Behaviour::StripSome { per_mille }, Ok(Gossip::Entry(w))) if stripped_by(&w.entry, per_mille) => {
-                let stripped = Gossip::Entry(WireEntry { entry: w.entry, payload: None }).encode();
-                self.nodes[i].seen.insert(gossip_message_id(&stripped));
-                stripped
+                Gossip::Entry(WireEntry { entry: w.entry, payload: None }).encode()
             }
-            (Behaviour::Stripper, Ok(Gossip::Entry(w))) => {
-                // Relays the entry without its payload: a different message.
-                let stripped = Gossip::Entry(WireEntry { entry: w.entry, payload: None }).encode();
-                self.nodes[i].seen.insert(gossip_message_id(&stripped));
-                stripped
-            }
-            _ => bytes,
+            // Relays the entry without its payload: a different message.
+            (Behaviour::Stripper, Ok(Gossip::Entry(w))) => Gossip::Entry(WireEntry { entry: w.entry, payload: None }).encode(),
+            _ => bytes.clone(),
         };
+        if out != bytes {
+            self.nodes[i].gossip.observe(gossip_message_id(&out), now);
+        }
+        if !self.flood {
+            // What it relays is what it offers in IHAVE (a stripper's copy).
+            self.nodes[i].gossip.accepted(gossip_message_id(&out), out.clone(), Some(from), now);
+        }
         self.forward(i, Some(from), out);
     }
 
@@ -939,6 +1190,12 @@ impl Net {
     /// garbage, or a message the replicator would never send).
     pub fn send_raw_request(&mut self, from: usize, to: u64, bytes: Vec<u8>) {
         self.send(from, to, Packet::Request(bytes));
+    }
+
+    /// Send raw bytes as a gossip message from `from` to `to`, past its
+    /// gossipsub (an adversary's own, or a repeat).
+    pub fn send_raw_gossip(&mut self, from: usize, to: u64, bytes: Vec<u8>) {
+        self.send_gossip(from, to, bytes);
     }
 
     /// Packets in flight.

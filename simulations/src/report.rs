@@ -62,10 +62,23 @@ pub struct Report {
     pub nodes: Vec<NodeFigures>,
     /// Bans, by whom of whom and why.
     pub bans: Vec<Ban>,
+    /// The network's load: gossip traffic, `Busy` answers, lost writes.
+    pub load: Load,
     /// Every invariant checked, with its result.
     pub invariants: Vec<InvariantResult>,
     /// Did every invariant hold?
     pub ok: bool,
+}
+
+/// What the network carried and shed.
+#[derive(Clone, Debug, Serialize)]
+pub struct Load {
+    /// Gossip messages and control messages sent, duplicates dropped.
+    pub gossip: crate::net::GossipTraffic,
+    /// `Busy` answers delivered (read queue full, or the replicator declined).
+    pub busy_answers: usize,
+    /// Imports dropped on a full write queue, reported `Lost` and asked again.
+    pub lost_writes: usize,
 }
 
 /// The swarm's size.

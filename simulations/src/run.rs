@@ -155,6 +155,7 @@ impl<'s> Run<'s> {
         net.honest_nodes = scenario.nodes;
         net.live_views = true;
         net.model = scenario.network.clone();
+        net.set_cost(scenario.cost.clone());
         for l in &scenario.links {
             net.link_models.insert((l.a.min(l.b) as u64, l.a.max(l.b) as u64), l.model.clone());
         }
@@ -1092,6 +1093,7 @@ impl<'s> Run<'s> {
             series: self.series,
             nodes,
             bans,
+            load: crate::report::Load { gossip: self.net.gossip_traffic, busy_answers: self.net.busy, lost_writes: self.net.lost_writes },
             invariants,
             ok,
         }

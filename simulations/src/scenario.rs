@@ -68,6 +68,10 @@ pub struct Scenario {
     /// Bounds a run is held to.
     #[serde(default)]
     pub bounds: Bounds,
+    /// What verification and writes cost a node ([`crate::cost`]); a
+    /// field left out takes its measured default. Without the block, none.
+    #[serde(default)]
+    pub cost: Option<crate::cost::Cost>,
 }
 
 fn one() -> u64 {
@@ -787,6 +791,9 @@ impl Scenario {
     /// the first one out of bounds is named, with its value and the bound.
     fn validate_bounds(&self) -> Result<(), String> {
         let time = |field: &str, ms: u64| within(field, ms, 0, TIME_MS_MAX);
+        if let Some((field, value, least, most)) = self.cost.as_ref().and_then(crate::cost::Cost::out_of_bounds) {
+            within(field, value, least, most)?;
+        }
         within("name (bytes)", self.name.len() as u64, 1, TEXT_BYTES_MAX)?;
         within("description (bytes)", self.description.len() as u64, 0, DESCRIPTION_BYTES_MAX)?;
         within("nodes", self.nodes as u64, 1, NODES_MAX)?;

@@ -42,7 +42,9 @@
 #![allow(clippy::result_large_err)]
 #![forbid(unsafe_code)]
 
+pub mod gossip;
 mod limiter;
+pub mod queues;
 mod replicator;
 mod tips;
 pub mod wire;

@@ -15,7 +15,8 @@
 //! peer names is never dialled, so no peer can point the swarm at a host.
 
 use super::peer_limits::{AddressLimits, DialGate};
-use agora_sync::wire::{GOSSIP_BYTES_MAX, REQUEST_BYTES_MAX, RESPONSE_BYTES_MAX, SYNC_PROTOCOL, gossip_message_id};
+use agora_sync::gossip as gp;
+use agora_sync::wire::{REQUEST_BYTES_MAX, RESPONSE_BYTES_MAX, SYNC_PROTOCOL, gossip_message_id};
 use futures::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use libp2p::swarm::NetworkBehaviour;
 use libp2p::swarm::behaviour::toggle::Toggle;
@@ -61,7 +62,7 @@ impl Default for NetworkSettings {
     fn default() -> Self {
         Self {
             mdns: true,
-            heartbeat: Duration::from_millis(700),
+            heartbeat: Duration::from_millis(gp::HEARTBEAT_MS),
             request_timeout: Duration::from_secs(30),
             max_connections: 256,
             connections_per_ip_max: agora_commands::config::CONNECTIONS_PER_IP_DEFAULT,
@@ -130,26 +131,32 @@ impl request_response::Codec for SyncCodec {
     }
 }
 
-/// Gossipsub peer scoring for the workspace topic: invalid messages (P4)
+/// Gossipsub peer scoring for the workspace topic ([`agora_sync::gossip`]): invalid messages (P4)
 /// weigh heavily, so a peer relaying bad entries is graylisted well before
 /// its ban would have to be enforced by hand.
 fn peer_score(topic: &gossipsub::IdentTopic) -> (gossipsub::PeerScoreParams, gossipsub::PeerScoreThresholds) {
-    let mut params = gossipsub::PeerScoreParams::default();
+    let mut params =
+        gossipsub::PeerScoreParams { decay_interval: Duration::from_millis(gp::DECAY_INTERVAL_MS), decay_to_zero: gp::DECAY_TO_ZERO, ..Default::default() };
     let topic_params = gossipsub::TopicScoreParams {
-        topic_weight: 1.0,
-        invalid_message_deliveries_weight: -100.0,
-        invalid_message_deliveries_decay: 0.9,
+        topic_weight: gp::TOPIC_WEIGHT,
+        invalid_message_deliveries_weight: gp::INVALID_MESSAGE_DELIVERIES_WEIGHT,
+        invalid_message_deliveries_decay: gp::INVALID_MESSAGE_DELIVERIES_DECAY,
         // Reward timely first deliveries a little.
-        first_message_deliveries_weight: 1.0,
-        first_message_deliveries_decay: 0.9,
-        first_message_deliveries_cap: 100.0,
+        first_message_deliveries_weight: gp::FIRST_MESSAGE_DELIVERIES_WEIGHT,
+        first_message_deliveries_decay: gp::FIRST_MESSAGE_DELIVERIES_DECAY,
+        first_message_deliveries_cap: gp::FIRST_MESSAGE_DELIVERIES_CAP,
         // Small swarms cannot promise a delivery rate: no P3 penalty.
         mesh_message_deliveries_weight: 0.0,
         mesh_failure_penalty_weight: 0.0,
         ..Default::default()
     };
     params.topics.insert(topic.hash(), topic_params);
-    let thresholds = gossipsub::PeerScoreThresholds { gossip_threshold: -100.0, publish_threshold: -500.0, graylist_threshold: -1000.0, ..Default::default() };
+    let thresholds = gossipsub::PeerScoreThresholds {
+        gossip_threshold: gp::GOSSIP_THRESHOLD,
+        publish_threshold: gp::PUBLISH_THRESHOLD,
+        graylist_threshold: gp::GRAYLIST_THRESHOLD,
+        ..Default::default()
+    };
     (params, thresholds)
 }
 
@@ -172,14 +179,26 @@ pub fn build_swarm(key: Keypair, topic: &gossipsub::IdentTopic, settings: &Netwo
             let peer_id = key.public().to_peer_id();
             let gossip_config = gossipsub::ConfigBuilder::default()
                 .heartbeat_interval(settings.heartbeat)
-                .heartbeat_initial_delay(Duration::from_millis(100))
+                .heartbeat_initial_delay(Duration::from_millis(gp::HEARTBEAT_INITIAL_DELAY_MS))
+                .mesh_n(gp::MESH_N)
+                .mesh_n_low(gp::MESH_N_LOW)
+                .mesh_n_high(gp::MESH_N_HIGH)
+                .retain_scores(gp::RETAIN_SCORES)
+                .gossip_lazy(gp::GOSSIP_LAZY)
+                .gossip_factor(gp::GOSSIP_FACTOR_PERCENT as f64 / 100.0)
+                .history_length(gp::HISTORY_LENGTH)
+                .history_gossip(gp::HISTORY_GOSSIP)
+                .max_control_messages_sent(gp::MAX_IHAVE_LENGTH)
+                .max_ihave_messages_heartbeat(gp::MAX_IHAVE_MESSAGES)
+                .gossip_retransimission(gp::GOSSIP_RETRANSMISSION)
+                .prune_backoff(Duration::from_millis(gp::PRUNE_BACKOFF_MS))
                 .validation_mode(gossipsub::ValidationMode::Strict)
                 .validate_messages()
-                .max_transmit_size(GOSSIP_BYTES_MAX)
+                .max_transmit_size(gp::MAX_TRANSMIT_BYTES)
                 .message_id_fn(|m: &gossipsub::Message| gossipsub::MessageId::from(gossip_message_id(&m.data).to_vec()))
-                .duplicate_cache_time(Duration::from_secs(120))
+                .duplicate_cache_time(Duration::from_millis(gp::DUPLICATE_CACHE_MS))
                 // Small swarms: publish to every subscribed peer, not only the mesh.
-                .flood_publish(true)
+                .flood_publish(gp::FLOOD_PUBLISH)
                 .build()
                 .map_err(|e| format!("gossipsub config: {e}"))?;
             let mut gossip = gossipsub::Behaviour::new(gossipsub::MessageAuthenticity::Signed(key.clone()), gossip_config)?;

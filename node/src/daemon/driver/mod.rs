@@ -46,7 +46,7 @@ use std::sync::{Arc, mpsc as std_mpsc};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, info, warn};
-use workers::{CHECK_QUEUE_MAX, CheckJob, Done, ReadJob, STORE_QUEUE_MAX, VERIFY_THREADS_MAX, WriteJob};
+use workers::{CHECK_QUEUE_MAX, CheckJob, Done, ReadJob, STORE_QUEUE_MAX, VERIFY_THREADS_MAX, WRITE_QUEUE_MAX, WriteJob};
 
 /// How often the loop looks at its housekeeping (expired bans, notices
 /// missed, missing payloads, the progress bar). The replicator's own timers
@@ -134,7 +134,7 @@ pub async fn run(ctx: NodeContext, settings: super::network::NetworkSettings, mu
     }
 
     let (read_tx, read_rx) = std_mpsc::sync_channel(STORE_QUEUE_MAX);
-    let (write_tx, write_rx) = std_mpsc::sync_channel(STORE_QUEUE_MAX);
+    let (write_tx, write_rx) = std_mpsc::sync_channel(WRITE_QUEUE_MAX);
     let (done_tx, mut done_rx) = mpsc::channel::<Done>(4 * STORE_QUEUE_MAX);
     {
         let (store, done) = (ctx.store.clone(), done_tx.clone());

@@ -16,8 +16,7 @@ use tracing::debug;
 
 use super::super::network::BehaviourEvent;
 
-/// Inbound range requests waiting for the store, beyond which new ones are answered `Busy`.
-pub const PENDING_RESPONSES_MAX: usize = 1024;
+pub use agora_sync::queues::PENDING_RESPONSES_MAX;
 
 impl Driver {
     pub(super) fn on_swarm(&mut self, event: SwarmEvent<BehaviourEvent>) {

@@ -10,13 +10,7 @@ use agora_sync::{CheckError, ImportOutcome, PeerId, ServeRequest, VerifiedEntry,
 use std::sync::{Arc, Mutex, mpsc as std_mpsc};
 use tokio::sync::mpsc;
 
-/// Queue lengths between the loop and the store threads.
-pub const STORE_QUEUE_MAX: usize = 64;
-/// Responses waiting for a verify worker (responses only answer our own
-/// requests, of which at most `Config::in_flight_max` are in flight).
-pub const CHECK_QUEUE_MAX: usize = 64;
-/// Most verify worker threads.
-pub const VERIFY_THREADS_MAX: usize = 4;
+pub use agora_sync::queues::{CHECK_QUEUE_MAX, STORE_QUEUE_MAX, VERIFY_THREADS_MAX, WRITE_QUEUE_MAX};
 
 /// A range read for a peer ([`agora_sync::Output::Serve`]).
 pub struct ReadJob(pub ServeRequest);
