@@ -11,6 +11,7 @@ cd "$(dirname "$0")/../.."
 . scripts/env.sh
 agora="$CARGO_TARGET_DIR/release/agora"
 out=simulations/results
+mkdir -p "$out/data" "$out/figures"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

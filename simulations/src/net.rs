@@ -57,6 +57,9 @@ pub enum Behaviour {
     Honest,
     /// Claims what it holds and never answers a range request.
     Withholder,
+    /// A withholder that relays no gossip either (an eclipser: what its
+    /// victim learns through it is nothing).
+    Eclipser,
     /// Serves and relays entries without their payloads.
     Stripper,
     /// Serves and relays without their payloads the entries whose id falls
@@ -75,6 +78,21 @@ pub enum Behaviour {
         delay_ms: u64,
         /// What it sends.
         answer: Answer,
+    },
+    /// Serves and relays without their payloads the entries of `author` (a
+    /// stripper colluding with that author's equivocation).
+    StripAuthor {
+        /// Whose entries it strips.
+        author: AgentId,
+    },
+    /// Relays the gossip of some authors and holds back that of those
+    /// whose id falls in `per_mille` thousandths of the id space: `delay_ms`
+    /// late, or, with 0, never (a selective relay).
+    SelectiveRelay {
+        /// Thousandths of authors held back.
+        per_mille: u32,
+        /// How late their gossip is relayed (0: dropped).
+        delay_ms: u64,
     },
 }
 
@@ -143,6 +161,21 @@ impl Answer {
 /// strips? By the hash of its bytes, so every node and run agrees.
 fn stripped_by(entry: &[u8], per_mille: u32) -> bool {
     let h = agora_core::sha256(entry);
+    u32::from(u16::from_be_bytes([h[0], h[1]])) % 1_000 < per_mille
+}
+
+/// The author of the entry a gossip message carries, if it carries one.
+fn gossip_author(g: &Gossip) -> Option<AgentId> {
+    match g {
+        Gossip::Entry(WireEntry { entry, .. }) | Gossip::Announce(entry) => SignedEntry::decode(entry).ok().map(|e| e.header().author),
+        Gossip::ForkProof(_) => None,
+    }
+}
+
+/// Is `author` among the `per_mille` thousandths of authors a selective
+/// relay holds back? By the hash of its id, so every run agrees.
+fn held_back_author(author: &AgentId, per_mille: u32) -> bool {
+    let h = agora_core::sha256(&author.0);
     u32::from(u16::from_be_bytes([h[0], h[1]])) % 1_000 < per_mille
 }
 
@@ -929,7 +962,7 @@ impl Net {
     /// read thread does (or as the node's adversary would).
     fn serve(&mut self, i: usize, s: ServeRequest) {
         let node = &self.nodes[i];
-        if node.behaviour == Behaviour::Withholder {
+        if matches!(node.behaviour, Behaviour::Withholder | Behaviour::Eclipser) {
             return;
         }
         let mut served = node.store.serve(&s);
@@ -939,6 +972,7 @@ impl Net {
                 served.iter_mut().filter(|(_, w)| stripped_by(&w.entry, per_mille)).for_each(|(_, w)| w.payload = None);
             }
             Behaviour::Server { delay_ms, answer } => return self.serve_adversarially(i, &s, served, delay_ms, answer),
+            Behaviour::StripAuthor { author } if s.author == author => served.iter_mut().for_each(|(_, w)| w.payload = None),
             Behaviour::Corrupter => {
                 if let Some((_, w)) = served.get_mut(0) {
                     let n = w.entry.len();
@@ -1163,7 +1197,23 @@ impl Net {
             GossipVerdict::Reject(_) => return self.nodes[i].gossip.rejected(from, now),
             GossipVerdict::Ignore => return,
         }
+        if self.nodes[i].behaviour == Behaviour::Eclipser {
+            return;
+        }
+        if let Behaviour::SelectiveRelay { per_mille, delay_ms } = self.nodes[i].behaviour
+            && Gossip::decode(&bytes).ok().as_ref().and_then(gossip_author).is_some_and(|a| held_back_author(&a, per_mille))
+        {
+            if delay_ms > 0 {
+                for n in self.neighbours(i).into_iter().filter(|n| *n != from) {
+                    self.send_later(i, n, Packet::Gossip(bytes.clone()), delay_ms);
+                }
+            }
+            return;
+        }
         let out = match (self.nodes[i].behaviour, Gossip::decode(&bytes)) {
+            (Behaviour::StripAuthor { author }, Ok(Gossip::Entry(w))) if gossip_author(&Gossip::Entry(w.clone())) == Some(author) => {
+                Gossip::Entry(WireEntry { entry: w.entry, payload: None }).encode()
+            }
             (Behaviour::StripSome { per_mille }, Ok(Gossip::Entry(w))) if stripped_by(&w.entry, per_mille) => {
                 Gossip::Entry(WireEntry { entry: w.entry, payload: None }).encode()
             }

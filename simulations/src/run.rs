@@ -10,16 +10,19 @@
 //! network's latencies and losses.
 
 use crate::net::Net;
+use crate::net::Spread;
 use crate::report::{Ban, ForkDetection, InvariantResult, MoveSpread, NodeFigures, Report, RunEvent, RunEventKind, Sample, Swarm, Written};
-use crate::scenario::{AdversaryKind, Expectation, MoveKind, Scenario, Topology};
+use crate::scenario::{AdversaryKind, Clock, Expectation, MoveKind, Scenario, Topology, Verdict};
 use crate::store::{Contents, MemStore};
 use agora_core::entry::next_header;
 use agora_core::limits::FUTURE_SKEW_MAX_MS;
 use agora_core::xorshift::Xorshift64;
 use agora_core::{AgentId, AgentKey, EntryId, SignedEntry};
 use agora_graph::Event;
+use agora_graph::event::Confidence;
 use agora_merge::{Merge, MergeEntry, MergeEvent, MergedView};
-use agora_sync::{Gossip, Head, Message, WireEntry, WireRequest};
+use agora_roster::RosterEvent;
+use agora_sync::{Gossip, Head, Message, WireEntry, WireRequest, WorkspaceId};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
@@ -50,6 +53,18 @@ struct Agent {
     moves_left: usize,
     /// Scripted moves, if any.
     script: Option<usize>,
+    /// A scripted adversary: its entries are no honest ones.
+    adversary: bool,
+    /// The entry its last move wrote (what a fork forks beside).
+    last: Option<SignedEntry>,
+    /// Off the roster until then (virtual ms since the run's start): it
+    /// makes no move before.
+    admitted_at: Option<u64>,
+    /// Removed from the roster: what it writes from then on is no honest entry.
+    removed: bool,
+    /// A generated agent whose move fell due while its node was down: it
+    /// acts again once the node is back.
+    stalled: bool,
 }
 
 /// What an honest move created, for later moves to refer to.
@@ -83,6 +98,12 @@ struct Adversary {
     fork_prev: Option<SignedEntry>,
     /// Branches an equivocator signed so far.
     branches_signed: usize,
+    /// The scenario's adversary entry it is one of (its group).
+    group: usize,
+    /// Which of the group's `count` nodes it is.
+    k: usize,
+    /// A Sybil's keys (its identities).
+    identities: Vec<Rc<AgentKey>>,
 }
 
 /// Something that happens at a time.
@@ -97,6 +118,9 @@ enum Action {
     Restart(usize),
     Leave(usize),
     Adversary(usize),
+    Roster(usize),
+    /// An eclipse ends: its victim gets one honest peer.
+    EclipseEnds(usize),
     Redial,
     Sample,
 }
@@ -123,6 +147,12 @@ pub struct Run<'s> {
     created: Vec<Created>,
     /// Indexes into `created` of positions.
     positions: Vec<usize>,
+    /// With topic-bound targets, indexes into `created` of the positions
+    /// generated on each topic.
+    topic_positions: BTreeMap<usize, Vec<usize>>,
+    /// The topic of the generated move being made, when targets are
+    /// topic-bound.
+    topic: Option<usize>,
     labels: BTreeMap<String, EntryId>,
     honest_ids: Vec<EntryId>,
     written: Written,
@@ -138,6 +168,13 @@ pub struct Run<'s> {
     batch_hashes: BTreeMap<Contents, Result<[u8; 32], String>>,
     /// Checkpoints at which the live views were compared.
     view_checkpoints: u64,
+    /// Each honest node's clock, when the scenario sets it off.
+    clocks: Vec<Option<Clock>>,
+    /// The workspace's founder, when the scenario changes the roster (else
+    /// the founder never writes, and has no key).
+    founder: Option<Rc<AgentKey>>,
+    /// Agents the founder's chain admitted (or admitted and removed).
+    founder_admitted: BTreeSet<AgentId>,
 }
 
 fn key_from(label: &str) -> Rc<AgentKey> {
@@ -162,19 +199,59 @@ impl<'s> Run<'s> {
         let mut rng = Xorshift64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
         let mut agents = Vec::new();
         for node in 0..honest {
-            for j in 0..scenario.agents_per_node {
+            for j in 0..scenario.agents_on(node) {
                 let name = format!("agent-{node}-{j}");
                 let key = key_from(&format!("agora-sim {seed} {name}"));
-                agents.push(Agent { key, name, node, moves_left: scenario.generated.events_per_agent, script: None });
+                agents.push(Agent {
+                    key,
+                    name,
+                    node,
+                    moves_left: scenario.generated.events_per_agent,
+                    script: None,
+                    adversary: false,
+                    last: None,
+                    admitted_at: None,
+                    removed: false,
+                    stalled: false,
+                });
             }
         }
         for (i, s) in scenario.scripted.iter().enumerate() {
             let key = key_from(&format!("agora-sim scripted {}", s.name));
-            agents.push(Agent { key, name: s.name.clone(), node: s.node, moves_left: 0, script: Some(i) });
+            agents.push(Agent {
+                key,
+                name: s.name.clone(),
+                node: s.node,
+                moves_left: 0,
+                script: Some(i),
+                adversary: s.adversary,
+                last: None,
+                admitted_at: None,
+                removed: false,
+                stalled: false,
+            });
+        }
+        // An agent whose first roster change admits it is off the roster until then.
+        for a in &mut agents {
+            if let Some(first) = scenario.roster.iter().find(|r| r.agent() == a.name)
+                && first.admit.is_some()
+            {
+                a.admitted_at = Some(first.at_ms);
+            }
+        }
+        let founder = (!scenario.roster.is_empty()).then(|| key_from(&format!("agora-sim {seed} founder")));
+        if let Some(f) = &founder {
+            net.founder = f.agent_id();
+            let workspace = WorkspaceId::new(&net.founder, "sim");
+            net.nodes.iter_mut().for_each(|n| n.workspace = workspace);
         }
         let mut adversaries = Vec::new();
-        let mut admitted: BTreeMap<AgentId, Option<u64>> = agents.iter().map(|a| (a.key.agent_id(), None)).collect();
-        for a in &scenario.adversaries {
+        let mut admitted: BTreeMap<AgentId, Option<u64>> = agents.iter().filter(|a| a.admitted_at.is_none()).map(|a| (a.key.agent_id(), None)).collect();
+        if let Some(f) = &founder {
+            admitted.insert(f.agent_id(), None);
+        }
+        for (group, a) in scenario.adversaries.iter().enumerate() {
+            let group_first = honest + adversaries.len();
             for k in 0..a.count {
                 let node = honest + adversaries.len();
                 let key = key_from(&format!("agora-sim {seed} adversary {node} {k}"));
@@ -182,7 +259,32 @@ impl<'s> Run<'s> {
                 if a.kind.writes() {
                     admitted.insert(key.agent_id(), None);
                 }
-                adversaries.push(Adversary { kind: a.kind.clone(), every_ms: a.every_ms, node, key, forked: false, fork_prev: None, branches_signed: 0 });
+                let identities: Vec<Rc<AgentKey>> = match a.kind {
+                    AdversaryKind::Sybil { identities } => (0..identities).map(|j| key_from(&format!("agora-sim {seed} sybil {node} {j}"))).collect(),
+                    _ => Vec::new(),
+                };
+                for key in &identities {
+                    admitted.insert(key.agent_id(), None);
+                }
+                if let AdversaryKind::ColludingForker { .. } = a.kind
+                    && k > 0
+                {
+                    // Strips the entries of the group's forker (its first node).
+                    let forker: &Adversary = &adversaries[group_first - honest];
+                    net.nodes[node].behaviour = crate::net::Behaviour::StripAuthor { author: forker.key.agent_id() };
+                }
+                adversaries.push(Adversary {
+                    kind: a.kind.clone(),
+                    every_ms: a.every_ms,
+                    node,
+                    key,
+                    forked: false,
+                    fork_prev: None,
+                    branches_signed: 0,
+                    group,
+                    k,
+                    identities,
+                });
             }
         }
         let now = net.now;
@@ -211,11 +313,33 @@ impl<'s> Run<'s> {
         for adv in &adversaries {
             let dials = if scenario.topology == Topology::Full { honest } else { 3.min(honest) };
             let first = rng.below(honest);
-            for k in 0..dials {
-                want(adv.node, (first + k) % honest);
+            match adv.kind {
+                // The forker's only links are its strippers.
+                AdversaryKind::ColludingForker { .. } if adv.k == 0 => {
+                    adversaries.iter().filter(|o| o.group == adv.group && o.k > 0).for_each(|o| want(adv.node, o.node));
+                }
+                // The victim, and one other honest node to learn from.
+                AdversaryKind::Eclipse { victim, .. } => {
+                    want(adv.node, victim);
+                    want(adv.node, if first == victim { (first + 1) % honest } else { first });
+                }
+                _ => (0..dials).for_each(|k| want(adv.node, (first + k) % honest)),
             }
         }
+        // An eclipsed node's honest links wait for the eclipse's end.
+        for adv in &adversaries {
+            if let AdversaryKind::Eclipse { victim, .. } = adv.kind {
+                wanted.retain(|&(a, b)| !((a as usize == victim && (b as usize) < honest) || (b as usize == victim && (a as usize) < honest)));
+            }
+        }
+        let mut clocks = vec![None; honest];
+        for c in &scenario.clocks {
+            clocks[c.node] = Some(c.clone());
+        }
         let mut run = Run {
+            founder_admitted: BTreeSet::new(),
+            founder,
+            clocks,
             scenario,
             seed,
             net,
@@ -230,6 +354,8 @@ impl<'s> Run<'s> {
             scheduled: 0,
             created: Vec::new(),
             positions: Vec::new(),
+            topic_positions: BTreeMap::new(),
+            topic: None,
             labels: BTreeMap::new(),
             honest_ids: Vec::new(),
             written: Written::default(),
@@ -294,15 +420,32 @@ impl<'s> Run<'s> {
             let first = self.adversary_rng.below_u64(self.adversaries[i].every_ms);
             self.at(start + first, Action::Adversary(i));
         }
+        for (k, r) in s.roster.iter().enumerate() {
+            self.at(start + r.at_ms, Action::Roster(k));
+        }
+        let mut eclipses_end = 0;
+        for a in &s.adversaries {
+            if let AdversaryKind::Eclipse { victim, until_ms } = a.kind {
+                self.at(start + until_ms, Action::EclipseEnds(victim));
+                eclipses_end = eclipses_end.max(until_ms);
+            }
+        }
         let last_churn = s.churn.iter().flat_map(|c| [c.join_ms, c.restart_ms]).flatten().max().unwrap_or(0);
         let last_script = s.scripted.iter().flat_map(|a| a.moves.iter().map(|m| m.at_ms)).max().unwrap_or(0);
-        self.activity_end_ms = s.duration_ms.max(self.last_heal_ms).max(last_churn).max(last_script);
+        let last_roster = s.roster.iter().map(|r| r.at_ms).max().unwrap_or(0);
+        self.activity_end_ms = s.duration_ms.max(self.last_heal_ms).max(last_churn).max(last_script).max(last_roster).max(eclipses_end);
         self.at(start, Action::Redial);
         self.at(start, Action::Sample);
     }
 
     /// Play the scenario to its end and report.
-    pub fn play(mut self, replay: String) -> Report {
+    pub fn play(self, replay: String) -> Report {
+        self.play_and_keep(replay).0
+    }
+
+    /// [`Run::play`], and the network as the run left it (what its nodes
+    /// hold, for a test to look into).
+    pub fn play_and_keep(mut self, replay: String) -> (Report, Net) {
         let s = self.scenario;
         let settle_from = START_MS + self.activity_end_ms;
         let deadline = settle_from + s.settle_ms;
@@ -332,7 +475,8 @@ impl<'s> Run<'s> {
         }
         self.check_views(true);
         self.record_sample();
-        self.report(converged_at, replay)
+        let report = self.report(converged_at, replay);
+        (report, self.net)
     }
 
     fn apply(&mut self, action: Action) {
@@ -340,8 +484,17 @@ impl<'s> Run<'s> {
         let s = self.scenario;
         match action {
             Action::Generated(i) => {
-                if now >= s.duration_ms || self.net.nodes[self.agents[i].node].down {
+                if now >= s.duration_ms {
                     return;
+                }
+                if self.net.nodes[self.agents[i].node].down {
+                    // It waits for its node, when agents resume after churn.
+                    self.agents[i].stalled = s.generated.resume_after_churn;
+                    return;
+                }
+                if let Some(t) = self.agents[i].admitted_at.filter(|t| now < *t) {
+                    // Not on the roster yet: it starts when admitted.
+                    return self.at(START_MS + t, Action::Generated(i));
                 }
                 self.generated_move(i);
                 self.agents[i].moves_left -= 1;
@@ -350,7 +503,20 @@ impl<'s> Run<'s> {
                     self.at(self.net.now + delay, Action::Generated(i));
                 }
             }
-            Action::Scripted(i, m) => self.scripted_move(i, m),
+            Action::Scripted(i, m) => {
+                if self.agents[i].admitted_at.is_none_or(|t| now >= t) {
+                    self.scripted_move(i, m);
+                }
+            }
+            Action::Roster(k) => self.roster_change(k),
+            Action::EclipseEnds(victim) => {
+                let honest = s.nodes;
+                if honest > 1 {
+                    let peer = (victim + 1) % honest;
+                    self.wanted.insert((victim.min(peer) as u64, victim.max(peer) as u64));
+                    self.redial();
+                }
+            }
             Action::PartitionOpen(p) => {
                 let mut groups = vec![0u32; self.net.nodes.len()];
                 for (g, members) in s.partitions[p].groups.iter().enumerate() {
@@ -367,6 +533,7 @@ impl<'s> Run<'s> {
                     let now = self.net.now;
                     self.net.nodes[n].rep.set_admitted(Some(self.admitted.clone()), now);
                     self.redial();
+                    self.resume_agents(n);
                 }
             }
             Action::Crash(n) => self.net.crash(n),
@@ -394,6 +561,18 @@ impl<'s> Run<'s> {
         }
     }
 
+    /// The generated agents of node `n`, back up, that stalled while it was
+    /// down act again, each after its reaction delay.
+    fn resume_agents(&mut self, n: usize) {
+        for i in 0..self.agents.len() {
+            if self.agents[i].node == n && self.agents[i].stalled {
+                self.agents[i].stalled = false;
+                let delay = self.scenario.generated.interval.sample(&mut self.rng).max(1);
+                self.at(self.net.now + delay, Action::Generated(i));
+            }
+        }
+    }
+
     /// Dial every wanted link that is down but could be up.
     fn redial(&mut self) {
         let wanted: Vec<(u64, u64)> = self.wanted.iter().copied().filter(|(a, b)| !self.net.connected(*a, *b) && self.net.reachable(*a, *b)).collect();
@@ -405,31 +584,148 @@ impl<'s> Run<'s> {
     // -----------------------------------------------------------------
     // Honest agents.
 
-    /// Record `payload` as agent `i` through its node.
-    fn record(&mut self, i: usize, payload: Vec<u8>, made: Made) -> EntryId {
+    /// Are agent `i`'s entries honest ones (written by no scripted
+    /// adversary, nor after its removal from the roster)?
+    fn honest(&self, i: usize) -> bool {
+        !self.agents[i].adversary && !self.agents[i].removed
+    }
+
+    /// The founder writes roster change `k` through the first honest node
+    /// up, and every node's replicator is told the new admission.
+    fn roster_change(&mut self, k: usize) {
+        let scenario = self.scenario;
+        let change = &scenario.roster[k];
+        let (Some(founder), Some(&node)) = (self.founder.clone(), self.honest_up().first()) else { return };
+        let Some(i) = self.agents.iter().position(|a| a.name == change.agent()) else { return };
+        let agent = self.agents[i].key.agent_id();
+        let event = if change.admit.is_some() {
+            self.admitted.insert(agent, None);
+            self.agents[i].removed = false;
+            RosterEvent::Admit { agent, note: change.agent().to_string() }
+        } else {
+            // A removal counts only of a member the founder's chain admitted:
+            // an agent on the roster from the start is admitted first.
+            if !self.founder_admitted.contains(&agent) {
+                let admit = RosterEvent::Admit { agent, note: change.agent().to_string() };
+                let e = self.net.append(node, &founder, &admit.encode());
+                self.written.honest += 1;
+                self.honest_ids.push(e.id());
+            }
+            // Its chain as its own node holds it: up to its highest tip, or
+            // its entry at the cut-off.
+            let store = &self.net.nodes[self.agents[i].node].store;
+            let head = match change.cut_off {
+                Some(c) => store.entries.range((agent, c, EntryId([0; 32]))..).next().map(|(k, _)| *k).filter(|(a, seq, _)| *a == agent && *seq == c),
+                None => store.tips(&agent).into_iter().max_by_key(|h| (h.seq, h.id)).map(|h| (h.author, h.seq, h.id)),
+            };
+            let reason = format!("removed at {} ms", change.at_ms);
+            self.agents[i].removed = true;
+            match head {
+                Some((_, last_seq, head)) => {
+                    self.admitted.insert(agent, Some(last_seq));
+                    RosterEvent::RemoveAt { agent, last_seq, head, reason }
+                }
+                None => {
+                    let last_seq = change.cut_off.unwrap_or(0);
+                    self.admitted.insert(agent, Some(last_seq));
+                    RosterEvent::RemoveAfter { agent, last_seq, reason }
+                }
+            }
+        };
+        self.founder_admitted.insert(agent);
+        let e = self.net.append(node, &founder, &event.encode());
+        self.written.honest += 1;
+        self.honest_ids.push(e.id());
+        let now = self.net.now;
+        for n in &mut self.net.nodes {
+            n.rep.set_admitted(Some(self.admitted.clone()), now);
+        }
+    }
+
+    /// Is entry (`author`, `seq`) beyond its author's cut-off (removed from
+    /// the roster: it counts nowhere, and replicates nowhere)?
+    fn beyond_cut_off(&self, author: &AgentId, seq: u64) -> bool {
+        self.founder.is_some() && self.admitted.get(author).is_some_and(|a| a.is_some_and(|last| seq > last))
+    }
+
+    /// What node `node`'s clock reads now, when the scenario sets it off.
+    fn clock_reading(&self, node: usize) -> Option<u64> {
+        self.clocks.get(node).and_then(Option::as_ref).map(|c| c.read(self.net.now, self.elapsed()))
+    }
+
+    /// Record `payload` as agent `i` through its node: dated `stamp` (else
+    /// by its node's clock), and with `fork` a second entry at the seq of
+    /// its last move.
+    fn record(&mut self, i: usize, payload: Vec<u8>, made: Made, stamp: Option<u64>, fork: bool) -> EntryId {
         let node = self.agents[i].node;
         let key = self.agents[i].key.clone();
-        let e = self.net.append(node, &key, &payload);
+        let dated = stamp.or_else(|| self.clock_reading(node));
+        let e = match dated {
+            None if !fork && self.honest(i) => self.net.append(node, &key, &payload),
+            _ => self.write_dated(i, &payload, dated.unwrap_or(self.net.now), fork),
+        };
         let id = e.id();
+        self.agents[i].last = Some(e);
+        if !self.honest(i) {
+            self.written.adversary += 1;
+            return id;
+        }
         self.written.honest += 1;
         self.honest_ids.push(id);
         if made == Made::Position {
+            if let Some(t) = self.topic {
+                self.topic_positions.entry(t).or_default().push(self.created.len());
+            }
             self.positions.push(self.created.len());
         }
         self.created.push(Created { id, author: key.agent_id(), made });
         id
     }
 
+    /// Sign agent `i`'s next entry, dated `timestamp_ms` (raised to its
+    /// predecessor's, the format's rule), or with `fork` a second entry at
+    /// the seq of its last move, on the same predecessor; store it on its
+    /// node and publish it as the node's commit path does.
+    fn write_dated(&mut self, i: usize, payload: &[u8], timestamp_ms: u64, fork: bool) -> SignedEntry {
+        let (node, key) = (self.agents[i].node, self.agents[i].key.clone());
+        let author = key.agent_id();
+        let store = &self.net.nodes[node].store;
+        let held = |id: &EntryId| store.get(id).map(|(e, _)| SignedEntry::clone(e));
+        let last = self.agents[i].last.as_ref().filter(|l| store.ids.contains_key(&l.id()));
+        let prev = match last {
+            Some(l) if fork => l.header().backlink.and_then(|b| held(&b)),
+            Some(l) => Some(l.clone()),
+            None => store.tips(&author).into_iter().max_by_key(|h| (h.seq, h.id)).and_then(|h| held(&h.id)),
+        };
+        let e = SignedEntry::sign(next_header(author, prev.as_ref(), timestamp_ms, payload).expect("a bounded payload"), &key);
+        // The node's own write is never deferred, whatever its date.
+        let r = self.net.nodes[node].store.put(&e, Some(payload), self.net.now.max(e.header().timestamp_ms));
+        let now = self.net.now;
+        for p in &r.new_forks {
+            self.forked.entry((p.author(), p.seq())).or_insert(now);
+        }
+        if self.honest(i) && node < self.net.honest_nodes {
+            self.net.spread.insert(e.id(), Spread { appended_ms: now, honest_nodes: 1, last_ms: now });
+        }
+        self.net.committed_with_proofs(node, author, &[(e.clone(), Some(payload.to_vec()))], &r.new_forks);
+        e
+    }
+
     /// A recent position that agent `i`'s node holds, by another author when `other`.
     fn pick_position(&mut self, i: usize, other: bool) -> Option<EntryId> {
         let node = self.agents[i].node;
         let me = self.agents[i].key.agent_id();
-        let window = self.positions.len().min(256);
+        let empty = Vec::new();
+        let positions = match self.topic {
+            Some(t) => self.topic_positions.get(&t).unwrap_or(&empty),
+            None => &self.positions,
+        };
+        let window = positions.len().min(256);
         for _ in 0..16 {
             if window == 0 {
                 return None;
             }
-            let c = &self.created[self.positions[self.positions.len() - 1 - self.rng.below(window)]];
+            let c = &self.created[positions[positions.len() - 1 - self.rng.below(window)]];
             if (!other || c.author != me) && self.net.nodes[node].store.ids.contains_key(&c.id) {
                 return Some(c.id);
             }
@@ -451,6 +747,7 @@ impl<'s> Run<'s> {
             r -= weight;
         }
         let topic = self.rng.below(self.scenario.generated.topics.max(1));
+        self.topic = self.scenario.generated.topic_bound.then_some(topic);
         let n = self.created.len();
         let name = self.agents[i].name.clone();
         let text = format!("topic {topic}: {name}'s point {n}");
@@ -482,7 +779,8 @@ impl<'s> Run<'s> {
             _ => None,
         };
         let (payload, made) = made.unwrap_or_else(|| (Event::Proposition { text }.encode(), Made::Position));
-        self.record(i, payload, made);
+        self.record(i, payload, made, None, false);
+        self.topic = None;
     }
 
     /// Another agent's chain that `i`'s node holds, and its highest tip there.
@@ -523,6 +821,15 @@ impl<'s> Run<'s> {
             MoveKind::Resolve => (Event::Resolve { target: t(), text }.encode(), Made::Other),
             MoveKind::Dispute => (MergeEvent::Dispute { target: t(), reason: text, counter_claim: None }.encode(), Made::Dispute),
             MoveKind::Withdraw => (MergeEvent::Withdraw { dispute: t() }.encode(), Made::Other),
+            MoveKind::Trajectory => (Event::Trajectory { task_query: text, final_answer: String::new(), iterations: 1, converged: true }.encode(), Made::Other),
+            MoveKind::Judgment => {
+                let success = mv.success.expect("validated: a judgment has a verdict");
+                (Event::Judgment { trajectory: t(), success, reason: text, confidence: Confidence::High }.encode(), Made::Other)
+            }
+            MoveKind::MemoryItem => (
+                Event::MemoryItem { title: text.clone(), description: String::new(), content: text, scope: "sim".into(), source_trajectory: None }.encode(),
+                Made::Other,
+            ),
             MoveKind::Accept => {
                 let head_id = label(&mv.up_to).expect("validated: an accept names up_to");
                 let Some(&(author, seq)) = self.net.nodes[self.agents[i].node].store.ids.get(&head_id) else {
@@ -532,7 +839,13 @@ impl<'s> Run<'s> {
                 (MergeEvent::Accept { author, up_to_seq: seq, head: head_id }.encode(), Made::Other)
             }
         };
-        let id = self.record(i, payload, made);
+        let clock = self.clock_reading(self.agents[i].node).unwrap_or(self.net.now);
+        let stamp = match (mv.time_ms, mv.skew_ms) {
+            (Some(t), _) => Some(START_MS + t),
+            (None, Some(skew)) => Some(clock.saturating_add_signed(skew)),
+            (None, None) => None,
+        };
+        let id = self.record(i, payload, made, stamp, mv.fork);
         if let Some(l) = mv.label {
             self.labels.insert(l, id);
         }
@@ -544,10 +857,16 @@ impl<'s> Run<'s> {
     /// Sign and store the next entry of adversary `a`'s chain on its node,
     /// dated `timestamp_ms`, and publish it as the node would.
     fn adversary_record(&mut self, a: usize, payload: &[u8], timestamp_ms: u64) -> SignedEntry {
-        let (node, key) = (self.adversaries[a].node, self.adversaries[a].key.clone());
+        let key = self.adversaries[a].key.clone();
+        self.adversary_record_as(a, &key, payload, timestamp_ms)
+    }
+
+    /// [`Run::adversary_record`] as `key` (one of a Sybil's identities).
+    fn adversary_record_as(&mut self, a: usize, key: &AgentKey, payload: &[u8], timestamp_ms: u64) -> SignedEntry {
+        let node = self.adversaries[a].node;
         let store = &self.net.nodes[node].store;
         let prev = store.tips(&key.agent_id()).into_iter().max_by_key(|h| (h.seq, h.id)).and_then(|h| store.get(&h.id).map(|(e, _)| SignedEntry::clone(e)));
-        let e = SignedEntry::sign(next_header(key.agent_id(), prev.as_ref(), timestamp_ms, payload).expect("a small payload"), &key);
+        let e = SignedEntry::sign(next_header(key.agent_id(), prev.as_ref(), timestamp_ms, payload).expect("a small payload"), key);
         let r = self.net.nodes[node].store.put(&e, Some(payload), self.net.now.max(timestamp_ms));
         self.written.adversary += 1;
         self.net.committed_with_proofs(node, key.agent_id(), &[(e.clone(), Some(payload.to_vec()))], &r.new_forks);
@@ -561,40 +880,11 @@ impl<'s> Run<'s> {
         let text = |what: &str, n: u64| Event::Proposition { text: format!("{what} {n}") }.encode();
         match self.adversaries[a].kind.clone() {
             AdversaryKind::Withholder | AdversaryKind::Stripper { .. } | AdversaryKind::Server { .. } | AdversaryKind::Honest => {}
-            AdversaryKind::Equivocator { fork_at_seq, branches, packs } => {
-                let seq = self.net.nodes[node].store.max_seq(&author);
-                let adv = &self.adversaries[a];
-                if (adv.forked && adv.branches_signed >= branches) || (!adv.forked && seq + 1 < fork_at_seq) {
-                    let n = self.adversary_rng.next_u64();
-                    self.adversary_record(a, &text("equivocator's honest point", n), now);
-                    return;
-                }
-                // Sign this pack's share of `branches` entries at the fork
-                // seq, all on the same predecessor.
-                let key = self.adversaries[a].key.clone();
-                if !self.adversaries[a].forked {
-                    let store = &self.net.nodes[node].store;
-                    let prev = store.tips(&author).into_iter().max_by_key(|h| (h.seq, h.id)).and_then(|h| store.get(&h.id).map(|(e, _)| SignedEntry::clone(e)));
-                    self.adversaries[a].fork_prev = prev;
-                    self.forked.insert((author, seq + 1), now);
-                    self.adversaries[a].forked = true;
-                }
-                let prev = self.adversaries[a].fork_prev.clone();
-                let from = self.adversaries[a].branches_signed;
-                let to = (from + branches.div_ceil(packs)).min(branches);
-                let mut written = Vec::with_capacity(to - from);
-                let mut proofs = Vec::new();
-                for b in from..to {
-                    let payload = text("equivocation branch", b as u64);
-                    let e = SignedEntry::sign(next_header(author, prev.as_ref(), now, &payload).expect("a small payload"), &key);
-                    let r = self.net.nodes[node].store.put(&e, Some(&payload), now);
-                    proofs.extend(r.new_forks);
-                    written.push((e, Some(payload)));
-                }
-                self.written.adversary += (to - from) as u64;
-                self.adversaries[a].branches_signed = to;
-                self.net.committed_with_proofs(node, author, &written, &proofs);
-            }
+            AdversaryKind::Equivocator { fork_at_seq, branches, packs } => self.equivocate(a, fork_at_seq, branches, packs),
+            AdversaryKind::ColludingForker { fork_at_seq, branches } if self.adversaries[a].k == 0 => self.equivocate(a, fork_at_seq, branches, 1),
+            AdversaryKind::ColludingForker { .. } | AdversaryKind::Eclipse { .. } | AdversaryKind::SelectiveRelay { .. } => {}
+            AdversaryKind::Sybil { .. } if self.adversaries[a].k == 0 => self.sybils_act(a),
+            AdversaryKind::Sybil { .. } => {}
             AdversaryKind::Replayer { rate, stale_frontiers } => self.replay_old(a, rate, stale_frontiers),
             AdversaryKind::InvalidSigner => {
                 let n = self.adversary_rng.next_u64();
@@ -647,6 +937,73 @@ impl<'s> Run<'s> {
             AdversaryKind::Outsider => {
                 let n = self.adversary_rng.next_u64();
                 self.adversary_record(a, &text("outsider's point", n), now);
+            }
+        }
+    }
+
+    /// An equivocator's action: honest entries until its chain reaches
+    /// `fork_at_seq`, then its share (`branches` over `packs` actions) of
+    /// the entries it signs there, all on the same predecessor.
+    fn equivocate(&mut self, a: usize, fork_at_seq: u64, branches: usize, packs: usize) {
+        let now = self.net.now;
+        let node = self.adversaries[a].node;
+        let author = self.adversaries[a].key.agent_id();
+        let text = |what: &str, n: u64| Event::Proposition { text: format!("{what} {n}") }.encode();
+        let seq = self.net.nodes[node].store.max_seq(&author);
+        let adv = &self.adversaries[a];
+        if (adv.forked && adv.branches_signed >= branches) || (!adv.forked && seq + 1 < fork_at_seq) {
+            let n = self.adversary_rng.next_u64();
+            self.adversary_record(a, &text("equivocator's honest point", n), now);
+            return;
+        }
+        // Sign this pack's share of `branches` entries at the fork
+        // seq, all on the same predecessor.
+        let key = self.adversaries[a].key.clone();
+        if !self.adversaries[a].forked {
+            let store = &self.net.nodes[node].store;
+            let prev = store.tips(&author).into_iter().max_by_key(|h| (h.seq, h.id)).and_then(|h| store.get(&h.id).map(|(e, _)| SignedEntry::clone(e)));
+            self.adversaries[a].fork_prev = prev;
+            self.forked.insert((author, seq + 1), now);
+            self.adversaries[a].forked = true;
+        }
+        let prev = self.adversaries[a].fork_prev.clone();
+        let from = self.adversaries[a].branches_signed;
+        let to = (from + branches.div_ceil(packs)).min(branches);
+        let mut written = Vec::with_capacity(to - from);
+        let mut proofs = Vec::new();
+        for b in from..to {
+            let payload = text("equivocation branch", b as u64);
+            let e = SignedEntry::sign(next_header(author, prev.as_ref(), now, &payload).expect("a small payload"), &key);
+            let r = self.net.nodes[node].store.put(&e, Some(&payload), now);
+            proofs.extend(r.new_forks);
+            written.push((e, Some(payload)));
+        }
+        self.written.adversary += (to - from) as u64;
+        self.adversaries[a].branches_signed = to;
+        self.net.committed_with_proofs(node, author, &written, &proofs);
+    }
+
+    /// A Sybil group's action, all its nodes and identities together: one
+    /// identity proposes, every other one supports the proposal, and every
+    /// one disputes the same honest position the group's first node holds.
+    fn sybils_act(&mut self, a: usize) {
+        let group = self.adversaries[a].group;
+        let members: Vec<usize> = (0..self.adversaries.len()).filter(|m| self.adversaries[*m].group == group).collect();
+        let target = self.honest_position_held(self.adversaries[a].node);
+        let n = self.adversary_rng.next_u64();
+        let mut proposal = None;
+        for &m in &members {
+            for key in self.adversaries[m].identities.clone() {
+                let payload = match proposal {
+                    None => Event::Proposition { text: format!("the group's point {n}") }.encode(),
+                    Some(p) => Event::Support { target: p, text: format!("as the group says {n}") }.encode(),
+                };
+                let e = self.adversary_record_as(m, &key, &payload, self.net.now);
+                proposal.get_or_insert(e.id());
+                if let Some(target) = target {
+                    let dispute = MergeEvent::Dispute { target, reason: format!("the group disputes it {n}"), counter_claim: None }.encode();
+                    self.adversary_record_as(m, &key, &dispute, self.net.now);
+                }
             }
         }
     }
@@ -715,10 +1072,29 @@ impl<'s> Run<'s> {
         // The same entries, proofs and payloads.
         let fp = |n: usize| {
             let s = &self.net.nodes[n].store;
-            (s.entries.len(), s.digest, s.proofs.len(), s.payloads_missing)
+            let mut fp = (s.entries.len(), s.digest, s.proofs.len(), s.payloads_missing);
+            if self.founder.is_some() {
+                self.discount_beyond_cut_off(s, &mut fp);
+            }
+            fp
         };
         let reference = fp(first);
         up.iter().filter(|n| fp(**n) == reference).count()
+    }
+
+    /// Take out of a store's fingerprint (entries, digest, proofs, payloads
+    /// missing) what is beyond the cut-off of a removed agent: what a
+    /// removed agent's own node holds of it and no other node accepts.
+    fn discount_beyond_cut_off(&self, s: &MemStore, fp: &mut (usize, [u8; 32], usize, usize)) {
+        for (agent, last) in self.admitted.iter().filter_map(|(a, l)| l.map(|l| (a, l))) {
+            let beyond = s.entries.range((*agent, last + 1, EntryId([0; 32]))..).take_while(|((a, _, _), _)| a == agent);
+            for ((_, _, id), (_, p)) in beyond {
+                fp.0 -= 1;
+                fp.1.iter_mut().zip(id.0).for_each(|(d, b)| *d ^= b);
+                fp.3 -= usize::from(p.is_none());
+            }
+            fp.2 -= s.proofs.range((*agent, last + 1)..).take_while(|((a, _), _)| a == agent).count();
+        }
     }
 
     /// A checkpoint of the live views: honest nodes whose stores hold the
@@ -861,6 +1237,11 @@ impl<'s> Run<'s> {
         {
             return Some(format!("{label:?} disputed_by: {unmet}"));
         }
+        if let Some(expected) = e.judged
+            && Verdict::of(node.judged()) != expected
+        {
+            return Some(format!("{label:?} judged: expected {expected:?}, found {:?}", Verdict::of(node.judged())));
+        }
         if let Some(expected) = &e.accepted_by {
             let author = view.graph().position(node).author;
             let frontiers = view.chains.iter().filter(|c| c.author == author).flat_map(|c| &c.accepted_by);
@@ -879,7 +1260,7 @@ impl<'s> Run<'s> {
         (found != expected).then(|| format!("expected {expected:?}, found {found:?}"))
     }
 
-    fn report(mut self, converged_at: Option<u64>, replay: String) -> Report {
+    fn report(&mut self, converged_at: Option<u64>, replay: String) -> Report {
         let s = self.scenario;
         let up = self.honest_up();
         let end_ms = self.elapsed();
@@ -914,12 +1295,16 @@ impl<'s> Run<'s> {
             let (h, mismatch) = match by_digest.get(&fp) {
                 Some(known) => known.clone(),
                 None => {
+                    // What counts under the roster the node holds, when the founder writes one.
+                    let roster = self.founder.as_ref().map(|_| crate::views::derive_roster(store, self.net.founder));
                     let entries: Vec<MergeEntry> = store
                         .entries
-                        .values()
-                        .filter_map(|(e, p)| MergeEntry::from_owned(SignedEntry::clone(e), p.as_deref().map(<[u8]>::to_vec)).ok())
+                        .iter()
+                        .filter(|((a, seq, id), _)| roster.as_ref().is_none_or(|r| r.admits_entry(a, *seq, id)))
+                        .filter_map(|(_, (e, p))| MergeEntry::from_owned(SignedEntry::clone(e), p.as_deref().map(<[u8]>::to_vec)).ok())
                         .collect();
-                    let proofs: Vec<_> = store.proofs.values().cloned().collect();
+                    let proofs: Vec<_> =
+                        store.proofs.iter().filter(|((a, seq), _)| roster.as_ref().is_none_or(|r| r.admits_fork(a, *seq))).map(|(_, p)| p.clone()).collect();
                     // Only a scenario with expectations pays for the merged graph.
                     let computed = if s.expect.is_empty() {
                         Merge::compute(&entries, &proofs).map(|m| (hex::encode(m.view_hash()), None))
@@ -997,6 +1382,9 @@ impl<'s> Run<'s> {
         let mut lost = None;
         for id in &self.honest_ids {
             let held = |n: &usize| self.net.nodes[*n].store.get(id);
+            if self.founder.is_some() && up.iter().find_map(|n| self.net.nodes[*n].store.ids.get(id)).is_some_and(|(a, seq)| self.beyond_cut_off(a, *seq)) {
+                continue; // written before its author's removal, beyond its cut-off: replicated nowhere since
+            }
             let (entry_holders, payload_holders): (Vec<usize>, Vec<usize>) = (
                 up.iter().copied().filter(|n| held(n).is_some()).collect(),
                 up.iter().copied().filter(|n| held(n).is_some_and(|(_, p)| p.is_some())).collect(),
@@ -1077,8 +1465,9 @@ impl<'s> Run<'s> {
             swarm: Swarm {
                 honest_nodes: s.nodes,
                 adversary_nodes: self.adversaries.len(),
-                honest_agents: self.agents.len(),
-                adversary_agents: self.adversaries.iter().filter(|a| a.kind.writes() || a.kind == AdversaryKind::Outsider).count(),
+                honest_agents: self.agents.iter().filter(|a| !a.adversary).count(),
+                adversary_agents: self.adversaries.iter().filter(|a| a.kind.writes() || a.kind == AdversaryKind::Outsider).count()
+                    + self.agents.iter().filter(|a| a.adversary).count(),
             },
             activity_end_ms: self.activity_end_ms,
             last_heal_ms: self.last_heal_ms,
@@ -1087,10 +1476,10 @@ impl<'s> Run<'s> {
             convergence_ms: converged_at,
             settle_ms: s.settle_ms,
             spread,
-            entries_written: self.written,
+            entries_written: std::mem::take(&mut self.written),
             view_hashes,
             forks,
-            series: self.series,
+            series: std::mem::take(&mut self.series),
             nodes,
             bans,
             load: crate::report::Load { gossip: self.net.gossip_traffic, busy_answers: self.net.busy, lost_writes: self.net.lost_writes },

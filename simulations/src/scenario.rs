@@ -2,7 +2,12 @@
 //! the network (topology, link model, partitions, churn), what the agents do
 //! (generated moves, scripted moves), what the merged view must show at the
 //! end (`[[expect]]`, the scripted debate's golden statuses) and the bounds
-//! the run is held to. `protocol`-free: it only says what happens when; the
+//! the run is held to. An attack is stated outright: scripted adversaries
+//! with their own timestamps and forks ([`ScriptedAgent::adversary`],
+//! [`Move::time_ms`], [`Move::skew_ms`], [`Move::fork`]), node clocks off
+//! virtual time ([`Clock`]), roster changes during the run
+//! ([`RosterChange`]), uneven agents per node ([`Scenario::agents`]) and
+//! topic-bound targets ([`Generated::topic_bound`]). `protocol`-free: it only says what happens when; the
 //! runner ([`crate::run`]) makes it happen through the simulated nodes.
 
 use crate::model::{Latency, LinkModel};
@@ -27,6 +32,10 @@ pub struct Scenario {
     /// Generated honest agents homed on each honest node.
     #[serde(default)]
     pub agents_per_node: usize,
+    /// Generated honest agents homed on each honest node, one count per
+    /// node (instead of `agents_per_node`; as many counts as nodes).
+    #[serde(default)]
+    pub agents: Option<Vec<usize>>,
     /// Who dials whom (each adversary's node dials `degree` honest nodes,
     /// or every honest node for a full mesh).
     #[serde(default)]
@@ -52,6 +61,14 @@ pub struct Scenario {
     /// Adversaries, each on a node of its own.
     #[serde(default)]
     pub adversaries: Vec<Adversary>,
+    /// Honest nodes whose clocks are off: the timestamps their agents sign
+    /// are read from them (`[[clocks]] node, skew_ms, drift_ppm`).
+    #[serde(default)]
+    pub clocks: Vec<Clock>,
+    /// Roster changes the workspace's founder writes during the run
+    /// (`[[roster]] at_ms, admit = "agent" | remove = "agent", cut_off`).
+    #[serde(default)]
+    pub roster: Vec<RosterChange>,
     /// What the merged view must show of scripted moves at every honest node
     /// once the swarm has converged (checked as an invariant of the run).
     #[serde(default)]
@@ -143,6 +160,69 @@ pub struct Churn {
     pub leave_ms: Option<u64>,
 }
 
+/// An honest node's clock, off the network's virtual time: at virtual time
+/// `t` (ms since the run's start) it reads `t + skew_ms + t × drift_ppm /
+/// 10⁶`. The timestamps its agents sign are read from it (the node's peers
+/// defer an entry dated more than the allowed skew ahead of their own
+/// clocks until it is due).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Clock {
+    /// The honest node.
+    pub node: usize,
+    /// Its offset at the run's start, ms (negative: behind).
+    #[serde(default)]
+    pub skew_ms: i64,
+    /// How fast it drifts, parts per million (negative: it runs slow).
+    #[serde(default)]
+    pub drift_ppm: i64,
+}
+
+impl Clock {
+    /// What the clock reads when `elapsed_ms` of virtual time have passed
+    /// since the run's start, at virtual time `now_ms` (never below 0).
+    pub fn read(&self, now_ms: u64, elapsed_ms: u64) -> u64 {
+        let drift = i128::from(elapsed_ms) * i128::from(self.drift_ppm) / 1_000_000;
+        let t = i128::from(now_ms) + i128::from(self.skew_ms) + drift;
+        u64::try_from(t.max(0)).unwrap_or(u64::MAX)
+    }
+}
+
+/// A roster change: the founder (an agent of its own, recording through the
+/// first honest node up) admits or removes an agent, a scripted agent by its
+/// name or a generated one by its `agent-<node>-<j>` name. An agent whose
+/// first change is an admission is off the roster until then: it makes no
+/// move before (a generated agent starts then). An agent on the roster from
+/// the start is admitted in the founder's chain at its removal, just
+/// before it (a removal counts only of a member). A removal pins the removed
+/// agent's chain as its own node holds it then (`RemoveAt`: that head and
+/// what it links to count, nothing else the key signs), or with `cut_off`
+/// its chain up to that seq. The founder's entry reaches each node as any
+/// entry does (each node's views derive the roster from it); the nodes'
+/// replicators are told the new admission at once.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RosterChange {
+    /// When, virtual ms.
+    pub at_ms: u64,
+    /// The agent admitted.
+    #[serde(default)]
+    pub admit: Option<String>,
+    /// The agent removed.
+    #[serde(default)]
+    pub remove: Option<String>,
+    /// A removal's last seq that stays admitted.
+    #[serde(default)]
+    pub cut_off: Option<u64>,
+}
+
+impl RosterChange {
+    /// The agent it names.
+    pub fn agent(&self) -> &str {
+        self.admit.as_deref().or(self.remove.as_deref()).unwrap_or_default()
+    }
+}
+
 /// What generated agents do.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -155,11 +235,27 @@ pub struct Generated {
     pub interval: Latency,
     /// Relative weights of the moves.
     pub weights: Weights,
+    /// Targets (of supports, contradictions, refinements, syntheses and
+    /// disputes) chosen among the positions generated on the move's own
+    /// topic, not among any recent position.
+    pub topic_bound: bool,
+    /// An agent whose move fell due while its node was down (crashed, or
+    /// not joined yet) acts again once the node is back. Off by default:
+    /// the shipped scenarios' figures were made with agents that stop for
+    /// good at their node's first downtime.
+    pub resume_after_churn: bool,
 }
 
 impl Default for Generated {
     fn default() -> Self {
-        Self { events_per_agent: 0, topics: 4, interval: Latency::Uniform { min_ms: 500, max_ms: 5_000 }, weights: Weights::default() }
+        Self {
+            events_per_agent: 0,
+            topics: 4,
+            interval: Latency::Uniform { min_ms: 500, max_ms: 5_000 },
+            weights: Weights::default(),
+            topic_bound: false,
+            resume_after_churn: false,
+        }
     }
 }
 
@@ -197,6 +293,11 @@ pub struct ScriptedAgent {
     pub name: String,
     /// The honest node it records through.
     pub node: usize,
+    /// An adversary (its key on the roster, writing through an honest
+    /// node): its moves count as no honest entry (what "nothing lost" and
+    /// the spread figures follow), and it may fork its chain (`fork`).
+    #[serde(default)]
+    pub adversary: bool,
     /// Its moves, in time order.
     pub moves: Vec<Move>,
 }
@@ -225,6 +326,24 @@ pub struct Move {
     /// For an accept: the last move of the accepted agent's chain endorsed.
     #[serde(default)]
     pub up_to: Option<String>,
+    /// For a judgment: its verdict (success or failure).
+    #[serde(default)]
+    pub success: Option<bool>,
+    /// The entry's own timestamp, absolute virtual ms since the run's start
+    /// (a backdated or forward-dated move); else its node's clock is read.
+    /// Never earlier than the timestamp of the entry it follows on its
+    /// author's chain (the format's rule): it is raised to that one.
+    #[serde(default)]
+    pub time_ms: Option<u64>,
+    /// The entry's timestamp as an offset from its node's clock, ms
+    /// (negative: backdated); not with `time_ms`.
+    #[serde(default)]
+    pub skew_ms: Option<i64>,
+    /// An equivocation (adversaries only): the entry is signed at the seq of
+    /// the author's previous move, on the same predecessor, a second entry
+    /// there; later moves follow it.
+    #[serde(default)]
+    pub fork: bool,
 }
 
 /// The kinds of scripted moves.
@@ -251,6 +370,13 @@ pub enum MoveKind {
     Dispute,
     /// Withdraws the dispute `target`.
     Withdraw,
+    /// A trajectory (its task query is `text`).
+    Trajectory,
+    /// Judges the trajectory `target`: `success` or not (`text`: its reason).
+    Judgment,
+    /// A memory item (a lesson), `text` its title and content: two items of
+    /// one text have one content id.
+    MemoryItem,
 }
 
 impl MoveKind {
@@ -258,9 +384,16 @@ impl MoveKind {
     /// and withdrawals are merge events: they mark nodes, they are none.
     pub fn makes_node(self) -> bool {
         match self {
-            MoveKind::Propose | MoveKind::Support | MoveKind::Contradict | MoveKind::Refine | MoveKind::Synthesize | MoveKind::Question | MoveKind::Resolve => {
-                true
-            }
+            MoveKind::Propose
+            | MoveKind::Support
+            | MoveKind::Contradict
+            | MoveKind::Refine
+            | MoveKind::Synthesize
+            | MoveKind::Question
+            | MoveKind::Resolve
+            | MoveKind::Trajectory
+            | MoveKind::Judgment
+            | MoveKind::MemoryItem => true,
             MoveKind::Accept | MoveKind::Dispute | MoveKind::Withdraw => false,
         }
     }
@@ -295,6 +428,34 @@ pub struct Expectation {
     /// so the author is never listed.
     #[serde(default)]
     pub accepted_by: Option<Vec<String>>,
+    /// For a trajectory: `"success"` or `"failure"` (judged alike by every
+    /// agent that judged it), or `"none"` (not judged, or concurrent
+    /// verdicts that differ: a conflict, deciding nothing).
+    #[serde(default)]
+    pub judged: Option<Verdict>,
+}
+
+/// A trajectory's verdict in the merged graph (see [`Expectation::judged`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Judged a success.
+    Success,
+    /// Judged a failure.
+    Failure,
+    /// No verdict stands.
+    None,
+}
+
+impl Verdict {
+    /// The verdict the graph's `judged` stands for.
+    pub fn of(judged: Option<bool>) -> Self {
+        match judged {
+            Some(true) => Verdict::Success,
+            Some(false) => Verdict::Failure,
+            None => Verdict::None,
+        }
+    }
 }
 
 /// A reasoning status in a scenario file: agora-graph's [`Status`], by its
@@ -441,6 +602,52 @@ pub enum AdversaryKind {
     },
     /// An agent not on the roster, recording and gossiping as if it were.
     Outsider,
+    /// A Sybil group: one operator behind its `count` nodes, each holding
+    /// `identities` keys on the roster, acting together: each time the group
+    /// acts, one identity proposes, every other identity supports that
+    /// proposal, and every identity disputes one honest position the
+    /// group holds (the same one).
+    Sybil {
+        /// Keys per node.
+        #[serde(default = "default_identities")]
+        identities: usize,
+    },
+    /// An eclipse: the group's nodes are honest node `victim`'s only
+    /// connections until `until_ms`, when it gets one honest peer; they
+    /// claim what they hold, never answer a range request and relay no
+    /// gossip.
+    Eclipse {
+        /// The honest node eclipsed.
+        victim: usize,
+        /// When it gets an honest peer, virtual ms.
+        until_ms: u64,
+    },
+    /// A selective relay: forwards the gossip of some authors, and holds
+    /// back that of the `per_mille` thousandths of authors (by their ids'
+    /// hash), `delay_ms` late or, with 0, for good.
+    SelectiveRelay {
+        /// Thousandths of authors held back.
+        #[serde(default = "half")]
+        per_mille: u32,
+        /// How late their gossip is relayed (0: dropped).
+        #[serde(default)]
+        delay_ms: u64,
+    },
+    /// A colluding equivocator and stripper: the group's first node forks
+    /// its chain at `fork_at_seq` into `branches` entries, its only links
+    /// are the group's other nodes, and these serve and relay its entries
+    /// without their payloads. `count` 2 at least.
+    ColludingForker {
+        /// The seq it forks at.
+        fork_at_seq: u64,
+        /// Entries it signs there.
+        #[serde(default = "two")]
+        branches: usize,
+    },
+}
+
+fn default_identities() -> usize {
+    4
 }
 
 impl AdversaryKind {
@@ -462,6 +669,16 @@ impl AdversaryKind {
                 within(&format!("{at}.per_mille"), u64::from(per_mille), 0, 1_000)
             }
             AdversaryKind::Replayer { rate, .. } => within(&format!("{at}.rate"), rate as u64, 1, BURST_MAX),
+            AdversaryKind::Sybil { identities } => within(&format!("{at}.identities"), identities as u64, 1, IDENTITIES_MAX),
+            AdversaryKind::Eclipse { until_ms, .. } => within(&format!("{at}.until_ms"), until_ms, 0, TIME_MS_MAX),
+            AdversaryKind::SelectiveRelay { per_mille, delay_ms } => {
+                within(&format!("{at}.per_mille"), u64::from(per_mille), 0, 1_000)?;
+                within(&format!("{at}.delay_ms"), delay_ms, 0, TIME_MS_MAX)
+            }
+            AdversaryKind::ColludingForker { fork_at_seq, branches } => {
+                within(&format!("{at}.fork_at_seq"), fork_at_seq, 1, u64::from(u32::MAX))?;
+                within(&format!("{at}.branches"), branches as u64, 2, BRANCHES_MAX)
+            }
             AdversaryKind::InvalidSigner | AdversaryKind::Withholder | AdversaryKind::Outsider | AdversaryKind::Honest => Ok(()),
         }
     }
@@ -520,6 +737,8 @@ impl AdversaryKind {
         use crate::net::{Answer, Behaviour};
         match *self {
             AdversaryKind::Withholder => Behaviour::Withholder,
+            AdversaryKind::Eclipse { .. } => Behaviour::Eclipser,
+            AdversaryKind::SelectiveRelay { per_mille, delay_ms } => Behaviour::SelectiveRelay { per_mille, delay_ms },
             AdversaryKind::Stripper { per_mille } if per_mille >= 1_000 => Behaviour::Stripper,
             AdversaryKind::Stripper { per_mille } => Behaviour::StripSome { per_mille },
             AdversaryKind::Server { delay_ms, answer, k, per_mille } => Behaviour::Server {
@@ -541,7 +760,15 @@ impl AdversaryKind {
 
     /// Does it sign entries of its own (and so hold a key on the roster)?
     pub fn writes(&self) -> bool {
-        matches!(self, AdversaryKind::Equivocator { .. } | AdversaryKind::InvalidSigner | AdversaryKind::Backdater { .. } | AdversaryKind::Spammer { .. })
+        matches!(
+            self,
+            AdversaryKind::Equivocator { .. }
+                | AdversaryKind::InvalidSigner
+                | AdversaryKind::Backdater { .. }
+                | AdversaryKind::Spammer { .. }
+                | AdversaryKind::Sybil { .. }
+                | AdversaryKind::ColludingForker { .. }
+        )
     }
 }
 
@@ -646,10 +873,15 @@ pub const ADVERSARY_NODES_MAX: u64 = 10_000;
 pub const BRANCHES_MAX: u64 = 100_000;
 /// Authors per frontier of a head flooder.
 pub const FLOOD_AUTHORS_MAX: u64 = 100_000;
+/// Keys per node of a Sybil group.
+pub const IDENTITIES_MAX: u64 = 1_000;
 /// Entries per action of a spammer.
 pub const BURST_MAX: u64 = 100_000;
 /// A backdater's skew either way, ms: ten years.
 pub const SKEW_MS_MAX: u64 = 10 * 365 * 24 * 3_600_000;
+/// A node clock's drift either way, parts per million (10%: far beyond any
+/// quartz, as a broken clock's).
+pub const DRIFT_PPM_MAX: u64 = 100_000;
 /// A range request's seqs (the wire's own bound is far above).
 pub const RANGE_LIMIT_MAX: u64 = 100_000;
 /// Requests in flight at a node.
@@ -684,6 +916,16 @@ pub enum ScenarioError {
 }
 
 impl Scenario {
+    /// Generated agents homed on honest node `node`.
+    pub fn agents_on(&self, node: usize) -> usize {
+        self.agents.as_ref().map_or(self.agents_per_node, |list| list.get(node).copied().unwrap_or(0))
+    }
+
+    /// Generated agents in all.
+    pub fn generated_agents(&self) -> usize {
+        self.agents.as_ref().map_or(self.agents_per_node.saturating_mul(self.nodes), |list| list.iter().sum())
+    }
+
     /// Parse and check a scenario.
     pub fn from_toml(text: &str) -> Result<Self, ScenarioError> {
         let s: Scenario = toml::from_str(text)?;
@@ -750,14 +992,42 @@ impl Scenario {
                 return Err(format!("scripted agent {}: the name is used twice", a.name));
             }
         }
+        for a in &self.scripted {
+            for (m, mv) in a.moves.iter().enumerate() {
+                let what = format!("scripted agent {}: move {m} (at {} ms)", a.name, mv.at_ms);
+                if mv.time_ms.is_some() && mv.skew_ms.is_some() {
+                    return Err(format!("{what}: time_ms and skew_ms both given (one timestamp)"));
+                }
+                if mv.fork && !a.adversary {
+                    return Err(format!("{what}: fork is for adversaries (give the agent adversary = true)"));
+                }
+                if mv.fork && m == 0 {
+                    return Err(format!("{what}: fork needs an earlier move of the agent to fork beside"));
+                }
+                if mv.fork && a.moves[m - 1].at_ms > mv.at_ms {
+                    return Err(format!("{what}: fork comes before the move it forks beside"));
+                }
+                if (mv.kind == MoveKind::Judgment) != mv.success.is_some() {
+                    return Err(format!("{what}: success is the verdict of a judgment, and a judgment needs one"));
+                }
+            }
+        }
         for (a, m) in all {
+            if m.kind == MoveKind::Judgment
+                && let Some(t) = &m.target
+                && labels.get(t.as_str()).is_some_and(|k| *k != MoveKind::Trajectory)
+            {
+                return Err(format!("scripted agent {}: the judgment at {} ms judges {t:?}, not a trajectory", a.name, m.at_ms));
+            }
             for r in m.target.iter().chain(&m.sources).chain(&m.up_to) {
                 if !labels.contains_key(r.as_str()) {
                     return Err(format!("scripted agent {}: move at {} ms refers to {r:?}, not a label of an earlier move", a.name, m.at_ms));
                 }
             }
-            let needs_target =
-                matches!(m.kind, MoveKind::Support | MoveKind::Contradict | MoveKind::Refine | MoveKind::Resolve | MoveKind::Dispute | MoveKind::Withdraw);
+            let needs_target = matches!(
+                m.kind,
+                MoveKind::Support | MoveKind::Contradict | MoveKind::Refine | MoveKind::Resolve | MoveKind::Dispute | MoveKind::Withdraw | MoveKind::Judgment
+            );
             if needs_target && m.target.is_none() {
                 return Err(format!("scripted agent {}: the {:?} at {} ms needs a target", a.name, m.kind, m.at_ms));
             }
@@ -774,6 +1044,34 @@ impl Scenario {
             }
         }
         self.validate_expectations(&labels, &names)?;
+        for (i, r) in self.roster.iter().enumerate() {
+            let what = format!("roster[{i}]");
+            if r.admit.is_some() == r.remove.is_some() {
+                return Err(format!("{what}: give one of admit and remove"));
+            }
+            if r.cut_off.is_some() && r.admit.is_some() {
+                return Err(format!("{what}.cut_off: a cut-off is a removal's"));
+            }
+            let name = r.agent();
+            let generated = name
+                .strip_prefix("agent-")
+                .and_then(|rest| rest.split_once('-'))
+                .and_then(|(n, j)| Some((n.parse::<usize>().ok()?, j.parse::<usize>().ok()?)))
+                .is_some_and(|(n, j)| n < self.nodes && j < self.agents_on(n) && format!("agent-{n}-{j}") == name);
+            if !generated && !names.contains(name) {
+                return Err(format!("{what}: {name:?} is neither a scripted agent nor a generated one (agent-<node>-<j>)"));
+            }
+        }
+        if self.roster.windows(2).any(|w| w[1].at_ms < w[0].at_ms) {
+            return Err("roster: changes out of time order".into());
+        }
+        let mut clocked = BTreeSet::new();
+        for (i, c) in self.clocks.iter().enumerate() {
+            node(&format!("clocks[{i}].node"), c.node)?;
+            if !clocked.insert(c.node) {
+                return Err(format!("clocks[{i}].node: node {} has a clock already", c.node));
+            }
+        }
         for (i, a) in self.adversaries.iter().enumerate() {
             if a.every_ms == 0 {
                 return Err(format!("adversaries[{i}]: every_ms must be positive"));
@@ -782,6 +1080,14 @@ impl Scenario {
                 && (fork_at_seq == 0 || !(2..=100_000).contains(&branches))
             {
                 return Err(format!("adversaries[{i}]: an equivocator forks at a seq ≥ 1 into 2 to 100,000 branches"));
+            }
+            if let AdversaryKind::ColludingForker { .. } = a.kind
+                && a.count < 2
+            {
+                return Err(format!("adversaries[{i}].count: a colluding forker is 2 nodes at least (a forker and its strippers)"));
+            }
+            if let AdversaryKind::Eclipse { victim, .. } = a.kind {
+                node(&format!("adversaries[{i}].victim"), victim)?;
             }
         }
         Ok(())
@@ -799,6 +1105,16 @@ impl Scenario {
         within("nodes", self.nodes as u64, 1, NODES_MAX)?;
         within("agents_per_node", self.agents_per_node as u64, 0, AGENTS_PER_NODE_MAX)?;
         within("agents_per_node × nodes", (self.agents_per_node as u64).saturating_mul(self.nodes as u64), 0, AGENTS_MAX)?;
+        if let Some(list) = &self.agents {
+            if self.agents_per_node != 0 {
+                return Err("agents: agents and agents_per_node both given (give one)".into());
+            }
+            within("agents (count)", list.len() as u64, self.nodes as u64, self.nodes as u64)?;
+            for (i, n) in list.iter().enumerate() {
+                within(&format!("agents[{i}]"), *n as u64, 0, AGENTS_PER_NODE_MAX)?;
+            }
+            within("agents (sum)", list.iter().map(|n| *n as u64).sum(), 0, AGENTS_MAX)?;
+        }
         if let Topology::Random { degree } = self.topology {
             within("topology.degree", degree as u64, 2, DEGREE_MAX)?;
         }
@@ -825,7 +1141,7 @@ impl Scenario {
         }
         let g = &self.generated;
         within("generated.events_per_agent", g.events_per_agent as u64, 0, EVENTS_PER_AGENT_MAX)?;
-        let agents = (self.agents_per_node as u64).saturating_mul(self.nodes as u64);
+        let agents = self.generated_agents() as u64;
         within("generated.events_per_agent × agents", (g.events_per_agent as u64).saturating_mul(agents), 0, EVENTS_MAX)?;
         within("generated.topics", g.topics as u64, 1, TOPICS_MAX)?;
         g.interval.validate_bounds("generated.interval")?;
@@ -850,6 +1166,12 @@ impl Scenario {
                 time(&format!("{what}.at_ms"), mv.at_ms)?;
                 within(&format!("{what}.text (bytes)"), mv.text.len() as u64, 0, MOVE_TEXT_BYTES_MAX)?;
                 within(&format!("{what}.sources (count)"), mv.sources.len() as u64, 0, SOURCES_MAX)?;
+                if let Some(t) = mv.time_ms {
+                    time(&format!("{what}.time_ms"), t)?;
+                }
+                if let Some(skew) = mv.skew_ms {
+                    within(&format!("{what}.skew_ms (either way)"), skew.unsigned_abs(), 0, SKEW_MS_MAX)?;
+                }
                 for label in mv.label.iter().chain(&mv.target).chain(&mv.up_to).chain(&mv.sources) {
                     within(&format!("{what}: label {label:?} (bytes)"), label.len() as u64, 1, TEXT_BYTES_MAX)?;
                 }
@@ -865,6 +1187,19 @@ impl Scenario {
         }
         within("adversaries (nodes, the sum of their counts)", adversary_nodes, 0, ADVERSARY_NODES_MAX)?;
         within("expect (count)", self.expect.len() as u64, 0, LIST_MAX)?;
+        within("clocks (count)", self.clocks.len() as u64, 0, self.nodes as u64)?;
+        within("roster (count)", self.roster.len() as u64, 0, EPISODES_MAX)?;
+        for (i, r) in self.roster.iter().enumerate() {
+            time(&format!("roster[{i}].at_ms"), r.at_ms)?;
+            within(&format!("roster[{i}]: the agent's name (bytes)"), r.agent().len() as u64, 1, TEXT_BYTES_MAX)?;
+            if let Some(c) = r.cut_off {
+                within(&format!("roster[{i}].cut_off"), c, 0, u64::from(u32::MAX))?;
+            }
+        }
+        for (i, c) in self.clocks.iter().enumerate() {
+            within(&format!("clocks[{i}].skew_ms (either way)"), c.skew_ms.unsigned_abs(), 0, SKEW_MS_MAX)?;
+            within(&format!("clocks[{i}].drift_ppm (either way)"), c.drift_ppm.unsigned_abs(), 0, DRIFT_PPM_MAX)?;
+        }
         time("duration_ms", self.duration_ms)?;
         time("settle_ms", self.settle_ms)?;
         let r = &self.replicator;
@@ -899,8 +1234,17 @@ impl Scenario {
             if !expected.insert(e.label.as_str()) {
                 return Err(format!("{what}: {:?} has an expectation already (put every check of a label in one)", e.label));
             }
-            if e.status.is_none() && e.superseded_by.is_none() && e.settled.is_none() && e.disputed_by.is_none() && e.accepted_by.is_none() {
-                return Err(format!("{what}: {:?} expects nothing (give status, superseded_by, settled, disputed_by or accepted_by)", e.label));
+            if e.status.is_none()
+                && e.superseded_by.is_none()
+                && e.settled.is_none()
+                && e.disputed_by.is_none()
+                && e.accepted_by.is_none()
+                && e.judged.is_none()
+            {
+                return Err(format!("{what}: {:?} expects nothing (give status, superseded_by, settled, disputed_by, accepted_by or judged)", e.label));
+            }
+            if e.judged.is_some() && labels.get(e.label.as_str()) != Some(&MoveKind::Trajectory) {
+                return Err(format!("{what}.judged: {:?} is not a trajectory", e.label));
             }
             if let Some(by) = &e.superseded_by {
                 node_label(&format!("{what}.superseded_by"), by)?;

@@ -55,11 +55,19 @@ pub enum Family {
     ForkFlooder,
     /// Strips the payloads of a pattern of entries it serves and relays.
     Stripper,
+    /// One operator behind many nodes and identities, acting together.
+    Sybil,
+    /// A victim's only connections for a while, then it gets one honest peer.
+    Eclipse,
+    /// Relays some authors' gossip and delays or drops the others'.
+    SelectiveRelay,
+    /// An equivocator whose only relays strip the payloads of its forks.
+    ColludingForker,
 }
 
 impl Family {
     /// Every family, in the order a search takes them in turn.
-    pub const ALL: [Family; 11] = [
+    pub const ALL: [Family; 15] = [
         Family::SlowServer,
         Family::PartialServer,
         Family::Dripper,
@@ -71,6 +79,10 @@ impl Family {
         Family::Backdater,
         Family::ForkFlooder,
         Family::Stripper,
+        Family::Sybil,
+        Family::Eclipse,
+        Family::SelectiveRelay,
+        Family::ColludingForker,
     ];
 
     /// Its name on the command line and in reports.
@@ -87,6 +99,10 @@ impl Family {
             Family::Backdater => "backdater",
             Family::ForkFlooder => "fork_flooder",
             Family::Stripper => "stripper",
+            Family::Sybil => "sybil",
+            Family::Eclipse => "eclipse",
+            Family::SelectiveRelay => "selective_relay",
+            Family::ColludingForker => "colluding_forker",
         }
     }
 
@@ -98,8 +114,9 @@ impl Family {
         })
     }
 
-    /// A strategy of this family: its adversaries, drawn from `rng`.
-    fn sample(self, rng: &mut Xorshift64) -> Adversary {
+    /// A strategy of this family against `scenario`: its adversaries,
+    /// drawn from `rng`.
+    fn sample(self, rng: &mut Xorshift64, scenario: &Scenario) -> Adversary {
         let pick = |rng: &mut Xorshift64, of: &[u64]| of[rng.below(of.len())];
         let delay_ms = pick(rng, &[0, 50, 200, 1_000, 3_000, 8_000]);
         let server = |answer: AnswerKind, delay_ms: u64, k: u32, per_mille: u32| AdversaryKind::Server { delay_ms, answer, k, per_mille };
@@ -130,8 +147,26 @@ impl Family {
                 (AdversaryKind::Equivocator { fork_at_seq: 1 + rng.below_u64(4), branches, packs }, pick(rng, &[100, 500, 2_000]))
             }
             Family::Stripper => (AdversaryKind::Stripper { per_mille: pick(rng, &[100, 500, 900, 1_000]) as u32 }, 2_000),
+            Family::Sybil => (AdversaryKind::Sybil { identities: pick(rng, &[1, 4, 16, 64]) as usize }, pick(rng, &[200, 1_000, 3_000])),
+            Family::Eclipse => {
+                // It ends within the writing: the liveness bound applies once the victim has an honest peer.
+                let until_ms = scenario.duration_ms * pick(rng, &[1, 2, 4]) / 4;
+                (AdversaryKind::Eclipse { victim: rng.below(scenario.nodes), until_ms }, 2_000)
+            }
+            Family::SelectiveRelay => {
+                let per_mille = pick(rng, &[100, 500, 900, 1_000]) as u32;
+                (AdversaryKind::SelectiveRelay { per_mille, delay_ms: pick(rng, &[0, 0, 200, 3_000, 20_000]) }, 2_000)
+            }
+            Family::ColludingForker => {
+                let branches = pick(rng, &[2, 10, 100]) as usize;
+                (AdversaryKind::ColludingForker { fork_at_seq: 1 + rng.below_u64(4), branches }, pick(rng, &[100, 500, 2_000]))
+            }
         };
-        Adversary { kind, count: 1 + rng.below(3), every_ms }
+        let count = match self {
+            Family::ColludingForker => 2 + rng.below(2),
+            _ => 1 + rng.below(3),
+        };
+        Adversary { kind, count, every_ms }
     }
 }
 
@@ -283,7 +318,7 @@ pub fn search(
     let mut violations = Vec::new();
     for (family, strategy_seed) in trials {
         let mut rng = Xorshift64(strategy_seed | 1);
-        let adversaries = vec![family.sample(&mut rng)];
+        let adversaries = vec![family.sample(&mut rng, scenario)];
         let run_seed = rng.next_u64() % 1_000_000 + 1;
         let attacked = with_adversaries(scenario, &adversaries);
         attacked.validate().map_err(|reason| SearchError::Invalid { family: family.name(), strategy_seed, reason })?;

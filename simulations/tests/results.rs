@@ -47,6 +47,7 @@ fn a_table_that_differs_from_its_report_is_found_and_rendered_again() {
         r#"
 name = "tiny"
 nodes = 3
+agents_per_node = 1
 duration_ms = 2_000
 settle_ms = 60_000
 [generated]

@@ -118,7 +118,15 @@ fn expectations_are_checked_when_the_file_is_read() {
 
     let mut s = load("debate-partition.toml");
     s.expect.retain(|e| e.label != "too-high");
-    s.expect.push(Expectation { label: "too-high".into(), status: None, superseded_by: None, settled: None, disputed_by: None, accepted_by: None });
+    s.expect.push(Expectation {
+        label: "too-high".into(),
+        status: None,
+        superseded_by: None,
+        settled: None,
+        disputed_by: None,
+        accepted_by: None,
+        judged: None,
+    });
     assert!(s.validate().expect_err("an empty expectation").contains("expects nothing"));
     let last = s.expect.len() - 1;
     s.expect[last].disputed_by = Some(vec!["dave".into()]);

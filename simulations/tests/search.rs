@@ -73,3 +73,17 @@ fn a_budget_and_a_family_are_checked() {
         assert_eq!(Family::from_name(f.name()).unwrap(), f);
     }
 }
+
+/// The families added for Sybil groups, eclipses, selective relays and
+/// colluding forkers and strippers: a few strategies of each hold every
+/// invariant, the liveness bound's included.
+#[test]
+fn the_sybil_eclipse_selective_relay_and_colluding_families_hold_every_invariant() {
+    let s = small("");
+    for family in [Family::Sybil, Family::Eclipse, Family::SelectiveRelay, Family::ColludingForker] {
+        let one = SearchOptions { budget: 3, seed: 11, family: Some(family), strategy_seed: None };
+        let report = search(&s, &one, |_, _| String::new(), |_| {}).expect("search");
+        assert_eq!(report.families.len(), 1);
+        assert!(report.ok, "{}: {:?}", family.name(), report.violations);
+    }
+}
