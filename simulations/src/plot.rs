@@ -698,7 +698,7 @@ impl Figure for RunTimeline<'_> {
         let end = r.series.iter().map(|s| seconds(s.at_ms)).chain([seconds(r.end_ms)]).fold(0.0, f64::max);
         let x = 0.0..(end * 1.02).max(1.0);
         let converged_at = r.convergence_ms.map(|c| seconds(r.activity_end_ms + c));
-        let series: [(&str, RGBColor, Vec<(f64, f64)>); 3] = [
+        let series: [Panel; 3] = [
             ("disputes recorded by honest agents", BLUE, r.series.iter().map(|s| (seconds(s.at_ms), s.disputes as f64)).collect()),
             ("forked positions proven", RED, r.series.iter().map(|s| (seconds(s.at_ms), s.forks as f64)).collect()),
             ("honest nodes holding what it holds", GREEN, r.series.iter().map(|s| (seconds(s.at_ms), s.nodes_in_sync as f64)).collect()),
@@ -728,6 +728,9 @@ impl Figure for RunTimeline<'_> {
         Ok(())
     }
 }
+
+/// One panel of the timeline: what it counts, its colour, its points.
+type Panel<'a> = (&'a str, RGBColor, Vec<(f64, f64)>);
 
 /// Rows the marks add to a legend.
 fn marks_legend_rows(r: &Report, converged: bool) -> usize {

@@ -120,7 +120,8 @@ pub enum SimCommand {
         seed: u64,
         /// Only this family (slow_server, partial_server, dripper, reorderer,
         /// duplicator, silent, empty_after_claim, replayer, backdater,
-        /// fork_flooder, stripper).
+        /// fork_flooder, stripper, sybil, eclipse, selective_relay,
+        /// colluding_forker).
         #[arg(long)]
         family: Option<String>,
         /// Replay one trial: the strategy seed a report gives (with --family).
