@@ -514,9 +514,15 @@ mod tests {
 
     #[test]
     fn control_sizes_count_ids_and_topic() {
+        // An id is a 34-byte field (tag, length, 32 bytes) ...
+        let one = Control::IHave(vec![[0; 32]]).wire_len(8);
+        let two = Control::IHave(vec![[0; 32]; 2]).wire_len(8);
+        assert_eq!(two - one, 34);
+        // ... and the three length prefixes around it grow a byte each once
+        // what they count passes 127 bytes.
         let one = Control::IHave(vec![[0; 32]]).wire_len(73);
         let two = Control::IHave(vec![[0; 32]; 2]).wire_len(73);
-        assert_eq!(two - one, 34);
+        assert_eq!(two - one, 34 + 3);
         assert!(Control::Graft.wire_len(73) > 73);
     }
 
