@@ -2,7 +2,9 @@
 # The project's unsafe code under a memory checker (valgrind's memcheck):
 # agora-graph's node lists (`crates/agora-graph/src/graph/links.rs`), through
 # the crate's unit tests and golden scenarios, and the node's allocator hooks
-# (`node/src/scratch_arena.rs`: jemalloc's arena calls) through their test.
+# (`node/src/scratch_arena.rs`: jemalloc's arena calls) through their test,
+# and the simulator's metering allocator (`simulations/src/heap.rs`) through
+# its own.
 # Fails on any invalid read, write or free. Installs valgrind when missing.
 # The test binaries are the test command's (release profile), so after
 # scripts/test.sh nothing is compiled again.
@@ -35,4 +37,5 @@ run() { # package target kind filter
 run agora-graph agora_graph lib ""
 run agora-graph golden test ""
 run agora-node agora-node bin scratch_arena
+run agora-sim memory test an_allocation_is_its_makers
 echo "memcheck: no invalid read, write or free"

@@ -4,23 +4,9 @@
 use crate::fixture;
 use crate::layout::read_swarm;
 use agora_core::SignedEntry;
-use agora_graph::Event;
 use agora_merge::MergeEvent;
-use agora_roster::RosterEvent;
 
-/// The residue of any payload, asked of the format that owns it (as
-/// `agora_view::residue` does).
-pub fn residue(payload: &[u8]) -> Vec<u8> {
-    if Event::is_event_payload(payload) {
-        Event::residue(payload)
-    } else if MergeEvent::is_merge_payload(payload) {
-        MergeEvent::residue(payload)
-    } else if RosterEvent::is_roster_payload(payload) {
-        RosterEvent::residue(payload)
-    } else {
-        Vec::new()
-    }
-}
+pub use agora_merge::residue;
 
 /// `agora_merge::Merge` over a swarm whose payloads come from peers
 /// ([`read_swarm`]: chains with forks, merge and reasoning events naming

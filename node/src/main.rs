@@ -37,9 +37,12 @@ use std::process::ExitCode;
 /// megabyte buffers from many threads (RocksDB memtables, responses being
 /// verified), and glibc's arenas keep such memory resident once freed (a 1M-entry
 /// sync left a receiver at 146 MiB RSS with glibc, against 96 MiB when every
-/// large block was returned).
+/// large block was returned). Wrapped in the simulator's meter, which
+/// charges allocations to simulated nodes while `agora sim` runs (each
+/// node's memory is measured, not estimated) and costs the node one relaxed
+/// load per allocation otherwise.
 #[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+static ALLOCATOR: agora_sim::heap::Metered<tikv_jemallocator::Jemalloc> = agora_sim::heap::Metered(tikv_jemallocator::Jemalloc);
 
 /// jemalloc's options, read at start-up:
 /// - freed pages go back to the system within a second (by a background

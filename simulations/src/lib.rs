@@ -14,12 +14,15 @@
 //! A sweep ([`sweep`](mod@sweep)) plays a scenario over a range of swarm sizes or seeds;
 //! a search ([`search`](mod@search)) samples adversary strategies from a
 //! seed and holds each to every invariant and the liveness bound;
+//! [`heap`] measures each simulated node's memory through the allocator;
 //! [`plot`] draws a sweep's curves and a run's timeline as SVG and PNG.
 #![deny(missing_docs)]
-#![forbid(unsafe_code)]
+// Only the allocator that measures each node's memory ([`heap`]) is unsafe.
+#![deny(unsafe_code)]
 
 pub mod cost;
 pub mod gossip;
+pub mod heap;
 pub mod model;
 pub mod net;
 pub mod plot;
@@ -35,8 +38,8 @@ pub mod views;
 pub use cost::Cost;
 pub use model::{Latency, LinkModel};
 pub use net::{Answer, Behaviour, GossipTraffic, Net, Node, Packet, Traffic};
-pub use plot::{PlotError, SpreadPoint, draw_run, draw_spread_by_agents, draw_sweep};
-pub use report::{Report, RunEvent, RunEventKind, scenario_path_shown};
+pub use plot::{PlotError, draw_run, draw_sweep};
+pub use report::{EventMark, Report, RunEvent, RunEventKind, scenario_path_shown};
 pub use run::run;
 pub use scenario::Scenario;
 pub use search::{Family, SearchError, SearchOptions, SearchReport, Trial, search};

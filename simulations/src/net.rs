@@ -26,6 +26,7 @@
 
 use crate::cost::{Cost, Cpu, Lane};
 use crate::gossip::{Control, Gossipsub, Outbound};
+use crate::heap;
 use crate::model::LinkModel;
 use crate::store::{Interner, MemStore};
 use crate::views::{MergeBuilder, NodeView};
@@ -485,6 +486,7 @@ impl Net {
         if !self.keeps_view(i) || self.nodes[i].view.is_some() {
             return;
         }
+        let _charge = heap::charge(Some(i));
         match NodeView::build(&self.nodes[i].store, self.founder, self.merge_builder, self.view_ids.clone()) {
             Ok(view) => self.nodes[i].view = Some(view),
             Err(e) => self.view_failures.push((i, e)),
@@ -504,6 +506,7 @@ impl Net {
     /// that may change the roster, or that the feed says calls for it,
     /// builds the view again from the store; any other is applied.
     fn view_commit(&mut self, i: usize, entries: Vec<(SignedEntry, Option<Vec<u8>>)>, payloads_changed: &[EntryId], forks: Vec<AgentId>) {
+        let _charge = heap::charge(Some(i));
         if !self.keeps_view(i) {
             // Written while down: built from the store at its restart.
             self.nodes[i].view = None;
@@ -529,9 +532,27 @@ impl Net {
         }
     }
 
+    /// Node `i`'s operator redacts the payloads of `ids` (`agora redact`):
+    /// its store keeps their residues, its replicator stops seeking them
+    /// (`payloads_arrived`, as the node's driver reports a redaction) and
+    /// its live view takes the change as the node's view thread does. The
+    /// ids whose payload it held, and so redacted.
+    pub fn redact(&mut self, i: usize, ids: &[EntryId]) -> Vec<EntryId> {
+        let _charge = heap::charge(Some(i));
+        let done: Vec<EntryId> = ids.iter().copied().filter(|id| self.nodes[i].store.redact(id)).collect();
+        if !done.is_empty() {
+            if !self.nodes[i].down {
+                self.nodes[i].rep.payloads_arrived(&done);
+            }
+            self.view_commit(i, Vec::new(), &done, Vec::new());
+        }
+        done
+    }
+
     /// Tell node `i`'s replicator what its store holds (after writing to it
     /// directly), as the node does at start-up and after a resync.
     pub fn sync_local(&mut self, i: usize) {
+        let _charge = heap::charge(Some(i));
         let heads = self.nodes[i].store.heads();
         let now = self.now;
         self.nodes[i].rep.set_local_frontier(heads, now);
@@ -557,14 +578,17 @@ impl Net {
             self.sync_local(n);
         }
         let now = self.now;
-        self.nodes[a as usize].rep.connected(PeerId(b), now);
-        self.nodes[b as usize].rep.connected(PeerId(a), now);
+        for (x, y) in [(a, b), (b, a)] {
+            let _charge = heap::charge(Some(x as usize));
+            self.nodes[x as usize].rep.connected(PeerId(y), now);
+        }
         // Both subscribe to the topic: each may graft the other.
         for (x, y) in [(a, b), (b, a)] {
             if self.flood {
                 self.nodes[x as usize].gossip.add_peer(y);
                 continue;
             }
+            let _charge = heap::charge(Some(x as usize));
             let mut out = Vec::new();
             self.nodes[x as usize].gossip.connected(y, now, &mut out);
             self.gossip_sends(x as usize, out);
@@ -643,6 +667,7 @@ impl Net {
 
     /// Append on node `i` and publish as its node would.
     pub fn append(&mut self, i: usize, key: &AgentKey, payload: &[u8]) -> SignedEntry {
+        let _charge = heap::charge(Some(i));
         let now = self.now;
         let e = self.nodes[i].store.append(key, payload, now);
         if i < self.honest_nodes {
@@ -661,6 +686,7 @@ impl Net {
     /// [`Net::committed`] for writes that forked the author's chain: the
     /// store's new proofs are published with the entries, as the node does.
     pub fn committed_with_proofs(&mut self, i: usize, author: AgentId, entries: &[(SignedEntry, Option<Vec<u8>>)], proofs: &[agora_core::ForkProof]) {
+        let _charge = heap::charge(Some(i));
         let now = self.now;
         for p in proofs {
             self.forks_seen.entry((p.author(), p.seq())).or_default().entry(i).or_insert(now);
@@ -737,6 +763,7 @@ impl Net {
             if self.nodes[i].down || self.flood {
                 continue;
             }
+            let _charge = heap::charge(Some(i));
             for _ in 0..8 {
                 let Some(at) = self.nodes[i].gossip.next_due().filter(|&t| t <= now) else { break };
                 let mut out = Vec::new();
@@ -759,8 +786,9 @@ impl Net {
         self.now = self.now.max(t);
         let now = self.now;
         self.heartbeats();
-        for n in self.nodes.iter_mut().filter(|n| !n.down) {
+        for (i, n) in self.nodes.iter_mut().enumerate().filter(|(_, n)| !n.down) {
             if n.rep.poll_timeout().is_some_and(|due| due <= now) {
+                let _charge = heap::charge(Some(i));
                 n.rep.handle_timeout(now);
             }
         }
@@ -776,6 +804,7 @@ impl Net {
                 if self.nodes[i].down {
                     continue;
                 }
+                let _charge = heap::charge(Some(i));
                 while let Some(out) = self.nodes[i].rep.poll() {
                     progressed = true;
                     self.output(i, out);
@@ -792,6 +821,7 @@ impl Net {
                     let t = &mut self.nodes[to as usize].traffic;
                     t.messages_received += 1;
                     t.bytes_received += packet.len() as u64;
+                    let _charge = heap::charge(Some(to as usize));
                     self.deliver(from, to, packet);
                 } else {
                     self.dropped += 1;
@@ -938,6 +968,7 @@ impl Net {
     }
 
     fn do_work(&mut self, i: usize, work: Work) {
+        let _charge = heap::charge(Some(i));
         match work {
             Work::Read(s) => self.serve(i, s),
             Work::Write { id, entries } => self.write(i, id, entries),

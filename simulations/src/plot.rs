@@ -20,7 +20,7 @@
 
 mod png;
 
-use crate::report::{ForkDetection, Report, RunEventKind};
+use crate::report::{EventMark, ForkDetection, Report, RunEventKind};
 use crate::sweep::{AxisKind, SweepPoint, SweepReport};
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
@@ -118,91 +118,6 @@ pub fn draw_sweep(report: &SweepReport, out_dir: &Path) -> Result<Vec<PathBuf>, 
     Ok(files)
 }
 
-/// One size of a spread-against-size curve: the swarm (agents over nodes)
-/// and the spread of its moves (see the report's `spread`).
-#[derive(Clone, Debug)]
-pub struct SpreadPoint {
-    /// Agents in the swarm.
-    pub agents: u64,
-    /// Honest nodes they run on.
-    pub nodes: u64,
-    /// Median spread of a move, virtual ms.
-    pub p50_ms: u64,
-    /// 99th percentile.
-    pub p99_ms: u64,
-    /// The slowest move.
-    pub max_ms: u64,
-}
-
-/// The spread of a move against the number of agents on a logarithmic
-/// axis, from the points of one or more sweeps (a curve that grows
-/// logarithmically with the swarm is a straight line here), into
-/// `out_dir/spread-by-agents.{svg,png}`.
-pub fn draw_spread_by_agents(title: &str, points: &[SpreadPoint], out_dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
-    prepare(out_dir)?;
-    write(&SpreadByAgents { title, points }, out_dir)
-}
-
-struct SpreadByAgents<'p> {
-    title: &'p str,
-    points: &'p [SpreadPoint],
-}
-
-impl Figure for SpreadByAgents<'_> {
-    fn stem(&self) -> &'static str {
-        "spread-by-agents"
-    }
-
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<(), DB> {
-        // One curve pair per number of agents per node: the spread depends
-        // on the nodes a move must reach, so each density is its own line.
-        let mut groups: std::collections::BTreeMap<u64, Vec<SpreadPoint>> = std::collections::BTreeMap::new();
-        for p in self.points {
-            groups.entry(p.agents / p.nodes.max(1)).or_default().push(p.clone());
-        }
-        let x = |p: &SpreadPoint| (p.agents.max(1) as f64).log10();
-        let lo = self.points.iter().map(x).fold(f64::INFINITY, f64::min).min(4.0);
-        let hi = self.points.iter().map(x).fold(0.0, f64::max).max(lo + 1.0);
-        let top = self.points.iter().map(|p| seconds(p.max_ms)).fold(0.0, f64::max);
-        let power = |v: &f64| {
-            let n = 10f64.powf(*v).round() as u64;
-            // Thousands separated, as the README writes them.
-            let digits = n.to_string();
-            let mut out = String::new();
-            for (i, c) in digits.chars().enumerate() {
-                if i > 0 && (digits.len() - i).is_multiple_of(3) {
-                    out.push(',');
-                }
-                out.push(c);
-            }
-            out
-        };
-        let frame_desc = Frame {
-            title: self.title.to_string(),
-            x: (lo - 0.15)..(hi + 0.15),
-            y: y_range(top, 2 * groups.len()),
-            x_desc: "agents (logarithmic axis)",
-            y_desc: "from a move's append to the last honest node storing it (virtual s)",
-            x_ticks: ((hi - lo) * 2.0).round() as usize + 1,
-            x_label: &power,
-            y_counts: false,
-            x_grid: None,
-        };
-        let mut chart = frame(root, &frame_desc)?;
-        let colors = [(BLUE, ORANGE), (RED, RGBColor(150, 90, 200)), (RGBColor(40, 150, 60), RGBColor(120, 120, 120))];
-        for (i, (per_node, pts)) in groups.iter_mut().enumerate() {
-            pts.sort_by_key(|p| p.agents);
-            let (median_color, p99_color) = colors[i % colors.len()];
-            let density = if *per_node == 1 { "1 agent per node".to_string() } else { format!("{per_node} agents per node") };
-            let p50: Vec<(f64, f64)> = pts.iter().map(|p| (x(p), seconds(p.p50_ms))).collect();
-            let p99: Vec<(f64, f64)> = pts.iter().map(|p| (x(p), seconds(p.p99_ms))).collect();
-            curve(&mut chart, &p50, median_color, &format!("median, {density}"), true)?;
-            curve(&mut chart, &p99, p99_color, &format!("99th percentile, {density}"), true)?;
-        }
-        legend(&mut chart, SeriesLabelPosition::UpperLeft)
-    }
-}
-
 /// The plots of one run, into `out_dir` (created if need be): disputes and
 /// forks over time, and each fork's detection when the run had forks.
 /// Returns the files written.
@@ -270,12 +185,20 @@ struct Frame<'t> {
     x_grid: Option<Vec<f64>>,
 }
 
+/// The title's font size: 24 px, smaller for a title that would not fit
+/// in `width` pixels (a glyph of the sans font is about 0.55 of its size
+/// wide on average), never below 14.
+fn caption_size(title: &str, width: u32) -> u32 {
+    let fits = (f64::from(width.saturating_sub(40)) / (0.55 * title.chars().count().max(1) as f64)).floor();
+    (fits as u32).clamp(14, 24)
+}
+
 /// The background, title, axes and grid every figure shares.
 fn frame<'a, DB: DrawingBackend>(root: &'a DrawingArea<DB, Shift>, f: &Frame) -> DrawResult<Chart<'a, DB>, DB> {
     root.fill(&WHITE)?;
     let mut builder = ChartBuilder::on(root);
     if !f.title.is_empty() {
-        builder.caption(&f.title, (FONT, 24));
+        builder.caption(&f.title, (FONT, caption_size(&f.title, root.dim_in_pixel().0)));
     }
     let mut chart = builder.margin(20).x_label_area_size(56).y_label_area_size(84).build_cartesian_2d(f.x.clone(), f.y.clone())?;
     let mut mesh = chart.configure_mesh();
@@ -734,12 +657,13 @@ type Panel<'a> = (&'a str, RGBColor, Vec<(f64, f64)>);
 
 /// Rows the marks add to a legend.
 fn marks_legend_rows(r: &Report, converged: bool) -> usize {
-    let kinds: BTreeSet<bool> = r.events.iter().filter(|e| e.kind != RunEventKind::Partition).map(|e| e.kind.takes_away()).collect();
+    let kinds: BTreeSet<EventMark> = r.events.iter().filter(|e| e.kind != RunEventKind::Partition).map(|e| e.kind.mark()).collect();
     usize::from(r.events.iter().any(|e| e.kind == RunEventKind::Partition)) + kinds.len() + 1 + usize::from(converged)
 }
 
 /// The run's events on a timeline chart up to `top`: partitions shaded,
-/// nodes lost (crash, departure) in red and gained (restart, join) in green,
+/// nodes lost (crash, departure, eclipse) in red, gained (restart, join) in
+/// green, roster changes and redactions in blue,
 /// the end of activity in grey and the moment of sync in orange; labelled
 /// (for the legend) when `labelled`.
 fn mark_events<'a, DB: DrawingBackend + 'a>(chart: &mut Chart<'a, DB>, r: &Report, top: f64, converged_at: Option<f64>, labelled: bool) -> DrawResult<(), DB> {
@@ -752,8 +676,12 @@ fn mark_events<'a, DB: DrawingBackend + 'a>(chart: &mut Chart<'a, DB>, r: &Repor
             drawn.label("partitioned").legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 24, y + 6)], shade.filled()));
         }
     }
-    for (away, color, label) in [(true, RED, "a node crashes or leaves"), (false, GREEN, "a node restarts or joins")] {
-        let xs: Vec<f64> = r.events.iter().filter(|e| e.kind != RunEventKind::Partition && e.kind.takes_away() == away).map(|e| seconds(e.at_ms)).collect();
+    for (mark, color, label) in [
+        (EventMark::Away, RED, "a node crashes, leaves or is eclipsed"),
+        (EventMark::Back, GREEN, "a node restarts or joins"),
+        (EventMark::Change, BLUE, "the roster changes or a node redacts"),
+    ] {
+        let xs: Vec<f64> = r.events.iter().filter(|e| e.kind != RunEventKind::Partition && e.kind.mark() == mark).map(|e| seconds(e.at_ms)).collect();
         if xs.is_empty() {
             continue;
         }
@@ -851,5 +779,20 @@ mod tests {
         assert_eq!(axis.label(&2f64.log10()), "2");
         assert_eq!(axis.label(&3f64.log10()), "");
         assert_eq!(axis.at(100), 2.0);
+    }
+
+    /// The longest title a sweep draws fits in the figure's width, and a
+    /// short one keeps the full size.
+    #[test]
+    fn a_long_title_is_drawn_small_enough_to_fit() {
+        font().expect("the embedded font");
+        let long = "Time for a move to reach every honest node against honest nodes (swarm-100-adversarial, seeds 1–5 at each size)";
+        let mut svg = String::new();
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        let size = caption_size(long, SIZE.0);
+        assert!(size < 24);
+        let (width, _) = root.estimate_text_size(long, &TextStyle::from((FONT, size).into_font())).expect("measured");
+        assert!(width <= SIZE.0 - 40, "{width} px at {size} px");
+        assert_eq!(caption_size("Convergence time against honest nodes (fanout)", SIZE.0), 24);
     }
 }

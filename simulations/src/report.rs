@@ -62,6 +62,10 @@ pub struct Report {
     pub nodes: Vec<NodeFigures>,
     /// Bans, by whom of whom and why.
     pub bans: Vec<Ban>,
+    /// Are the nodes' memory figures measured by the allocator
+    /// ([`crate::heap`])? Else estimated (a program without the metering
+    /// allocator).
+    pub memory_measured: bool,
     /// The network's load: gossip traffic, `Busy` answers, lost writes.
     pub load: Load,
     /// Every invariant checked, with its result.
@@ -122,12 +126,35 @@ pub enum RunEventKind {
     Join,
     /// A node left for good.
     Leave,
+    /// Adversaries cut a node off from every honest peer until `until_ms`.
+    Eclipse,
+    /// The founder admitted an agent to the roster.
+    Admit,
+    /// The founder removed an agent from the roster.
+    Remove,
+    /// A node's operator redacted payloads.
+    Redact,
+}
+
+/// How a timeline draws an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum EventMark {
+    /// It takes nodes away (red).
+    Away,
+    /// It brings nodes (green).
+    Back,
+    /// It changes what counts or what is held, taking no node away (blue).
+    Change,
 }
 
 impl RunEventKind {
-    /// Does it take nodes away (drawn in red) or bring them (in green)?
-    pub fn takes_away(self) -> bool {
-        matches!(self, Self::Partition | Self::Crash | Self::Leave)
+    /// How a timeline draws it.
+    pub fn mark(self) -> EventMark {
+        match self {
+            Self::Partition | Self::Crash | Self::Leave | Self::Eclipse => EventMark::Away,
+            Self::Restart | Self::Join => EventMark::Back,
+            Self::Admit | Self::Remove | Self::Redact => EventMark::Change,
+        }
     }
 }
 
@@ -213,7 +240,8 @@ pub struct NodeFigures {
     pub up: bool,
     /// Entries held at the end.
     pub entries: usize,
-    /// Its estimated memory at the end, bytes.
+    /// Its memory at its peak over the run's checkpoints, bytes: measured
+    /// ([`crate::heap`]) when the report's `memory_measured`, else estimated.
     pub memory_bytes: u64,
     /// Traffic.
     pub traffic: crate::net::Traffic,

@@ -119,6 +119,8 @@ enum Action {
     Leave(usize),
     Adversary(usize),
     Roster(usize),
+    /// Redaction `k` of the scenario.
+    Redact(usize),
     /// An eclipse ends: its victim gets one honest peer.
     EclipseEnds(usize),
     Redial,
@@ -154,6 +156,8 @@ pub struct Run<'s> {
     /// topic-bound.
     topic: Option<usize>,
     labels: BTreeMap<String, EntryId>,
+    /// Payloads redacted: by which node, of which entry.
+    redacted: Vec<(usize, EntryId)>,
     honest_ids: Vec<EntryId>,
     written: Written,
     /// Forked positions written by equivocators.
@@ -168,6 +172,11 @@ pub struct Run<'s> {
     batch_hashes: BTreeMap<Contents, Result<[u8; 32], String>>,
     /// Checkpoints at which the live views were compared.
     view_checkpoints: u64,
+    /// Is each node's memory measured by the allocator ([`crate::heap`])?
+    /// Else it is estimated.
+    metered: bool,
+    /// Each node's highest memory at a checkpoint, bytes.
+    peak_memory: Vec<u64>,
     /// Each honest node's clock, when the scenario sets it off.
     clocks: Vec<Option<Clock>>,
     /// The workspace's founder, when the scenario changes the roster (else
@@ -185,6 +194,7 @@ impl<'s> Run<'s> {
     /// Build the swarm of `scenario` with `seed`: nodes, agents, roster,
     /// links and the schedule, at virtual time 0 + the network's start.
     pub fn new(scenario: &'s Scenario, seed: u64) -> Self {
+        let metered = crate::heap::start();
         let honest = scenario.nodes;
         let adversary_nodes: usize = scenario.adversaries.iter().map(|a| a.count).sum();
         let total = honest + adversary_nodes;
@@ -357,6 +367,7 @@ impl<'s> Run<'s> {
             topic_positions: BTreeMap::new(),
             topic: None,
             labels: BTreeMap::new(),
+            redacted: Vec::new(),
             honest_ids: Vec::new(),
             written: Written::default(),
             forked: BTreeMap::new(),
@@ -366,6 +377,8 @@ impl<'s> Run<'s> {
             view_break: None,
             batch_hashes: BTreeMap::new(),
             view_checkpoints: 0,
+            metered,
+            peak_memory: vec![0; total],
         };
         run.plan();
         run
@@ -423,6 +436,9 @@ impl<'s> Run<'s> {
         for (k, r) in s.roster.iter().enumerate() {
             self.at(start + r.at_ms, Action::Roster(k));
         }
+        for (k, r) in s.redactions.iter().enumerate() {
+            self.at(start + r.at_ms, Action::Redact(k));
+        }
         let mut eclipses_end = 0;
         for a in &s.adversaries {
             if let AdversaryKind::Eclipse { victim, until_ms } = a.kind {
@@ -432,7 +448,7 @@ impl<'s> Run<'s> {
         }
         let last_churn = s.churn.iter().flat_map(|c| [c.join_ms, c.restart_ms]).flatten().max().unwrap_or(0);
         let last_script = s.scripted.iter().flat_map(|a| a.moves.iter().map(|m| m.at_ms)).max().unwrap_or(0);
-        let last_roster = s.roster.iter().map(|r| r.at_ms).max().unwrap_or(0);
+        let last_roster = s.roster.iter().map(|r| r.at_ms).chain(s.redactions.iter().map(|r| r.at_ms)).max().unwrap_or(0);
         self.activity_end_ms = s.duration_ms.max(self.last_heal_ms).max(last_churn).max(last_script).max(last_roster).max(eclipses_end);
         self.at(start, Action::Redial);
         self.at(start, Action::Sample);
@@ -509,6 +525,7 @@ impl<'s> Run<'s> {
                 }
             }
             Action::Roster(k) => self.roster_change(k),
+            Action::Redact(k) => self.redact(k),
             Action::EclipseEnds(victim) => {
                 let honest = s.nodes;
                 if honest > 1 {
@@ -588,6 +605,30 @@ impl<'s> Run<'s> {
     /// adversary, nor after its removal from the roster)?
     fn honest(&self, i: usize) -> bool {
         !self.agents[i].adversary && !self.agents[i].removed
+    }
+
+    /// The operator of a node redacts what redaction `k` names: the entry of
+    /// a scripted move, or every entry of an agent the node holds with its
+    /// payload now.
+    fn redact(&mut self, k: usize) {
+        let r = &self.scenario.redactions[k];
+        let ids: Vec<EntryId> = match (&r.label, &r.agent) {
+            (Some(label), _) => self.labels.get(label).copied().into_iter().collect(),
+            (None, Some(name)) => {
+                let Some(agent) = self.agents.iter().find(|a| a.name == *name).map(|a| a.key.agent_id()) else { return };
+                let store = &self.net.nodes[r.node].store;
+                store
+                    .entries
+                    .range((agent, 0, EntryId([0; 32]))..)
+                    .take_while(|((a, _, _), _)| *a == agent)
+                    .filter(|(_, (_, p))| p.is_some())
+                    .map(|((_, _, id), _)| *id)
+                    .collect()
+            }
+            (None, None) => Vec::new(),
+        };
+        let redacted = self.net.redact(r.node, &ids);
+        self.redacted.extend(redacted.into_iter().map(|id| (r.node, id)));
     }
 
     /// The founder writes roster change `k` through the first honest node
@@ -1069,6 +1110,14 @@ impl<'s> Run<'s> {
     fn in_sync(&self) -> usize {
         let up = self.honest_up();
         let Some(&first) = up.first() else { return 0 };
+        // Payloads redacted wherever they were held: gone from the swarm, so
+        // a node still lacking one lacks nothing it could get.
+        let erased: BTreeSet<EntryId> = self
+            .redacted
+            .iter()
+            .map(|(_, id)| *id)
+            .filter(|id| !up.iter().any(|n| self.net.nodes[*n].store.get(id).is_some_and(|(_, p)| p.is_some())))
+            .collect();
         // The same entries, proofs and payloads.
         let fp = |n: usize| {
             let s = &self.net.nodes[n].store;
@@ -1076,6 +1125,7 @@ impl<'s> Run<'s> {
             if self.founder.is_some() {
                 self.discount_beyond_cut_off(s, &mut fp);
             }
+            fp.3 -= erased.iter().filter(|id| s.get(id).is_some_and(|(_, p)| p.is_none()) && !s.redacted.contains_key(id)).count();
             fp
         };
         let reference = fp(first);
@@ -1164,6 +1214,9 @@ impl<'s> Run<'s> {
     }
 
     fn record_sample(&mut self) {
+        for n in 0..self.peak_memory.len() {
+            self.peak_memory[n] = self.peak_memory[n].max(self.memory(n));
+        }
         let up = self.honest_up();
         let Some(&first) = up.first() else { return };
         let store = &self.net.nodes[first].store;
@@ -1172,11 +1225,18 @@ impl<'s> Run<'s> {
         self.series.push(sample);
     }
 
-    /// A node's memory, estimated: its store (bytes held plus the maps'
-    /// overhead per entry) and the replicator's bounded state (claims,
-    /// requests in flight, held responses).
+    /// A node's memory now. Measured when the program's allocator meters
+    /// ([`crate::heap`]): what the node's work allocated and still holds,
+    /// plus the bytes of the entries and payloads its store holds (shared
+    /// between simulated nodes, so charged to none). Else estimated from
+    /// its store (bytes held plus the maps' overhead per entry) and the
+    /// replicator's bounded state (claims, requests in flight, held
+    /// responses).
     fn memory(&self, n: usize) -> u64 {
         let node = &self.net.nodes[n];
+        if self.metered {
+            return crate::heap::held(n) + node.store.bytes;
+        }
         let config = node.rep.config();
         node.store.bytes
             + 160 * node.store.entries.len() as u64
@@ -1301,7 +1361,7 @@ impl<'s> Run<'s> {
                         .entries
                         .iter()
                         .filter(|((a, seq, id), _)| roster.as_ref().is_none_or(|r| r.admits_entry(a, *seq, id)))
-                        .filter_map(|(_, (e, p))| MergeEntry::from_owned(SignedEntry::clone(e), p.as_deref().map(<[u8]>::to_vec)).ok())
+                        .filter_map(|((_, _, id), (e, p))| MergeEntry::with_content(SignedEntry::clone(e), store.content(id, p)).ok())
                         .collect();
                     let proofs: Vec<_> =
                         store.proofs.iter().filter(|((a, seq), _)| roster.as_ref().is_none_or(|r| r.admits_fork(a, *seq))).map(|(_, p)| p.clone()).collect();
@@ -1389,6 +1449,8 @@ impl<'s> Run<'s> {
                 up.iter().copied().filter(|n| held(n).is_some()).collect(),
                 up.iter().copied().filter(|n| held(n).is_some_and(|(_, p)| p.is_some())).collect(),
             );
+            // A node that redacted the payload holds all it ever will of it.
+            let redacted_at = |n: &usize| self.net.nodes[*n].store.redacted.contains_key(id);
             let lacking = if entry_holders.is_empty() {
                 None
             } else if let Some(&n) = up.iter().find(|n| held(n).is_none()) {
@@ -1396,7 +1458,7 @@ impl<'s> Run<'s> {
             } else if payload_holders.is_empty() {
                 None
             } else {
-                up.iter().find(|n| held(n).is_some_and(|(_, p)| p.is_none())).map(|&n| (n, "the payload of "))
+                up.iter().find(|n| held(n).is_some_and(|(_, p)| p.is_none()) && !redacted_at(n)).map(|&n| (n, "the payload of "))
             };
             if let Some((n, what)) = lacking {
                 let writer = self
@@ -1414,11 +1476,19 @@ impl<'s> Run<'s> {
         }
         check("no honest entry or payload is lost", lost);
 
-        let memory: Vec<u64> = (0..self.net.nodes.len()).map(|n| self.memory(n)).collect();
+        // A redaction sticks: no import brought a redacted payload back.
+        let returned = self.redacted.iter().find(|(n, id)| self.net.nodes[*n].store.get(id).is_some_and(|(_, p)| p.is_some()));
+        check(
+            "a payload redacted at a node never comes back to it",
+            returned.map(|(n, id)| format!("node {n} holds the payload of {} again after redacting it", self.entry_name(Some(*id)))),
+        );
+
+        let memory: Vec<u64> = (0..self.net.nodes.len()).map(|n| self.peak_memory[n].max(self.memory(n))).collect();
         let over = (0..s.nodes).find(|n| memory[*n] > s.bounds.node_memory_bytes);
+        let how = if self.metered { "measured" } else { "estimated" };
         check(
             "memory per honest node stays under its bound",
-            over.map(|n| format!("node {n} holds about {} bytes, over {}", memory[n], s.bounds.node_memory_bytes)),
+            over.map(|n| format!("node {n} held {} bytes at its peak ({how}), over {}", memory[n], s.bounds.node_memory_bytes)),
         );
 
         let banned_honest = self.net.bans.iter().find(|(by, peer, _)| honest_nodes.contains(by) && honest_nodes.contains(peer));
@@ -1482,6 +1552,7 @@ impl<'s> Run<'s> {
             series: std::mem::take(&mut self.series),
             nodes,
             bans,
+            memory_measured: self.metered,
             load: crate::report::Load { gossip: self.net.gossip_traffic, busy_answers: self.net.busy, lost_writes: self.net.lost_writes },
             invariants,
             ok,
@@ -1501,7 +1572,7 @@ fn batch_view_hash(store: &MemStore, founder: AgentId) -> Result<[u8; 32], Strin
         .entries
         .iter()
         .filter(|((a, seq, id), _)| roster.admits_entry(a, *seq, id))
-        .map(|(_, (e, p))| MergeEntry::from_owned(SignedEntry::clone(e), p.as_deref().map(<[u8]>::to_vec)))
+        .map(|((_, _, id), (e, p))| MergeEntry::with_content(SignedEntry::clone(e), store.content(id, p)))
         .collect::<Result<_, _>>()
         .map_err(|e| e.to_string())?;
     let proofs: Vec<_> = store.proofs.iter().filter(|((a, seq), _)| roster.admits_fork(a, *seq)).map(|(_, p)| p.clone()).collect();
@@ -1531,6 +1602,18 @@ fn events_of(s: &Scenario) -> Vec<RunEvent> {
                 events.push(RunEvent { at_ms, until_ms: None, kind, nodes: vec![c.node] });
             }
         }
+    }
+    for a in &s.adversaries {
+        if let AdversaryKind::Eclipse { victim, until_ms } = a.kind {
+            events.push(RunEvent { at_ms: 0, until_ms: Some(until_ms), kind: RunEventKind::Eclipse, nodes: vec![victim] });
+        }
+    }
+    for r in &s.roster {
+        let kind = if r.admit.is_some() { RunEventKind::Admit } else { RunEventKind::Remove };
+        events.push(RunEvent { at_ms: r.at_ms, until_ms: None, kind, nodes: Vec::new() });
+    }
+    for r in &s.redactions {
+        events.push(RunEvent { at_ms: r.at_ms, until_ms: None, kind: RunEventKind::Redact, nodes: vec![r.node] });
     }
     events.sort_by(|a, b| (a.at_ms, a.kind, &a.nodes).cmp(&(b.at_ms, b.kind, &b.nodes)));
     events

@@ -6,7 +6,7 @@
 //! with their own timestamps and forks ([`ScriptedAgent::adversary`],
 //! [`Move::time_ms`], [`Move::skew_ms`], [`Move::fork`]), node clocks off
 //! virtual time ([`Clock`]), roster changes during the run
-//! ([`RosterChange`]), uneven agents per node ([`Scenario::agents`]) and
+//! ([`RosterChange`]), redactions ([`Redaction`]), uneven agents per node ([`Scenario::agents`]) and
 //! topic-bound targets ([`Generated::topic_bound`]). `protocol`-free: it only says what happens when; the
 //! runner ([`crate::run`]) makes it happen through the simulated nodes.
 
@@ -69,6 +69,10 @@ pub struct Scenario {
     /// (`[[roster]] at_ms, admit = "agent" | remove = "agent", cut_off`).
     #[serde(default)]
     pub roster: Vec<RosterChange>,
+    /// Payloads an honest node's operator redacts during the run
+    /// (`[[redactions]] at_ms, node, label = "move" | agent = "agent"`).
+    #[serde(default)]
+    pub redactions: Vec<Redaction>,
     /// What the merged view must show of scripted moves at every honest node
     /// once the swarm has converged (checked as an invariant of the run).
     #[serde(default)]
@@ -221,6 +225,30 @@ impl RosterChange {
     pub fn agent(&self) -> &str {
         self.admit.as_deref().or(self.remove.as_deref()).unwrap_or_default()
     }
+}
+
+/// A redaction: at `at_ms`, the operator of honest node `node` redacts
+/// (`agora redact`) the payload of the entry a scripted move wrote (`label`),
+/// or of every entry of an agent that the node holds with its payload then
+/// (`agent`, a scripted name or a generated `agent-<node>-<j>`). The node
+/// keeps the residue and no import fills the payload again; every other
+/// node keeps its copy, and a node that later gets the entry from this one
+/// fetches the payload elsewhere. A redaction changes no view: the run
+/// checks that the node's view hash stays the swarm's, and that the
+/// payload never comes back to the node.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Redaction {
+    /// When, virtual ms.
+    pub at_ms: u64,
+    /// The honest node whose operator redacts.
+    pub node: usize,
+    /// The scripted move whose entry's payload is redacted.
+    #[serde(default)]
+    pub label: Option<String>,
+    /// The agent every payload of which the node holds then is redacted.
+    #[serde(default)]
+    pub agent: Option<String>,
 }
 
 /// What generated agents do.
@@ -921,6 +949,15 @@ impl Scenario {
         self.agents.as_ref().map_or(self.agents_per_node, |list| list.get(node).copied().unwrap_or(0))
     }
 
+    /// Is `name` a generated agent's (`agent-<node>-<j>`, on an honest node
+    /// that has that many)?
+    pub fn is_generated_agent(&self, name: &str) -> bool {
+        name.strip_prefix("agent-")
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(n, j)| Some((n.parse::<usize>().ok()?, j.parse::<usize>().ok()?)))
+            .is_some_and(|(n, j)| n < self.nodes && j < self.agents_on(n) && format!("agent-{n}-{j}") == name)
+    }
+
     /// Generated agents in all.
     pub fn generated_agents(&self) -> usize {
         self.agents.as_ref().map_or(self.agents_per_node.saturating_mul(self.nodes), |list| list.iter().sum())
@@ -1053,17 +1090,29 @@ impl Scenario {
                 return Err(format!("{what}.cut_off: a cut-off is a removal's"));
             }
             let name = r.agent();
-            let generated = name
-                .strip_prefix("agent-")
-                .and_then(|rest| rest.split_once('-'))
-                .and_then(|(n, j)| Some((n.parse::<usize>().ok()?, j.parse::<usize>().ok()?)))
-                .is_some_and(|(n, j)| n < self.nodes && j < self.agents_on(n) && format!("agent-{n}-{j}") == name);
-            if !generated && !names.contains(name) {
+            if !self.is_generated_agent(name) && !names.contains(name) {
                 return Err(format!("{what}: {name:?} is neither a scripted agent nor a generated one (agent-<node>-<j>)"));
             }
         }
         if self.roster.windows(2).any(|w| w[1].at_ms < w[0].at_ms) {
             return Err("roster: changes out of time order".into());
+        }
+        for (i, r) in self.redactions.iter().enumerate() {
+            let what = format!("redactions[{i}]");
+            node(&format!("{what}.node"), r.node)?;
+            match (&r.label, &r.agent) {
+                (Some(label), None) => {
+                    if !labels.contains_key(label.as_str()) {
+                        return Err(format!("{what}.label: {label:?} is not the label of a scripted move"));
+                    }
+                }
+                (None, Some(name)) => {
+                    if !self.is_generated_agent(name) && !names.contains(name.as_str()) {
+                        return Err(format!("{what}.agent: {name:?} is neither a scripted agent nor a generated one (agent-<node>-<j>)"));
+                    }
+                }
+                _ => return Err(format!("{what}: give one of label and agent")),
+            }
         }
         let mut clocked = BTreeSet::new();
         for (i, c) in self.clocks.iter().enumerate() {
@@ -1194,6 +1243,13 @@ impl Scenario {
             within(&format!("roster[{i}]: the agent's name (bytes)"), r.agent().len() as u64, 1, TEXT_BYTES_MAX)?;
             if let Some(c) = r.cut_off {
                 within(&format!("roster[{i}].cut_off"), c, 0, u64::from(u32::MAX))?;
+            }
+        }
+        within("redactions (count)", self.redactions.len() as u64, 0, EPISODES_MAX)?;
+        for (i, r) in self.redactions.iter().enumerate() {
+            time(&format!("redactions[{i}].at_ms"), r.at_ms)?;
+            for name in r.label.iter().chain(&r.agent) {
+                within(&format!("redactions[{i}]: the name (bytes)"), name.len() as u64, 1, TEXT_BYTES_MAX)?;
             }
         }
         for (i, c) in self.clocks.iter().enumerate() {

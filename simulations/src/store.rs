@@ -17,7 +17,7 @@ use agora_core::entry::next_header;
 use agora_core::idmap::IdMap;
 use agora_core::import::{self, Held, Offered, PlanError, TipSummary};
 use agora_core::verify::CheckedEntry;
-use agora_core::{AgentId, AgentKey, EntryId, EntryRef, ForkProof, SignedEntry};
+use agora_core::{AgentId, AgentKey, EntryId, EntryRef, ForkProof, Payload, SignedEntry};
 use agora_sync::{Head, ImportOutcome, ServeRequest, WireEntry};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -42,10 +42,14 @@ type Interned = IdMap<EntryId, (Weak<SignedEntry>, Weak<[u8]>)>;
 impl Interner {
     /// The shared copy of `entry` (and of `payload`, when given).
     fn intern(&self, entry: SignedEntry, payload: Option<Vec<u8>>) -> Stored {
+        // Shared by every holder: charged to none of them (`crate::heap`).
+        let _charge = crate::heap::charge(None);
         let mut table = self.0.borrow_mut();
         let slot = table.entry(entry.id()).or_insert_with(|| (Weak::new(), Weak::<[u8; 0]>::new() as Weak<[u8]>));
         let e = slot.0.upgrade().unwrap_or_else(|| {
-            let e = Rc::new(entry);
+            // A copy made here, uncharged: the entry given was decoded by a
+            // node, charged to it, and is freed here.
+            let e = Rc::new(entry.clone());
             slot.0 = Rc::downgrade(&e);
             e
         });
@@ -61,6 +65,7 @@ impl Interner {
 
     /// The shared copy of a payload filled in for an entry already held.
     fn intern_payload(&self, id: EntryId, payload: Vec<u8>) -> Rc<[u8]> {
+        let _charge = crate::heap::charge(None);
         let mut table = self.0.borrow_mut();
         let slot = table.entry(id).or_insert_with(|| (Weak::new(), Weak::<[u8; 0]>::new() as Weak<[u8]>));
         slot.1.upgrade().unwrap_or_else(|| {
@@ -96,8 +101,12 @@ pub struct MemStore {
     pub payload_digest: [u8; 32],
     /// Bytes held: encoded entries and payloads.
     pub bytes: u64,
-    /// Entries held without their payload.
+    /// Entries held without their payload (not counting those redacted here).
     pub payloads_missing: usize,
+    /// The residues of the payloads redacted here, by entry: what they meant
+    /// without their text (`agora_merge::residue`), read in their place. An
+    /// import never fills a payload redacted here.
+    pub redacted: BTreeMap<EntryId, Rc<[u8]>>,
 }
 
 /// What a store holds: see [`MemStore::contents`].
@@ -260,7 +269,39 @@ impl MemStore {
 
     /// Entries held without their payload.
     pub fn missing_payloads(&self) -> Vec<EntryRef> {
-        self.entries.values().filter(|(_, p)| p.is_none()).map(|(e, _)| e.entry_ref()).collect()
+        self.entries.iter().filter(|((_, _, id), (_, p))| p.is_none() && !self.redacted.contains_key(id)).map(|(_, (e, _))| e.entry_ref()).collect()
+    }
+
+    /// What is known of entry `id`'s payload, `payload` as held: held,
+    /// redacted here (its residue), or missing.
+    pub fn content(&self, id: &EntryId, payload: &Option<Rc<[u8]>>) -> Payload {
+        match (payload, self.redacted.get(id)) {
+            (Some(p), _) => Payload::Held(p.to_vec()),
+            (None, Some(residue)) => Payload::Redacted(Some(residue.to_vec())),
+            (None, None) => Payload::Missing,
+        }
+    }
+
+    /// Is entry `id`'s payload here, or redacted here (as complete as this
+    /// store will hold it)?
+    pub fn payload_settled(&self, id: &EntryId) -> bool {
+        self.get(id).is_some_and(|(_, p)| p.is_some()) || self.redacted.contains_key(id)
+    }
+
+    /// Redact entry `id`'s payload, as `agora redact` does: the payload is
+    /// dropped and its residue kept (what it meant without its text), and
+    /// no import brings it back. The payload digest is left as it was: the
+    /// store holds what it will ever hold of this payload, as one that has
+    /// it does. `false` when the payload is not held here (never received,
+    /// or redacted already).
+    pub fn redact(&mut self, id: &EntryId) -> bool {
+        let Some((author, seq)) = self.ids.get(id).copied() else { return false };
+        let Some(held) = self.entries.get_mut(&(author, seq, *id)) else { return false };
+        let Some(payload) = held.1.take() else { return false };
+        let residue: Rc<[u8]> = agora_merge::residue(&payload).into();
+        self.bytes = self.bytes - payload.len() as u64 + residue.len() as u64;
+        self.redacted.insert(*id, residue);
+        true
     }
 }
 
@@ -276,7 +317,7 @@ impl Held for MemStore {
     }
 
     fn payload_missing(&self, author: &AgentId, seq: u64, id: &EntryId) -> Result<bool, Self::Error> {
-        Ok(self.entries.get(&(*author, seq, *id)).is_some_and(|(_, p)| p.is_none()))
+        Ok(self.entries.get(&(*author, seq, *id)).is_some_and(|(_, p)| p.is_none()) && !self.redacted.contains_key(id))
     }
 
     fn tip_summary(&self, author: &AgentId) -> Result<Option<TipSummary>, Self::Error> {

@@ -180,6 +180,10 @@ pub struct SweepPoint {
     pub forks: Vec<ForkDetection>,
     /// Entries written, by honest agents and by adversaries.
     pub entries_written: Written,
+    /// The highest peak memory of an honest node, bytes, when measured by
+    /// the allocator (`None`: estimated only, not reported here).
+    #[serde(default)]
+    pub memory_peak_bytes: Option<u64>,
     /// Did every invariant hold?
     pub ok: bool,
     /// The invariants that did not hold, by name.
@@ -239,6 +243,7 @@ impl SweepPoint {
             traffic,
             forks: report.forks.clone(),
             entries_written: report.entries_written.clone(),
+            memory_peak_bytes: report.memory_measured.then(|| report.nodes.iter().filter(|n| n.node < honest).map(|n| n.memory_bytes).max().unwrap_or(0)),
             ok: report.ok,
             violated: report.invariants.iter().filter(|i| !i.held).map(|i| i.name.clone()).collect(),
         }

@@ -71,11 +71,6 @@ pub struct NodeView {
     pub roster: Roster,
 }
 
-/// What is known of a stored payload.
-fn content(p: &Option<std::rc::Rc<[u8]>>) -> Payload {
-    p.as_deref().map_or(Payload::Missing, |b| Payload::Held(b.to_vec()))
-}
-
 /// The roster of the workspace founded by `founder`, derived from the
 /// founder's chain in `store` and its pinned histories found there, as the
 /// node derives it from its store (`agora_view::derive_roster`).
@@ -84,7 +79,7 @@ pub fn derive_roster(store: &MemStore, founder: AgentId) -> Roster {
         .entries
         .range((founder, 0, EntryId([0; 32]))..)
         .take_while(|((a, _, _), _)| *a == founder)
-        .map(|((_, seq, id), (_, p))| (*seq, *id, content(p)))
+        .map(|((_, seq, id), (_, p))| (*seq, *id, store.content(id, p)))
         .collect();
     let mut roster = Roster::derive(founder, chain.iter().map(|(seq, id, p)| FounderEntry { seq: *seq, id: *id, content: p.as_content() }));
     let found = roster.resolve_pins(|id| Ok::<_, Infallible>(store.get(id).map(|(e, _)| (e.header().author, e.header().seq, e.header().backlink))));
@@ -104,7 +99,7 @@ pub fn chain_input(store: &MemStore, roster: &Roster, author: &AgentId) -> Chain
         .range((*author, 0, EntryId([0; 32]))..)
         .take_while(|((a, _, _), _)| a == author)
         .filter(|((a, seq, id), _)| roster.admits_entry(a, *seq, id))
-        .map(|(_, (e, p))| MergeEntry::with_content(SignedEntry::clone(e), content(p)).expect("a stored payload matches its header"))
+        .map(|((_, _, id), (e, p))| MergeEntry::with_content(SignedEntry::clone(e), store.content(id, p)).expect("a stored payload matches its header"))
         .collect();
     let proofs = store
         .proofs
@@ -128,7 +123,7 @@ impl NodeView {
             .entries
             .iter()
             .filter(counts)
-            .map(|(_, (e, p))| MergeEntry::for_merge_state(SignedEntry::clone(e), content(p)))
+            .map(|((_, _, id), (e, p))| MergeEntry::for_merge_state(SignedEntry::clone(e), store.content(id, p)))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("a stored entry does not verify: {e}"))?;
         let proofs: Vec<ForkProof> = store.proofs.iter().filter(|((a, seq), _)| roster.admits_fork(a, *seq)).map(|(_, p)| p.clone()).collect();

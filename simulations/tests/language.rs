@@ -464,3 +464,71 @@ fn a_selective_relay_delays_nothing_that_range_sync_does_not_bring() {
     assert!(report.entries_written.adversary >= 6 * 4, "{:?}", report.entries_written);
     assert_eq!(report.entries_written.adversary % 6, 0, "{:?}", report.entries_written);
 }
+
+/// Alice proposes through node 0 and Bob contradicts through node 1; at
+/// 5 s node 0's operator redacts Alice's claim and node 1's every entry of
+/// Bob's. Node 2 joins at 8 s, while a partition leaves it only node 0,
+/// which sends the claim without its payload; after the heal node 2 fetches
+/// the payload from node 1.
+const REDACTED: &str = r#"
+name = "redacted"
+nodes = 3
+duration_ms = 20_000
+settle_ms = 120_000
+network = { latency = { kind = "uniform", min_ms = 5, max_ms = 40 } }
+churn = [{ node = 2, join_ms = 8_000 }]
+redactions = [{ at_ms = 5_000, node = 0, label = "claim" }, { at_ms = 5_000, node = 1, agent = "bob" }]
+
+[[partitions]]
+at_ms = 6_000
+heal_ms = 15_000
+groups = [[0, 2], [1]]
+
+[[scripted]]
+name = "alice"
+node = 0
+moves = [{ at_ms = 1_000, move = "propose", label = "claim", text = "the cache is stale" }]
+
+[[scripted]]
+name = "bob"
+node = 1
+moves = [{ at_ms = 2_000, move = "contradict", label = "doubt", target = "claim", text = "the cache was flushed" }]
+
+[[expect]]
+label = "claim"
+status = "contested"
+"#;
+
+/// A redaction changes no view and sticks: the redacting nodes hold the
+/// residues and never the payloads again, every node shows the same
+/// statuses and view hash, and the node that got the claim without its
+/// payload from the redactor fetched it from the node that kept it.
+#[test]
+fn a_redaction_changes_no_view_and_never_comes_back() {
+    let s = scenario(REDACTED);
+    let (report, net) = Run::new(&s, 1).play_and_keep(String::new());
+    assert!(report.ok, "{:?}", violations(&report));
+    let invariant = report.invariants.iter().find(|i| i.name == "a payload redacted at a node never comes back to it").expect("the redaction invariant");
+    assert!(invariant.held);
+    // Node n's entry of the proposition (or the contradiction): is it
+    // redacted there, is its payload held there?
+    let entry = |n: usize, contradiction: bool| {
+        let store = &net.nodes[n].store;
+        store
+            .entries
+            .iter()
+            .find_map(|((_, _, id), (_, p))| {
+                let meaning = p.as_deref().or_else(|| store.redacted.get(id).map(|r| &r[..]))?;
+                let is_contradiction = matches!(agora_graph::Event::decode(meaning).ok()?, agora_graph::Event::Contradiction { .. });
+                (is_contradiction == contradiction).then(|| (store.redacted.contains_key(id), p.is_some()))
+            })
+            .unwrap_or_else(|| panic!("node {n} holds the move's entry"))
+    };
+    // Alice's claim: redacted at node 0, held at 1 and 2; Bob's doubt:
+    // redacted at 1, held at 0 and 2.
+    assert_eq!([entry(0, false), entry(1, false), entry(2, false)], [(true, false), (false, true), (false, true)]);
+    assert_eq!([entry(0, true), entry(1, true), entry(2, true)], [(false, true), (true, false), (false, true)]);
+    assert_eq!(report.view_hashes.iter().collect::<std::collections::BTreeSet<_>>().len(), 1, "{:?}", report.view_hashes);
+    let redactions: Vec<_> = report.events.iter().filter(|e| e.kind == agora_sim::RunEventKind::Redact).map(|e| (e.at_ms, e.nodes.clone())).collect();
+    assert_eq!(redactions, [(5_000, vec![0]), (5_000, vec![1])]);
+}

@@ -7,7 +7,7 @@
 use agora_automerge::{LiveViewParts, Publisher, Section, apply, publish, read_tree, view_tree};
 use agora_core::{EntryId, Payload};
 use agora_graph::Event;
-use agora_merge::{LiveMerge, LiveMergedGraph, LiveUpdate, Merge, MergeEntry, MergeEvent};
+use agora_merge::{LiveMerge, LiveMergedGraph, LiveUpdate, Merge, MergeEntry, MergeEvent, residue};
 use automerge::AutoCommit;
 use proptest::prelude::*;
 use std::convert::Infallible;
@@ -112,11 +112,6 @@ fn shuffled(entries: &[MergeEntry], seed: u64) -> Vec<MergeEntry> {
         out.swap(i, (x % (i as u64 + 1)) as usize);
     }
     out
-}
-
-/// The residue of a payload redacted: the event's meaning without its text.
-fn residue(payload: &[u8]) -> Vec<u8> {
-    if MergeEvent::is_merge_payload(payload) { MergeEvent::residue(payload) } else { Event::residue(payload) }
 }
 
 /// A publisher's node: the live view and the document it publishes.

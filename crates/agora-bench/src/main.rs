@@ -15,9 +15,10 @@ use ed25519_dalek::{Signer, SigningKey};
 use std::time::{Duration, Instant};
 
 /// The allocator and options of the `agora` binary (see `node/src/main.rs`),
-/// so that what is timed here allocates as it does in a node.
+/// so that what is timed here allocates as it does in a node (and the
+/// simulator measures each node's memory as `agora sim` does).
 #[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+static ALLOCATOR: agora_sim::heap::Metered<tikv_jemallocator::Jemalloc> = agora_sim::heap::Metered(tikv_jemallocator::Jemalloc);
 
 #[used]
 #[unsafe(export_name = "_rjem_malloc_conf")]

@@ -6,7 +6,9 @@
 //! batch verification, measured in the same run: every simulated node checks
 //! every entry it receives, so entries delivered (entries × honest nodes) per
 //! second of wall time, divided by that rate, says how close the simulator
-//! comes to the cost of the checks it cannot skip.
+//! comes to the cost of the checks it cannot skip. The CPU time of the run
+//! (user and system, the child's alone) over its deliveries is the cost per
+//! delivery.
 
 use crate::rate;
 use anyhow::{Context, Result, bail};
@@ -23,6 +25,10 @@ pub struct SimArgs {
     /// Its seed (default: the scenario's).
     #[arg(long)]
     seed: Option<u64>,
+    /// Honest nodes (default: the scenario's; fewer when there are fewer
+    /// agents).
+    #[arg(long)]
+    nodes: Option<usize>,
     /// Total honest agents for each run, spread over the scenario's nodes
     /// (e.g. `10,100,1000,10000`); default: the scenario as written.
     #[arg(long, value_delimiter = ',')]
@@ -47,6 +53,12 @@ struct RunFigures {
     entries: u64,
     deliveries: u64,
     wall_s: f64,
+    /// CPU time, user and system, seconds.
+    cpu_s: f64,
+    /// CPU time per delivery, microseconds.
+    cpu_us_per_delivery: f64,
+    /// The largest measured peak memory of a simulated honest node, MiB.
+    node_memory_peak_mib: f64,
     virtual_s: f64,
     entries_per_s: f64,
     deliveries_per_s: f64,
@@ -66,8 +78,8 @@ pub fn run(args: SimArgs) -> Result<()> {
     if !args.json {
         println!("raw Ed25519 batch verify, one thread: {raw_batch:.0}/s");
         println!(
-            "{:>7} {:>5} {:>7} {:>9} {:>9} {:>10} {:>12} {:>8} {:>9} {:>10} {:>5}",
-            "agents", "nodes", "events", "entries", "wall s", "entries/s", "deliveries/s", "ratio", "peak MiB", "converged", "ok"
+            "{:>7} {:>5} {:>7} {:>9} {:>9} {:>8} {:>10} {:>12} {:>8} {:>9} {:>9} {:>10} {:>5}",
+            "agents", "nodes", "events", "entries", "wall s", "CPU s", "µs/deliv", "deliveries/s", "ratio", "peak MiB", "node MiB", "converged", "ok"
         );
     }
     for agents in points {
@@ -75,6 +87,9 @@ pub fn run(args: SimArgs) -> Result<()> {
         cmd.arg("sim").arg("--child").arg("--scenario").arg(&args.scenario);
         if let Some(seed) = args.seed {
             cmd.arg("--seed").arg(seed.to_string());
+        }
+        if let Some(n) = args.nodes {
+            cmd.arg("--nodes").arg(n.to_string());
         }
         if let Some(a) = agents {
             cmd.arg("--agents").arg(a.to_string());
@@ -96,8 +111,20 @@ pub fn run(args: SimArgs) -> Result<()> {
         } else {
             let converged = f.convergence_ms.map_or("no".to_string(), |ms| format!("{ms} ms"));
             println!(
-                "{:>7} {:>5} {:>7} {:>9} {:>9.1} {:>10.0} {:>12.0} {:>8.3} {:>9.0} {:>10} {:>5}",
-                f.agents, f.nodes, f.events_per_agent, f.entries, f.wall_s, f.entries_per_s, f.deliveries_per_s, ratio, f.peak_rss_mib, converged, f.ok
+                "{:>7} {:>5} {:>7} {:>9} {:>9.1} {:>8.1} {:>10.1} {:>12.0} {:>8.3} {:>9.0} {:>9.1} {:>10} {:>5}",
+                f.agents,
+                f.nodes,
+                f.events_per_agent,
+                f.entries,
+                f.wall_s,
+                f.cpu_s,
+                f.cpu_us_per_delivery,
+                f.deliveries_per_s,
+                ratio,
+                f.peak_rss_mib,
+                f.node_memory_peak_mib,
+                converged,
+                f.ok
             );
             for v in &f.violations {
                 println!("        VIOLATED: {v}");
@@ -111,6 +138,9 @@ pub fn run(args: SimArgs) -> Result<()> {
 fn child(args: &SimArgs) -> Result<()> {
     let text = std::fs::read_to_string(&args.scenario).with_context(|| format!("reading {}", args.scenario.display()))?;
     let mut scenario = agora_sim::Scenario::from_toml(&text).with_context(|| format!("scenario {}", args.scenario.display()))?;
+    if let Some(n) = args.nodes {
+        scenario.nodes = n;
+    }
     if let Some(agents) = args.agents.first().copied() {
         if agents == 0 {
             bail!("--agents must be positive");
@@ -125,8 +155,10 @@ fn child(args: &SimArgs) -> Result<()> {
     scenario.validate().map_err(|e| anyhow::anyhow!("scenario {}: {e}", args.scenario.display()))?;
     let seed = args.seed.unwrap_or(scenario.seed);
     let started = Instant::now();
+    let cpu_before = cpu_seconds().context("reading this process's CPU time")?;
     let report = agora_sim::run(&scenario, seed, String::new());
     let wall = started.elapsed().as_secs_f64();
+    let cpu = cpu_seconds().context("reading this process's CPU time")? - cpu_before;
     let entries = report.entries_written.honest + report.entries_written.adversary;
     let deliveries = entries * report.swarm.honest_nodes as u64;
     let figures = RunFigures {
@@ -136,6 +168,10 @@ fn child(args: &SimArgs) -> Result<()> {
         entries,
         deliveries,
         wall_s: wall,
+        cpu_s: cpu,
+        cpu_us_per_delivery: cpu * 1e6 / deliveries.max(1) as f64,
+        node_memory_peak_mib: report.nodes.iter().filter(|n| n.node < report.swarm.honest_nodes).map(|n| n.memory_bytes).max().unwrap_or(0) as f64
+            / f64::from(1 << 20),
         virtual_s: report.end_ms as f64 / 1e3,
         entries_per_s: entries as f64 / wall,
         deliveries_per_s: deliveries as f64 / wall,
@@ -146,6 +182,19 @@ fn child(args: &SimArgs) -> Result<()> {
     };
     println!("{}", serde_json::to_string(&figures)?);
     Ok(())
+}
+
+/// This process's CPU time so far, user and system, seconds (Linux:
+/// `/proc/self/stat` fields 14 and 15, in the kernel's fixed 100 ticks a
+/// second that `/proc` reports in).
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may hold spaces: count from after it.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<u64>().ok();
+    // `rest` starts at field 3, so field 14 is index 11.
+    Some((ticks(11)? + ticks(12)?) as f64 / 100.0)
 }
 
 /// This process's peak resident memory (Linux: `VmHWM`).

@@ -48,7 +48,7 @@ pub use live::{CONSENSUS_CACHED_MAX, ChainInput, LiveApplied, LiveMemory, LiveMe
 pub use live_merged_graph::{LiveMergedGraph, MergedGraphPlan};
 pub use live_perspective::{LivePerspective, PerspectivePlan, PerspectiveRefresh};
 pub use merge::{Chain, ForkOutcome, ForkPoint, Frontier, Merge, MergeRecord};
-pub use payload::{MergeDecodeError, MergeEvent};
+pub use payload::{MergeDecodeError, MergeEvent, residue};
 pub use published::{ChainSummary, MergedView, ViewNode, ViewNodes};
 pub use rules::{MergeRuleError, MergeStatus};
 pub use views::{

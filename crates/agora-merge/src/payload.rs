@@ -193,6 +193,22 @@ impl MergeEvent {
     }
 }
 
+/// The residue a node keeps when it redacts `payload` (see
+/// `agora_core::payload`): what the payload meant without its text, in the
+/// payload's own format (reasoning event, merge event, roster event), or
+/// empty for a payload of no known format (it meant nothing to any view).
+pub fn residue(payload: &[u8]) -> Vec<u8> {
+    if agora_graph::Event::is_event_payload(payload) {
+        agora_graph::Event::residue(payload)
+    } else if MergeEvent::is_merge_payload(payload) {
+        MergeEvent::residue(payload)
+    } else if agora_roster::RosterEvent::is_roster_payload(payload) {
+        agora_roster::RosterEvent::residue(payload)
+    } else {
+        Vec::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -231,17 +231,6 @@ proptest! {
     }
 }
 
-/// The residue a node keeps when it redacts `payload`, whichever format.
-fn residue(payload: &[u8]) -> Vec<u8> {
-    if MergeEvent::is_merge_payload(payload) {
-        MergeEvent::residue(payload)
-    } else if Event::is_event_payload(payload) {
-        Event::residue(payload)
-    } else {
-        Vec::new()
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 

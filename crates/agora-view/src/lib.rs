@@ -13,8 +13,8 @@
 
 use agora_core::verify::{VerifyError, verify_link, verify_payload, verify_signatures};
 use agora_core::{AgentId, EntryId, ForkProof, Payload, SignedEntry};
-use agora_graph::{Event, Graph, LogEvent, LogPosition};
-use agora_merge::{MergeEntry, MergeEvent};
+use agora_graph::{Graph, LogEvent, LogPosition};
+use agora_merge::MergeEntry;
 use agora_roster::{FounderEntry, Roster, RosterEvent};
 use agora_store::{PayloadState, Store, StoreError};
 
@@ -228,21 +228,7 @@ pub fn load_chain_range(store: &Store, roster: &Roster, author: &AgentId, seqs: 
     Ok(out)
 }
 
-/// The residue a node keeps when it redacts `payload` (see
-/// `agora_core::payload`): what the payload meant without its text, in the
-/// payload's own format (reasoning event, merge event, roster event), or
-/// empty for a payload of no known format (it meant nothing to any view).
-pub fn residue(payload: &[u8]) -> Vec<u8> {
-    if Event::is_event_payload(payload) {
-        Event::residue(payload)
-    } else if MergeEvent::is_merge_payload(payload) {
-        MergeEvent::residue(payload)
-    } else if RosterEvent::is_roster_payload(payload) {
-        RosterEvent::residue(payload)
-    } else {
-        Vec::new()
-    }
-}
+pub use agora_merge::residue;
 
 /// The roster of the workspace whose founder is `founder`, from the store.
 ///
