@@ -1,8 +1,34 @@
 //! What a run reports: the same bytes for the same scenario and seed (no
-//! wall-clock figure is in it; the CLI prints those beside it).
+//! wall-clock figure is in it; the CLI prints those beside it), but for the
+//! memory the allocator measured ([`MEASURED_FIELDS`]).
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+
+/// The fields of a run's or a sweep's report that the allocator measures
+/// ([`crate::heap`]): the only ones that may differ between two runs of the
+/// same scenario and seed, by a few KiB, because how far a hash table has
+/// grown depends on its random keys, which each process draws anew.
+pub const MEASURED_FIELDS: [&str; 2] = ["memory_bytes", "memory_peak_bytes"];
+
+/// A report (a run's or a sweep's, as JSON) without its measured fields:
+/// what is the same bytes for the same scenario and seed in every process.
+pub fn without_measured(mut report: serde_json::Value) -> serde_json::Value {
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(m) => {
+                MEASURED_FIELDS.iter().for_each(|f| {
+                    m.remove(*f);
+                });
+                m.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut report);
+    report
+}
 
 /// How a report's replay command names the scenario file at `path`: the
 /// same text whatever path it was given by (relative, absolute, through
