@@ -320,6 +320,15 @@ fn readme_names_only_paths_and_items_that_exist() {
     assert!(wrong.is_empty(), "README.md names what does not exist:\n{}", wrong.join("\n"));
 }
 
+/// The entry and the map stay short enough to read in one sitting.
+#[test]
+fn readme_and_architecture_stay_under_450_lines() {
+    for document in ["README.md", "ARCHITECTURE.md"] {
+        let lines = std::fs::read_to_string(root().join(document)).expect("the document").lines().count();
+        assert!(lines < 450, "{document} has {lines} lines; keep it under 450");
+    }
+}
+
 #[test]
 fn the_checker_finds_a_moved_file_and_a_renamed_function() {
     let tree = Tree::load();

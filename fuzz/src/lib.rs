@@ -18,7 +18,6 @@ pub mod fixture;
 pub mod layout;
 pub mod reader;
 pub mod replicator;
-pub mod store;
 
 mod control_request;
 mod fork_proof;

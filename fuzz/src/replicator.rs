@@ -5,7 +5,7 @@
 //! undecodable ones reported with `report_invalid`), time passing, peers
 //! connecting and leaving, roster changes and local appends. Its outputs are
 //! carried out against an in-memory store with the real import rules
-//! ([`crate::store::MemStore`]), so imports, serves and their follow-ups run.
+//! ([`agora_sync::harness::MemStore`]), so imports, serves and their follow-ups run.
 //!
 //! Besides the replicator's own assertions (its bounds and the driver
 //! contract), every run checks that:
@@ -39,8 +39,8 @@
 
 use crate::fixture::{self, LOCAL, START_MS, agent, key};
 use crate::reader::Reader;
-use crate::store::{Imported, MemStore};
 use agora_core::AgentId;
+use agora_sync::harness::{self, MemStore};
 use agora_sync::wire::{GOSSIP_BYTES_MAX, REQUEST_BYTES_MAX, RESPONSE_BYTES_MAX};
 use agora_sync::{Config, Gossip, GossipVerdict, Message, Output, PeerId, RESPONSE_ENTRIES_MAX, Replicator, WireRequest, WireResponse, WorkspaceId};
 use std::collections::{BTreeMap, BTreeSet};
@@ -221,9 +221,7 @@ impl Harness {
             }
             7 => {
                 let Some(payload) = r.u8().and_then(|n| r.bytes(n.into())) else { return false };
-                let (e, imported) = self.store.append(key(LOCAL), payload, now);
-                self.rep.local_commit(&[(e, Some(payload.to_vec()))], &imported.new_forks);
-                self.after_import(&imported);
+                harness::append(&mut self.rep, &mut self.store, key(LOCAL), payload, now);
             }
             _ => {
                 if let Some(t) = self.rep.poll_timeout() {
@@ -294,38 +292,15 @@ impl Harness {
                         assert!(self.admits(&h.author, h.seq), "an entry the roster does not admit reached the store");
                     }
                 }
-                let r = self.store.import(entries, now);
-                self.rep.import_result(id, r.outcome.clone(), now);
-                self.after_import(&r);
+                harness::import(&mut self.rep, &mut self.store, id, entries, now);
             }
-            Output::Serve(s) => {
-                let served = self.store.serve(&s);
-                self.rep.respond(s, served);
-            }
+            Output::Serve(s) => harness::serve(&mut self.rep, &self.store, s),
             Output::Ban { peer, .. } => {
                 // The driver disconnects a banned peer.
                 self.connected.remove(&peer.0);
                 self.rep.disconnected(peer);
             }
             Output::Decline { .. } | Output::Refused { .. } | Output::PayloadUnavailable(_) => {}
-        }
-    }
-
-    /// What the node's commit path tells the replicator after a write.
-    fn after_import(&mut self, r: &Imported) {
-        let now = self.now;
-        for a in &r.changed {
-            let tips = self.store.tips(a);
-            self.rep.set_local_heads(*a, tips, now);
-        }
-        if !r.new_forks.is_empty() {
-            self.rep.local_commit(&[], &r.new_forks);
-        }
-        if !r.filled.is_empty() {
-            self.rep.payloads_arrived(&r.filled);
-        }
-        if !r.missing.is_empty() {
-            self.rep.payloads_missing(&r.missing, now);
         }
     }
 

@@ -27,7 +27,8 @@ mod scratch_arena;
 mod sim_cmd;
 
 use agora_commands::cli::{self, ChainCommand, Command, NodeCommand};
-use agora_commands::{automerge_view, control, home, output};
+use agora_commands::{automerge_pull, control, output};
+use agora_home::home;
 use agora_interfaces::mcp;
 use agora_node_client as client;
 use std::path::Path;
@@ -133,7 +134,7 @@ fn main() -> ExitCode {
 fn automerge_pull(home: &home::Home, doc: &Path, client: &str, json: bool) -> anyhow::Result<ExitCode> {
     let node = control::find_node(&home.dir)
         .ok_or_else(|| anyhow::anyhow!("no node is running on {}: the Automerge view is served by `agora node run`", home.dir.display()))?;
-    let (sent, received, rounds, doc_now) = automerge_view::pull(&node, doc, client)?;
+    let (sent, received, rounds, doc_now) = automerge_pull::pull(&node, doc, client)?;
     let tree = agora_automerge::read_tree(&doc_now).map_err(|e| anyhow::anyhow!("reading the document: {e:?}"))?;
     let text = |k: &str| match tree.get(k) {
         Some(agora_automerge::Tree::Str(s)) => s.clone(),

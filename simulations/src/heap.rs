@@ -6,7 +6,7 @@
 //! ([`start`]), the network charges everything a node's replicator, store,
 //! gossip and live view allocate to that node ([`charge`]), whichever node
 //! later frees it; a message in flight is its sender's. Entries and
-//! payloads that simulated nodes share ([`crate::store::Interner`]) are
+//! payloads that simulated nodes share ([`agora_sync::harness::Interner`]) are
 //! charged to none of them: each node's store counts the bytes it holds
 //! instead. A node's measured memory is what is charged to it and still
 //! live, plus those bytes.

@@ -2,7 +2,7 @@
 //!
 //! A seeded discrete-event simulation on virtual time: simulated nodes, each
 //! a [`agora_sync::Replicator`] over an in-memory store with the node's store
-//! rules ([`store`]), joined by a modelled network ([`net`], [`model`]) that
+//! rules ([`agora_sync::harness::MemStore`]), joined by a modelled network ([`net`], [`model`]) that
 //! carries the wire bytes the node would send and executes the replicator's
 //! outputs as the node's driver does, with the node's gossipsub
 //! ([`gossip`]) and, when a scenario sets one, the cost of its checks and
@@ -31,10 +31,10 @@ pub mod results;
 pub mod run;
 pub mod scenario;
 pub mod search;
-pub mod store;
 pub mod sweep;
 pub mod views;
 
+pub use agora_sync::harness::{Imported, Interner, MemStore, Stored};
 pub use cost::Cost;
 pub use model::{Latency, LinkModel};
 pub use net::{Answer, Behaviour, GossipTraffic, Net, Node, Packet, Traffic};
@@ -43,6 +43,5 @@ pub use report::{EventMark, Report, RunEvent, RunEventKind, scenario_path_shown}
 pub use run::run;
 pub use scenario::Scenario;
 pub use search::{Family, SearchError, SearchOptions, SearchReport, Trial, search};
-pub use store::{Imported, Interner, MemStore, Stored};
 pub use sweep::{SweepAxis, SweepError, SweepPoint, SweepReport, sweep, sweep_with};
 pub use views::{MergeBuilder, NodeMerge, NodeView};

@@ -28,10 +28,11 @@ use crate::cost::{Cost, Cpu, Lane};
 use crate::gossip::{Control, Gossipsub, Outbound};
 use crate::heap;
 use crate::model::LinkModel;
-use crate::store::{Interner, MemStore};
 use crate::views::{MergeBuilder, NodeView};
 use agora_core::xorshift::Xorshift64;
 use agora_core::{AgentId, AgentKey, EntryId, EntryRef, SignedEntry};
+use agora_sync::Commit;
+use agora_sync::harness::{self, Imported, Interner, MemStore};
 use agora_sync::wire::gossip_message_id;
 use agora_sync::{
     ANNOUNCE_INTERVAL_MS, BUSY_BACKOFF_MS, Config, Gossip, GossipVerdict, ImportOutcome, Message, Output, PeerId, RESPONSE_ENTRIES_MAX, Replicator,
@@ -401,7 +402,8 @@ impl Net {
     pub fn with_seed(n: usize, config: Config, seed: u64) -> Self {
         let founder = AgentId([0xf0; 32]);
         let workspace = WorkspaceId::new(&founder, "sim");
-        let interner = Interner::default();
+        // What nodes share is charged to none of them (`crate::heap`).
+        let interner = Interner::with_scope(std::rc::Rc::new(|| Box::new(heap::charge(None))));
         let nodes = (0..n)
             .map(|_| Node {
                 rep: Replicator::new(config.clone()),
@@ -534,15 +536,16 @@ impl Net {
 
     /// Node `i`'s operator redacts the payloads of `ids` (`agora redact`):
     /// its store keeps their residues, its replicator stops seeking them
-    /// (`payloads_arrived`, as the node's driver reports a redaction) and
+    /// (a commit that filled them, as the node's driver reports a redaction) and
     /// its live view takes the change as the node's view thread does. The
     /// ids whose payload it held, and so redacted.
     pub fn redact(&mut self, i: usize, ids: &[EntryId]) -> Vec<EntryId> {
         let _charge = heap::charge(Some(i));
-        let done: Vec<EntryId> = ids.iter().copied().filter(|id| self.nodes[i].store.redact(id)).collect();
+        let done: Vec<EntryId> = ids.iter().copied().filter(|id| self.nodes[i].store.redact(id, agora_merge::residue)).collect();
         if !done.is_empty() {
             if !self.nodes[i].down {
-                self.nodes[i].rep.payloads_arrived(&done);
+                let commit = Commit { filled: &done, ..Commit::empty() };
+                self.nodes[i].rep.committed(&commit, self.now);
             }
             self.view_commit(i, Vec::new(), &done, Vec::new());
         }
@@ -669,35 +672,29 @@ impl Net {
     pub fn append(&mut self, i: usize, key: &AgentKey, payload: &[u8]) -> SignedEntry {
         let _charge = heap::charge(Some(i));
         let now = self.now;
-        let e = self.nodes[i].store.append(key, payload, now);
+        let (e, r) = self.nodes[i].store.append_reporting(key, payload, now);
         if i < self.honest_nodes {
             self.spread.insert(e.id(), Spread { appended_ms: now, honest_nodes: 1, last_ms: now });
         }
-        self.committed(i, key.agent_id(), &[(e.clone(), Some(payload.to_vec()))]);
+        self.committed(i, &[(e.clone(), Some(payload.to_vec()))], &r);
         e
     }
 
-    /// Tell node `i`'s replicator about entries written to its store by its
-    /// own agents (appended or forked by hand), as the node's commit path does.
-    pub fn committed(&mut self, i: usize, author: AgentId, entries: &[(SignedEntry, Option<Vec<u8>>)]) {
-        self.committed_with_proofs(i, author, entries, &[]);
-    }
-
-    /// [`Net::committed`] for writes that forked the author's chain: the
-    /// store's new proofs are published with the entries, as the node does.
-    pub fn committed_with_proofs(&mut self, i: usize, author: AgentId, entries: &[(SignedEntry, Option<Vec<u8>>)], proofs: &[agora_core::ForkProof]) {
+    /// Node `i`'s own agents wrote `appended` to its store (appended or
+    /// forked by hand), which did `r`: tell its replicator as the node's
+    /// commit path does ([`agora_sync::Replicator::committed`]), and its
+    /// live view.
+    pub fn committed(&mut self, i: usize, appended: &[(SignedEntry, Option<Vec<u8>>)], r: &Imported) {
         let _charge = heap::charge(Some(i));
         let now = self.now;
-        for p in proofs {
+        for p in &r.new_forks {
             self.forks_seen.entry((p.author(), p.seq())).or_default().entry(i).or_insert(now);
         }
-        let tips = self.nodes[i].store.tips(&author);
         if !self.nodes[i].down {
-            self.nodes[i].rep.local_commit(entries, proofs);
-            self.nodes[i].rep.set_local_heads(author, tips, now);
+            self.nodes[i].rep.committed(&r.commit(appended), now);
         }
         if self.live_views && i < self.honest_nodes {
-            self.view_commit(i, entries.to_vec(), &[], proofs.iter().map(|p| p.author()).collect());
+            self.view_commit(i, appended.to_vec(), &r.filled, r.new_forks.iter().map(|p| p.author()).collect());
         }
     }
 
@@ -979,8 +976,8 @@ impl Net {
     /// Import on node `i` and report it, as the node's write thread does.
     fn write(&mut self, i: usize, id: u64, entries: Vec<VerifiedEntry>) {
         let now = self.now;
-        let r = self.nodes[i].store.import(entries, now);
-        self.nodes[i].rep.import_result(id, r.outcome.clone(), now);
+        let node = &mut self.nodes[i];
+        let r = harness::import(&mut node.rep, &mut node.store, id, entries, now);
         self.after_import(i, &r);
         if self.live_views && i < self.honest_nodes {
             let store = &self.nodes[i].store;
@@ -1068,10 +1065,10 @@ impl Net {
         released
     }
 
-    /// What the node's commit path does after an import: tips to the
-    /// replicator, new fork proofs published, payloads that arrived or are
-    /// missing reported.
-    fn after_import(&mut self, i: usize, r: &crate::store::Imported) {
+    /// The simulator's own records of an import (the replicator was told
+    /// by [`harness::import`]): how far each entry spread, when each node
+    /// first held each fork's proof.
+    fn after_import(&mut self, i: usize, r: &Imported) {
         let now = self.now;
         if i < self.honest_nodes {
             for id in &r.stored {
@@ -1081,21 +1078,8 @@ impl Net {
                 }
             }
         }
-        for a in &r.changed {
-            let tips = self.nodes[i].store.tips(a);
-            self.nodes[i].rep.set_local_heads(*a, tips, now);
-        }
-        if !r.new_forks.is_empty() {
-            for p in &r.new_forks {
-                self.forks_seen.entry((p.author(), p.seq())).or_default().entry(i).or_insert(now);
-            }
-            self.nodes[i].rep.local_commit(&[], &r.new_forks);
-        }
-        if !r.filled.is_empty() {
-            self.nodes[i].rep.payloads_arrived(&r.filled);
-        }
-        if !r.missing.is_empty() {
-            self.nodes[i].rep.payloads_missing(&r.missing, now);
+        for p in &r.new_forks {
+            self.forks_seen.entry((p.author(), p.seq())).or_default().entry(i).or_insert(now);
         }
     }
 

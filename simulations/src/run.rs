@@ -13,7 +13,6 @@ use crate::net::Net;
 use crate::net::Spread;
 use crate::report::{Ban, ForkDetection, InvariantResult, MoveSpread, NodeFigures, Report, RunEvent, RunEventKind, Sample, Swarm, Written};
 use crate::scenario::{AdversaryKind, Clock, Expectation, MoveKind, Scenario, Topology, Verdict};
-use crate::store::{Contents, MemStore};
 use agora_core::entry::next_header;
 use agora_core::limits::FUTURE_SKEW_MAX_MS;
 use agora_core::xorshift::Xorshift64;
@@ -22,6 +21,7 @@ use agora_graph::Event;
 use agora_graph::event::Confidence;
 use agora_merge::{Merge, MergeEntry, MergeEvent, MergedView};
 use agora_roster::RosterEvent;
+use agora_sync::harness::{Contents, MemStore};
 use agora_sync::{Gossip, Head, Message, WireEntry, WireRequest, WorkspaceId};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -748,7 +748,7 @@ impl<'s> Run<'s> {
         if self.honest(i) && node < self.net.honest_nodes {
             self.net.spread.insert(e.id(), Spread { appended_ms: now, honest_nodes: 1, last_ms: now });
         }
-        self.net.committed_with_proofs(node, author, &[(e.clone(), Some(payload.to_vec()))], &r.new_forks);
+        self.net.committed(node, &[(e.clone(), Some(payload.to_vec()))], &r);
         e
     }
 
@@ -910,7 +910,7 @@ impl<'s> Run<'s> {
         let e = SignedEntry::sign(next_header(key.agent_id(), prev.as_ref(), timestamp_ms, payload).expect("a small payload"), key);
         let r = self.net.nodes[node].store.put(&e, Some(payload), self.net.now.max(timestamp_ms));
         self.written.adversary += 1;
-        self.net.committed_with_proofs(node, key.agent_id(), &[(e.clone(), Some(payload.to_vec()))], &r.new_forks);
+        self.net.committed(node, &[(e.clone(), Some(payload.to_vec()))], &r);
         e
     }
 
@@ -1010,18 +1010,18 @@ impl<'s> Run<'s> {
         let prev = self.adversaries[a].fork_prev.clone();
         let from = self.adversaries[a].branches_signed;
         let to = (from + branches.div_ceil(packs)).min(branches);
-        let mut written = Vec::with_capacity(to - from);
-        let mut proofs = Vec::new();
-        for b in from..to {
-            let payload = text("equivocation branch", b as u64);
-            let e = SignedEntry::sign(next_header(author, prev.as_ref(), now, &payload).expect("a small payload"), &key);
-            let r = self.net.nodes[node].store.put(&e, Some(&payload), now);
-            proofs.extend(r.new_forks);
-            written.push((e, Some(payload)));
-        }
+        let written: Vec<(SignedEntry, Option<Vec<u8>>)> = (from..to)
+            .map(|b| {
+                let payload = text("equivocation branch", b as u64);
+                (SignedEntry::sign(next_header(author, prev.as_ref(), now, &payload).expect("a small payload"), &key), Some(payload))
+            })
+            .collect();
+        // One pack, one commit, as a node writes a batch of its own.
+        let checked = agora_core::verify::check_entries(written.clone()).expect("entries signed here");
+        let r = self.net.nodes[node].store.import(checked, now);
+        self.net.committed(node, &written, &r);
         self.written.adversary += (to - from) as u64;
         self.adversaries[a].branches_signed = to;
-        self.net.committed_with_proofs(node, author, &written, &proofs);
     }
 
     /// A Sybil group's action, all its nodes and identities together: one

@@ -14,11 +14,11 @@
 // The merge's and the verifier's errors are theirs, as large as they are.
 #![allow(clippy::result_large_err)]
 
-use crate::store::{MemStore, Stored};
 use agora_core::id_arena::IdArena;
 use agora_core::{AgentId, EntryId, ForkProof, Payload, SignedEntry};
 use agora_merge::{ChainInput, Feed, InputError, LiveMerge, LiveUpdate, MergeEntry};
 use agora_roster::{FounderEntry, Roster};
+use agora_sync::harness::{MemStore, Stored};
 use std::convert::Infallible;
 use std::sync::Arc;
 

@@ -308,7 +308,7 @@ fn a_genuine_fork_proof_makes_nodes_fetch_both_branches() {
     let rival = SignedEntry::sign(next_header(alice.agent_id(), Some(&first), 5, b"rival").unwrap(), &alice);
     let r = net.nodes[0].store.put(&rival, Some(b"rival"), 5);
     assert_eq!(r.new_forks.len(), 1);
-    net.nodes[0].rep.local_commit(&[], &r.new_forks);
+    net.committed(0, &[], &r);
     net.run();
     for n in 1..3 {
         assert_eq!(net.nodes[n].store.tips(&alice.agent_id()).len(), 2, "node {n} holds both branches");
@@ -694,9 +694,9 @@ fn a_lagging_peer_is_not_probed_for_a_tip_we_passed() {
     // still claims seq 3: node 1's old tip, an entry it holds.
     let payload = [9u8; 8];
     let four = SignedEntry::sign(next_header(alice.agent_id(), prev.as_ref(), 2_000, &payload).unwrap(), &alice);
-    net.nodes[1].store.put(&four, Some(&payload), 2_000);
+    let r = net.nodes[1].store.put(&four, Some(&payload), 2_000);
     let asked_before = net.request_log.len();
-    net.committed(1, alice.agent_id(), &[(four.clone(), Some(payload.to_vec()))]);
+    net.committed(1, &[(four.clone(), Some(payload.to_vec()))], &r);
     net.run();
     let probes: Vec<_> =
         net.request_log[asked_before..].iter().filter(|(from, to, start, limit)| *from == 1 && *to == 0 && start.seq == 3 && *limit == 1).collect();

@@ -32,7 +32,7 @@ pub use agora_node_client::*;
 pub fn write_node_file(home: &Path, file: &NodeFile) -> Result<()> {
     let tmp = home.join(format!("{NODE_FILE}.tmp"));
     let _ = std::fs::remove_file(&tmp);
-    crate::home::write_private_file(&tmp, serde_json::to_string_pretty(file)?.as_bytes())?;
+    agora_home::home::write_private_file(&tmp, serde_json::to_string_pretty(file)?.as_bytes())?;
     std::fs::rename(&tmp, home.join(NODE_FILE)).with_context(|| format!("writing {}", home.join(NODE_FILE).display()))?;
     Ok(())
 }

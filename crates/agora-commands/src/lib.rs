@@ -21,17 +21,12 @@
 #![allow(clippy::result_large_err)]
 
 pub mod args;
-pub mod automerge_view;
+pub mod automerge_pull;
 pub mod chain_cmds;
 pub mod commands;
-pub mod config;
 pub mod control;
-pub mod fork_referrers;
 pub mod frontier;
-pub mod graph_cache;
-pub mod home;
 pub mod membership;
-pub mod merge_cache;
 pub mod merge_cmds;
 pub mod ops;
 pub mod output;

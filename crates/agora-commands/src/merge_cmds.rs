@@ -550,7 +550,10 @@ pub fn view_hash(s: &Session) -> Result<ExitCode> {
 /// frontier it covers: read while the view is held, again if a write was
 /// queued meanwhile (at most [`crate::frontier::STABLE_TRIES`] times, then
 /// `"exact": false`).
-fn live_view<'c>(cache: &'c crate::merge_cache::MergeCache, store: &agora_store::Store) -> Result<(crate::merge_cache::LiveView<'c>, Value)> {
+fn live_view<'c>(
+    cache: &'c agora_live_views::merge_cache::MergeCache,
+    store: &agora_store::Store,
+) -> Result<(agora_live_views::merge_cache::LiveView<'c>, Value)> {
     let mut tries = 0;
     loop {
         let view = cache.current(store)?;

@@ -2,7 +2,7 @@
 //! reasoning graph. The graph is a view; nothing about it is stored. Run by
 //! hand it is rebuilt from the store's entries by replay for each command;
 //! inside a running node it is the node's live graph, updated incrementally
-//! as entries are committed (see `graph_cache.rs`).
+//! as entries are committed (see `agora_live_views::graph_cache`).
 
 use crate::args::{entry_reference as reference, now_ms};
 use crate::cli::{FrameCommand, FrameMove, ReadCommand, ReasoningCommand, RecordCommand, TaskCommand};

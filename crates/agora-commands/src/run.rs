@@ -8,10 +8,10 @@
 
 use crate::cli::{Args, ChainCommand, Command, NodeCommand};
 use crate::control::{self, CommandRequest, ForwardError};
-use crate::graph_cache::GraphCache;
-use crate::home::Home;
 use crate::session::Session;
 use agora_core::AgentId;
+use agora_home::home::Home;
+use agora_live_views::graph_cache::GraphCache;
 use agora_store::Store;
 use clap::Parser;
 use std::io::Write;
@@ -90,7 +90,7 @@ pub struct OpenStore<'a> {
     pub store: &'a Store,
     pub graph: &'a GraphCache,
     /// Its live merged view.
-    pub merge: &'a crate::merge_cache::MergeCache,
+    pub merge: &'a agora_live_views::merge_cache::MergeCache,
     /// The workspace founder the node runs for.
     pub founder: AgentId,
 }

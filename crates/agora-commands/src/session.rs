@@ -8,11 +8,11 @@
 //! runs it on its own open store, with output streamed back; the store is
 //! never opened a second time, so one process writes each chain.
 
-use crate::graph_cache::GraphCache;
-use crate::home::Home;
-use crate::merge_cache::MergeCache;
 use agora_core::AgentId;
 use agora_graph::Graph;
+use agora_home::home::Home;
+use agora_live_views::graph_cache::GraphCache;
+use agora_live_views::merge_cache::MergeCache;
 use agora_store::Store;
 use anyhow::Result;
 use serde_json::Value;
@@ -85,7 +85,7 @@ impl<'a> Session<'a> {
         if let Some(f) = self.founder {
             return Ok(f);
         }
-        match crate::config::workspace_of_home(&self.home.dir)?.founder {
+        match agora_home::config::workspace_of_home(&self.home.dir)?.founder {
             Some(f) => Ok(f),
             None => Ok(self.home.load_key()?.agent_id()),
         }

@@ -138,7 +138,7 @@ impl ServerHandler for AgoraMcp {
 
 /// `agora mcp`: serve over standard input and output until the client
 /// closes them. Logs go to standard error; standard output is the protocol's.
-pub fn serve_stdio(home: agora_commands::home::Home) -> anyhow::Result<std::process::ExitCode> {
+pub fn serve_stdio(home: agora_home::home::Home) -> anyhow::Result<std::process::ExitCode> {
     use rmcp::ServiceExt;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async move {

@@ -4,7 +4,7 @@
 //! and, for the others, the [`LiveUpdate`] they make under the roster the
 //! view was built with ([`Feed::Apply`]).
 //!
-//! Pure: the node's view thread (`agora_commands::merge_cache`) and the
+//! Pure: the node's view thread (`agora_live_views::merge_cache`) and the
 //! swarm simulator's nodes both feed their views through it, so what the
 //! simulator checks of a node's live view is what the node computes. The
 //! caller reads its own store: for the author of an entry whose payload

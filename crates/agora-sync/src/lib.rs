@@ -33,7 +33,7 @@
 //!
 //! Call order for a driver: `connected` / `disconnected` / `handle` (or
 //! `handle_checked_response` after [`check_entries`] on a worker) / `gossip`
-//! / `respond` / `import_result` / `local_tips_changed` (or `set_local_heads`) / `local_commit` /
+//! / `respond` / `import_result` / `committed` (after every write to the store) /
 //! `handle_timeout` as things happen, then drain `poll` until it returns
 //! `None`, and wake up at `poll_timeout`. Every [`Output::Import`] gets
 //! exactly one `import_result`.
@@ -43,6 +43,8 @@
 #![forbid(unsafe_code)]
 
 pub mod gossip;
+#[cfg(feature = "harness")]
+pub mod harness;
 mod limiter;
 pub mod queues;
 mod replicator;
@@ -50,7 +52,7 @@ mod tips;
 pub mod wire;
 
 pub use replicator::{
-    ANNOUNCE_INTERVAL_MS, BUSY_BACKOFF_MS, CheckError, Config, GossipVerdict, ImportOutcome, Lag, Output, PeerId, RESPONSE_ENTRIES_MAX, RETRY_FANOUT_MAX,
-    Replicator, ServeRequest, Stats, VerifiedEntry, check_entries,
+    ANNOUNCE_INTERVAL_MS, BUSY_BACKOFF_MS, CheckError, Commit, Config, GossipVerdict, ImportOutcome, Lag, Output, PeerId, RESPONSE_ENTRIES_MAX,
+    RETRY_FANOUT_MAX, Replicator, ServeRequest, Stats, VerifiedEntry, check_entries,
 };
 pub use wire::{Gossip, Head, Message, RangeStart, WireEntry, WireError, WireRequest, WireResponse, WorkspaceId};

@@ -34,7 +34,7 @@
 //! Clients read and never write: the share policy is read-only for every
 //! peer (samod ignores the changes a client sends), and the document is a
 //! view derived from the signed log, with no authority of its own (see
-//! `automerge_view.rs`; `POST /v1/automerge/sync` drops the changes its
+//! `published_view.rs`; `POST /v1/automerge/sync` drops the changes its
 //! clients send as well). The document and its URL are new on each node
 //! run, like the token.
 //!
@@ -48,8 +48,8 @@
 //! never across an await), which is released before the served document is
 //! locked.
 
+use super::published_view::PublishedView;
 use super::server::ControlState;
-use agora_commands::automerge_view::PublishedView;
 use anyhow::{Context, Result, anyhow};
 use automerge::{Automerge, ChangeHash};
 use axum::Json;

@@ -13,7 +13,7 @@
 //! - **read buffer** ([`READ_BUFFER_BYTES_MAX`]): what hyper buffers of a
 //!   connection's input, so a half-sent request holds at most this;
 //! - **connection cap** (`control_connections_max` in `agora.toml`, default
-//!   `agora_commands::config::CONTROL_CONNECTIONS_DEFAULT`): at the cap, a new connection closes the
+//!   `agora_home::config::CONTROL_CONNECTIONS_DEFAULT`): at the cap, a new connection closes the
 //!   oldest one that is not serving an authorised request (idle, half-sent,
 //!   or an unauthenticated request). A connection serving an authorised
 //!   request (the bearer token, or the page's session) is never closed for

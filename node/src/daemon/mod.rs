@@ -16,15 +16,16 @@ mod heap_trim;
 mod network;
 mod page_access;
 mod peer_limits;
+mod published_view;
 mod server;
 
 use agora_commands::cli::NodeRunArgs;
-use agora_commands::config::{self, NodeConfig};
 use agora_commands::control::{NodeFile, remove_node_file, write_node_file};
-use agora_commands::graph_cache::GraphCache;
-use agora_commands::home::Home;
-use agora_commands::merge_cache::MergeCache;
 use agora_core::AgentId;
+use agora_home::config::{self, NodeConfig};
+use agora_home::home::Home;
+use agora_live_views::graph_cache::GraphCache;
+use agora_live_views::merge_cache::MergeCache;
 use agora_store::Store;
 use agora_sync::WorkspaceId;
 use anyhow::{Context, Result, bail};
@@ -69,7 +70,7 @@ fn load_or_create_node_key(home: &Path) -> Result<Keypair> {
         Ok(bytes) => Keypair::from_protobuf_encoding(&bytes).with_context(|| format!("node key {} is damaged", path.display())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let key = Keypair::generate_ed25519();
-            agora_commands::home::write_private_file(&path, &key.to_protobuf_encoding()?)?;
+            agora_home::home::write_private_file(&path, &key.to_protobuf_encoding()?)?;
             Ok(key)
         }
         Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
@@ -190,7 +191,7 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
         let streams_end = tokio_util::sync::CancellationToken::new();
         // The published view, also served over the automerge-repo protocol
         // (one samod document made of its changes; see `automerge_repo.rs`).
-        let mut published = agora_commands::automerge_view::PublishedView::default();
+        let mut published = published_view::PublishedView::default();
         let automerge_repo = Arc::new(
             automerge_repo::AutomergeRepo::start(&mut published, &peer_id.to_string(), &format!("ws://{control_addr}{}", automerge_repo::WEBSOCKET_PATH))
                 .await

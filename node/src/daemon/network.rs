@@ -65,7 +65,7 @@ impl Default for NetworkSettings {
             heartbeat: Duration::from_millis(gp::HEARTBEAT_MS),
             request_timeout: Duration::from_secs(30),
             max_connections: 256,
-            connections_per_ip_max: agora_commands::config::CONNECTIONS_PER_IP_DEFAULT,
+            connections_per_ip_max: agora_home::config::CONNECTIONS_PER_IP_DEFAULT,
             idle_timeout: Duration::from_secs(120),
             bootstrap: Vec::new(),
         }

@@ -15,14 +15,14 @@ use agora_commands::control::{
     CHALLENGE_HEADER, COMMAND_LINE_BYTES_MAX, CommandRequest, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT, PROOF_HEADER, STDIN_BYTES_MAX, frame, proof,
     token_matches,
 };
-use agora_commands::graph_cache::GraphCache;
-use agora_commands::home::Home;
 use agora_commands::ops::invoke::Ran;
 use agora_commands::ops::{Backend, Invoke, OpError};
 use agora_commands::run::{OpenStore, run_in_open_store};
 use agora_core::AgentId;
+use agora_home::home::Home;
 use agora_interfaces::http_api::ApiError;
 use agora_interfaces::{http_api, live_page, mcp};
+use agora_live_views::graph_cache::GraphCache;
 use agora_store::Store;
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -41,14 +41,14 @@ pub struct ControlState {
     pub store: Arc<Store>,
     pub graph: Arc<GraphCache>,
     /// The live merged view (kept current by its own thread).
-    pub merge: Arc<agora_commands::merge_cache::MergeCache>,
+    pub merge: Arc<agora_live_views::merge_cache::MergeCache>,
     pub home: Home,
     pub founder: AgentId,
     pub token: String,
     /// Asks the event loop for a status snapshot.
     pub status: mpsc::Sender<oneshot::Sender<serde_json::Value>>,
     /// The merged view published as an Automerge document.
-    pub published: std::sync::Mutex<agora_commands::automerge_view::PublishedView>,
+    pub published: std::sync::Mutex<super::published_view::PublishedView>,
     /// Counts committed writes (set by the store observer), so the document
     /// is republished only when something changed.
     pub generation: Arc<std::sync::atomic::AtomicU64>,
@@ -385,7 +385,7 @@ async fn automerge_sync(State(state): State<Arc<ControlState>>, body: Bytes) -> 
         return (StatusCode::BAD_REQUEST, "no client id line").into_response();
     };
     let client = match std::str::from_utf8(&body[..split]) {
-        Ok(c) if !c.is_empty() && c.len() <= agora_commands::automerge_view::CLIENT_ID_MAX => c.to_string(),
+        Ok(c) if !c.is_empty() && c.len() <= agora_commands::automerge_pull::CLIENT_ID_MAX => c.to_string(),
         _ => return (StatusCode::BAD_REQUEST, "client id must be 1 to 64 bytes of UTF-8").into_response(),
     };
     let message = body.slice(split + 1..);
@@ -397,7 +397,7 @@ async fn automerge_sync(State(state): State<Arc<ControlState>>, body: Bytes) -> 
     })
     .await;
     match result {
-        Ok(Ok((reply, document))) => (StatusCode::OK, [(agora_commands::automerge_view::DOCUMENT_HEADER, document)], reply).into_response(),
+        Ok(Ok((reply, document))) => (StatusCode::OK, [(agora_commands::automerge_pull::DOCUMENT_HEADER, document)], reply).into_response(),
         Ok(Err(e)) => (StatusCode::BAD_REQUEST, format!("{e:#}")).into_response(),
         Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }

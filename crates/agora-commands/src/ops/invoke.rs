@@ -7,8 +7,8 @@
 
 use super::catalog::{Invoke, OpError};
 use crate::control;
-use crate::home::Home;
 use crate::run::run_at_home;
+use agora_home::home::Home;
 use serde_json::Value;
 
 /// A command's output and exit code.

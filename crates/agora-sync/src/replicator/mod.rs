@@ -14,6 +14,7 @@ use agora_core::{AgentId, DecodeError, EntryId, EntryRef, ForkProof, ForkProofEr
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+mod commit;
 mod config;
 mod frontier;
 mod gossip;
@@ -25,6 +26,7 @@ mod peers;
 mod planning;
 mod responses;
 
+pub use commit::Commit;
 pub use config::Config;
 pub use outputs::{CheckError, GossipVerdict, ImportOutcome, Lag, Output, ServeRequest, Stats};
 pub use responses::check_entries;

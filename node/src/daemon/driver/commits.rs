@@ -15,11 +15,11 @@
 //! founder can cause.
 
 use super::Driver;
-use agora_commands::graph_cache::GraphCache;
-use agora_commands::merge_cache::MergeCache;
 use agora_core::EntryRef;
+use agora_live_views::graph_cache::GraphCache;
+use agora_live_views::merge_cache::MergeCache;
 use agora_store::{CommitNotice, Store, StoreError};
-use agora_sync::Head;
+use agora_sync::{Commit, Head};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use tokio::sync::mpsc;
@@ -73,27 +73,16 @@ impl Driver {
             warn!(forks = proofs.len(), "fork proven; gossiping the proof");
         }
         // Entries appended here are published; imported ones are not.
-        let appended: &[_] = if notice.appended { &notice.entries } else { &[] };
-        self.rep.local_commit(appended, &proofs);
-        let head = |t: &EntryRef| Head { author: t.author, seq: t.seq, id: t.id };
-        for (author, change) in &notice.tip_changes {
-            let passed: Vec<Head> = change.passed.iter().map(head).collect();
-            let added: Vec<Head> = change.added.iter().map(head).collect();
-            self.rep.local_tips_changed(*author, &passed, &added, now);
-        }
-        // Payloads: those that arrived (or were redacted here) are no longer
+        // Payloads that arrived (or were redacted here) are no longer
         // sought; entries stored without one are asked of peers.
-        if !notice.payloads_changed.is_empty() {
-            self.rep.payloads_arrived(&notice.payloads_changed);
-        }
+        let appended: &[_] = if notice.appended { &notice.entries } else { &[] };
         let missing: Vec<EntryRef> = notice.entries.iter().filter(|(_, p)| p.is_none()).map(|(e, _)| e.entry_ref()).collect();
-        if !missing.is_empty() {
-            if missing.len() > self.rep.missing_payload_room() {
-                // The rest waits in the store's list; the tick reads it.
-                self.missing_more = true;
-            }
-            self.rep.payloads_missing(&missing, now);
+        if missing.len() > self.rep.missing_payload_room() {
+            // The rest waits in the store's list; the tick reads it.
+            self.missing_more = true;
         }
+        let commit = Commit { appended, proofs: &proofs, tips: &notice.tip_changes, filled: &notice.payloads_changed, missing: &missing };
+        self.rep.committed(&commit, now);
         // The roster is derived from the founder's chain: derive it again
         // when something there may change it (a roster event, an entry whose
         // payload is missing, a fork, a payload filled in or redacted), not

@@ -18,7 +18,7 @@
 //! founder = "<64 hex digits>"            # default: this node's agent
 //! ```
 
-use crate::cli::NodeRunArgs;
+use agora_command_line::cli::NodeRunArgs;
 use agora_core::AgentId;
 use anyhow::{Context, Result, bail};
 use libp2p::Multiaddr;

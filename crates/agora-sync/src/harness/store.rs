@@ -1,24 +1,26 @@
-//! The simulated node's store: in memory, planning every import with the
-//! import rules agora-store plans its own with (`agora_core::import`: links
-//! checked against what is held or earlier in the batch, all or nothing, one
-//! fork proof per forked position, entries dated beyond the allowed skew and
-//! their successors deferred, a payload that was missing filled in), and
-//! translating the result into the replicator's outcome the way the node's
-//! driver does ([`ImportOutcome::accepted`], [`ImportOutcome::refused`]).
+//! An in-memory store planning every import with the import rules
+//! agora-store plans its own with (`agora_core::import`: links checked
+//! against what is held or earlier in the batch, all or nothing, one fork
+//! proof per forked position, entries dated beyond the allowed skew and their
+//! successors deferred, a payload that was missing filled in), translating
+//! the result into the replicator's outcome the way the node's driver does
+//! ([`ImportOutcome::accepted`], [`ImportOutcome::refused`]) and into the
+//! [`Commit`] the replicator is told. It asserts the store's own invariants
+//! as it writes (an entry stored once, a payload filled in once, one proof
+//! per forked position, a passed tip held).
 //!
-//! Simulated nodes that hold the same entry share one copy of it
-//! ([`Interner`]): each node still decodes and verifies what it receives
-//! (the replicator's work is not shortcut), but what it keeps is a pointer
-//! to bytes another node may already hold. A swarm of N nodes replicating E
-//! entries keeps E entries and N x E pointers instead of N x E entries,
-//! which is what lets 1,000 nodes of ten agents each run on one machine.
+//! Stores that hold the same entry can share one copy of it ([`Interner`]):
+//! each node still decodes and verifies what it receives, but what it keeps
+//! is a pointer to bytes another store may already hold. A swarm of N nodes
+//! replicating E entries keeps E entries and N x E pointers.
 
+use crate::{Commit, Head, ImportOutcome, ServeRequest, WireEntry};
 use agora_core::entry::next_header;
 use agora_core::idmap::IdMap;
-use agora_core::import::{self, Held, Offered, PlanError, TipSummary};
+use agora_core::import::{self, Held, Offered, PlanError, TipChange, TipSummary};
 use agora_core::verify::CheckedEntry;
 use agora_core::{AgentId, AgentKey, EntryId, EntryRef, ForkProof, Payload, SignedEntry};
-use agora_sync::{Head, ImportOutcome, ServeRequest, WireEntry};
+use std::any::Any;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::{Rc, Weak};
@@ -34,16 +36,28 @@ pub type Stored = (Rc<SignedEntry>, Option<Rc<[u8]>>);
 /// alive that no store holds (the simulator never deletes entries, so the
 /// table's size is the number of distinct entries).
 #[derive(Default, Clone)]
-pub struct Interner(Rc<RefCell<Interned>>);
+pub struct Interner(Rc<RefCell<Interned>>, Option<SharedScope>);
+
+/// Called around every allocation of what stores share; its value is held
+/// while they are made (a memory meter's guard charging them to no store).
+pub type SharedScope = Rc<dyn Fn() -> Box<dyn Any>>;
 
 /// The interner's table: by id, the shared entry and payload.
 type Interned = IdMap<EntryId, (Weak<SignedEntry>, Weak<[u8]>)>;
 
 impl Interner {
+    /// An interner that holds `scope()`'s value while it makes shared copies.
+    pub fn with_scope(scope: SharedScope) -> Self {
+        Self(Rc::default(), Some(scope))
+    }
+
+    fn scope(&self) -> Option<Box<dyn Any>> {
+        self.1.as_ref().map(|s| s())
+    }
+
     /// The shared copy of `entry` (and of `payload`, when given).
     fn intern(&self, entry: SignedEntry, payload: Option<Vec<u8>>) -> Stored {
-        // Shared by every holder: charged to none of them (`crate::heap`).
-        let _charge = crate::heap::charge(None);
+        let _scope = self.scope();
         let mut table = self.0.borrow_mut();
         let slot = table.entry(entry.id()).or_insert_with(|| (Weak::new(), Weak::<[u8; 0]>::new() as Weak<[u8]>));
         let e = slot.0.upgrade().unwrap_or_else(|| {
@@ -65,7 +79,7 @@ impl Interner {
 
     /// The shared copy of a payload filled in for an entry already held.
     fn intern_payload(&self, id: EntryId, payload: Vec<u8>) -> Rc<[u8]> {
-        let _charge = crate::heap::charge(None);
+        let _scope = self.scope();
         let mut table = self.0.borrow_mut();
         let slot = table.entry(id).or_insert_with(|| (Weak::new(), Weak::<[u8; 0]>::new() as Weak<[u8]>));
         slot.1.upgrade().unwrap_or_else(|| {
@@ -104,8 +118,8 @@ pub struct MemStore {
     /// Entries held without their payload (not counting those redacted here).
     pub payloads_missing: usize,
     /// The residues of the payloads redacted here, by entry: what they meant
-    /// without their text (`agora_merge::residue`), read in their place. An
-    /// import never fills a payload redacted here.
+    /// without their text (made by the payload's format), read in their
+    /// place. An import never fills a payload redacted here.
     pub redacted: BTreeMap<EntryId, Rc<[u8]>>,
 }
 
@@ -118,14 +132,22 @@ pub struct Imported {
     pub outcome: ImportOutcome,
     /// Proofs of positions found forked by this import.
     pub new_forks: Vec<ForkProof>,
-    /// Authors whose tips changed.
-    pub changed: BTreeSet<AgentId>,
+    /// Per author whose tips changed, the tips passed and added.
+    pub tips: BTreeMap<AgentId, TipChange>,
     /// Entries stored without their payload.
     pub missing: Vec<EntryRef>,
     /// Entries whose missing payload this import brought.
     pub filled: Vec<EntryId>,
     /// Entries newly stored.
     pub stored: Vec<EntryId>,
+}
+
+impl Imported {
+    /// What the replicator is told of this write ([`crate::Replicator::committed`]),
+    /// with the entries appended here when it was a local append.
+    pub fn commit<'a>(&'a self, appended: &'a [(SignedEntry, Option<Vec<u8>>)]) -> Commit<'a> {
+        Commit { appended, proofs: &self.new_forks, tips: &self.tips, filled: &self.filled, missing: &self.missing }
+    }
 }
 
 impl MemStore {
@@ -158,7 +180,7 @@ impl MemStore {
         let mut out = Imported {
             outcome: ImportOutcome::Stored,
             new_forks: Vec::new(),
-            changed: BTreeSet::new(),
+            tips: BTreeMap::new(),
             missing: Vec::new(),
             filled: Vec::new(),
             stored: Vec::new(),
@@ -171,11 +193,12 @@ impl MemStore {
                 return out;
             }
             Err(PlanError::Held(never)) => match never {},
-            Err(e @ PlanError::Inconsistent { .. }) => panic!("the simulated store broke its own rules: {e}"),
+            Err(e @ PlanError::Inconsistent { .. }) => panic!("the in-memory store broke its own rules: {e}"),
         };
         out.outcome = ImportOutcome::accepted(plan.deferred.as_ref());
         for (at, payload) in plan.fills {
             let held = self.entries.get_mut(&(at.author, at.seq, at.id)).expect("a filled entry is held");
+            assert!(held.1.is_none(), "a payload filled in twice");
             self.payloads_missing = self.payloads_missing.saturating_sub(1);
             self.bytes += payload.len() as u64;
             held.1 = Some(self.interner.intern_payload(at.id, payload));
@@ -183,7 +206,8 @@ impl MemStore {
             out.filled.push(at.id);
         }
         for proof in plan.proofs {
-            self.proofs.insert((proof.author(), proof.seq()), proof.clone());
+            let previous = self.proofs.insert((proof.author(), proof.seq()), proof.clone());
+            assert!(previous.is_none(), "a second proof for one forked position");
             out.new_forks.push(proof);
         }
         for Offered { entry, payload } in plan.fresh {
@@ -194,7 +218,7 @@ impl MemStore {
             } else {
                 self.payload_digest.iter_mut().zip(id.0).for_each(|(d, b)| *d ^= b);
             }
-            self.ids.insert(id, (a, s));
+            assert!(self.ids.insert(id, (a, s)).is_none(), "an entry stored twice");
             out.stored.push(id);
             self.digest.iter_mut().zip(id.0).for_each(|(d, b)| *d ^= b);
             self.bytes += (entry.encode().len() + payload.as_ref().map_or(0, Vec::len)) as u64;
@@ -204,21 +228,26 @@ impl MemStore {
             for t in &change.passed {
                 assert!(self.tip_set.remove(t), "a passed tip was held");
             }
-            self.tip_set.extend(change.added);
+            self.tip_set.extend(change.added.iter().copied());
             self.summaries.insert(author, plan.tip_summaries[&author].1);
-            out.changed.insert(author);
+            out.tips.insert(author, change);
         }
         out
     }
 
-    /// Sign and store the next entry of `key`'s chain (its highest tip).
+    /// Sign and store the next entry of `key`'s chain (after its highest tip).
     pub fn append(&mut self, key: &AgentKey, payload: &[u8], now_ms: u64) -> SignedEntry {
+        self.append_reporting(key, payload, now_ms).0
+    }
+
+    /// [`MemStore::append`], and what the write did.
+    pub fn append_reporting(&mut self, key: &AgentKey, payload: &[u8], now_ms: u64) -> (SignedEntry, Imported) {
         let prev = self.tips(&key.agent_id()).into_iter().max().map(|h| SignedEntry::clone(&self.entries[&(h.author, h.seq, h.id)].0));
         let e = SignedEntry::sign(next_header(key.agent_id(), prev.as_ref(), now_ms, payload).expect("header"), key);
         // Signed here, as agora-store's append does: not verified again.
         let r = self.write(vec![Offered { entry: e.clone(), payload: Some(payload.to_vec()) }], e.header().timestamp_ms);
-        assert_eq!(r.outcome, ImportOutcome::Stored);
-        e
+        assert_eq!(r.outcome, ImportOutcome::Stored, "a local append");
+        (e, r)
     }
 
     /// Store an entry signed elsewhere (a fork, a test's own chain).
@@ -289,16 +318,16 @@ impl MemStore {
     }
 
     /// Redact entry `id`'s payload, as `agora redact` does: the payload is
-    /// dropped and its residue kept (what it meant without its text), and
-    /// no import brings it back. The payload digest is left as it was: the
+    /// dropped and its residue kept (`residue`: what it meant without its
+    /// text, made by the payload's format), and no import brings it back. The payload digest is left as it was: the
     /// store holds what it will ever hold of this payload, as one that has
     /// it does. `false` when the payload is not held here (never received,
     /// or redacted already).
-    pub fn redact(&mut self, id: &EntryId) -> bool {
+    pub fn redact(&mut self, id: &EntryId, residue: impl FnOnce(&[u8]) -> Vec<u8>) -> bool {
         let Some((author, seq)) = self.ids.get(id).copied() else { return false };
         let Some(held) = self.entries.get_mut(&(author, seq, *id)) else { return false };
         let Some(payload) = held.1.take() else { return false };
-        let residue: Rc<[u8]> = agora_merge::residue(&payload).into();
+        let residue: Rc<[u8]> = residue(&payload).into();
         self.bytes = self.bytes - payload.len() as u64 + residue.len() as u64;
         self.redacted.insert(*id, residue);
         true

@@ -13,13 +13,14 @@
 //! `POST /v1/automerge/sync` of the control channel: the body is one line
 //! with the client's id, then the client's sync message (possibly empty); the
 //! answer is the node's next sync message (empty when it has nothing to send).
-//! `agora automerge pull --doc FILE` is such a client.
+//! `agora automerge pull --doc FILE` is such a client
+//! (`agora_commands::automerge_pull`).
 //!
 //! The document is a view derived from the signed log and holds no authority:
 //! Automerge changes are unsigned (see `protocol-spec/merge.md`).
 
-use crate::merge_cache::MergeCache;
 use agora_automerge::{LiveViewParts, Publisher};
+use agora_live_views::merge_cache::MergeCache;
 use agora_store::Store;
 use anyhow::{Context, Result};
 use automerge::AutoCommit;
@@ -29,13 +30,6 @@ use std::collections::{HashMap, VecDeque};
 /// Most clients whose sync state the node keeps; the oldest is forgotten
 /// (it then syncs from scratch, which Automerge handles).
 pub const CLIENTS_MAX: usize = 64;
-/// Longest client id.
-pub const CLIENT_ID_MAX: usize = 64;
-
-/// The response header that names the document a sync reply is about
-/// ([`PublishedView::document_id`]).
-pub const DOCUMENT_HEADER: &str = "agora-automerge-document";
-
 /// The node's published document and its clients' sync states.
 ///
 /// A redaction makes the document again from nothing: Automerge keeps every
@@ -43,7 +37,8 @@ pub const DOCUMENT_HEADER: &str = "agora-automerge-document";
 /// scratch would otherwise receive the redacted text. The new document has
 /// a new id ([`PublishedView::document_id`], sent with every sync reply),
 /// every client's sync state is forgotten, and a client that sees a new id
-/// drops its copy and syncs again from nothing ([`pull`]).
+/// drops its copy and syncs again from nothing
+/// (`agora_commands::automerge_pull::pull`).
 pub struct PublishedView {
     doc: AutoCommit,
     /// Random, new on each node run: the first part of the document's id.
@@ -193,62 +188,4 @@ impl PublishedView {
         tracing::debug!(client, received = message.len(), sent = reply.len(), "automerge sync round");
         Ok(reply)
     }
-}
-
-/// Client side: bring the document in `doc_path` up to date with the node.
-/// Returns (bytes sent, bytes received, rounds).
-pub fn pull(node: &crate::control::NodeFile, doc_path: &std::path::Path, client: &str) -> Result<(usize, usize, usize, AutoCommit)> {
-    let mut doc = match std::fs::read(doc_path) {
-        Ok(bytes) => AutoCommit::load(&bytes).with_context(|| format!("{} is not an Automerge document", doc_path.display()))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => AutoCommit::new(),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", doc_path.display())),
-    };
-    // The sync state (the heads both sides are known to share) is kept
-    // beside the document, so the next pull sends only what changed.
-    let state_path = doc_path.with_extension("syncstate");
-    let mut state = match std::fs::read(&state_path) {
-        Ok(bytes) => State::decode(&bytes).unwrap_or_else(|_| State::new()),
-        Err(_) => State::new(),
-    };
-    // The id of the document the copy was synced with.
-    let document_path = doc_path.with_extension("document");
-    let mut known = std::fs::read_to_string(&document_path).ok();
-    let (mut sent, mut received, mut rounds) = (0usize, 0usize, 0usize);
-    // Bounded: each round either moves data or ends the exchange.
-    for _ in 0..64 {
-        let outgoing = doc.sync().generate_sync_message(&mut state).map(Message::encode).unwrap_or_default();
-        let (reply, document) = crate::control::automerge_sync(node, client, &outgoing)?;
-        rounds += 1;
-        sent += outgoing.len();
-        received += reply.len();
-        if document.is_some() && document != known {
-            let had = known.is_some() || !doc.get_heads().is_empty();
-            known = document;
-            if had {
-                // Another document (made again after a redaction, or a new
-                // node run): its history is unrelated to the copy's, which
-                // may hold redacted text. Dropped; synced again from nothing
-                // (empty heads make the node send everything again).
-                doc = AutoCommit::new();
-                state = State::new();
-                continue;
-            }
-        }
-        if !reply.is_empty() {
-            let msg = Message::decode(&reply).context("the node's sync message")?;
-            doc.sync().receive_sync_message(&mut state, msg)?;
-        }
-        if outgoing.is_empty() && reply.is_empty() {
-            break;
-        }
-    }
-    let bytes = doc.save();
-    let tmp = doc_path.with_extension("tmp");
-    std::fs::write(&tmp, &bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, doc_path).with_context(|| format!("writing {}", doc_path.display()))?;
-    std::fs::write(&state_path, state.encode()).with_context(|| format!("writing {}", state_path.display()))?;
-    if let Some(id) = &known {
-        std::fs::write(&document_path, id).with_context(|| format!("writing {}", document_path.display()))?;
-    }
-    Ok((sent, received, rounds, doc))
 }
