@@ -186,6 +186,11 @@ pub struct Run<'s> {
     founder_admitted: BTreeSet<AgentId>,
 }
 
+/// How many valid signatures a run remembers ([`agora_core::verify::remember_verified`]):
+/// far more than a swarm has in flight at once (an entry reaches every node
+/// within seconds), about 6 MiB.
+const VERIFIED_REMEMBERED: usize = 1 << 16;
+
 fn key_from(label: &str) -> Rc<AgentKey> {
     Rc::new(AgentKey::from_seed(agora_core::sha256(label.as_bytes())))
 }
@@ -194,6 +199,12 @@ impl<'s> Run<'s> {
     /// Build the swarm of `scenario` with `seed`: nodes, agents, roster,
     /// links and the schedule, at virtual time 0 + the network's start.
     pub fn new(scenario: &'s Scenario, seed: u64) -> Self {
+        // Every node verifies every entry it receives, through the
+        // replicator; the same signed entry's check is answered from memory
+        // after the first node's (the same answer, without its CPU: the time
+        // a check takes is the cost model's). Allocated before metering, and
+        // never again, so no node is charged for it.
+        agora_core::verify::remember_verified(VERIFIED_REMEMBERED);
         let metered = crate::heap::start();
         let honest = scenario.nodes;
         let adversary_nodes: usize = scenario.adversaries.iter().map(|a| a.count).sum();

@@ -108,9 +108,65 @@ pub fn verify_signature(entry: &SignedEntry) -> Result<(), VerifyError> {
     signature::verify(&key, &[ENTRY_SIGNING_DOMAIN, entry.header_bytes()], entry.signature()).map_err(|e| VerifyError::new(entry, e))
 }
 
+/// The entries (id and signature) whose signatures this thread found valid,
+/// once it asked to remember them ([`remember_verified`]).
+struct Verified {
+    seen: std::collections::HashSet<(EntryId, [u8; 64])>,
+    capacity: usize,
+}
+
+thread_local! {
+    static VERIFIED: std::cell::RefCell<Option<Verified>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Remember on this thread, from now on, up to `capacity` entries whose
+/// signatures were found valid, so that the same signed entry checked again
+/// on this thread (by another simulated node, say) is not verified again: an
+/// entry's id is the hash of its header, so the same id and signature are the
+/// same check, with the same answer. The table is allocated here, whole, and
+/// emptied when full, so checking allocates nothing after this call and
+/// every answer is what the full check gives. `capacity` 0 forgets
+/// everything and stops remembering. The node never calls it: its threads
+/// verify what they receive once; the simulator does, since its nodes share
+/// one thread.
+pub fn remember_verified(capacity: usize) {
+    VERIFIED.with(|v| {
+        *v.borrow_mut() = (capacity > 0).then(|| Verified { seen: std::collections::HashSet::with_capacity(capacity), capacity });
+    });
+}
+
+/// Was `entry`'s signature found valid on this thread (and remembered)?
+fn verified_before(entry: &SignedEntry) -> bool {
+    VERIFIED.with(|v| v.borrow().as_ref().is_some_and(|v| v.seen.contains(&(entry.id(), *entry.signature()))))
+}
+
+/// Remember that these entries' signatures are valid, if this thread remembers.
+fn remember(entries: &[&SignedEntry]) {
+    VERIFIED.with(|v| {
+        if let Some(v) = v.borrow_mut().as_mut() {
+            for e in entries {
+                if v.seen.len() >= v.capacity {
+                    v.seen.clear();
+                }
+                v.seen.insert((e.id(), *e.signature()));
+            }
+        }
+    });
+}
+
 /// Verify the signatures of many entries with batch verification. Returns the
 /// first invalid entry, in input order, if any.
 pub fn verify_signatures(entries: &[&SignedEntry]) -> Result<(), VerifyError> {
+    if VERIFIED.with(|v| v.borrow().is_some()) {
+        let fresh: Vec<&SignedEntry> = entries.iter().copied().filter(|e| !verified_before(e)).collect();
+        verify_signatures_fully(&fresh)?;
+        remember(&fresh);
+        return Ok(());
+    }
+    verify_signatures_fully(entries)
+}
+
+fn verify_signatures_fully(entries: &[&SignedEntry]) -> Result<(), VerifyError> {
     // Keys are decompressed once per author per call, not once per entry.
     let mut keys: Vec<(AgentId, PublicKey)> = Vec::new();
     for chunk in entries.chunks(VERIFY_BATCH_LEN) {
@@ -127,7 +183,7 @@ pub fn verify_signatures(entries: &[&SignedEntry]) -> Result<(), VerifyError> {
                     Err(e) => {
                         // An earlier entry of the chunk (its key is valid) may
                         // be badly signed: it is the first invalid one.
-                        verify_signatures(&chunk[..i])?;
+                        verify_signatures_fully(&chunk[..i])?;
                         return Err(e);
                     }
                 },
@@ -301,6 +357,31 @@ mod tests {
         let err = verify_signatures(&refs).unwrap_err();
         assert_eq!(err.entry.seq, 71);
         assert!(matches!(err.rule, Rule::Signature(_)));
+    }
+
+    /// A thread that remembers valid signatures answers every check as the
+    /// full check does: a remembered entry passes, the same header with a
+    /// changed signature is still refused, a bad batch still names its first
+    /// bad entry, and a full table starts over.
+    #[test]
+    fn remembered_signatures_give_the_full_checks_answers() {
+        let key = AgentKey::from_seed([2; 32]);
+        let c = chain(&key, 5);
+        let refs: Vec<_> = c.iter().collect();
+        remember_verified(3);
+        verify_signatures(&refs).unwrap();
+        verify_signatures(&refs).unwrap();
+        let mut bytes = c[2].encode();
+        let n = bytes.len();
+        bytes[n - 40] ^= 1; // inside S
+        let changed = SignedEntry::decode(&bytes).unwrap();
+        assert_eq!(changed.id(), c[2].id(), "the same header");
+        let err = verify_signatures(&[&c[0], &changed, &c[4]]).unwrap_err();
+        assert_eq!((err.entry.seq, matches!(err.rule, Rule::Signature(_))), (3, true));
+        assert!(verify_signatures(&[&changed]).is_err(), "a refused signature is never remembered");
+        remember_verified(0);
+        assert!(verify_signatures(&[&changed]).is_err());
+        verify_signatures(&refs).unwrap();
     }
 
     #[test]

@@ -98,7 +98,7 @@ pub struct MemStore {
     /// Every entry held, by (author, seq, id): the order ranges are served in.
     pub entries: BTreeMap<(AgentId, u64, EntryId), Stored>,
     /// Where each id is.
-    pub ids: BTreeMap<EntryId, (AgentId, u64)>,
+    pub ids: IdMap<EntryId, (AgentId, u64)>,
     /// One fork proof per forked position.
     pub proofs: BTreeMap<(AgentId, u64), ForkProof>,
     /// Tips by author, kept as entries are stored.
