@@ -157,9 +157,11 @@ pub fn seeds_table(report: &SweepReport) -> String {
     let kib = |b: u64| b as f64 / 1024.0;
     t += &row("bytes sent per honest node", "KiB", p.iter().map(|p| kib(p.traffic.bytes_sent_per_honest_node)).collect(), runs, 1);
     t += &row("bytes received per honest node", "KiB", p.iter().map(|p| kib(p.traffic.bytes_received_per_honest_node)).collect(), runs, 1);
-    let measured: Vec<f64> = p.iter().filter_map(|p| p.memory_peak_bytes).map(|b| b as f64 / (1024.0 * 1024.0)).collect();
-    if !measured.is_empty() {
-        t += &row("peak memory of the largest honest node, measured", "MiB", measured, runs, 1);
+    let measured: Vec<u64> = p.iter().filter_map(|p| p.memory_peak_bytes).collect();
+    if let Some(&largest) = measured.iter().max() {
+        // In MiB from one MiB up, else in KiB (a small swarm's nodes hold tens of KiB).
+        let (unit, per) = if largest >= 1 << 20 { ("MiB", 1024.0 * 1024.0) } else { ("KiB", 1024.0) };
+        t += &row("peak memory of the largest honest node, measured", unit, measured.iter().map(|&b| b as f64 / per).collect(), runs, 1);
     }
     t += &row("entries written by honest agents", "count", p.iter().map(|p| p.entries_written.honest as f64).collect(), runs, 0);
     t += &row("entries written by adversaries", "count", p.iter().map(|p| p.entries_written.adversary as f64).collect(), runs, 0);

@@ -188,8 +188,9 @@ pub struct Run<'s> {
 
 /// How many valid signatures a run remembers ([`agora_core::verify::remember_verified`]):
 /// far more than a swarm has in flight at once (an entry reaches every node
-/// within seconds), about 6 MiB.
-const VERIFIED_REMEMBERED: usize = 1 << 16;
+/// within seconds), and every entry of the scale run, so that the end's
+/// check of everything stored answers from memory too; about 13 MiB.
+const VERIFIED_REMEMBERED: usize = 1 << 17;
 
 fn key_from(label: &str) -> Rc<AgentKey> {
     Rc::new(AgentKey::from_seed(agora_core::sha256(label.as_bytes())))
@@ -1456,20 +1457,32 @@ impl<'s> Run<'s> {
             if self.founder.is_some() && up.iter().find_map(|n| self.net.nodes[*n].store.ids.get(id)).is_some_and(|(a, seq)| self.beyond_cut_off(a, *seq)) {
                 continue; // written before its author's removal, beyond its cut-off: replicated nowhere since
             }
-            let (entry_holders, payload_holders): (Vec<usize>, Vec<usize>) = (
-                up.iter().copied().filter(|n| held(n).is_some()).collect(),
-                up.iter().copied().filter(|n| held(n).is_some_and(|(_, p)| p.is_some())).collect(),
-            );
-            // A node that redacted the payload holds all it ever will of it.
-            let redacted_at = |n: &usize| self.net.nodes[*n].store.redacted.contains_key(id);
-            let lacking = if entry_holders.is_empty() {
-                None
-            } else if let Some(&n) = up.iter().find(|n| held(n).is_none()) {
-                Some((n, ""))
-            } else if payload_holders.is_empty() {
-                None
-            } else {
-                up.iter().find(|n| held(n).is_some_and(|(_, p)| p.is_none()) && !redacted_at(n)).map(|&n| (n, "the payload of "))
+            // One pass over the nodes still up: does any hold the entry (and
+            // its payload), and which first lacks it (or lacks the payload,
+            // not having redacted it: a node that redacted the payload holds
+            // all it ever will of it)?
+            let (mut entry_held, mut payload_held) = (false, false);
+            let (mut first_without, mut first_without_payload) = (None, None);
+            for &n in &up {
+                match held(&n) {
+                    None => {
+                        first_without.get_or_insert(n);
+                    }
+                    Some((_, p)) => {
+                        entry_held = true;
+                        if p.is_some() {
+                            payload_held = true;
+                        } else if !self.net.nodes[n].store.redacted.contains_key(id) {
+                            first_without_payload.get_or_insert(n);
+                        }
+                    }
+                }
+            }
+            let lacking = match (entry_held, first_without) {
+                (false, _) => None,
+                (true, Some(n)) => Some((n, "")),
+                (true, None) if !payload_held => None,
+                (true, None) => first_without_payload.map(|n| (n, "the payload of ")),
             };
             if let Some((n, what)) = lacking {
                 let writer = self
@@ -1478,6 +1491,7 @@ impl<'s> Run<'s> {
                     .find(|c| c.id == *id)
                     .and_then(|c| self.agents.iter().find(|a| a.key.agent_id() == c.author))
                     .map_or(usize::MAX, |a| a.node);
+                let payload_holders: Vec<usize> = up.iter().copied().filter(|n| held(n).is_some_and(|(_, p)| p.is_some())).collect();
                 lost = Some(format!(
                     "node {n} lacks {what}honest entry {id:?} (written through node {writer}; held with its payload by nodes {payload_holders:?}; payloads given up at node {n}: {})",
                     self.net.nodes[n].unavailable.len()
