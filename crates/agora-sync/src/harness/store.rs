@@ -370,3 +370,29 @@ impl Held for MemStore {
             .map(|(_, (e, _))| SignedEntry::clone(e)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agora_core::verify::check_entries;
+
+    /// A payload redacted here never comes back: the same entry imported
+    /// again with its payload leaves the residue in its place, the store
+    /// does not list it as missing (so nothing seeks it), and a second
+    /// redaction finds nothing to redact.
+    #[test]
+    fn a_redacted_payload_never_comes_back() {
+        let key = AgentKey::from_seed([7; 32]);
+        let mut store = MemStore::default();
+        let e = store.append(&key, b"the secret", 1);
+        assert!(store.redact(&e.id(), |_| b"residue".to_vec()));
+        assert!(!store.redact(&e.id(), |_| b"residue".to_vec()), "redacted once");
+        let again = check_entries(vec![(e.clone(), Some(b"the secret".to_vec()))]).expect("valid");
+        let r = store.import(again, 2);
+        assert_eq!(r.outcome, ImportOutcome::Stored);
+        assert!(r.filled.is_empty() && r.stored.is_empty(), "nothing filled, nothing new");
+        assert!(store.get(&e.id()).expect("held").1.is_none(), "the payload stays away");
+        assert!(store.missing_payloads().is_empty() && store.payload_settled(&e.id()));
+        assert!(matches!(store.content(&e.id(), &None), Payload::Redacted(Some(r)) if r == b"residue"));
+    }
+}
