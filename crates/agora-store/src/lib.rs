@@ -24,6 +24,7 @@
 mod audit;
 mod error;
 mod keys;
+mod long_read;
 mod read;
 mod readers;
 mod store;
@@ -32,8 +33,9 @@ mod write;
 pub use agora_core::import::{Deferred, TipChange};
 pub use audit::{AuditReport, AuthorAudit};
 pub use error::{ImportFailure, ImportProblem, StoreError};
+pub use long_read::LongRead;
 pub use read::{AuthorSummary, PayloadState, RawStoredEntry, StoredEntry};
-pub use readers::{LongRead, RedactReport};
+pub use readers::RedactReport;
 pub use store::{COLUMN_FAMILIES, CommitNotice, MemoryUsage, Observer, STORE_FORMAT, STORE_FORMAT_1, STORE_FORMAT_2, Store, StoreOptions};
 pub use write::{ImportItem, ImportReport, REDACT_WAIT_MAX};
 

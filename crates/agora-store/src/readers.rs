@@ -9,7 +9,7 @@
 //! does (a `verify` of a large store reads for many seconds).
 //!
 //! So every read that keeps a snapshot or an iterator over payloads longer
-//! than a lookup registers ([`Store::long_read`]), and a redaction, once its
+//! than a lookup registers (`Store::long_read`, in `long_read.rs`), and a redaction, once its
 //! batch is written, waits for every read that began before it erases the
 //! key (bounded by its caller), erases, then waits again for the reads that
 //! began while it erased (they may pin the files it replaced). A read still
@@ -17,7 +17,6 @@
 //! redoes it when it ends, or the store when it closes. See
 //! `protocol-spec/storage.md`, "Redaction".
 
-use crate::store::Store;
 use std::collections::BTreeMap;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -40,14 +39,7 @@ struct ReadersState {
     pending: Vec<(u64, Vec<u8>)>,
 }
 
-/// One open long read; dropping it ends it. Drop it after the snapshot or
-/// iterators it covers.
-pub struct LongRead<'s> {
-    store: &'s Store,
-    ticket: u64,
-}
-
-/// What a redaction left behind ([`Store::redact`]).
+/// What a redaction left behind (`Store::redact`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RedactReport {
     /// How long it waited for reads that could hold the payload.
@@ -67,6 +59,21 @@ impl RedactReport {
 }
 
 impl Readers {
+    /// A long read begins: its ticket.
+    pub(crate) fn begin(&self) -> u64 {
+        let mut state = self.state();
+        let ticket = state.next;
+        state.next += 1;
+        state.open.insert(ticket, Instant::now());
+        ticket
+    }
+
+    /// The long read with `ticket` ended: wake the redactions waiting.
+    pub(crate) fn end(&self, ticket: u64) {
+        self.state().open.remove(&ticket);
+        self.released.notify_all();
+    }
+
     fn state(&self) -> MutexGuard<'_, ReadersState> {
         // A reader that panicked left consistent state (tickets are removed
         // by its guard's drop, which runs on unwinding too).
@@ -103,41 +110,11 @@ impl Readers {
     }
 
     /// The pending keys no open read can hold any more, taken.
-    fn due(&self) -> Vec<Vec<u8>> {
+    pub(crate) fn due(&self) -> Vec<Vec<u8>> {
         let mut state = self.state();
         let oldest = state.open.keys().next().copied().unwrap_or(u64::MAX);
         let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut state.pending).into_iter().partition(|(mark, _)| *mark <= oldest);
         state.pending = keep;
         due.into_iter().map(|(_, key)| key).collect()
-    }
-}
-
-impl Store {
-    /// Register a read that keeps a snapshot or iterators over payloads open
-    /// for longer than a lookup; a redaction waits for it (module docs).
-    pub fn long_read(&self) -> LongRead<'_> {
-        let mut state = self.readers.state();
-        let ticket = state.next;
-        state.next += 1;
-        state.open.insert(ticket, Instant::now());
-        LongRead { store: self, ticket }
-    }
-
-    /// Erase the pending keys that no open read can hold any more. Errors
-    /// leave the bytes to RocksDB's own compactions: there is no caller to
-    /// tell (a read ending, the store closing).
-    pub(crate) fn erase_due(&self) {
-        for key in self.readers.due() {
-            let _ = self.erase_deleted(&key);
-        }
-    }
-}
-
-impl Drop for LongRead<'_> {
-    fn drop(&mut self) {
-        let readers = &self.store.readers;
-        readers.state().open.remove(&self.ticket);
-        readers.released.notify_all();
-        self.store.erase_due();
     }
 }

@@ -5,11 +5,53 @@
 //! them on its open store, with an invoker of the node's
 //! ([`crate::run::run_in_open_store`]).
 
-use super::catalog::{Invoke, OpError};
 use crate::control;
 use crate::run::run_at_home;
 use agora_home::home::Home;
 use serde_json::Value;
+
+/// A failure to turn a call into commands, or of the commands themselves:
+/// returned to the model as a tool error, with the rule that was broken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpError {
+    /// What went wrong, as the CLI says it.
+    pub message: String,
+    /// The rule broken, by name, where a typed cause names it.
+    pub rule: Option<String>,
+    /// The entry it concerns, where there is one.
+    pub entry: Option<String>,
+}
+
+impl OpError {
+    /// An error with a message only.
+    pub fn msg(message: impl Into<String>) -> Self {
+        Self { message: message.into(), rule: None, entry: None }
+    }
+}
+
+impl std::fmt::Display for OpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)?;
+        match (&self.rule, &self.entry) {
+            (Some(rule), Some(entry)) => write!(f, " (rule: {rule}; entry: {entry})"),
+            (Some(rule), None) => write!(f, " (rule: {rule})"),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Runs a command line.
+pub trait Invoke {
+    /// Run `argv` (as built by [`super::argv::Argv`]) with `stdin` as its standard
+    /// input: its output and exit code.
+    fn run(&self, argv: Vec<String>, stdin: &[u8]) -> Result<Ran, OpError>;
+
+    /// Run `argv` with no input: the command's JSON output, or its error as
+    /// the CLI words it.
+    fn invoke(&self, argv: Vec<String>) -> Result<Value, OpError> {
+        self.run(argv, &[])?.into_result()
+    }
+}
 
 /// A command's output and exit code.
 pub struct Ran {

@@ -13,7 +13,8 @@ pub mod argv;
 pub mod catalog;
 pub mod invoke;
 
-pub use catalog::{Effect, Invoke, OpError, Operation, catalog};
+pub use catalog::{Effect, Operation, catalog};
+pub use invoke::{Invoke, OpError};
 
 /// Where operations run, and what is known there of the node.
 pub trait Backend: Invoke + Send + Sync + 'static {
