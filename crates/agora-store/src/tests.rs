@@ -482,7 +482,6 @@ fn flood(key: &AgentKey, k: usize) -> (SignedEntry, Vec<SignedEntry>) {
 /// whether they arrive in one import or one by one.
 #[test]
 fn a_fork_flood_is_stored_with_one_proof_and_linear_work() {
-    use std::sync::atomic::Ordering;
     const K: usize = 2_000;
     let key = AgentKey::from_seed([3; 32]);
     let (root, branches) = flood(&key, K);
@@ -493,7 +492,7 @@ fn a_fork_flood_is_stored_with_one_proof_and_linear_work() {
         let dir = tempfile::tempdir().unwrap();
         let store = open_new(dir.path());
         store.import(vec![ImportItem { entry: root.clone(), payload: Some(b"root".to_vec()), origin: "root".into() }], NOW).unwrap();
-        crate::write::STAGING_READS.store(0, Ordering::Relaxed);
+        crate::write::STAGING_READS.with(|c| c.set(0));
         let mut forks = Vec::new();
         if one_by_one {
             for b in &branches {
@@ -504,7 +503,7 @@ fn a_fork_flood_is_stored_with_one_proof_and_linear_work() {
             let items = branches.iter().map(|b| ImportItem { entry: b.clone(), payload: Some(payload(b)), origin: "pack".into() }).collect();
             forks.extend(store.import(items, NOW).unwrap().forks);
         }
-        let reads = crate::write::STAGING_READS.load(Ordering::Relaxed);
+        let reads = crate::write::STAGING_READS.with(std::cell::Cell::get);
         assert!(reads <= 8 * K, "{reads} reads to stage {K} branches (one_by_one: {one_by_one})");
         assert_eq!(forks, vec![(key.agent_id(), 2)], "one proof, reported once");
         assert_eq!(store.fork_proofs(None).unwrap().len(), 1);
@@ -774,9 +773,9 @@ fn a_fork_flood_in_many_imports_writes_each_import_only_its_own_tips() {
     let mut written = Vec::new();
     for pack in branches.chunks(100) {
         let items = pack.iter().map(|b| ImportItem { entry: b.clone(), payload: None, origin: "pack".into() }).collect();
-        crate::write::TIPS_BYTES_WRITTEN.store(0, std::sync::atomic::Ordering::Relaxed);
+        crate::write::TIPS_BYTES_WRITTEN.with(|c| c.set(0));
         store.import(items, NOW).unwrap();
-        written.push(crate::write::TIPS_BYTES_WRITTEN.load(std::sync::atomic::Ordering::Relaxed));
+        written.push(crate::write::TIPS_BYTES_WRITTEN.with(std::cell::Cell::get));
     }
     let (first, last) = (written[1], *written.last().unwrap());
     assert!(last <= first, "tips bytes written by pack 2: {first}, by pack 20: {last} (all: {written:?})");

@@ -65,24 +65,25 @@ pub struct ImportReport {
     pub deferred: Option<Deferred>,
 }
 
-/// Point reads and seeks an import plan asked for (tests check that a write
-/// costs a bounded number per entry, whatever the number of branches at a seq).
+// What an import plan did, counted on the thread that wrote (tests check
+// that a write costs a bounded number of point reads and seeks per entry,
+// whatever the number of branches at a seq, and that the tips index rows it
+// writes grow with what it adds, not with the tips held). Per thread, so
+// that tests running at once do not count each other's writes.
 #[cfg(test)]
-pub(crate) static STAGING_READS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// Bytes of tips index rows (`heads`, `forked_tips`) an import plan wrote
-/// (tests check they grow with what the write adds, not with the tips held).
-#[cfg(test)]
-pub(crate) static TIPS_BYTES_WRITTEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+thread_local! {
+    pub(crate) static STAGING_READS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    pub(crate) static TIPS_BYTES_WRITTEN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
 
 fn count_tips_bytes(_bytes: usize) {
     #[cfg(test)]
-    TIPS_BYTES_WRITTEN.fetch_add(_bytes, std::sync::atomic::Ordering::Relaxed);
+    TIPS_BYTES_WRITTEN.with(|c| c.set(c.get() + _bytes));
 }
 
 fn count_read() {
     #[cfg(test)]
-    STAGING_READS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    STAGING_READS.with(|c| c.set(c.get() + 1));
 }
 
 /// The store answering the import rules' questions (`agora_core::import`).
