@@ -1,5 +1,6 @@
-//! The decoder's fast path: reads an event body that is already in canonical
-//! postcard form, in one pass, without serde.
+//! Decoding an event payload ([`Event::decode`]) and the decoder's fast path,
+//! which reads an event body that is already in canonical postcard form, in
+//! one pass, without serde.
 //!
 //! Replaying a log decodes every payload, and the serde path (postcard's
 //! deserializer, then a second serialization to prove the bytes canonical)
@@ -15,11 +16,32 @@
 //! values, random edits and noise. A kind added to `Event` but not here still
 //! decodes (through serde); `every_kind_is_read_by_the_fast_path` says so.
 
-use crate::event::{Confidence, Event, MemoryKind, Relation, TaskState};
+use crate::event::{Confidence, EVENT_FRAMING, Event, EventDecodeError, MemoryKind, Relation, TaskState};
 use agora_core::EntryId;
 
 const TASK_STATES: [TaskState; 5] = [TaskState::Created, TaskState::InProgress, TaskState::Blocked, TaskState::Done, TaskState::Abandoned];
 const CONFIDENCES: [Confidence; 3] = [Confidence::Low, Confidence::Medium, Confidence::High];
+
+impl Event {
+    /// Decode an event payload canonically.
+    pub fn decode(payload: &[u8]) -> Result<Self, EventDecodeError> {
+        let body = EVENT_FRAMING.body(payload)?;
+        // Almost every payload is canonical: read it in one pass. Anything the
+        // fast reader does not accept goes the serde way, which decides.
+        let event = match decode(body) {
+            Some(event) => event,
+            None => Self::decode_body_serde(body)?,
+        };
+        event.check_limits()?;
+        Ok(event)
+    }
+
+    /// The postcard body of an event, decoded by serde and accepted only if
+    /// canonical. The reference for [`decode`].
+    pub(crate) fn decode_body_serde(body: &[u8]) -> Result<Self, EventDecodeError> {
+        Ok(agora_core::canonical::decode_body(body)?)
+    }
+}
 
 /// The event encoded by `body` (postcard, after magic and version), if `body`
 /// is canonical; `None` otherwise, which does not mean invalid.

@@ -519,25 +519,6 @@ impl Event {
     pub fn is_event_payload(payload: &[u8]) -> bool {
         EVENT_FRAMING.claims(payload)
     }
-
-    /// Decode an event payload canonically.
-    pub fn decode(payload: &[u8]) -> Result<Self, EventDecodeError> {
-        let body = EVENT_FRAMING.body(payload)?;
-        // Almost every payload is canonical: read it in one pass. Anything the
-        // fast reader does not accept goes the serde way, which decides.
-        let event = match crate::canonical::decode(body) {
-            Some(event) => event,
-            None => Self::decode_body_serde(body)?,
-        };
-        event.check_limits()?;
-        Ok(event)
-    }
-
-    /// The postcard body of an event, decoded by serde and accepted only if
-    /// canonical. The reference for [`crate::canonical::decode`].
-    pub(crate) fn decode_body_serde(body: &[u8]) -> Result<Self, EventDecodeError> {
-        Ok(agora_core::canonical::decode_body(body)?)
-    }
 }
 
 /// Prefix of the text that holds a memory item's content id in its residue.
