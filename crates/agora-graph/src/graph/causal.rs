@@ -23,8 +23,8 @@
 //! conflict rather than letting a clock decide.
 
 use super::Graph;
-use super::index::{Ix, UNKNOWN};
-use super::node::{Meta, Node, Rel};
+use super::node::{Meta, Node};
+use super::node_state::{Ix, Rel, UNKNOWN};
 use crate::event::REFS_MAX;
 
 /// Ancestors a causal walk visits at most ([`Graph::saw`]): it runs only

@@ -4,7 +4,7 @@
 //!
 //! [`Graph::view_hash`] hashes the whole snapshot, so asking it after each
 //! new event costs the whole graph (about 0.2 s at 700k nodes). The digest is
-//! two-level instead: nodes are grouped into [`DIGEST_BUCKETS`] buckets by the
+//! two-level instead: nodes are grouped into [`DIGEST_BUCKETS`](super::DIGEST_BUCKETS) buckets by the
 //! first 12 bits of their id (uniform: ids are SHA-256 outputs), each bucket
 //! has a digest over its nodes' snapshot bytes in id order, and the digest
 //! covers the bucket digests and the pending set. An event changes its own
@@ -17,79 +17,12 @@
 //! after every step of seeded logs that use every kind of event. The layout
 //! is normative (`protocol-spec/merge.md`, "Perspective hash").
 
-use super::index::Ix;
+use super::buckets::{DIGEST_TAG, Digests, bucket};
+use super::node_state::Ix;
 use super::snapshot::write_snapshot_node;
-use super::{Graph, Node, NodeRef};
-use agora_core::id_arena::IdArena;
+use super::{Graph, NodeRef};
 use agora_core::{EntryId, LogPosition};
 use rayon::prelude::*;
-
-/// Buckets of [`Graph::digest`]: nodes grouped by the first 12 bits of their id.
-pub const DIGEST_BUCKETS: usize = 4096;
-const DIGEST_TAG: &[u8] = b"agora-graph-digest/1";
-
-/// The bucket digests and which of them must be computed again.
-#[derive(Clone, Debug)]
-pub(super) struct Digests {
-    /// Node positions of each bucket, ascending by id.
-    members: Vec<Vec<Ix>>,
-    hashes: Vec<[u8; 32]>,
-    dirty: Vec<bool>,
-    /// The buckets marked dirty, each once.
-    dirty_list: Vec<u16>,
-    /// The pending set's digest, until an event is held or released.
-    pending: Option<[u8; 32]>,
-    /// The digest, until the next apply.
-    root: Option<[u8; 32]>,
-}
-
-fn bucket(id: &EntryId) -> usize {
-    (usize::from(id.0[0]) << 4) | usize::from(id.0[1] >> 4)
-}
-
-impl Digests {
-    /// Every node of `nodes` placed, every bucket dirty.
-    fn of(nodes: &[Node], ids: &IdArena) -> Self {
-        let ids = ids.read();
-        let id = |ix: Ix| ids.id(nodes[ix as usize].row);
-        let mut members: Vec<Vec<Ix>> = vec![Vec::new(); DIGEST_BUCKETS];
-        for ix in 0..nodes.len() as Ix {
-            members[bucket(&id(ix))].push(ix);
-        }
-        // Each bucket exactly as large as it is (built by pushes, each had
-        // up to half its room spare: 2.5 bytes a node of 4).
-        members.par_iter_mut().for_each(|m| {
-            m.sort_unstable_by_key(|&a| id(a));
-            m.shrink_to_fit();
-        });
-        Self {
-            members,
-            hashes: vec![[0; 32]; DIGEST_BUCKETS],
-            dirty: vec![true; DIGEST_BUCKETS],
-            dirty_list: (0..DIGEST_BUCKETS as u16).collect(),
-            pending: None,
-            root: None,
-        }
-    }
-
-    /// Bytes on the heap ([`Graph::memory`](super::Graph::memory)).
-    pub(super) fn heap_bytes(&self) -> usize {
-        size_of::<Self>()
-            + self.members.capacity() * size_of::<Vec<Ix>>()
-            + self.members.iter().map(|m| m.capacity() * size_of::<Ix>()).sum::<usize>()
-            + self.hashes.capacity() * 32
-            + self.dirty.capacity()
-            + self.dirty_list.capacity() * size_of::<u16>()
-    }
-
-    fn mark(&mut self, b: usize) {
-        self.root = None;
-        if !self.dirty[b] {
-            self.dirty[b] = true;
-            self.dirty_list.push(b as u16);
-        }
-    }
-}
 
 impl Graph {
     /// Node `ix` is about to change: its bucket's digest must be computed again.

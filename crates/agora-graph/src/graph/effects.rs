@@ -15,9 +15,8 @@
 //! statuses and readings. That is why it is one module.
 
 use super::Graph;
-use super::index::Ix;
 use super::links::Links;
-use super::node::{Extra, FrameState, Mark, Rel};
+use super::node_state::{Extra, FrameState, Ix, Mark, Rel};
 use crate::event::{Event, Relation, TaskState, memory_item_content_id};
 
 impl Graph {

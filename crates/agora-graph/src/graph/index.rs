@@ -11,20 +11,9 @@
 //! own; it knows nodes only by their ids.
 
 use super::node::Node;
+use super::node_state::Ix;
 use agora_core::EntryId;
 use agora_core::id_arena::IdArena;
-
-/// A node's place in [`Graph::nodes`](super::Graph::nodes) (application
-/// order). The index, the resolved references, the rules and the effects name
-/// nodes by these, and so do the relations a node keeps (edges, touches,
-/// marks): 4 bytes each instead of a 32-byte id. Positions never change
-/// while the graph lives (nodes are only ever appended), so they can be kept.
-pub(super) type Ix = u32;
-
-/// An index that names no node: what [`Graph::check`](super::Graph::check)
-/// resolves an unknown reference to, so that the rules see it as a node of
-/// kind `unknown`.
-pub(super) const UNKNOWN: Ix = Ix::MAX;
 
 /// Most nodes a graph holds. Positions are u32 and the index stores a
 /// position plus one beside 32 bits of hash, so 2^31 keeps both in range;

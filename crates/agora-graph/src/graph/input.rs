@@ -94,6 +94,15 @@ impl Body {
     }
 }
 
+/// Log order: an event's position, then its id (two entries of a forked
+/// chain share a position).
+pub(super) type Key = (LogPosition, EntryId);
+
+/// `event`'s place in log order.
+pub(super) fn key_of(event: &LogEvent) -> Key {
+    (event.pos, event.id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,9 +36,9 @@
 //! by id and every listing are the replay's: `tests/pinned.rs` checks it
 //! over seeded logs of every kind delivered out of order.
 
-use super::index::{Ix, UNKNOWN};
-use super::input::{Body, LogEvent};
-use super::{Graph, Key, key_of};
+use super::input::{Body, Key, LogEvent, key_of};
+use super::node_state::{Ix, UNKNOWN};
+use super::{Graph, LateCheck};
 use crate::event::Event;
 
 /// What [`Graph::apply_late`] did.
@@ -52,13 +52,6 @@ pub enum Late {
     /// Applied, but it wrote a node that a later event had read or written:
     /// the graph is no longer a replay's, and must be replayed.
     Spoiled,
-}
-
-/// The late event being applied.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct LateCheck {
-    key: Key,
-    spoiled: bool,
 }
 
 impl Graph {

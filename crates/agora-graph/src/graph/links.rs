@@ -33,8 +33,7 @@
 //! `rebuild`, which moves the rare state into the new allocation), the
 //! rare state by [`Drop`] alone. Every read goes through the header.
 
-use super::index::Ix;
-use super::node::{Extra, Mark, Rel};
+use super::node_state::{Extra, Ix, Mark, Rel};
 use std::ptr::NonNull;
 
 /// A pointer to `[header..., extra pointer?, touched..., (rel, ix)...,

@@ -8,8 +8,7 @@
 //! them up to; room reserved but never written is counted, although it is
 //! address space rather than resident memory until it is written.
 
-use super::index::Ix;
-use super::node::Extra;
+use super::node_state::{Extra, Ix};
 use super::{Graph, LogEvent, Node};
 
 /// Bytes a [`Graph`] holds, by part. See [`Graph::memory`].

@@ -9,11 +9,16 @@
 //!
 //! This file holds the [`Graph`] itself, applying one event (holding and
 //! releasing pending ones), and the public queries. Each other job has a
-//! module of its own, which adds to `Graph` in an `impl` block of its own:
+//! module of its own, which adds to `Graph` in an `impl` block of its own.
+//! What the graph holds is defined below it, in files that never name the
+//! graph (so no two files know each other):
 //!
-//! - `input`: what the graph is fed ([`LogEvent`], [`Body`]);
+//! - `input`: what the graph is fed ([`LogEvent`], [`Body`]) and log order;
 //! - `index`: node positions by id (`NodeIndex`);
-//! - `node`: a [`Node`], its [`Status`] and the state behind it;
+//! - `node`: a [`Node`] and its [`Status`]; `node_state`: the parts its
+//!   state is made of (positions, marks, [`FrameState`], rare state);
+//!   `links`: its relations, packed in one allocation;
+//! - `buckets`, `journal`: the state of the digest and of the rewinding;
 //! - `rules`: whether an event may apply ([`Graph::check`], [`RuleError`]);
 //! - `causal`: whether an event's author had seen an earlier event
 //!   (`Graph::saw`), which the rules and effects ask instead of log order
@@ -37,15 +42,18 @@
 //! when it is applied; the rules, then (if it keeps them) the effects, reach
 //! the nodes by position.
 
+mod buckets;
 mod causal;
 mod digest;
 mod effects;
 mod index;
 mod input;
+mod journal;
 mod late;
 mod links;
 mod memory;
 mod node;
+mod node_state;
 mod replay;
 mod rewind;
 mod rules;
@@ -53,13 +61,14 @@ mod snapshot;
 mod text;
 
 pub use agora_core::LogPosition;
+pub use buckets::DIGEST_BUCKETS;
 pub use causal::CAUSAL_WALK_MAX;
-pub use digest::DIGEST_BUCKETS;
 pub use index::NODES_MAX;
 pub use input::{Body, LogEvent};
 pub use late::Late;
 pub use memory::GraphMemory;
-pub use node::{AsNode, FrameState, Node, NodeRef, Status};
+pub use node::{AsNode, Node, NodeRef, Status};
+pub use node_state::FrameState;
 pub use replay::{NotInLogOrder, OrderedReplay};
 pub use rewind::LIVE_GRAPH_JOURNAL;
 pub use rules::RuleError;
@@ -71,8 +80,10 @@ use crate::inline::InlineList;
 use agora_core::id_arena::IdArena;
 use agora_core::idmap::IdMap;
 use agora_core::{AgentId, EntryId};
-use index::{Ix, NodeIndex};
+use index::NodeIndex;
+use input::{Key, key_of};
 use node::Meta;
+use node_state::{Ix, Mark};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -125,7 +136,7 @@ pub struct Graph {
     replay_order: std::sync::OnceLock<Vec<Ix>>,
     /// The bucket digests of [`Graph::digest`], once asked for; kept current
     /// by every apply from then on.
-    digests: Option<Box<digest::Digests>>,
+    digests: Option<Box<buckets::Digests>>,
     /// Per node, where in log order the last event that named it as a
     /// reference or wrote it took effect, as the node of the event whose
     /// (position, id) that is: the event itself, or for an event held as
@@ -136,10 +147,10 @@ pub struct Graph {
     point: Ix,
     /// While an event is applied late: its (position, id), and whether it
     /// wrote a node a later event had read or written.
-    late: Option<late::LateCheck>,
+    late: Option<LateCheck>,
     /// The last applies, for rewinding around a late event, when kept
     /// ([`Graph::keep_journal`]).
-    journal: Option<Box<rewind::Journal>>,
+    journal: Option<Box<journal::Journal>>,
     /// The nodes' texts, held or read from a store ([`Graph::with_texts_from`]).
     texts: text::Texts,
     /// The nodes' ids, each node naming its own by row: the graph's own
@@ -147,13 +158,11 @@ pub struct Graph {
     ids: Arc<IdArena>,
 }
 
-/// Log order: an event's position, then its id (two entries of a forked
-/// chain share a position).
-pub(super) type Key = (LogPosition, EntryId);
-
-/// `event`'s place in log order.
-pub(super) fn key_of(event: &LogEvent) -> Key {
-    (event.pos, event.id)
+/// The late event being applied (see `late.rs`).
+#[derive(Clone, Copy, Debug)]
+struct LateCheck {
+    key: Key,
+    spoiled: bool,
 }
 
 /// An event's references resolved to node positions, in [`Event::ref_list`]
@@ -469,5 +478,85 @@ impl Graph {
             }
         }
         Some(self.id_at(cur))
+    }
+}
+
+/// The readings of a node that name other events: the node keeps their
+/// positions, the graph turns them into ids. `n` must be a node of this
+/// graph (from [`Graph::node`], [`Graph::nodes`], [`Graph::by_id`], ...).
+impl Graph {
+    fn id_at(&self, ix: Ix) -> EntryId {
+        self.ids.id(self.nodes[ix as usize].row)
+    }
+
+    /// The id of `n`, one of this graph's nodes.
+    fn id_of(&self, n: &Node) -> EntryId {
+        self.ids.id(n.row)
+    }
+
+    /// `n` with its id: what the public readings hand out.
+    fn node_ref<'g>(&'g self, n: &'g Node) -> NodeRef<'g> {
+        NodeRef::new(self.id_of(n), n)
+    }
+
+    /// The position of `n`, which must be one of this graph's nodes: from
+    /// its address, so that reading a node costs no lookup.
+    fn ix_of_node(&self, n: &Node) -> Ix {
+        let offset = (n as *const Node as usize).wrapping_sub(self.nodes.as_ptr() as usize);
+        let ix = offset / std::mem::size_of::<Node>();
+        assert!(ix < self.nodes.len() && offset.is_multiple_of(std::mem::size_of::<Node>()), "node at {offset:#x} from the first is not one of this graph's");
+        ix as Ix
+    }
+
+    fn ids_marked(&self, n: &Node, mark: Mark) -> Vec<EntryId> {
+        n.links.all(mark).map(|ix| self.id_at(ix)).collect()
+    }
+
+    /// Every event that touched `n`, in log order, starting with itself.
+    pub fn touched_by<'g>(&'g self, n: impl AsNode<'g>) -> Vec<EntryId> {
+        let n = n.as_node();
+        std::iter::once(self.id_of(n)).chain(n.links.touched().iter().map(|&ix| self.id_at(ix))).collect()
+    }
+
+    /// `n`'s outgoing typed edges: (relation name, target), in the order they were drawn.
+    pub fn edges<'g>(&'g self, n: impl AsNode<'g>) -> impl ExactSizeIterator<Item = (&'static str, EntryId)> + 'g {
+        let n = n.as_node();
+        n.links.edges().map(|(rel, to)| (rel.name(), self.id_at(to)))
+    }
+
+    /// The events that make `n`'s status what it is.
+    pub fn why<'g>(&'g self, n: impl AsNode<'g>) -> Vec<EntryId> {
+        let n = n.as_node();
+        let me = self.ix_of_node(n);
+        let mut out = Vec::new();
+        n.for_each_why(me, n.status(), |ix| out.push(self.id_at(ix)));
+        out
+    }
+
+    /// The events that conflict over `n`'s state (see
+    /// `protocol-spec/events.md`, "Concurrent events"), empty when none.
+    pub fn conflicts<'g>(&'g self, n: impl AsNode<'g>) -> Vec<EntryId> {
+        self.ids_marked(n.as_node(), Mark::Conflict)
+    }
+
+    /// Child frames, for frames.
+    pub fn frame_children<'g>(&'g self, n: impl AsNode<'g>) -> Vec<EntryId> {
+        self.ids_marked(n.as_node(), Mark::FrameChild)
+    }
+
+    /// Open challenges against `n`.
+    pub fn open_challenges<'g>(&'g self, n: impl AsNode<'g>) -> Vec<EntryId> {
+        self.ids_marked(n.as_node(), Mark::OpenChallenge)
+    }
+
+    /// Open tensions on `n`.
+    pub fn tensions<'g>(&'g self, n: impl AsNode<'g>) -> Vec<EntryId> {
+        self.ids_marked(n.as_node(), Mark::Tension)
+    }
+
+    /// The event that superseded `n`, if one did (two concurrent
+    /// successors are a conflict: `None`, and [`Graph::conflicts`] names them).
+    pub fn superseded_by<'g>(&'g self, n: impl AsNode<'g>) -> Option<EntryId> {
+        n.as_node().sole_successor().map(|ix| self.id_at(ix))
     }
 }

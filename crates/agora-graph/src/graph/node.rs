@@ -1,7 +1,8 @@
-//! A node of the graph ([`Node`]), its [`Status`] and [`FrameState`], and
-//! the state behind them: what a node keeps of its event ([`Meta`]) and what
-//! later events did to it (the marks, [`Mark`], and the rarer state in
-//! [`Extra`]).
+//! A node of the graph ([`Node`]), its [`Status`], and what it keeps of its
+//! event ([`Meta`]). The parts of the state behind them (what later events
+//! did to it: the marks, [`Mark`], and the rarer state in [`Extra`], with a
+//! frame's [`FrameState`]) are in `node_state.rs`, below this file and the
+//! node's packed lists (`links.rs`).
 //!
 //! A node's status, why it has it, and every other public reading are pure
 //! functions of that state, computed on each call, never stored: that is
@@ -12,12 +13,12 @@
 //! what a replay's speed and memory turn on (small nodes, rare state boxed,
 //! tight lists, other nodes named by 4-byte position), and because it is the
 //! graph's public reading surface: the node alone for what it is (status,
-//! kind, text, flags), the node with its graph for the events it names (why,
-//! touched by, edges, challenges), which the graph turns back into ids.
+//! kind, text, flags). The node with its graph, for the events it names
+//! (why, touched by, edges, challenges), is read in `mod.rs`, where the graph
+//! turns positions back into ids.
 
-use super::Graph;
-use super::index::Ix;
 use super::links::Links;
+use super::node_state::{Extra, FrameState, Ix, Mark};
 use crate::event::{Event, MemoryKind, Relation, TaskState};
 use agora_core::{EntryId, LogPosition};
 
@@ -67,31 +68,6 @@ impl Status {
     }
 }
 
-/// State of a causal frame (002).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FrameState {
-    /// Being worked on.
-    Active,
-    /// Set aside (a pivot, or explicitly); can be resumed.
-    Suspended,
-    /// Concluded.
-    Completed,
-    /// Its invalidation condition was met (or an ancestor's); can be resumed.
-    Invalidated,
-}
-
-impl FrameState {
-    /// Lowercase name.
-    pub fn name(self) -> &'static str {
-        match self {
-            FrameState::Active => "active",
-            FrameState::Suspended => "suspended",
-            FrameState::Completed => "completed",
-            FrameState::Invalidated => "invalidated",
-        }
-    }
-}
-
 /// What a node keeps of its event beyond its text: just what later rules and
 /// reads need. (Keeping whole events would double the graph's memory.) Four
 /// bytes: a claim's expiry, which few claims have, lives in [`Extra`].
@@ -102,151 +78,6 @@ pub(super) enum Meta {
     Relate(Relation),
 }
 
-/// The relation an outgoing edge is typed with: one byte in the node, its
-/// name ([`Rel::name`]) where it is read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Rel {
-    Supports,
-    Contradicts,
-    Refines,
-    Resolves,
-    Synthesizes,
-    Connects,
-    Tension,
-    Reframes,
-    DerivedFrom,
-    Update,
-    StateChange,
-    Expands,
-    Qualifies,
-    Retracts,
-    SameAs,
-    ChildOf,
-    BranchedFrom,
-    EvidenceFor,
-    Concludes,
-    Judges,
-    ExtractedFrom,
-    UsedIn,
-    Uses,
-}
-
-impl Rel {
-    /// Every relation, in declaration order: a relation's place here is the
-    /// word [`Links`](super::links::Links) keeps it as.
-    pub(super) const ALL: [Rel; 23] = [
-        Rel::Supports,
-        Rel::Contradicts,
-        Rel::Refines,
-        Rel::Resolves,
-        Rel::Synthesizes,
-        Rel::Connects,
-        Rel::Tension,
-        Rel::Reframes,
-        Rel::DerivedFrom,
-        Rel::Update,
-        Rel::StateChange,
-        Rel::Expands,
-        Rel::Qualifies,
-        Rel::Retracts,
-        Rel::SameAs,
-        Rel::ChildOf,
-        Rel::BranchedFrom,
-        Rel::EvidenceFor,
-        Rel::Concludes,
-        Rel::Judges,
-        Rel::ExtractedFrom,
-        Rel::UsedIn,
-        Rel::Uses,
-    ];
-
-    /// The relation's name, as the snapshot, exports and views write it.
-    pub(super) fn name(self) -> &'static str {
-        match self {
-            Rel::Supports => "supports",
-            Rel::Contradicts => "contradicts",
-            Rel::Refines => "refines",
-            Rel::Resolves => "resolves",
-            Rel::Synthesizes => "synthesizes",
-            Rel::Connects => "connects",
-            Rel::Tension => "tension",
-            Rel::Reframes => "reframes",
-            Rel::DerivedFrom => "derived_from",
-            Rel::Update => "update",
-            Rel::StateChange => "state_change",
-            Rel::Expands => "expands",
-            Rel::Qualifies => "qualifies",
-            Rel::Retracts => "retracts",
-            Rel::SameAs => "same_as",
-            Rel::ChildOf => "child_of",
-            Rel::BranchedFrom => "branched_from",
-            Rel::EvidenceFor => "evidence_for",
-            Rel::Concludes => "concludes",
-            Rel::Judges => "judges",
-            Rel::ExtractedFrom => "extracted_from",
-            Rel::UsedIn => "used_in",
-            Rel::Uses => "uses",
-        }
-    }
-
-    /// The edge a `relate` event of `relation` draws (same name).
-    pub(super) fn of(relation: Relation) -> Rel {
-        match relation {
-            Relation::Update => Rel::Update,
-            Relation::StateChange => Rel::StateChange,
-            Relation::Expands => Rel::Expands,
-            Relation::Qualifies => Rel::Qualifies,
-            Relation::Contradicts => Rel::Contradicts,
-            Relation::Retracts => Rel::Retracts,
-            Relation::SameAs => Rel::SameAs,
-        }
-    }
-}
-
-/// What a later event did to a node, recorded as (mark, the other event's node).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Mark {
-    SupersededBy,
-    ResolvedBy,
-    RetractedBy,
-    ParkedBy,
-    DuplicateOf,
-    DuplicateBy,
-    OpenChallenge,
-    Survived,
-    Closed,
-    Tension,
-    FrameChild,
-    Usage,
-    UsageItem,
-    /// Events by different agents, neither seen by the other's author
-    /// (`causal.rs`), that changed this node's state in ways that exclude
-    /// each other (two resolutions, two verdicts, two successors, a
-    /// completion and a reopening, two originals of one memory content, ...):
-    /// all kept, the node contested.
-    Conflict,
-}
-
-impl Mark {
-    /// Every mark, in declaration order (see [`Rel::ALL`]).
-    pub(super) const ALL: [Mark; 14] = [
-        Mark::SupersededBy,
-        Mark::ResolvedBy,
-        Mark::RetractedBy,
-        Mark::ParkedBy,
-        Mark::DuplicateOf,
-        Mark::DuplicateBy,
-        Mark::OpenChallenge,
-        Mark::Survived,
-        Mark::Closed,
-        Mark::Tension,
-        Mark::FrameChild,
-        Mark::Usage,
-        Mark::UsageItem,
-        Mark::Conflict,
-    ];
-}
-
 impl Meta {
     pub(super) fn of(ev: &Event) -> Self {
         match ev {
@@ -255,40 +86,6 @@ impl Meta {
             _ => Meta::None,
         }
     }
-}
-
-/// Per-node state that most nodes never have, boxed so that a node stays
-/// small: replaying a million events touches every node's memory, and on this
-/// machine fresh memory is the dominant cost. The marks later events leave
-/// (a contradiction on its target, say) are not here but in the node's
-/// [`Links`], so that a node with a mark and no other rare state has no box.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct Extra {
-    pub(super) invalid: Option<Box<str>>,
-    /// A valid claim's expiry.
-    pub(super) expires_at_ms: Option<u64>,
-    pub(super) confirmed: bool,
-    pub(super) frame_state: Option<FrameState>,
-    pub(super) task_state: Option<TaskState>,
-    pub(super) judged: Option<bool>,
-    pub(super) successes: u32,
-    pub(super) failures: u32,
-    /// The event that last set `frame_state` or `task_state`, the last resume
-    /// and the judgment: who set the state a later event may be blocked by
-    /// (see [`Graph::concurrent_setter`](super::Graph::concurrent_setter)).
-    /// Derived, and decided by the marks and states the snapshot holds, so
-    /// not part of it.
-    pub(super) state_by: Option<Ix>,
-    pub(super) resumed_by: Option<Ix>,
-    pub(super) judged_by: Option<Ix>,
-    /// The `update` or `state_change` relation that first superseded this
-    /// node, whose successor (its `from`) is the [`Mark::SupersededBy`]
-    /// (a refinement or reframe is both, and leaves this `None`).
-    pub(super) superseded_via: Option<Ix>,
-    /// Made from a redacted payload's residue.
-    pub(super) redacted: bool,
-    /// The node's seq when it is [`BIG_SEQ`] or more.
-    pub(super) big_seq: Option<u64>,
 }
 
 /// What [`Node::seq`](Node) holds for a seq kept in [`Extra::big_seq`].
@@ -591,86 +388,6 @@ impl Node {
         let mut successors = self.links.all(Mark::SupersededBy);
         let first = successors.next();
         successors.next().is_none().then_some(first).flatten()
-    }
-}
-
-/// The readings of a node that name other events: the node keeps their
-/// positions, the graph turns them into ids. `n` must be a node of this
-/// graph (from [`Graph::node`], [`Graph::nodes`], [`Graph::by_id`], ...).
-impl Graph {
-    pub(super) fn id_at(&self, ix: Ix) -> EntryId {
-        self.ids.id(self.nodes[ix as usize].row)
-    }
-
-    /// The id of `n`, one of this graph's nodes.
-    pub(super) fn id_of(&self, n: &Node) -> EntryId {
-        self.ids.id(n.row)
-    }
-
-    /// `n` with its id: what the public readings hand out.
-    pub(super) fn node_ref<'g>(&'g self, n: &'g Node) -> NodeRef<'g> {
-        NodeRef::new(self.id_of(n), n)
-    }
-
-    /// The position of `n`, which must be one of this graph's nodes: from
-    /// its address, so that reading a node costs no lookup.
-    pub(super) fn ix_of_node(&self, n: &Node) -> Ix {
-        let offset = (n as *const Node as usize).wrapping_sub(self.nodes.as_ptr() as usize);
-        let ix = offset / std::mem::size_of::<Node>();
-        assert!(ix < self.nodes.len() && offset.is_multiple_of(std::mem::size_of::<Node>()), "node at {offset:#x} from the first is not one of this graph's");
-        ix as Ix
-    }
-
-    fn ids_marked(&self, n: &Node, mark: Mark) -> Vec<EntryId> {
-        n.links.all(mark).map(|ix| self.id_at(ix)).collect()
-    }
-
-    /// Every event that touched `n`, in log order, starting with itself.
-    pub fn touched_by<'g>(&'g self, n: impl AsNode<'g>) -> Vec<EntryId> {
-        let n = n.as_node();
-        std::iter::once(self.id_of(n)).chain(n.links.touched().iter().map(|&ix| self.id_at(ix))).collect()
-    }
-
-    /// `n`'s outgoing typed edges: (relation name, target), in the order they were drawn.
-    pub fn edges<'g>(&'g self, n: impl AsNode<'g>) -> impl ExactSizeIterator<Item = (&'static str, EntryId)> + 'g {
-        let n = n.as_node();
-        n.links.edges().map(|(rel, to)| (rel.name(), self.id_at(to)))
-    }
-
-    /// The events that make `n`'s status what it is.
-    pub fn why<'g>(&'g self, n: impl AsNode<'g>) -> Vec<EntryId> {
-        let n = n.as_node();
-        let me = self.ix_of_node(n);
-        let mut out = Vec::new();
-        n.for_each_why(me, n.status(), |ix| out.push(self.id_at(ix)));
-        out
-    }
-
-    /// The events that conflict over `n`'s state (see
-    /// `protocol-spec/events.md`, "Concurrent events"), empty when none.
-    pub fn conflicts<'g>(&'g self, n: impl AsNode<'g>) -> Vec<EntryId> {
-        self.ids_marked(n.as_node(), Mark::Conflict)
-    }
-
-    /// Child frames, for frames.
-    pub fn frame_children<'g>(&'g self, n: impl AsNode<'g>) -> Vec<EntryId> {
-        self.ids_marked(n.as_node(), Mark::FrameChild)
-    }
-
-    /// Open challenges against `n`.
-    pub fn open_challenges<'g>(&'g self, n: impl AsNode<'g>) -> Vec<EntryId> {
-        self.ids_marked(n.as_node(), Mark::OpenChallenge)
-    }
-
-    /// Open tensions on `n`.
-    pub fn tensions<'g>(&'g self, n: impl AsNode<'g>) -> Vec<EntryId> {
-        self.ids_marked(n.as_node(), Mark::Tension)
-    }
-
-    /// The event that superseded `n`, if one did (two concurrent
-    /// successors are a conflict: `None`, and [`Graph::conflicts`] names them).
-    pub fn superseded_by<'g>(&'g self, n: impl AsNode<'g>) -> Option<EntryId> {
-        n.as_node().sole_successor().map(|ix| self.id_at(ix))
     }
 }
 

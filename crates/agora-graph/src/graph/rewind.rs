@@ -33,11 +33,11 @@
 //! most the number of records it was given, so rewinding costs at most that
 //! many applies per event received.
 
-use super::index::Ix;
-use super::input::LogEvent;
+use super::Graph;
+use super::input::{Key, LogEvent, key_of};
+use super::journal::{Journal, Record, WaitOp};
 use super::late::Late;
-use super::node::Node;
-use super::{Graph, Key, key_of};
+use super::node_state::Ix;
 use agora_core::EntryId;
 use std::collections::VecDeque;
 
@@ -48,59 +48,6 @@ use std::collections::VecDeque;
 /// prints it), so about 4.7 MB a graph; a rewind costs at most this many
 /// applies.
 pub const LIVE_GRAPH_JOURNAL: usize = 4_096;
-
-/// The last applies of a graph, newest last, and the one under way.
-#[derive(Clone, Debug)]
-pub(super) struct Journal {
-    records: VecDeque<Record>,
-    capacity: usize,
-    open: Option<Record>,
-}
-
-impl Journal {
-    /// Bytes on the heap ([`Graph::memory`](super::Graph::memory)): the
-    /// records and what they saved (an event's text not counted).
-    pub(super) fn heap_bytes(&self) -> usize {
-        let record = |r: &Record| {
-            r.saved.capacity() * size_of::<(Ix, Node, Ix)>()
-                + r.saved.iter().map(|(_, n, _)| n.links.heap_bytes()).sum::<usize>()
-                + r.content_ids.capacity() * size_of::<([u8; 32], Option<u32>)>()
-                + r.waiting.capacity() * size_of::<WaitOp>()
-        };
-        size_of::<Self>() + self.records.capacity() * size_of::<Record>() + self.records.iter().chain(self.open.as_ref()).map(record).sum::<usize>()
-    }
-}
-
-/// One apply: the event as it came and what it changed.
-#[derive(Clone, Debug)]
-struct Record {
-    event: LogEvent,
-    /// Taken in place by [`Graph::apply_late`] while sorting before the
-    /// last event applied (it sorted before the whole journal).
-    late: bool,
-    nodes_len: Ix,
-    authors_len: usize,
-    last_key: Option<Key>,
-    pending_count: usize,
-    late_nodes_len: usize,
-    released_nodes_len: usize,
-    /// Existing nodes before their first change by this apply (a node
-    /// holds no text, which never changes anyway), with their access record.
-    saved: Vec<(Ix, Node, Ix)>,
-    /// Memory-item content ids it claimed: first (`None`), or as another
-    /// author's original (`Some(author)`).
-    content_ids: Vec<([u8; 32], Option<u32>)>,
-    /// What it did to the pending set, in order.
-    waiting: Vec<WaitOp>,
-}
-
-#[derive(Clone, Debug)]
-enum WaitOp {
-    /// Event `id` was held until `on` arrives.
-    Held { on: EntryId, id: EntryId },
-    /// The events held for `on` were taken to be applied (as they were).
-    Released { on: EntryId, events: Vec<LogEvent> },
-}
 
 impl Graph {
     /// Keep a journal of the last `records` applies from now on, so that

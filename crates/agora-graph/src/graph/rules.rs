@@ -11,8 +11,8 @@
 //! `effects.rs`). This is its own module so that what may happen is read in
 //! one place, apart from what it does.
 
-use super::index::{Ix, UNKNOWN};
-use super::node::{FrameState, Mark, Meta};
+use super::node::Meta;
+use super::node_state::{FrameState, Ix, Mark, UNKNOWN};
 use super::{Graph, Targets};
 use crate::event::{Event, EventDecodeError, Relation, TaskState};
 use agora_core::EntryId;

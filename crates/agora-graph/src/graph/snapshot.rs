@@ -12,8 +12,8 @@
 //! to do with how the graph is built.
 
 use super::Graph;
-use super::index::Ix;
-use super::node::{Mark, Node, NodeRef, Status};
+use super::node::{Node, NodeRef, Status};
+use super::node_state::{Ix, Mark};
 use super::replay::WARM_BATCH;
 use agora_core::id_arena::IdsRead;
 use agora_core::{EntryId, LogPosition};

@@ -15,7 +15,7 @@
 //! ways give the same text for every node.
 
 use super::Body;
-use super::index::Ix;
+use super::node_state::Ix;
 use crate::event::Event;
 use agora_core::{Content, EntryId, LogPosition};
 use std::borrow::Cow;
