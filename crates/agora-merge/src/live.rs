@@ -50,6 +50,8 @@ mod memory;
 
 pub use memory::LiveMemory;
 
+use entry_index::Loc;
+
 type IdMap<V> = agora_core::idmap::IdMap<EntryId, V>;
 /// One chain's open disputes: (target seq, target) -> (disputer, dispute entry).
 type OpenMarks = BTreeMap<(u64, EntryId), Disputers>;
@@ -95,18 +97,6 @@ impl Disputers {
         self.0.iter()
     }
 }
-
-/// Where a known entry is: its chain's slot and its seq. The entry index
-/// keeps one per entry it knows, densely, in 8 bytes (its seq in 32 bits,
-/// a larger one aside: `live/entry_index.rs`).
-#[derive(Clone, Copy, Debug)]
-#[repr(C, packed(4))]
-struct Loc {
-    chain: u32,
-    seq: u64,
-}
-
-const _: () = assert!(std::mem::size_of::<Loc>() == 12);
 
 /// What evaluation needs of an entry that is not on its chain's view.
 #[derive(Clone, Copy, Debug)]

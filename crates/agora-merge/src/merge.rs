@@ -16,7 +16,6 @@
 
 use crate::input::{InputError, MERGE_ENTRIES_MAX, MERGE_PROOFS_MAX, MergeEntry};
 use crate::payload::MergeEvent;
-use crate::published::MergedView;
 use crate::rules::{MergeRuleError, MergeStatus};
 use agora_core::{AgentId, EntryId, ForkProof, SignedEntry};
 use rayon::prelude::*;
@@ -257,27 +256,6 @@ impl<'a> Merge<'a> {
         Ok(m)
     }
 
-    /// [`Merge::compute`] and [`Merge::merged_view`] together, in less time
-    /// than one after the other: the merged graph depends only on the view
-    /// chains (steps 1 and 2), so it is replayed while the merge events are
-    /// evaluated (step 3). Same results as the two calls.
-    pub fn compute_with_view(entries: &'a [MergeEntry], proofs: &'a [ForkProof]) -> Result<(Self, MergedView), InputError> {
-        crate::input::check_reasoning_held(entries)?;
-        let mut m = Self::chains_of(entries, proofs)?;
-        let (mut graph, outcomes) = m.merged_graph_beside(m.chains.len(), |c| m.evaluate_signer(c));
-        // The graph's digest (most of what is left) beside settling the
-        // merge events and what the view takes from them.
-        let (graph_digest, (view_hash, disputes, chains)) = rayon::join(
-            || graph.digest(),
-            || {
-                m.settle(outcomes);
-                (m.view_hash(), m.open_disputes(), m.chain_summaries())
-            },
-        );
-        let view = MergedView::new(view_hash, graph_digest, chains, disputes, graph);
-        Ok((m, view))
-    }
-
     /// Steps 1 and 2: the entries indexed, each chain's tree, forks and view chain.
     pub(crate) fn chains_of(entries: &'a [MergeEntry], proofs: &'a [ForkProof]) -> Result<Self, InputError> {
         if entries.len() > MERGE_ENTRIES_MAX {
@@ -318,7 +296,7 @@ impl<'a> Merge<'a> {
     }
 
     /// Step 3, the writing half: statuses, frontiers and open disputes.
-    fn settle(&mut self, outcomes: Vec<SignerOutcome>) {
+    pub(crate) fn settle(&mut self, outcomes: Vec<SignerOutcome>) {
         self.apply(outcomes);
         self.open_disputes.retain(|&(_, r)| self.records[r as usize].status == MergeStatus::Applied);
         self.open_disputes.sort_unstable();
@@ -604,7 +582,7 @@ impl<'a> Merge<'a> {
     /// Step 3 for one signer: its merge events on its view chain, in seq
     /// order. Reads the finished chains only, so signers are evaluated in
     /// parallel; the outcomes are applied in signer order.
-    fn evaluate_signer(&self, c: usize) -> SignerOutcome {
+    pub(crate) fn evaluate_signer(&self, c: usize) -> SignerOutcome {
         let mut out = SignerOutcome::default();
         let mut reach: ChainMap<(u64, u32)> = ChainMap::default();
         // In record order: the view chain is in seq order, and so are a
@@ -787,7 +765,7 @@ impl<'a> Merge<'a> {
 
 /// What evaluating one signer produced.
 #[derive(Default)]
-struct SignerOutcome {
+pub(crate) struct SignerOutcome {
     /// (record, status) of its merge events on its view chain.
     statuses: Vec<(u32, MergeStatus)>,
     /// ((signer chain, author chain), (furthest seq, accept record)).

@@ -14,10 +14,21 @@
 //! an entry once known stays known. A row the arena gave out for an id this
 //! view does not know yet (another view asked first) is a hole here.
 
-use super::Loc;
 use agora_core::EntryId;
 use agora_core::id_arena::IdArena;
 use std::sync::Arc;
+
+/// Where a known entry is: its chain's slot and its seq. The entry index
+/// keeps one per entry it knows, densely, in 8 bytes (its seq in 32 bits,
+/// a larger one aside: see [`Packed`]).
+#[derive(Clone, Copy, Debug)]
+#[repr(C, packed(4))]
+pub(super) struct Loc {
+    pub(super) chain: u32,
+    pub(super) seq: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<Loc>() == 12);
 
 /// Entry id -> [`Loc`], one dense row per id (see the module docs).
 #[derive(Debug, Default)]
