@@ -3,28 +3,6 @@
 
 use super::*;
 
-/// A verified response waiting for the responses to earlier ranges of the
-/// same author (requests are pipelined; the store takes a chain in order).
-#[derive(Debug)]
-pub(super) struct Held {
-    pub(super) peer: PeerId,
-    pub(super) limit: u32,
-    pub(super) entries: Vec<VerifiedEntry>,
-    /// Dropped (and asked for again when planned) if the ranges before it
-    /// have not been handed to the store by then.
-    pub(super) deadline_ms: u64,
-}
-
-/// An import handed to the driver and not yet reported.
-#[derive(Debug)]
-pub(super) struct Importing {
-    pub(super) from: PeerId,
-    pub(super) author: AgentId,
-    pub(super) first_seq: u64,
-    /// For a gossiped entry (relayed by `from`, not served by it): its head.
-    pub(super) gossiped: Option<Head>,
-}
-
 impl Replicator {
     /// Hand the held responses of `author` that now continue what the store
     /// holds (or is importing) to the store, strictly in order: only the

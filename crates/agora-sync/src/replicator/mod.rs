@@ -3,17 +3,21 @@
 //! lives in a file of its own: `config` (limits), `outputs` (what the driver
 //! is told), `membership` (the roster), `frontier` (local tips and peers'
 //! claims), `peers` (records, bans, rate limits), `planning` (which range of
-//! whom), `responses` (serving and checking ranges), `imports` (handing
-//! entries to the store), `payloads` (missing payloads), `gossip`.
+//! whom), `responses` (serving and checking ranges), `check` (a response's
+//! entries checked off the loop), `imports` (handing entries to the store),
+//! `payloads` (missing payloads), `gossip`. The state those keep (a request
+//! in flight, a held response, a missing payload, a peer's record) is
+//! declared in `state`, below this file: the concerns know the
+//! `Replicator` and their state, and neither knows them.
 
 use crate::limiter::TokenBucket;
 use crate::tips::Tips;
 use crate::wire::{Gossip, Head, Message, RangeStart, WireEntry};
-use agora_core::verify::{CheckedEntry, VerifyError, check_entries as check_signed_entries};
-use agora_core::{AgentId, DecodeError, EntryId, EntryRef, ForkProof, ForkProofError, SignedEntry};
-use serde::Serialize;
+use agora_core::verify::check_entries as check_signed_entries;
+use agora_core::{AgentId, EntryId, EntryRef, ForkProof, SignedEntry};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+mod check;
 mod commit;
 mod config;
 mod frontier;
@@ -25,30 +29,15 @@ mod payloads;
 mod peers;
 mod planning;
 mod responses;
+mod state;
 
+pub use check::{RESPONSE_ENTRIES_MAX, check_entries};
 pub use commit::Commit;
 pub use config::Config;
-pub use outputs::{CheckError, GossipVerdict, ImportOutcome, Lag, Output, ServeRequest, Stats};
-pub use responses::check_entries;
+pub use outputs::{CheckError, GossipVerdict, ImportOutcome, Lag, Output, PeerId, ServeRequest, Stats, VerifiedEntry};
 
 use frontier::merge_head;
-use imports::{Held, Importing};
-use payloads::Missing;
-use peers::PeerState;
-use planning::{InFlight, Purpose};
-
-/// A verified entry: its signature checked and its payload, when the sender
-/// had it, checked against the header (the proof is in the type).
-pub type VerifiedEntry = CheckedEntry;
-
-/// A peer, as the driver names it (a libp2p peer id, or a simulator index).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct PeerId(pub u64);
-
-/// Most entries one response carries (beyond the byte budget): a seq with
-/// many branches is sent over several responses, each resumed after the last
-/// entry of the one before.
-pub const RESPONSE_ENTRIES_MAX: usize = 4_096;
+use state::{Held, Importing, InFlight, Missing, PeerState, Purpose};
 
 /// Most peers a range is asked of at once after a request for it timed out:
 /// one of them withholding cannot stall it a second time.

@@ -1,7 +1,19 @@
 //! What the replicator tells its driver: outputs to execute, verdicts on gossip,
 //! outcomes of imports, check errors, counters and lag.
 
-use super::*;
+use crate::wire::{Gossip, Message, RangeStart};
+use agora_core::verify::{CheckedEntry, VerifyError};
+use agora_core::{AgentId, DecodeError, EntryRef, ForkProofError};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// A verified entry: its signature checked and its payload, when the sender
+/// had it, checked against the header (the proof is in the type).
+pub type VerifiedEntry = CheckedEntry;
+
+/// A peer, as the driver names it (a libp2p peer id, or a simulator index).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PeerId(pub u64);
 
 /// Why a response or gossiped entry was refused. Names the entry (by its
 /// position in the message) and the rule.

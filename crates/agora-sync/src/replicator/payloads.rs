@@ -3,21 +3,6 @@
 
 use super::*;
 
-/// An entry held without its payload, being asked of peers.
-#[derive(Debug, Clone, Default)]
-pub(super) struct Missing {
-    /// Rounds that ended without the payload (every claimant asked once).
-    pub(super) tries: u32,
-    /// Not asked again before this.
-    pub(super) next_ms: u64,
-    /// Reported unavailable (after `payload_tries_max` rounds): still asked,
-    /// slowly, and the first to make room for a new missing payload.
-    pub(super) reported: bool,
-    /// Claimants asked in the current round (at most the peers connected):
-    /// not asked again before the round ends.
-    pub(super) asked: Vec<PeerId>,
-}
-
 impl Replicator {
     /// Entries the store holds without their payload (never received): ask
     /// peers for them, a bounded number at a time. The driver hands them over

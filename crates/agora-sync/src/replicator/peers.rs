@@ -3,47 +3,6 @@
 
 use super::*;
 
-#[derive(Debug)]
-pub(super) struct PeerState {
-    /// The peer's tips, by author (admitted authors; at most
-    /// `heads_per_author_max` each).
-    pub(super) frontier: BTreeMap<AgentId, Vec<Head>>,
-    /// How many heads of authors outside the roster `frontier` holds (kept
-    /// in case they are admitted): at most `non_member_heads_per_peer`.
-    /// Claims dropped since (empty answers, timeouts) may still count.
-    pub(super) non_member_heads: usize,
-    /// Budget for its own unsolicited messages.
-    pub(super) bucket: TokenBucket,
-    /// Messages dropped for being over budget in the current one-second window.
-    pub(super) dropped_in_window: u32,
-    /// Start of that window.
-    pub(super) window_start_ms: u64,
-    /// Ids of the last entries this peer sent us (the last of each response,
-    /// each gossiped entry), most recent last: it holds them, so our heads
-    /// among them are not announced back to it.
-    pub(super) holds: VecDeque<EntryId>,
-    /// Requests it let time out, empty answers to its own claims, repeated
-    /// short answers, payloads it claimed and did not send: each divides
-    /// its score.
-    pub(super) strikes: u32,
-    /// Entries new to us it delivered in answers to forward ranges.
-    pub(super) useful: u64,
-    /// Milliseconds its forward requests took (answered, cut short by a
-    /// hedge, or timed out). `useful / spent_ms` is its measured rate; both
-    /// are halved once this passes [`RATE_WINDOW_MS`].
-    pub(super) spent_ms: u64,
-    /// Short answers in a row (fewer entries than asked and than it
-    /// claims, not `more`): from the second on, each is a strike.
-    pub(super) shorts: u32,
-    /// Answers to payload requests that came without the payload: a missing
-    /// payload is asked of peers that sent fewer of these first.
-    pub(super) stripped: u32,
-    /// It answered `Busy`: not asked again before this.
-    pub(super) busy_until_ms: u64,
-    /// When it is sent our whole frontier again ([`Config::frontier_refresh_ms`]).
-    pub(super) refresh_at_ms: u64,
-}
-
 impl PeerState {
     pub(super) fn note_holds(&mut self, id: EntryId) {
         if self.holds.len() >= PEER_HOLDS_MAX {

@@ -3,52 +3,6 @@
 
 use super::*;
 
-#[derive(Clone, Debug)]
-pub(super) struct InFlight {
-    pub(super) peer: PeerId,
-    pub(super) author: AgentId,
-    pub(super) start: RangeStart,
-    /// Most seqs asked for.
-    pub(super) limit: u32,
-    pub(super) purpose: Purpose,
-    /// When it was sent.
-    pub(super) sent_ms: u64,
-    pub(super) deadline_ms: u64,
-    /// Time of it already charged to the peer's record (when it was hedged).
-    pub(super) charged_ms: u64,
-    /// When it is asked of another claimant too, if still unanswered
-    /// (`u64::MAX`: never; see [`Config::hedge_min_ms`]).
-    pub(super) hedge_at_ms: u64,
-    /// A hedge (asked because another claimant was slow): counted against
-    /// `in_flight_max` separately.
-    pub(super) hedge: bool,
-    /// Requests for the same range sent to several peers at once (a retry
-    /// after a timeout) share a group; the first answer settles all.
-    pub(super) group: u64,
-    /// Sent by planning, within the in-flight limits (the rest of a cut
-    /// response inherits it from the request it continues). `false`: a
-    /// follow-up of an import (a backfill, a resumed range), which the
-    /// limits do not hold back.
-    pub(super) planned: bool,
-}
-
-/// Why a range was asked for, which decides how its response is imported.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Purpose {
-    /// Entries beyond what we hold. Several such ranges of one author are in
-    /// flight at once; their responses are imported in order.
-    Forward,
-    /// The seq of a peer's head that is not one of our tips (a possible
-    /// branch): asked once (see `Replicator::sought`), imported at once.
-    Branch(EntryId),
-    /// Entries below a batch that did not link (a branch that diverges
-    /// further back), or the rest of such a branch once its base is stored:
-    /// imported at once.
-    Backfill,
-    /// The seq of an entry held without its payload, asked to get the payload.
-    Payload,
-}
-
 impl Purpose {
     /// The purpose of the rest of a range whose response was cut short.
     pub(super) fn rest(self) -> Self {

@@ -258,20 +258,3 @@ impl Replicator {
         }
     }
 }
-
-/// Decode a response's entries and check each payload against its header and
-/// every signature (in batches): the part of verifying a response that costs
-/// CPU and needs no state, so a driver may run it on a worker thread and hand
-/// the result to [`Replicator::handle_checked_response`]. The error names the
-/// first bad entry by its position.
-pub fn check_entries(entries: Vec<WireEntry>) -> Result<Vec<VerifiedEntry>, CheckError> {
-    if entries.len() > RESPONSE_ENTRIES_MAX {
-        return Err(CheckError::TooMany { count: entries.len(), max: RESPONSE_ENTRIES_MAX });
-    }
-    let mut decoded = Vec::with_capacity(entries.len());
-    for (index, w) in entries.into_iter().enumerate() {
-        let e = SignedEntry::decode(&w.entry).map_err(|error| CheckError::Entry { index, error })?;
-        decoded.push((e, w.payload));
-    }
-    Ok(check_signed_entries(decoded)?)
-}
