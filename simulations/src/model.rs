@@ -78,10 +78,9 @@ impl Latency {
 }
 
 impl Latency {
-    /// Every number within its bound ([`crate::scenario::LATENCY_MS_MAX`],
-    /// [`crate::scenario::SIGMA_MAX`]), the field named under `at`.
+    /// Every number within its bound ([`LATENCY_MS_MAX`], [`SIGMA_MAX`]),
+    /// the field named under `at`.
     pub fn validate_bounds(&self, at: &str) -> Result<(), String> {
-        use crate::scenario::{LATENCY_MS_MAX, SIGMA_MAX, within};
         let ms = |field: &str, v: f64| {
             if v.is_finite() && (0.0..=LATENCY_MS_MAX as f64).contains(&v) {
                 Ok(())
@@ -119,6 +118,21 @@ fn standard_normal(rng: &mut Xorshift64) -> f64 {
 
 /// The fastest uplink a scenario may give, bytes/s (1 TB/s).
 pub const BANDWIDTH_MAX: u64 = 1_000_000_000_000;
+/// A latency's milliseconds (and a normal's standard deviation): an hour.
+pub const LATENCY_MS_MAX: u64 = 3_600_000;
+/// A log-normal latency's shape.
+pub const SIGMA_MAX: f64 = 10.0;
+
+/// `Ok` when `min ≤ value ≤ max`; else an error naming `field`.
+pub(crate) fn within(field: &str, value: u64, min: u64, max: u64) -> Result<(), String> {
+    if value < min {
+        return Err(format!("{field}: {value} is less than {min}"));
+    }
+    if value > max {
+        return Err(format!("{field}: {value} is more than {max}"));
+    }
+    Ok(())
+}
 
 /// What a link does to packets.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -144,9 +158,9 @@ impl LinkModel {
     pub fn validate_bounds(&self, at: &str) -> Result<(), String> {
         self.latency.validate_bounds(&format!("{at}.latency"))?;
         if let Some(rate) = self.bandwidth_bytes_per_s {
-            crate::scenario::within(&format!("{at}.bandwidth_bytes_per_s"), rate, 1, BANDWIDTH_MAX)?;
+            within(&format!("{at}.bandwidth_bytes_per_s"), rate, 1, BANDWIDTH_MAX)?;
         }
-        crate::scenario::within(&format!("{at}.loss_ppm"), u64::from(self.loss_ppm), 0, 1_000_000)
+        within(&format!("{at}.loss_ppm"), u64::from(self.loss_ppm), 0, 1_000_000)
     }
 
     /// The check a scenario's numbers must pass.

@@ -41,9 +41,6 @@ const BATCH_VIEWS_PER_CHECKPOINT: usize = 4;
 /// Samples in a report's series.
 const SAMPLES: u64 = 40;
 
-/// A full mesh of more nodes than this is refused (use a random topology).
-pub const FULL_MESH_MAX: usize = 256;
-
 /// What the runner knows of an agent.
 struct Agent {
     key: Rc<AgentKey>,

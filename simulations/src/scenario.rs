@@ -10,7 +10,7 @@
 //! topic-bound targets ([`Generated::topic_bound`]). `protocol`-free: it only says what happens when; the
 //! runner ([`crate::run`]) makes it happen through the simulated nodes.
 
-use crate::model::{Latency, LinkModel};
+use crate::model::{Latency, LinkModel, within};
 use agora_graph::Status;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -916,21 +916,10 @@ pub const RANGE_LIMIT_MAX: u64 = 100_000;
 pub const IN_FLIGHT_MAX: u64 = 4_096;
 /// A node's memory bound, bytes: 1 TiB.
 pub const MEMORY_BYTES_MAX: u64 = 1 << 40;
-/// A latency's milliseconds (and a normal's standard deviation): an hour.
-pub const LATENCY_MS_MAX: u64 = 3_600_000;
-/// A log-normal latency's shape.
-pub const SIGMA_MAX: f64 = 10.0;
-
-/// `Ok` when `min ≤ value ≤ max`; else an error naming `field`.
-pub(crate) fn within(field: &str, value: u64, min: u64, max: u64) -> Result<(), String> {
-    if value < min {
-        return Err(format!("{field}: {value} is less than {min}"));
-    }
-    if value > max {
-        return Err(format!("{field}: {value} is more than {max}"));
-    }
-    Ok(())
-}
+/// A full mesh of more nodes than this is refused (use a random topology).
+pub const FULL_MESH_MAX: usize = 256;
+/// A latency's bounds: the link model's own.
+pub use crate::model::{LATENCY_MS_MAX, SIGMA_MAX};
 
 /// Why a scenario file was refused.
 #[derive(Debug, thiserror::Error)]
@@ -1009,8 +998,8 @@ impl Scenario {
         {
             return Err("topology: a random topology needs degree ≥ 2".into());
         }
-        if self.topology == Topology::Full && self.nodes > crate::run::FULL_MESH_MAX {
-            return Err(format!("topology: a full mesh of {} nodes (at most {}; use a random topology)", self.nodes, crate::run::FULL_MESH_MAX));
+        if self.topology == Topology::Full && self.nodes > FULL_MESH_MAX {
+            return Err(format!("topology: a full mesh of {} nodes (at most {}; use a random topology)", self.nodes, FULL_MESH_MAX));
         }
         let mut spans: Vec<(u64, u64)> = self.partitions.iter().map(|p| (p.at_ms, p.heal_ms)).collect();
         spans.sort_unstable();
