@@ -38,6 +38,10 @@
 //! clients send as well). The document and its URL are new on each node
 //! run, like the token.
 //!
+//! This file is the repo and its sockets; the two routes and the task that
+//! keeps the document current from the control state are in
+//! `automerge_routes.rs`, which knows both, while neither knows it.
+//!
 //! Bounded: at most [`CONNECTIONS_MAX`] sockets at once (beyond: 503), a
 //! message of at most [`MESSAGE_BYTES_MAX`], one refresh at a time, and
 //! every socket ends when the node stops (the `streams_end` token), so none
@@ -49,18 +53,13 @@
 //! locked.
 
 use super::published_view::PublishedView;
-use super::server::ControlState;
 use anyhow::{Context, Result, anyhow};
 use automerge::{Automerge, ChangeHash};
-use axum::Json;
-use axum::extract::State;
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::response::{IntoResponse, Response};
+use axum::extract::ws::{Message, WebSocket};
 use futures::{Sink, SinkExt, Stream, StreamExt};
-use samod::{AcceptorHandle, DocHandle, PeerId, Repo, ShareConfig, Transport};
+use samod::{AcceptorHandle, DocHandle, PeerId, Repo, ShareConfig};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
@@ -78,18 +77,18 @@ pub const MESSAGE_BYTES_MAX: usize = 16 << 20;
 /// costs one.
 pub const POLL: Duration = Duration::from_millis(100);
 /// How long the repo may take to stop when the node stops.
-const STOP_MAX: Duration = Duration::from_millis(500);
+pub(super) const STOP_MAX: Duration = Duration::from_millis(500);
 
 /// The samod repo of the document served now, and what the sockets share.
 pub struct AutomergeRepo {
     /// The node's peer id, and the WebSocket's URL, for each repo made.
-    peer: String,
-    url: String,
-    connections: Arc<Semaphore>,
-    served: Mutex<Served>,
+    pub(super) peer: String,
+    pub(super) url: String,
+    pub(super) connections: Arc<Semaphore>,
+    pub(super) served: Mutex<Served>,
     /// What `describe` answers: the served document's URL and id, and
     /// which one it is (read without waiting for `served`).
-    named: std::sync::Mutex<(String, String, u64)>,
+    pub(super) named: std::sync::Mutex<(String, String, u64)>,
 }
 
 /// One samod repo holding one document: a copy of one published document.
@@ -97,25 +96,32 @@ pub struct AutomergeRepo {
 /// a redaction): the old repo, its document and its in-memory storage hold
 /// the redacted text in their history, so they are stopped and dropped,
 /// and their sockets closed.
-struct Served {
-    repo: Repo,
-    doc: DocHandle,
-    acceptor: AcceptorHandle,
+pub(super) struct Served {
+    pub(super) repo: Repo,
+    pub(super) doc: DocHandle,
+    pub(super) acceptor: AcceptorHandle,
     /// Ends this repo's sockets.
-    sockets_end: CancellationToken,
+    pub(super) sockets_end: CancellationToken,
     /// The published document it copies (`PublishedView::document_id`).
-    document: String,
+    pub(super) document: String,
     /// The store generation it was last brought up to date at.
-    generation: Option<u64>,
+    pub(super) generation: Option<u64>,
     /// The published document's heads then: every change up to them is in
     /// the served document.
-    heads: Vec<ChangeHash>,
+    pub(super) heads: Vec<ChangeHash>,
 }
 
 impl Served {
     /// A repo with one document made of `changes` (the published
     /// document's, all of them).
-    async fn start(peer: &str, url: &str, changes: Vec<automerge::Change>, document: String, generation: Option<u64>, heads: Vec<ChangeHash>) -> Result<Self> {
+    pub(super) async fn start(
+        peer: &str,
+        url: &str,
+        changes: Vec<automerge::Change>,
+        document: String,
+        generation: Option<u64>,
+        heads: Vec<ChangeHash>,
+    ) -> Result<Self> {
         let repo = Repo::build_tokio().with_peer_id(PeerId::from_string(format!("agora-node-{peer}"))).with_share_policy(ShareConfig::read_only()).load().await;
         // A fresh actor: the served document never makes changes of its own
         // but the empty first one samod gives an empty document.
@@ -129,7 +135,7 @@ impl Served {
     }
 
     /// Close its sockets and stop it, in the background (bounded).
-    fn retire(self) {
+    pub(super) fn retire(self) {
         self.sockets_end.cancel();
         self.acceptor.close();
         let repo = self.repo;
@@ -181,148 +187,6 @@ impl AutomergeRepo {
             "connections": self.connections(),
         })
     }
-
-    /// Bring the served document up to date with the store: republish the
-    /// merged view if a write was committed since, then apply the changes
-    /// the served document lacks. When the published document was made
-    /// again (a redaction), the served one is replaced by a new document in
-    /// a new repo, and the old repo's sockets are closed: a client learns
-    /// the new URL from `/v1/automerge/url`. One at a time.
-    pub async fn update(self: &Arc<Self>, state: &Arc<ControlState>) -> Result<()> {
-        let mut served = self.served.lock().await;
-        // A redaction is a commit: it moves the generation too.
-        if served.generation == Some(state.generation.load(Ordering::Acquire)) {
-            return Ok(());
-        }
-        let since = served.heads.clone();
-        let (doc, document) = (served.doc.clone(), served.document.clone());
-        let state = state.clone();
-        let copied = tokio::task::spawn_blocking(move || -> Result<Copied> {
-            let (generation, id, changes, heads) = {
-                let mut published = state.published.lock().unwrap_or_else(|p| p.into_inner());
-                // Read under the lock: the newest generation, so a sync
-                // round that republished meanwhile is not redone for an
-                // older one.
-                let generation = state.generation.load(Ordering::Acquire);
-                published.refresh(&state.merge, &state.store, generation)?;
-                let id = published.document_id();
-                let changes = if id == document { published.changes_since(&since) } else { published.changes_since(&[]) };
-                (generation, id, changes, published.heads())
-            };
-            if id != document {
-                return Ok(Copied::Remade { generation, document: id, changes, heads });
-            }
-            if !changes.is_empty() {
-                let n = changes.len();
-                doc.with_document(|doc| doc.apply_changes(changes)).context("applying the view's changes to the served document")?;
-                tracing::debug!(changes = n, generation, "automerge-repo document updated");
-            }
-            Ok(Copied::Applied { generation, heads })
-        })
-        .await
-        .context("the update stopped")??;
-        match copied {
-            Copied::Applied { generation, heads } => {
-                served.generation = Some(generation);
-                served.heads = heads;
-            }
-            Copied::Remade { generation, document, changes, heads } => {
-                let new = Served::start(&self.peer, &self.url, changes, document, Some(generation), heads).await?;
-                {
-                    let mut named = self.named.lock().unwrap_or_else(|p| p.into_inner());
-                    *named = (new.doc.url().to_string(), new.doc.document_id().to_string(), named.2 + 1);
-                }
-                tracing::info!(url = %new.doc.url(), "a payload was redacted: the automerge-repo document is served anew, without its history; the old one's sockets are closed");
-                std::mem::replace(&mut *served, new).retire();
-            }
-        }
-        Ok(())
-    }
-
-    /// The task that keeps the served document up to date while a socket is
-    /// open, and stops the repo when the node stops.
-    pub fn spawn_watcher(self: Arc<Self>, state: Arc<ControlState>) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(async move {
-            let end = state.streams_end.clone();
-            // The generation last looked at: a failed update is tried again
-            // at the next write, not every poll.
-            let mut seen = None;
-            loop {
-                tokio::select! {
-                    _ = end.cancelled() => break,
-                    _ = tokio::time::sleep(POLL) => {}
-                }
-                if self.connections() == 0 {
-                    continue;
-                }
-                let now = state.generation.load(Ordering::Acquire);
-                if seen == Some(now) {
-                    continue;
-                }
-                seen = Some(now);
-                if let Err(e) = self.update(&state).await {
-                    tracing::warn!("updating the automerge-repo document: {e:#}");
-                }
-            }
-            let served = self.served.lock().await;
-            served.sockets_end.cancel();
-            served.acceptor.close();
-            if tokio::time::timeout(STOP_MAX, served.repo.stop()).await.is_err() {
-                tracing::debug!("the automerge repo did not stop in time");
-            }
-        })
-    }
-}
-
-/// What an update did to the served document.
-enum Copied {
-    /// Changes applied to the same document.
-    Applied { generation: u64, heads: Vec<ChangeHash> },
-    /// The published document was made again: every change of the new one.
-    Remade { generation: u64, document: String, changes: Vec<automerge::Change>, heads: Vec<ChangeHash> },
-}
-
-/// `GET /v1/automerge/url`.
-pub async fn url(State(state): State<Arc<ControlState>>) -> Response {
-    Json(state.automerge_repo.describe()).into_response()
-}
-
-/// `GET /v1/automerge/repo`: the WebSocket, handed to the repo once the
-/// document is up to date.
-pub async fn websocket(State(state): State<Arc<ControlState>>, upgrade: WebSocketUpgrade) -> Response {
-    let unavailable = |why: &str| agora_interfaces::http_api::ApiError::new("unavailable", why).into_response();
-    if state.streams_end.is_cancelled() {
-        return unavailable("the node is shutting down");
-    }
-    let repo = state.automerge_repo.clone();
-    let Ok(permit) = repo.connections.clone().try_acquire_owned() else {
-        return unavailable(&format!("{CONNECTIONS_MAX} automerge-repo connections are open; try again later"));
-    };
-    // A client that sent the token as a subprotocol gets it selected (a
-    // browser refuses a handshake that selects none of those it offered).
-    let offered = format!("{}{}", super::server::TOKEN_PROTOCOL_PREFIX, state.token);
-    upgrade.protocols([offered]).max_message_size(MESSAGE_BYTES_MAX).on_upgrade(move |socket| async move {
-        // Never onto a document that may be out of date: after a redaction
-        // the old one still holds the text in its history.
-        if let Err(e) = repo.update(&state).await {
-            tracing::warn!("updating the automerge-repo document, so the socket is closed: {e:#}");
-            return;
-        }
-        let served = repo.served.lock().await;
-        // The socket ends when the node stops, or when this document is
-        // replaced (a redaction).
-        let (node_end, document_end) = (state.streams_end.clone(), served.sockets_end.clone());
-        let end = async move {
-            tokio::select! {
-                _ = node_end.cancelled() => {}
-                _ = document_end.cancelled() => {}
-            }
-        };
-        let (stream, sink) = bytes_of(socket, permit, end);
-        if served.acceptor.accept(Transport::new(stream, sink)).is_err() {
-            tracing::debug!("automerge-repo connection refused: the repo stopped");
-        }
-    })
 }
 
 type Received = Pin<Box<dyn Stream<Item = Result<Vec<u8>, axum::Error>> + Send>>;
@@ -332,7 +196,7 @@ type Received = Pin<Box<dyn Stream<Item = Result<Vec<u8>, axum::Error>> + Send>>
 /// incoming stream ends at `end` (the node stops, the document is
 /// replaced), which ends the connection; it holds the connection's permit
 /// until samod drops it.
-fn bytes_of(
+pub(super) fn bytes_of(
     socket: WebSocket,
     permit: OwnedSemaphorePermit,
     end: impl std::future::Future<Output = ()> + Send + 'static,
@@ -354,7 +218,7 @@ fn bytes_of(
 }
 
 /// A stream that holds a connection's permit as long as it lives.
-struct Held {
+pub(super) struct Held {
     inner: Received,
     _permit: OwnedSemaphorePermit,
 }

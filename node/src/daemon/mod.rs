@@ -10,7 +10,9 @@
 //! write was synced when it was made).
 
 mod automerge_repo;
+mod automerge_routes;
 mod control_listener;
+mod control_state;
 mod driver;
 mod heap_trim;
 mod network;
@@ -21,17 +23,16 @@ mod server;
 
 use agora_commands::cli::NodeRunArgs;
 use agora_commands::control::{NodeFile, remove_node_file, write_node_file};
-use agora_core::AgentId;
-use agora_home::config::{self, NodeConfig};
+use agora_home::config;
 use agora_home::home::Home;
 use agora_live_views::graph_cache::GraphCache;
 use agora_live_views::merge_cache::MergeCache;
-use agora_store::Store;
 use agora_sync::WorkspaceId;
 use anyhow::{Context, Result, bail};
+use driver::NodeContext;
 use libp2p::identity::Keypair;
 use network::NetworkSettings;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -50,20 +51,6 @@ pub const NODE_KEY_FILE: &str = "node.key";
 /// node stops within a few seconds of SIGTERM whatever it was doing.
 const SHUTDOWN_STEP_MAX: Duration = Duration::from_millis(1500);
 
-/// What the event loop and the control server share.
-#[derive(Clone)]
-pub struct NodeContext {
-    pub config: NodeConfig,
-    pub store: Arc<Store>,
-    pub graph: Arc<GraphCache>,
-    pub agent: AgentId,
-    pub founder: AgentId,
-    pub workspace: WorkspaceId,
-    pub node_key: Keypair,
-    /// The histograms of `/metrics` (gossip latency, view recomputes).
-    pub histograms: crate::metrics::Histograms,
-}
-
 fn load_or_create_node_key(home: &Path) -> Result<Keypair> {
     let path = home.join(NODE_KEY_FILE);
     match std::fs::read(&path) {
@@ -75,19 +62,6 @@ fn load_or_create_node_key(home: &Path) -> Result<Keypair> {
         }
         Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
     }
-}
-
-/// A sync progress bar on standard error, when it is a terminal.
-pub(crate) fn progress_bar() -> Option<indicatif::ProgressBar> {
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let bar = indicatif::ProgressBar::new(1);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("sync {bar:40} {pos}/{len} entries ({per_sec}, eta {eta})")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    Some(bar)
 }
 
 fn init_tracing() {
@@ -199,7 +173,7 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
         );
         let control_limits = control_listener::ControlLimits::with_connections_max(ctx.config.control_connections_max);
         let control_counters = Arc::new(control_listener::ControlCounters::default());
-        let state = Arc::new(server::ControlState {
+        let state = Arc::new(control_state::ControlState {
             store: store.clone(),
             graph: graph.clone(),
             merge: merge.clone(),

@@ -3,14 +3,17 @@
 //! store (`/v1/command`), answers status requests (`/v1/status`) and serves
 //! the merged view over Automerge sync (`/v1/automerge/sync`) and over the
 //! automerge-repo protocol on a WebSocket (`/v1/automerge/repo`, see
-//! `automerge_repo.rs`), and serves the MCP tools over streamable HTTP
+//! `automerge_routes.rs`), and serves the MCP tools over streamable HTTP
 //! (`/mcp`), the JSON API (`/v1/ops/<name>`) and the live page, the last
 //! three from `agora-interfaces` over [`NodeBackend`]. The page, its reads,
 //! its change stream and its WebSocket are served under the run's page path
 //! behind the page's session, never the token (`page_access.rs`). See
 //! `agora_commands::control` for the protocol.
 
-use super::control_listener::{ConnectionSlot, ControlCounters, ControlLimits, hold_until_sent};
+use super::automerge_repo::WEBSOCKET_PATH;
+use super::automerge_routes;
+use super::control_listener::{ConnectionSlot, hold_until_sent};
+use super::control_state::{ControlState, TOKEN_PROTOCOL_PREFIX};
 use agora_commands::control::{
     CHALLENGE_HEADER, COMMAND_LINE_BYTES_MAX, CommandRequest, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT, PROOF_HEADER, STDIN_BYTES_MAX, frame, proof,
     token_matches,
@@ -18,12 +21,8 @@ use agora_commands::control::{
 use agora_commands::ops::invoke::Ran;
 use agora_commands::ops::{Backend, Invoke, OpError};
 use agora_commands::run::{OpenStore, run_in_open_store};
-use agora_core::AgentId;
-use agora_home::home::Home;
 use agora_interfaces::http_api::ApiError;
 use agora_interfaces::{http_api, live_page, mcp};
-use agora_live_views::graph_cache::GraphCache;
-use agora_store::Store;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, State};
@@ -35,36 +34,6 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
-
-/// What the handlers share.
-pub struct ControlState {
-    pub store: Arc<Store>,
-    pub graph: Arc<GraphCache>,
-    /// The live merged view (kept current by its own thread).
-    pub merge: Arc<agora_live_views::merge_cache::MergeCache>,
-    pub home: Home,
-    pub founder: AgentId,
-    pub token: String,
-    /// Asks the event loop for a status snapshot.
-    pub status: mpsc::Sender<oneshot::Sender<serde_json::Value>>,
-    /// The merged view published as an Automerge document.
-    pub published: std::sync::Mutex<super::published_view::PublishedView>,
-    /// Counts committed writes (set by the store observer), so the document
-    /// is republished only when something changed.
-    pub generation: Arc<std::sync::atomic::AtomicU64>,
-    /// The histograms `/metrics` reports beside the status snapshot.
-    pub histograms: crate::metrics::Histograms,
-    /// Cancelled when the node stops: long-lived streams end.
-    pub streams_end: tokio_util::sync::CancellationToken,
-    /// The published document served over the automerge-repo protocol
-    /// (`/v1/automerge/repo`, `/v1/automerge/url`).
-    pub automerge_repo: Arc<super::automerge_repo::AutomergeRepo>,
-    /// The live page's login codes, sessions and path.
-    pub page: super::page_access::PageAccess,
-    /// The control listener's bounds and what it did, for `node status`.
-    pub control_limits: ControlLimits,
-    pub control_counters: Arc<ControlCounters>,
-}
 
 /// Largest body of a page login (`code=<64 hex digits>`).
 const LOGIN_FORM_BYTES_MAX: usize = 256;
@@ -86,8 +55,8 @@ pub fn router(state: Arc<ControlState>) -> Router {
         .route("/metrics", get(metrics).layer(DefaultBodyLimit::max(0)))
         .route("/v1/memory", get(memory).layer(DefaultBodyLimit::max(0)))
         .route("/v1/automerge/sync", post(automerge_sync).layer(DefaultBodyLimit::max(AUTOMERGE_MESSAGE_BYTES_MAX)))
-        .route(super::automerge_repo::WEBSOCKET_PATH, get(super::automerge_repo::websocket).layer(DefaultBodyLimit::max(0)))
-        .route("/v1/automerge/url", get(super::automerge_repo::url).layer(DefaultBodyLimit::max(0)))
+        .route(WEBSOCKET_PATH, get(automerge_routes::websocket).layer(DefaultBodyLimit::max(0)))
+        .route("/v1/automerge/url", get(automerge_routes::url).layer(DefaultBodyLimit::max(0)))
         .route("/v1/page/code", post(page_code).layer(DefaultBodyLimit::max(0)))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
     // The front ends, run on this node's open store, behind the same token:
@@ -103,8 +72,8 @@ pub fn router(state: Arc<ControlState>) -> Router {
     // only what the page reads.
     let base = state.page.prefix.clone();
     let page_api = Router::new()
-        .route(&format!("{base}{}", super::automerge_repo::WEBSOCKET_PATH), get(super::automerge_repo::websocket).layer(DefaultBodyLimit::max(0)))
-        .route(&format!("{base}/v1/automerge/url"), get(super::automerge_repo::url).layer(DefaultBodyLimit::max(0)))
+        .route(&format!("{base}{}", WEBSOCKET_PATH), get(automerge_routes::websocket).layer(DefaultBodyLimit::max(0)))
+        .route(&format!("{base}/v1/automerge/url"), get(automerge_routes::url).layer(DefaultBodyLimit::max(0)))
         .with_state(state.clone())
         .merge(http_api::read_routes(backend, &base))
         .merge(live_page::events(changes, &base))
@@ -124,11 +93,6 @@ pub fn router(state: Arc<ControlState>) -> Router {
 fn authorized(state: &ControlState, headers: &HeaderMap) -> bool {
     headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).is_some_and(|t| token_matches(t, &state.token))
 }
-
-/// A WebSocket client that can name subprotocols but not headers offers
-/// `agora-token.<token>`; the handshake selects it. (A browser page never
-/// holds the token: it opens the page's socket with its session.)
-pub const TOKEN_PROTOCOL_PREFIX: &str = "agora-token.";
 
 /// The token as a WebSocket subprotocol.
 fn websocket_authorized(state: &ControlState, headers: &HeaderMap) -> bool {
@@ -215,7 +179,7 @@ async fn require_page_session(State(state): State<Arc<ControlState>>, request: a
     let headers = request.headers();
     let cookies = headers.get_all("cookie").iter().filter_map(|v| v.to_str().ok());
     let in_session = state.page.session_of(cookies).is_some_and(|s| state.page.session_valid(s, Instant::now()));
-    let websocket = request.uri().path().ends_with(super::automerge_repo::WEBSOCKET_PATH);
+    let websocket = request.uri().path().ends_with(WEBSOCKET_PATH);
     let host = headers.get("host").and_then(|v| v.to_str().ok());
     let same_origin = headers.get("origin").and_then(|v| v.to_str().ok()).zip(host).is_some_and(|(o, h)| o == format!("http://{h}"));
     if !in_session || (websocket && !same_origin) {
@@ -229,7 +193,7 @@ async fn require_page_session(State(state): State<Arc<ControlState>>, request: a
 /// automerge-repo WebSocket also takes the token as a subprotocol
 /// ([`websocket_authorized`]).
 async fn require_token(State(state): State<Arc<ControlState>>, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    let websocket = request.uri().path() == super::automerge_repo::WEBSOCKET_PATH;
+    let websocket = request.uri().path() == WEBSOCKET_PATH;
     let allowed = authorized(&state, request.headers()) || (websocket && websocket_authorized(&state, request.headers()));
     if !allowed {
         return refusal("bad or missing bearer token (the node's control token, in node.json)");

@@ -14,12 +14,12 @@
 //! payload, a fork or a changed payload of the founder), which only the
 //! founder can cause.
 
-use super::Driver;
+use super::{Driver, all_heads};
 use agora_core::EntryRef;
 use agora_live_views::graph_cache::GraphCache;
 use agora_live_views::merge_cache::MergeCache;
-use agora_store::{CommitNotice, Store, StoreError};
-use agora_sync::{Commit, Head};
+use agora_store::CommitNotice;
+use agora_sync::Commit;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use tokio::sync::mpsc;
@@ -44,14 +44,6 @@ pub fn observer(
             missed.store(true, Ordering::Relaxed);
         }
     })
-}
-
-pub fn all_heads(store: &Store) -> Result<Vec<Head>, StoreError> {
-    let mut out = Vec::new();
-    for a in store.authors()? {
-        out.extend(a.tips.into_iter().map(|t| Head { author: a.author, seq: t.seq, id: t.id }));
-    }
-    Ok(out)
 }
 
 impl Driver {

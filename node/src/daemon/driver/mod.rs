@@ -17,10 +17,13 @@
 //! - [`swarm`]: libp2p events turned into replicator input;
 //! - [`commits`]: the store's commit notices fanned out (graph, replicator,
 //!   roster);
-//! - [`peers`]: peer numbering, dialling, bans carried out;
+//! - [`peer_book`]: peer numbering, bootstrap addresses, foreign peers and
+//!   bans, bounded;
+//! - [`peers`]: dialling, bans carried out;
 //! - [`status`]: `agora node status` and the progress bar.
 
 mod commits;
+mod peer_book;
 mod peers;
 mod status;
 mod swarm;
@@ -28,19 +31,22 @@ mod workers;
 
 pub use commits::observer;
 
-use super::NodeContext;
 use super::network::{Behaviour, build_swarm};
-use agora_core::EntryRef;
-use agora_store::CommitNotice;
+use agora_core::{AgentId, EntryRef};
+use agora_home::config::NodeConfig;
+use agora_live_views::graph_cache::GraphCache;
+use agora_store::{CommitNotice, Store, StoreError};
 use agora_sync::wire::{WireRequest, WireResponse};
-use agora_sync::{Config, ImportOutcome, Message, Output, PeerId, Replicator};
+use agora_sync::{Config, Head, ImportOutcome, Message, Output, PeerId, Replicator, WorkspaceId};
 use anyhow::{Context, Result};
 use futures::StreamExt;
+use libp2p::identity::Keypair;
 use libp2p::swarm::SwarmEvent;
 use libp2p::{Multiaddr, Swarm, gossipsub, request_response};
-use peers::PeerBook;
+use peer_book::{Bootstrap, PeerBook};
 use serde_json::Value;
 use std::collections::HashMap;
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc as std_mpsc};
 use std::time::{Duration, Instant};
@@ -57,6 +63,43 @@ const PENDING_RESPONSE_MAX_AGE: Duration = Duration::from_secs(60);
 
 /// An inbound range request waiting for the store, and since when.
 type PendingResponse = (request_response::ResponseChannel<Vec<u8>>, Instant);
+
+/// What the event loop and the control server share.
+#[derive(Clone)]
+pub struct NodeContext {
+    pub config: NodeConfig,
+    pub store: Arc<Store>,
+    pub graph: Arc<GraphCache>,
+    pub agent: AgentId,
+    pub founder: AgentId,
+    pub workspace: WorkspaceId,
+    pub node_key: Keypair,
+    /// The histograms of `/metrics` (gossip latency, view recomputes).
+    pub histograms: crate::metrics::Histograms,
+}
+
+/// Every head the store holds: what the replicator is told at start and
+/// after a resync.
+pub fn all_heads(store: &Store) -> Result<Vec<Head>, StoreError> {
+    let mut out = Vec::new();
+    for a in store.authors()? {
+        out.extend(a.tips.into_iter().map(|t| Head { author: a.author, seq: t.seq, id: t.id }));
+    }
+    Ok(out)
+}
+
+/// A sync progress bar on standard error, when it is a terminal.
+fn progress_bar() -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(1);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("sync {bar:40} {pos}/{len} entries ({per_sec}, eta {eta})")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    Some(bar)
+}
 
 /// Counters for status; monotonic.
 #[derive(Default)]
@@ -100,7 +143,7 @@ struct Driver {
     missing_cursor: Option<EntryRef>,
     /// The configured bootstrap addresses, dialled again while their peer
     /// is not connected.
-    bootstrap: Vec<peers::Bootstrap>,
+    bootstrap: Vec<Bootstrap>,
 }
 
 /// Everything the loop receives besides swarm events.
@@ -170,15 +213,15 @@ pub async fn run(ctx: NodeContext, settings: super::network::NetworkSettings, mu
         missing_more: true,
         missing_cursor: None,
         rep: Replicator::new(Config::default()),
-        bootstrap: ctx.config.bootstrap.iter().cloned().map(peers::Bootstrap::new).collect(),
+        bootstrap: ctx.config.bootstrap.iter().cloned().map(Bootstrap::new).collect(),
         swarm,
         ctx,
     };
-    let heads = commits::all_heads(&driver.ctx.store)?;
+    let heads = all_heads(&driver.ctx.store)?;
     driver.rep.set_local_frontier(heads, 0);
     driver.refresh_roster();
     driver.feed_missing_payloads();
-    driver.progress = super::progress_bar();
+    driver.progress = progress_bar();
     driver.dial_bootstraps();
     let _ = ready.send(listen);
 
