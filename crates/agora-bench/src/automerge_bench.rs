@@ -17,7 +17,7 @@
 //! every event the graph applied (see `agora_merge::LiveMergedGraph`); the
 //! bench reports how many arrivals were late and what their replay cost.
 
-use crate::percentile;
+use crate::measure::percentile;
 use agora_automerge::{LiveViewParts, Publisher, apply, publish, read_tree, view_tree};
 use agora_core::AgentId;
 use agora_merge::{ChainInput, LiveMerge, LiveMergedGraph, LiveUpdate, Merge, MergeEntry};

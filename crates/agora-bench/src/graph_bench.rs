@@ -1,7 +1,7 @@
 //! Reasoning-graph benchmarks: replay rate, status lookup latency, and the
 //! latency of a trace that verifies its own entries.
 
-use crate::percentile;
+use crate::measure::percentile;
 use agora_core::xorshift::Xorshift64;
 use agora_core::{AgentKey, EntryId};
 use agora_graph::{Event, Graph, LogEvent, LogPosition, TaskState};

@@ -13,7 +13,7 @@
 //! not take in place (each cost a replay of the whole graph before), and
 //! what that replay costs.
 
-use crate::percentile;
+use crate::measure::percentile;
 use agora_graph::{Graph, LIVE_GRAPH_JOURNAL, Late, LogEvent};
 use anyhow::{Result, ensure};
 use std::time::{Duration, Instant};
@@ -97,9 +97,9 @@ pub fn run(args: LateArgs) -> Result<()> {
         ensure!((live.view_hash(), live.digest()) == want, "skew {skew}: the live graph differs from a replay of the whole log");
         // What the journal holds: the allocator's count before and after
         // dropping it.
-        let before = crate::allocated_bytes();
+        let before = crate::measure::allocated_bytes();
         live.keep_journal(0);
-        let journal_bytes = before.saturating_sub(crate::allocated_bytes());
+        let journal_bytes = before.saturating_sub(crate::measure::allocated_bytes());
         let total: Duration = took.iter().sum();
         took.sort();
         let us = |d: Duration| d.as_secs_f64() * 1e6;

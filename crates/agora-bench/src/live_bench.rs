@@ -13,7 +13,7 @@
 //! Beside it, the perspective of the agent that accepts the most: built by
 //! replay at start, then refreshed and hashed after each arrival.
 
-use crate::percentile;
+use crate::measure::percentile;
 use agora_core::AgentId;
 use agora_merge::{ChainInput, LiveMerge, LivePerspective, LiveUpdate, Merge, MergeEntry};
 use anyhow::Result;
@@ -77,12 +77,12 @@ pub fn run(args: LiveArgs) -> Result<()> {
     let HeldBack { mut held, arrivals, initial } = held_back(&entries, args.arrivals_per_agent);
 
     // Start-up: the live view built once from what is held.
-    let before = crate::allocated_bytes();
+    let before = crate::measure::allocated_bytes();
     let t = Instant::now();
     let mut live = LiveMerge::from_entries(&initial, &[])?;
     let first_hash = live.view_hash();
     let startup = t.elapsed();
-    let live_bytes = crate::allocated_bytes().saturating_sub(before);
+    let live_bytes = crate::measure::allocated_bytes().saturating_sub(before);
     let live_entries = initial.len() as u64;
     // Where its memory goes, as the live view counts it.
     let live_memory = live.memory();
@@ -106,12 +106,12 @@ pub fn run(args: LiveArgs) -> Result<()> {
         |held: &HashMap<AgentId, Vec<MergeEntry>>, a: &AgentId, seqs: std::ops::RangeInclusive<u64>| -> Result<Vec<MergeEntry>, std::convert::Infallible> {
             Ok(held.get(a).map(|c| c.iter().filter(|e| seqs.contains(&e.seq())).cloned().collect()).unwrap_or_default())
         };
-    let before = crate::allocated_bytes();
+    let before = crate::measure::allocated_bytes();
     let t = Instant::now();
     let mut perspective = LivePerspective::build(&live, viewer, |a, seqs| range(&held, a, seqs)).map_err(|e| anyhow::anyhow!("{e:?}"))?;
     std::hint::black_box(perspective.hash());
     let perspective_built = t.elapsed();
-    let perspective_bytes = crate::allocated_bytes().saturating_sub(before);
+    let perspective_bytes = crate::measure::allocated_bytes().saturating_sub(before);
     let perspective_nodes = perspective.view().graph.len();
     // Where its memory goes, as the graph counts it (texts are held here;
     // a node's perspectives read theirs from the store).

@@ -12,6 +12,7 @@ use agora_store::{Store, StoreOptions};
 use anyhow::Result;
 use clap::Parser;
 use ed25519_dalek::{Signer, SigningKey};
+use measure::rate;
 use std::time::{Duration, Instant};
 
 /// The allocator and options of the `agora` binary (see `node/src/main.rs`),
@@ -24,19 +25,11 @@ static ALLOCATOR: agora_sim::heap::Metered<tikv_jemallocator::Jemalloc> = agora_
 #[unsafe(export_name = "_rjem_malloc_conf")]
 static MALLOC_CONF: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
 
-/// Bytes the program holds in live allocations now (jemalloc's
-/// `stats.allocated`, refreshed first): the difference across a step is what
-/// the structures it built hold.
-pub(crate) fn allocated_bytes() -> u64 {
-    use tikv_jemalloc_ctl::{epoch, stats};
-    let _ = epoch::advance();
-    stats::allocated::read().map_or(0, |b| b as u64)
-}
-
 mod automerge_bench;
 mod graph_bench;
 mod late_bench;
 mod live_bench;
+mod measure;
 mod merge_bench;
 mod node_bench;
 mod sim_bench;
@@ -82,24 +75,6 @@ struct Args {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
-}
-
-/// Run `f` repeatedly for at least `min`; return operations per second, where
-/// each call performs `ops` operations.
-fn rate(min: Duration, ops: usize, mut f: impl FnMut()) -> f64 {
-    f(); // warm-up
-    let start = Instant::now();
-    let mut calls = 0u64;
-    while start.elapsed() < min {
-        f();
-        calls += 1;
-    }
-    (calls as f64 * ops as f64) / start.elapsed().as_secs_f64()
-}
-
-/// The `p` quantile (0 to 1) of durations sorted in ascending order.
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
 struct Row {

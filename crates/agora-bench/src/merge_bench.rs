@@ -3,7 +3,7 @@
 //! events, accepts, disputes, withdrawals, an honest fork with its resolution
 //! and an equivocation.
 
-use crate::percentile;
+use crate::measure::percentile;
 use agora_core::entry::{Header, next_header_after};
 use agora_core::{AgentKey, EntryId, SignedEntry};
 use agora_graph::Event;

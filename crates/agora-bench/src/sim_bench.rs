@@ -10,7 +10,7 @@
 //! (user and system, the child's alone) over its deliveries is the cost per
 //! delivery.
 
-use crate::rate;
+use crate::measure::rate;
 use anyhow::{Context, Result, bail};
 use ed25519_dalek::{Signer, SigningKey};
 use std::path::PathBuf;

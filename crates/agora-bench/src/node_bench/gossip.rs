@@ -1,6 +1,6 @@
 //! `node gossip`: time for a new event to reach every node of a local swarm.
 
-use super::{Home, agora_json, new_home, start, wait_until};
+use super::harness::{Home, agora_json, new_home, start, wait_until};
 use anyhow::{Context, Result, bail};
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! `node load`: a sustained load into one node; how far behind the commits
 //! its live merged view runs and the CPU it uses.
 
-use super::{agora_cmd, agora_json, new_home, rss_kib, start, store_swarm};
+use super::harness::{agora_cmd, agora_json, new_home, rss_kib, start, store_swarm};
 use anyhow::{Context, Result, bail};
 use std::path::Path;
 use std::process::Stdio;
@@ -159,9 +159,9 @@ pub(super) fn run(agora: &Path, rate: usize, agents: usize, seconds: usize, prel
         println!(
             "  reads every second during the load ({} each): `status` (the reasoning graph) p50 {:.1} ms, max {:.1} ms; `perspective <a writing agent> --summary` p50 {:.1} ms, max {:.1} ms; the reasoning graph replayed {replays} times, the perspective {builds} times",
             status_reads.len(),
-            ms(crate::percentile(&status_reads, 0.5)),
+            ms(crate::measure::percentile(&status_reads, 0.5)),
             ms(*s),
-            ms(crate::percentile(&perspective_reads, 0.5)),
+            ms(crate::measure::percentile(&perspective_reads, 0.5)),
             ms(*p)
         );
     }

@@ -15,7 +15,7 @@
 //! the disk the store is on, which every append waits for. Figures are p50 /
 //! p99 / max in ms, and the p99 as a multiple of the round trip's p99.
 
-use super::{Home, agora_json, new_home, start};
+use super::harness::{Home, agora_json, new_home, start};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};

@@ -1,7 +1,7 @@
 //! `node rss`: resident memory of a node holding many entries, idle and
 //! while serving and receiving a full sync.
 
-use super::{agora_json, fill, new_home, rss_kib, start, wait_until};
+use super::harness::{agora_json, fill, new_home, rss_kib, start, wait_until};
 use anyhow::Result;
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! `node sync`: full sync of one chain from a node to a fresh node, beside
 //! this machine's batch-verify rate.
 
-use super::{agora_json, fill, key_of, new_home, rss_kib, start, wait_until};
+use super::harness::{agora_json, fill, key_of, new_home, rss_kib, start, wait_until};
 use agora_core::verify::verify_signatures;
 use agora_core::{AgentKey, SignedEntry};
 use anyhow::Result;

@@ -1,7 +1,7 @@
 //! `node views`: merge-layer reads through a running node holding the merge
 //! bench's swarm, and the node's memory.
 
-use super::{Node, agora_cmd, agora_json, new_home, rss_kib, start, store_swarm};
+use super::harness::{Node, agora_cmd, agora_json, new_home, rss_kib, start, store_swarm};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use std::path::Path;
@@ -194,7 +194,7 @@ pub(super) fn run(agora: &Path, agents: usize, per_agent: usize, rounds: usize) 
     };
     let disputes_by_hand = timed(&["disputes"])?;
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let q = |v: &[Duration], p: f64| ms(crate::percentile(v, p));
+    let q = |v: &[Duration], p: f64| ms(crate::measure::percentile(v, p));
     println!("a node holding {n} entries ({agents} agents x {per_agent} events, the merge bench's swarm):");
     println!("  start: ready in {:.2} s; first view-hash answered {:.2} s later (the live merged view built once)", ready.as_secs_f64(), built.as_secs_f64());
     println!("  after each of {rounds} new entries (`agora propose` through the node), whole `agora --json` commands:");
