@@ -480,6 +480,60 @@ fn a_removal_racing_the_removed_agents_writes_gives_every_node_the_same_views() 
     assert!(!agora(&b.home, &["status", &late]).status.success(), "B's graph leaves out entries beyond the cut-off");
 }
 
+/// Issue 39 item 6: membership applies to views. The pack of an agent X the
+/// founder never admitted, imported by hand on B, is stored there but counts
+/// in no view: the three nodes keep one view hash, the one they had, and no
+/// node has a status for X's entries. When the founder admits X, A and C
+/// fetch X's chain from B and all three count it: one view hash again, a new
+/// one, with X's contradiction contesting A's proposition everywhere. Before,
+/// B's views counted X's chain at once while A and C never received it, and
+/// B's view hash differed from theirs for good.
+#[test]
+fn an_unadmitted_agents_pack_counts_in_no_view_until_the_founder_admits_it() {
+    let started = Instant::now();
+    let Trio { agents: [a, b, _c], nodes: [na, nb, nc] } = Trio::start();
+    let p = id_of(&json(&a.home, &["propose", "Usage-based pricing"]));
+    wait_for("B and C to hold the proposition", || (nb.holds(&p) && nc.holds(&p)).then_some(()));
+    let before = converged(&[&na, &nb, &nc]);
+
+    let x = AgentKey::from_seed([93; 32]);
+    let x_id = x.agent_id().to_string();
+    let t0 = now_ms() - 60_000;
+    let mut chain: Vec<(SignedEntry, Vec<u8>)> = Vec::new();
+    let payloads = [
+        agora_graph::Event::Proposition { text: "X: flat fee".into() }.encode(),
+        agora_graph::Event::Contradiction { target: p.parse().unwrap(), text: "X: procurement wants predictable costs".into() }.encode(),
+        agora_graph::Event::Support { target: p.parse().unwrap(), text: "X: but usage tracks value".into() }.encode(),
+    ];
+    for (i, payload) in payloads.into_iter().enumerate() {
+        let e = SignedEntry::sign(next_header(x.agent_id(), chain.last().map(|(e, _)| e), t0 + i as u64, &payload).unwrap(), &x);
+        chain.push((e, payload));
+    }
+    let ids: Vec<String> = chain.iter().map(|(e, _)| e.id().to_string()).collect();
+    let pack_path = b.home.parent().unwrap().join("x.jsonl");
+    write_pack(&pack_path, &chain);
+    assert_eq!(json(&b.home, &["import", pack_path.to_str().unwrap()])["imported"], 3);
+    assert!(ids.iter().all(|id| nb.holds(id)), "stored on B");
+    // B's answers are current with its import; A and C could not receive it.
+    for n in [&na, &nb, &nc] {
+        assert_eq!(json(&n.home, &["view-hash"])["view_hash"].as_str().unwrap(), before, "{} counts X's entries", n.home.display());
+        assert!(!agora(&n.home, &["status", &ids[0]]).status.success(), "X's proposition counts nowhere");
+        assert_eq!(json(&n.home, &["status", &p])["status"], "active", "X's contradiction contests nothing");
+    }
+
+    ok(&a.home, &["admit", &x_id, "admitted late"]);
+    for n in [&na, &nc] {
+        wait_for("A and C to fetch X's chain from B", || ids.iter().all(|id| n.holds(id)).then_some(()));
+    }
+    let after = converged(&[&na, &nb, &nc]);
+    assert_ne!(after, before, "the admission and X's chain changed the view");
+    for n in [&na, &nb, &nc] {
+        assert_eq!(json(&n.home, &["status", &ids[0]])["status"], "active", "X's proposition counts on {}", n.home.display());
+        assert_eq!(json(&n.home, &["status", &p])["status"], "contested", "X's contradiction counts on {}", n.home.display());
+    }
+    println!("three nodes, an unadmitted pack and its admission in {} ms", started.elapsed().as_millis());
+}
+
 /// Hardening item 7: redacting a dispute's payload on one node keeps its view
 /// hash equal to a node that redacted nothing.
 #[test]

@@ -13,6 +13,13 @@ fn id_of(v: &Value) -> String {
     v["id"].as_str().expect("an id").to_string()
 }
 
+/// Name `founder`'s workspace in `home`'s configuration, as the node's
+/// `--founder` flag did: a command run without the node reads the founder
+/// from there, and counts the chains that founder's roster admits.
+fn configure_founder(home: &std::path::Path, founder: &str) {
+    std::fs::write(home.join("agora.toml"), format!("[workspace]\nfounder = \"{founder}\"\n")).unwrap();
+}
+
 /// Wait until every node prints the same view hash, and return it.
 fn converged(nodes: &[&Node]) -> String {
     wait_for("every node to compute the same merged view", || {
@@ -250,6 +257,7 @@ fn an_honest_fork_is_resolved_by_its_author() {
     }
     np.kill();
     let _ = std::fs::remove_file(p.home.join("node.json"));
+    configure_founder(&p.home, &founder);
     assert_eq!(json(&p.home, &["disputes"]), live);
 }
 
@@ -410,6 +418,7 @@ fn the_live_merged_view_equals_a_recompute_of_the_store() {
     // The node's answers came from its live view; stop it and recompute.
     nb.kill();
     let _ = std::fs::remove_file(b.home.join("node.json"));
+    configure_founder(&b.home, &a.id);
     let recomputed = json(&b.home, &["view-hash"]);
     assert_eq!(recomputed["view_hash"], hash.as_str(), "live {hash}, recomputed {recomputed}");
     let recomputed_consensus = json(&b.home, &["consensus", "--quorum", "2"]);

@@ -298,10 +298,14 @@ fn the_live_page_draws_forks_and_who_accepts_what() {
     // Bob accepts M's chain through the shared start; Alice through the
     // kept branch's last entry (seq 4), and Bob's through seq 1.
     let b1 = id(&json(&bob.home, &["propose", "Hire a solutions engineer"]));
+    // Each home is its own agent's workspace: the chains carried in count
+    // once their agents are admitted there.
     carry(&m.home, &bob.home, dir.path(), "m-to-bob");
+    admit(&bob, &[&m]);
     json(&bob.home, &["accept", &m.id, "1"]);
     carry(&m.home, &alice.home, dir.path(), "m-to-alice");
     carry(&bob.home, &alice.home, dir.path(), "bob-to-alice");
+    admit(&alice, &[&m, &bob]);
     json(&alice.home, &["accept", &m.id, &z]);
     json(&alice.home, &["accept", &bob.id, "1"]);
     let disputes = json(&alice.home, &["disputes"]);
@@ -389,6 +393,9 @@ fn the_live_page_stays_interactive_with_ten_thousand_nodes() {
     let pack = debate_pack(&keys, EVENTS, &dir.path().join("debate.jsonl"));
     let imported = json(&alice.home, &["import", pack.to_str().unwrap()]);
     assert_eq!(imported["imported"].as_u64(), Some(EVENTS as u64), "{imported}");
+    for k in &keys {
+        json(&alice.home, &["admit", &k.agent_id().to_string(), "debater"]);
+    }
     // Alice accepts two chains in part and disputes one event.
     let ids: Vec<String> = keys.iter().map(|k| k.agent_id().to_string()).collect();
     json(&alice.home, &["accept", &ids[0], "2000"]);

@@ -177,7 +177,10 @@ fn bad_events_are_refused_locally() {
     refused(&h, &["synthesize", &a, "one source"], "at least two sources");
     refused(&h, &["relate", &frame, &a, "expands"], "cannot refer to");
     refused(&h, &["resolve", &a, "not a question"], "cannot refer to");
-    refused(&h, &["relate", &a, &b, "causes"], "unknown relation");
+    // An unknown relation is a usage error: the command line lists the relations.
+    let (code, _, err) = agora(&h, &["relate", &a, &b, "causes"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("causes") && err.contains("possible values: update, state_change"), "{err}");
     // An unknown kind from a newer format version, appended raw.
     let payload = dir.path().join("newer.bin");
     let mut bytes = b"agev\x01".to_vec();
@@ -204,11 +207,16 @@ fn pending_references_and_invalid_events_from_peers() {
     let pack_file = dir.path().join("alice.jsonl");
     std::fs::write(&pack_file, &pack).unwrap();
     assert_eq!(agora(&bob, &["import", pack_file.to_str().unwrap()]).0, 0);
+    // Stored, but Alice is no member of Bob's workspace (his own, with no
+    // workspace configured): her chain counts in no view until he admits her.
+    assert_eq!(status(&bob, &c), "pending", "a non-member's entries count nowhere");
+    assert_eq!(agora(&bob, &["status", &p]).0, 1);
+    json(&bob, &["admit", json(&alice, &["id"])["agent"].as_str().unwrap(), "a peer"]);
     assert_eq!(status(&bob, &p), "contested");
     assert_eq!(status(&bob, &c), "active");
 
-    // Alice's store imports bob's chain, and a hand-made entry with an event
-    // of an unknown kind signed by a third agent: kept, reported invalid.
+    // Alice's store imports a hand-made entry with an event of an unknown
+    // kind signed by a third agent, whom she admits: kept, reported invalid.
     let mallory = init(dir.path(), "mallory");
     // Mallory's own CLI refuses it, so craft the entry with the library.
     let key = agora_core::AgentKey::from_key_file_bytes(&std::fs::read(mallory.join("agent.key")).unwrap()).unwrap();
@@ -218,6 +226,7 @@ fn pending_references_and_invalid_events_from_peers() {
     let pack = format!("{}\n{}\n", agora_core::pack::header_line(), agora_core::pack::entry_line(&entry, Some(&payload)));
     std::fs::write(&pack_file, pack).unwrap();
     assert_eq!(agora(&alice, &["import", pack_file.to_str().unwrap()]).0, 0, "the log keeps it");
+    json(&alice, &["admit", &key.agent_id().to_string(), "a peer"]);
     let s = json(&alice, &["status", &entry.id().to_string()]);
     assert_eq!(s["status"], "invalid");
     assert!(s["invalid"].as_str().unwrap().contains("unknown event kind 99"));

@@ -345,6 +345,12 @@ pub struct Net {
     /// The founder of the nodes' workspace, whose chain the roster is
     /// derived from.
     pub founder: AgentId,
+    /// Agents on the roster from the start: the runner hands them to every
+    /// replicator without an admission in the founder's chain, so the views
+    /// count them as members too, as if the founder had admitted them before
+    /// the run (unless its chain removes them). An author neither here nor
+    /// admitted by the founder's chain counts in no view (`Roster::admits_entry`).
+    pub members_from_start: std::collections::BTreeSet<AgentId>,
     /// Where the live views hold their entry ids: one arena for all nodes
     /// (each id held once, as the [`Interner`] holds each entry once).
     view_ids: std::sync::Arc<agora_core::id_arena::IdArena>,
@@ -450,6 +456,7 @@ impl Net {
             live_views: false,
             merge_builder: crate::views::live_merge,
             founder,
+            members_from_start: Default::default(),
             view_ids: Default::default(),
             view_failures: Vec::new(),
             flood: false,
@@ -489,7 +496,7 @@ impl Net {
             return;
         }
         let _charge = heap::charge(Some(i));
-        match NodeView::build(&self.nodes[i].store, self.founder, self.merge_builder, self.view_ids.clone()) {
+        match NodeView::build(&self.nodes[i].store, self.founder, &self.members_from_start, self.merge_builder, self.view_ids.clone()) {
             Ok(view) => self.nodes[i].view = Some(view),
             Err(e) => self.view_failures.push((i, e)),
         }

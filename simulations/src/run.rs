@@ -310,6 +310,7 @@ impl<'s> Run<'s> {
         for n in &mut net.nodes {
             n.rep.set_admitted(Some(admitted.clone()), now);
         }
+        net.members_from_start = admitted.keys().copied().collect();
         // Links: the honest topology, and each adversary's node to a few honest nodes.
         let mut wanted = BTreeSet::new();
         let mut want = |a: usize, b: usize| {
@@ -1195,7 +1196,7 @@ impl<'s> Run<'s> {
                 None if budget == 0 => continue,
                 None => {
                     budget -= 1;
-                    let computed = batch_view_hash(&self.net.nodes[first].store, self.net.founder);
+                    let computed = batch_view_hash(&self.net.nodes[first].store, self.net.founder, &self.net.members_from_start);
                     self.batch_hashes.insert(contents, computed.clone());
                     computed
                 }
@@ -1365,7 +1366,7 @@ impl<'s> Run<'s> {
                 Some(known) => known.clone(),
                 None => {
                     // What counts under the roster the node holds, when the founder writes one.
-                    let roster = self.founder.as_ref().map(|_| crate::views::derive_roster(store, self.net.founder));
+                    let roster = self.founder.as_ref().map(|_| crate::views::derive_roster(store, self.net.founder, &self.net.members_from_start));
                     let entries: Vec<MergeEntry> = store
                         .entries
                         .iter()
@@ -1586,10 +1587,11 @@ impl<'s> Run<'s> {
 type NodeHash = (usize, [u8; 32]);
 
 /// The view hash of the batch merge ([`Merge::compute`]) of what `store`
-/// holds that counts under the roster it holds (`founder`'s).
+/// holds that counts under the roster it holds (`founder`'s, with the
+/// members `from_start`).
 #[allow(clippy::result_large_err)]
-fn batch_view_hash(store: &MemStore, founder: AgentId) -> Result<[u8; 32], String> {
-    let roster = crate::views::derive_roster(store, founder);
+fn batch_view_hash(store: &MemStore, founder: AgentId, from_start: &BTreeSet<AgentId>) -> Result<[u8; 32], String> {
+    let roster = crate::views::derive_roster(store, founder, from_start);
     let entries: Vec<MergeEntry> = store
         .entries
         .iter()

@@ -19,6 +19,7 @@ use agora_core::{AgentId, EntryId, ForkProof, Payload, SignedEntry};
 use agora_merge::{ChainInput, Feed, InputError, LiveMerge, LiveUpdate, MergeEntry};
 use agora_roster::{FounderEntry, Roster};
 use agora_sync::harness::{MemStore, Stored};
+use std::collections::BTreeSet;
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -73,8 +74,10 @@ pub struct NodeView {
 
 /// The roster of the workspace founded by `founder`, derived from the
 /// founder's chain in `store` and its pinned histories found there, as the
-/// node derives it from its store (`agora_view::derive_roster`).
-pub fn derive_roster(store: &MemStore, founder: AgentId) -> Roster {
+/// node derives it from its store (`agora_view::derive_roster`), with the
+/// agents on the roster `from_start` (`Net::members_from_start`) members
+/// unless the chain removed them.
+pub fn derive_roster(store: &MemStore, founder: AgentId, from_start: &BTreeSet<AgentId>) -> Roster {
     let chain: Vec<(u64, EntryId, Payload)> = store
         .entries
         .range((founder, 0, EntryId([0; 32]))..)
@@ -82,6 +85,9 @@ pub fn derive_roster(store: &MemStore, founder: AgentId) -> Roster {
         .map(|((_, seq, id), (_, p))| (*seq, *id, store.content(id, p)))
         .collect();
     let mut roster = Roster::derive(founder, chain.iter().map(|(seq, id, p)| FounderEntry { seq: *seq, id: *id, content: p.as_content() }));
+    for agent in from_start.iter().filter(|a| !roster.removed.contains_key(*a)) {
+        roster.members.entry(*agent).or_insert(None);
+    }
     let found = roster.resolve_pins(|id| Ok::<_, Infallible>(store.get(id).map(|(e, _)| (e.header().author, e.header().seq, e.header().backlink))));
     match found {
         Ok(()) => roster,
@@ -116,8 +122,8 @@ impl NodeView {
     /// after the roster may have changed (`MergeCache::catch_up`): the
     /// roster first, then every entry that counts under it, kept as the
     /// merge state keeps them ([`MergeEntry::for_merge_state`]).
-    pub fn build(store: &MemStore, founder: AgentId, builder: MergeBuilder, ids: Arc<IdArena>) -> Result<Self, String> {
-        let roster = derive_roster(store, founder);
+    pub fn build(store: &MemStore, founder: AgentId, from_start: &BTreeSet<AgentId>, builder: MergeBuilder, ids: Arc<IdArena>) -> Result<Self, String> {
+        let roster = derive_roster(store, founder, from_start);
         let counts = |((a, seq, id), _): &(&(AgentId, u64, EntryId), &Stored)| roster.admits_entry(a, *seq, id);
         let entries = store
             .entries

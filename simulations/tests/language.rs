@@ -264,7 +264,7 @@ admit = "bob"
     let bob = agora_core::AgentKey::from_seed(agora_core::sha256(b"agora-sim scripted bob")).agent_id();
     for n in 0..3 {
         let store = &net.nodes[n].store;
-        let roster = agora_sim::views::derive_roster(store, net.founder);
+        let roster = agora_sim::views::derive_roster(store, net.founder, &net.members_from_start);
         assert_eq!(
             roster.cut_off.get(&alice),
             Some(&2),

@@ -183,6 +183,13 @@ mod tests {
         let observer_cache = cache.clone();
         store.set_observer(Some(Arc::new(move |n: CommitNotice| observer_cache.observe(&n))));
         let (alice, bob) = (AgentKey::from_seed([1; 32]), AgentKey::from_seed([2; 32]));
+        // The founder admits every agent below (a non-member's entries count
+        // in no view, tests/membership.rs).
+        let founder_key = AgentKey::from_seed([9; 32]);
+        for (i, agent) in [1u8, 2, 3, 4].into_iter().enumerate() {
+            let admit = agora_roster::RosterEvent::Admit { agent: AgentKey::from_seed([agent; 32]).agent_id(), note: String::new() };
+            store.append(&founder_key, &admit.encode(), 10 + i as u64).unwrap();
+        }
         // Built once, then updated incrementally from here on.
         let empty = cache.with(&store, |g| g.snapshot()).unwrap();
         assert_eq!(empty, agora_view::load_graph(&store, founder).unwrap().snapshot());
@@ -241,7 +248,6 @@ mod tests {
         assert_eq!(cache.with(&store, |g| g.node(&p.id()).unwrap().status().name()).unwrap(), "superseded", "the redacted contradiction keeps its effect");
         // The founder's own reasoning moves are applied in place (no
         // replay); a roster event of the founder's drops the graph.
-        let founder_key = AgentKey::from_seed([9; 32]);
         let before = rebuilt();
         store.append(&founder_key, &Event::Proposition { text: "the founder reasons too".into() }.encode(), 5_000).unwrap();
         check("after the founder's proposition");

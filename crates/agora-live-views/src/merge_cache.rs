@@ -608,6 +608,9 @@ mod tests {
         let store = Arc::new(Store::open(dir.path(), &StoreOptions { create: true, sync: false, ..Default::default() }).unwrap());
         let founder = AgentKey::from_seed([9; 32]);
         let (alice, bob) = (AgentKey::from_seed([1; 32]), AgentKey::from_seed([2; 32]));
+        for (t, agent) in [(10, &alice), (11, &bob)] {
+            store.append(&founder, &agora_roster::RosterEvent::Admit { agent: agent.agent_id(), note: String::new() }.encode(), t).unwrap();
+        }
         // Its graphs read their texts from the store, as a node's do; the
         // recompute's hold theirs.
         let cache = Arc::new(MergeCache::new(founder.agent_id()).texts_from(&store));

@@ -343,25 +343,38 @@ impl Roster {
         self.members.keys().map(|a| (*a, None)).chain(self.cut_off.iter().filter(|(a, _)| open(a)).map(|(a, s)| (*a, Some(*s)))).collect()
     }
 
-    /// Does the roster let this entry count in views? Of an agent removed
-    /// with a pinned history, exactly the entries of that history (none
-    /// while its head is not held); of one removed with a cut-off alone, its
-    /// entries up to the cut-off. Entries of authors never admitted count
-    /// where they are held (a node outside any workspace holds whatever it
-    /// imported), as do entries held of an agent removed the old way.
+    /// Does the roster let this entry count in views? Every entry of a
+    /// member (the founder included); of an agent removed with a pinned
+    /// history, exactly the entries of that history (none while its head is
+    /// not held); of one removed with a cut-off alone, its entries up to the
+    /// cut-off; the entries held of an agent removed the old way (no
+    /// cut-off). Nothing of an author never admitted: replication moves only
+    /// admitted chains, so an entry a node holds of anyone else (imported by
+    /// hand) would count on that node alone. It is stored, and counts from
+    /// the admission on.
     pub fn admits_entry(&self, author: &AgentId, seq: u64, id: &EntryId) -> bool {
         match self.pinned.get(author) {
             Some(pin) => pin.history.as_ref().is_some_and(|h| seq >= 1 && usize::try_from(seq - 1).ok().and_then(|i| h.get(i)) == Some(id)),
-            None => self.cut_off.get(author).is_none_or(|last| seq <= *last),
+            None => self.admits_seq(author, seq),
         }
     }
 
     /// Does a fork proof of `author` at `seq` count in views? None of an
     /// agent with a pinned history does (its history is one chain, so any
-    /// fork pairs an entry off it); otherwise as [`Roster::admits_entry`]
-    /// by seq.
+    /// fork pairs an entry off it), nor of an author never admitted;
+    /// otherwise as [`Roster::admits_entry`] by seq.
     pub fn admits_fork(&self, author: &AgentId, seq: u64) -> bool {
-        !self.pinned.contains_key(author) && self.cut_off.get(author).is_none_or(|last| seq <= *last)
+        !self.pinned.contains_key(author) && self.admits_seq(author, seq)
+    }
+
+    /// An author's seq counts (pins aside): up to its cut-off if it has
+    /// one, else if it is a member or was removed the old way; never if it
+    /// was never admitted.
+    fn admits_seq(&self, author: &AgentId, seq: u64) -> bool {
+        match self.cut_off.get(author) {
+            Some(last) => seq <= *last,
+            None => self.members.contains_key(author) || self.removed.contains_key(author),
+        }
     }
 
     /// The heads of pinned histories not found yet: a write that stores one
@@ -530,7 +543,7 @@ mod tests {
         assert_eq!(r.admission().get(&m), Some(&Some(4)));
         assert_eq!(r.admission().get(&f), Some(&None));
         assert!(r.admits_entry(&m, 4, &id(4)) && !r.admits_entry(&m, 5, &id(5)));
-        assert!(r.admits_entry(&agent(9), 1_000, &id(9)), "never admitted: counts where held");
+        assert!(r.admits_entry(&f, 1_000, &id(9)), "the founder is a member");
         let again = Roster::derive(
             f,
             [
@@ -540,6 +553,34 @@ mod tests {
             ],
         );
         assert!(again.admits(&m) && again.admits_entry(&m, 99, &id(99)));
+    }
+
+    /// Issue 39 item 6: an author never admitted counts in no view (its
+    /// entries and fork proofs), whatever a node holds of it; an admission
+    /// makes every seq of it count; an agent removed the old way (no
+    /// cut-off) keeps the entries held.
+    #[test]
+    fn an_author_never_admitted_counts_nowhere_until_admitted() {
+        let (f, x, old) = (agent(1), agent(7), agent(8));
+        assert!(Roster::founder_only(f).admits_entry(&f, 3, &id(3)) && Roster::founder_only(f).admits_fork(&f, 3));
+        let admit_old = RosterEvent::Admit { agent: old, note: String::new() }.encode();
+        let remove_old = RosterEvent::Remove { agent: old, reason: String::new() }.encode();
+        let before = Roster::derive(
+            f,
+            [FounderEntry { seq: 1, id: id(1), content: Content::Held(&admit_old) }, FounderEntry { seq: 2, id: id(2), content: Content::Held(&remove_old) }],
+        );
+        assert!(!before.admits_entry(&x, 1, &id(11)) && !before.admits_fork(&x, 1), "never admitted: stored, counted nowhere");
+        assert!(before.admits_entry(&old, 9, &id(19)) && before.admits_fork(&old, 9), "removed without a cut-off: what is held stays");
+        let admit_x = RosterEvent::Admit { agent: x, note: String::new() }.encode();
+        let after = Roster::derive(
+            f,
+            [
+                FounderEntry { seq: 1, id: id(1), content: Content::Held(&admit_old) },
+                FounderEntry { seq: 2, id: id(2), content: Content::Held(&remove_old) },
+                FounderEntry { seq: 3, id: id(3), content: Content::Held(&admit_x) },
+            ],
+        );
+        assert!(after.admits_entry(&x, 1, &id(11)) && after.admits_entry(&x, 1_000, &id(12)) && after.admits_fork(&x, 2), "admitted: every seq counts");
     }
 
     /// A removal that pins the agent's history by its head: exactly that

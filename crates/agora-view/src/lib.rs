@@ -44,8 +44,9 @@ fn known(state: PayloadState) -> Payload {
 }
 
 /// Every stored entry that counts in the views of the workspace founded by
-/// `founder` (all but those beyond a roster removal's cut-off), in store
-/// order, with what is known of its payload.
+/// `founder` (those `Roster::admits_entry` lets count: no author never
+/// admitted, nothing beyond a removal's cut-off), in store order, with what
+/// is known of its payload.
 fn for_each_counted(store: &Store, founder: AgentId, mut visit: impl FnMut(SignedEntry, Payload) -> Result<(), StoreError>) -> Result<(), StoreError> {
     let roster = derive_roster(store, founder)?;
     store.for_each_entry(None, |e| {
@@ -69,9 +70,11 @@ pub fn load_events(store: &Store, founder: AgentId) -> Result<Vec<LogEvent>, Sto
 }
 
 /// The reasoning graph of the workspace founded by `founder`: every stored
-/// entry but those the roster cuts off (a removed agent's entries beyond the
-/// removal's cut-off: whether a node happened to receive them must not change
-/// its views), decoding each payload just before it is applied. A redacted
+/// entry the roster lets count, none of an author it never admitted nor of
+/// a removed agent's beyond the removal's cut-off (replication moves only
+/// what the roster admits, so whether a node happened to hold others, by an
+/// import by hand or before a removal reached it, must not change its
+/// views), decoding each payload just before it is applied. A redacted
 /// payload is read from its residue; a missing one is pending.
 pub fn load_graph(store: &Store, founder: AgentId) -> Result<Graph, StoreError> {
     load_graph_journaled(store, founder, 0)

@@ -190,8 +190,9 @@ pub(super) fn rss_kib(pid: u32) -> Result<(u64, u64)> {
 }
 
 /// Store the merge bench's swarm of `agents` x `per_agent` events in the
-/// home's store (before its node starts). Returns how many entries.
-pub(super) fn store_swarm(home: &Home, agents: usize, per_agent: usize) -> Result<usize> {
+/// home's store (before its node starts), its agents admitted by the
+/// home's ([`admit_all`]). Returns how many entries.
+pub(super) fn store_swarm(agora: &Path, home: &Home, agents: usize, per_agent: usize) -> Result<usize> {
     let t = Instant::now();
     let entries = crate::merge_bench::swarm(agents, per_agent);
     let n = entries.len();
@@ -204,6 +205,19 @@ pub(super) fn store_swarm(home: &Home, agents: usize, per_agent: usize) -> Resul
         store.import(items, 1_800_000_000_000)?;
     }
     store.flush()?;
+    drop(store);
+    admit_all(agora, home, entries.iter().map(|e| e.author()))?;
     eprintln!("{n} entries stored in {:.0} s", t.elapsed().as_secs_f64());
     Ok(n)
+}
+
+/// The home's agent, the founder of its node's workspace, admits every one
+/// of `authors` (before the node starts): the views count only the chains
+/// the roster admits (`protocol-spec/roster.md`).
+pub(super) fn admit_all(agora: &Path, home: &Home, authors: impl IntoIterator<Item = agora_core::AgentId>) -> Result<()> {
+    let authors: std::collections::BTreeSet<agora_core::AgentId> = authors.into_iter().collect();
+    for author in authors {
+        agora_json(agora, &home.path, &["admit", &author.to_string(), "bench agent"])?;
+    }
+    Ok(())
 }

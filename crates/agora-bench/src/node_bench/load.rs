@@ -1,7 +1,7 @@
 //! `node load`: a sustained load into one node; how far behind the commits
 //! its live merged view runs and the CPU it uses.
 
-use super::harness::{agora_cmd, agora_json, new_home, rss_kib, start, store_swarm};
+use super::harness::{admit_all, agora_cmd, agora_json, new_home, rss_kib, start, store_swarm};
 use anyhow::{Context, Result, bail};
 use std::path::Path;
 use std::process::Stdio;
@@ -47,7 +47,7 @@ fn histogram_count(text: &str, name: &str) -> u64 {
 pub(super) fn run(agora: &Path, rate: usize, agents: usize, seconds: usize, preload_agents: usize, preload_events: usize, skew_ms: u64) -> Result<()> {
     anyhow::ensure!(agents >= 2 && rate >= 10 && seconds >= 1, "need at least 2 agents, 10 entries/s and 1 s");
     let home = new_home(agora)?;
-    let preloaded = if preload_agents > 0 { store_swarm(&home, preload_agents, preload_events)? } else { 0 };
+    let preloaded = if preload_agents > 0 { store_swarm(agora, &home, preload_agents, preload_events)? } else { 0 };
     let per_agent = (rate * seconds).div_ceil(agents);
     // Other agents than the preloaded ones, writing after them.
     let clock = crate::merge_bench::SWARM_CLOCK + (preloaded as u64) + 1_000;
@@ -63,6 +63,7 @@ pub(super) fn run(agora: &Path, rate: usize, agents: usize, seconds: usize, prel
         .map(|a| (a, if skew_ms == 0 { 0 } else { rng.below(skew_ms as usize) as u64 }))
         .collect();
     entries.sort_by_key(|e| (e.timestamp_ms() + delays[&e.author()], e.author(), e.seq()));
+    admit_all(agora, &home, entries.iter().map(|e| e.author()))?;
     let t = Instant::now();
     let node = start(agora, &home, &home.agent, &[])?;
     agora_json(agora, &home.path, &["view-hash"])?;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 pub(super) fn run(agora: &Path, agents: usize, per_agent: usize, rounds: usize) -> Result<()> {
     let home = new_home(agora)?;
-    let n = store_swarm(&home, agents, per_agent)?;
+    let n = store_swarm(agora, &home, agents, per_agent)?;
     let t = Instant::now();
     let node = start(agora, &home, &home.agent, &[])?;
     let ready = t.elapsed();
