@@ -18,7 +18,7 @@
 //! usage error; 3 `verify` or `audit` found problems.
 
 use agora_command_line::cli::{self, AutomergeCommand, ChainCommand, Command, NodeCommand};
-use agora_node_client::{self as client, CommandRequest, ForwardError};
+use agora_node_client::{self as client, CommandRequest, ForwardError, NODE_ABSENT_ENV};
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::process::CommandExt;
@@ -40,7 +40,7 @@ fn main() -> ExitCode {
             | Command::Chain(ChainCommand::Init | ChainCommand::CheckProof { .. })
     );
     if full_only {
-        return run_full(None, json);
+        return run_full(None, false, json);
     }
     let home = match client::home_dir(args.home.clone()) {
         Ok(dir) => dir,
@@ -52,10 +52,10 @@ fn main() -> ExitCode {
         _ => {}
     }
     // No node, or a node.json whose node is gone: the command runs on the store.
-    let Some(node) = client::find_node(&home) else { return run_full(None, json) };
+    let Some(node) = client::find_node(&home) else { return run_full(None, true, json) };
     match client::verify_node(&node) {
         Ok(()) => {}
-        Err(ForwardError::Unreachable) => return run_full(None, json),
+        Err(ForwardError::Unreachable) => return run_full(None, true, json),
         Err(ForwardError::Failed(e)) => return fail(&e, json),
     }
     let stdin = match client::reads_stdin(&args.command) {
@@ -73,14 +73,16 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(ForwardError::Failed(e)) => fail(&e, json),
         // Gone between the check and the command: run it here, with its input.
-        Err(ForwardError::Unreachable) => run_full(Some(stdin), json),
+        Err(ForwardError::Unreachable) => run_full(Some(stdin), true, json),
     }
 }
 
 /// Run this command line with the full program: in place of this process
 /// (`exec`), or, when standard input was already read, as a child given
-/// those bytes, whose exit code becomes ours.
-fn run_full(stdin: Option<Vec<u8>>, json: bool) -> ExitCode {
+/// those bytes, whose exit code becomes ours. `node_absent`: no node answers
+/// on the home just now, so the full program does not look for it again
+/// ([`NODE_ABSENT_ENV`]).
+fn run_full(stdin: Option<Vec<u8>>, node_absent: bool, json: bool) -> ExitCode {
     let program = match full_program() {
         Ok(p) => p,
         Err(e) => return fail(&e, json),
@@ -90,6 +92,9 @@ fn run_full(stdin: Option<Vec<u8>>, json: bool) -> ExitCode {
     let mut command = std::process::Command::new(&program);
     // Usage messages name the program as the user typed it.
     command.arg0(arg0).args(argv);
+    if node_absent {
+        command.env(NODE_ABSENT_ENV, "1");
+    }
     let Some(bytes) = stdin else {
         let e = command.exec();
         return fail(&anyhow::anyhow!("starting {}: {e}", program.display()), json);

@@ -27,6 +27,7 @@ mod scratch_arena;
 mod sim_cmd;
 
 use agora_commands::cli::{self, ChainCommand, Command, NodeCommand};
+use agora_commands::run::NodeLookup;
 use agora_commands::{automerge_pull, control, output};
 use agora_home::home;
 use agora_interfaces::mcp;
@@ -118,12 +119,17 @@ fn main() -> ExitCode {
         },
         None => Vec::new(),
     };
-    let local_only = matches!(args.command, Command::Chain(ChainCommand::Init | ChainCommand::CheckProof { .. }));
-    drop(args);
+    let lookup = if matches!(args.command, Command::Chain(ChainCommand::Init | ChainCommand::CheckProof { .. })) {
+        NodeLookup::Never
+    } else if std::env::var_os(control::NODE_ABSENT_ENV).is_some_and(|v| v == "1") {
+        NodeLookup::Absent
+    } else {
+        NodeLookup::Look
+    };
     let argv: Vec<String> = std::env::args().collect();
     let result = {
         let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
-        agora_commands::run::run_at_home(&home, &argv, &stdin, local_only, &mut stdout.lock(), &mut stderr.lock())
+        agora_commands::run::run_at_home(&home, &argv, args, &stdin, lookup, &mut stdout.lock(), &mut stderr.lock())
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,5 +1,6 @@
 //! Command-line arguments.
 
+use crate::inputs::*;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -24,7 +25,7 @@ pub struct Args {
 /// propose`), so that the dispatcher (`commands::run`) is one exhaustive
 /// match over the groups and each group's module one exhaustive match over
 /// its commands: adding a command cannot leave it without a handler.
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand, Debug, Clone)]
 pub enum Command {
     #[command(flatten)]
     Chain(ChainCommand),
@@ -60,7 +61,7 @@ pub enum Command {
 }
 
 /// The swarm simulator (`simulations/`).
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand, Debug, Clone)]
 pub enum SimCommand {
     /// Play a scenario file: print its seed and the command that replays
     /// it, the invariants checked and the figures; exit 3 if an invariant
@@ -142,7 +143,7 @@ pub enum SimCommand {
 }
 
 /// The signed log itself: keys, entries, packs, forks.
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand, Debug, Clone)]
 pub enum ChainCommand {
     /// Create the agent key (mode 0600) and an empty store. Refuses to overwrite.
     Init,
@@ -154,48 +155,15 @@ pub enum ChainCommand {
         file: Option<PathBuf>,
     },
     /// List entries of a chain (default: this agent's).
-    Log {
-        /// Author whose chain to list.
-        #[arg(long, conflicts_with = "all")]
-        author: Option<String>,
-        /// List every author's chain.
-        #[arg(long)]
-        all: bool,
-        /// First seq to list.
-        #[arg(long, default_value_t = 1)]
-        from: u64,
-        /// Most entries to list.
-        #[arg(long, default_value_t = 1000)]
-        limit: usize,
-    },
+    Log(Log),
     /// Show one entry: header, signature, payload or why it is absent.
-    Show {
-        /// Entry id or a unique prefix of one.
-        entry: String,
-    },
+    Show(EntryRef),
     /// Verify stored chains end to end: signatures, links, payload hashes, tips.
-    Verify {
-        /// Only this author.
-        #[arg(long)]
-        author: Option<String>,
-        /// Verification threads (0: one per core).
-        #[arg(long, default_value_t = 0)]
-        threads: usize,
-    },
+    Verify(Verify),
     /// Delete an entry's payload here and record it; the chain still verifies.
-    Redact {
-        /// Entry id or a unique prefix of one.
-        entry: String,
-    },
+    Redact(EntryRef),
     /// Write entries and payloads as a JSONL pack.
-    Export {
-        /// Only this author.
-        #[arg(long)]
-        author: Option<String>,
-        /// Output file (default: stdout).
-        #[arg(long, short)]
-        output: Option<PathBuf>,
-    },
+    Export(Export),
     /// Import a JSONL pack. Verifies the whole pack before writing anything.
     Import {
         /// Pack file; `-` for stdin.
@@ -204,109 +172,49 @@ pub enum ChainCommand {
     /// List the authors stored here with their tips.
     Authors,
     /// List stored fork proofs (standalone, hex-encoded).
-    Forks {
-        /// Only this author.
-        #[arg(long)]
-        author: Option<String>,
-    },
+    Forks(AuthorFilter),
     /// Check a hex-encoded fork proof with no other data.
-    CheckProof {
-        /// The proof, hex.
-        proof: String,
-    },
+    CheckProof(CheckProof),
 }
 
 /// Workspace membership, written by the founder.
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand, Debug, Clone)]
 pub enum MembershipCommand {
     /// Admit an agent to this workspace (founder only): <agent> ["note"].
-    Admit {
-        agent: String,
-        #[arg(default_value = "")]
-        note: String,
-    },
+    Admit(Admit),
     /// Remove an agent from this workspace (founder only): <agent> ["reason"].
-    Remove {
-        agent: String,
-        #[arg(default_value = "")]
-        reason: String,
-    },
+    Remove(Remove),
     /// The workspace roster, derived from the founder's chain.
     Roster,
 }
 
 /// The merge layer: positions on other agents' reasoning, and the views
 /// derived from all chains together.
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand, Debug, Clone)]
 pub enum MergeCommand {
     /// Accept another agent's chain up to an event: <author> <seq | entry id>.
-    Accept { author: String, up_to: String },
+    Accept(Accept),
     /// Dispute exactly one event: <entry> "reason" [--counter "counter-claim"].
-    Dispute {
-        target: String,
-        reason: String,
-        /// A counter-claim to the disputed event.
-        #[arg(long)]
-        counter: Option<String>,
-    },
+    Dispute(Dispute),
     /// Withdraw one of this agent's disputes: <dispute entry>.
-    Withdraw { dispute: String },
+    Withdraw(Withdraw),
     /// Resolve a fork of this agent's own chain: <entry at the fork seq on the branch that continues>.
-    ResolveFork { keep: String },
+    ResolveFork(ResolveFork),
     /// An agent's perspective: its chain, what it accepts, minus what it disputes, with statuses (default: this agent).
-    Perspective {
-        agent: Option<String>,
-        /// Only the entries dated at or before this time (ms, or YYYY-MM-DD in
-        /// UTC): the view as it was then, read with today's roster.
-        #[arg(long, value_name = "MS|DATE")]
-        as_of: Option<String>,
-        /// Leave out the node list: the hash, the prefixes included, the
-        /// disputes, the events left out and the number of nodes.
-        #[arg(long)]
-        summary: bool,
-    },
+    Perspective(Perspective),
     /// Which prefix of each chain at least k agents accept, what is disputed and by whom.
-    Consensus {
-        /// k: how many agents must accept.
-        #[arg(long, short = 'k')]
-        quorum: usize,
-        /// The agents counted (comma-separated or repeated; default: every agent that wrote).
-        #[arg(long)]
-        agents: Vec<String>,
-        /// Only the entries dated at or before this time (ms, or YYYY-MM-DD in
-        /// UTC): the view as it was then, read with today's roster.
-        #[arg(long, value_name = "MS|DATE")]
-        as_of: Option<String>,
-        /// In JSON, count each chain's accept frontiers and disputed events
-        /// instead of listing them (`frontier_count`, `disputed_count`; the
-        /// accepted prefix and the first disputed event are still named).
-        #[arg(long)]
-        summary: bool,
-    },
+    Consensus(Consensus),
     /// The disagreement map across agents: each disputed event, what led to it,
     /// who accepts and who disputes it, counter-claims; and forked chains by branch.
-    Disputes {
-        /// Only these agents' accepts and disputes (comma-separated or repeated).
-        #[arg(long)]
-        agents: Vec<String>,
-        /// Only the entries dated at or before this time (ms, or YYYY-MM-DD in
-        /// UTC): the view as it was then, read with today's roster.
-        #[arg(long, value_name = "MS|DATE")]
-        as_of: Option<String>,
-        /// In JSON, count who accepts each disputed event and each fork
-        /// side's entries instead of listing them (`accepted_by_count`,
-        /// `member_count`): in a large swarm most of the map is those lists.
-        #[arg(long)]
-        summary: bool,
-    },
+    Disputes(Disputes),
     /// Verify an agent's replicated chain end to end: forks, gaps, disputes, accept frontiers. Exit 3 on problems.
-    Audit { agent: String },
+    Audit(AgentRef),
     /// The merged view's hash: equal on every node that holds the same entries.
     ViewHash,
 }
 
 /// Reasoning: recording typed events, and reading the graph they derive.
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand, Debug, Clone)]
 pub enum ReasoningCommand {
     #[command(flatten)]
     Record(RecordCommand),
@@ -318,132 +226,62 @@ pub enum ReasoningCommand {
 }
 
 /// Recording reasoning events. Target ids come first, text last.
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand, Debug, Clone)]
 pub enum RecordCommand {
     /// Propose a position.
-    Propose { text: String },
+    Propose(Propose),
     /// Support a node with evidence: <id> "text".
-    Support { target: String, text: String },
+    Support(OnTarget),
     /// Contradict a node: <id> "text".
-    Contradict { target: String, text: String },
+    Contradict(OnTarget),
     /// Refine a node into a successor: <id> "text" [--resolves <contradiction>...].
-    Refine {
-        target: String,
-        text: String,
-        /// Contradictions this refinement answers.
-        #[arg(long, num_args = 1..)]
-        resolves: Vec<String>,
-    },
+    Refine(Refine),
     /// Synthesize two or more nodes: <id> <id> [<id>...] "text".
-    Synthesize {
-        /// Source ids followed by the text.
-        #[arg(num_args = 2.., value_name = "ID... TEXT")]
-        args: Vec<String>,
-    },
+    Synthesize(Synthesize),
     /// Ask a question.
-    Ask { text: String },
+    Ask(Ask),
     /// Resolve a question, contradiction, tension or contradicts-relation: <id> "text".
-    Resolve { target: String, text: String },
+    Resolve(OnTarget),
     /// Connect two nodes: <id> <id> "text".
-    Connect { a: String, b: String, text: String },
+    Connect(Pair),
     /// Note a tension between two nodes: <id> <id> "text".
-    Tension { a: String, b: String, text: String },
+    Tension(Pair),
     /// Reframe a position or question: <id> "text".
-    Reframe { target: String, text: String },
+    Reframe(OnTarget),
     /// Park (abandon for now) a node: <id> ["reason"].
-    Park {
-        target: String,
-        #[arg(default_value = "")]
-        reason: String,
-    },
+    Park(Park),
     /// Resume a parked node.
-    Resume { target: String },
+    Resume(NodeRef),
     /// Record a memory claim with its kind and provenance.
-    Claim {
-        text: String,
-        /// episodic, semantic, preference, procedural, task, environmental, shared, system, audit.
-        #[arg(long, default_value = "semantic")]
-        kind: String,
-        /// Source events (repeatable).
-        #[arg(long = "source")]
-        sources: Vec<String>,
-        /// Owner scope, e.g. user:8831.
-        #[arg(long, default_value = "")]
-        owner: String,
-        /// Confirmed by its owner.
-        #[arg(long)]
-        confirmed: bool,
-        /// Expiry, ms since the Unix epoch.
-        #[arg(long)]
-        expires_at_ms: Option<u64>,
-    },
-    /// Relate two claims: <from> <to> <relation> ["reason"]; relation is one of
-    /// update, state_change, expands, qualifies, contradicts, retracts, same_as.
-    Relate {
-        from: String,
-        to: String,
-        relation: String,
-        #[arg(default_value = "")]
-        reason: String,
-    },
+    Claim(Claim),
+    /// Relate two claims: <from> <to> <relation> ["reason"].
+    Relate(Relate),
     /// Confirm a claim.
-    Confirm { target: String },
+    Confirm(NodeRef),
     /// Tasks: new, update.
     #[command(subcommand)]
     Task(TaskCommand),
     /// Record a trajectory (one attempt at a task).
-    Trajectory {
-        task_query: String,
-        final_answer: String,
-        #[arg(long, default_value_t = 1)]
-        iterations: u32,
-        #[arg(long)]
-        converged: bool,
-    },
+    Trajectory(Trajectory),
     /// Judge a trajectory: <trajectory> success|failure "reason" [--confidence low|medium|high].
-    Judge {
-        trajectory: String,
-        outcome: String,
-        reason: String,
-        #[arg(long, default_value = "medium")]
-        confidence: String,
-    },
+    Judge(Judge),
     /// Record a memory item: "title" "description" "content" [--scope S] [--from <trajectory>].
-    Item {
-        title: String,
-        description: String,
-        content: String,
-        #[arg(long, default_value = "")]
-        scope: String,
-        #[arg(long)]
-        from: Option<String>,
-    },
+    Item(MemoryItem),
     /// Record that an item was retrieved for a trajectory: <trajectory> <item> --rank N [--score 0.82].
-    Use {
-        trajectory: String,
-        item: String,
-        #[arg(long)]
-        rank: u32,
-        #[arg(long, default_value_t = 0.0)]
-        score: f64,
-    },
+    Use(RecordUse),
 }
 
 /// Reading the reasoning graph.
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand, Debug, Clone)]
 pub enum ReadCommand {
     /// A node's status and the events that made it so.
-    Status { target: String },
+    Status(NodeRef),
     /// Every event that touched a node, in order, each verified against its chain.
-    Trace { target: String },
+    Trace(NodeRef),
     /// The graph as of a time (ms, or YYYY-MM-DD in UTC) or an entry: all nodes, or one.
-    History {
-        #[arg(long, value_name = "MS|DATE|ENTRY")]
-        as_of: String,
-        target: Option<String>,
-    },
+    History(History),
     /// The current state of a node: follow updates, state changes, refinements.
-    Latest { target: String },
+    Latest(NodeRef),
     /// What was decided, and why.
     Decisions,
     /// Open questions.
@@ -451,81 +289,50 @@ pub enum ReadCommand {
     /// Contested nodes and what contests them.
     Disagreements,
     /// BM25 full-text search over node text; hides superseded and retracted unless --all.
-    Search {
-        query: String,
-        #[arg(long)]
-        all: bool,
-        #[arg(long, default_value_t = 20)]
-        limit: usize,
-    },
+    Search(Search),
     /// Derived claims with no source (orphans).
     Orphans,
     /// Success and failure counts of memory items.
     Outcomes,
     /// Export the graph: --format dot|mermaid|json (json: nodes with statuses, and edges).
-    Graph {
-        #[arg(long, default_value = "dot")]
-        format: String,
-    },
+    Graph(GraphExport),
 }
 
 /// Causal frames: moves that record events, and the tree (a read).
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand, Debug, Clone)]
 pub enum FrameCommand {
     #[command(flatten)]
     Move(FrameMove),
     /// The frame tree under <frame>, in verification (post-) order.
-    Tree { frame: String },
+    Tree(FrameRef),
 }
 
 /// The frame events.
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand, Debug, Clone)]
 pub enum FrameMove {
     /// Open a frame: "query" [--parent <frame>] [--branched-from <frame>] [--invalidate-if "condition"].
-    Open {
-        query: String,
-        #[arg(long)]
-        parent: Option<String>,
-        #[arg(long)]
-        branched_from: Option<String>,
-        #[arg(long, default_value = "")]
-        invalidate_if: String,
-    },
+    Open(FrameOpen),
     /// Record evidence: <frame> "text".
-    Evidence { frame: String, text: String },
+    Evidence(FrameEvidence),
     /// Conclude: <frame> "conclusion" [--confidence 0.9].
-    Conclude {
-        frame: String,
-        conclusion: String,
-        #[arg(long, default_value_t = 1.0)]
-        confidence: f64,
-    },
+    Conclude(FrameConclude),
     /// Suspend a frame.
-    Suspend { frame: String },
+    Suspend(FrameRef),
     /// Resume a suspended or invalidated frame.
-    Resume { frame: String },
+    Resume(FrameRef),
     /// Invalidate a frame and every frame under it: <frame> "reason".
-    Invalidate { frame: String, reason: String },
+    Invalidate(FrameInvalidate),
 }
 
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand, Debug, Clone)]
 pub enum TaskCommand {
     /// Create a task: "objective" [--owner S].
-    New {
-        objective: String,
-        #[arg(long, default_value = "")]
-        owner: String,
-    },
+    New(TaskNew),
     /// Move a task: <task> created|in_progress|blocked|done|abandoned ["note"].
-    Update {
-        task: String,
-        state: String,
-        #[arg(default_value = "")]
-        note: String,
-    },
+    Update(TaskUpdate),
 }
 
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand, Debug, Clone)]
 pub enum NodeCommand {
     /// Run the node: replicate the workspace's chains with peers and serve
     /// this home's commands until SIGINT or SIGTERM.
@@ -566,7 +373,7 @@ pub struct NodeRunArgs {
     pub store_cache_mib: Option<u64>,
 }
 
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand, Debug, Clone)]
 pub enum AutomergeCommand {
     /// Bring an Automerge document file up to date with the running node's
     /// merged view, through Automerge's sync protocol (only changes travel).

@@ -10,4 +10,6 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod inputs;
+pub mod named;
 pub mod wire;

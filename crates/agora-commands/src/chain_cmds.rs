@@ -6,6 +6,7 @@ use crate::args::{now_ms, parse_author};
 use crate::cli::ChainCommand;
 use crate::output;
 use crate::session::Session;
+use agora_command_line::inputs;
 use agora_core::pack;
 use agora_core::{AgentId, ForkProof};
 use agora_store::{ImportItem, PayloadState, Store};
@@ -25,15 +26,20 @@ pub fn run(s: &Session, command: ChainCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         ChainCommand::Append { file } => append(s, file.as_deref()),
-        ChainCommand::Log { author, all, from, limit } => log(s, author.as_deref(), all, from, limit),
-        ChainCommand::Show { entry } => show(s, &entry),
-        ChainCommand::Verify { author, threads } => verify(s, author.as_deref(), threads),
-        ChainCommand::Redact { entry } => redact(s, &entry),
-        ChainCommand::Export { author, output } => export(s, author.as_deref(), output.as_deref()),
+        ChainCommand::Log(inputs::Log { author, all, from, limit }) => {
+            if all && author.is_some() {
+                bail!("give an author or every chain (all), not both");
+            }
+            log(s, author.as_deref(), all, from.unwrap_or(1), limit.unwrap_or(1000))
+        }
+        ChainCommand::Show(inputs::EntryRef { entry }) => show(s, &entry),
+        ChainCommand::Verify(inputs::Verify { author, threads }) => verify(s, author.as_deref(), threads),
+        ChainCommand::Redact(inputs::EntryRef { entry }) => redact(s, &entry),
+        ChainCommand::Export(inputs::Export { author, output }) => export(s, author.as_deref(), output.as_deref()),
         ChainCommand::Import { file } => import(s, &file),
         ChainCommand::Authors => authors(s),
-        ChainCommand::Forks { author } => forks(s, author.as_deref()),
-        ChainCommand::CheckProof { proof } => check_proof(s, &proof),
+        ChainCommand::Forks(inputs::AuthorFilter { author }) => forks(s, author.as_deref()),
+        ChainCommand::CheckProof(inputs::CheckProof { proof }) => check_proof(s, &proof),
     }
 }
 

@@ -4,6 +4,7 @@
 use crate::args::agent_id;
 use crate::cli::MembershipCommand;
 use crate::session::Session;
+use agora_command_line::inputs::{Admit, Remove};
 use agora_core::AgentId;
 use agora_roster::RosterEvent;
 use anyhow::{Result, bail};
@@ -13,8 +14,8 @@ use std::process::ExitCode;
 /// Run one membership command.
 pub fn run(s: &Session, command: MembershipCommand) -> Result<ExitCode> {
     match command {
-        MembershipCommand::Admit { agent, note } => admit(s, &agent, &note),
-        MembershipCommand::Remove { agent, reason } => remove(s, &agent, &reason),
+        MembershipCommand::Admit(Admit { agent, note }) => admit(s, &agent, &note),
+        MembershipCommand::Remove(Remove { agent, reason }) => remove(s, &agent, &reason),
         MembershipCommand::Roster => roster(s),
     }
 }

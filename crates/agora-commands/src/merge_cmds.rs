@@ -10,6 +10,7 @@ use crate::args::{entry_reference as entry_ref, now_ms, parse_author};
 use crate::cli::MergeCommand;
 use crate::own_chain::append_own;
 use crate::session::Session;
+use agora_command_line::inputs;
 use agora_core::AgentId;
 use agora_merge::{DisputeMark, DisputedEventView, Merge, MergeEvent, MergeRecord};
 use anyhow::{Context, Result, bail};
@@ -21,14 +22,14 @@ use std::process::ExitCode;
 /// Run one merge-layer command.
 pub fn run(s: &Session, command: MergeCommand) -> Result<ExitCode> {
     match command {
-        MergeCommand::Accept { author, up_to } => accept(s, &author, &up_to),
-        MergeCommand::Dispute { target, reason, counter } => dispute(s, &target, &reason, counter.as_deref()),
-        MergeCommand::Withdraw { dispute: d } => withdraw(s, &d),
-        MergeCommand::ResolveFork { keep } => resolve_fork(s, &keep),
-        MergeCommand::Perspective { agent, as_of, summary } => perspective(s, agent.as_deref(), as_of.as_deref(), summary),
-        MergeCommand::Consensus { quorum, agents, as_of, summary } => consensus(s, quorum, &agents, as_of.as_deref(), summary),
-        MergeCommand::Disputes { agents, as_of, summary } => disputes(s, &agents, as_of.as_deref(), summary),
-        MergeCommand::Audit { agent } => audit(s, &agent),
+        MergeCommand::Accept(inputs::Accept { author, up_to }) => accept(s, &author, &up_to),
+        MergeCommand::Dispute(inputs::Dispute { target, reason, counter }) => dispute(s, &target, &reason, counter.as_deref()),
+        MergeCommand::Withdraw(inputs::Withdraw { dispute: d }) => withdraw(s, &d),
+        MergeCommand::ResolveFork(inputs::ResolveFork { keep }) => resolve_fork(s, &keep),
+        MergeCommand::Perspective(inputs::Perspective { agent, as_of, summary }) => perspective(s, agent.as_deref(), as_of.as_deref(), summary),
+        MergeCommand::Consensus(inputs::Consensus { quorum, agents, as_of, summary }) => consensus(s, quorum, &agents, as_of.as_deref(), summary),
+        MergeCommand::Disputes(inputs::Disputes { agents, as_of, summary }) => disputes(s, &agents, as_of.as_deref(), summary),
+        MergeCommand::Audit(inputs::AgentRef { agent }) => audit(s, &agent),
         MergeCommand::ViewHash => view_hash(s),
     }
 }

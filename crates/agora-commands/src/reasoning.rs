@@ -8,10 +8,11 @@ use crate::args::{entry_reference as reference, now_ms};
 use crate::cli::{FrameCommand, FrameMove, ReadCommand, ReasoningCommand, RecordCommand, TaskCommand};
 use crate::output::NoSuchEvent;
 use crate::session::Session;
+use agora_command_line::inputs as i;
 use agora_core::EntryId;
 use agora_graph::event::Confidence;
 use agora_graph::query::{as_of_entry, as_of_time};
-use agora_graph::{Event, Graph, LogEvent, MemoryKind, Node, NodeRef, Relation, TaskState};
+use agora_graph::{Event, Graph, LogEvent, Node, NodeRef};
 use agora_store::Store;
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
@@ -29,91 +30,60 @@ fn basis_points(x: f64, what: &str) -> Result<u16> {
     Ok((x * 10_000.0).round() as u16)
 }
 
-fn parse_kind(text: &str) -> Result<MemoryKind> {
-    MemoryKind::ALL
-        .into_iter()
-        .find(|k| k.name() == text)
-        .with_context(|| format!("unknown memory kind {text:?}; one of {}", MemoryKind::ALL.map(|k| k.name()).join(", ")))
-}
-
-fn parse_relation(text: &str) -> Result<Relation> {
-    Relation::ALL
-        .into_iter()
-        .find(|r| r.name() == text)
-        .with_context(|| format!("unknown relation {text:?}; one of {}", Relation::ALL.map(|r| r.name()).join(", ")))
-}
-
-fn parse_task_state(text: &str) -> Result<TaskState> {
-    [TaskState::Created, TaskState::InProgress, TaskState::Blocked, TaskState::Done, TaskState::Abandoned]
-        .into_iter()
-        .find(|s| s.name() == text)
-        .with_context(|| format!("unknown task state {text:?}; one of created, in_progress, blocked, done, abandoned"))
-}
-
 /// The event a recording command describes.
 fn event_for(store: &Store, command: &RecordCommand) -> Result<Event> {
     let r = |t: &String| reference(store, t);
     let ev = match command {
-        RecordCommand::Propose { text } => Event::Proposition { text: text.clone() },
-        RecordCommand::Support { target, text } => Event::Support { target: r(target)?, text: text.clone() },
-        RecordCommand::Contradict { target, text } => Event::Contradiction { target: r(target)?, text: text.clone() },
-        RecordCommand::Refine { target, text, resolves } => {
+        RecordCommand::Propose(i::Propose { text }) => Event::Proposition { text: text.clone() },
+        RecordCommand::Support(i::OnTarget { target, text }) => Event::Support { target: r(target)?, text: text.clone() },
+        RecordCommand::Contradict(i::OnTarget { target, text }) => Event::Contradiction { target: r(target)?, text: text.clone() },
+        RecordCommand::Refine(i::Refine { target, text, resolves }) => {
             Event::Refinement { target: r(target)?, resolves: resolves.iter().map(r).collect::<Result<_>>()?, text: text.clone() }
         }
-        RecordCommand::Synthesize { args } => {
-            let (text, ids) = args.split_last().context("synthesize needs ids and a text")?;
-            Event::Synthesis { sources: ids.iter().map(r).collect::<Result<_>>()?, text: text.clone() }
+        RecordCommand::Synthesize(i::Synthesize { sources, text }) => {
+            Event::Synthesis { sources: sources.iter().map(r).collect::<Result<_>>()?, text: text.clone() }
         }
-        RecordCommand::Ask { text } => Event::Question { text: text.clone() },
-        RecordCommand::Resolve { target, text } => Event::Resolve { target: r(target)?, text: text.clone() },
-        RecordCommand::Connect { a, b, text } => Event::Connection { a: r(a)?, b: r(b)?, text: text.clone() },
-        RecordCommand::Tension { a, b, text } => Event::Tension { a: r(a)?, b: r(b)?, text: text.clone() },
-        RecordCommand::Reframe { target, text } => Event::Reframe { target: r(target)?, text: text.clone() },
-        RecordCommand::Park { target, reason } => Event::Park { target: r(target)?, reason: reason.clone() },
-        RecordCommand::Resume { target } => Event::Resume { target: r(target)? },
-        RecordCommand::Claim { text, kind, sources, owner, confirmed, expires_at_ms } => Event::Claim {
+        RecordCommand::Ask(i::Ask { text }) => Event::Question { text: text.clone() },
+        RecordCommand::Resolve(i::OnTarget { target, text }) => Event::Resolve { target: r(target)?, text: text.clone() },
+        RecordCommand::Connect(i::Pair { a, b, text }) => Event::Connection { a: r(a)?, b: r(b)?, text: text.clone() },
+        RecordCommand::Tension(i::Pair { a, b, text }) => Event::Tension { a: r(a)?, b: r(b)?, text: text.clone() },
+        RecordCommand::Reframe(i::OnTarget { target, text }) => Event::Reframe { target: r(target)?, text: text.clone() },
+        RecordCommand::Park(i::Park { target, reason }) => Event::Park { target: r(target)?, reason: reason.clone() },
+        RecordCommand::Resume(i::NodeRef { target }) => Event::Resume { target: r(target)? },
+        RecordCommand::Claim(i::Claim { text, kind, sources, owner, confirmed, expires_at_ms }) => Event::Claim {
             text: text.clone(),
-            kind: parse_kind(kind)?,
+            kind: kind.0,
             sources: sources.iter().map(r).collect::<Result<_>>()?,
-            owner_scope: owner.clone(),
+            owner_scope: owner.clone().unwrap_or_default(),
             confirmed: *confirmed,
             expires_at_ms: *expires_at_ms,
         },
-        RecordCommand::Relate { from, to, relation, reason } => {
-            Event::Relate { from: r(from)?, to: r(to)?, relation: parse_relation(relation)?, reason: reason.clone() }
+        RecordCommand::Relate(i::Relate { from, to, relation, reason }) => {
+            Event::Relate { from: r(from)?, to: r(to)?, relation: relation.0, reason: reason.clone() }
         }
-        RecordCommand::Confirm { target } => Event::Confirm { target: r(target)? },
+        RecordCommand::Confirm(i::NodeRef { target }) => Event::Confirm { target: r(target)? },
         RecordCommand::Task(t) => match t {
-            TaskCommand::New { objective, owner } => Event::Task { objective: objective.clone(), owner_scope: owner.clone() },
-            TaskCommand::Update { task, state, note } => Event::TaskUpdate { task: r(task)?, state: parse_task_state(state)?, note: note.clone() },
+            TaskCommand::New(i::TaskNew { objective, owner }) => Event::Task { objective: objective.clone(), owner_scope: owner.clone().unwrap_or_default() },
+            TaskCommand::Update(i::TaskUpdate { task, state, note }) => Event::TaskUpdate { task: r(task)?, state: state.0, note: note.clone() },
         },
-        RecordCommand::Trajectory { task_query, final_answer, iterations, converged } => {
-            Event::Trajectory { task_query: task_query.clone(), final_answer: final_answer.clone(), iterations: *iterations, converged: *converged }
+        RecordCommand::Trajectory(i::Trajectory { task_query, final_answer, iterations, converged }) => {
+            Event::Trajectory { task_query: task_query.clone(), final_answer: final_answer.clone(), iterations: iterations.unwrap_or(1), converged: *converged }
         }
-        RecordCommand::Judge { trajectory, outcome, reason, confidence } => Event::Judgment {
+        RecordCommand::Judge(i::Judge { trajectory, outcome, reason, confidence }) => Event::Judgment {
             trajectory: r(trajectory)?,
-            success: match outcome.as_str() {
-                "success" => true,
-                "failure" => false,
-                other => bail!("outcome must be success or failure, got {other:?}"),
-            },
+            success: *outcome == i::Outcome::Success,
             reason: reason.clone(),
-            confidence: match confidence.as_str() {
-                "low" => Confidence::Low,
-                "medium" => Confidence::Medium,
-                "high" => Confidence::High,
-                other => bail!("confidence must be low, medium or high, got {other:?}"),
-            },
+            confidence: confidence.map_or(Confidence::Medium, |c| c.0),
         },
-        RecordCommand::Item { title, description, content, scope, from } => Event::MemoryItem {
+        RecordCommand::Item(i::MemoryItem { title, description, content, scope, from }) => Event::MemoryItem {
             title: title.clone(),
             description: description.clone(),
             content: content.clone(),
-            scope: scope.clone(),
+            scope: scope.clone().unwrap_or_default(),
             source_trajectory: from.as_ref().map(r).transpose()?,
         },
-        RecordCommand::Use { trajectory, item, rank, score } => {
-            Event::Usage { trajectory: r(trajectory)?, item: r(item)?, rank: *rank, score_bp: basis_points(*score, "--score")? }
+        RecordCommand::Use(i::RecordUse { trajectory, item, rank, score }) => {
+            Event::Usage { trajectory: r(trajectory)?, item: r(item)?, rank: *rank, score_bp: basis_points(score.unwrap_or(0.0), "the score")? }
         }
     };
     Ok(ev)
@@ -123,19 +93,19 @@ fn event_for(store: &Store, command: &RecordCommand) -> Result<Event> {
 fn frame_event(store: &Store, command: &FrameMove) -> Result<Event> {
     let r = |t: &String| reference(store, t);
     Ok(match command {
-        FrameMove::Open { query, parent, branched_from, invalidate_if } => Event::FrameOpen {
+        FrameMove::Open(i::FrameOpen { query, parent, branched_from, invalidate_if }) => Event::FrameOpen {
             parent: parent.as_ref().map(r).transpose()?,
             query: query.clone(),
             branched_from: branched_from.as_ref().map(r).transpose()?,
-            invalidation_condition: invalidate_if.clone(),
+            invalidation_condition: invalidate_if.clone().unwrap_or_default(),
         },
-        FrameMove::Evidence { frame, text } => Event::FrameEvidence { frame: r(frame)?, text: text.clone() },
-        FrameMove::Conclude { frame, conclusion, confidence } => {
-            Event::FrameConclude { frame: r(frame)?, conclusion: conclusion.clone(), confidence_bp: basis_points(*confidence, "--confidence")? }
+        FrameMove::Evidence(i::FrameEvidence { frame, text }) => Event::FrameEvidence { frame: r(frame)?, text: text.clone() },
+        FrameMove::Conclude(i::FrameConclude { frame, conclusion, confidence }) => {
+            Event::FrameConclude { frame: r(frame)?, conclusion: conclusion.clone(), confidence_bp: basis_points(confidence.unwrap_or(1.0), "the confidence")? }
         }
-        FrameMove::Suspend { frame } => Event::FrameSuspend { frame: r(frame)? },
-        FrameMove::Resume { frame } => Event::FrameResume { frame: r(frame)? },
-        FrameMove::Invalidate { frame, reason } => Event::FrameInvalidate { frame: r(frame)?, reason: reason.clone() },
+        FrameMove::Suspend(i::FrameRef { frame }) => Event::FrameSuspend { frame: r(frame)? },
+        FrameMove::Resume(i::FrameRef { frame }) => Event::FrameResume { frame: r(frame)? },
+        FrameMove::Invalidate(i::FrameInvalidate { frame, reason }) => Event::FrameInvalidate { frame: r(frame)?, reason: reason.clone() },
     })
 }
 
@@ -151,7 +121,7 @@ pub fn run(s: &Session, command: ReasoningCommand) -> Result<ExitCode> {
             let event = frame_event(s.store()?, &m)?;
             return record(s, event);
         }
-        ReasoningCommand::Frame(FrameCommand::Tree { frame }) => s.with_graph(|store, graph| frame_tree(store, graph, &frame))?,
+        ReasoningCommand::Frame(FrameCommand::Tree(i::FrameRef { frame })) => s.with_graph(|store, graph| frame_tree(store, graph, &frame))?,
         ReasoningCommand::Read(q) => {
             let founder = s.founder()?;
             s.with_graph(|store, graph| read(store, graph, founder, &q))?
@@ -165,7 +135,7 @@ pub fn run(s: &Session, command: ReasoningCommand) -> Result<ExitCode> {
 /// Answer a read command from the graph.
 fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &ReadCommand) -> Result<(Value, String)> {
     let value_text: (Value, String) = match command {
-        ReadCommand::Status { target } => {
+        ReadCommand::Status(i::NodeRef { target }) => {
             let id = reference(store, target)?;
             match graph.node(&id) {
                 Some(n) => (status_json(graph, n)?, status_text(graph, n)?),
@@ -178,8 +148,8 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
                 },
             }
         }
-        ReadCommand::Trace { target } => trace(store, graph, &reference(store, target)?)?,
-        ReadCommand::History { as_of, target } => {
+        ReadCommand::Trace(i::NodeRef { target }) => trace(store, graph, &reference(store, target)?)?,
+        ReadCommand::History(i::History { as_of, target }) => {
             let events = load_events(store, founder)?;
             let past = if let Some(ms) = parse_time(as_of) {
                 as_of_time(&events, ms)
@@ -198,7 +168,7 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
                 None => nodes_listing(&past, past.nodes().filter(|n| n.is_event()))?,
             }
         }
-        ReadCommand::Latest { target } => {
+        ReadCommand::Latest(i::NodeRef { target }) => {
             let id = reference(store, target)?;
             let latest = graph.latest_in_chain(&id).ok_or(NoSuchEvent(id))?;
             let n = graph.node(&latest).context("latest node vanished")?;
@@ -250,9 +220,9 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
                 .join("\n");
             (json!(rows), text)
         }
-        ReadCommand::Search { query, all, limit } => {
+        ReadCommand::Search(i::Search { query, all, limit }) => {
             let index = agora_search::SearchIndex::build(graph)?;
-            let hits = index.search(graph, query, *all, *limit)?;
+            let hits = index.search(graph, query, *all, limit.unwrap_or(20))?;
             let rows: Vec<Value> =
                 hits.iter().map(|h| json!({ "id": h.id.to_string(), "score": h.score, "status": h.status.name(), "kind": h.kind, "text": h.text })).collect();
             let text =
@@ -274,24 +244,24 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
                 .collect::<Result<_>>()?;
             (json!(rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>()), rows.iter().map(|r| r.1.clone()).collect::<Vec<_>>().join("\n"))
         }
-        ReadCommand::Graph { format } => {
-            let text = match format.as_str() {
-                "dot" => agora_graph::export::to_dot(graph)?,
-                "mermaid" => agora_graph::export::to_mermaid(graph)?,
-                "json" => {
+        ReadCommand::Graph(i::GraphExport { format }) => {
+            let format = format.unwrap_or(i::GraphFormat::Dot);
+            let text = match format {
+                i::GraphFormat::Dot => agora_graph::export::to_dot(graph)?,
+                i::GraphFormat::Mermaid => agora_graph::export::to_mermaid(graph)?,
+                i::GraphFormat::Json => {
                     let v = graph_json(graph)?;
                     let text = v.to_string();
                     return Ok((v, text));
                 }
-                other => bail!("--format must be dot, mermaid or json, got {other:?}"),
             };
-            (json!({ "format": format, "graph": text }), text.trim_end().to_string())
+            (json!({ "format": format.name(), "graph": text }), text.trim_end().to_string())
         }
     };
     // Answers about the current graph name the frontier they were computed
     // over (read under the graph's lock, see frontier.rs).
     let mut value_text = value_text;
-    if matches!(command, ReadCommand::Status { .. } | ReadCommand::Trace { .. } | ReadCommand::Search { .. } | ReadCommand::Latest { .. }) {
+    if matches!(command, ReadCommand::Status(_) | ReadCommand::Trace(_) | ReadCommand::Search(_) | ReadCommand::Latest(_)) {
         crate::frontier::attach(&mut value_text.0, crate::frontier::of_store(store)?);
     }
     Ok(value_text)

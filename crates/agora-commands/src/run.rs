@@ -41,17 +41,36 @@ pub fn exit_code_byte(code: ExitCode) -> u8 {
     }
 }
 
-/// Run the command line `argv` (program name first) for `home`: forwarded to
-/// the home's running node, or on the home's store when none runs (or when
-/// `local_only`: `init` and `check-proof` never need a node). Output is
-/// written to `out` and `err` as it comes. Returns the exit code's byte; a
-/// usage error is clap's message on `err` with code 2. An error is returned
-/// when the command could not run at all or failed on this process's own
-/// store; the caller renders it.
-pub fn run_at_home(home: &Home, argv: &[String], stdin: &[u8], local_only: bool, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<u8> {
+/// Whether a command run by hand looks for the home's running node first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeLookup {
+    /// Look, and forward the command to it when one answers.
+    Look,
+    /// The caller found none just now (the `agora` front program, which
+    /// then runs the full one): run here; look again only if the store
+    /// turns out to be held by a node that started since.
+    Absent,
+    /// Never: `init` and `check-proof` need no node.
+    Never,
+}
+
+/// Run the command line `argv` (program name first), parsed as `args`, for
+/// `home`: forwarded to the home's running node, or on the home's store
+/// when none runs (see [`NodeLookup`]). Output is written to `out` and `err`
+/// as it comes. Returns the exit code's byte. An error is returned when the
+/// command could not run at all or failed on this process's own store; the
+/// caller renders it.
+pub fn run_at_home(home: &Home, argv: &[String], args: Args, stdin: &[u8], lookup: NodeLookup, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<u8> {
     let started = Instant::now();
+    let mut attempt = 0u32;
     loop {
-        if !local_only && let Some(node) = control::find_node(&home.dir) {
+        let look = match lookup {
+            NodeLookup::Look => true,
+            NodeLookup::Absent => attempt > 0,
+            NodeLookup::Never => false,
+        };
+        attempt += 1;
+        if look && let Some(node) = control::find_node(&home.dir) {
             let request = CommandRequest { argv: argv.to_vec(), cwd: std::env::current_dir().unwrap_or_default() };
             match control::forward_to(&node, &request, stdin, out, err) {
                 Ok(code) => return Ok(code),
@@ -60,23 +79,16 @@ pub fn run_at_home(home: &Home, argv: &[String], stdin: &[u8], local_only: bool,
                 Err(ForwardError::Unreachable) => {}
             }
         }
-        // Commands consume their arguments; a retry parses them again.
-        let args = match Args::try_parse_from(argv) {
-            Ok(a) => a,
-            Err(e) => {
-                let _ = write!(err, "{}", e.render());
-                return Ok(e.exit_code().clamp(0, 255) as u8);
-            }
-        };
         let mut input = std::io::Cursor::new(stdin);
         let result = {
             let session = Session::local(home, args.json, out, &mut input);
-            crate::commands::run(&session, args.command)
+            crate::commands::run(&session, args.command.clone())
         };
         match result {
             Ok(code) => return Ok(exit_code_byte(code)),
-            // Another short-lived command holds the store: it never wrote
-            // anything of ours yet (opening is the first step), so wait.
+            // Another short-lived command (or a node that just started)
+            // holds the store: it never wrote anything of ours yet (opening
+            // is the first step), so wait.
             Err(e) if is_locked(&e) && started.elapsed() < STORE_BUSY_WAIT => std::thread::sleep(Duration::from_millis(50)),
             Err(e) => return Err(e),
         }
@@ -128,6 +140,55 @@ pub fn run_in_open_store(open: &OpenStore<'_>, request: &CommandRequest, stdin: 
     }
 }
 
+/// What a command run for a program produced: the result it would print
+/// as JSON, or the bytes it streams (a pack).
+pub enum Produced {
+    Value(serde_json::Value),
+    Bytes(Vec<u8>),
+}
+
+/// Run `command` for a program on the home's own store (no node runs on
+/// it), waiting briefly if another short-lived command holds the store, as
+/// [`run_at_home`] does: the result as a value, no text in between.
+pub fn produce_at_home(home: &Home, command: &Command, stdin: &[u8]) -> anyhow::Result<Produced> {
+    let started = Instant::now();
+    loop {
+        let mut out = Vec::new();
+        let mut input = std::io::Cursor::new(stdin);
+        let result = {
+            let session = Session::local(home, true, &mut out, &mut input).capturing();
+            crate::commands::run(&session, command.clone()).map(|_| session.take_result())
+        };
+        match result {
+            Ok(value) => return Ok(produced(value, out)),
+            Err(e) if is_locked(&e) && started.elapsed() < STORE_BUSY_WAIT => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Run `command` for a program on a node's open store and live views.
+pub fn produce_in_open_store(open: &OpenStore<'_>, command: Command, stdin: &[u8]) -> anyhow::Result<Produced> {
+    if matches!(command, Command::Chain(ChainCommand::Init) | Command::Node(NodeCommand::Run(_))) {
+        anyhow::bail!("a node is already running on {}", open.home.dir.display());
+    }
+    let mut out = Vec::new();
+    let mut input = std::io::Cursor::new(stdin);
+    let value = {
+        let session = Session::in_node(open.home, true, &mut out, &mut input, open.store, open.graph, open.merge, open.founder).capturing();
+        crate::commands::run(&session, command)?;
+        session.take_result()
+    };
+    Ok(produced(value, out))
+}
+
+fn produced(value: Option<serde_json::Value>, out: Vec<u8>) -> Produced {
+    match value {
+        Some(v) => Produced::Value(v),
+        None => Produced::Bytes(out),
+    }
+}
+
 /// Make the command's relative paths relative to the caller's directory.
 fn absolutize(command: &mut Command, cwd: &Path) {
     let fix = |p: &mut std::path::PathBuf| {
@@ -138,7 +199,7 @@ fn absolutize(command: &mut Command, cwd: &Path) {
     match command {
         Command::Chain(ChainCommand::Append { file: Some(p) }) => fix(p),
         Command::Chain(ChainCommand::Import { file }) => fix(file),
-        Command::Chain(ChainCommand::Export { output: Some(p), .. }) => fix(p),
+        Command::Chain(ChainCommand::Export(agora_command_line::inputs::Export { output: Some(p), .. })) => fix(p),
         _ => {}
     }
 }

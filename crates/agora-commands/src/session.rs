@@ -33,6 +33,9 @@ pub struct Session<'a> {
     own_graph: OnceCell<GraphCache>,
     merge: Option<&'a MergeCache>,
     founder: Option<AgentId>,
+    /// For a program (an operation): the result a command would print,
+    /// kept as a value instead ([`Session::capturing`]).
+    captured: Option<RefCell<Option<Value>>>,
 }
 
 impl<'a> Session<'a> {
@@ -49,6 +52,7 @@ impl<'a> Session<'a> {
             own_graph: OnceCell::new(),
             merge: None,
             founder: None,
+            captured: None,
         }
     }
 
@@ -76,7 +80,22 @@ impl<'a> Session<'a> {
             own_graph: OnceCell::new(),
             merge: Some(merge),
             founder: Some(founder),
+            captured: None,
         }
+    }
+
+    /// This session, for a program: what its command would print as JSON is
+    /// kept ([`Session::take_result`]) rather than written; only a command
+    /// that streams (export) still writes to the output.
+    pub fn capturing(mut self) -> Self {
+        self.json = true;
+        self.captured = Some(RefCell::new(None));
+        self
+    }
+
+    /// The result a capturing session's command gave, if it gave one.
+    pub fn take_result(&self) -> Option<Value> {
+        self.captured.as_ref().and_then(|c| c.borrow_mut().take())
     }
 
     /// The workspace founder: the node's, else the one in `<home>/agora.toml`,
@@ -142,6 +161,10 @@ impl<'a> Session<'a> {
     /// Print a result: `value` as one JSON line with `--json`, else `text()`
     /// (nothing when empty).
     pub fn print(&self, value: &Value, text: impl FnOnce() -> String) -> Result<()> {
+        if let Some(captured) = &self.captured {
+            *captured.borrow_mut() = Some(value.clone());
+            return Ok(());
+        }
         let mut out = self.out.borrow_mut();
         if self.json {
             writeln!(out, "{value}")?;
@@ -159,6 +182,10 @@ impl<'a> Session<'a> {
     /// serialized: a value that serializes itself from the answer (rather
     /// than a [`Value`] tree) never holds a second copy of it.
     pub fn print_lazy<V: serde::Serialize>(&self, value: impl FnOnce() -> V, text: impl FnOnce() -> String) -> Result<()> {
+        if let Some(captured) = &self.captured {
+            *captured.borrow_mut() = Some(serde_json::to_value(value())?);
+            return Ok(());
+        }
         if self.json {
             let mut out = self.out.borrow_mut();
             let mut buffered = std::io::BufWriter::with_capacity(1 << 16, &mut **out);

@@ -137,6 +137,9 @@ pub enum TaskState {
 }
 
 impl TaskState {
+    /// Every state, in lifecycle order.
+    pub const ALL: [TaskState; 5] = [TaskState::Created, TaskState::InProgress, TaskState::Blocked, TaskState::Done, TaskState::Abandoned];
+
     /// snake_case name.
     pub fn name(self) -> &'static str {
         match self {
@@ -158,6 +161,20 @@ pub enum Confidence {
     Medium,
     /// High.
     High,
+}
+
+impl Confidence {
+    /// Every confidence, lowest first.
+    pub const ALL: [Confidence; 3] = [Confidence::Low, Confidence::Medium, Confidence::High];
+
+    /// snake_case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Confidence::Low => "low",
+            Confidence::Medium => "medium",
+            Confidence::High => "high",
+        }
+    }
 }
 
 /// One typed cognitive event. See `protocol-spec/events.md` for each kind's

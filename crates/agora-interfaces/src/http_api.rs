@@ -9,7 +9,7 @@
 //! `wrong_state`, `input_schema`, `unknown_entry`, ...) and `entry` the
 //! entry it concerns.
 
-use agora_commands::ops::{Backend, Effect, Invoke, OpError, Operation, catalog};
+use agora_commands::ops::{Backend, Effect, OpError, Operation, catalog};
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::StatusCode;
@@ -121,8 +121,7 @@ async fn call(State(backend): State<Arc<dyn Backend>>, Path(name): Path<String>,
             Err(e) => return ApiError::new("bad_request", format!("the body is not JSON: {e}")).into_response(),
         }
     };
-    let run = op.run;
-    match tokio::task::spawn_blocking(move || run(&*backend as &dyn Invoke, input)).await {
+    match tokio::task::spawn_blocking(move || backend.call(op, input)).await {
         Ok(Ok(v)) => (StatusCode::OK, Json(catalog::as_object(v))).into_response(),
         Ok(Err(e)) => ApiError::from_op(e).into_response(),
         Err(e) => ApiError::new("internal", format!("the operation stopped unexpectedly: {e}")).into_response(),

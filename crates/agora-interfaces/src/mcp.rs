@@ -8,7 +8,7 @@
 //! run where the CLI would run them. The server adds no rules of its own,
 //! and a broken rule comes back as a tool error with the command's message.
 
-use agora_commands::ops::{Backend, OpError, Operation, argv};
+use agora_commands::ops::{Backend, OpError, Operation};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities, ServerConfig,
@@ -48,11 +48,23 @@ impl AgoraMcp {
         self.tools.iter().map(describe).collect()
     }
 
+    /// Run the operation `name` on the backend.
+    fn call(&self, name: &str, input: Value) -> Result<Value, OpError> {
+        let op = self.tools.iter().find(|t| t.name == name).ok_or_else(|| OpError::msg(format!("no operation {name:?}")))?;
+        self.backend.call(op, input)
+    }
+
     fn merged_view(&self) -> Result<Value, OpError> {
-        let b = &self.backend;
-        let hash = b.invoke(argv::Argv::new(&["view-hash"]).build())?;
-        let nodes = b.invoke(argv::Argv::new(&["history"]).opt("as-of", Some(agora_commands::args::now_ms().saturating_add(1))).build())?;
-        let disputes = b.invoke(argv::Argv::new(&["disputes"]).build())?;
+        let hash = self.call("view_hash", serde_json::json!({}))?;
+        let now = agora_commands::args::now_ms().saturating_add(1).to_string();
+        let nodes = self.call("history", serde_json::json!({ "as_of": now }))?;
+        let disputes = self.call("disputes", serde_json::json!({}))?;
+        // Operations answer objects: a list comes as `{"result": [...]}`.
+        let unwrapped = |v: Value| match v {
+            Value::Object(mut m) if m.len() == 1 && m.contains_key("result") => m.remove("result").unwrap_or_default(),
+            other => other,
+        };
+        let (nodes, disputes) = (unwrapped(nodes), unwrapped(disputes));
         Ok(serde_json::json!({ "view_hash": hash["view_hash"], "entries": hash["entries"], "nodes": nodes, "disputes": disputes }))
     }
 }
@@ -89,13 +101,13 @@ impl ServerHandler for AgoraMcp {
     }
 
     async fn call_tool(&self, request: CallToolRequestParams, _context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
-        let Some(run) = self.tools.iter().find(|t| t.name == request.name).map(|t| t.run) else {
+        let Some(index) = self.tools.iter().position(|t| t.name == request.name) else {
             return Err(ErrorData::invalid_params(format!("unknown tool {:?}", request.name), None));
         };
         let input = Value::Object(request.arguments.unwrap_or_default());
-        let backend = self.backend.clone();
+        let (backend, tools) = (self.backend.clone(), self.tools.clone());
         // Commands touch the store (and a forwarded one waits on the node): off the async threads.
-        let result = tokio::task::spawn_blocking(move || run(backend.as_ref(), input))
+        let result = tokio::task::spawn_blocking(move || backend.call(&tools[index], input))
             .await
             .unwrap_or_else(|e| Err(OpError::msg(format!("the tool stopped unexpectedly: {e}"))));
         Ok(match result {
@@ -142,7 +154,7 @@ pub fn serve_stdio(home: agora_home::home::Home) -> anyhow::Result<std::process:
     use rmcp::ServiceExt;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async move {
-        let server = AgoraMcp::new(Arc::new(agora_commands::ops::invoke::HomeInvoker { home }));
+        let server = AgoraMcp::new(Arc::new(agora_commands::ops::HomeBackend { home }));
         let running = server.serve(rmcp::transport::stdio()).await.map_err(|e| anyhow::anyhow!("MCP initialization failed: {e}"))?;
         running.waiting().await.map_err(|e| anyhow::anyhow!("the MCP server stopped: {e}"))?;
         Ok(std::process::ExitCode::SUCCESS)

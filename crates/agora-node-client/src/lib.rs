@@ -178,6 +178,44 @@ fn copy_frames(reader: &mut impl Read, out: &mut dyn Write, err: &mut dyn Write)
     }
 }
 
+/// `POST /v1/ops/<name>` of a running node that [`verify_node`] accepted:
+/// `Ok(result)` with the operation's JSON result, or `Err(body)` with the
+/// error the node answered (its JSON body: `code`, `message`, `rule`,
+/// `entry`).
+pub fn call_operation(node: &NodeFile, name: &str, input: &serde_json::Value) -> Result<Result<serde_json::Value, serde_json::Value>, ForwardError> {
+    let body = serde_json::to_vec(input).map_err(|e| ForwardError::Failed(e.into()))?;
+    let response = agent(None)
+        .post(format!("http://{}/v1/ops/{name}", node.control))
+        .header("authorization", format!("Bearer {}", node.token))
+        .header("content-type", "application/json")
+        .send(&body[..]);
+    let mut response = match response {
+        Ok(r) => r,
+        Err(ureq::Error::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => return Err(ForwardError::Unreachable),
+        Err(ureq::Error::ConnectionFailed) => return Err(ForwardError::Unreachable),
+        Err(e) => return Err(ForwardError::Failed(anyhow::anyhow!("the node at {}: {e}", node.control))),
+    };
+    let status = response.status();
+    let text = response
+        .body_mut()
+        .with_config()
+        .limit(OPERATION_ANSWER_BYTES_MAX)
+        .read_to_string()
+        .map_err(|e| ForwardError::Failed(anyhow::anyhow!("reading the node's answer to {name}: {e}")))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| ForwardError::Failed(anyhow::anyhow!("the node's answer to {name} ({status}) is not JSON: {e}: {}", text.trim())))?;
+    Ok(if status == 200 { Ok(value) } else { Err(value) })
+}
+
+/// Set (to `1`) by the `agora` front program when it found no node on the
+/// home and hands the command to the full program, which then runs it on
+/// the store without looking for a node again.
+pub const NODE_ABSENT_ENV: &str = "AGORA_NODE_ABSENT";
+
+/// Largest answer of an operation read from a node (an export of a large
+/// store is the largest).
+pub const OPERATION_ANSWER_BYTES_MAX: u64 = 1 << 30;
+
 /// `GET /v1/status` of a running node.
 pub fn status(node: &NodeFile) -> Result<serde_json::Value> {
     if verify_node(node).is_err() {

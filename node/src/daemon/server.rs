@@ -18,8 +18,7 @@ use agora_commands::control::{
     CHALLENGE_HEADER, COMMAND_LINE_BYTES_MAX, CommandRequest, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT, PROOF_HEADER, STDIN_BYTES_MAX, frame, proof,
     token_matches,
 };
-use agora_commands::ops::invoke::Ran;
-use agora_commands::ops::{Backend, Invoke, OpError};
+use agora_commands::ops::{Backend, NodeRunner, OpError, Operation};
 use agora_commands::run::{OpenStore, run_in_open_store};
 use agora_interfaces::http_api::ApiError;
 use agora_interfaces::{http_api, live_page, mcp};
@@ -326,16 +325,13 @@ pub struct NodeBackend {
     pub state: Arc<ControlState>,
 }
 
-impl Invoke for NodeBackend {
-    fn run(&self, argv: Vec<String>, stdin: &[u8]) -> Result<Ran, OpError> {
-        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-        let request = CommandRequest { argv, cwd: self.state.home.dir.clone() };
-        let code = run_in_node(&self.state, &request, stdin, &mut stdout, &mut stderr);
-        Ok(Ran { code, stdout, stderr })
-    }
-}
-
 impl Backend for NodeBackend {
+    fn call(&self, op: &Operation, input: serde_json::Value) -> Result<serde_json::Value, OpError> {
+        let s = &self.state;
+        let open = OpenStore { home: &s.home, store: &s.store, graph: &s.graph, merge: &s.merge, founder: s.founder };
+        (op.run)(&NodeRunner { open }, input)
+    }
+
     fn node_status(&self) -> Result<serde_json::Value, OpError> {
         let (tx, rx) = oneshot::channel();
         let gone = || OpError::msg("the node is shutting down".to_string());

@@ -1,12 +1,20 @@
-//! Where an operation's command line runs: the same places the CLI's commands run
-//! (see `session.rs`). `agora mcp` over stdio forwards each command to the
-//! node running on its home, or, with no node, opens the store for that
-//! command alone, as `agora <command>` would. The node's own front ends run
-//! them on its open store, with an invoker of the node's
-//! ([`crate::run::run_in_open_store`]).
+//! Where an operation runs. An operation turns its typed input into a
+//! [`Command`] of the CLI's grammar and runs it in a session that keeps the
+//! result as a value ([`crate::session::Session::capturing`]): the same
+//! command code the `agora` binary runs, with no command line written or
+//! parsed and no printed output read back.
+//!
+//! A [`Runner`] holds a store: the node's open one ([`NodeRunner`], for
+//! the node's own front ends), or the home's, opened for the command when
+//! no node runs ([`HomeRunner`]). A [`Backend`] is what a front end holds:
+//! the node's runs every operation on its runner; `agora mcp` over stdio
+//! ([`HomeBackend`]) sends each operation to the node running on its home
+//! (`POST /v1/ops/<name>`), or, with no node, runs it on the home's store.
 
+use super::catalog::Operation;
+use crate::cli::Command;
 use crate::control;
-use crate::run::run_at_home;
+use crate::run::{OpenStore, Produced, produce_at_home, produce_in_open_store};
 use agora_home::home::Home;
 use serde_json::Value;
 
@@ -27,6 +35,21 @@ impl OpError {
     pub fn msg(message: impl Into<String>) -> Self {
         Self { message: message.into(), rule: None, entry: None }
     }
+
+    /// A command's error: its causes in one message, the rule and entry
+    /// its typed causes name ([`crate::output::error_rule`]).
+    pub fn from_error(error: &anyhow::Error) -> Self {
+        let message = error.chain().map(|e| e.to_string()).collect::<Vec<_>>().join(": ");
+        match crate::output::error_rule(error) {
+            Some((rule, entry)) => Self { message, rule: Some(rule.to_string()), entry },
+            None => Self::msg(message),
+        }
+    }
+
+    /// An input that does not match the operation's schema.
+    pub fn input(message: impl Into<String>) -> Self {
+        Self { message: message.into(), rule: Some("input_schema".to_string()), entry: None }
+    }
 }
 
 impl std::fmt::Display for OpError {
@@ -40,94 +63,95 @@ impl std::fmt::Display for OpError {
     }
 }
 
-/// Runs a command line.
-pub trait Invoke {
-    /// Run `argv` (as built by [`super::argv::Argv`]) with `stdin` as its standard
-    /// input: its output and exit code.
-    fn run(&self, argv: Vec<String>, stdin: &[u8]) -> Result<Ran, OpError>;
+/// Runs an operation's commands on a store.
+pub trait Runner {
+    /// Run `command` with `stdin` as its standard input: its result.
+    fn produce(&self, command: Command, stdin: &[u8]) -> Result<Produced, OpError>;
 
-    /// Run `argv` with no input: the command's JSON output, or its error as
-    /// the CLI words it.
-    fn invoke(&self, argv: Vec<String>) -> Result<Value, OpError> {
-        self.run(argv, &[])?.into_result()
+    /// Run `command` with no input: its result as a value.
+    fn value(&self, command: Command) -> Result<Value, OpError> {
+        value_of(self.produce(command, &[])?)
     }
 }
 
-/// A command's output and exit code.
-pub struct Ran {
-    pub code: u8,
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
-}
-
-impl Ran {
-    /// The command's JSON result, or the error it reported. Exit code 3 is a
-    /// finding, not a failure (an audit that found problems reports them).
-    pub fn into_result(self) -> Result<Value, OpError> {
-        let text = String::from_utf8_lossy(&self.stdout);
-        let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
-        let parsed: Option<Value> = serde_json::from_str(last).ok();
-        if self.code == 0 || self.code == 3 {
-            return match parsed {
-                Some(v) => Ok(v),
-                None => Err(OpError::msg(format!("the command printed no JSON result: {}", text.trim()))),
-            };
-        }
-        Err(self.error(parsed))
-    }
-
-    /// The command's standard output as it printed it (a pack), or the
-    /// error it reported.
-    pub fn into_output(self) -> Result<Vec<u8>, OpError> {
-        if self.code == 0 {
-            return Ok(self.stdout);
-        }
-        let text = String::from_utf8_lossy(&self.stdout);
-        let parsed: Option<Value> = text.lines().rev().find(|l| !l.trim().is_empty()).and_then(|l| serde_json::from_str(l).ok());
-        Err(self.error(parsed))
-    }
-
-    fn error(&self, parsed: Option<Value>) -> OpError {
-        // With --json a failed command prints {"error": ...}; clap's own
-        // errors (a malformed argument) go to standard error.
-        let field = |k: &str| parsed.as_ref().and_then(|v| v.get(k)).and_then(Value::as_str).map(str::to_string);
-        let message = field("error").unwrap_or_else(|| String::from_utf8_lossy(&self.stderr).trim().trim_start_matches("error: ").to_string());
-        let message = if message.is_empty() { format!("the command failed with exit code {}", self.code) } else { message };
-        // A usage error (exit 2) is the caller's: clap's own message.
-        let rule = field("rule").or_else(|| (self.code == 2).then(|| "usage".to_string()));
-        OpError { message, rule, entry: field("entry") }
+/// A command's result as a value (a command that streams a pack gives none).
+pub fn value_of(produced: Produced) -> Result<Value, OpError> {
+    match produced {
+        Produced::Value(v) => Ok(v),
+        Produced::Bytes(_) => Err(OpError::msg("the command gave no result")),
     }
 }
 
-/// Commands of `agora mcp`: forwarded to this home's node, else run here,
-/// exactly as `agora <command>` runs them ([`run_at_home`]).
-pub struct HomeInvoker {
+/// Commands on a running node's open store and live views.
+pub struct NodeRunner<'a> {
+    pub open: OpenStore<'a>,
+}
+
+impl Runner for NodeRunner<'_> {
+    fn produce(&self, command: Command, stdin: &[u8]) -> Result<Produced, OpError> {
+        produce_in_open_store(&self.open, command, stdin).map_err(|e| OpError::from_error(&e))
+    }
+}
+
+/// Commands on a home's store, opened for each command (no node runs).
+pub struct HomeRunner<'a> {
+    pub home: &'a Home,
+}
+
+impl Runner for HomeRunner<'_> {
+    fn produce(&self, command: Command, stdin: &[u8]) -> Result<Produced, OpError> {
+        produce_at_home(self.home, &command, stdin).map_err(|e| OpError::from_error(&e))
+    }
+}
+
+/// Where a front end's operations run, and what is known there of the node.
+pub trait Backend: Send + Sync + 'static {
+    /// Run `op` with its JSON input: its result.
+    fn call(&self, op: &Operation, input: Value) -> Result<Value, OpError>;
+
+    /// The node's status (peers, frontiers, lag), or what there is without
+    /// a running node.
+    fn node_status(&self) -> Result<Value, OpError>;
+}
+
+/// The operations of `agora mcp`: sent to this home's node, else run on
+/// the home's store.
+pub struct HomeBackend {
     pub home: Home,
 }
 
-impl Invoke for HomeInvoker {
-    fn run(&self, argv: Vec<String>, stdin: &[u8]) -> Result<Ran, OpError> {
-        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-        match run_at_home(&self.home, &argv, stdin, false, &mut stdout, &mut stderr) {
-            Ok(code) => Ok(Ran { code, stdout, stderr }),
-            Err(e) => {
-                let mut out = Vec::new();
-                crate::output::write_error(&e, true, &mut out, &mut stderr);
-                Ok(Ran { code: 1, stdout: out, stderr })
-            }
-        }
+impl HomeBackend {
+    /// The node running on this home, when one answers as it.
+    fn node(&self) -> Option<control::NodeFile> {
+        control::find_node(&self.home.dir).filter(|node| control::verify_node(node).is_ok())
     }
 }
 
-impl super::Backend for HomeInvoker {
+impl Backend for HomeBackend {
+    fn call(&self, op: &Operation, input: Value) -> Result<Value, OpError> {
+        if let Some(node) = self.node() {
+            match control::call_operation(&node, op.name, &input) {
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(body)) => {
+                    let field = |k: &str| body.get(k).and_then(Value::as_str).map(str::to_string);
+                    let message = field("message").unwrap_or_else(|| body.to_string());
+                    return Err(OpError { message, rule: field("rule"), entry: field("entry") });
+                }
+                Err(control::ForwardError::Failed(e)) => return Err(OpError::msg(format!("{e:#}"))),
+                // The node went away between the check and the call: run here.
+                Err(control::ForwardError::Unreachable) => {}
+            }
+        }
+        (op.run)(&HomeRunner { home: &self.home }, input)
+    }
+
     fn node_status(&self) -> Result<Value, OpError> {
-        if let Some(node) = control::find_node(&self.home.dir)
-            && control::verify_node(&node).is_ok()
-        {
+        if let Some(node) = self.node() {
             return control::status(&node).map_err(|e| OpError::msg(format!("{e:#}")));
         }
-        let agent = self.invoke(super::argv::Argv::new(&["id"]).build())?;
-        let authors = self.invoke(super::argv::Argv::new(&["authors"]).build())?;
+        let runner = HomeRunner { home: &self.home };
+        let agent = runner.value(crate::cli::Command::Chain(crate::cli::ChainCommand::Id))?;
+        let authors = runner.value(crate::cli::Command::Chain(crate::cli::ChainCommand::Authors))?;
         Ok(serde_json::json!({ "node_running": false, "home": self.home.dir, "agent": agent, "authors": authors }))
     }
 }

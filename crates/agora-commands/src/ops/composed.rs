@@ -1,120 +1,12 @@
-//! Inputs of the operations on the signed log itself (entries, packs, fork
-//! proofs), on workspace membership, and of the plain graph reads (search,
-//! orphans): each the CLI command of the same name, as the reasoning moves
-//! are. Included by `catalog.rs`, whose macros it uses.
+//! Operations with code of their own: the log's operations whose input or
+//! result is not the command's (a payload or a pack given inline instead of
+//! on standard input; a pack returned instead of written). Their catalog
+//! lines are in `catalog.rs`.
 
 use super::*;
+use crate::ops::invoke::value_of;
+use crate::run::Produced;
 use base64::Engine;
-
-/// One chain or all of them, listed in order.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Log {
-    /// The author whose chain to list (64-hex agent id; default: this agent).
-    #[serde(default)]
-    pub author: Option<String>,
-    /// Every author's chain.
-    #[serde(default)]
-    pub all: bool,
-    /// The first seq listed (default 1).
-    #[serde(default)]
-    #[schemars(range(min = 1))]
-    pub from: Option<u64>,
-    /// At most this many entries per chain (default 1000).
-    #[serde(default)]
-    #[schemars(range(min = 1, max = 100000))]
-    pub limit: Option<usize>,
-}
-one_command!(Log, "log", |self| Argv::new(&["log"])
-    .opt("author", self.author.as_ref())
-    .switch("all", self.all)
-    .opt("from", self.from)
-    .opt("limit", self.limit));
-
-/// One entry named by id.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct EntryRef {
-    /// The entry (its id, or a unique prefix of it).
-    pub entry: String,
-}
-pub struct Show(EntryRef);
-pub struct Redact(EntryRef);
-same_input!(Show, EntryRef);
-one_command!(Show, "show", |self| Argv::new(&["show"]).arg(&self.0.entry));
-same_input!(Redact, EntryRef);
-one_command!(Redact, "redact", |self| Argv::new(&["redact"]).arg(&self.0.entry));
-
-/// One author's chain, or all of them.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AuthorFilter {
-    /// Only this author (64-hex agent id); every author when absent.
-    #[serde(default)]
-    pub author: Option<String>,
-}
-pub struct Verify(AuthorFilter);
-pub struct Forks(AuthorFilter);
-same_input!(Verify, AuthorFilter);
-one_command!(Verify, "verify", |self| Argv::new(&["verify"]).opt("author", self.0.author.as_ref()));
-same_input!(Forks, AuthorFilter);
-one_command!(Forks, "forks", |self| Argv::new(&["forks"]).opt("author", self.0.author.as_ref()));
-
-pub struct Authors(Nothing);
-pub struct Roster(Nothing);
-pub struct Orphans(Nothing);
-nothing!(Authors, "authors", ["authors"]);
-nothing!(Roster, "roster", ["roster"]);
-nothing!(Orphans, "orphans", ["orphans"]);
-
-/// A standalone fork proof.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CheckProof {
-    /// The proof, hex-encoded (as `forks` lists it).
-    pub proof: String,
-}
-one_command!(CheckProof, "check_proof", |self| Argv::new(&["check-proof"]).arg(&self.proof));
-
-/// Full-text search.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Search {
-    /// The words searched for (BM25 over the nodes' text).
-    pub query: String,
-    /// Also superseded and retracted nodes (left out by default).
-    #[serde(default)]
-    pub all: bool,
-    /// At most this many hits (default 20).
-    #[serde(default)]
-    #[schemars(range(min = 1, max = 1000))]
-    pub limit: Option<usize>,
-}
-one_command!(Search, "search", |self| Argv::new(&["search"]).switch("all", self.all).opt("limit", self.limit).arg(&self.query));
-
-/// Admit an agent to the workspace.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Admit {
-    /// The agent (64-hex agent id).
-    pub agent: String,
-    /// Why, or who it is.
-    #[serde(default)]
-    pub note: String,
-}
-one_command!(Admit, "admit", |self| Argv::new(&["admit"]).arg(&self.agent).arg(&self.note));
-
-/// Remove an agent from the workspace.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Remove {
-    /// The agent (64-hex agent id).
-    pub agent: String,
-    /// Why.
-    #[serde(default)]
-    pub reason: String,
-}
-one_command!(Remove, "remove", |self| Argv::new(&["remove"]).arg(&self.agent).arg(&self.reason));
 
 /// A raw entry: a payload appended to this agent's chain as it is.
 #[derive(Deserialize, JsonSchema)]
@@ -129,24 +21,18 @@ pub struct AppendRaw {
 }
 
 /// `append`: the payload goes to the command on its standard input.
-fn append(invoker: &dyn Invoke, input: Value) -> Result<Value, OpError> {
+fn append(runner: &dyn Runner, input: Value) -> Result<Value, OpError> {
     let a: AppendRaw = parse("append", input)?;
     let payload = match (a.text, a.base64) {
         (Some(t), None) => t.into_bytes(),
-        (None, Some(b)) => base64::engine::general_purpose::STANDARD.decode(b.trim()).map_err(|e| OpError {
-            message: format!("append: `base64` is not base64: {e}"),
-            rule: Some("input_schema".to_string()),
-            entry: None,
-        })?,
+        (None, Some(b)) => {
+            base64::engine::general_purpose::STANDARD.decode(b.trim()).map_err(|e| OpError::input(format!("append: `base64` is not base64: {e}")))?
+        }
         _ => {
-            return Err(OpError {
-                message: "append: give the payload as exactly one of `text` or `base64`".to_string(),
-                rule: Some("input_schema".to_string()),
-                entry: None,
-            });
+            return Err(OpError::input("append: give the payload as exactly one of `text` or `base64`"));
         }
     };
-    invoker.run(Argv::new(&["append"]).arg("-").build(), &payload)?.into_result().map(as_object)
+    value_of(runner.produce(Command::Chain(ChainCommand::Append { file: Some("-".into()) }), &payload)?).map(as_object)
 }
 
 /// What a raw append returns: the entry's header.
@@ -170,19 +56,13 @@ pub struct Appended {
     pub version: u64,
 }
 
-/// Export entries as a pack.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Export {
-    /// Only this author's chain (64-hex agent id); every chain when absent.
-    #[serde(default)]
-    pub author: Option<String>,
-}
-
 /// `export`: the pack the command writes to its standard output.
-fn export(invoker: &dyn Invoke, input: Value) -> Result<Value, OpError> {
+fn export(runner: &dyn Runner, input: Value) -> Result<Value, OpError> {
     let e: Export = parse("export", input)?;
-    let out = invoker.run(Argv::new(&["export"]).opt("author", e.author.as_ref()).build(), &[])?.into_output()?;
+    let out = match runner.produce(Command::Chain(ChainCommand::Export(e)), &[])? {
+        Produced::Bytes(out) => out,
+        Produced::Value(_) => return Err(OpError::msg("export: the command wrote no pack")),
+    };
     let pack = String::from_utf8(out).map_err(|_| OpError::msg("export: the pack is not UTF-8".to_string()))?;
     // The first line is the pack's header; every other line one entry.
     let entries = pack.lines().skip(1).filter(|l| !l.trim().is_empty()).count();
@@ -207,9 +87,9 @@ pub struct Import {
 }
 
 /// `import`: the pack goes to the command on its standard input.
-fn import(invoker: &dyn Invoke, input: Value) -> Result<Value, OpError> {
+fn import(runner: &dyn Runner, input: Value) -> Result<Value, OpError> {
     let i: Import = parse("import", input)?;
-    invoker.run(Argv::new(&["import"]).arg("-").build(), i.pack.as_bytes())?.into_result().map(as_object)
+    value_of(runner.produce(Command::Chain(ChainCommand::Import { file: "-".into() }), i.pack.as_bytes())?).map(as_object)
 }
 
 /// The operations of this file, in the catalog's order.
@@ -217,21 +97,24 @@ pub fn operations() -> Vec<Operation> {
     use Effect::*;
     vec![
         tool!(
-            Log,
+            "log",
+            |i: Log| Command::Chain(ChainCommand::Log(i)),
             "List a chain",
             Read,
             ReadResult,
             "The entries of one agent's chain in seq order (default: this agent's), or of every chain: id, seq, timestamp, payload state and a preview. Use `show` for one entry in full."
         ),
         tool!(
-            Show,
+            "show",
+            |i: EntryRef| Command::Chain(ChainCommand::Show(i)),
             "Show an entry",
             Read,
             ReadResult,
             "One entry in full: its signed header (author, seq, backlink, timestamp, payload length and hash), its signature, and its payload (text, or base64) or why it is absent (redacted, not received)."
         ),
         tool!(
-            Verify,
+            "verify",
+            |i: Verify| Command::Chain(ChainCommand::Verify(i)),
             "Verify chains",
             Read,
             ReadResult,
@@ -247,7 +130,8 @@ pub fn operations() -> Vec<Operation> {
             run: append,
         },
         tool!(
-            Redact,
+            "redact",
+            |i: EntryRef| Command::Chain(ChainCommand::Redact(i)),
             "Redact a payload",
             Delete,
             ReadResult,
@@ -272,28 +156,32 @@ pub fn operations() -> Vec<Operation> {
             run: import,
         },
         tool!(
-            Authors,
+            "authors",
+            |_: Nothing| Command::Chain(ChainCommand::Authors),
             "Authors stored",
             Read,
             ReadResult,
             "Every author whose chain is stored here, with its highest seq, its tips (more than one: forked) and its fork proofs."
         ),
         tool!(
-            Forks,
+            "forks",
+            |i: AuthorFilter| Command::Chain(ChainCommand::Forks(i)),
             "Fork proofs",
             Read,
             ReadResult,
             "The fork proofs stored here (or one author's): the two signed entries at one seq, and the proof itself, hex-encoded, which anyone can check with `check_proof` and no other data."
         ),
         tool!(
-            CheckProof,
+            "check_proof",
+            |i: CheckProof| Command::Chain(ChainCommand::CheckProof(i)),
             "Check a fork proof",
             Read,
             ReadResult,
             "Check a hex-encoded fork proof with no other data: valid when one author signed two different entries at the same seq."
         ),
         tool!(
-            Search,
+            "search",
+            |i: Search| read(ReadCommand::Search(i)),
             "Search the graph",
             Read,
             answers::SearchAnswer,
@@ -302,21 +190,37 @@ pub fn operations() -> Vec<Operation> {
                 statuses!()
             )
         ),
-        tool!(Orphans, "Orphan claims", Read, answers::NodeList, "Derived memory claims with no source event (their provenance is missing)."),
         tool!(
-            Admit,
+            "orphans",
+            |_: Nothing| read(ReadCommand::Orphans),
+            "Orphan claims",
+            Read,
+            answers::NodeList,
+            "Derived memory claims with no source event (their provenance is missing)."
+        ),
+        tool!(
+            "admit",
+            |i: Admit| Command::Membership(MembershipCommand::Admit(i)),
             "Admit an agent",
             Append,
             ReadResult,
             "Admit an agent to this workspace (the founder only): its entries are then replicated and counted by every node."
         ),
         tool!(
-            Remove,
+            "remove",
+            |i: Remove| Command::Membership(MembershipCommand::Remove(i)),
             "Remove an agent",
             Append,
             ReadResult,
             "Remove an agent from this workspace (the founder only): its entries up to the highest seq held here stay admitted, later ones are admitted nowhere."
         ),
-        tool!(Roster, "The roster", Read, ReadResult, "The workspace's members, derived from the founder's chain: who was admitted and removed, and when."),
+        tool!(
+            "roster",
+            |_: Nothing| Command::Membership(MembershipCommand::Roster),
+            "The roster",
+            Read,
+            ReadResult,
+            "The workspace's members, derived from the founder's chain: who was admitted and removed, and when."
+        ),
     ]
 }
