@@ -1,7 +1,7 @@
-//! Operations with code of their own: the log's operations whose input or
-//! result is not the command's (a payload or a pack given inline instead of
-//! on standard input; a pack returned instead of written). Their catalog
-//! lines are in `catalog.rs`.
+//! The signed log's and the roster's operations, with the three that have
+//! code of their own: their input or result is not the command's (a payload
+//! or a pack given inline instead of on standard input; a pack returned
+//! instead of written). `catalog.rs` lists them after its own.
 
 use super::*;
 use crate::ops::invoke::value_of;
