@@ -6,9 +6,14 @@
 //!
 //! An optional number or text is `Option` here and its default is applied
 //! by the command, so that both front ends share it.
+//!
+//! A text that becomes a field of an event is at most
+//! [`TEXT_BYTES_MAX`] bytes (the merge layer's texts have the same limit):
+//! its schema says `maxLength` with that number, in characters, which is
+//! the most such a text can have (a character is one to four bytes).
 
 use crate::named::Named;
-use agora_graph::event::Confidence;
+use agora_graph::event::{Confidence, TEXT_BYTES_MAX};
 use agora_graph::{MemoryKind, Relation, TaskState};
 use clap::Args;
 use schemars::JsonSchema;
@@ -23,6 +28,7 @@ use std::path::PathBuf;
 #[serde(deny_unknown_fields)]
 pub struct Propose {
     /// The position, stated so it can be supported or contradicted.
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub text: String,
 }
 
@@ -33,6 +39,7 @@ pub struct OnTarget {
     /// The event this move is about.
     pub target: String,
     /// What is said.
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub text: String,
 }
 
@@ -43,6 +50,7 @@ pub struct Refine {
     /// The node refined (it becomes superseded).
     pub target: String,
     /// The refined position.
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub text: String,
     /// Contradictions this refinement answers (they become resolved).
     #[arg(long, num_args = 1..)]
@@ -59,6 +67,7 @@ pub struct Synthesize {
     #[schemars(length(min = 2))]
     pub sources: Vec<String>,
     /// The synthesis.
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub text: String,
 }
 
@@ -67,6 +76,7 @@ pub struct Synthesize {
 #[serde(deny_unknown_fields)]
 pub struct Ask {
     /// The question.
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub text: String,
 }
 
@@ -79,6 +89,7 @@ pub struct Pair {
     /// The other node.
     pub b: String,
     /// What relates them.
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub text: String,
 }
 
@@ -91,6 +102,7 @@ pub struct Park {
     /// Why.
     #[arg(default_value = "")]
     #[serde(default)]
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub reason: String,
 }
 
@@ -111,6 +123,7 @@ fn semantic() -> Named<MemoryKind> {
 #[serde(deny_unknown_fields)]
 pub struct Claim {
     /// What is claimed.
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub text: String,
     /// Its kind of memory.
     #[arg(long, default_value = "semantic", value_parser = Named::<MemoryKind>::parser())]
@@ -123,6 +136,7 @@ pub struct Claim {
     /// Whose it is, e.g. `user:8831`.
     #[arg(long)]
     #[serde(default)]
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub owner: Option<String>,
     /// Confirmed by its owner.
     #[arg(long)]
@@ -148,6 +162,7 @@ pub struct Relate {
     /// Why.
     #[arg(default_value = "")]
     #[serde(default)]
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub reason: String,
 }
 
@@ -156,6 +171,7 @@ pub struct Relate {
 #[serde(deny_unknown_fields)]
 pub struct FrameOpen {
     /// What the frame sets out to answer.
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub query: String,
     /// The frame it is a step of.
     #[arg(long)]
@@ -168,6 +184,7 @@ pub struct FrameOpen {
     /// A condition under which its conclusion stops holding.
     #[arg(long)]
     #[serde(default)]
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub invalidate_if: Option<String>,
 }
 
@@ -178,6 +195,7 @@ pub struct FrameEvidence {
     /// The frame.
     pub frame: String,
     /// The evidence.
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub text: String,
 }
 
@@ -188,6 +206,7 @@ pub struct FrameConclude {
     /// The frame.
     pub frame: String,
     /// Its conclusion.
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub conclusion: String,
     /// Confidence, 0 to 1 (default 1).
     #[arg(long)]
@@ -211,6 +230,7 @@ pub struct FrameInvalidate {
     /// The frame.
     pub frame: String,
     /// Why its conclusion no longer holds.
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub reason: String,
 }
 
@@ -219,10 +239,12 @@ pub struct FrameInvalidate {
 #[serde(deny_unknown_fields)]
 pub struct TaskNew {
     /// What the task is to achieve.
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub objective: String,
     /// Who owns it.
     #[arg(long)]
     #[serde(default)]
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub owner: Option<String>,
 }
 
@@ -238,6 +260,7 @@ pub struct TaskUpdate {
     /// A note.
     #[arg(default_value = "")]
     #[serde(default)]
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub note: String,
 }
 
@@ -246,8 +269,10 @@ pub struct TaskUpdate {
 #[serde(deny_unknown_fields)]
 pub struct Trajectory {
     /// The task as it was put.
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub task_query: String,
     /// The answer the attempt ended with.
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub final_answer: String,
     /// How many iterations it took (default 1).
     #[arg(long)]
@@ -277,6 +302,7 @@ pub struct Judge {
     #[arg(value_enum)]
     pub outcome: Outcome,
     /// Why.
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub reason: String,
     /// How sure (default medium).
     #[arg(long, value_parser = Named::<Confidence>::parser())]
@@ -289,14 +315,18 @@ pub struct Judge {
 #[serde(deny_unknown_fields)]
 pub struct MemoryItem {
     /// A short title.
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub title: String,
     /// When it applies.
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub description: String,
     /// The lesson.
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub content: String,
     /// Where it applies.
     #[arg(long)]
     #[serde(default)]
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub scope: Option<String>,
     /// The trajectory it was learned from.
     #[arg(long)]
@@ -341,10 +371,12 @@ pub struct Dispute {
     /// The event disputed.
     pub target: String,
     /// Why it is wrong.
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub reason: String,
     /// What should be believed instead.
     #[arg(long)]
     #[serde(default)]
+    #[schemars(length(max = TEXT_BYTES_MAX))]
     pub counter: Option<String>,
 }
 
