@@ -13,12 +13,12 @@ pub fn now_ms() -> u64 {
 
 /// A full agent id; `what` names the argument in the error.
 pub fn agent_id(text: &str, what: &str) -> Result<AgentId> {
-    text.parse::<AgentId>().with_context(|| format!("{what} {text:?} is not an agent id (`agora id` prints one)"))
+    text.parse::<AgentId>().map_err(|e| crate::output::refused("not_an_agent_id", format!("{what} {text:?} is not an agent id ({e}; `identity` gives one)")))
 }
 
 /// The `--author` argument.
 pub fn parse_author(text: &str) -> Result<AgentId> {
-    agent_id(text, "--author")
+    agent_id(text, "author")
 }
 
 /// An entry given on the command line: a stored entry (full id or unique
@@ -27,7 +27,9 @@ pub fn parse_author(text: &str) -> Result<AgentId> {
 pub fn entry_reference(store: &Store, text: &str) -> Result<EntryId> {
     match store.resolve(text) {
         Ok(id) => Ok(id),
-        Err(agora_store::StoreError::NotFound(_)) if text.len() == 64 => text.parse::<EntryId>().with_context(|| format!("{text:?} is not an entry id")),
+        Err(agora_store::StoreError::NotFound(_)) if text.len() == 64 => {
+            text.parse::<EntryId>().map_err(|e| crate::output::refused("not_an_entry_id", format!("{text:?} is not an entry id: {e}")))
+        }
         Err(e) => Err(e).with_context(|| format!("entry {text:?}")),
     }
 }

@@ -10,7 +10,7 @@ use agora_command_line::inputs;
 use agora_core::pack;
 use agora_core::{AgentId, ForkProof};
 use agora_store::{ImportItem, PayloadState, Store};
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde_json::json;
 use std::io::{BufRead, BufWriter, Read, Write};
 use std::path::Path;
@@ -28,7 +28,7 @@ pub fn run(s: &Session, command: ChainCommand) -> Result<ExitCode> {
         ChainCommand::Append { file } => append(s, file.as_deref()),
         ChainCommand::Log(inputs::Log { author, all, from, limit }) => {
             if all && author.is_some() {
-                bail!("give an author or every chain (all), not both");
+                return Err(crate::output::refused("input_schema", "give an author or every chain (all), not both"));
             }
             log(s, author.as_deref(), all, from.unwrap_or(1), limit.unwrap_or(1000))
         }
@@ -67,7 +67,7 @@ fn read_payload(s: &Session, file: Option<&Path>) -> Result<Vec<u8>> {
         file.take(max + 1).read_to_end(&mut buf).with_context(|| format!("reading payload from {source}"))?;
     }
     if buf.len() as u64 > max {
-        bail!("payload from {source} is larger than the limit of {max} bytes");
+        return Err(crate::output::refused("payload_too_large", format!("payload from {source} is larger than the limit of {max} bytes")));
     }
     Ok(buf)
 }
@@ -88,7 +88,7 @@ fn log(s: &Session, author: Option<&str>, all: bool, from: u64, limit: usize) ->
     } else if let Some(a) = author {
         vec![parse_author(a)?]
     } else {
-        vec![s.home.load_key().context("no --author given and no agent key to default to")?.agent_id()]
+        vec![s.home.load_key().context("no author given and no agent key to default to")?.agent_id()]
     };
     let mut rows = Vec::new();
     let mut text = Vec::new();
@@ -256,9 +256,9 @@ fn read_line_bounded(reader: &mut impl BufRead, max: usize, line_no: usize) -> R
     if buf.last() == Some(&b'\n') {
         buf.pop();
     } else if buf.len() > max {
-        bail!("pack line {line_no}: longer than the limit of {max} bytes");
+        return Err(crate::output::refused("bad_pack", format!("pack line {line_no}: longer than the limit of {max} bytes")));
     }
-    String::from_utf8(buf).map(Some).with_context(|| format!("pack line {line_no}: not UTF-8"))
+    String::from_utf8(buf).map(Some).map_err(|_| crate::output::refused("bad_pack", format!("pack line {line_no}: not UTF-8")))
 }
 
 fn import(s: &Session, file: &Path) -> Result<ExitCode> {
@@ -306,7 +306,7 @@ fn import(s: &Session, file: &Path) -> Result<ExitCode> {
 fn read_pack(name: &str, reader: &mut impl BufRead) -> Result<Vec<ImportItem>> {
     let name = name.to_string();
     let max = agora_core::limits::PACK_LINE_BYTES_MAX;
-    let first = read_line_bounded(reader, max, 1)?.with_context(|| format!("{name}: empty file, not a pack"))?;
+    let first = read_line_bounded(reader, max, 1)?.ok_or_else(|| crate::output::refused("bad_pack", format!("{name}: empty file, not a pack")))?;
     pack::parse_header_line(&first).with_context(|| name.clone())?;
     let mut items = Vec::new();
     let mut line_no = 1;
@@ -371,7 +371,7 @@ fn forks(s: &Session, author: Option<&str>) -> Result<ExitCode> {
 }
 
 fn check_proof(s: &Session, text: &str) -> Result<ExitCode> {
-    let bytes = hex::decode(text.trim()).context("fork proof is not hex")?;
+    let bytes = hex::decode(text.trim()).map_err(|e| crate::output::refused("bad_fork_proof", format!("fork proof is not hex: {e}")))?;
     let proof = ForkProof::decode(&bytes).context("fork proof rejected")?;
     let (a, b) = proof.entries();
     s.print(&json!({ "valid": true, "author": proof.author().to_string(), "seq": proof.seq(), "a": a.id().to_string(), "b": b.id().to_string() }), || {

@@ -7,7 +7,7 @@ use crate::session::Session;
 use agora_command_line::inputs::{Admit, Remove};
 use agora_core::AgentId;
 use agora_roster::RosterEvent;
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -24,11 +24,14 @@ fn record(s: &Session, event: RosterEvent) -> Result<ExitCode> {
     let key = s.home.load_key()?;
     let founder = s.founder()?;
     if key.agent_id() != founder {
-        bail!(
-            "refused: only the workspace founder {founder} can change its roster; this agent is {} \
+        return Err(crate::output::refused(
+            "founder_only",
+            format!(
+                "refused: only the workspace founder {founder} can change its roster; this agent is {} \
              (roster events in any other chain have no effect)",
-            key.agent_id()
-        );
+                key.agent_id()
+            ),
+        ));
     }
     event.check_local(&founder)?;
     let entry = crate::own_chain::append_own(s, &event.encode())?;

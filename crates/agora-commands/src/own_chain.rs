@@ -5,7 +5,7 @@ use crate::args::now_ms;
 use crate::session::Session;
 use agora_core::SignedEntry;
 use agora_merge::Merge;
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 /// Append `payload` to this agent's own chain. A chain with one tip is
 /// extended as usual. A forked chain is extended only after the branch its
@@ -21,12 +21,14 @@ pub fn append_own(s: &Session, payload: &[u8]) -> Result<SignedEntry> {
     let (entries, proofs) = agora_view::load_merge_input(store, s.founder()?)?;
     let m = Merge::compute(&entries, &proofs)?;
     if let Some(fork) = m.chain(&me).and_then(|c| c.frozen()) {
-        bail!(
-            "refused: this agent's own chain is forked at seq {} and no fork resolution decides it; \
+        return Err(crate::output::refused(
+            "own_chain_forked",
+            format!(
+                "refused: this agent's own chain is forked at seq {} and no fork resolution decides it; \
              choose the branch that continues with `agora resolve-fork <entry at seq {} on that branch>`",
-            fork.seq,
-            fork.seq
-        );
+                fork.seq, fork.seq
+            ),
+        ));
     }
     let (_, head) = m.view_head(&me).context("this agent's chain has no head in the merged view")?;
     Ok(store.append_after(&key, &head, payload, now_ms())?)

@@ -14,7 +14,7 @@ use agora_graph::event::Confidence;
 use agora_graph::query::{as_of_entry, as_of_time};
 use agora_graph::{Event, Graph, LogEvent, Node, NodeRef};
 use agora_store::Store;
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use std::process::ExitCode;
 
@@ -25,7 +25,7 @@ fn load_events(store: &Store, founder: agora_core::AgentId) -> Result<Vec<LogEve
 
 fn basis_points(x: f64, what: &str) -> Result<u16> {
     if !(0.0..=1.0).contains(&x) {
-        bail!("{what} must be between 0 and 1, got {x}");
+        return Err(crate::output::refused("out_of_range", format!("{what} must be between 0 and 1, got {x}")));
     }
     Ok((x * 10_000.0).round() as u16)
 }
@@ -299,7 +299,7 @@ fn frame_tree(store: &Store, graph: &Graph, frame: &str) -> Result<(Value, Strin
     let root = reference(store, frame)?;
     let order = graph.frames_post_order(&root);
     if order.is_empty() {
-        bail!("no frame {root}");
+        return Err(crate::output::refused_about("unknown_entry", root, format!("no frame {root}")));
     }
     nodes_listing(graph, order.iter().filter_map(|id| graph.node(id)))
 }
@@ -321,12 +321,14 @@ fn check_against(graph: &Graph, event: &Event) -> Result<Vec<EntryId>> {
         // The rules that need no referenced node still apply.
         let refs = event.refs();
         if let Some((_, r)) = refs.iter().enumerate().find(|(i, r)| refs[..*i].contains(r)) {
-            bail!("refused: this {} breaks a rule: refers to itself: {r} is named more than once", event.kind_name());
+            let message = format!("refused: this {} breaks a rule: refers to itself: {r} is named more than once", event.kind_name());
+            return Err(crate::output::refused_about("self_reference", r, message));
         }
         if let Event::Synthesis { sources, .. } = event
             && sources.len() < 2
         {
-            bail!("refused: this synthesis breaks a rule: a synthesis needs at least two sources, found {}", sources.len());
+            let message = format!("refused: this synthesis breaks a rule: a synthesis needs at least two sources, found {}", sources.len());
+            return Err(crate::output::refused("synthesis_arity", message));
         }
     }
     Ok(missing)
