@@ -171,7 +171,20 @@ async fn debate(alice: &Client, bob: &Agent, mut bob_says: impl FnMut(&[&str]) -
     let found: Vec<&str> = o["nodes"].as_array().unwrap().iter().map(|n| n["id"].as_str().unwrap()).collect();
     assert!(found.contains(&r.as_str()) && !found.contains(&p.as_str()), "{o}");
     let o = ok_call(alice, "orient", json!({ "topic": "usage-based pricing", "include_superseded": true })).await;
-    assert!(o["nodes"].as_array().unwrap().iter().any(|n| n["id"] == p.as_str() && n["status"] == "superseded"), "{o}");
+    assert!(o["nodes"].as_array().unwrap().iter().any(|n| n["id"] == p.as_str() && n["status"] == "superseded" && n["successor"]["id"] == r.as_str()), "{o}");
+    // orient follows supersession: words only the superseded proposition has
+    // find its refinement, which names the match it was found through.
+    let o = ok_call(alice, "orient", json!({ "topic": "incentives" })).await;
+    let nodes = o["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 1, "{o}");
+    assert_eq!((&nodes[0]["id"], &nodes[0]["found_through"]), (&json!(r), &json!([p])), "{o}");
+    // Disputes show where agents read: Bob's proposal, disputed by Alice.
+    let s = ok_call(alice, "status", json!({ "target": q })).await;
+    assert_eq!(s["disputed_by"][0]["counter_claim"], "Keep a capped free tier", "{s}");
+    assert_eq!(s["disputed_by"][0]["dispute"], d["id"], "{s}");
+    let o = ok_call(alice, "orient", json!({ "topic": "free tier" })).await;
+    let hit = o["nodes"].as_array().unwrap().iter().find(|n| n["id"] == q.as_str()).unwrap_or_else(|| panic!("{o}"));
+    assert_eq!(hit["disputed_by"][0]["reason"], "The free tier is our funnel", "{hit}");
 
     // A broken rule is a tool error that names it, never a crash.
     let e = call(alice, "refine", json!({ "target": "ffff", "text": "x" })).await.expect_err("no such entry");

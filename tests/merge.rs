@@ -108,7 +108,15 @@ fn the_pricing_debate_between_three_agents_with_a_dispute_and_a_synthesis() {
         }
         let pc = json(&n.home, &["perspective", &c.id]);
         assert!(status_in(&pc, &syn).is_some(), "C's synthesis is in C's view: {pc}");
+        disputes_and_successors_show_where_agents_read(&n.home, [&a.id, &b.id, &c.id], &p1, &r1, &d1);
     }
+    // The same answers with no node running, off a merged view computed from
+    // the store (C's home, whose configuration names the founder).
+    let mut nc = nc;
+    nc.terminate();
+    configure_founder(&c.home, &a.id);
+    disputes_and_successors_show_where_agents_read(&c.home, [&a.id, &b.id, &c.id], &p1, &r1, &d1);
+    let nc = Node::start(&c, &a.id, &[&na.addr, &nb.addr]);
     // B withdraws: every node agrees on the new view.
     json(&b.home, &["withdraw", &d1]);
     let after = converged(&[&na, &nb, &nc]);
@@ -165,6 +173,38 @@ fn the_pricing_debate_between_three_agents_with_a_dispute_and_a_synthesis() {
     use automerge::ReadDoc;
     let text = format!("{:?}", automerge::AutoCommit::load(&std::fs::read(&other).unwrap()).unwrap().get_all(automerge::ROOT, "view_hash").unwrap());
     assert!(!text.contains("forged"), "{text}");
+}
+
+/// `status` and `search` of the debate's events say who disputes them (with
+/// the counter-claim) and who accepts them, and the superseded proposition's
+/// current successor; a search with `--current` (what `orient` asks) finds
+/// the refinement by the proposition's words.
+fn disputes_and_successors_show_where_agents_read(home: &std::path::Path, [a, b, c]: [&str; 3], p1: &str, r1: &str, d1: &str) {
+    let refined = json(home, &["status", r1]);
+    assert_eq!(refined["disputed_by"][0]["by"], b, "{refined}");
+    assert_eq!(refined["disputed_by"][0]["dispute"], d1, "{refined}");
+    assert_eq!(refined["disputed_by"][0]["counter_claim"], "One plan with usage caps", "{refined}");
+    let acceptors: Vec<&str> = refined["accepted_by"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+    assert_eq!(acceptors, vec![c], "C accepted A's chain through the refinement, B only through the proposition (the author is not listed): {refined}");
+    assert_ne!(a, c);
+    let text = ok(home, &["status", r1]);
+    assert!(text.contains("disputed by") && text.contains("(counter-claim: One plan with usage caps)"), "{text}");
+    let proposition = json(home, &["status", p1]);
+    assert_eq!(proposition["status"], "superseded", "{proposition}");
+    assert_eq!(proposition["successor"]["id"], r1, "{proposition}");
+    assert!(proposition["accepted_by"].as_array().unwrap().iter().any(|x| x == b), "B accepted through the proposition: {proposition}");
+    assert!(proposition.get("disputed_by").is_none(), "nobody disputes the proposition: {proposition}");
+    // Plain search leaves the superseded proposition out and does not find
+    // the refinement by the proposition's words; `--current` does.
+    let plain = json(home, &["search", "incentives"]);
+    assert!(plain["hits"].as_array().unwrap().iter().all(|h| h["id"] != p1 && h["id"] != r1), "{plain}");
+    let current = json(home, &["search", "--current", "incentives"]);
+    let hit = current["hits"].as_array().unwrap().iter().find(|h| h["id"] == r1).unwrap_or_else(|| panic!("the refinement: {current}"));
+    assert_eq!(hit["found_through"], serde_json::json!([p1]), "{hit}");
+    assert_eq!(hit["disputed_by"][0]["counter_claim"], "One plan with usage caps", "{hit}");
+    let all = json(home, &["search", "--all", "incentives"]);
+    let old = all["hits"].as_array().unwrap().iter().find(|h| h["id"] == p1).unwrap_or_else(|| panic!("the proposition: {all}"));
+    assert_eq!(old["successor"]["id"], r1, "{old}");
 }
 
 /// A fork from a restored backup: every node proves it and freezes the chain

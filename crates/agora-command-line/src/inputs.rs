@@ -499,6 +499,10 @@ pub struct Search {
     #[arg(long)]
     #[serde(default)]
     pub all: bool,
+    /// Show a superseded match's current version in its place (its `found_through` names the match): a refined position is found by the words of the one it replaced.
+    #[arg(long)]
+    #[serde(default)]
+    pub current: bool,
     /// At most this many hits (default 20).
     #[arg(long)]
     #[serde(default)]

@@ -15,6 +15,7 @@
 //! notice is waiting for the lock can be named by the frontier before the
 //! graph reflects it.
 
+use crate::answers::ComputedOver;
 use agora_store::{AuthorSummary, Store, StoreError};
 use serde_json::{Map, Value, json};
 
@@ -50,7 +51,7 @@ pub fn hash(authors: &[AuthorSummary]) -> [u8; 32] {
 /// `computed_over` of an answer: the frontier hash, how many chains, and
 /// each chain's highest seq (with its tip count when forked), for at most
 /// [`CHAINS_LISTED_MAX`] chains.
-pub fn describe(authors: &[AuthorSummary]) -> Value {
+pub fn describe(authors: &[AuthorSummary]) -> ComputedOver {
     let mut chains = Map::new();
     let mut sorted: Vec<&AuthorSummary> = authors.iter().collect();
     sorted.sort_by_key(|a| a.author);
@@ -58,19 +59,17 @@ pub fn describe(authors: &[AuthorSummary]) -> Value {
         let v = if a.tips.len() > 1 { json!({ "max_seq": a.max_seq, "tips": a.tips.len() }) } else { json!(a.max_seq) };
         chains.insert(a.author.to_string(), v);
     }
-    let mut out = json!({
-        "frontier_hash": hex::encode(hash(authors)),
-        "authors": authors.len(),
-        "chains": chains,
-    });
-    if authors.len() > CHAINS_LISTED_MAX {
-        out["chains_truncated"] = json!(true);
+    ComputedOver {
+        frontier_hash: hex::encode(hash(authors)),
+        authors: authors.len(),
+        chains,
+        chains_truncated: (authors.len() > CHAINS_LISTED_MAX).then_some(true),
+        exact: None,
     }
-    out
 }
 
 /// The store's frontier now, described.
-pub fn of_store(store: &Store) -> Result<Value, StoreError> {
+pub fn of_store(store: &Store) -> Result<ComputedOver, StoreError> {
     Ok(describe(&store.authors()?))
 }
 
@@ -79,7 +78,7 @@ pub fn of_store(store: &Store) -> Result<Value, StoreError> {
 /// between (at most [`STABLE_TRIES`] times): the answer's frontier is then
 /// exactly the one `load` read. If writes keep landing, the last reading is
 /// given with `"exact": false`.
-pub fn around<T, E: From<StoreError>>(store: &Store, mut load: impl FnMut() -> Result<T, E>) -> Result<(T, Value), E> {
+pub fn around<T, E: From<StoreError>>(store: &Store, mut load: impl FnMut() -> Result<T, E>) -> Result<(T, ComputedOver), E> {
     let mut before = store.authors()?;
     let mut tries = 0;
     loop {
@@ -90,9 +89,7 @@ pub fn around<T, E: From<StoreError>>(store: &Store, mut load: impl FnMut() -> R
             return Ok((value, describe(&after)));
         }
         if tries >= STABLE_TRIES {
-            let mut over = describe(&after);
-            over["exact"] = json!(false);
-            return Ok((value, over));
+            return Ok((value, ComputedOver { exact: Some(false), ..describe(&after) }));
         }
         before = after;
     }
@@ -102,9 +99,9 @@ pub fn around<T, E: From<StoreError>>(store: &Store, mut load: impl FnMut() -> R
 pub const STABLE_TRIES: usize = 3;
 
 /// Attach `computed_over` to an object answer.
-pub fn attach(value: &mut Value, computed_over: Value) {
+pub fn attach(value: &mut Value, computed_over: &ComputedOver) {
     if let Value::Object(m) = value {
-        m.insert("computed_over".to_string(), computed_over);
+        m.insert("computed_over".to_string(), json!(computed_over));
     }
 }
 
@@ -132,7 +129,7 @@ mod tests {
         assert_ne!(hash(&a), hash(&fewer), "a branch more is another frontier");
         let other_tip = [summary(1, &[(3, 6)]), summary(2, &[(5, 8), (5, 9)])];
         assert_ne!(hash(&a), hash(&other_tip));
-        assert_eq!(describe(&a)["chains"][AgentId([2; 32]).to_string()]["tips"], 2);
+        assert_eq!(describe(&a).chains[&AgentId([2; 32]).to_string()]["tips"], 2);
     }
 
     /// The spec's vectors (protocol-spec/answers.md).

@@ -8,9 +8,9 @@
 //! `agora` binary parses a command line and runs it ([`run::run_at_home`]);
 //! a running node runs forwarded command lines on its open store
 //! ([`run::run_in_open_store`]); the MCP server, the JSON API and the live
-//! page (crate `agora-interfaces`) run operations, which are command lines
-//! too. So adding a command touches this crate, plus a line per front end,
-//! and the front ends cannot disagree.
+//! page (crate `agora-interfaces`) run operations, each the typed input of
+//! one command, run in a session that keeps its answer ([`answers`]) as a
+//! value. So the front ends cannot disagree.
 //!
 //! It knows no daemon, no network and no HTTP server. What it does touch:
 //! the home directory's files, the store (through `agora-store`), and the
@@ -20,6 +20,7 @@
 // Store errors name the entry they concern and are built only on failure.
 #![allow(clippy::result_large_err)]
 
+pub mod answers;
 pub mod args;
 pub mod automerge_pull;
 pub mod chain_cmds;
@@ -28,6 +29,7 @@ pub mod control;
 pub mod frontier;
 pub mod membership;
 pub mod merge_cmds;
+pub mod merge_view;
 pub mod ops;
 pub mod output;
 pub mod own_chain;

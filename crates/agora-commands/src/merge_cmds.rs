@@ -6,8 +6,10 @@
 //! pure function of the set of entries: two nodes holding the same entries
 //! print the same view hash, whatever order the entries arrived in.
 
+use crate::answers::ComputedOver;
 use crate::args::{entry_reference as entry_ref, now_ms, parse_author};
 use crate::cli::MergeCommand;
+use crate::merge_view::live_view;
 use crate::own_chain::append_own;
 use crate::session::Session;
 use agora_command_line::inputs;
@@ -181,7 +183,7 @@ pub fn perspective(s: &Session, agent: Option<&str>, as_of: Option<&str>, summar
     }
 }
 
-fn print_perspective(s: &Session, p: &agora_merge::Perspective, hash: [u8; 32], over: Value, summary: bool) -> Result<ExitCode> {
+fn print_perspective(s: &Session, p: &agora_merge::Perspective, hash: [u8; 32], over: ComputedOver, summary: bool) -> Result<ExitCode> {
     // Each event with its text, read once (from the store, for a node's
     // live perspective) for whichever form is printed.
     let events: Vec<(agora_graph::NodeRef<'_>, std::borrow::Cow<'_, str>)> =
@@ -547,38 +549,13 @@ pub fn view_hash(s: &Session) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The node's live merged view, current with every committed write, and the
-/// frontier it covers: read while the view is held, again if a write was
-/// queued meanwhile (at most [`crate::frontier::STABLE_TRIES`] times, then
-/// `"exact": false`).
-fn live_view<'c>(
-    cache: &'c agora_live_views::merge_cache::MergeCache,
-    store: &agora_store::Store,
-) -> Result<(agora_live_views::merge_cache::LiveView<'c>, Value)> {
-    let mut tries = 0;
-    loop {
-        let view = cache.current(store)?;
-        let mut over = crate::frontier::of_store(store)?;
-        tries += 1;
-        if cache.is_current() {
-            return Ok((view, over));
-        }
-        if tries >= crate::frontier::STABLE_TRIES {
-            if let Some(o) = over.as_object_mut() {
-                o.insert("exact".into(), Value::Bool(false));
-            }
-            return Ok((view, over));
-        }
-    }
-}
-
 /// The merge layer's input with the frontier it was read at (see
 /// `frontier::around`).
 type MergeInput = (Vec<agora_merge::MergeEntry>, Vec<agora_core::ForkProof>);
 
 /// The merge layer's input, and the frontier it was read at; with `as_of`,
 /// only the entries dated at or before it ([`as_it_was`]).
-fn merge_input(s: &Session, as_of: Option<&str>) -> Result<(MergeInput, Value)> {
+fn merge_input(s: &Session, as_of: Option<&str>) -> Result<(MergeInput, ComputedOver)> {
     let cut = as_of.map(parse_as_of).transpose()?;
     let (store, founder) = (s.store()?, s.founder()?);
     let (input, over) = crate::frontier::around(store, || agora_view::load_merge_input(store, founder).map_err(anyhow::Error::from))?;

@@ -4,8 +4,13 @@
 //! inside a running node it is the node's live graph, updated incrementally
 //! as entries are committed (see `agora_live_views::graph_cache`).
 
+use crate::answers::{
+    ComputedOver, Contested, Decision, DisputeOf, LatestAnswer, ListedNode, NodeRefAnswer, Recorded, SearchAnswer, SearchHit, StatusAnswer, TraceAnswer,
+    TracedEvent,
+};
 use crate::args::{entry_reference as reference, now_ms};
 use crate::cli::{FrameCommand, FrameMove, ReadCommand, ReasoningCommand, RecordCommand, TaskCommand};
+use crate::merge_view::{MergeMarks, Placed};
 use crate::output::NoSuchEvent;
 use crate::session::Session;
 use agora_command_line::inputs as i;
@@ -122,6 +127,16 @@ pub fn run(s: &Session, command: ReasoningCommand) -> Result<ExitCode> {
             return record(s, event);
         }
         ReasoningCommand::Frame(FrameCommand::Tree(i::FrameRef { frame })) => s.with_graph(|store, graph| frame_tree(store, graph, &frame))?,
+        ReasoningCommand::Read(ReadCommand::Status(i::NodeRef { target })) => {
+            let answer = status(s, &target)?;
+            let text = answer.text();
+            return print(s, &answer.answer, text);
+        }
+        ReasoningCommand::Read(ReadCommand::Search(search_input)) => {
+            let answer = search(s, &search_input)?;
+            let text = search_text(&answer);
+            return print(s, &answer, text);
+        }
         ReasoningCommand::Read(q) => {
             let founder = s.founder()?;
             s.with_graph(|store, graph| read(store, graph, founder, &q))?
@@ -132,36 +147,186 @@ pub fn run(s: &Session, command: ReasoningCommand) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Print a typed answer: as JSON with `--json` (and to an operation), else
+/// its text.
+fn print<T: serde::Serialize>(s: &Session, answer: &T, text: String) -> Result<ExitCode> {
+    s.print_lazy(|| answer, || text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A node's status with its text form (built from the graph, then told the
+/// merge layer's marks).
+struct Status {
+    answer: StatusAnswer,
+    text: String,
+}
+
+impl Status {
+    fn text(&self) -> String {
+        let mut t = self.text.clone();
+        if let Some(next) = &self.answer.successor {
+            t.push_str(&format!("\n  superseded by {}: {}", next.id, next.text.as_deref().unwrap_or("")));
+        }
+        t.push_str(&marks_text(&self.answer.disputed_by, &self.answer.accepted_by));
+        t
+    }
+}
+
+/// The merge layer's marks as lines of text.
+fn marks_text(disputed_by: &[DisputeOf], accepted_by: &[String]) -> String {
+    let mut t = String::new();
+    for d in disputed_by {
+        let counter = d.counter_claim.as_deref().map_or(String::new(), |c| format!(" (counter-claim: {c})"));
+        t.push_str(&format!("\n  disputed by {}: {}{counter}", short(&d.by), d.reason));
+    }
+    if !accepted_by.is_empty() {
+        t.push_str(&format!("\n  accepted by {}", accepted_by.iter().map(|a| short(a)).collect::<Vec<_>>().join(", ")));
+    }
+    t
+}
+
+/// The first 8 characters of an id, as the text forms show ids.
+fn short(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
+/// `status`: the node's status, the events that made it so, its successor
+/// when superseded, and the merge layer's disputes and accepts of it.
+fn status(s: &Session, target: &str) -> Result<Status> {
+    let (mut status, placed) = s.with_graph(|store, graph| {
+        let id = reference(store, target)?;
+        let over = crate::frontier::of_store(store)?;
+        match graph.node(&id) {
+            Some(n) => {
+                let placed = Placed { id, author: graph.position(n).author, seq: n.seq() };
+                Ok((Status { answer: status_answer(graph, n, over)?, text: status_text(graph, n)? }, Some(placed)))
+            }
+            None => match graph.pending().into_iter().find(|p| p.event.id == id) {
+                Some(p) => {
+                    let missing: Vec<String> = p.missing.iter().map(|m| m.to_string()).collect();
+                    let text = format!("{id}: pending, waiting for {}", missing.join(", "));
+                    let answer = StatusAnswer { missing: Some(missing), ..StatusAnswer::bare(id.to_string(), "pending", over) };
+                    Ok((Status { answer, text }, None))
+                }
+                None => Err(not_in_graph(store, id)),
+            },
+        }
+    })?;
+    if let Some(placed) = placed {
+        let marks = MergeMarks::of(s, &[placed])?.get(&placed.id);
+        status.answer.disputed_by = marks.disputed_by;
+        status.answer.accepted_by = marks.accepted_by;
+    }
+    Ok(status)
+}
+
+/// `search`: the hits, best first, each with its successor when superseded
+/// (or, with `current`, replaced by it) and the merge layer's marks.
+fn search(s: &Session, input: &i::Search) -> Result<SearchAnswer> {
+    let mut answer = s.with_graph(|store, graph| {
+        let index = agora_search::SearchIndex::build(graph)?;
+        let found = index.search(graph, &input.query, input.all || input.current, input.limit.unwrap_or(20))?;
+        let mut hits: Vec<(SearchHit, Option<Placed>)> = Vec::new();
+        for h in found {
+            let mut id = h.id;
+            let mut through = None;
+            if input.current
+                && h.status == agora_graph::Status::Superseded
+                && let Some(latest) = graph.latest_in_chain(&h.id).filter(|l| *l != h.id)
+            {
+                id = latest;
+                through = Some(h.id);
+            }
+            let Some(n) = graph.node(&id) else { continue };
+            if !input.all && matches!(n.status(), agora_graph::Status::Superseded | agora_graph::Status::Retracted) {
+                continue;
+            }
+            if let Some(same) = hits.iter_mut().find(|(hit, _)| hit.id == id.to_string()) {
+                same.0.found_through.extend(through.map(|t| t.to_string()));
+                continue;
+            }
+            let text = if through.is_some() { text_of(graph, n)?.into_owned() } else { h.text };
+            hits.push((
+                SearchHit {
+                    id: id.to_string(),
+                    score: f64::from(h.score),
+                    status: n.status().name().to_string(),
+                    kind: n.kind().to_string(),
+                    text,
+                    successor: successor(graph, n)?,
+                    found_through: through.map(|t| vec![t.to_string()]).unwrap_or_default(),
+                    disputed_by: Vec::new(),
+                    accepted_by: Vec::new(),
+                },
+                Some(Placed { id, author: graph.position(n).author, seq: n.seq() }),
+            ));
+        }
+        let placed: Vec<Placed> = hits.iter().filter_map(|(_, p)| *p).collect();
+        Ok((SearchAnswer { hits: hits.into_iter().map(|(h, _)| h).collect(), computed_over: crate::frontier::of_store(store)? }, placed))
+    })?;
+    let marks = MergeMarks::of(s, &answer.1)?;
+    for (hit, placed) in answer.0.hits.iter_mut().zip(&answer.1) {
+        let m = marks.get(&placed.id);
+        hit.disputed_by = m.disputed_by;
+        hit.accepted_by = m.accepted_by;
+    }
+    Ok(answer.0)
+}
+
+fn search_text(answer: &SearchAnswer) -> String {
+    answer
+        .hits
+        .iter()
+        .map(|h| {
+            let mut line = format!("{:>7.3} {} [{}] {}: {}", h.score, short(&h.id), h.status, h.kind, h.text);
+            if let Some(next) = &h.successor {
+                line.push_str(&format!("\n  superseded by {}", short(&next.id)));
+            }
+            for t in &h.found_through {
+                line.push_str(&format!("\n  found through {}", short(t)));
+            }
+            line + &marks_text(&h.disputed_by, &h.accepted_by)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The current version of a superseded node (none for any other).
+fn successor(g: &Graph, n: NodeRef<'_>) -> Result<Option<NodeRefAnswer>> {
+    if n.status() != agora_graph::Status::Superseded {
+        return Ok(None);
+    }
+    let Some(next) = g.latest_in_chain(&n.id).filter(|l| *l != n.id) else { return Ok(None) };
+    Ok(Some(ref_answer(g, &next)?))
+}
+
 /// Answer a read command from the graph.
 fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &ReadCommand) -> Result<(Value, String)> {
     let value_text: (Value, String) = match command {
-        ReadCommand::Status(i::NodeRef { target }) => {
-            let id = reference(store, target)?;
-            match graph.node(&id) {
-                Some(n) => (status_json(graph, n)?, status_text(graph, n)?),
-                None => match graph.pending().into_iter().find(|p| p.event.id == id) {
-                    Some(p) => {
-                        let missing: Vec<String> = p.missing.iter().map(|m| m.to_string()).collect();
-                        (json!({ "id": id.to_string(), "status": "pending", "missing": missing }), format!("{id}: pending, waiting for {}", missing.join(", ")))
-                    }
-                    None => return Err(not_in_graph(store, id)),
-                },
-            }
+        ReadCommand::Status(_) | ReadCommand::Search(_) => unreachable!("status and search are answered by `status` and `search`"),
+        ReadCommand::Trace(i::NodeRef { target }) => {
+            let (answer, text) = trace(store, graph, &reference(store, target)?)?;
+            (json!(answer), text)
         }
-        ReadCommand::Trace(i::NodeRef { target }) => trace(store, graph, &reference(store, target)?)?,
         ReadCommand::History(i::History { as_of, target }) => {
             let events = load_events(store, founder)?;
             let past = if let Some(ms) = parse_time(as_of) {
                 as_of_time(&events, ms)
             } else {
-                let entry = reference(store, as_of).with_context(|| format!("--as-of {as_of:?}: not a time (ms or YYYY-MM-DD) or an entry"))?;
+                let entry = reference(store, as_of).with_context(|| format!("as of {as_of:?}: not a time (ms or YYYY-MM-DD) or an entry"))?;
                 as_of_entry(&events, &entry).with_context(|| format!("entry {entry} is not in the log"))?
             };
             match target {
                 Some(t) => {
                     let id = reference(store, t)?;
                     match past.node(&id) {
-                        Some(n) => (status_json(&past, n)?, status_text(&past, n)?),
+                        Some(n) => {
+                            let mut v = json!(status_answer(&past, n, crate::frontier::of_store(store)?)?);
+                            if let Value::Object(m) = &mut v {
+                                m.remove("computed_over");
+                            }
+                            (v, status_text(&past, n)?)
+                        }
                         None => (json!({ "id": id.to_string(), "status": "not_yet_recorded" }), format!("{id}: not yet recorded at that point")),
                     }
                 }
@@ -172,18 +337,30 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
             let id = reference(store, target)?;
             let latest = graph.latest_in_chain(&id).ok_or(NoSuchEvent(id))?;
             let n = graph.node(&latest).context("latest node vanished")?;
-            let t = text_of(graph, n)?;
-            (
-                json!({ "id": id.to_string(), "latest": latest.to_string(), "text": t, "status": n.status().name() }),
-                format!("{latest}  [{}]  {}", n.status().name(), t),
-            )
+            let t = text_of(graph, n)?.into_owned();
+            let text = format!("{latest}  [{}]  {}", n.status().name(), t);
+            let answer = LatestAnswer {
+                id: id.to_string(),
+                latest: latest.to_string(),
+                text: t,
+                status: n.status().name().to_string(),
+                computed_over: crate::frontier::of_store(store)?,
+            };
+            (json!(answer), text)
         }
         ReadCommand::Decisions => {
-            let rows: Vec<Value> = graph
+            let rows: Vec<Decision> = graph
                 .decisions()
                 .iter()
                 .filter_map(|d| graph.node(&d.node).map(|n| (n, d)))
-                .map(|(n, d)| Ok(json!({ "id": n.id.to_string(), "kind": n.kind(), "text": text_of(graph, n)?, "because": refs_json(graph, &d.because)? })))
+                .map(|(n, d)| {
+                    Ok(Decision {
+                        id: n.id.to_string(),
+                        kind: n.kind().to_string(),
+                        text: text_of(graph, n)?.into_owned(),
+                        because: refs_answer(graph, &d.because)?,
+                    })
+                })
                 .collect::<Result<_>>()?;
             let text = graph
                 .decisions()
@@ -198,10 +375,19 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
         ReadCommand::Orphans => nodes_listing(graph, graph.orphans().into_iter())?,
         ReadCommand::Disagreements => {
             let d = graph.disagreements();
-            let rows: Vec<Value> = d
+            let rows: Vec<Contested> = d
                 .iter()
                 .filter_map(|x| graph.node(&x.node).map(|n| (n, x)))
-                .map(|(n, x)| Ok(json!({ "id": n.id.to_string(), "kind": n.kind(), "text": text_of(graph, n)?, "status": n.status().name(), "contested_by": refs_json(graph, &x.challenges)?, "tensions": refs_json(graph, &x.tensions)? })))
+                .map(|(n, x)| {
+                    Ok(Contested {
+                        id: n.id.to_string(),
+                        kind: n.kind().to_string(),
+                        text: text_of(graph, n)?.into_owned(),
+                        status: n.status().name().to_string(),
+                        contested_by: refs_answer(graph, &x.challenges)?,
+                        tensions: refs_answer(graph, &x.tensions)?,
+                    })
+                })
                 .collect::<Result<_>>()?;
             let text = d
                 .iter()
@@ -219,15 +405,6 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
                 .collect::<Result<Vec<_>>>()?
                 .join("\n");
             (json!(rows), text)
-        }
-        ReadCommand::Search(i::Search { query, all, limit }) => {
-            let index = agora_search::SearchIndex::build(graph)?;
-            let hits = index.search(graph, query, *all, limit.unwrap_or(20))?;
-            let rows: Vec<Value> =
-                hits.iter().map(|h| json!({ "id": h.id.to_string(), "score": h.score, "status": h.status.name(), "kind": h.kind, "text": h.text })).collect();
-            let text =
-                hits.iter().map(|h| format!("{:>7.3} {} [{}] {}: {}", h.score, h.id.short(), h.status.name(), h.kind, h.text)).collect::<Vec<_>>().join("\n");
-            (json!({ "hits": rows }), text)
         }
         ReadCommand::Outcomes => {
             let rows: Vec<(Value, String)> = graph
@@ -258,12 +435,6 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
             (json!({ "format": format.name(), "graph": text }), text.trim_end().to_string())
         }
     };
-    // Answers about the current graph name the frontier they were computed
-    // over (read under the graph's lock, see frontier.rs).
-    let mut value_text = value_text;
-    if matches!(command, ReadCommand::Status(_) | ReadCommand::Trace(_) | ReadCommand::Search(_) | ReadCommand::Latest(_)) {
-        crate::frontier::attach(&mut value_text.0, crate::frontier::of_store(store)?);
-    }
     Ok(value_text)
 }
 
@@ -349,15 +520,12 @@ fn record(s: &Session, event: Event) -> Result<ExitCode> {
     let missing = check_local(s, &event)?;
     let entry = crate::own_chain::append_own(s, &event.encode())?;
     let pending: Vec<String> = missing.iter().map(|m| m.to_string()).collect();
-    let value = json!({ "id": entry.id().to_string(), "kind": event.kind_name(), "seq": entry.header().seq, "pending": pending });
-    s.print(&value, || {
-        let mut t = entry.id().to_string();
-        if !pending.is_empty() {
-            t.push_str(&format!("\n(pending: waiting for {})", pending.join(", ")));
-        }
-        t
-    })?;
-    Ok(ExitCode::SUCCESS)
+    let mut text = entry.id().to_string();
+    if !pending.is_empty() {
+        text.push_str(&format!("\n(pending: waiting for {})", pending.join(", ")));
+    }
+    let answer = Recorded { id: entry.id().to_string(), kind: event.kind_name().to_string(), seq: entry.header().seq, pending: Some(pending), after: None };
+    print(s, &answer, text)
 }
 
 /// The text of `n`, a node of `g`: held by the graph, or read from the
@@ -366,13 +534,22 @@ fn text_of<'g>(g: &'g Graph, n: impl agora_graph::AsNode<'g>) -> Result<std::bor
     Ok(g.text(n)?)
 }
 
-fn refs_json(g: &Graph, ids: &[EntryId]) -> Result<Vec<Value>> {
-    ids.iter()
-        .map(|id| match g.node(id) {
-            Some(n) => Ok(json!({ "id": id.to_string(), "kind": n.kind(), "text": text_of(g, n)?, "status": n.status().name() })),
-            None => Ok(json!({ "id": id.to_string() })),
-        })
-        .collect()
+/// Nodes named in an answer.
+fn refs_answer(g: &Graph, ids: &[EntryId]) -> Result<Vec<NodeRefAnswer>> {
+    ids.iter().map(|id| ref_answer(g, id)).collect()
+}
+
+/// A node named in an answer: its kind, text and status when applied here.
+fn ref_answer(g: &Graph, id: &EntryId) -> Result<NodeRefAnswer> {
+    Ok(match g.node(id) {
+        Some(n) => NodeRefAnswer {
+            id: id.to_string(),
+            kind: Some(n.kind().to_string()),
+            text: Some(text_of(g, n)?.into_owned()),
+            status: Some(n.status().name().to_string()),
+        },
+        None => NodeRefAnswer { id: id.to_string(), kind: None, text: None, status: None },
+    })
 }
 
 fn refs_text(g: &Graph, ids: &[EntryId], label: &str) -> Result<String> {
@@ -402,26 +579,28 @@ fn not_in_graph(store: &Store, id: EntryId) -> anyhow::Error {
     }
 }
 
-fn status_json(g: &Graph, n: NodeRef<'_>) -> Result<Value> {
-    Ok(json!({
-        "id": n.id.to_string(),
-        "kind": n.kind(),
-        "text": text_of(g, n)?,
-        "author": g.position(n).author.to_string(),
-        "seq": n.seq(),
-        "timestamp_ms": n.timestamp_ms,
-        "status": n.status().name(),
-        "settled": n.settled(),
-        "why": refs_json(g, &g.why(n))?,
-        "orphan": n.orphan(),
-        "unconfirmed": n.unconfirmed(),
-        "expired": n.expired(now_ms()),
-        "memory_kind": n.memory_kind().map(|k| k.name()),
-        "frame_state": n.frame_state().map(|s| s.name()),
-        "task_state": n.task_state().map(|s| s.name()),
-        "latest": g.latest_in_chain(&n.id).map(|l| l.to_string()),
-        "invalid": n.invalid(),
-    }))
+/// A node's status as the graph gives it (the merge layer's marks are added
+/// by [`status`]).
+fn status_answer(g: &Graph, n: NodeRef<'_>, computed_over: ComputedOver) -> Result<StatusAnswer> {
+    Ok(StatusAnswer {
+        kind: Some(n.kind().to_string()),
+        text: Some(text_of(g, n)?.into_owned()),
+        author: Some(g.position(n).author.to_string()),
+        seq: Some(n.seq()),
+        timestamp_ms: Some(n.timestamp_ms),
+        settled: Some(n.settled()),
+        why: Some(refs_answer(g, &g.why(n))?),
+        orphan: Some(n.orphan()),
+        unconfirmed: Some(n.unconfirmed()),
+        expired: Some(n.expired(now_ms())),
+        memory_kind: Some(n.memory_kind().map(|k| k.name().to_string())),
+        frame_state: Some(n.frame_state().map(|s| s.name().to_string())),
+        task_state: Some(n.task_state().map(|s| s.name().to_string())),
+        latest: Some(g.latest_in_chain(&n.id).map(|l| l.to_string())),
+        invalid: Some(json!(n.invalid())),
+        successor: successor(g, n)?,
+        ..StatusAnswer::bare(n.id.to_string(), n.status().name(), computed_over)
+    })
 }
 
 fn status_text(g: &Graph, n: NodeRef<'_>) -> Result<String> {
@@ -455,18 +634,22 @@ fn nodes_listing<'a>(g: &Graph, nodes: impl Iterator<Item = NodeRef<'a>>) -> Res
     let mut rows = Vec::new();
     let mut lines = Vec::new();
     for n in nodes {
-        let t = text_of(g, n)?;
+        let t = text_of(g, n)?.into_owned();
         lines.push(format!("{} {:<12} [{}] {}", n.id.short(), n.kind(), n.status().name(), t));
-        rows.push(
-            json!({ "id": n.id.to_string(), "kind": n.kind(), "status": n.status().name(), "text": t, "frame_state": n.frame_state().map(|s| s.name()) }),
-        );
+        rows.push(ListedNode {
+            id: n.id.to_string(),
+            kind: n.kind().to_string(),
+            status: n.status().name().to_string(),
+            text: t,
+            frame_state: n.frame_state().map(|s| s.name().to_string()),
+        });
     }
     Ok((json!(rows), lines.join("\n")))
 }
 
 /// `trace`: every event that touched the node, in order, each verified
 /// against its chain (see `agora_view::trace`).
-fn trace(store: &Store, g: &Graph, id: &EntryId) -> Result<(Value, String)> {
+fn trace(store: &Store, g: &Graph, id: &EntryId) -> Result<(TraceAnswer, String)> {
     let node = g.node(id).ok_or(NoSuchEvent(*id))?;
     let traced = agora_view::trace(store, g, id)?;
     let mut rows = Vec::new();
@@ -475,11 +658,17 @@ fn trace(store: &Store, g: &Graph, id: &EntryId) -> Result<(Value, String)> {
         let n = g.node(&t.entry.id());
         let node_text = n.map(|n| text_of(g, n)).transpose()?;
         let h = t.entry.header();
-        rows.push(json!({
-            "id": t.entry.id().to_string(), "author": h.author.to_string(), "seq": h.seq, "timestamp_ms": h.timestamp_ms,
-            "kind": n.map(|n| n.kind()), "text": node_text, "status": n.map(|n| n.status().name()),
-            "payload_held": t.payload_held, "verified": true,
-        }));
+        rows.push(TracedEvent {
+            id: t.entry.id().to_string(),
+            author: h.author.to_string(),
+            seq: h.seq,
+            timestamp_ms: h.timestamp_ms,
+            kind: n.map(|n| n.kind().to_string()),
+            text: node_text.as_deref().map(str::to_string),
+            status: n.map(|n| n.status().name().to_string()),
+            payload_held: t.payload_held,
+            verified: true,
+        });
         text.push(format!(
             "{} {}/{} {:<14} {}",
             t.entry.id().short(),
@@ -490,7 +679,8 @@ fn trace(store: &Store, g: &Graph, id: &EntryId) -> Result<(Value, String)> {
         ));
     }
     text.push(format!("verified: {} events, signatures, payload hashes and chain links", traced.len()));
-    Ok((json!({ "id": id.to_string(), "status": node.status().name(), "events": rows }), text.join("\n")))
+    let answer = TraceAnswer { id: id.to_string(), status: node.status().name().to_string(), events: rows, computed_over: crate::frontier::of_store(store)? };
+    Ok((answer, text.join("\n")))
 }
 
 /// Milliseconds since the epoch, or a UTC date `YYYY-MM-DD` (its first millisecond).

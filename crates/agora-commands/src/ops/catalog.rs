@@ -1,256 +1,18 @@
-//! The catalog: every operation with its typed input, output schema,
-//! description for a model and effect on the log (read-only, appending, or
-//! appending an event that gives something up for good). It is data, so the
-//! MCP server lists it and a test checks every entry's schema.
+//! The catalog: every operation, one line each, naming its input type, the
+//! command it stands for (or its own code, in `composed.rs`), its title,
+//! effect on the log, output type and description for a model. It is data,
+//! so the MCP server lists it and a test checks every entry's schema.
 
-use super::invoke::{OpError, Runner};
+use super::composed;
+use super::operation::{Effect, Operation, frame, read, rec, references, schema_of, statuses, tool};
+use crate::answers::*;
 use crate::cli::{ChainCommand, Command, FrameCommand, FrameMove, MembershipCommand, MergeCommand, ReadCommand, ReasoningCommand, RecordCommand, TaskCommand};
 use agora_command_line::inputs::*;
-use schemars::JsonSchema;
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
-
-/// What a tool does to the log, as MCP's hints say it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Effect {
-    /// Reads only. Repeating it changes nothing.
-    Read,
-    /// Appends one signed event to this agent's chain. Nothing is ever
-    /// overwritten (not destructive), but each call is a new event (not
-    /// idempotent).
-    Append,
-    /// Appends an event that gives something up for good: which branch of a
-    /// forked chain continues.
-    AppendFinal,
-    /// Stores other agents' entries after verifying them. Nothing is
-    /// overwritten, and storing the same entries again changes nothing
-    /// (idempotent).
-    Store,
-    /// Deletes data held here for good: a redacted payload (the signed
-    /// header stays, so the chain still verifies).
-    Delete,
-}
-
-impl Effect {
-    /// MCP's hints: (read-only, destructive, idempotent).
-    pub fn hints(self) -> (bool, bool, bool) {
-        match self {
-            Effect::Read => (true, false, true),
-            Effect::Append => (false, false, false),
-            Effect::AppendFinal | Effect::Delete => (false, true, false),
-            Effect::Store => (false, false, true),
-        }
-    }
-
-    /// What it does, in a sentence (the HTTP API's descriptions).
-    pub fn sentence(self) -> &'static str {
-        match self {
-            Effect::Read => "Reads only.",
-            Effect::Append => "Appends one signed event to this agent's chain.",
-            Effect::AppendFinal => "Appends one signed event that gives something up for good.",
-            Effect::Store => "Stores verified entries; never overwrites.",
-            Effect::Delete => "Deletes data held on this node for good.",
-        }
-    }
-}
-
-/// One operation.
-pub struct Operation {
-    pub name: &'static str,
-    pub title: &'static str,
-    pub description: &'static str,
-    pub effect: Effect,
-    /// The input's JSON Schema.
-    pub input_schema: fn() -> Map<String, Value>,
-    /// The structured output's JSON Schema.
-    pub output_schema: fn() -> Map<String, Value>,
-    /// Check the input, run the commands, shape the result.
-    pub run: fn(&dyn Runner, Value) -> Result<Value, OpError>,
-}
-
-/// How to name an earlier event, said once and added to every tool that
-/// takes one.
-macro_rules! references {
-    () => {
-        " Refer to an earlier event by its entry id: the 64 hex characters every recording tool returns as `id`, or a unique prefix of it (8 or more characters are usually enough). A full id of an event not received yet is accepted: the new event waits for it (`pending`)."
-    };
-}
-
-/// The statuses a node of the graph can have, for the reads' descriptions.
-macro_rules! statuses {
-    () => {
-        " Statuses: active (current, unchallenged or every challenge answered), contested (a challenge is open against it), superseded (replaced by a refinement, reframe or update: read its successor), resolved (a question answered, a challenge answered, a frame completed, a task done), parked (set aside), retracted (withdrawn as wrong; hidden from current state, the record stays), duplicate (restates another node), invalid (arrived from a peer but breaks a rule)."
-    };
-}
-
-pub fn schema_of<T: JsonSchema>() -> Map<String, Value> {
-    let schema = schemars::schema_for!(T);
-    match serde_json::to_value(schema) {
-        Ok(Value::Object(mut m)) => {
-            // MCP wants an object schema at the top; a unit input is one with no properties.
-            m.entry("type").or_insert_with(|| json!("object"));
-            m
-        }
-        _ => Map::from_iter([("type".to_string(), json!("object"))]),
-    }
-}
-
-fn parse<T: DeserializeOwned>(tool: &str, input: Value) -> Result<T, OpError> {
-    let input = if input.is_null() { json!({}) } else { input };
-    serde_json::from_value(input).map_err(|e| OpError::input(format!("{tool}: the input does not match its schema: {e}")))
-}
-
-/// A result wrapped so that it is always a JSON object (MCP's structured
-/// content is one): lists come back as `{"result": [...]}`.
-pub fn as_object(v: Value) -> Value {
-    match v {
-        Value::Object(_) => v,
-        other => json!({ "result": other }),
-    }
-}
-
-fn rec(c: RecordCommand) -> Command {
-    Command::Reasoning(ReasoningCommand::Record(c))
-}
-
-fn frame(m: FrameMove) -> Command {
-    Command::Reasoning(ReasoningCommand::Frame(FrameCommand::Move(m)))
-}
-
-fn read(c: ReadCommand) -> Command {
-    Command::Reasoning(ReasoningCommand::Read(c))
-}
-
-// ---------------------------------------------------------------------------
-// Outputs
-
-/// What a recording tool returns: the event's entry.
-#[derive(Serialize, Deserialize, JsonSchema)]
-pub struct Recorded {
-    /// The new entry's id: how later events refer to this one.
-    pub id: String,
-    /// The event kind recorded (proposition, contradiction, ...).
-    pub kind: String,
-    /// Its position in this agent's chain (1 is the first).
-    pub seq: u64,
-    /// Referenced events not received yet: the event takes effect when they arrive.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pending: Option<Vec<String>>,
-    /// For a fork resolution: the entry this agent's chain now continues after.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub after: Option<String>,
-}
-
-/// Any JSON object: a read's result (lists as `{"result": [...]}`).
-#[derive(Serialize, Deserialize, JsonSchema)]
-pub struct ReadResult {
-    /// A list result; object results carry their own fields.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<Value>,
-    #[serde(flatten)]
-    pub fields: Map<String, Value>,
-}
-
-/// Where to start on a topic.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Orient {
-    /// The topic, in words (full-text search over the nodes' text).
-    pub topic: String,
-    /// Also show superseded and retracted nodes (left out by default).
-    #[serde(default)]
-    pub include_superseded: bool,
-    /// At most this many nodes (default 20).
-    #[serde(default)]
-    #[schemars(range(min = 1, max = 1000))]
-    pub limit: Option<usize>,
-}
-
-/// `orient`: search, then the open questions and contested nodes among what
-/// was found.
-fn orient(runner: &dyn Runner, input: Value) -> Result<Value, OpError> {
-    let o: Orient = parse("orient", input)?;
-    let limit = o.limit.unwrap_or(20).clamp(1, 1000);
-    let found = runner.value(read(ReadCommand::Search(Search { query: o.topic.clone(), all: o.include_superseded, limit: Some(limit) })))?;
-    let hits = found["hits"].clone();
-    let ids: std::collections::BTreeSet<String> =
-        hits.as_array().into_iter().flatten().filter_map(|h| h.get("id").and_then(Value::as_str)).map(str::to_string).collect();
-    let on_topic = |rows: Value| -> Vec<Value> {
-        rows.as_array().into_iter().flatten().filter(|r| r.get("id").and_then(Value::as_str).is_some_and(|id| ids.contains(id))).cloned().collect()
-    };
-    let questions = on_topic(runner.value(read(ReadCommand::Questions))?);
-    let contested = on_topic(runner.value(read(ReadCommand::Disagreements))?);
-    Ok(json!({ "topic": o.topic, "nodes": hits, "open_questions": questions, "contested": contested, "computed_over": found["computed_over"] }))
-}
-
-/// What `orient` returns.
-#[derive(Serialize, Deserialize, JsonSchema)]
-pub struct Oriented {
-    /// The topic searched.
-    pub topic: String,
-    /// The nodes found, best match first: id, score, status, kind, text.
-    pub nodes: Vec<Value>,
-    /// Open questions among them.
-    pub open_questions: Vec<Value>,
-    /// Contested nodes among them, with what contests them.
-    pub contested: Vec<Value>,
-    /// The frontier the search was computed over.
-    pub computed_over: ComputedOver,
-}
-
-/// The frontier an answer was computed over: every author's tips in the
-/// store when it was read.
-#[derive(Serialize, Deserialize, JsonSchema)]
-pub struct ComputedOver {
-    /// SHA-256 of the frontier (protocol-spec/views.md): two answers with the same hash were computed over the same entries.
-    pub frontier_hash: String,
-    /// How many chains (authors) are stored.
-    pub authors: usize,
-    /// Each chain's highest seq by author id (an object with `max_seq` and `tips` when the chain is forked); at most 256 chains.
-    pub chains: Map<String, Value>,
-    /// True when more chains are stored than listed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chains_truncated: Option<bool>,
-}
-
-// ---------------------------------------------------------------------------
-// The catalog
-
-/// One operation: its name, its input type and the command it stands for,
-/// its title, effect, output type and description.
-macro_rules! tool {
-    ($name:literal, |$i:tt: $input:ty| $command:expr, $title:literal, $effect:expr, $out:ty, $desc:expr) => {
-        Operation {
-            name: $name,
-            title: $title,
-            description: $desc,
-            effect: $effect,
-            input_schema: schema_of::<$input>,
-            output_schema: schema_of::<$out>,
-            run: {
-                fn run(runner: &dyn Runner, input: Value) -> Result<Value, OpError> {
-                    let $i: $input = parse($name, input)?;
-                    runner.value($command).map(as_object)
-                }
-                run
-            },
-        }
-    };
-}
-
-// Children of this module (they use its macros and private helpers),
-// kept in their own files beside it.
-#[path = "answers.rs"]
-mod answers;
-#[path = "composed.rs"]
-mod composed;
-use answers::*;
 
 /// Every operation, in the order they are listed.
 pub fn catalog() -> Vec<Operation> {
     use Effect::*;
-    let mut ops = vec![
+    vec![
         tool!(
             "propose",
             |i: Propose| rec(RecordCommand::Propose(i)),
@@ -524,13 +286,13 @@ pub fn catalog() -> Vec<Operation> {
             name: "orient",
             title: "Orient on a topic",
             description: concat!(
-                "Start here on a topic: the nodes whose text matches it (full-text search, best first; superseded and retracted nodes are left out unless include_superseded), with their statuses, and the open questions and contested nodes among them. Then read one node with `status` or `trace`.",
+                "Start here on a topic: the nodes whose text matches it (full-text search, best first), with their statuses, who disputes or accepts each, and the open questions and contested nodes among them. A superseded match is replaced by its current version (`found_through` names the match), so a refined position is found by the words of the one it replaced; retracted nodes are left out; include_superseded shows every match as it is. Then read one node with `status` or `trace`.",
                 statuses!()
             ),
             effect: Read,
-            input_schema: schema_of::<Orient>,
+            input_schema: schema_of::<composed::Orient>,
             output_schema: schema_of::<Oriented>,
-            run: orient,
+            run: composed::orient,
         },
         tool!(
             "status",
@@ -538,7 +300,10 @@ pub fn catalog() -> Vec<Operation> {
             "A node's status",
             Read,
             StatusAnswer,
-            concat!("A node's status and the events that made it so.", statuses!())
+            concat!(
+                "A node's status and the events that made it so; its current successor when superseded; who disputes it (with counter-claims) and who accepts it.",
+                statuses!()
+            )
         ),
         tool!(
             "trace",
@@ -652,7 +417,132 @@ pub fn catalog() -> Vec<Operation> {
             ViewHashAnswer,
             "The merged view's hash and entry count: equal on every node that holds the same entries."
         ),
-    ];
-    ops.extend(composed::operations());
-    ops
+        // The signed log's and the roster's operations.
+        tool!(
+            "log",
+            |i: Log| Command::Chain(ChainCommand::Log(i)),
+            "List a chain",
+            Read,
+            ReadResult,
+            "The entries of one agent's chain in seq order (default: this agent's), or of every chain: id, seq, timestamp, payload state and a preview. Use `show` for one entry in full."
+        ),
+        tool!(
+            "show",
+            |i: EntryRef| Command::Chain(ChainCommand::Show(i)),
+            "Show an entry",
+            Read,
+            ReadResult,
+            "One entry in full: its signed header (author, seq, backlink, timestamp, payload length and hash), its signature, and its payload (text, or base64) or why it is absent (redacted, not received)."
+        ),
+        tool!(
+            "verify",
+            |i: Verify| Command::Chain(ChainCommand::Verify(i)),
+            "Verify chains",
+            Read,
+            ReadResult,
+            "Verify stored chains end to end: every signature, backlink and payload hash, and the tips. `ok` is false, with the problems listed, when anything fails; forks are reported with their seqs."
+        ),
+        Operation {
+            name: "append",
+            title: "Append a raw entry",
+            description: "Append a raw payload to this agent's chain as a signed entry (give `text` or `base64`). Reasoning events are better recorded with their own tools (propose, contradict, ...), which encode the payload; a raw payload that is a malformed event is refused.",
+            effect: Append,
+            input_schema: schema_of::<composed::AppendRaw>,
+            output_schema: schema_of::<Appended>,
+            run: composed::append,
+        },
+        tool!(
+            "redact",
+            |i: EntryRef| Command::Chain(ChainCommand::Redact(i)),
+            "Redact a payload",
+            Delete,
+            ReadResult,
+            "Delete an entry's payload from this node's store and record the redaction. The signed header stays, so the chain still verifies, and what the payload meant (its residue) keeps every view unchanged; the text itself is gone from this node for good."
+        ),
+        Operation {
+            name: "export",
+            title: "Export a pack",
+            description: "Every stored entry (or one author's) with the payloads held, as a pack: JSON lines that `import` (here or on another node) verifies and stores.",
+            effect: Read,
+            input_schema: schema_of::<Export>,
+            output_schema: schema_of::<Exported>,
+            run: composed::export,
+        },
+        Operation {
+            name: "import",
+            title: "Import a pack",
+            description: "Verify a pack (signatures, links, payload hashes, roster) whole, then store its entries; entries already held are counted, never overwritten, and a fork found is stored with its proof. Returns the counts and the forks detected.",
+            effect: Store,
+            input_schema: schema_of::<composed::Import>,
+            output_schema: schema_of::<ReadResult>,
+            run: composed::import,
+        },
+        tool!(
+            "authors",
+            |_: Nothing| Command::Chain(ChainCommand::Authors),
+            "Authors stored",
+            Read,
+            ReadResult,
+            "Every author whose chain is stored here, with its highest seq, its tips (more than one: forked) and its fork proofs."
+        ),
+        tool!(
+            "forks",
+            |i: AuthorFilter| Command::Chain(ChainCommand::Forks(i)),
+            "Fork proofs",
+            Read,
+            ReadResult,
+            "The fork proofs stored here (or one author's): the two signed entries at one seq, and the proof itself, hex-encoded, which anyone can check with `check_proof` and no other data."
+        ),
+        tool!(
+            "check_proof",
+            |i: CheckProof| Command::Chain(ChainCommand::CheckProof(i)),
+            "Check a fork proof",
+            Read,
+            ReadResult,
+            "Check a hex-encoded fork proof with no other data: valid when one author signed two different entries at the same seq."
+        ),
+        tool!(
+            "search",
+            |i: Search| read(ReadCommand::Search(i)),
+            "Search the graph",
+            Read,
+            SearchAnswer,
+            concat!(
+                "Full-text search (BM25) over the nodes' text: id, score, status, kind and text, best first. Superseded and retracted nodes are left out unless `all`. `orient` adds the open questions and contested nodes on the topic.",
+                statuses!()
+            )
+        ),
+        tool!(
+            "orphans",
+            |_: Nothing| read(ReadCommand::Orphans),
+            "Orphan claims",
+            Read,
+            NodeList,
+            "Derived memory claims with no source event (their provenance is missing)."
+        ),
+        tool!(
+            "admit",
+            |i: Admit| Command::Membership(MembershipCommand::Admit(i)),
+            "Admit an agent",
+            Append,
+            ReadResult,
+            "Admit an agent to this workspace (the founder only): its entries are then replicated and counted by every node."
+        ),
+        tool!(
+            "remove",
+            |i: Remove| Command::Membership(MembershipCommand::Remove(i)),
+            "Remove an agent",
+            Append,
+            ReadResult,
+            "Remove an agent from this workspace (the founder only): its entries up to the highest seq held here stay admitted, later ones are admitted nowhere."
+        ),
+        tool!(
+            "roster",
+            |_: Nothing| Command::Membership(MembershipCommand::Roster),
+            "The roster",
+            Read,
+            ReadResult,
+            "The workspace's members, derived from the founder's chain: who was admitted and removed, and when."
+        ),
+    ]
 }

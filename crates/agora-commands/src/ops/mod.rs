@@ -6,12 +6,26 @@
 //! The MCP server (`agora_interfaces::mcp`) lists them as tools and the JSON
 //! API serves them. An operation's input becomes a command of the CLI's
 //! grammar ([`crate::cli::Command`]), run by the CLI's own dispatcher on a
-//! store ([`invoke`]), its result kept as a value: nothing here adds a rule
+//! store ([`runner`]), its result kept as a value: nothing here adds a rule
 //! or a code path, so an operation cannot do what the command line refuses,
 //! and means what it means.
+//!
+//! Files, each using only the ones listed before it: `error.rs` (an
+//! operation's failure), `runner.rs` (where its command runs),
+//! `operation.rs` (what an operation is, and the `tool!` line),
+//! `composed.rs` (the operations with code of their own), `catalog.rs`
+//! (every operation), `backend.rs` (what a front end calls). The output
+//! types are the commands' answers (`crate::answers`).
 
+pub mod backend;
 pub mod catalog;
-pub mod invoke;
+pub mod composed;
+pub mod error;
+pub mod operation;
+pub mod runner;
 
-pub use catalog::{Effect, Operation, catalog};
-pub use invoke::{Backend, HomeBackend, NodeRunner, OpError, Runner};
+pub use backend::{Backend, HomeBackend};
+pub use catalog::catalog;
+pub use error::OpError;
+pub use operation::{Effect, Operation};
+pub use runner::{NodeRunner, Runner};

@@ -1,13 +1,108 @@
-//! The output schemas of the reads: what each read's answer holds, field by
-//! field, as its command prints it with `--json`. These types describe; the
-//! commands build the JSON (`reasoning.rs`, `merge_cmds.rs`). The property
-//! test of the HTTP API (schemathesis, in the test command) checks every
-//! answer against them, so a field renamed on one side fails there.
+//! What the commands answer, field by field: the values the reads and the
+//! recording commands return (printed with `--json`, serialized by the JSON
+//! API and MCP) and the operations' output schemas, derived from the same
+//! types. The reasoning commands build these values (`reasoning.rs`); the
+//! answers of the merge layer's, the log's and the roster's commands are
+//! described here and built as JSON by their commands, and the property
+//! test of the HTTP API (schemathesis, in the test command) checks those
+//! against these schemas.
 
-use super::*;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// What a recording tool returns: the event's entry.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Recorded {
+    /// The new entry's id: how later events refer to this one.
+    pub id: String,
+    /// The event kind recorded (proposition, contradiction, ...).
+    pub kind: String,
+    /// Its position in this agent's chain (1 is the first).
+    pub seq: u64,
+    /// Referenced events not received yet: the event takes effect when they arrive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<Vec<String>>,
+    /// For a fork resolution: the entry this agent's chain now continues after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+}
+
+/// Any JSON object: a read's result (lists as `{"result": [...]}`).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ReadResult {
+    /// A list result; object results carry their own fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    #[serde(flatten)]
+    pub fields: Map<String, Value>,
+}
+
+/// What `orient` returns.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Oriented {
+    /// The topic searched.
+    pub topic: String,
+    /// The nodes found, best match first. A superseded match is replaced by its current version (`found_through` names the matches that led to it) unless `include_superseded`.
+    pub nodes: Vec<SearchHit>,
+    /// Open questions among them.
+    pub open_questions: Vec<ListedNode>,
+    /// Contested nodes among them, with what contests them.
+    pub contested: Vec<Contested>,
+    /// The frontier the search was computed over.
+    pub computed_over: ComputedOver,
+}
+
+/// The frontier an answer was computed over: every author's tips in the
+/// store when it was read.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ComputedOver {
+    /// SHA-256 of the frontier (protocol-spec/views.md): two answers with the same hash were computed over the same entries.
+    pub frontier_hash: String,
+    /// How many chains (authors) are stored.
+    pub authors: usize,
+    /// Each chain's highest seq by author id (an object with `max_seq` and `tips` when the chain is forked); at most 256 chains.
+    pub chains: Map<String, Value>,
+    /// True when more chains are stored than listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chains_truncated: Option<bool>,
+    /// False when writes kept landing while the answer was read: the frontier is the last one read, and the answer may include a write or two more or fewer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact: Option<bool>,
+}
+
+/// What a raw append returns: the entry's header.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Appended {
+    /// The new entry's id.
+    pub id: String,
+    /// Its author (this agent).
+    pub author: String,
+    /// Its position in the chain.
+    pub seq: u64,
+    /// The entry before it in the chain (none for the first).
+    pub backlink: Option<String>,
+    /// When the author signed it, ms since the Unix epoch.
+    pub timestamp_ms: u64,
+    /// The payload's length in bytes.
+    pub payload_len: u64,
+    /// The payload's SHA-256, hex: the signed header binds the payload by it.
+    pub payload_hash: String,
+    /// The entry format's version.
+    pub version: u64,
+}
+
+/// What `export` returns.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Exported {
+    /// How many entries the pack holds.
+    pub entries: usize,
+    /// The pack: JSON lines, a header line then one entry per line (protocol-spec/pack.md).
+    pub pack: String,
+}
 
 /// A node named in another's answer (a cause, a challenge).
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct NodeRefAnswer {
     /// The node's entry id.
     pub id: String,
@@ -24,7 +119,7 @@ pub struct NodeRefAnswer {
 
 /// `status`: a node's status and the events that made it so (or `pending`,
 /// with what it waits for).
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct StatusAnswer {
     /// The node.
     pub id: String,
@@ -45,7 +140,7 @@ pub struct StatusAnswer {
     /// When it was signed, ms since the Unix epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp_ms: Option<u64>,
-    /// No open challenge and nothing pending on it.
+    /// Survived a challenge: at least one contradiction of it was answered, and nothing is open against it now. False for a node never challenged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled: Option<bool>,
     /// The events that made the status so.
@@ -72,6 +167,15 @@ pub struct StatusAnswer {
     /// The newest version of the node (following refinements, reframes, updates).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latest: Option<Option<String>>,
+    /// When superseded: the current version that replaced it (read it instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub successor: Option<NodeRefAnswer>,
+    /// Agents' open disputes of this event (merge layer): who, why, and what they hold instead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disputed_by: Vec<DisputeOf>,
+    /// Agents other than its author whose accepts reach this event on its author's chain (merge layer).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accepted_by: Vec<String>,
     /// Arrived from a peer but breaks a rule (why, when so).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invalid: Option<Value>,
@@ -82,8 +186,38 @@ pub struct StatusAnswer {
     pub computed_over: ComputedOver,
 }
 
+impl StatusAnswer {
+    /// An answer with only the node, its status and the frontier.
+    pub fn bare(id: String, status: &str, computed_over: ComputedOver) -> Self {
+        Self {
+            id,
+            status: status.to_string(),
+            kind: None,
+            text: None,
+            author: None,
+            seq: None,
+            timestamp_ms: None,
+            settled: None,
+            why: None,
+            orphan: None,
+            unconfirmed: None,
+            expired: None,
+            memory_kind: None,
+            frame_state: None,
+            task_state: None,
+            latest: None,
+            successor: None,
+            disputed_by: Vec::new(),
+            accepted_by: Vec::new(),
+            invalid: None,
+            missing: None,
+            computed_over,
+        }
+    }
+}
+
 /// One event of a trace.
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct TracedEvent {
     /// The event's entry id.
     pub id: String,
@@ -106,7 +240,7 @@ pub struct TracedEvent {
 }
 
 /// `trace`: every event that touched a node, in order, each verified.
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct TraceAnswer {
     /// The node traced.
     pub id: String,
@@ -119,7 +253,7 @@ pub struct TraceAnswer {
 }
 
 /// `latest`: the newest version of a node.
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct LatestAnswer {
     /// The node asked about.
     pub id: String,
@@ -134,7 +268,7 @@ pub struct LatestAnswer {
 }
 
 /// One search hit.
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct SearchHit {
     /// The node.
     pub id: String,
@@ -146,10 +280,36 @@ pub struct SearchHit {
     pub kind: String,
     /// Its text.
     pub text: String,
+    /// When superseded: the current version that replaced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub successor: Option<NodeRefAnswer>,
+    /// For `orient`: the superseded nodes that matched the topic and led here (this node is their current version).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub found_through: Vec<String>,
+    /// Agents' open disputes of this event: who, why, and what they hold instead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disputed_by: Vec<DisputeOf>,
+    /// Agents other than its author whose accepts reach this event.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accepted_by: Vec<String>,
+}
+
+/// An agent's open dispute of an event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DisputeOf {
+    /// The disputing agent's id.
+    pub by: String,
+    /// The dispute event's entry id (withdraw it by this id).
+    pub dispute: String,
+    /// Why the agent disputes it.
+    pub reason: String,
+    /// What the agent holds instead, when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counter_claim: Option<String>,
 }
 
 /// `search`: hits, best first.
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct SearchAnswer {
     /// The nodes found, best match first.
     pub hits: Vec<SearchHit>,
@@ -158,7 +318,7 @@ pub struct SearchAnswer {
 }
 
 /// A node in a listing (questions, orphans, history).
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ListedNode {
     /// The node.
     pub id: String,
@@ -174,14 +334,14 @@ pub struct ListedNode {
 }
 
 /// A listing of nodes.
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct NodeList {
     /// The nodes.
     pub result: Vec<ListedNode>,
 }
 
 /// A decision and what it rests on.
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Decision {
     /// The deciding node.
     pub id: String,
@@ -194,14 +354,14 @@ pub struct Decision {
 }
 
 /// `decisions`.
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct DecisionList {
     /// The decisions, in log order.
     pub result: Vec<Decision>,
 }
 
 /// A contested node.
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Contested {
     /// The node.
     pub id: String,
@@ -218,14 +378,14 @@ pub struct Contested {
 }
 
 /// `disagreements`.
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ContestedList {
     /// The contested nodes.
     pub result: Vec<Contested>,
 }
 
 /// `view_hash`.
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ViewHashAnswer {
     /// The merged view's hash (hex): equal on every node holding the same entries.
     pub view_hash: String,
@@ -236,7 +396,7 @@ pub struct ViewHashAnswer {
 }
 
 /// A prefix of a chain a perspective includes.
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Included {
     /// The chain's author.
     pub author: String,
@@ -245,7 +405,7 @@ pub struct Included {
 }
 
 /// A dispute in force in a perspective.
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct PerspectiveDispute {
     /// The dispute event.
     pub dispute: String,
@@ -260,7 +420,7 @@ pub struct PerspectiveDispute {
 }
 
 /// A node of a perspective.
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct PerspectiveNode {
     /// The node.
     pub id: String,
@@ -275,7 +435,7 @@ pub struct PerspectiveNode {
 }
 
 /// `perspective`.
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct PerspectiveAnswer {
     /// The agent whose perspective this is.
     pub agent: String,
@@ -299,7 +459,7 @@ pub struct PerspectiveAnswer {
 }
 
 /// `consensus`.
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ConsensusAnswer {
     /// k: how many agents must accept.
     pub quorum: usize,
