@@ -6,8 +6,11 @@
 //! node's `/mcp` endpoint over streamable HTTP, behind the control channel's
 //! bearer token. Every tool is an operation of `ops/`: commands of the CLI
 //! run where the CLI would run them. The server adds no rules of its own,
-//! and a broken rule comes back as a tool error with the command's message.
+//! and a broken rule comes back as a tool error (`isError`) with the
+//! command's message as text and the HTTP API's error object
+//! ([`ApiError`]: `code`, `rule`, `message`, `entry`) as structured content.
 
+use crate::http_api::ApiError;
 use agora_commands::ops::{Backend, OpError, Operation};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListResourcesResult, ListToolsResult,
@@ -78,6 +81,19 @@ fn describe(t: &Operation) -> rmcp::model::Tool {
     tool
 }
 
+/// A tool error: `isError`, the error's fields (`code`, `rule`, `message`,
+/// `entry`: the HTTP API's error shape) as structured content, and its
+/// message with the rule and entry as text for a model.
+fn tool_error(error: ApiError) -> CallToolResult {
+    let text = match &error.entry {
+        Some(entry) => format!("{} (rule: {}; entry: {entry})", error.message, error.rule),
+        None => format!("{} (rule: {})", error.message, error.rule),
+    };
+    let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(error.to_value());
+    result
+}
+
 fn json_object(v: Value) -> JsonObject {
     match v {
         Value::Object(m) => m,
@@ -105,6 +121,9 @@ impl ServerHandler for AgoraMcp {
             return Err(ErrorData::invalid_params(format!("unknown tool {:?}", request.name), None));
         };
         let input = Value::Object(request.arguments.unwrap_or_default());
+        if let Err(e) = crate::http_api::check_input(&self.tools[index], &input) {
+            return Ok(tool_error(e).into());
+        }
         let (backend, tools) = (self.backend.clone(), self.tools.clone());
         // Commands touch the store (and a forwarded one waits on the node): off the async threads.
         let result = tokio::task::spawn_blocking(move || backend.call(&tools[index], input))
@@ -112,7 +131,7 @@ impl ServerHandler for AgoraMcp {
             .unwrap_or_else(|e| Err(OpError::msg(format!("the tool stopped unexpectedly: {e}"))));
         Ok(match result {
             Ok(value) => CallToolResult::structured(Value::Object(json_object(value))),
-            Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+            Err(e) => tool_error(ApiError::from_op(e)),
         }
         .into())
     }

@@ -25,7 +25,13 @@
 //!
 //! WebSockets leave the count once upgraded; the automerge-repo server caps
 //! them on its own (64).
+//!
+//! Every error answer the router gives, whichever route (or none) gave it,
+//! leaves in the one error shape (`agora_interfaces::http_api::json_errors`):
+//! an unknown path is a JSON 404, a wrong method a JSON 405 with `Allow`, a
+//! body over a route's limit a JSON 413.
 
+use agora_interfaces::http_api;
 use axum::Router;
 use axum::body::Body;
 use axum::http::Request;
@@ -186,6 +192,7 @@ fn lock(table: &Mutex<Table>) -> std::sync::MutexGuard<'_, Table> {
 /// accepting, let each connection finish its request in flight, and return
 /// once all have ended (the caller bounds the wait).
 pub async fn serve(listener: TcpListener, router: Router, limits: ControlLimits, counters: Arc<ControlCounters>, stop: CancellationToken) {
+    let router = router.fallback(http_api::unknown_route).layer(axum::middleware::from_fn(http_api::json_errors));
     let table = Arc::new(Mutex::new(Table::default()));
     let mut connections = JoinSet::new();
     loop {

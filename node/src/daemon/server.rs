@@ -224,7 +224,7 @@ async fn status(State(state): State<Arc<ControlState>>) -> Response {
                 o.insert("automerge".to_string(), state.automerge_repo.describe());
                 o.insert("control".to_string(), state.control_counters.snapshot(&state.control_limits));
             }
-            (StatusCode::OK, v.to_string()).into_response()
+            (StatusCode::OK, axum::Json(v)).into_response()
         }
         Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "the node is shutting down").into_response(),
     }
@@ -245,7 +245,7 @@ async fn memory(State(state): State<Arc<ControlState>>) -> Response {
     })
     .await;
     match report {
-        Ok(v) => (StatusCode::OK, v.to_string()).into_response(),
+        Ok(v) => (StatusCode::OK, axum::Json(v)).into_response(),
         Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "the memory report failed").into_response(),
     }
 }
