@@ -45,10 +45,70 @@ impl Api {
         v
     }
 
+    /// `GET <path>` (or `POST` with `body`), with the token if given: the whole answer.
+    fn send(&self, path: &str, body: Option<&[u8]>, token: Option<&str>) -> Answer {
+        let url = format!("{}{path}", self.base);
+        let auth = token.map(|t| format!("Bearer {t}"));
+        let sent = match body {
+            Some(body) => {
+                let mut req = self.agent.post(url).header("content-type", "application/json");
+                if let Some(a) = &auth {
+                    req = req.header("authorization", a);
+                }
+                req.send(body)
+            }
+            None => {
+                let mut req = self.agent.get(url);
+                if let Some(a) = &auth {
+                    req = req.header("authorization", a);
+                }
+                req.call()
+            }
+        };
+        let mut resp = sent.expect("the node answers");
+        let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let (content_type, allow) = (header("content-type").unwrap_or_default(), header("allow"));
+        let status = resp.status().as_u16();
+        let text = resp.body_mut().with_config().limit(64 << 20).read_to_string().unwrap_or_default();
+        let json = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Answer { status, content_type, allow, text, json }
+    }
+
     fn document(&self) -> Value {
         let mut resp = self.agent.get(format!("{}/v1/openapi.json", self.base)).call().expect("the document");
         assert_eq!(resp.status().as_u16(), 200);
         serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap()
+    }
+}
+
+/// An answer of the control channel, whole.
+struct Answer {
+    status: u16,
+    content_type: String,
+    allow: Option<String>,
+    text: String,
+    json: Value,
+}
+
+impl Answer {
+    /// An error in the one shape, as JSON: `code`, `rule` and `message`
+    /// strings, `entry` a string or null, nothing else; `code` and `rule`
+    /// as given (`None`: any).
+    fn error(&self, status: u16, code: Option<&str>, rule: Option<&str>) -> &Self {
+        let what = format!("{} {:?}: {}", self.status, self.content_type, self.text);
+        assert_eq!(self.status, status, "{what}");
+        assert!(self.content_type.starts_with("application/json"), "an error is JSON: {what}");
+        let fields: BTreeSet<&str> = self.json.as_object().unwrap_or_else(|| panic!("not a JSON object: {what}")).keys().map(String::as_str).collect();
+        assert_eq!(fields, BTreeSet::from(["code", "rule", "message", "entry"]), "{what}");
+        assert!(self.json["code"].is_string() && self.json["rule"].is_string() && self.json["message"].is_string(), "{what}");
+        assert!(self.json["entry"].is_string() || self.json["entry"].is_null(), "{what}");
+        if let Some(code) = code {
+            assert_eq!(self.json["code"], code, "{what}");
+        }
+        if let Some(rule) = rule {
+            assert_eq!(self.json["rule"], rule, "{what}");
+        }
+        self
     }
 }
 
@@ -69,7 +129,10 @@ fn check_refs(doc: &Value, v: &Value) {
     match v {
         Value::Object(m) => {
             if let Some(Value::String(r)) = m.get("$ref") {
-                assert!(r.starts_with("#/components/schemas/") && doc.pointer(r.trim_start_matches('#')).is_some(), "dangling {r}");
+                assert!(
+                    (r.starts_with("#/components/schemas/") || r.starts_with("#/components/responses/")) && doc.pointer(r.trim_start_matches('#')).is_some(),
+                    "dangling {r}"
+                );
             }
             m.values().for_each(|x| check_refs(doc, x));
         }
@@ -91,7 +154,8 @@ fn check_answer(doc: &Value, path: &str, status: u16, body: &Value) {
             assert!(body.get(field.as_str().unwrap()).is_some(), "{path}: required {field} missing from {body}");
         }
     } else {
-        assert!(body["code"].is_string() && body["message"].is_string(), "{path}: the error shape: {body}");
+        assert!(body["code"].is_string() && body["message"].is_string() && body["rule"].is_string(), "{path}: the error shape: {body}");
+        assert!(!body["message"].as_str().unwrap_or_default().contains("--"), "{path}: the API's messages name no command-line flag: {body}");
     }
 }
 
@@ -297,4 +361,131 @@ fn the_log_and_the_roster_are_reachable_through_the_api() {
     assert!(admitted["id"].is_string(), "{admitted}");
     let roster = call("roster", json!({}));
     assert!(roster.to_string().contains(&bob.id), "{roster}");
+}
+
+/// Every answer that is not a success is one JSON error object, on every
+/// route and on none: an unknown path (404), a wrong method (405, with
+/// `Allow`), a body over the limit (413), no token (401), bad input (400,
+/// naming the input rule), a broken rule of the log (422, naming it); JSON
+/// answers say so in their content type; the document lists the errors of
+/// every operation and the text limit in its schemas; and the command
+/// line's `--json` errors have the same fields.
+#[test]
+fn every_error_is_one_json_shape_with_its_rule() {
+    let alice = Agent::new();
+    let _node = Node::start(&alice, &alice.id, &[]);
+    let api = Api::of(&alice);
+    let token = Some(api.token.as_str());
+
+    // Unknown paths, with the token and without.
+    api.send("/no/such/route", None, token).error(404, Some("unknown_route"), Some("unknown_route"));
+    api.send("/v1/no-such-thing", Some(b"{}"), None).error(404, Some("unknown_route"), None);
+    // A wrong method: 405, `Allow` naming the one the route takes.
+    let wrong = api.send("/v1/ops/propose", None, token);
+    wrong.error(405, Some("method_not_allowed"), Some("method"));
+    assert!(wrong.allow.as_deref().is_some_and(|a| a.contains("POST")), "Allow: {:?}", wrong.allow);
+    let wrong = api.send("/v1/status", Some(b""), token);
+    wrong.error(405, Some("method_not_allowed"), None);
+    assert!(wrong.allow.as_deref().is_some_and(|a| a.contains("GET")), "Allow: {:?}", wrong.allow);
+    // No token, or a wrong one: 401, on the API and the node's own routes.
+    api.send("/v1/ops/propose", Some(b"{}"), None).error(401, Some("unauthorized"), Some("credentials"));
+    api.send("/v1/status", None, Some("not-the-token")).error(401, Some("unauthorized"), Some("credentials"));
+    api.send("/v1/memory", None, None).error(401, Some("unauthorized"), Some("credentials"));
+    // A body over the limit (32 MiB): 413.
+    let mut big = b"{\"text\": \"".to_vec();
+    big.resize((32 << 20) + 1, b'x');
+    api.send("/v1/ops/propose", Some(&big), token).error(413, Some("too_large"), Some("body_limit"));
+    // Not JSON; not an object.
+    api.send("/v1/ops/propose", Some(b"[1]"), token).error(400, Some("bad_request"), Some("json_body"));
+
+    // Bad input is 400 with the input rule: not hex, not 64 digits, not a time.
+    let p = id(&api.ok("propose", json!({ "text": "Ship on Friday" })));
+    let e = api.send("/v1/ops/status", Some(br#"{"target": "zz-not-hex"}"#), token);
+    e.error(400, Some("bad_input"), Some("not_an_entry_id"));
+    api.send("/v1/ops/contradict", Some(format!(r#"{{"target": "{}", "text": "x"}}"#, "z".repeat(64)).as_bytes()), token).error(
+        400,
+        Some("bad_input"),
+        Some("not_an_entry_id"),
+    );
+    api.send("/v1/ops/accept", Some(format!(r#"{{"author": "{}", "up_to": "1"}}"#, "ab".repeat(20)).as_bytes()), token).error(
+        400,
+        Some("bad_input"),
+        Some("not_an_agent_id"),
+    );
+    let e = api.send("/v1/ops/history", Some(br#"{"as_of": "yesterday"}"#), token);
+    e.error(400, Some("bad_input"), None);
+    let said = e.json["message"].as_str().unwrap();
+    assert!((said.contains("as of") || said.contains("as_of")) && !said.contains("--"), "names the field, not a flag: {}", e.text);
+    let e = api.send("/v1/ops/propose", Some(format!(r#"{{"text": "{}"}}"#, "y".repeat(16 * 1024 + 1)).as_bytes()), token);
+    e.error(400, Some("bad_input"), Some("input_schema"));
+    // Within maxLength's characters but over the limit's bytes: the event's own rule.
+    let e = api.send("/v1/ops/propose", Some(format!(r#"{{"text": "{}"}}"#, "é".repeat(9000)).as_bytes()), token);
+    e.error(400, Some("bad_input"), Some("limit"));
+    api.send("/v1/ops/propose", Some(br#"{"text": 5}"#), token).error(400, Some("bad_input"), Some("input_schema"));
+    // A referenced entry not held here: 404 naming it.
+    let missing = "cd".repeat(32);
+    let e = api.send("/v1/ops/status", Some(format!(r#"{{"target": "{missing}"}}"#).as_bytes()), token);
+    e.error(404, Some("not_found"), Some("unknown_entry"));
+    // A rule of the log: 422 naming it, also where the command checks it itself.
+    let e = api.send("/v1/ops/synthesize", Some(format!(r#"{{"sources": ["{missing}", "{missing}"], "text": "twice"}}"#).as_bytes()), token);
+    e.error(422, Some("refused"), Some("self_reference"));
+    assert_eq!(e.json["entry"], missing.as_str(), "{}", e.text);
+    // Bounds the schema states, checked before the command runs.
+    api.send("/v1/ops/search", Some(br#"{"query": "x", "limit": 0}"#), token).error(400, Some("bad_input"), Some("input_schema"));
+    api.send("/v1/ops/synthesize", Some(format!(r#"{{"sources": ["{p}"], "text": "alone"}}"#).as_bytes()), token).error(
+        400,
+        Some("bad_input"),
+        Some("input_schema"),
+    );
+    let e = api.send("/v1/ops/resume", Some(format!(r#"{{"target": "{p}"}}"#).as_bytes()), token);
+    e.error(422, Some("refused"), Some("wrong_state"));
+    assert_eq!(e.json["entry"], p.as_str(), "{}", e.text);
+    // Another agent than the founder changes no roster.
+    let bob = Agent::new();
+    let _bob_node = Node::start(&bob, &alice.id, &[]);
+    let bob_api = Api::of(&bob);
+    let e = bob_api.send("/v1/ops/admit", Some(format!(r#"{{"agent": "{}"}}"#, bob.id).as_bytes()), Some(&bob_api.token));
+    e.error(422, Some("refused"), Some("founder_only"));
+
+    // JSON answers are labelled JSON.
+    for path in ["/v1/status", "/v1/memory", "/v1/openapi.json"] {
+        let a = api.send(path, None, token);
+        assert_eq!(a.status, 200, "{path}: {}", a.text);
+        assert!(a.content_type.starts_with("application/json"), "{path}: {:?}", a.content_type);
+        assert!(a.json.is_object(), "{path}: {}", a.text);
+    }
+    let a = api.send("/v1/ops/propose", Some(br#"{"text": "Labelled"}"#), token);
+    assert!(a.status == 200 && a.content_type.starts_with("application/json"), "{} {:?}", a.status, a.content_type);
+
+    // The document: every operation lists every error, in the one shape;
+    // texts of events have their limit.
+    let doc = api.document();
+    assert!(doc["components"]["schemas"]["Error"]["required"].as_array().is_some_and(|r| r.len() == 3), "{}", doc["components"]["schemas"]["Error"]);
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        let responses = &item["post"]["responses"];
+        for status in ["400", "401", "404", "405", "413", "422", "500", "503"] {
+            let response = resolve_response(&doc, &responses[status]);
+            let schema = &response["content"]["application/json"]["schema"]["$ref"];
+            assert_eq!(schema, "#/components/schemas/Error", "{path} {status}: {response}");
+        }
+    }
+    let propose = &doc["paths"]["/v1/ops/propose"]["post"]["requestBody"]["content"]["application/json"]["schema"];
+    assert_eq!(propose["properties"]["text"]["maxLength"], 16 * 1024, "{propose}");
+    let dispute = &doc["paths"]["/v1/ops/dispute"]["post"]["requestBody"]["content"]["application/json"]["schema"];
+    assert_eq!(dispute["properties"]["reason"]["maxLength"], 16 * 1024, "{dispute}");
+
+    // The command line's `--json` error: the same fields (and `error`, the message).
+    let out = agora(&alice.home, &["--json", "status", "zz-not-hex"]);
+    assert!(!out.status.success());
+    let e: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!((e["code"].as_str(), e["rule"].as_str()), (Some("bad_input"), Some("not_an_entry_id")), "{e}");
+    assert!(e["message"].is_string() && e["error"] == e["message"] && e.get("entry").is_some(), "{e}");
+}
+
+/// A response of the document, its `$ref` followed.
+fn resolve_response<'a>(doc: &'a Value, response: &'a Value) -> &'a Value {
+    match response.get("$ref").and_then(Value::as_str) {
+        Some(r) => doc.pointer(r.trim_start_matches('#')).unwrap_or_else(|| panic!("dangling reference {r}")),
+        None => response,
+    }
 }

@@ -281,3 +281,53 @@ async fn a_debate_through_a_running_nodes_mcp_endpoint_over_http() {
     assert!(status.to_string().contains(&bob.id), "the node's status names its peer's chain: {status}");
     client.cancel().await.expect("shut down");
 }
+
+/// A tool error: `isError`, and the HTTP API's error object as its
+/// structured content (`code`, `rule`, `message`, `entry`), the text saying
+/// the same for a model. Panics on a success.
+async fn tool_error(client: &Client, tool: &str, args: Value) -> Value {
+    let args = args.as_object().cloned().unwrap_or_default();
+    let r = client.call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args)).await.unwrap_or_else(|e| panic!("{tool}: protocol error {e}"));
+    let text = r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n");
+    assert_eq!(r.is_error, Some(true), "{tool}: not an error: {text}");
+    let e = r.structured_content.unwrap_or_else(|| panic!("{tool}: a tool error without structured content: {text}"));
+    let fields: BTreeSet<&str> = e.as_object().unwrap_or_else(|| panic!("{e}")).keys().map(String::as_str).collect();
+    assert_eq!(fields, BTreeSet::from(["code", "rule", "message", "entry"]), "{tool}: {e}");
+    assert!(text.contains(e["message"].as_str().unwrap()) && text.contains(e["rule"].as_str().unwrap()), "{tool}: {text} vs {e}");
+    assert!(!text.contains("--"), "{tool}: MCP's messages name no command-line flag: {text}");
+    e
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_errors_carry_the_error_object_as_structured_content() {
+    let alice = Agent::new();
+    let home = alice.home.clone();
+    let transport = TokioChildProcess::new(tokio::process::Command::new(env!("CARGO_BIN_EXE_agora")).configure(|c| {
+        c.arg("--home").arg(&home).arg("mcp").env_remove("AGORA_HOME");
+    }))
+    .expect("agora mcp starts");
+    let client = ().serve(transport).await.expect("initialize");
+    let p = id(&ok_call(&client, "propose", json!({ "text": "Ship on Friday" })).await);
+    let rule = |e: &Value| (e["code"].as_str().map(str::to_string), e["rule"].as_str().map(str::to_string));
+    let pair = |code: &str, rule: &str| (Some(code.to_string()), Some(rule.to_string()));
+
+    let e = tool_error(&client, "status", json!({ "target": "zz-not-hex" })).await;
+    assert_eq!(rule(&e), pair("bad_input", "not_an_entry_id"), "{e}");
+    let e = tool_error(&client, "propose", json!({ "text": "x", "unexpected": 1 })).await;
+    assert_eq!(rule(&e), pair("bad_input", "input_schema"), "{e}");
+    let e = tool_error(&client, "history", json!({ "as_of": "yesterday" })).await;
+    assert_eq!(e["code"], "bad_input", "{e}");
+    let said = e["message"].as_str().unwrap();
+    assert!(said.contains("as of") || said.contains("as_of"), "names the field: {e}");
+    let missing = "cd".repeat(32);
+    let e = tool_error(&client, "status", json!({ "target": missing })).await;
+    assert_eq!(rule(&e), pair("not_found", "unknown_entry"), "{e}");
+    let e = tool_error(&client, "synthesize", json!({ "sources": [missing, missing], "text": "twice" })).await;
+    assert_eq!(rule(&e), pair("refused", "self_reference"), "{e}");
+    let e = tool_error(&client, "search", json!({ "query": "x", "limit": 0 })).await;
+    assert_eq!(rule(&e), pair("bad_input", "input_schema"), "{e}");
+    let e = tool_error(&client, "resume", json!({ "target": p })).await;
+    assert_eq!(rule(&e), pair("refused", "wrong_state"), "{e}");
+    assert_eq!(e["entry"], p.as_str(), "{e}");
+    client.cancel().await.expect("shut down");
+}
