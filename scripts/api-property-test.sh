@@ -2,15 +2,22 @@
 # The property-based API test: a real `agora node run` on 127.0.0.1, and
 # schemathesis (from PyPI, installed into a virtual environment outside the
 # clone) generating inputs for every operation of its OpenAPI document
-# (/v1/openapi.json), valid and invalid. Fails on any 5xx, any status the
-# document does not list, any response that breaks its schema or content
-# type. Run by scripts/test.sh after the cargo tests (it uses their build).
+# (/v1/openapi.json), valid and invalid (`--mode all`: schemathesis's
+# positive and negative data, and its coverage phase's edge cases). Fails on
+# any 5xx, any status the document does not list, any response, error
+# answers included, that breaks its schema (errors: the one error object),
+# its content type or its documented headers (a 405's `Allow`), an input
+# that breaks the schema (a text over its `maxLength`, a field too many, a
+# wrong type) answered with anything but a 4xx, a method the route does not
+# take answered with anything but 405 and `Allow`, and a request without the
+# token answered with anything but 401. Run by scripts/test.sh after the
+# cargo tests (it uses their build).
 #   AGORA_API_EXAMPLES=N   test cases per operation (default 25)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 bin="$CARGO_TARGET_DIR/release/agora"
-[ -x "$bin" ] || cargo build --release --locked -p agora-node --bin agora
+[ -x "$bin" ] || cargo build --release --workspace --locked --bin agora
 venv="${AGORA_SCHEMATHESIS_VENV:-$HOME/.cache/agora-schemathesis}"
 if [ ! -x "$venv/bin/schemathesis" ]; then
   python3 -m venv "$venv"
@@ -44,7 +51,7 @@ cd "$home"
 export AGORA_API_TOKEN="$token"
 printf '%s\n' 'headers = { Authorization = "Bearer ${AGORA_API_TOKEN}" }' > schemathesis.toml
 "$venv/bin/schemathesis" run "http://$control/v1/openapi.json" \
-  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
-  --max-examples "${AGORA_API_EXAMPLES:-25}" --seed 1 --workers 1 --no-color \
+  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance,negative_data_rejection,unsupported_method,allow_header_conformance,ignored_auth \
+  --mode all --max-examples "${AGORA_API_EXAMPLES:-25}" --seed 1 --workers 1 --no-color \
   --suppress-health-check too_slow
 echo "api property test: passed (schemathesis, every operation of /v1/openapi.json)"
