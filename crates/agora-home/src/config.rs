@@ -10,6 +10,8 @@
 //! mdns = true                            # LAN discovery
 //! gossip_heartbeat_ms = 700
 //! store_cache_mib = 8                    # the store's block cache
+//! control = "127.0.0.1:7412"             # the control channel (API, /mcp, page)
+//! token_file = "/run/secrets/agora-token" # its bearer token (default <home>/control.token)
 //! control_connections_max = 128          # open control-channel connections
 //! connections_per_ip_max = 32            # peer connections from one address
 //!
@@ -17,12 +19,21 @@
 //! name = "research"
 //! founder = "<64 hex digits>"            # default: this node's agent
 //! ```
+//!
+//! The control channel's address is, first found: `agora node run
+//! --control ADDR:PORT`, the environment's `AGORA_CONTROL`, `control` here,
+//! then the address this home kept from its last start without one
+//! (`<home>/control.address`), else 127.0.0.1 with a free port, which is
+//! then kept. Its token file likewise: `--token-file`, `AGORA_TOKEN_FILE`,
+//! `token_file` here (relative to this file's directory), else
+//! `<home>/control.token` (see [`crate::control`]).
 
 use agora_command_line::cli::NodeRunArgs;
 use agora_core::AgentId;
 use anyhow::{Context, Result, bail};
 use libp2p::Multiaddr;
 use serde::Deserialize;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -71,6 +82,8 @@ struct NodeSection {
     mdns: Option<bool>,
     gossip_heartbeat_ms: Option<u64>,
     store_cache_mib: Option<u64>,
+    control: Option<String>,
+    token_file: Option<PathBuf>,
     control_connections_max: Option<usize>,
     connections_per_ip_max: Option<u32>,
 }
@@ -87,6 +100,35 @@ struct WorkspaceSection {
 pub struct WorkspaceSettings {
     /// Founder, if configured.
     pub founder: Option<AgentId>,
+}
+
+/// Where a setting given outside the file came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Given {
+    /// The command line's flag.
+    Flag,
+    /// The environment.
+    Environment,
+}
+
+/// The control channel's settings of `agora node run` that may come from
+/// its flags or the environment (`--control`/`AGORA_CONTROL`,
+/// `--token-file`/`AGORA_TOKEN_FILE`).
+#[derive(Debug, Clone, Default)]
+pub struct EndpointArgs {
+    /// The control address as given, and where.
+    pub control: Option<(String, Given)>,
+    /// The token file as given, and where.
+    pub token_file: Option<(PathBuf, Given)>,
+}
+
+/// The control address a node was told to bind, and by what (named in
+/// errors, with how to choose another).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControlSetting {
+    pub addr: SocketAddr,
+    /// `--control`, `AGORA_CONTROL` or `control in <file>`.
+    pub from: String,
 }
 
 /// Everything `agora node run` needs, resolved.
@@ -114,6 +156,11 @@ pub struct NodeConfig {
     pub control_connections_max: usize,
     /// Peer connections (established and pending) from one address.
     pub connections_per_ip_max: u32,
+    /// The control channel's address, if set; `None`: the one this home
+    /// kept, else 127.0.0.1 with a free port ([`crate::control`]).
+    pub control: Option<ControlSetting>,
+    /// The control token's file, if given; `None`: `<home>/control.token`.
+    pub token_file: Option<PathBuf>,
 }
 
 fn read_file(path: &Path) -> Result<FileConfig> {
@@ -142,13 +189,52 @@ pub fn workspace_of_home(home: &Path) -> Result<WorkspaceSettings> {
     Ok(WorkspaceSettings { founder: file.workspace.founder.as_deref().map(parse_founder).transpose()? })
 }
 
+/// The token file named by `<home>/agora.toml` (`[node] token_file`), if
+/// any: where `agora token` looks when no node runs and the environment
+/// names none.
+pub fn token_file_of_home(home: &Path) -> Result<Option<PathBuf>> {
+    let path = home.join(CONFIG_FILE);
+    if !path.exists() {
+        return Ok(None);
+    }
+    Ok(read_file(&path)?.node.token_file.map(|f| home.join(f)))
+}
+
+fn parse_control(text: &str, from: String) -> Result<ControlSetting> {
+    let addr = text.trim().parse::<SocketAddr>().with_context(|| format!("control address {text:?} ({from}) is not ADDR:PORT, e.g. 127.0.0.1:7412"))?;
+    Ok(ControlSetting { addr, from })
+}
+
 /// Resolve flags over the file over defaults. `home` is the global --home.
 pub fn resolve(args: &NodeRunArgs, home: PathBuf) -> Result<NodeConfig> {
+    resolve_node(args, &EndpointArgs::default(), home)
+}
+
+/// [`resolve`], with the control channel's settings from flags or the
+/// environment: those come first, then the file's.
+pub fn resolve_node(args: &NodeRunArgs, endpoint: &EndpointArgs, home: PathBuf) -> Result<NodeConfig> {
     let home = args.data_dir.clone().unwrap_or(home);
-    let file = match &args.config {
+    let file_path = match &args.config {
+        Some(path) => Some(path.clone()),
+        None if home.join(CONFIG_FILE).exists() => Some(home.join(CONFIG_FILE)),
+        None => None,
+    };
+    let file = match &file_path {
         Some(path) => read_file(path)?,
-        None if home.join(CONFIG_FILE).exists() => read_file(&home.join(CONFIG_FILE))?,
         None => FileConfig::default(),
+    };
+    let file_name = file_path.as_deref().map(|p| p.display().to_string()).unwrap_or_default();
+    let control = match (&endpoint.control, &file.node.control) {
+        (Some((text, Given::Flag)), _) => Some(parse_control(text, "--control".into())?),
+        (Some((text, Given::Environment)), _) => Some(parse_control(text, "AGORA_CONTROL".into())?),
+        (None, Some(text)) => Some(parse_control(text, format!("control in {file_name}"))?),
+        (None, None) => None,
+    };
+    let token_file = match (&endpoint.token_file, &file.node.token_file) {
+        (Some((path, _)), _) => Some(path.clone()),
+        // Relative to the file's directory, wherever the node was started.
+        (None, Some(path)) => Some(file_path.as_deref().and_then(Path::parent).map_or_else(|| path.clone(), |dir| dir.join(path))),
+        (None, None) => None,
     };
     let home = match (&args.data_dir, &file.node.data_dir) {
         (None, Some(dir)) if args.config.is_some() => dir.clone(),
@@ -193,6 +279,8 @@ pub fn resolve(args: &NodeRunArgs, home: PathBuf) -> Result<NodeConfig> {
         store_cache_bytes,
         control_connections_max,
         connections_per_ip_max,
+        control,
+        token_file,
     })
 }
 
@@ -256,6 +344,35 @@ mod tests {
             let err = resolve(&NodeRunArgs { store_cache_mib: Some(bad), ..args.clone() }, dir.path().to_path_buf()).unwrap_err();
             assert!(format!("{err:#}").contains("store_cache_mib must be 1 to"), "{err:#}");
         }
+    }
+
+    /// The control address: the flag, then the environment, then the
+    /// file; none of them: `None` (the home's kept address). The token
+    /// file: the given one, then the file's, relative to the file.
+    #[test]
+    fn the_control_endpoint_is_set_by_flag_environment_or_file_in_that_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        let args = NodeRunArgs { config: Some(path.clone()), ..Default::default() };
+        std::fs::write(&path, "").unwrap();
+        let c = resolve(&args, dir.path().to_path_buf()).unwrap();
+        assert_eq!((c.control, c.token_file), (None, None));
+        std::fs::write(&path, "[node]\ncontrol = \"0.0.0.0:7412\"\ntoken_file = \"secret\"\n").unwrap();
+        let c = resolve(&args, dir.path().to_path_buf()).unwrap();
+        assert_eq!(c.control.map(|s| s.addr), Some("0.0.0.0:7412".parse().unwrap()));
+        assert_eq!(c.token_file, Some(dir.path().join("secret")));
+        let env = EndpointArgs { control: Some(("127.0.0.1:7413".into(), Given::Environment)), token_file: Some(("/run/t".into(), Given::Environment)) };
+        let c = resolve_node(&args, &env, dir.path().to_path_buf()).unwrap();
+        assert_eq!(c.control, Some(ControlSetting { addr: "127.0.0.1:7413".parse().unwrap(), from: "AGORA_CONTROL".into() }));
+        assert_eq!(c.token_file, Some(PathBuf::from("/run/t")));
+        let flag = EndpointArgs { control: Some(("[::1]:7414".into(), Given::Flag)), ..env };
+        assert_eq!(
+            resolve_node(&args, &flag, dir.path().to_path_buf()).unwrap().control.map(|s| (s.addr, s.from)),
+            Some(("[::1]:7414".parse().unwrap(), "--control".into()))
+        );
+        std::fs::write(&path, "[node]\ncontrol = \"localhost\"\n").unwrap();
+        let err = resolve(&args, dir.path().to_path_buf()).unwrap_err();
+        assert!(format!("{err:#}").contains("is not ADDR:PORT"), "{err:#}");
     }
 
     #[test]
