@@ -11,13 +11,17 @@
 //! Everything else is the full program's, and this one replaces itself with
 //! it (`exec`, same pid, same arguments): no node running (the command opens
 //! the store), `node run`, `mcp`, `sim`, `automerge pull`, `init` and
-//! `check-proof`. A node that turns out to be gone once standard input was
+//! `check-proof`, `token`. A node that turns out to be gone once standard input was
 //! read gets that input handed to the full program as its standard input.
 //!
 //! Exit codes are the full program's: 0 success; 1 refused or failed; 2
 //! usage error; 3 `verify` or `audit` found problems.
 
-use agora_command_line::cli::{self, AutomergeCommand, ChainCommand, Command, NodeCommand};
+// The full program reads the endpoint's settings; this one only forwards or hands over.
+#[allow(dead_code)]
+mod endpoint_cli;
+
+use agora_command_line::cli::{AutomergeCommand, ChainCommand, Command, NodeCommand};
 use agora_node_client::{self as client, CommandRequest, ForwardError, NODE_ABSENT_ENV};
 use std::ffi::OsString;
 use std::io::Write;
@@ -29,7 +33,11 @@ use std::process::{ExitCode, Stdio};
 const FULL_PROGRAM: &str = "agora-node";
 
 fn main() -> ExitCode {
-    let args = cli::parse();
+    let args = match endpoint_cli::parse() {
+        endpoint_cli::Parsed::Command(args, _) => *args,
+        // The token's file is the home's configuration's to say.
+        endpoint_cli::Parsed::Token { json, .. } => return run_full(None, false, json),
+    };
     let json = args.json;
     let full_only = matches!(
         args.command,

@@ -9,7 +9,8 @@
 //! (`agora_commands::run::run_at_home`: forwarded to the home's running
 //! node over the local control channel, or on the home's store), mapping
 //! errors to exit codes. `agora node run` starts the long-running node
-//! ([`daemon`]); `agora mcp` serves the MCP tools over standard input and
+//! ([`daemon`]); `agora token` shows or rotates its control token
+//! ([`token_cmd`]); `agora mcp` serves the MCP tools over standard input and
 //! output (`agora_interfaces::mcp`); `agora sim` runs the simulator
 //! ([`sim_cmd`]). The commands live in `agora-commands`, the front ends in
 //! `agora-interfaces`; formats, verification, storage and replication in the
@@ -22,9 +23,11 @@
 #![allow(clippy::result_large_err)]
 
 mod daemon;
+mod endpoint_cli;
 mod metrics;
 mod scratch_arena;
 mod sim_cmd;
+mod token_cmd;
 
 use agora_commands::cli::{self, ChainCommand, Command, NodeCommand};
 use agora_commands::run::NodeLookup;
@@ -76,7 +79,15 @@ fn main() -> ExitCode {
         libc::umask(0o077);
     }
     scratch_arena::install();
-    let args = cli::parse();
+    let (args, endpoint) = match endpoint_cli::parse() {
+        endpoint_cli::Parsed::Command(args, endpoint) => (*args, endpoint),
+        endpoint_cli::Parsed::Token { home: dir, json, action } => {
+            return match home::Home::resolve(dir) {
+                Ok(home) => done(token_cmd::run(&home.dir, action, json), json),
+                Err(e) => fail(&e, json),
+            };
+        }
+    };
     let json = args.json;
     // The simulator needs no home: it runs its own simulated nodes.
     match &args.command {
@@ -100,7 +111,7 @@ fn main() -> ExitCode {
     };
     match &args.command {
         Command::Node(NodeCommand::Run(run)) => {
-            return daemon::run(home.dir.clone(), run, json).unwrap_or_else(|e| fail(&e, json));
+            return daemon::run(home.dir.clone(), run, &endpoint, json).unwrap_or_else(|e| fail(&e, json));
         }
         Command::Node(NodeCommand::Status) => return done(client::print_status(&home.dir, json), json),
         Command::Mcp => return mcp::serve_stdio(home).unwrap_or_else(|e| fail(&e, json)),

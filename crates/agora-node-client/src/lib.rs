@@ -1,9 +1,10 @@
 //! The local control channel: how the `agora` command line reaches a running
 //! node on the same home directory.
 //!
-//! While a node runs it listens on an HTTP port of 127.0.0.1 and writes
-//! `<home>/node.json` (mode 0600: its pid, control address, a random bearer
-//! token, peer id and listen addresses). A command line invocation that finds
+//! While a node runs it listens on an HTTP port (127.0.0.1 unless told
+//! otherwise) and writes `<home>/node.json` (mode 0600: its pid, control
+//! address, its bearer token and the file that holds it, peer id and listen
+//! addresses). A command line invocation that finds
 //! the file sends its arguments (and its standard input, when the command
 //! reads it) to `POST /v1/command`; the node runs the command on its own open
 //! store and streams back frames of standard output, standard error and the
@@ -51,10 +52,16 @@ use agora_core::limits::PAYLOAD_BYTES_MAX;
 pub struct NodeFile {
     /// The node's process id.
     pub pid: u32,
-    /// `127.0.0.1:PORT` of the control channel.
+    /// `ADDR:PORT` of the control channel, as a client of this machine
+    /// reaches it (127.0.0.1 for a node bound to every address).
     pub control: String,
-    /// Bearer token for the control channel.
+    /// Bearer token for the control channel: the one at the node's start
+    /// or its last `agora token rotate`.
     pub token: String,
+    /// The file the node reads its token from, again whenever it changes;
+    /// [`find_node`] takes the token from it when it can read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<String>,
     /// The node's libp2p peer id.
     pub peer_id: String,
     /// Addresses it listens on, each ending in /p2p/<peer id>.
@@ -80,8 +87,20 @@ pub fn home_dir(home: Option<PathBuf>) -> Result<PathBuf> {
 /// below makes it first.
 pub fn find_node(home: &Path) -> Option<NodeFile> {
     let text = std::fs::read_to_string(home.join(NODE_FILE)).ok()?;
-    let file: NodeFile = serde_json::from_str(&text).ok()?;
+    let mut file: NodeFile = serde_json::from_str(&text).ok()?;
+    if let Some(token) = file.token_file.as_deref().and_then(current_token) {
+        file.token = token;
+    }
     process_alive(file.pid).then_some(file)
+}
+
+/// The token in a node's token file now (it may have been replaced since
+/// `node.json` was written), if the file is readable and holds one.
+fn current_token(path: &str) -> Option<String> {
+    let mut text = String::new();
+    std::fs::File::open(path).ok()?.take(4096).read_to_string(&mut text).ok()?;
+    let token = text.trim();
+    (!token.is_empty() && !token.contains(char::is_whitespace)).then(|| token.to_string())
 }
 
 /// Is a process with this pid running? (Linux: its `/proc` entry; where

@@ -135,7 +135,7 @@ pub async fn websocket(State(state): State<Arc<ControlState>>, upgrade: WebSocke
     };
     // A client that sent the token as a subprotocol gets it selected (a
     // browser refuses a handshake that selects none of those it offered).
-    let offered = format!("{}{}", TOKEN_PROTOCOL_PREFIX, state.token);
+    let offered = format!("{}{}", TOKEN_PROTOCOL_PREFIX, state.token.current());
     upgrade.protocols([offered]).max_message_size(MESSAGE_BYTES_MAX).on_upgrade(move |socket| async move {
         // Never onto a document that may be out of date: after a redaction
         // the old one still holds the text in its history.

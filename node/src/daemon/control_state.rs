@@ -7,6 +7,7 @@
 
 use super::automerge_repo::AutomergeRepo;
 use super::control_listener::{ControlCounters, ControlLimits};
+use super::control_token::ControlToken;
 use super::page_access::PageAccess;
 use super::published_view::PublishedView;
 use agora_core::AgentId;
@@ -24,7 +25,8 @@ pub struct ControlState {
     pub merge: Arc<agora_live_views::merge_cache::MergeCache>,
     pub home: Home,
     pub founder: AgentId,
-    pub token: String,
+    /// The bearer token, read again when its file changes.
+    pub token: ControlToken,
     /// Asks the event loop for a status snapshot.
     pub status: mpsc::Sender<oneshot::Sender<serde_json::Value>>,
     /// The merged view published as an Automerge document.

@@ -4,7 +4,9 @@
 //! workspace's chains with peers over libp2p ([`driver`], [`network`]); keeps
 //! the reasoning graph in memory, updated as entries are committed; and serves
 //! this home's command line over the local control channel ([`server`]), so
-//! no other process opens the store while it runs. SIGINT or SIGTERM stop it
+//! no other process opens the store while it runs. The control channel's
+//! address and token stay the same across runs ([`bind_control`],
+//! `agora_home::control`), so a client's configuration does too. SIGINT or SIGTERM stop it
 //! cleanly: the control channel stops taking commands, verified entries
 //! already queued are stored, and the store is closed (every acknowledged
 //! write was synced when it was made).
@@ -13,6 +15,7 @@ mod automerge_repo;
 mod automerge_routes;
 mod control_listener;
 mod control_state;
+mod control_token;
 mod driver;
 mod heap_trim;
 mod network;
@@ -46,6 +49,11 @@ use tracing::info;
 /// the chain.
 pub const NODE_KEY_FILE: &str = "node.key";
 
+/// Where a home's first default control port is picked: below Linux's
+/// range for outgoing connections (32768-60999), so that while the node is
+/// stopped no connection of this machine takes the port it keeps.
+const CONTROL_PORTS_PICKED: std::ops::Range<u16> = 20_000..32_000;
+
 /// How long each step of a shutdown (the control channel's open requests,
 /// the event loop and its queued imports, blocking threads) may take: a
 /// node stops within a few seconds of SIGTERM whatever it was doing.
@@ -69,16 +77,73 @@ fn init_tracing() {
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
 }
 
-fn random_token() -> Result<String> {
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("OS random source failed: {e}"))?;
-    Ok(hex::encode(bytes))
+/// Bind the control channel where the configuration says (`--control`,
+/// `AGORA_CONTROL`, `control` in agora.toml), else where this home's last
+/// default run did, else on 127.0.0.1 with a free port, which the home then
+/// keeps. A taken address is an error that says how to choose another:
+/// the endpoint never moves on its own.
+fn bind_control(config: &config::NodeConfig) -> Result<std::net::TcpListener> {
+    use agora_home::control::{CONTROL_ADDRESS_FILE, CONTROL_DEFAULT, keep_control_address, kept_control_address};
+    let kept_file = config.home.join(CONTROL_ADDRESS_FILE);
+    let (want, from) = match &config.control {
+        Some(setting) => (setting.addr, setting.from.clone()),
+        None => match kept_control_address(&config.home)? {
+            Some(addr) => (addr, format!("this home's, kept in {}", kept_file.display())),
+            None => {
+                // The first start: a free port of the picked range, tried at
+                // random; the system's choice if none of those is free.
+                let default: std::net::SocketAddr = CONTROL_DEFAULT.parse()?;
+                for _ in 0..32 {
+                    let mut r = [0u8; 2];
+                    getrandom::fill(&mut r).map_err(|e| anyhow::anyhow!("OS random source failed: {e}"))?;
+                    let span = CONTROL_PORTS_PICKED.end - CONTROL_PORTS_PICKED.start;
+                    let port = CONTROL_PORTS_PICKED.start + u16::from_le_bytes(r) % span;
+                    if let Ok(listener) = std::net::TcpListener::bind((default.ip(), port)) {
+                        keep_control_address(&config.home, listener.local_addr()?)?;
+                        listener.set_nonblocking(true).context("the control channel's socket")?;
+                        return Ok(listener);
+                    }
+                }
+                (default, "the default".to_string())
+            }
+        },
+    };
+    let listener = std::net::TcpListener::bind(want).map_err(|e| {
+        let choose = "choose another with `agora node run --control ADDR:PORT`, AGORA_CONTROL=ADDR:PORT or `control = \"ADDR:PORT\"` in agora.toml's [node]";
+        if e.kind() == std::io::ErrorKind::AddrInUse {
+            let forget = if config.control.is_none() { format!(", or delete {} to pick a new free port", kept_file.display()) } else { String::new() };
+            anyhow::anyhow!("the control address {want} ({from}) is taken by another process: {choose}{forget}")
+        } else {
+            anyhow::anyhow!("binding the control channel on {want} ({from}): {e}; {choose}")
+        }
+    })?;
+    let bound = listener.local_addr().context("the control channel's address")?;
+    if config.control.is_none() && want != bound {
+        keep_control_address(&config.home, bound)?;
+    }
+    listener.set_nonblocking(true).context("the control channel's socket")?;
+    Ok(listener)
+}
+
+/// The control address as a client of this machine dials it: a node bound
+/// to every address (0.0.0.0, ::) is reached on loopback.
+fn dialled(bound: std::net::SocketAddr) -> std::net::SocketAddr {
+    match bound.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => (std::net::Ipv4Addr::LOCALHOST, bound.port()).into(),
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => (std::net::Ipv6Addr::LOCALHOST, bound.port()).into(),
+        _ => bound,
+    }
 }
 
 /// `agora node run`.
-pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode> {
+pub fn run(home_dir: PathBuf, args: &NodeRunArgs, endpoint: &crate::endpoint_cli::Endpoint, json: bool) -> Result<ExitCode> {
     init_tracing();
-    let config = config::resolve(args, home_dir)?;
+    let given = |env: bool| if env { config::Given::Environment } else { config::Given::Flag };
+    let endpoint = config::EndpointArgs {
+        control: endpoint.control.as_ref().map(|(v, env)| (v.clone(), given(*env))),
+        token_file: endpoint.token_file.as_ref().map(|(v, env)| (v.clone(), given(*env))),
+    };
+    let config = config::resolve_node(args, &endpoint, home_dir)?;
     let home = Home { dir: config.home.clone() };
     let key = home.load_key()?;
     if let Some(other) = agora_commands::control::find_node(&home.dir)
@@ -86,6 +151,8 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
     {
         bail!("a node (pid {}) is already running on {}", other.pid, home.dir.display());
     }
+    let (token, token_file) = agora_home::control::load_or_create_token(&home.dir, config.token_file.as_deref())?;
+    let control = bind_control(&config)?;
     let store = Arc::new(home.open_store_with_cache(config.store_cache_bytes).context("opening the store for the node")?);
     let agent = key.agent_id();
     // A node knows at start-up whether its own chain is forked, and whether
@@ -156,9 +223,12 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
                 return loop_task.await.context("the node's event loop")?.and(Err(anyhow::anyhow!("the node did not start")));
             }
         };
-        let token = random_token()?;
-        let control = tokio::net::TcpListener::bind("127.0.0.1:0").await.context("binding the control channel on 127.0.0.1")?;
-        let control_addr = control.local_addr()?;
+        let control = tokio::net::TcpListener::from_std(control).context("the control channel's socket")?;
+        let bound = control.local_addr()?;
+        let control_addr = dialled(bound);
+        if !bound.ip().is_loopback() {
+            info!(%bound, "the control channel listens beyond this machine: every route but the hello proof, the login page and the OpenAPI document needs the token");
+        }
         // Ends the long-lived streams (the MCP endpoint's, the page's
         // /v1/events, the automerge-repo WebSockets), which would otherwise
         // hold the graceful shutdown open.
@@ -179,7 +249,7 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
             merge: merge.clone(),
             home: Home { dir: ctx.config.home.clone() },
             founder,
-            token: token.clone(),
+            token: control_token::ControlToken::new(token_file.clone(), token.clone()),
             status: status_tx,
             published: std::sync::Mutex::new(published),
             generation,
@@ -200,6 +270,7 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
             pid: std::process::id(),
             control: control_addr.to_string(),
             token,
+            token_file: Some(token_file.display().to_string()),
             peer_id: peer_id.to_string(),
             listen: listen_full.clone(),
             workspace: ctx.config.workspace.clone(),
@@ -208,7 +279,7 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
         let ready = serde_json::json!({
             "peer_id": peer_id.to_string(), "agent": agent.to_string(), "listen": listen_full,
             "control": control_addr.to_string(), "workspace": ctx.config.workspace, "workspace_id": workspace.to_string(),
-            "founder": founder.to_string(),
+            "founder": founder.to_string(), "token_file": token_file.display().to_string(),
         });
         if let Some(path) = &ctx.config.ready_file {
             std::fs::write(path, ready.to_string()).with_context(|| format!("writing {}", path.display()))?;
@@ -223,6 +294,7 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
                     writeln!(out, "listening on {a}")?;
                 }
                 writeln!(out, "workspace {} ({workspace}), founder {founder}", ctx.config.workspace)?;
+                writeln!(out, "control http://{control_addr} (MCP at /mcp; bearer token in {})", token_file.display())?;
             }
             out.flush()?;
         }

@@ -16,7 +16,6 @@ use super::control_listener::{ConnectionSlot, hold_until_sent};
 use super::control_state::{ControlState, TOKEN_PROTOCOL_PREFIX};
 use agora_commands::control::{
     CHALLENGE_HEADER, COMMAND_LINE_BYTES_MAX, CommandRequest, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT, PROOF_HEADER, STDIN_BYTES_MAX, frame, proof,
-    token_matches,
 };
 use agora_commands::ops::{Backend, NodeRunner, OpError, Operation};
 use agora_commands::run::{OpenStore, run_in_open_store};
@@ -90,7 +89,7 @@ pub fn router(state: Arc<ControlState>) -> Router {
 }
 
 fn authorized(state: &ControlState, headers: &HeaderMap) -> bool {
-    headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).is_some_and(|t| token_matches(t, &state.token))
+    headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).is_some_and(|t| state.token.matches(t))
 }
 
 /// The token as a WebSocket subprotocol.
@@ -101,7 +100,7 @@ fn websocket_authorized(state: &ControlState, headers: &HeaderMap) -> bool {
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .filter_map(|p| p.trim().strip_prefix(TOKEN_PROTOCOL_PREFIX))
-        .any(|t| token_matches(t, &state.token))
+        .any(|t| state.token.matches(t))
 }
 
 /// A refusal that closes its connection: the request's body is left
@@ -195,7 +194,7 @@ async fn require_token(State(state): State<Arc<ControlState>>, request: axum::ex
     let websocket = request.uri().path() == WEBSOCKET_PATH;
     let allowed = authorized(&state, request.headers()) || (websocket && websocket_authorized(&state, request.headers()));
     if !allowed {
-        return refusal("bad or missing bearer token (the node's control token, in node.json)");
+        return refusal("bad or missing bearer token (the node's control token: `agora token show`)");
     }
     run_authorised(request, next).await
 }
@@ -208,7 +207,7 @@ async fn hello(State(state): State<Arc<ControlState>>, headers: HeaderMap) -> Re
     let Some(challenge) = headers.get(CHALLENGE_HEADER).and_then(|v| v.to_str().ok()).filter(|c| c.len() <= 128) else {
         return (StatusCode::BAD_REQUEST, "no challenge").into_response();
     };
-    (StatusCode::OK, [(PROOF_HEADER, proof(&state.token, challenge))]).into_response()
+    (StatusCode::OK, [(PROOF_HEADER, proof(&state.token.current(), challenge))]).into_response()
 }
 
 async fn status(State(state): State<Arc<ControlState>>) -> Response {
