@@ -4,7 +4,8 @@
 //! converge; a 2/3 partition (packet filter between the sides) heals; a node
 //! SIGKILLed mid-sync loses no acknowledged entry; a rolling restart while
 //! agents record loses nothing; a copied volume started twice is proven to
-//! equivocate by every honest node.
+//! equivocate by every honest node; one container publishes the API, `/mcp`
+//! and the live page on a host port, with its token given as a file.
 //!
 //! Skipped, with a message saying why (and passing), when no Docker engine
 //! answers `docker info`, when neither `docker compose` nor `docker-compose`
@@ -29,6 +30,9 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 const SWARM_SH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docker/swarm.sh");
+const BUILD_IMAGE_SH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docker/build-image.sh");
+/// The control channel's port inside the image (`AGORA_CONTROL` in docker/Dockerfile).
+const CONTROL_PORT: u16 = 7412;
 const IMAGE: &str = "agora:local";
 const WORKSPACE: &str = "containers";
 const PORT: u16 = 7411;
@@ -838,4 +842,142 @@ fn a_copied_volume_started_twice_is_proven_by_every_honest_node() {
         assert!(s.holds(i, &shared));
     }
     report(&format!("equivocation: honest view {hash}"));
+}
+
+/// A container and its volume, removed when dropped (unless AGORA_TEST_KEEP).
+struct Lone {
+    name: String,
+}
+
+impl Drop for Lone {
+    fn drop(&mut self) {
+        if std::env::var_os("AGORA_TEST_KEEP").is_some() {
+            report(&format!("keeping container and volume {}", self.name));
+            return;
+        }
+        let _ = docker(&["rm", "-f", "-v", &self.name]);
+        let _ = docker(&["volume", "rm", "-f", &self.name]);
+    }
+}
+
+/// An HTTP client that reports every status (no redirect followed).
+fn http_agent() -> ureq::Agent {
+    ureq::Agent::config_builder().proxy(None).http_status_as_error(false).max_redirects(0).timeout_global(Some(Duration::from_secs(20))).build().new_agent()
+}
+
+/// The image publishes the control channel (`AGORA_CONTROL=0.0.0.0:7412` in
+/// the image) with a token given as a mounted file: from the host, through
+/// the published port, `/v1/status`, `/mcp` (an MCP `initialize`) and the
+/// live page (login page, a code bought with the token, the session, the
+/// page itself) answer, and nothing but the open routes answers without the
+/// token.
+#[test]
+fn a_container_publishes_the_api_mcp_and_the_page_with_a_token_file() {
+    let Some(_one) = begin("published endpoint") else { return };
+    let built = output(Command::new("bash").arg(BUILD_IMAGE_SH).env("AGORA_BIN", env!("CARGO_BIN_EXE_agora")).env("AGORA_IMAGE", IMAGE));
+    assert!(built.status.success(), "build-image.sh failed:\n{}\n{}", text(&built.stdout), text(&built.stderr));
+    let lone = Lone { name: format!("agoratest-endpoint-{}", std::process::id()) };
+    let name = lone.name.as_str();
+    // The secret: readable by the image's user (10001) through the bind mount.
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("agora-token");
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let token = format!("{nanos:x}-{:x}-published-endpoint-test", std::process::id());
+    std::fs::write(&secret, format!("{token}\n")).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    docker_ok(&["run", "--rm", "-v", &format!("{name}:/data"), IMAGE, "init"]);
+    let mount = format!("{}:/run/secrets/agora-token:ro", secret.display());
+    docker_ok(&[
+        "run",
+        "-d",
+        "--name",
+        name,
+        "-v",
+        &format!("{name}:/data"),
+        "-v",
+        &mount,
+        "-e",
+        "AGORA_TOKEN_FILE=/run/secrets/agora-token",
+        "-p",
+        &format!("127.0.0.1::{CONTROL_PORT}"),
+        IMAGE,
+    ]);
+    let published = docker_ok(&["port", name, &CONTROL_PORT.to_string()]);
+    let host = published.lines().next().unwrap_or_default().to_string();
+    assert!(host.starts_with("127.0.0.1:"), "docker port: {published}");
+    let base = format!("http://{host}");
+    let agent = http_agent();
+    let bearer = format!("Bearer {token}");
+    let status = |auth: Option<&str>| {
+        let mut request = agent.get(format!("{base}/v1/status"));
+        if let Some(a) = auth {
+            request = request.header("authorization", a);
+        }
+        request.call().map(|r| r.status().as_u16()).ok()
+    };
+    let ((), took) = wait("the published control channel to answer", READY_BOUND, || (status(Some(&bearer)) == Some(200)).then_some(()));
+    report(&format!("published endpoint: /v1/status answered on {host} {:.1} s after the start", secs(took)));
+    assert_eq!(status(None), Some(401), "no token, no status");
+    assert_eq!(status(Some("Bearer not-the-token")), Some(401));
+
+    // MCP over streamable HTTP, as a desktop client starts it.
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"containers","version":"1"}}}"#;
+    let mcp = |auth: &str| {
+        agent
+            .post(format!("{base}/mcp"))
+            .header("authorization", auth)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .send(initialize)
+            .expect("POST /mcp")
+    };
+    assert_eq!(mcp("Bearer not-the-token").status().as_u16(), 401);
+    let mut answer = mcp(&bearer);
+    assert_eq!(answer.status().as_u16(), 200);
+    let mut seen = String::new();
+    let mut reader = std::io::BufReader::new(answer.body_mut().as_reader());
+    while !seen.contains("serverInfo") {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut reader, &mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        seen.push_str(&line);
+    }
+    assert!(seen.contains("serverInfo"), "the MCP initialize answer: {seen}");
+
+    // A move through the published API, seen inside the container.
+    let mut moved = agent
+        .post(format!("{base}/v1/ops/propose"))
+        .header("authorization", &bearer)
+        .header("content-type", "application/json")
+        .send(r#"{"text":"Recorded through the published port"}"#)
+        .unwrap();
+    assert_eq!(moved.status().as_u16(), 200);
+    let id = serde_json::from_str::<Value>(&moved.body_mut().read_to_string().unwrap()).unwrap()["id"].as_str().unwrap().to_string();
+    let shown = output(Command::new("docker").args(["exec", name, "agora", "show", &id]));
+    assert!(shown.status.success(), "the container's own command line reaches its node: {}", text(&shown.stderr));
+
+    // The live page: the login page is open; a code takes the token; the
+    // session the code; the page its session.
+    assert_eq!(agent.get(format!("{base}/")).call().unwrap().status().as_u16(), 200);
+    assert_eq!(agent.post(format!("{base}/v1/page/code")).send_empty().unwrap().status().as_u16(), 401);
+    let mut code = agent.post(format!("{base}/v1/page/code")).header("authorization", &bearer).send_empty().unwrap();
+    assert_eq!(code.status().as_u16(), 200);
+    let code = serde_json::from_str::<Value>(&code.body_mut().read_to_string().unwrap()).unwrap()["code"].as_str().unwrap().to_string();
+    let session =
+        agent.post(format!("{base}/v1/page/session")).header("content-type", "application/x-www-form-urlencoded").send(format!("code={code}")).unwrap();
+    assert_eq!(session.status().as_u16(), 303);
+    let header = |k: &str| session.headers().get(k).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    let (location, cookie) = (header("location"), header("set-cookie"));
+    let cookie = cookie.split(';').next().unwrap_or_default().to_string();
+    assert!(location.starts_with("/page/") && !cookie.is_empty(), "{location} {cookie}");
+    let mut page = agent.get(format!("{base}{location}")).call().unwrap();
+    assert_eq!(page.status().as_u16(), 200);
+    assert!(page.body_mut().read_to_string().unwrap().contains("<html"), "the page");
+    let reads = format!("{base}{location}v1/automerge/url");
+    assert_eq!(agent.get(&reads).call().unwrap().status().as_u16(), 401, "the page's reads need its session");
+    assert_eq!(agent.get(&reads).header("cookie", &cookie).call().unwrap().status().as_u16(), 200, "the page's reads with its session");
 }
