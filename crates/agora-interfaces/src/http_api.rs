@@ -129,11 +129,11 @@ impl ApiError {
                 Some(said) => ("not_found", "not_found", said.to_string()),
                 None => ("unknown_route", "unknown_route", format!("no route {path}: GET /v1/openapi.json lists the API's")),
             },
-            StatusCode::METHOD_NOT_ALLOWED => (
-                "method_not_allowed",
-                "method",
-                format!("{path} does not take {method}; it takes {}", allow.filter(|a| !a.is_empty()).unwrap_or("another method")),
-            ),
+            StatusCode::METHOD_NOT_ALLOWED => {
+                let takes =
+                    allow.filter(|a| !a.is_empty()).map_or_else(|| "the Allow header lists the methods it takes".to_string(), |a| format!("it takes {a}"));
+                ("method_not_allowed", "method", format!("{path} does not take {method}: {takes}"))
+            }
             StatusCode::PAYLOAD_TOO_LARGE => ("too_large", "body_limit", format!("the body of {method} {path} is larger than the route's limit")),
             StatusCode::SERVICE_UNAVAILABLE => ("unavailable", "unavailable", said.map_or_else(|| "the node cannot answer now".to_string(), str::to_string)),
             s if s.is_server_error() => ("internal", "internal", said.map_or_else(|| s.to_string(), str::to_string)),
