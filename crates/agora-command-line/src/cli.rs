@@ -16,6 +16,10 @@ pub struct Args {
     /// Print machine-readable JSON instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Act as this named agent of the home's keyring (`agora agent new`)
+    /// instead of the home's own agent. Default: $AGORA_AGENT.
+    #[arg(id = "acting_agent", long = "as", global = true, env = "AGORA_AGENT", value_name = "NAME")]
+    pub agent: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -35,6 +39,10 @@ pub enum Command {
     Reasoning(ReasoningCommand),
     #[command(flatten)]
     Merge(MergeCommand),
+    /// The home's keyring: named agents, each with its own key and chain,
+    /// on the same store and node (`--as NAME` acts as one).
+    #[command(subcommand)]
+    Agent(AgentCommand),
     /// The node daemon: run, status.
     #[command(subcommand)]
     Node(NodeCommand),
@@ -58,6 +66,20 @@ pub enum Command {
         #[arg(long)]
         no_browser: bool,
     },
+}
+
+/// The keyring's commands.
+#[derive(Subcommand, Debug, Clone)]
+pub enum AgentCommand {
+    /// Create a named agent: a new key in <home>/agents/NAME.key (mode
+    /// 0600). Prints its id; the workspace founder admits it (`agora admit
+    /// NAME`) before its entries count anywhere.
+    New(AgentName),
+    /// The home's agents: its own and the keyring's, with ids, display
+    /// names (the roster's admission note) and chain lengths.
+    List,
+    /// One agent of the keyring (or `self`, the home's own agent).
+    Show(AgentName),
 }
 
 /// The swarm simulator (`simulations/`).

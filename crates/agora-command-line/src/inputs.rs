@@ -633,12 +633,21 @@ pub struct CheckProof {
 #[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct Admit {
-    /// The agent (64-hex agent id).
+    /// The agent: its 64-hex id, or the name of an agent of this home's keyring.
     pub agent: String,
-    /// Why, or who it is.
+    /// Who it is: the first line is its display name (`agora agent list`; default: its keyring name).
     #[arg(default_value = "")]
     #[serde(default)]
     pub note: String,
+}
+
+/// A named agent of the home's keyring.
+#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct AgentName {
+    /// The agent's name: 1 to 64 ASCII letters, digits, '-' or '_'.
+    #[schemars(length(min = 1, max = 64))]
+    pub name: String,
 }
 
 /// Remove an agent from the workspace.

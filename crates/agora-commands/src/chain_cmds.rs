@@ -21,7 +21,7 @@ pub fn run(s: &Session, command: ChainCommand) -> Result<ExitCode> {
     match command {
         ChainCommand::Init => init(s),
         ChainCommand::Id => {
-            let key = s.home.load_key()?;
+            let key = s.key()?;
             s.print(&json!({ "agent": key.agent_id().to_string() }), || key.agent_id().to_string())?;
             Ok(ExitCode::SUCCESS)
         }
@@ -73,7 +73,7 @@ fn read_payload(s: &Session, file: Option<&Path>) -> Result<Vec<u8>> {
 }
 
 fn append(s: &Session, file: Option<&Path>) -> Result<ExitCode> {
-    s.home.load_key()?;
+    s.key()?;
     let payload = read_payload(s, file)?;
     crate::reasoning::check_appended_payload(s, &payload)?;
     let entry = crate::own_chain::append_own(s, &payload)?;
@@ -88,7 +88,7 @@ fn log(s: &Session, author: Option<&str>, all: bool, from: u64, limit: usize) ->
     } else if let Some(a) = author {
         vec![parse_author(a)?]
     } else {
-        vec![s.home.load_key().context("no author given and no agent key to default to")?.agent_id()]
+        vec![s.key().context("no author given and no agent key to default to")?.agent_id()]
     };
     let mut rows = Vec::new();
     let mut text = Vec::new();

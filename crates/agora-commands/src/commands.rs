@@ -15,6 +15,7 @@ pub fn run(s: &Session, command: Command) -> Result<ExitCode> {
         Command::Membership(c) => crate::membership::run(s, c),
         Command::Reasoning(c) => crate::reasoning::run(s, c),
         Command::Merge(c) => crate::merge_cmds::run(s, c),
+        Command::Agent(c) => crate::agents::run(s, c),
         // Handled by `main` before a session exists: they run a node or talk
         // to one, never on a session's store.
         Command::Node(_) | Command::Automerge(_) | Command::Sim(_) | Command::Mcp | Command::Open { .. } => {

@@ -20,6 +20,7 @@
 // Store errors name the entry they concern and are built only on failure.
 #![allow(clippy::result_large_err)]
 
+pub mod agents;
 pub mod answers;
 pub mod args;
 pub mod automerge_pull;

@@ -1,7 +1,6 @@
 //! `agora admit`, `remove` and `roster`: workspace membership, recorded as
 //! roster events in the founder's own chain (see `agora-roster`).
 
-use crate::args::agent_id;
 use crate::cli::MembershipCommand;
 use crate::session::Session;
 use agora_command_line::inputs::{Admit, Remove};
@@ -21,7 +20,7 @@ pub fn run(s: &Session, command: MembershipCommand) -> Result<ExitCode> {
 }
 
 fn record(s: &Session, event: RosterEvent) -> Result<ExitCode> {
-    let key = s.home.load_key()?;
+    let key = s.key()?;
     let founder = s.founder()?;
     if key.agent_id() != founder {
         return Err(crate::output::refused(
@@ -46,13 +45,17 @@ fn record(s: &Session, event: RosterEvent) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn agent(text: &str) -> Result<AgentId> {
-    agent_id(text, "the agent to admit or remove")
+fn agent(s: &Session, text: &str) -> Result<AgentId> {
+    crate::agents::agent_by_name_or_id(s, text, "the agent to admit or remove")
 }
 
-/// `agora admit <agent> [note]`.
+/// `agora admit <agent> [note]`: the agent by id or by its name in this
+/// home's keyring; the note's first line is its display name, by default
+/// its keyring name.
 pub fn admit(s: &Session, agent_text: &str, note: &str) -> Result<ExitCode> {
-    record(s, RosterEvent::Admit { agent: agent(agent_text)?, note: note.to_string() })
+    let agent = agent(s, agent_text)?;
+    let note = if note.is_empty() && agent_text.len() != 64 { agent_text.to_string() } else { note.to_string() };
+    record(s, RosterEvent::Admit { agent, note })
 }
 
 /// `agora remove <agent> [reason]`: the agent's history as this node holds
@@ -61,7 +64,7 @@ pub fn admit(s: &Session, agent_text: &str, note: &str) -> Result<ExitCode> {
 /// seq, counts anywhere (roster.md), so every node counts the same entries
 /// of it. An agent of which nothing is held is removed with nothing kept.
 pub fn remove(s: &Session, agent_text: &str, reason: &str) -> Result<ExitCode> {
-    let agent = agent(agent_text)?;
+    let agent = agent(s, agent_text)?;
     let reason = reason.to_string();
     match s.store()?.tip_summary(&agent)? {
         Some(tips) => record(s, RosterEvent::RemoveAt { agent, last_seq: tips.head.seq, head: tips.head.id, reason }),

@@ -37,7 +37,7 @@ pub fn run(s: &Session, command: MergeCommand) -> Result<ExitCode> {
 }
 
 fn record_event(s: &Session, event: MergeEvent) -> Result<ExitCode> {
-    let me = s.home.load_key()?.agent_id();
+    let me = s.key()?.agent_id();
     let store = s.store()?;
     let checked = match s.live_merge() {
         // Inside a node: against the live merged view, current with every
@@ -106,7 +106,7 @@ pub fn withdraw(s: &Session, dispute: &str) -> Result<ExitCode> {
 
 /// `agora resolve-fork <entry on the branch that continues>`.
 pub fn resolve_fork(s: &Session, keep: &str) -> Result<ExitCode> {
-    let key = s.home.load_key()?;
+    let key = s.key()?;
     let me = key.agent_id();
     let store = s.store()?;
     let keep = entry_ref(store, keep)?;
@@ -160,7 +160,7 @@ fn record_json(r: &MergeRecord) -> Value {
 pub fn perspective(s: &Session, agent: Option<&str>, as_of: Option<&str>, summary: bool) -> Result<ExitCode> {
     let agent = match agent {
         Some(a) => parse_author(a)?,
-        None => s.home.load_key()?.agent_id(),
+        None => s.key()?.agent_id(),
     };
     match (s.live_merge(), as_of) {
         // Inside a node, now: the perspective kept current with the live view.

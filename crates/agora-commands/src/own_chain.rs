@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 /// author chose with a fork resolution, and refused while no resolution
 /// decides the fork (the store refuses it too).
 pub fn append_own(s: &Session, payload: &[u8]) -> Result<SignedEntry> {
-    let key = s.home.load_key()?;
+    let key = s.key()?;
     let store = s.store()?;
     let me = key.agent_id();
     if store.tip_summary(&me)?.is_none_or(|s| s.count == 1) {

@@ -516,7 +516,7 @@ pub fn check_appended_payload(s: &Session, payload: &[u8]) -> Result<()> {
 }
 
 fn record(s: &Session, event: Event) -> Result<ExitCode> {
-    s.home.load_key()?;
+    s.key()?;
     let missing = check_local(s, &event)?;
     let entry = crate::own_chain::append_own(s, &event.encode())?;
     let pending: Vec<String> = missing.iter().map(|m| m.to_string()).collect();

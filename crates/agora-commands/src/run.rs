@@ -81,7 +81,7 @@ pub fn run_at_home(home: &Home, argv: &[String], args: Args, stdin: &[u8], looku
         }
         let mut input = std::io::Cursor::new(stdin);
         let result = {
-            let session = Session::local(home, args.json, out, &mut input);
+            let session = Session::local(home, args.json, out, &mut input).acting_as(args.agent.clone());
             crate::commands::run(&session, args.command.clone())
         };
         match result {
@@ -119,7 +119,7 @@ pub fn run_in_open_store(open: &OpenStore<'_>, request: &CommandRequest, stdin: 
             return e.exit_code().clamp(0, 255) as u8;
         }
     };
-    let json = args.json;
+    let (json, agent) = (args.json, args.agent);
     let mut command = args.command;
     if matches!(command, Command::Chain(ChainCommand::Init) | Command::Node(NodeCommand::Run(_))) {
         let _ = writeln!(err, "error: a node is already running on {}", open.home.dir.display());
@@ -128,7 +128,7 @@ pub fn run_in_open_store(open: &OpenStore<'_>, request: &CommandRequest, stdin: 
     absolutize(&mut command, &request.cwd);
     let mut input = std::io::Cursor::new(stdin);
     let result = {
-        let session = Session::in_node(open.home, json, out, &mut input, open.store, open.graph, open.merge, open.founder);
+        let session = Session::in_node(open.home, json, out, &mut input, open.store, open.graph, open.merge, open.founder).acting_as(agent);
         crate::commands::run(&session, command)
     };
     match result {

@@ -36,6 +36,9 @@ pub struct Session<'a> {
     /// For a program (an operation): the result a command would print,
     /// kept as a value instead ([`Session::capturing`]).
     captured: Option<RefCell<Option<Value>>>,
+    /// The named agent of the home's keyring the command acts as (`--as`);
+    /// none: the home's own agent.
+    agent: Option<String>,
 }
 
 impl<'a> Session<'a> {
@@ -53,6 +56,7 @@ impl<'a> Session<'a> {
             merge: None,
             founder: None,
             captured: None,
+            agent: None,
         }
     }
 
@@ -81,6 +85,7 @@ impl<'a> Session<'a> {
             merge: Some(merge),
             founder: Some(founder),
             captured: None,
+            agent: None,
         }
     }
 
@@ -91,6 +96,27 @@ impl<'a> Session<'a> {
         self.json = true;
         self.captured = Some(RefCell::new(None));
         self
+    }
+
+    /// This session, acting as the named agent `agent` of the home's keyring
+    /// (none: the home's own agent).
+    pub fn acting_as(mut self, agent: Option<String>) -> Self {
+        self.agent = agent;
+        self
+    }
+
+    /// The named agent the command acts as, if one is named.
+    pub fn agent_name(&self) -> Option<&str> {
+        self.agent.as_deref()
+    }
+
+    /// The key of the agent the command acts as: its entries are signed
+    /// with it, and it is "this agent" of every answer.
+    pub fn key(&self) -> Result<agora_core::AgentKey> {
+        match self.agent.as_deref() {
+            None | Some(agora_home::home::OWN_AGENT) => self.home.load_key(),
+            named => self.home.load_agent_key(named),
+        }
     }
 
     /// The result a capturing session's command gave, if it gave one.

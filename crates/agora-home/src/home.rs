@@ -1,5 +1,7 @@
-//! The home directory: `agent.key` (the secret seed, mode 0600) and `store/`
-//! (the RocksDB store). See `protocol-spec/storage.md`.
+//! The home directory: `agent.key` (the secret seed, mode 0600), `store/`
+//! (the RocksDB store) and `agents/` (the keyring: one `<name>.key` per named
+//! agent, each mode 0600, in a directory of mode 0700). See
+//! `protocol-spec/storage.md`.
 
 use agora_core::AgentKey;
 use agora_core::identity::KEY_FILE_BYTES;
@@ -13,6 +15,22 @@ use std::path::{Path, PathBuf};
 pub const KEY_FILE: &str = "agent.key";
 /// Name of the store directory inside the home directory.
 pub const STORE_DIR: &str = "store";
+/// Name of the keyring directory inside the home directory.
+pub const AGENTS_DIR: &str = "agents";
+/// The name commands give the home's own agent (`agent.key`); no agent of
+/// the keyring can take it.
+pub const OWN_AGENT: &str = "self";
+/// Longest agent name, in bytes.
+pub const AGENT_NAME_MAX: usize = 64;
+
+/// Is `name` a valid agent name: 1 to [`AGENT_NAME_MAX`] ASCII letters,
+/// digits, `-` or `_`, starting with a letter or digit? (It names a file, so
+/// no path separator or dot can be in it.)
+pub fn valid_agent_name(name: &str) -> bool {
+    (1..=AGENT_NAME_MAX).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        && name.as_bytes()[0].is_ascii_alphanumeric()
+}
 
 pub struct Home {
     pub dir: PathBuf,
@@ -58,6 +76,75 @@ impl Home {
     /// that has the wrong length.
     pub fn load_key(&self) -> Result<AgentKey> {
         load_key_file(&self.key_path())
+    }
+
+    /// The keyring's directory.
+    pub fn agents_dir(&self) -> PathBuf {
+        self.dir.join(AGENTS_DIR)
+    }
+
+    /// The key file of the named agent `name`.
+    pub fn agent_key_path(&self, name: &str) -> Result<PathBuf> {
+        if !valid_agent_name(name) {
+            bail!("{name:?} is not an agent name: 1 to {AGENT_NAME_MAX} ASCII letters, digits, '-' or '_', starting with a letter or digit");
+        }
+        Ok(self.agents_dir().join(format!("{name}.key")))
+    }
+
+    /// The key of the agent a command acts as: the named agent of the
+    /// keyring, or the home's own agent (`agent.key`) when none is named.
+    pub fn load_agent_key(&self, name: Option<&str>) -> Result<AgentKey> {
+        let Some(name) = name else { return self.load_key() };
+        let path = self.agent_key_path(name)?;
+        if !path.exists() {
+            bail!("no agent named {name:?} in this home's keyring ({}); `agora agent new {name}` creates it", self.agents_dir().display());
+        }
+        load_key_file(&path)
+    }
+
+    /// Create the named agent `name`: a new key in the keyring (mode 0600).
+    /// An existing name is refused: a key is never overwritten.
+    pub fn new_agent(&self, name: &str) -> Result<AgentKey> {
+        let path = self.agent_key_path(name)?;
+        if !self.dir.exists() {
+            bail!("{} is not an Agora home; run `agora init` first", self.dir.display());
+        }
+        let dir = self.agents_dir();
+        if !dir.exists() {
+            std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).with_context(|| format!("setting mode 0700 on {}", dir.display()))?;
+        if path.exists() {
+            bail!("an agent named {name:?} exists already ({}); refusing to overwrite an agent key", path.display());
+        }
+        let mut seed = [0u8; KEY_FILE_BYTES];
+        getrandom::fill(&mut seed).map_err(|e| anyhow::anyhow!("OS random source failed: {e}"))?;
+        let key = AgentKey::from_seed(seed);
+        seed.fill(0);
+        write_private_file(&path, &key.to_key_file_bytes())?;
+        Ok(key)
+    }
+
+    /// The keyring's agents, by name (ascending), with their keys. A file
+    /// of the directory that is not `<valid name>.key` is left out.
+    pub fn agents(&self) -> Result<Vec<(String, AgentKey)>> {
+        let dir = self.agents_dir();
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
+            let file = entry.file_name();
+            let Some(name) = file.to_str().and_then(|f| f.strip_suffix(".key")) else { continue };
+            if valid_agent_name(name) {
+                out.push((name.to_string(), load_key_file(&entry.path())?));
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
     }
 
     pub fn open_store(&self) -> Result<Store> {

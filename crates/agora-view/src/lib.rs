@@ -233,6 +233,31 @@ pub fn load_chain_range(store: &Store, roster: &Roster, author: &AgentId, seqs: 
 
 pub use agora_merge::residue;
 
+/// Each admitted member's display name: the first line of the note of the
+/// admission that admits it (trimmed, at most [`DISPLAY_NAME_MAX`] bytes cut
+/// at a character boundary), for the members whose note has one. A
+/// redacted admission keeps its meaning but not its note: no name.
+pub fn display_names(store: &Store, roster: &Roster) -> Result<std::collections::BTreeMap<AgentId, String>, StoreError> {
+    let mut out = std::collections::BTreeMap::new();
+    for (agent, admission) in &roster.members {
+        let Some(id) = admission else { continue };
+        let Some(entry) = store.get(id)? else { continue };
+        let Some(event) = entry.payload.content().meaning().and_then(|p| RosterEvent::decode(p).ok()) else { continue };
+        let name = event.note().lines().next().unwrap_or("").trim();
+        if !name.is_empty() {
+            let mut end = name.len().min(DISPLAY_NAME_MAX);
+            while !name.is_char_boundary(end) {
+                end -= 1;
+            }
+            out.insert(*agent, name[..end].to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// Longest display name kept, in bytes.
+pub const DISPLAY_NAME_MAX: usize = 64;
+
 /// The roster of the workspace whose founder is `founder`, from the store.
 ///
 /// Only what can change the roster is kept while the chain is read (roster
