@@ -396,7 +396,7 @@ fn the_merge_views_as_of_a_time_leave_out_later_accepts_and_disputes() {
     let bad = agora(&b.home, &["perspective", "--as-of", "last week"]);
     assert!(!bad.status.success());
     assert!(
-        String::from_utf8_lossy(&bad.stdout).contains("--as-of \"last week\"") || String::from_utf8_lossy(&bad.stderr).contains("--as-of \"last week\""),
+        String::from_utf8_lossy(&bad.stdout).contains("as_of \"last week\"") || String::from_utf8_lossy(&bad.stderr).contains("as_of \"last week\""),
         "{bad:?}"
     );
 }

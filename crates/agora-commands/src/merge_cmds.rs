@@ -15,7 +15,7 @@ use crate::session::Session;
 use agora_command_line::inputs;
 use agora_core::AgentId;
 use agora_merge::{DisputeMark, DisputedEventView, Merge, MergeEvent, MergeRecord};
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Value, json};
@@ -74,10 +74,13 @@ pub fn accept(s: &Session, author: &str, up_to: &str) -> Result<ExitCode> {
     let (up_to_seq, head) = if let Ok(seq) = up_to.parse::<u64>() {
         // A seq: the entry at that seq on the author's view chain.
         let chain = view_chain(s, &author)?;
-        let head = chain.get(usize::try_from(seq).unwrap_or(usize::MAX).wrapping_sub(1)).copied().with_context(|| {
-            format!(
-                "refused: {author}'s chain holds {} entries here, not seq {seq}; give the entry id to accept beyond the known head (held as pending)",
-                chain.len()
+        let head = chain.get(usize::try_from(seq).unwrap_or(usize::MAX).wrapping_sub(1)).copied().ok_or_else(|| {
+            crate::output::refused(
+                "beyond_head",
+                format!(
+                    "refused: {author}'s chain holds {} entries here, not seq {seq}; give the entry id to accept beyond the known head (held as pending)",
+                    chain.len()
+                ),
             )
         })?;
         (seq, head)
@@ -85,7 +88,7 @@ pub fn accept(s: &Session, author: &str, up_to: &str) -> Result<ExitCode> {
         let id = entry_ref(store, up_to)?;
         let seq = match store.get(&id)? {
             Some(e) => e.signed.header().seq,
-            None => bail!("entry {id} is not held here: accept it by seq once it arrives"),
+            None => return Err(crate::output::refused_about("unknown_entry", id, format!("entry {id} is not held here: accept it by seq once it arrives"))),
         };
         (seq, id)
     };
@@ -563,7 +566,7 @@ fn merge_input(s: &Session, as_of: Option<&str>) -> Result<(MergeInput, Computed
 }
 
 fn parse_as_of(text: &str) -> Result<u64> {
-    crate::reasoning::parse_time(text).with_context(|| format!("--as-of {text:?}: not a time (ms, or YYYY-MM-DD in UTC)"))
+    crate::reasoning::parse_time(text).ok_or_else(|| crate::output::refused("not_a_time", format!("as_of {text:?}: not a time (ms, or YYYY-MM-DD in UTC)")))
 }
 
 /// The merge input as it was at `cut`: the entries dated at or before it,
