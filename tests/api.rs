@@ -440,12 +440,17 @@ fn every_error_is_one_json_shape_with_its_rule() {
     let e = api.send("/v1/ops/resume", Some(format!(r#"{{"target": "{p}"}}"#).as_bytes()), token);
     e.error(422, Some("refused"), Some("wrong_state"));
     assert_eq!(e.json["entry"], p.as_str(), "{}", e.text);
+    let e = api.send("/v1/ops/perspective", Some(br#"{"as_of": "last week"}"#), token);
+    e.error(400, Some("bad_input"), Some("not_a_time"));
+    assert!(e.json["message"].as_str().unwrap().contains("as_of") && !e.text.contains("--"), "names the field, not a flag: {}", e.text);
     // Another agent than the founder changes no roster.
     let bob = Agent::new();
     let _bob_node = Node::start(&bob, &alice.id, &[]);
     let bob_api = Api::of(&bob);
     let e = bob_api.send("/v1/ops/admit", Some(format!(r#"{{"agent": "{}"}}"#, bob.id).as_bytes()), Some(&bob_api.token));
     e.error(422, Some("refused"), Some("founder_only"));
+    let e = api.send("/v1/ops/accept", Some(format!(r#"{{"author": "{}", "up_to": "5"}}"#, bob.id).as_bytes()), token);
+    e.error(422, Some("refused"), Some("beyond_head"));
 
     // JSON answers are labelled JSON.
     for path in ["/v1/status", "/v1/memory", "/v1/openapi.json"] {
