@@ -50,7 +50,9 @@ pub struct ApiError {
     /// `method_not_allowed` (405: the `Allow` header lists the methods the
     /// route takes), `too_large` (413: the body is over the route's limit),
     /// `refused` (422: a rule of the log was broken), `internal` (500),
-    /// `unavailable` (503: the node is shutting down, or at a limit).
+    /// `unavailable` (503: the node is shutting down, or at a limit); any
+    /// other failure of HTTP itself, its status's name (`not_acceptable`:
+    /// an MCP client that does not accept the answer's types, ...).
     pub code: String,
     /// The rule broken, by name: always present. A rule of the reasoning
     /// graph (`wrong_state`, `wrong_kind`, `synthesis_arity`, ...), of the
