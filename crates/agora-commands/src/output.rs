@@ -63,6 +63,7 @@ pub const INPUT_RULES: &[&str] = &[
     "usage",
     "not_an_entry_id",
     "not_an_agent_id",
+    "not_an_agent_name",
     "ambiguous_prefix",
     "not_a_time",
     "out_of_range",
@@ -80,7 +81,7 @@ pub const INPUT_RULES: &[&str] = &[
 pub fn error_code(rule: &str) -> &'static str {
     match rule {
         r if INPUT_RULES.contains(&r) => "bad_input",
-        "unknown_entry" => "not_found",
+        "unknown_entry" | "unknown_agent" => "not_found",
         "shutting_down" => "unavailable",
         "store_failure" => "internal",
         _ => "refused",

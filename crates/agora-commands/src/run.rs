@@ -150,13 +150,13 @@ pub enum Produced {
 /// Run `command` for a program on the home's own store (no node runs on
 /// it), waiting briefly if another short-lived command holds the store, as
 /// [`run_at_home`] does: the result as a value, no text in between.
-pub fn produce_at_home(home: &Home, command: &Command, stdin: &[u8]) -> anyhow::Result<Produced> {
+pub fn produce_at_home(home: &Home, agent: Option<&str>, command: &Command, stdin: &[u8]) -> anyhow::Result<Produced> {
     let started = Instant::now();
     loop {
         let mut out = Vec::new();
         let mut input = std::io::Cursor::new(stdin);
         let result = {
-            let session = Session::local(home, true, &mut out, &mut input).capturing();
+            let session = Session::local(home, true, &mut out, &mut input).capturing().acting_as(agent.map(str::to_string));
             crate::commands::run(&session, command.clone()).map(|_| session.take_result())
         };
         match result {
@@ -167,15 +167,18 @@ pub fn produce_at_home(home: &Home, command: &Command, stdin: &[u8]) -> anyhow::
     }
 }
 
-/// Run `command` for a program on a node's open store and live views.
-pub fn produce_in_open_store(open: &OpenStore<'_>, command: Command, stdin: &[u8]) -> anyhow::Result<Produced> {
+/// Run `command` for a program on a node's open store and live views, as
+/// the named agent `agent` (none: the home's own agent).
+pub fn produce_in_open_store(open: &OpenStore<'_>, agent: Option<&str>, command: Command, stdin: &[u8]) -> anyhow::Result<Produced> {
     if matches!(command, Command::Chain(ChainCommand::Init) | Command::Node(NodeCommand::Run(_))) {
         anyhow::bail!("a node is already running on {}", open.home.dir.display());
     }
     let mut out = Vec::new();
     let mut input = std::io::Cursor::new(stdin);
     let value = {
-        let session = Session::in_node(open.home, true, &mut out, &mut input, open.store, open.graph, open.merge, open.founder).capturing();
+        let session = Session::in_node(open.home, true, &mut out, &mut input, open.store, open.graph, open.merge, open.founder)
+            .capturing()
+            .acting_as(agent.map(str::to_string));
         crate::commands::run(&session, command)?;
         session.take_result()
     };

@@ -113,10 +113,23 @@ impl<'a> Session<'a> {
     /// The key of the agent the command acts as: its entries are signed
     /// with it, and it is "this agent" of every answer.
     pub fn key(&self) -> Result<agora_core::AgentKey> {
-        match self.agent.as_deref() {
-            None | Some(agora_home::home::OWN_AGENT) => self.home.load_key(),
-            named => self.home.load_agent_key(named),
+        let name = match self.agent.as_deref() {
+            None | Some(agora_home::home::OWN_AGENT) => return self.home.load_key(),
+            Some(name) => name,
+        };
+        if !agora_home::home::valid_agent_name(name) {
+            return Err(crate::output::refused(
+                "not_an_agent_name",
+                format!("{name:?} is not an agent name: 1 to 64 ASCII letters, digits, '-' or '_', starting with a letter or digit"),
+            ));
         }
+        if !self.home.agent_key_path(name)?.exists() {
+            return Err(crate::output::refused(
+                "unknown_agent",
+                format!("no agent named {name:?} in this home's keyring; `agora agent new {name}` creates it"),
+            ));
+        }
+        self.home.load_agent_key(Some(name))
     }
 
     /// The result a capturing session's command gave, if it gave one.

@@ -15,11 +15,12 @@
 //! and `entry` the entry it concerns or null. [`json_errors`] gives the
 //! shape to the answers a route did not shape itself.
 
+use agora_commands::control::AGENT_HEADER;
 use agora_commands::ops::{Backend, Effect, OpError, Operation, catalog};
 use agora_commands::output::{UNNAMED_RULE, error_code};
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -113,7 +114,8 @@ impl ApiError {
             None if e.message.contains("shutting down") => "shutting_down".to_string(),
             None => UNNAMED_RULE.to_string(),
         };
-        Self { code: error_code(&rule).to_string(), rule, message: e.message, entry: e.entry }
+        let code = e.code.unwrap_or_else(|| error_code(&rule).to_string());
+        Self { code, rule, message: e.message, entry: e.entry }
     }
 
     /// The error for an answer of `status` that carried no error shape
@@ -256,11 +258,19 @@ async fn call_read(State(backend): State<Arc<dyn Backend>>, Path(name): Path<Str
         Some(op) if op.effect != Effect::Read => {
             ApiError::new("forbidden", format!("{name} is not a read: the page's session opens reads only")).rule("reads_only").into_response()
         }
-        _ => call(State(backend), Path(name), body).await,
+        // The page reads as the node's own agent.
+        _ => call(State(backend), Path(name), HeaderMap::new(), body).await,
     }
 }
 
-async fn call(State(backend): State<Arc<dyn Backend>>, Path(name): Path<String>, body: Bytes) -> Response {
+/// `POST /v1/ops/<name>`: the operation, acting as the agent of the node's
+/// keyring the `Agora-Agent` header names (none: the node's own agent).
+async fn call(State(backend): State<Arc<dyn Backend>>, Path(name): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+    let agent = match headers.get(AGENT_HEADER).map(|v| v.to_str()) {
+        None => None,
+        Some(Ok(name)) => Some(name.to_string()),
+        Some(Err(_)) => return ApiError::new("bad_input", format!("the {AGENT_HEADER} header is not text")).rule("not_an_agent_name").into_response(),
+    };
     let Some(op) = operations().iter().find(|o| o.name == name) else {
         return ApiError::new("unknown_operation", format!("no operation {name:?}; GET /v1/openapi.json lists them")).into_response();
     };
@@ -276,7 +286,7 @@ async fn call(State(backend): State<Arc<dyn Backend>>, Path(name): Path<String>,
     if let Err(e) = check_input(op, &input) {
         return e.into_response();
     }
-    match tokio::task::spawn_blocking(move || backend.call(op, input)).await {
+    match tokio::task::spawn_blocking(move || backend.call(agent.as_deref(), op, input)).await {
         Ok(Ok(v)) => (StatusCode::OK, Json(as_object(v))).into_response(),
         Ok(Err(e)) => ApiError::from_op(e).into_response(),
         Err(e) => ApiError::new("internal", format!("the operation stopped unexpectedly: {e}")).into_response(),

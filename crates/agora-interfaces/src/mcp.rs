@@ -34,16 +34,20 @@ Nothing is ever overwritten: a position is superseded by refining it, a challeng
 Start on a topic with `orient`; read one node with `status` or `trace`. \
 Statuses: active, contested (a challenge is open), superseded (read its successor with `latest`), resolved, parked, retracted, duplicate, invalid.";
 
-/// The MCP server.
+/// The MCP server: one per session's agent.
 #[derive(Clone)]
 pub struct AgoraMcp {
     tools: Arc<Vec<Operation>>,
     backend: Arc<dyn Backend>,
+    /// The named agent of the home's keyring every call acts as (none: the
+    /// home's own agent).
+    agent: Option<Arc<str>>,
 }
 
 impl AgoraMcp {
-    pub fn new(backend: Arc<dyn Backend>) -> Self {
-        Self { tools: Arc::new(agora_commands::ops::catalog()), backend }
+    /// The server whose calls `backend` runs as `agent`.
+    pub fn new(backend: Arc<dyn Backend>, agent: Option<&str>) -> Self {
+        Self { tools: Arc::new(agora_commands::ops::catalog()), backend, agent: agent.map(Arc::from) }
     }
 
     /// The tools as MCP lists them.
@@ -54,7 +58,7 @@ impl AgoraMcp {
     /// Run the operation `name` on the backend.
     fn call(&self, name: &str, input: Value) -> Result<Value, OpError> {
         let op = self.tools.iter().find(|t| t.name == name).ok_or_else(|| OpError::msg(format!("no operation {name:?}")))?;
-        self.backend.call(op, input)
+        self.backend.call(self.agent.as_deref(), op, input)
     }
 
     fn merged_view(&self) -> Result<Value, OpError> {
@@ -124,9 +128,9 @@ impl ServerHandler for AgoraMcp {
         if let Err(e) = crate::http_api::check_input(&self.tools[index], &input) {
             return Ok(tool_error(e).into());
         }
-        let (backend, tools) = (self.backend.clone(), self.tools.clone());
+        let (backend, tools, agent) = (self.backend.clone(), self.tools.clone(), self.agent.clone());
         // Commands touch the store (and a forwarded one waits on the node): off the async threads.
-        let result = tokio::task::spawn_blocking(move || backend.call(&tools[index], input))
+        let result = tokio::task::spawn_blocking(move || backend.call(agent.as_deref(), &tools[index], input))
             .await
             .unwrap_or_else(|e| Err(OpError::msg(format!("the tool stopped unexpectedly: {e}"))));
         Ok(match result {
@@ -167,13 +171,17 @@ impl ServerHandler for AgoraMcp {
     }
 }
 
-/// `agora mcp`: serve over standard input and output until the client
-/// closes them. Logs go to standard error; standard output is the protocol's.
-pub fn serve_stdio(home: agora_home::home::Home) -> anyhow::Result<std::process::ExitCode> {
+/// The server over streamable HTTP ([`http_service`]).
+pub type HttpService = StreamableHttpService<AgoraMcp, LocalSessionManager>;
+
+/// `agora mcp [--as NAME]`: serve over standard input and output until the
+/// client closes them, acting as `agent` (none: the home's own agent). Logs
+/// go to standard error; standard output is the protocol's.
+pub fn serve_stdio(home: agora_home::home::Home, agent: Option<&str>) -> anyhow::Result<std::process::ExitCode> {
     use rmcp::ServiceExt;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async move {
-        let server = AgoraMcp::new(Arc::new(agora_commands::ops::HomeBackend { home }));
+        let server = AgoraMcp::new(Arc::new(agora_commands::ops::HomeBackend { home }), agent);
         let running = server.serve(rmcp::transport::stdio()).await.map_err(|e| anyhow::anyhow!("MCP initialization failed: {e}"))?;
         running.waiting().await.map_err(|e| anyhow::anyhow!("the MCP server stopped: {e}"))?;
         Ok(std::process::ExitCode::SUCCESS)
@@ -181,11 +189,12 @@ pub fn serve_stdio(home: agora_home::home::Home) -> anyhow::Result<std::process:
 }
 
 /// The same server over streamable HTTP, its tools run by `backend` (a
-/// running node's open store), for the caller to mount (at `/mcp`) behind
-/// its token. Sessions end when `end` is cancelled. Its host check admits
-/// 127.0.0.1 and localhost, where the control channel listens.
-pub fn http_service(backend: Arc<dyn Backend>, end: tokio_util::sync::CancellationToken) -> StreamableHttpService<AgoraMcp, LocalSessionManager> {
-    let server = AgoraMcp::new(backend);
+/// running node's open store) as `agent`, for the caller to mount (at
+/// `/mcp`, and `/mcp/agents/NAME` for a named agent) behind its token.
+/// Sessions end when `end` is cancelled. Its host check admits 127.0.0.1
+/// and localhost, where the control channel listens.
+pub fn http_service(backend: Arc<dyn Backend>, agent: Option<&str>, end: tokio_util::sync::CancellationToken) -> HttpService {
+    let server = AgoraMcp::new(backend, agent);
     StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),

@@ -201,13 +201,21 @@ fn copy_frames(reader: &mut impl Read, out: &mut dyn Write, err: &mut dyn Write)
 /// `Ok(result)` with the operation's JSON result, or `Err(body)` with the
 /// error the node answered (its JSON body: `code`, `message`, `rule`,
 /// `entry`).
-pub fn call_operation(node: &NodeFile, name: &str, input: &serde_json::Value) -> Result<Result<serde_json::Value, serde_json::Value>, ForwardError> {
+pub fn call_operation(
+    node: &NodeFile,
+    as_agent: Option<&str>,
+    name: &str,
+    input: &serde_json::Value,
+) -> Result<Result<serde_json::Value, serde_json::Value>, ForwardError> {
     let body = serde_json::to_vec(input).map_err(|e| ForwardError::Failed(e.into()))?;
-    let response = agent(None)
+    let mut request = agent(None)
         .post(format!("http://{}/v1/ops/{name}", node.control))
         .header("authorization", format!("Bearer {}", node.token))
-        .header("content-type", "application/json")
-        .send(&body[..]);
+        .header("content-type", "application/json");
+    if let Some(name) = as_agent {
+        request = request.header(AGENT_HEADER, name);
+    }
+    let response = request.send(&body[..]);
     let mut response = match response {
         Ok(r) => r,
         Err(ureq::Error::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => return Err(ForwardError::Unreachable),
@@ -225,6 +233,10 @@ pub fn call_operation(node: &NodeFile, name: &str, input: &serde_json::Value) ->
         .map_err(|e| ForwardError::Failed(anyhow::anyhow!("the node's answer to {name} ({status}) is not JSON: {e}: {}", text.trim())))?;
     Ok(if status == 200 { Ok(value) } else { Err(value) })
 }
+
+/// The request header naming the agent of the node's keyring an operation
+/// acts as (`POST /v1/ops/<name>`); without it, the node's own agent.
+pub const AGENT_HEADER: &str = "agora-agent";
 
 /// Set (to `1`) by the `agora` front program when it found no node on the
 /// home and hands the command to the full program, which then runs it on

@@ -23,7 +23,7 @@ use agora_interfaces::http_api::ApiError;
 use agora_interfaces::{http_api, live_page, mcp};
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -62,7 +62,11 @@ pub fn router(state: Arc<ControlState>) -> Router {
     // JSON API over the same operations (its OpenAPI document is open), and
     // the live page's change stream (its static files are open).
     let backend: Arc<dyn Backend> = Arc::new(NodeBackend { state: state.clone() });
-    let mcp = Router::new().nest_service("/mcp", mcp::http_service(backend.clone(), state.streams_end.child_token()));
+    let agents = Arc::new(AgentSessions { backend: backend.clone(), state: state.clone(), services: Default::default() });
+    let mcp = Router::new()
+        .route_service("/mcp", mcp::http_service(backend.clone(), None, state.streams_end.child_token()))
+        .route("/mcp/agents/{name}", axum::routing::any(mcp_as_agent))
+        .with_state(agents);
     let (ops, openapi) = http_api::routes(backend.clone());
     let changes = live_page::Changes { generation: state.generation.clone(), end: state.streams_end.clone() };
     let front_ends = mcp.merge(ops).merge(live_page::events(changes.clone(), "")).layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
@@ -325,10 +329,10 @@ pub struct NodeBackend {
 }
 
 impl Backend for NodeBackend {
-    fn call(&self, op: &Operation, input: serde_json::Value) -> Result<serde_json::Value, OpError> {
+    fn call(&self, agent: Option<&str>, op: &Operation, input: serde_json::Value) -> Result<serde_json::Value, OpError> {
         let s = &self.state;
         let open = OpenStore { home: &s.home, store: &s.store, graph: &s.graph, merge: &s.merge, founder: s.founder };
-        (op.run)(&NodeRunner { open }, input)
+        (op.run)(&NodeRunner { open, agent }, input)
     }
 
     fn node_status(&self) -> Result<serde_json::Value, OpError> {
@@ -336,6 +340,43 @@ impl Backend for NodeBackend {
         let gone = || OpError::msg("the node is shutting down".to_string());
         self.state.status.blocking_send(tx).map_err(|_| gone())?;
         rx.blocking_recv().map_err(|_| gone())
+    }
+}
+
+/// The MCP endpoints of the keyring's agents, `/mcp/agents/NAME`: one
+/// server per agent, each session acting as that agent, made on the first
+/// request for a name the keyring holds.
+struct AgentSessions {
+    backend: Arc<dyn Backend>,
+    state: Arc<ControlState>,
+    services: std::sync::Mutex<std::collections::HashMap<String, AgentService>>,
+}
+
+type AgentService = mcp::HttpService;
+
+impl AgentSessions {
+    fn service(&self, name: &str) -> Result<AgentService, http_api::ApiError> {
+        let held =
+            agora_home::home::valid_agent_name(name) && (name == agora_home::home::OWN_AGENT || self.state.home.agent_key_path(name).is_ok_and(|p| p.exists()));
+        if !held {
+            return Err(http_api::ApiError::new("not_found", format!("no agent named {name:?} in this node's keyring (`agora agent new {name}` on its home)"))
+                .rule("unknown_agent"));
+        }
+        let mut services = self.services.lock().unwrap_or_else(|p| p.into_inner());
+        let service =
+            services.entry(name.to_string()).or_insert_with(|| mcp::http_service(self.backend.clone(), Some(name), self.state.streams_end.child_token()));
+        Ok(service.clone())
+    }
+}
+
+async fn mcp_as_agent(State(agents): State<Arc<AgentSessions>>, Path(name): Path<String>, request: axum::extract::Request) -> Response {
+    use tower::ServiceExt;
+    match agents.service(&name) {
+        Ok(service) => match service.oneshot(request).await {
+            Ok(response) => response.map(axum::body::Body::new),
+            Err(never) => match never {},
+        },
+        Err(e) => e.into_response(),
     }
 }
 

@@ -13,8 +13,9 @@ use serde_json::Value;
 
 /// Where a front end's operations run, and what is known there of the node.
 pub trait Backend: Send + Sync + 'static {
-    /// Run `op` with its JSON input: its result.
-    fn call(&self, op: &Operation, input: Value) -> Result<Value, OpError>;
+    /// Run `op` with its JSON input, acting as the named agent `agent` of
+    /// the home's keyring (none: the home's own agent): its result.
+    fn call(&self, agent: Option<&str>, op: &Operation, input: Value) -> Result<Value, OpError>;
 
     /// The node's status (peers, frontiers, lag), or what there is without
     /// a running node.
@@ -35,28 +36,28 @@ impl HomeBackend {
 }
 
 impl Backend for HomeBackend {
-    fn call(&self, op: &Operation, input: Value) -> Result<Value, OpError> {
+    fn call(&self, agent: Option<&str>, op: &Operation, input: Value) -> Result<Value, OpError> {
         if let Some(node) = self.node() {
-            match control::call_operation(&node, op.name, &input) {
+            match control::call_operation(&node, agent, op.name, &input) {
                 Ok(Ok(value)) => return Ok(value),
                 Ok(Err(body)) => {
                     let field = |k: &str| body.get(k).and_then(Value::as_str).map(str::to_string);
                     let message = field("message").unwrap_or_else(|| body.to_string());
-                    return Err(OpError { message, rule: field("rule"), entry: field("entry") });
+                    return Err(OpError { message, rule: field("rule"), entry: field("entry"), code: field("code") });
                 }
                 Err(control::ForwardError::Failed(e)) => return Err(OpError::msg(format!("{e:#}"))),
                 // The node went away between the check and the call: run here.
                 Err(control::ForwardError::Unreachable) => {}
             }
         }
-        (op.run)(&HomeRunner { home: &self.home }, input)
+        (op.run)(&HomeRunner { home: &self.home, agent }, input)
     }
 
     fn node_status(&self) -> Result<Value, OpError> {
         if let Some(node) = self.node() {
             return control::status(&node).map_err(|e| OpError::msg(format!("{e:#}")));
         }
-        let runner = HomeRunner { home: &self.home };
+        let runner = HomeRunner { home: &self.home, agent: None };
         let agent = runner.value(crate::cli::Command::Chain(crate::cli::ChainCommand::Id))?;
         let authors = runner.value(crate::cli::Command::Chain(crate::cli::ChainCommand::Authors))?;
         Ok(serde_json::json!({ "node_running": false, "home": self.home.dir, "agent": agent, "authors": authors }))

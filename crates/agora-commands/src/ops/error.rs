@@ -11,12 +11,15 @@ pub struct OpError {
     pub rule: Option<String>,
     /// The entry it concerns, where there is one.
     pub entry: Option<String>,
+    /// The kind of failure, where the one that failed said it (a node's
+    /// answer to a forwarded operation); else it follows from the rule.
+    pub code: Option<String>,
 }
 
 impl OpError {
     /// An error with a message only.
     pub fn msg(message: impl Into<String>) -> Self {
-        Self { message: message.into(), rule: None, entry: None }
+        Self { message: message.into(), rule: None, entry: None, code: None }
     }
 
     /// A command's error: its causes in one message, the rule and entry
@@ -24,14 +27,14 @@ impl OpError {
     pub fn from_error(error: &anyhow::Error) -> Self {
         let message = error.chain().map(|e| e.to_string()).collect::<Vec<_>>().join(": ");
         match crate::output::error_rule(error) {
-            Some((rule, entry)) => Self { message, rule: Some(rule.to_string()), entry },
+            Some((rule, entry)) => Self { message, rule: Some(rule.to_string()), entry, code: None },
             None => Self::msg(message),
         }
     }
 
     /// An input that does not match the operation's schema.
     pub fn input(message: impl Into<String>) -> Self {
-        Self { message: message.into(), rule: Some("input_schema".to_string()), entry: None }
+        Self { message: message.into(), rule: Some("input_schema".to_string()), entry: None, code: None }
     }
 }
 

@@ -31,24 +31,28 @@ pub fn value_of(produced: Produced) -> Result<Value, OpError> {
     }
 }
 
-/// Commands on a running node's open store and live views.
+/// Commands on a running node's open store and live views, acting as the
+/// named agent `agent` of the home's keyring (none: the home's own agent).
 pub struct NodeRunner<'a> {
     pub open: OpenStore<'a>,
+    pub agent: Option<&'a str>,
 }
 
 impl Runner for NodeRunner<'_> {
     fn produce(&self, command: Command, stdin: &[u8]) -> Result<Produced, OpError> {
-        produce_in_open_store(&self.open, command, stdin).map_err(|e| OpError::from_error(&e))
+        produce_in_open_store(&self.open, self.agent, command, stdin).map_err(|e| OpError::from_error(&e))
     }
 }
 
-/// Commands on a home's store, opened for each command (no node runs).
+/// Commands on a home's store, opened for each command (no node runs),
+/// acting as the named agent `agent` (none: the home's own agent).
 pub struct HomeRunner<'a> {
     pub home: &'a Home,
+    pub agent: Option<&'a str>,
 }
 
 impl Runner for HomeRunner<'_> {
     fn produce(&self, command: Command, stdin: &[u8]) -> Result<Produced, OpError> {
-        produce_at_home(self.home, &command, stdin).map_err(|e| OpError::from_error(&e))
+        produce_at_home(self.home, self.agent, &command, stdin).map_err(|e| OpError::from_error(&e))
     }
 }
