@@ -7,13 +7,14 @@
 //! `./scripts/bench.sh node gossip --nodes 10 --events 100`,
 //! `./scripts/bench.sh node rss --entries 1000000`,
 //! `./scripts/bench.sh node mcp --calls 1000`, `./scripts/bench.sh node views`,
-//! `./scripts/bench.sh node load`.
+//! `./scripts/bench.sh node load`, `./scripts/bench.sh node agents`.
 //!
 //! One file per benchmark (`sync.rs`, `gossip.rs`, `rss.rs`, `mcp.rs`,
-//! `views.rs`, `load.rs`); this one holds the command line, and
+//! `views.rs`, `load.rs`, `agents.rs`); this one holds the command line, and
 //! `harness.rs` what they share: homes, node processes and their control
 //! API, filled stores.
 
+mod agents;
 mod gossip;
 mod harness;
 mod load;
@@ -103,6 +104,15 @@ enum What {
         #[arg(long, default_value_t = 0)]
         skew_ms: u64,
     },
+    /// Many agents of one node's keyring recording at once through the JSON
+    /// API, against one agent alone: moves per second and latency.
+    Agents {
+        #[arg(long, default_value_t = 100)]
+        agents: usize,
+        /// Moves of each agent at once (the agent alone makes agents x moves).
+        #[arg(long, default_value_t = 20)]
+        moves: usize,
+    },
     /// Resident memory of a node holding many entries, idle and while serving
     /// and receiving a full sync.
     Rss {
@@ -132,5 +142,6 @@ pub fn run(args: NodeArgs) -> Result<()> {
             load::run(&agora, rate, agents, seconds, preload_agents, preload_events, skew_ms)
         }
         What::Mcp { calls, events } => mcp::run(&agora, calls, events),
+        What::Agents { agents, moves } => agents::run(&agora, agents, moves),
     }
 }
