@@ -55,7 +55,10 @@ fn a_home_hosts_named_agents_each_with_its_own_key_and_chain() {
     assert_eq!(status["author"], alice_id.as_str(), "{status}");
     assert_eq!(status["status"], "contested", "{status}");
     assert_eq!(json(h, &["--as", "bob", "id"])["agent"], bob_id.as_str());
-    assert_eq!(json(h, &["status", c["id"].as_str().unwrap()])["author"], bob_id.as_str());
+    let said = json(h, &["status", c["id"].as_str().unwrap()]);
+    assert_eq!((said["author"].as_str(), said["author_name"].as_str()), (Some(bob_id.as_str()), Some("Bob the auditor")), "{said}");
+    let roster = json(h, &["roster"]);
+    assert!(roster["members"].as_array().unwrap().iter().any(|m| m["agent"] == alice_id.as_str() && m["display_name"] == "alice"), "{roster}");
     let list = json(h, &["agent", "list"]);
     let agents = list["agents"].as_array().unwrap();
     let row = |name: &str| agents.iter().find(|a| a["name"] == name).unwrap_or_else(|| panic!("{name}: {list}")).clone();
@@ -93,6 +96,8 @@ fn named_agents_act_through_a_running_node() {
     assert_eq!(node.max_seq(&carol_id), 1);
     let status = node.status();
     assert!(status.to_string().contains(&carol_id) && status.to_string().contains(&dave_id), "{status}");
+    let carol_row = status["frontier"].as_array().unwrap().iter().find(|f| f["author"] == carol_id.as_str()).cloned();
+    assert_eq!(carol_row.map(|r| r["name"].clone()), Some(Value::from("Carol")), "the node's status names its agents: {status}");
     // The JSON API takes the agent in a header; an agent the keyring does
     // not hold is a 404 naming its rule, on the API and at /mcp/agents/NAME.
     let (control, token) = endpoint(h);
@@ -243,6 +248,8 @@ async fn thirty_agents_on_three_nodes_debate_through_mcp() {
     }
     let disputed = json(&homes[1].home, &["status", answer]);
     assert_eq!(disputed["disputed_by"][0]["counter_claim"], "Week 3", "{disputed}");
+    assert_eq!(disputed["disputed_by"][0]["by_name"], "Agent 0 of node 0", "{disputed}");
+    assert_eq!(disputed["author_name"], "Agent 1 of node 0", "{disputed}");
     for h in &homes {
         let verified = json(&h.home, &["verify"]);
         assert_eq!(verified["ok"], true, "{verified}");

@@ -184,6 +184,10 @@ fn the_live_page_draws_the_debate_and_follows_new_events() {
     });
     assert_eq!(ticks.as_array().unwrap().len(), 1, "{ticks}");
     assert_eq!((ticks[0][0].as_str(), ticks[0][1].as_str(), ticks[0][2].as_u64()), (Some(alice.id.as_str()), Some(bob.id.as_str()), Some(1)), "{ticks}");
+    // Each lane is labelled with its agent's display name (its admission's
+    // note) beside the short id.
+    let labels: Value = browser.execute("return [...document.querySelectorAll('text.lane-label')].map(t => t.textContent)");
+    assert!(labels.as_array().unwrap().iter().any(|l| l.as_str() == Some(&format!("test member ({})", &bob.id[..8]))), "{labels}");
     // The login code left the address bar at once; the page lives under
     // its own path.
     let address = browser.current_url();

@@ -134,6 +134,9 @@ pub struct StatusAnswer {
     /// Its author's agent id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub author: Option<String>,
+    /// Its author's display name (the roster's admission note), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author_name: Option<String>,
     /// Its seq in the author's chain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seq: Option<u64>,
@@ -195,6 +198,7 @@ impl StatusAnswer {
             kind: None,
             text: None,
             author: None,
+            author_name: None,
             seq: None,
             timestamp_ms: None,
             settled: None,
@@ -299,6 +303,9 @@ pub struct SearchHit {
 pub struct DisputeOf {
     /// The disputing agent's id.
     pub by: String,
+    /// Its display name (the roster's admission note), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_name: Option<String>,
     /// The dispute event's entry id (withdraw it by this id).
     pub dispute: String,
     /// Why the agent disputes it.

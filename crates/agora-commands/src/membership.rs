@@ -76,7 +76,9 @@ pub fn remove(s: &Session, agent_text: &str, reason: &str) -> Result<ExitCode> {
 pub fn roster(s: &Session) -> Result<ExitCode> {
     let founder = s.founder()?;
     let r = agora_view::derive_roster(s.store()?, founder)?;
-    let members: Vec<_> = r.members.iter().map(|(a, by)| json!({ "agent": a.to_string(), "admitted_by": by.map(|e| e.to_string()) })).collect();
+    let names = agora_view::display_names(s.store()?, &r)?;
+    let members: Vec<_> =
+        r.members.iter().map(|(a, by)| json!({ "agent": a.to_string(), "admitted_by": by.map(|e| e.to_string()), "display_name": names.get(a) })).collect();
     let removed: Vec<_> = r.removed.iter().map(|(a, by)| json!({ "agent": a.to_string(), "removed_by": by.to_string() })).collect();
     let skipped: Vec<_> = r.skipped.iter().map(|k| json!({ "entry": k.id.to_string(), "reason": k.reason })).collect();
     let cut_off: Vec<_> = r.cut_off.iter().map(|(a, n)| json!({ "agent": a.to_string(), "last_seq_admitted": n })).collect();
@@ -84,7 +86,10 @@ pub fn roster(s: &Session) -> Result<ExitCode> {
         &json!({ "founder": founder.to_string(), "members": members, "removed": removed, "frozen_at_fork_seq": r.frozen_at_fork_seq, "pending_at_seq": r.pending_at_seq, "cut_off": cut_off, "skipped": skipped }),
         || {
             let mut out = vec![format!("founder {founder}")];
-            out.extend(r.members.keys().filter(|a| **a != founder).map(|a| format!("member  {a}")));
+            out.extend(r.members.keys().filter(|a| **a != founder).map(|a| match names.get(a) {
+                Some(name) => format!("member  {a} \"{name}\""),
+                None => format!("member  {a}"),
+            }));
             out.extend(r.removed.keys().map(|a| match r.cut_off.get(a) {
                 Some(n) => format!("removed {a} (its entries up to seq {n} stay admitted)"),
                 None => format!("removed {a}"),

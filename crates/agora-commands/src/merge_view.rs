@@ -46,6 +46,8 @@ pub struct Placed {
 #[derive(Debug, Default)]
 pub struct MergeMarks {
     marks: HashMap<EntryId, Marks>,
+    /// Display names of the events' authors and disputers that have one.
+    names: HashMap<AgentId, String>,
 }
 
 /// One event's marks.
@@ -67,17 +69,42 @@ impl MergeMarks {
             return Ok(Self::default());
         }
         let store = s.store()?;
-        match s.live_merge() {
+        let (mut marks, roster) = match s.live_merge() {
             Some(cache) => {
                 let (mut view, _) = live_view(cache, store)?;
-                Ok(Self::from_merge(view.merge(), events))
+                let marks = Self::from_merge(view.merge(), events);
+                (marks, view.roster().clone())
             }
             None => {
-                let (entries, proofs) = agora_view::load_merge_state_input(store, s.founder()?)?;
+                let founder = s.founder()?;
+                let (entries, proofs) = agora_view::load_merge_state_input(store, founder)?;
                 let merge = LiveMerge::from_entries(&entries, &proofs)?;
-                Ok(Self::from_merge(&merge, events))
+                (Self::from_merge(&merge, events), agora_view::derive_roster(store, founder)?)
+            }
+        };
+        let mut agents: Vec<AgentId> = events.iter().map(|e| e.author).collect();
+        for m in marks.marks.values() {
+            agents.extend(m.disputed_by.iter().filter_map(|d| d.by.parse::<AgentId>().ok()));
+        }
+        agents.sort();
+        agents.dedup();
+        for agent in agents {
+            if let Some(name) = agora_view::display_name(store, &roster, &agent)? {
+                marks.names.insert(agent, name);
             }
         }
+        for m in marks.marks.values_mut() {
+            for d in &mut m.disputed_by {
+                d.by_name = d.by.parse::<AgentId>().ok().and_then(|a| marks.names.get(&a).cloned());
+            }
+        }
+        Ok(marks)
+    }
+
+    /// The display name of `agent` (an author or disputer of the events
+    /// asked about), from the roster's admission note.
+    pub fn name(&self, agent: &AgentId) -> Option<String> {
+        self.names.get(agent).cloned()
     }
 
     /// The marks of `events` in `merge`.
@@ -90,6 +117,7 @@ impl MergeMarks {
                 dispute: d.dispute.to_string(),
                 reason: d.reason,
                 counter_claim: d.counter_claim,
+                by_name: None,
             });
         }
         let agents = merge.agents();
@@ -105,7 +133,7 @@ impl MergeMarks {
                 marks.entry(e.id).or_default().accepted_by = by;
             }
         }
-        Self { marks }
+        Self { marks, names: HashMap::new() }
     }
 
     /// The marks of one event (none when it has none).

@@ -177,7 +177,8 @@ fn marks_text(disputed_by: &[DisputeOf], accepted_by: &[String]) -> String {
     let mut t = String::new();
     for d in disputed_by {
         let counter = d.counter_claim.as_deref().map_or(String::new(), |c| format!(" (counter-claim: {c})"));
-        t.push_str(&format!("\n  disputed by {}: {}{counter}", short(&d.by), d.reason));
+        let by = d.by_name.as_deref().unwrap_or(short(&d.by));
+        t.push_str(&format!("\n  disputed by {by}: {}{counter}", d.reason));
     }
     if !accepted_by.is_empty() {
         t.push_str(&format!("\n  accepted by {}", accepted_by.iter().map(|a| short(a)).collect::<Vec<_>>().join(", ")));
@@ -213,9 +214,11 @@ fn status(s: &Session, target: &str) -> Result<Status> {
         }
     })?;
     if let Some(placed) = placed {
-        let marks = MergeMarks::of(s, &[placed])?.get(&placed.id);
+        let all = MergeMarks::of(s, &[placed])?;
+        let marks = all.get(&placed.id);
         status.answer.disputed_by = marks.disputed_by;
         status.answer.accepted_by = marks.accepted_by;
+        status.answer.author_name = all.name(&placed.author);
     }
     Ok(status)
 }

@@ -107,7 +107,7 @@ async function load() {
   const t0 = performance.now();
   const asOf = state.asOf, perspective = state.perspective;
   try {
-    const [full, past, p, disputes, consensus] = await Promise.all([
+    const [full, past, p, disputes, consensus, roster] = await Promise.all([
       op("graph", { format: "json" }),
       asOf !== null ? op("history", { as_of: String(asOf) }) : null,
       // The merge layer as it was too: who had accepted and disputed what then.
@@ -115,7 +115,10 @@ async function load() {
       op("disputes", asOf !== null ? { as_of: String(asOf) } : {}),
       // No chain yet: no quorum to ask for.
       op("consensus", asOf !== null ? { quorum: 1, as_of: String(asOf) } : { quorum: 1 }).catch(() => null),
+      // The members' display names (their admissions' notes), for the lanes.
+      op("roster", {}).catch(() => null),
     ]);
+    state.names = new Map(((roster && roster.members) || []).filter((m) => m.display_name).map((m) => [m.agent, m.display_name]));
     const t1 = performance.now();
     let graph = full;
     if (past) {
@@ -151,11 +154,17 @@ function agents(graph) {
   for (const id of ["perspective", "agent-filter"]) {
     const select = document.getElementById(id);
     const have = new Set([...select.options].map((o) => o.value));
-    for (const a of [...all].sort()) if (!have.has(a)) select.add(new Option("agent " + short(a), a));
+    for (const a of [...all].sort()) if (!have.has(a)) select.add(new Option(agentLabel(a), a));
   }
   const slider = document.getElementById("asof");
   slider.max = String(state.times.length);
   if (state.asOf === null) slider.value = slider.max;
+}
+
+// An agent as the page names it: its display name and short id, or "agent" and the short id.
+function agentLabel(a) {
+  const name = state.names && state.names.get(a);
+  return name ? name + " (" + short(a) + ")" : "agent " + short(a);
 }
 
 function disputedIds() {
@@ -474,7 +483,7 @@ function draw() {
 
   // Lane headings, kept at the top of the viewport.
   el("rect", { class: "lane-head", x: 0, y: top, width: L.width, height: 40 }, root);
-  for (const lane of L.lanes) el("text", { class: "lane-label", x: lane.x - R, y: top + 18 }, root).textContent = "agent " + short(lane.author);
+  for (const lane of L.lanes) el("text", { class: "lane-label", x: lane.x - R, y: top + 18 }, root).textContent = agentLabel(lane.author);
   for (const f of L.forks) {
     for (const br of f.branches) {
       if (br.x === f.x) continue;

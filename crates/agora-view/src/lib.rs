@@ -239,20 +239,28 @@ pub use agora_merge::residue;
 /// redacted admission keeps its meaning but not its note: no name.
 pub fn display_names(store: &Store, roster: &Roster) -> Result<std::collections::BTreeMap<AgentId, String>, StoreError> {
     let mut out = std::collections::BTreeMap::new();
-    for (agent, admission) in &roster.members {
-        let Some(id) = admission else { continue };
-        let Some(entry) = store.get(id)? else { continue };
-        let Some(event) = entry.payload.content().meaning().and_then(|p| RosterEvent::decode(p).ok()) else { continue };
-        let name = event.note().lines().next().unwrap_or("").trim();
-        if !name.is_empty() {
-            let mut end = name.len().min(DISPLAY_NAME_MAX);
-            while !name.is_char_boundary(end) {
-                end -= 1;
-            }
-            out.insert(*agent, name[..end].to_string());
+    for agent in roster.members.keys() {
+        if let Some(name) = display_name(store, roster, agent)? {
+            out.insert(*agent, name);
         }
     }
     Ok(out)
+}
+
+/// One member's display name ([`display_names`]): one read of its admission.
+pub fn display_name(store: &Store, roster: &Roster, agent: &AgentId) -> Result<Option<String>, StoreError> {
+    let Some(Some(id)) = roster.members.get(agent) else { return Ok(None) };
+    let Some(entry) = store.get(id)? else { return Ok(None) };
+    let Some(event) = entry.payload.content().meaning().and_then(|p| RosterEvent::decode(p).ok()) else { return Ok(None) };
+    let name = event.note().lines().next().unwrap_or("").trim();
+    if name.is_empty() {
+        return Ok(None);
+    }
+    let mut end = name.len().min(DISPLAY_NAME_MAX);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    Ok(Some(name[..end].to_string()))
 }
 
 /// Longest display name kept, in bytes.

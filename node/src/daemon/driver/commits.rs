@@ -100,6 +100,10 @@ impl Driver {
                     warn!(founder = %self.ctx.founder, seq, "a founder entry's payload has not arrived: the roster waits before it");
                 }
                 self.roster_members = roster.members.len();
+                self.display_names = agora_view::display_names(&self.ctx.store, &roster).unwrap_or_else(|e| {
+                    warn!("cannot read the members' display names: {e}");
+                    Default::default()
+                });
                 self.pins_waiting = roster.pins_waiting().copied().collect();
                 let now = self.now_ms();
                 self.rep.set_admitted(Some(roster.admission()), now);

@@ -133,6 +133,8 @@ struct Driver {
     listen: Vec<Multiaddr>,
     progress: Option<indicatif::ProgressBar>,
     roster_members: usize,
+    /// The members' display names (their admissions' notes), for the status.
+    display_names: std::collections::BTreeMap<agora_core::AgentId, String>,
     /// Heads of removed agents' pinned histories not held yet: storing one
     /// changes the admission (`Roster::admission`), so the roster is
     /// derived again.
@@ -209,6 +211,7 @@ pub async fn run(ctx: NodeContext, settings: super::network::NetworkSettings, mu
         listen: listen.clone(),
         progress: None,
         roster_members: 0,
+        display_names: Default::default(),
         pins_waiting: Vec::new(),
         missing_more: true,
         missing_cursor: None,

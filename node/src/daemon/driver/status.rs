@@ -34,6 +34,7 @@ impl Driver {
             .map(|(a, tips)| {
                 json!({
                     "author": a.to_string(),
+                    "name": self.display_names.get(a),
                     "max_seq": tips.iter().map(|t| t.seq).max().unwrap_or(0),
                     "forked": tips.len() > 1,
                     "tips": tips.iter().map(|t| json!({ "seq": t.seq, "id": t.id.to_string() })).collect::<Vec<_>>(),
