@@ -431,6 +431,7 @@ pub fn command() -> clap::Command {
         ("Node and membership", {
             let mut v = vec!["node".to_string()];
             v.extend(names(MembershipCommand::augment_subcommands(empty())));
+            v.push("agent".to_string());
             v
         }),
         ("Interfaces: for agents, programs and people", vec!["mcp".into(), "open".into(), "automerge".into()]),
