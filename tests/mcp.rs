@@ -3,14 +3,19 @@
 //! over streamable HTTP with the control channel's token. Each test lists
 //! the tools and checks every schema, plays a debate (propose, contradict,
 //! refine, accept, dispute) through tool calls, and reads the statuses back.
+//! The core profile, listed by default, is at most 12 tools in under 20 KB;
+//! the other groups are listed when asked for (`--tools`, `?tools=`). A
+//! subscription to the merged view and to one event is notified of a
+//! peer's move within a second of its arrival; the prompts are listed.
 
 mod support;
 
-use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents};
+use rmcp::model::{CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams, ResourceContents, ResourceUpdatedNotificationParam};
+use rmcp::service::NotificationContext;
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use support::*;
@@ -70,6 +75,57 @@ const MORE_READS: &[&str] = &[
 ];
 /// The signed log's and the roster's writes.
 const LOG_WRITES: &[&str] = &["append", "redact", "import", "admit", "remove"];
+/// The core profile: the tools listed by default.
+const CORE: &[&str] = &["orient", "propose", "support", "contradict", "refine", "ask", "resolve", "accept", "dispute", "status", "trace", "identity"];
+/// The most `tools/list` may weigh: the core profile's, and every group's
+/// (the second so that a regression shows).
+const CORE_LIST_BYTES_MAX: usize = 20_000;
+const FULL_LIST_BYTES_MAX: usize = 70_000;
+/// Names an entry reference or an agent had before they were made one:
+/// no tool takes them any more (`target`, `other`, `claim`, `agent`).
+const OLD_NAMES: &[&str] = &["author", "entry", "a", "b", "to", "keep", "dispute"];
+
+/// `agora mcp` over stdio on `home` with `args` after it.
+async fn stdio(home: &std::path::Path, args: &[&str]) -> Client {
+    let home = home.to_path_buf();
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let transport = TokioChildProcess::new(tokio::process::Command::new(env!("CARGO_BIN_EXE_agora")).configure(|c| {
+        c.arg("--home").arg(&home).arg("mcp").args(&args).env_remove("AGORA_HOME");
+    }))
+    .expect("agora mcp starts");
+    ().serve(transport).await.expect("initialize")
+}
+
+/// tools/list as JSON, and its size in bytes.
+async fn tool_list_bytes(client: &Client) -> usize {
+    let tools = client.list_all_tools().await.expect("tools/list");
+    serde_json::to_vec(&json!({ "tools": tools })).unwrap().len()
+}
+
+/// The core profile: its 12 tools only, under 20 KB, each with a typed
+/// output schema; the instructions say once what the descriptions no
+/// longer repeat.
+async fn check_core_profile(client: &Client) {
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let names: BTreeSet<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, CORE.iter().copied().collect(), "the core profile");
+    assert!(CORE.len() <= 12);
+    let bytes = tool_list_bytes(client).await;
+    println!("core profile: {} tools, tools/list {bytes} bytes", tools.len());
+    assert!(bytes < CORE_LIST_BYTES_MAX, "the core profile's tools/list is {bytes} bytes");
+    for t in &tools {
+        let output = t.output_schema.as_ref().unwrap_or_else(|| panic!("{}: no output schema", t.name));
+        let props = output.get("properties").and_then(Value::as_object).unwrap_or_else(|| panic!("{}: untyped output {output:?}", t.name));
+        assert!(!props.is_empty() && output.get("required").is_some(), "{}: a precise output schema: {output:?}", t.name);
+        let d = t.description.as_deref().unwrap_or_default();
+        assert!(!d.contains("Statuses:") && !d.contains("unique prefix"), "{}: shared explanations live in the instructions: {d}", t.name);
+    }
+    let info = client.peer_info().expect("initialized");
+    let instructions = info.instructions.as_deref().unwrap_or_default();
+    for said in ["Statuses: active", "unique prefix", "`target`", "`agent`", "Tool groups listed: core", "agora://event/{id}"] {
+        assert!(instructions.contains(said), "the instructions say {said:?}: {instructions}");
+    }
+}
 
 async fn call(client: &Client, tool: &str, args: Value) -> Result<Value, String> {
     let args = args.as_object().cloned().unwrap_or_default();
@@ -94,6 +150,9 @@ fn id(v: &Value) -> String {
 /// description and hints that match what it does.
 async fn check_tool_list(client: &Client) {
     let tools = client.list_all_tools().await.expect("tools/list");
+    let bytes = tool_list_bytes(client).await;
+    println!("every group: {} tools, tools/list {bytes} bytes", tools.len());
+    assert!(bytes < FULL_LIST_BYTES_MAX, "every group's tools/list is {bytes} bytes");
     let names: BTreeSet<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(OPERATIONS.len(), MOVES.len() + MERGE.len() + READS.len() + MORE_READS.len() + LOG_WRITES.len());
     assert_eq!(names.len(), OPERATIONS.len(), "every tool is in the test's list: {names:?}");
@@ -108,6 +167,13 @@ async fn check_tool_list(client: &Client) {
             assert!(props.contains_key(r.as_str().unwrap()), "{}: required {r} is not a property", t.name);
         }
         assert_eq!(input.get("additionalProperties"), Some(&json!(false)), "{}: unknown fields are refused", t.name);
+        // One name for one thing: an entry reference is `target` (`other`, `claim`), an agent `agent`.
+        for old in OLD_NAMES {
+            assert!(!props.contains_key(*old), "{}: takes {old:?}: {props:?}", t.name);
+        }
+        if let Some(from) = props.get("from") {
+            assert_eq!(from["type"], json!(["integer", "null"]), "{}: `from` is only ever a seq: {from}", t.name);
+        }
         let output = t.output_schema.as_ref().unwrap_or_else(|| panic!("{}: no output schema", t.name));
         assert_eq!(output.get("type"), Some(&json!("object")), "{}: output schema {output:?}", t.name);
         assert!(t.description.as_ref().is_some_and(|d| d.len() > 20), "{}: a description for a model", t.name);
@@ -143,7 +209,7 @@ async fn debate(alice: &Client, bob: &Agent, mut bob_says: impl FnMut(&[&str]) -
     assert_eq!(r["kind"], "refinement", "{r}");
     assert!(r["seq"].as_u64().unwrap() >= 2, "{r}");
     let r = id(&r);
-    ok_call(alice, "accept", json!({ "author": bob.id, "up_to": "1" })).await;
+    ok_call(alice, "accept", json!({ "agent": bob.id, "up_to": "1" })).await;
     let d = ok_call(alice, "dispute", json!({ "target": q, "reason": "The free tier is our funnel", "counter": "Keep a capped free tier" })).await;
     assert_eq!(d["kind"], "dispute", "{d}");
 
@@ -235,14 +301,27 @@ async fn a_debate_through_agora_mcp_over_stdio() {
     let (alice, bob) = (Agent::new(), Agent::new());
     ok(&alice.home, &["admit", &bob.id, "a member"]);
     let dir = tempfile::tempdir().unwrap();
-    let home = alice.home.clone();
-    let transport = TokioChildProcess::new(tokio::process::Command::new(env!("CARGO_BIN_EXE_agora")).configure(|c| {
-        c.arg("--home").arg(&home).arg("mcp").env_remove("AGORA_HOME");
-    }))
-    .expect("agora mcp starts");
-    let client = ().serve(transport).await.expect("initialize");
-    let info = client.peer_info().expect("initialized");
+    let core = stdio(&alice.home, &[]).await;
+    let info = core.peer_info().expect("initialized");
     assert_eq!(info.server_info.as_ref().map(|i| i.name.as_str()), Some("agora"));
+    check_core_profile(&core).await;
+    // A tool of a group not listed is refused, naming the rule.
+    let e = call(&core, "latest", json!({ "target": "ab".repeat(32) })).await.expect_err("not listed");
+    assert!(e.contains("tool_group_not_enabled"), "{e}");
+    core.cancel().await.expect("shut down");
+    // Groups by flag, by name or all.
+    let some = stdio(&alice.home, &["--tools", "memory,frames"]).await;
+    let names: BTreeSet<String> = some.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+    assert!(names.contains("claim") && names.contains("frame_open") && names.contains("orient") && !names.contains("log"), "{names:?}");
+    some.cancel().await.expect("shut down");
+    // By configuration: the home's agora.toml.
+    std::fs::write(alice.home.join("agora.toml"), "[mcp]\ntools = [\"roster\"]\n").unwrap();
+    let configured = stdio(&alice.home, &[]).await;
+    let names: BTreeSet<String> = configured.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+    assert!(names.contains("roster") && names.contains("propose") && !names.contains("claim"), "{names:?}");
+    configured.cancel().await.expect("shut down");
+    std::fs::remove_file(alice.home.join("agora.toml")).unwrap();
+    let client = stdio(&alice.home, &["--tools", "all"]).await;
     check_tool_list(&client).await;
     debate(&client, &bob, bob_over_packs(&alice, &bob, dir.path())).await;
     client.cancel().await.expect("shut down");
@@ -263,7 +342,12 @@ async fn a_debate_through_a_running_nodes_mcp_endpoint_over_http() {
     let wrong = StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header("not-the-token".to_string());
     assert!(().serve(StreamableHttpClientTransport::from_config(wrong)).await.is_err(), "a wrong token is refused");
 
-    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(node["token"].as_str().unwrap().to_string());
+    let token = node["token"].as_str().unwrap().to_string();
+    let config = StreamableHttpClientTransportConfig::with_uri(url.clone()).auth_header(token.clone());
+    let core = ().serve(StreamableHttpClientTransport::from_config(config)).await.expect("initialize over HTTP");
+    check_core_profile(&core).await;
+    core.cancel().await.expect("shut down");
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{url}?tools=all")).auth_header(token);
     let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.expect("initialize over HTTP");
     check_tool_list(&client).await;
     let (na_ref, nb_ref) = (&na, &nb);
@@ -302,11 +386,7 @@ async fn tool_error(client: &Client, tool: &str, args: Value) -> Value {
 async fn tool_errors_carry_the_error_object_as_structured_content() {
     let alice = Agent::new();
     let home = alice.home.clone();
-    let transport = TokioChildProcess::new(tokio::process::Command::new(env!("CARGO_BIN_EXE_agora")).configure(|c| {
-        c.arg("--home").arg(&home).arg("mcp").env_remove("AGORA_HOME");
-    }))
-    .expect("agora mcp starts");
-    let client = ().serve(transport).await.expect("initialize");
+    let client = stdio(&home, &["--tools", "all"]).await;
     let p = id(&ok_call(&client, "propose", json!({ "text": "Ship on Friday" })).await);
     let rule = |e: &Value| (e["code"].as_str().map(str::to_string), e["rule"].as_str().map(str::to_string));
     let pair = |code: &str, rule: &str| (Some(code.to_string()), Some(rule.to_string()));
@@ -330,4 +410,97 @@ async fn tool_errors_carry_the_error_object_as_structured_content() {
     assert_eq!(rule(&e), pair("refused", "wrong_state"), "{e}");
     assert_eq!(e["entry"], p.as_str(), "{e}");
     client.cancel().await.expect("shut down");
+}
+
+/// A client that hands on every `notifications/resources/updated` with
+/// when it came.
+struct Updates(tokio::sync::mpsc::UnboundedSender<(String, std::time::Instant)>);
+
+impl ClientHandler for Updates {
+    async fn on_resource_updated(&self, params: ResourceUpdatedNotificationParam, _context: NotificationContext<RoleClient>) {
+        let _ = self.0.send((params.uri, std::time::Instant::now()));
+    }
+}
+
+/// Subscriptions: Alice's MCP session on her node subscribes to the merged
+/// view and to her proposition; Bob contradicts it on his node, and the
+/// contradiction's arrival on Alice's node is notified for both within a
+/// second. The event template reads one event; the prompts are listed and
+/// filled in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_hears_of_a_peers_move_within_a_second() {
+    let (alice, bob) = (Agent::new(), Agent::new());
+    admit(&alice, &[&bob]);
+    let na = Node::start(&alice, &alice.id, &[]);
+    let nb = Node::start(&bob, &alice.id, &[&na.addr]);
+    let node: Value = serde_json::from_str(&std::fs::read_to_string(alice.home.join("node.json")).unwrap()).unwrap();
+    let url = format!("http://{}/mcp", node["control"].as_str().unwrap());
+    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(node["token"].as_str().unwrap().to_string());
+    let (tx, mut updates) = tokio::sync::mpsc::unbounded_channel();
+    let client = Updates(tx).serve(StreamableHttpClientTransport::from_config(config)).await.expect("initialize over HTTP");
+
+    let p = id(&ok_call_as(&client, "propose", json!({ "text": "Ship the beta in week 3" })).await);
+    let event = format!("agora://event/{p}");
+    let templates = client.list_all_resource_templates().await.expect("resources/templates/list");
+    assert_eq!(templates.iter().map(|t| t.uri_template.as_str()).collect::<Vec<_>>(), ["agora://event/{id}"]);
+    let read = client.read_resource(ReadResourceRequestParams::new(event.clone())).await.expect("read one event");
+    let ResourceContents::TextResourceContents { text, .. } = &read.contents[0] else { panic!("{read:?}") };
+    assert_eq!(serde_json::from_str::<Value>(text).unwrap()["status"], "active", "{text}");
+    #[allow(deprecated)]
+    {
+        client.subscribe(rmcp::model::SubscribeRequestParams::new("agora://view")).await.expect("subscribe to the view");
+        client.subscribe(rmcp::model::SubscribeRequestParams::new(event.clone())).await.expect("subscribe to the event");
+    }
+    wait_for("Bob's node to hold Alice's proposition", || nb.holds(&p).then_some(()));
+    // Nothing changed yet: no notification.
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    assert!(updates.try_recv().is_err(), "no change, no notification");
+
+    let c = id(&json(&bob.home, &["contradict", &p, "Week 3 collides with the audit"]));
+    let mut arrived = None;
+    let held = tokio::task::spawn_blocking({
+        let (home, c) = (na.home.clone(), c.clone());
+        move || {
+            let start = std::time::Instant::now();
+            while start.elapsed() < std::time::Duration::from_secs(60) {
+                if agora(&home, &["show", &c]).status.success() {
+                    return std::time::Instant::now();
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            panic!("Alice's node never held Bob's contradiction");
+        }
+    });
+    let mut heard = BTreeSet::new();
+    while heard.len() < 2 {
+        let (uri, at) = tokio::time::timeout(std::time::Duration::from_secs(30), updates.recv()).await.expect("a notification").expect("open");
+        heard.insert(uri);
+        arrived.get_or_insert(at);
+    }
+    let held = held.await.unwrap();
+    assert_eq!(heard, BTreeSet::from(["agora://view".to_string(), event.clone()]));
+    let late = arrived.unwrap().saturating_duration_since(held);
+    println!("notified {late:?} after Alice's node was seen holding Bob's move");
+    assert!(late < std::time::Duration::from_secs(1), "notified {late:?} after the peer's move arrived");
+    let read = client.read_resource(ReadResourceRequestParams::new(event)).await.expect("read one event");
+    let ResourceContents::TextResourceContents { text, .. } = &read.contents[0] else { panic!("{read:?}") };
+    assert_eq!(serde_json::from_str::<Value>(text).unwrap()["status"], "contested", "{text}");
+
+    // The prompts for the common flows.
+    let prompts = client.list_all_prompts().await.expect("prompts/list");
+    let names: BTreeSet<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, BTreeSet::from(["open_debate", "review_chain"]));
+    let args = |k: &str, v: &str| serde_json::Map::from_iter([(k.to_string(), json!(v))]);
+    let open = client.get_prompt(GetPromptRequestParams::new("open_debate").with_arguments(args("topic", "beta timing"))).await.expect("open_debate");
+    assert!(format!("{:?}", open.messages).contains("beta timing"), "{open:?}");
+    let review = client.get_prompt(GetPromptRequestParams::new("review_chain").with_arguments(args("agent", &bob.id))).await.expect("review_chain");
+    assert!(format!("{:?}", review.messages).contains(&c), "the review lists Bob's chain: {review:?}");
+    client.cancel().await.expect("shut down");
+}
+
+async fn ok_call_as(client: &RunningService<RoleClient, Updates>, tool: &str, args: Value) -> Value {
+    let args = args.as_object().cloned().unwrap_or_default();
+    let r = client.call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args)).await.expect("tools/call");
+    assert_ne!(r.is_error, Some(true), "{tool}: {r:?}");
+    r.structured_content.unwrap_or_else(|| panic!("{tool}: no structured content"))
 }

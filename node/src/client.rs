@@ -42,7 +42,7 @@ fn main() -> ExitCode {
     let full_only = matches!(
         args.command,
         Command::Sim(_)
-            | Command::Mcp
+            | Command::Mcp { .. }
             | Command::Node(NodeCommand::Run(_))
             | Command::Automerge(AutomergeCommand::Pull { .. })
             | Command::Chain(ChainCommand::Init | ChainCommand::CheckProof { .. })

@@ -114,7 +114,13 @@ fn main() -> ExitCode {
             return daemon::run(home.dir.clone(), run, &endpoint, json).unwrap_or_else(|e| fail(&e, json));
         }
         Command::Node(NodeCommand::Status) => return done(client::print_status(&home.dir, json), json),
-        Command::Mcp => return mcp::serve_stdio(home, args.agent.as_deref()).unwrap_or_else(|e| fail(&e, json)),
+        Command::Mcp { tools } => {
+            let groups = match tools.is_empty() {
+                false => mcp::parse_groups(tools),
+                true => agora_home::config::mcp_tools_of_home(&home.dir).and_then(|t| mcp::parse_groups(&t.unwrap_or_default())),
+            };
+            return groups.and_then(|g| mcp::serve_stdio(home, args.agent.as_deref(), &g)).unwrap_or_else(|e| fail(&e, json));
+        }
         Command::Open { no_browser } => return done(client::open_page(&home.dir, *no_browser, json), json),
         Command::Automerge(cli::AutomergeCommand::Pull { doc, client }) => {
             return automerge_pull(&home, doc, client, json).unwrap_or_else(|e| fail(&e, json));

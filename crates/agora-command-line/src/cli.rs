@@ -56,7 +56,13 @@ pub enum Command {
     /// standard input and output, for an LLM agent's MCP client to start as
     /// a subprocess. Commands go to the node running on this home, else run
     /// on its store. (A running node also serves them at /mcp over HTTP.)
-    Mcp,
+    Mcp {
+        /// Tool groups listed besides the core profile, comma-separated:
+        /// reasoning, views, memory, frames, tasks, log, roster, or all.
+        /// Default: `[mcp] tools` in the home's agora.toml, else core only.
+        #[arg(long, value_name = "GROUPS", value_delimiter = ',')]
+        tools: Vec<String>,
+    },
     /// The live graph page of the node running on this home: a one-time
     /// login (good for a minute) written to <home>/open.html (mode 0600) and
     /// opened with $BROWSER, or the desktop's browser, and printed as a URL.

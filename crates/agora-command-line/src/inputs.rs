@@ -1,8 +1,11 @@
 //! Each command's input, written once: the same struct is the command
 //! line's arguments (clap), an operation's JSON input (serde) and its JSON
 //! Schema (schemars), with one doc comment per field for all three. A
-//! field's JSON name is its Rust name; on the command line, targets come
-//! first as positional arguments and texts last, options are `--flags`.
+//! field's JSON name is its Rust name, except where one thing has one name
+//! across operations: the entry a move is about is `target` (a second one
+//! `other`, a relating claim `claim`), an agent is `agent` (each keeps its
+//! older name as an alias); on the command line, targets come first as
+//! positional arguments and texts last, options are `--flags`.
 //!
 //! An optional number or text is `Option` here and its default is applied
 //! by the command, so that both front ends share it.
@@ -85,8 +88,10 @@ pub struct Ask {
 #[serde(deny_unknown_fields)]
 pub struct Pair {
     /// One node.
+    #[serde(rename = "target", alias = "a")]
     pub a: String,
     /// The other node.
+    #[serde(rename = "other", alias = "b")]
     pub b: String,
     /// What relates them.
     #[schemars(length(max = TEXT_BYTES_MAX))]
@@ -152,11 +157,13 @@ pub struct Claim {
 #[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct Relate {
-    /// The claim that relates.
+    /// The claim that relates (the newer one).
+    #[serde(rename = "claim", alias = "from")]
     pub from: String,
     /// The claim related to.
+    #[serde(rename = "target", alias = "to")]
     pub to: String,
-    /// update and state_change supersede `to`; retracts retracts it; contradicts contests it; same_as marks `from` a duplicate.
+    /// update and state_change supersede `target`; retracts retracts it; contradicts contests it; same_as marks `claim` a duplicate.
     #[arg(value_parser = Named::<Relation>::parser())]
     pub relation: Named<Relation>,
     /// Why.
@@ -330,7 +337,7 @@ pub struct MemoryItem {
     pub scope: Option<String>,
     /// The trajectory it was learned from.
     #[arg(long)]
-    #[serde(default)]
+    #[serde(default, rename = "trajectory", alias = "from")]
     pub from: Option<String>,
 }
 
@@ -359,6 +366,7 @@ pub struct RecordUse {
 #[serde(deny_unknown_fields)]
 pub struct Accept {
     /// The agent whose chain is accepted (its 64-hex agent id).
+    #[serde(rename = "agent", alias = "author")]
     pub author: String,
     /// Through which event: a seq number of that chain, or an entry id.
     pub up_to: String,
@@ -385,6 +393,7 @@ pub struct Dispute {
 #[serde(deny_unknown_fields)]
 pub struct Withdraw {
     /// The dispute event (returned as `id` when it was recorded).
+    #[serde(rename = "target", alias = "dispute")]
     pub dispute: String,
 }
 
@@ -393,6 +402,7 @@ pub struct Withdraw {
 #[serde(deny_unknown_fields)]
 pub struct ResolveFork {
     /// The entry at the forked seq on the branch that continues.
+    #[serde(rename = "target", alias = "keep")]
     pub keep: String,
 }
 
@@ -550,9 +560,9 @@ pub struct GraphExport {
 #[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct Log {
-    /// The author whose chain to list (64-hex agent id; default: this agent).
+    /// The agent whose chain to list (64-hex agent id; default: this agent).
     #[arg(long, conflicts_with = "all")]
-    #[serde(default)]
+    #[serde(default, rename = "agent", alias = "author")]
     pub author: Option<String>,
     /// Every author's chain.
     #[arg(long)]
@@ -575,6 +585,7 @@ pub struct Log {
 #[serde(deny_unknown_fields)]
 pub struct EntryRef {
     /// The entry (its id, or a unique prefix of it).
+    #[serde(rename = "target", alias = "entry")]
     pub entry: String,
 }
 
@@ -582,9 +593,9 @@ pub struct EntryRef {
 #[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct AuthorFilter {
-    /// Only this author (64-hex agent id); every author when absent.
+    /// Only this agent's chain (64-hex agent id); every agent's when absent.
     #[arg(long)]
-    #[serde(default)]
+    #[serde(default, rename = "agent", alias = "author")]
     pub author: Option<String>,
 }
 
@@ -592,9 +603,9 @@ pub struct AuthorFilter {
 #[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct Verify {
-    /// Only this author (64-hex agent id); every author when absent.
+    /// Only this agent's chain (64-hex agent id); every agent's when absent.
     #[arg(long)]
-    #[serde(default)]
+    #[serde(default, rename = "agent", alias = "author")]
     pub author: Option<String>,
     /// Verification threads (0: one per core).
     #[arg(long, default_value_t = 0)]
@@ -607,9 +618,9 @@ pub struct Verify {
 #[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct Export {
-    /// Only this author's chain (64-hex agent id); every chain when absent.
+    /// Only this agent's chain (64-hex agent id); every chain when absent.
     #[arg(long)]
-    #[serde(default)]
+    #[serde(default, rename = "agent", alias = "author")]
     pub author: Option<String>,
     /// Output file (default: standard output; an operation returns the pack).
     #[arg(long, short)]

@@ -18,6 +18,9 @@
 //! [workspace]
 //! name = "research"
 //! founder = "<64 hex digits>"            # default: this node's agent
+//!
+//! [mcp]
+//! tools = ["memory", "frames"]           # tool groups listed besides core; "all"
 //! ```
 //!
 //! The control channel's address is, first found: `agora node run
@@ -69,6 +72,16 @@ struct FileConfig {
     node: NodeSection,
     #[serde(default)]
     workspace: WorkspaceSection,
+    #[serde(default)]
+    mcp: McpSection,
+}
+
+/// `[mcp]`: what the MCP server lists.
+#[derive(Deserialize, Default, Debug)]
+#[serde(deny_unknown_fields)]
+struct McpSection {
+    /// The tool groups listed besides the core profile (`all`: every one).
+    tools: Option<Vec<String>>,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -187,6 +200,17 @@ pub fn workspace_of_home(home: &Path) -> Result<WorkspaceSettings> {
     }
     let file = read_file(&path)?;
     Ok(WorkspaceSettings { founder: file.workspace.founder.as_deref().map(parse_founder).transpose()? })
+}
+
+/// The MCP tool groups named by `<home>/agora.toml` (`[mcp] tools`), if
+/// any: what `agora mcp` and the node's `/mcp` list when neither the flag
+/// nor the request names groups.
+pub fn mcp_tools_of_home(home: &Path) -> Result<Option<Vec<String>>> {
+    let path = home.join(CONFIG_FILE);
+    if !path.exists() {
+        return Ok(None);
+    }
+    Ok(read_file(&path)?.mcp.tools)
 }
 
 /// The token file named by `<home>/agora.toml` (`[node] token_file`), if

@@ -62,11 +62,12 @@ pub fn router(state: Arc<ControlState>) -> Router {
     // JSON API over the same operations (its OpenAPI document is open), and
     // the live page's change stream (its static files are open).
     let backend: Arc<dyn Backend> = Arc::new(NodeBackend { state: state.clone() });
-    let agents = Arc::new(AgentSessions { backend: backend.clone(), state: state.clone(), services: Default::default() });
-    let mcp = Router::new()
-        .route_service("/mcp", mcp::http_service(backend.clone(), None, state.streams_end.child_token()))
-        .route("/mcp/agents/{name}", axum::routing::any(mcp_as_agent))
-        .with_state(agents);
+    // `[mcp] tools` of the home's agora.toml (a request's `?tools=` overrides it).
+    let groups = agora_home::config::mcp_tools_of_home(&state.home.dir).ok().flatten().unwrap_or_default();
+    let groups = mcp::parse_groups(&groups).unwrap_or_else(|_| vec![agora_commands::ops::operation::Group::Core]);
+    let endpoint = mcp::Endpoint::new(backend.clone(), groups, mcp::Changes::Generation(state.generation.clone()), state.streams_end.clone());
+    let agents = Arc::new(AgentSessions { endpoint, state: state.clone() });
+    let mcp = Router::new().route("/mcp", axum::routing::any(mcp_as_home)).route("/mcp/agents/{name}", axum::routing::any(mcp_as_agent)).with_state(agents);
     let (ops, openapi) = http_api::routes(backend.clone());
     let changes = live_page::Changes { generation: state.generation.clone(), end: state.streams_end.clone() };
     let front_ends = mcp.merge(ops).merge(live_page::events(changes.clone(), "")).layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
@@ -343,41 +344,44 @@ impl Backend for NodeBackend {
     }
 }
 
-/// The MCP endpoints of the keyring's agents, `/mcp/agents/NAME`: one
-/// server per agent, each session acting as that agent, made on the first
-/// request for a name the keyring holds.
+/// The MCP endpoints: `/mcp` as the home's own agent, and the keyring's
+/// agents at `/mcp/agents/NAME`, each session acting as that agent, with the
+/// tool groups of the configuration or of the request's `?tools=`.
 struct AgentSessions {
-    backend: Arc<dyn Backend>,
+    endpoint: mcp::Endpoint,
     state: Arc<ControlState>,
-    services: std::sync::Mutex<std::collections::HashMap<String, AgentService>>,
 }
 
-type AgentService = mcp::HttpService;
-
 impl AgentSessions {
-    fn service(&self, name: &str) -> Result<AgentService, http_api::ApiError> {
+    fn service(&self, name: Option<&str>, query: Option<&str>) -> Result<mcp::HttpService, http_api::ApiError> {
+        let Some(name) = name else { return self.endpoint.service_for(None, query) };
         let held =
             agora_home::home::valid_agent_name(name) && (name == agora_home::home::OWN_AGENT || self.state.home.agent_key_path(name).is_ok_and(|p| p.exists()));
         if !held {
             return Err(http_api::ApiError::new("not_found", format!("no agent named {name:?} in this node's keyring (`agora agent new {name}` on its home)"))
                 .rule("unknown_agent"));
         }
-        let mut services = self.services.lock().unwrap_or_else(|p| p.into_inner());
-        let service =
-            services.entry(name.to_string()).or_insert_with(|| mcp::http_service(self.backend.clone(), Some(name), self.state.streams_end.child_token()));
-        Ok(service.clone())
+        self.endpoint.service_for(Some(name), query)
     }
 }
 
-async fn mcp_as_agent(State(agents): State<Arc<AgentSessions>>, Path(name): Path<String>, request: axum::extract::Request) -> Response {
+async fn mcp_serve(agents: &AgentSessions, name: Option<&str>, request: axum::extract::Request) -> Response {
     use tower::ServiceExt;
-    match agents.service(&name) {
+    match agents.service(name, request.uri().query()) {
         Ok(service) => match service.oneshot(request).await {
             Ok(response) => response.map(axum::body::Body::new),
             Err(never) => match never {},
         },
         Err(e) => e.into_response(),
     }
+}
+
+async fn mcp_as_home(State(agents): State<Arc<AgentSessions>>, request: axum::extract::Request) -> Response {
+    mcp_serve(&agents, None, request).await
+}
+
+async fn mcp_as_agent(State(agents): State<Arc<AgentSessions>>, Path(name): Path<String>, request: axum::extract::Request) -> Response {
+    mcp_serve(&agents, Some(&name), request).await
 }
 
 async fn automerge_sync(State(state): State<Arc<ControlState>>, body: Bytes) -> Response {

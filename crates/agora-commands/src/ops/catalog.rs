@@ -4,10 +4,29 @@
 //! so the MCP server lists it and a test checks every entry's schema.
 
 use super::composed;
-use super::operation::{Effect, Operation, frame, read, rec, references, schema_of, statuses, tool};
+use super::operation::{Effect, Group, Operation, frame, read, rec, schema_of, tool};
+use super::outputs::IdentityAnswer;
 use crate::answers::*;
 use crate::cli::{ChainCommand, Command, FrameCommand, FrameMove, MembershipCommand, MergeCommand, ReadCommand, ReasoningCommand, RecordCommand, TaskCommand};
 use agora_command_line::inputs::*;
+
+/// The MCP tool group an operation is listed in (the HTTP API serves them
+/// all). The core profile is what a debate needs, and no more than 12.
+pub const fn group_of(name: &str) -> Group {
+    match name.as_bytes() {
+        b"orient" | b"propose" | b"support" | b"contradict" | b"refine" | b"ask" | b"resolve" | b"accept" | b"dispute" | b"status" | b"trace" | b"identity" => {
+            Group::Core
+        }
+        b"synthesize" | b"park" | b"resume" | b"reframe" | b"connect" | b"tension" | b"latest" | b"history" | b"decisions" | b"questions"
+        | b"disagreements" | b"search" | b"graph" => Group::Reasoning,
+        b"withdraw" | b"resolve_fork" | b"perspective" | b"consensus" | b"disputes" | b"audit" | b"view_hash" => Group::Views,
+        b"claim" | b"relate" | b"confirm" | b"orphans" => Group::Memory,
+        b"frame_open" | b"frame_evidence" | b"frame_conclude" | b"frame_suspend" | b"frame_resume" | b"frame_invalidate" | b"frame_tree" => Group::Frames,
+        b"task_new" | b"task_update" | b"trajectory" | b"judge" | b"memory_item" | b"record_use" | b"outcomes" => Group::Tasks,
+        b"admit" | b"remove" | b"roster" => Group::Roster,
+        _ => Group::Log,
+    }
+}
 
 /// Every operation, in the order they are listed.
 pub fn catalog() -> Vec<Operation> {
@@ -21,24 +40,14 @@ pub fn catalog() -> Vec<Operation> {
             Recorded,
             "Record a new position (a proposition) in this agent's signed chain. Use it for a claim others may support, contradict or refine. Returns the new event's id, which later moves use to refer to it."
         ),
-        tool!(
-            "support",
-            |i: OnTarget| rec(RecordCommand::Support(i)),
-            "Support a node",
-            Append,
-            Recorded,
-            concat!("Record evidence for an earlier node.", references!())
-        ),
+        tool!("support", |i: OnTarget| rec(RecordCommand::Support(i)), "Support a node", Append, Recorded, "Record evidence for an earlier node."),
         tool!(
             "contradict",
             |i: OnTarget| rec(RecordCommand::Contradict(i)),
             "Contradict a node",
             Append,
             Recorded,
-            concat!(
-                "Record a contradiction of an earlier node: the node becomes contested until the contradiction is resolved (by a refinement that resolves it, or a resolve).",
-                references!()
-            )
+            "Record a contradiction of an earlier node: the node becomes contested until the contradiction is resolved (by a refinement that resolves it, or a resolve)."
         ),
         tool!(
             "refine",
@@ -46,10 +55,7 @@ pub fn catalog() -> Vec<Operation> {
             "Refine a node",
             Append,
             Recorded,
-            concat!(
-                "Record a refinement: a successor to an earlier node, which becomes superseded. List in `resolves` the contradictions the refinement answers: they become resolved, and the contested node's successor is active.",
-                references!()
-            )
+            "Record a refinement: a successor to an earlier node, which becomes superseded. List in `resolves` the contradictions the refinement answers: they become resolved, and the contested node's successor is active."
         ),
         tool!(
             "synthesize",
@@ -57,7 +63,7 @@ pub fn catalog() -> Vec<Operation> {
             "Synthesize nodes",
             Append,
             Recorded,
-            concat!("Record a synthesis combining two or more earlier nodes into one position.", references!())
+            "Record a synthesis combining two or more earlier nodes into one position."
         ),
         tool!(
             "ask",
@@ -73,7 +79,7 @@ pub fn catalog() -> Vec<Operation> {
             "Resolve",
             Append,
             Recorded,
-            concat!("Resolve a question, contradiction, tension or contradicts-relation with an answer: it becomes resolved.", references!())
+            "Resolve a question, contradiction, tension or contradicts-relation with an answer: it becomes resolved."
         ),
         tool!(
             "park",
@@ -81,39 +87,25 @@ pub fn catalog() -> Vec<Operation> {
             "Park a node",
             Append,
             Recorded,
-            concat!("Set a node aside for now (status parked); `resume` brings it back.", references!())
+            "Set a node aside for now (status parked); `resume` brings it back."
         ),
-        tool!(
-            "resume",
-            |i: NodeRef| rec(RecordCommand::Resume(i)),
-            "Resume a parked node",
-            Append,
-            Recorded,
-            concat!("Bring a parked node back.", references!())
-        ),
+        tool!("resume", |i: NodeRef| rec(RecordCommand::Resume(i)), "Resume a parked node", Append, Recorded, "Bring a parked node back."),
         tool!(
             "reframe",
             |i: OnTarget| rec(RecordCommand::Reframe(i)),
             "Reframe",
             Append,
             Recorded,
-            concat!("Restate a position or question in other terms; the original becomes superseded.", references!())
+            "Restate a position or question in other terms; the original becomes superseded."
         ),
-        tool!(
-            "connect",
-            |i: Pair| rec(RecordCommand::Connect(i)),
-            "Connect two nodes",
-            Append,
-            Recorded,
-            concat!("Record that two nodes are related, and how.", references!())
-        ),
+        tool!("connect", |i: Pair| rec(RecordCommand::Connect(i)), "Connect two nodes", Append, Recorded, "Record that two nodes are related, and how."),
         tool!(
             "tension",
             |i: Pair| rec(RecordCommand::Tension(i)),
             "Note a tension",
             Append,
             Recorded,
-            concat!("Record a tension between two nodes (not a contradiction: both may hold). It stays open until resolved.", references!())
+            "Record a tension between two nodes (not a contradiction: both may hold). It stays open until resolved."
         ),
         tool!(
             "claim",
@@ -121,10 +113,7 @@ pub fn catalog() -> Vec<Operation> {
             "Record a memory claim",
             Append,
             Recorded,
-            concat!(
-                "Record a memory claim with its kind (episodic, semantic, preference, ...) and provenance (the events it derives from). A derived claim with no source is an orphan.",
-                references!()
-            )
+            "Record a memory claim with its kind (episodic, semantic, preference, ...) and provenance (the events it derives from). A derived claim with no source is an orphan."
         ),
         tool!(
             "relate",
@@ -132,69 +121,28 @@ pub fn catalog() -> Vec<Operation> {
             "Relate two claims",
             Append,
             Recorded,
-            concat!(
-                "Relate one claim to another: update or state_change supersede the older one, retracts retracts it, contradicts contests it, expands and qualifies add to it, same_as marks a duplicate.",
-                references!()
-            )
+            "Relate one claim to another: update or state_change supersede the `target`, retracts retracts it, contradicts contests it, expands and qualifies add to it, same_as marks a duplicate."
         ),
-        tool!(
-            "confirm",
-            |i: NodeRef| rec(RecordCommand::Confirm(i)),
-            "Confirm a claim",
-            Append,
-            Recorded,
-            concat!("Record that a claim's owner confirms it.", references!())
-        ),
+        tool!("confirm", |i: NodeRef| rec(RecordCommand::Confirm(i)), "Confirm a claim", Append, Recorded, "Record that a claim's owner confirms it."),
         tool!(
             "frame_open",
             |i: FrameOpen| frame(FrameMove::Open(i)),
             "Open a frame",
             Append,
             Recorded,
-            concat!(
-                "Open a causal frame: a question being worked on, optionally under a parent frame. Its conclusion holds until the frame, or one above it, is invalidated.",
-                references!()
-            )
+            "Open a causal frame: a question being worked on, optionally under a parent frame. Its conclusion holds until the frame, or one above it, is invalidated."
         ),
-        tool!(
-            "frame_evidence",
-            |i: FrameEvidence| frame(FrameMove::Evidence(i)),
-            "Frame evidence",
-            Append,
-            Recorded,
-            concat!("Record evidence found inside a frame.", references!())
-        ),
-        tool!(
-            "frame_conclude",
-            |i: FrameConclude| frame(FrameMove::Conclude(i)),
-            "Conclude a frame",
-            Append,
-            Recorded,
-            concat!("Conclude a frame (status resolved).", references!())
-        ),
-        tool!(
-            "frame_suspend",
-            |i: FrameRef| frame(FrameMove::Suspend(i)),
-            "Suspend a frame",
-            Append,
-            Recorded,
-            concat!("Suspend a frame (status parked).", references!())
-        ),
-        tool!(
-            "frame_resume",
-            |i: FrameRef| frame(FrameMove::Resume(i)),
-            "Resume a frame",
-            Append,
-            Recorded,
-            concat!("Resume a suspended or invalidated frame.", references!())
-        ),
+        tool!("frame_evidence", |i: FrameEvidence| frame(FrameMove::Evidence(i)), "Frame evidence", Append, Recorded, "Record evidence found inside a frame."),
+        tool!("frame_conclude", |i: FrameConclude| frame(FrameMove::Conclude(i)), "Conclude a frame", Append, Recorded, "Conclude a frame (status resolved)."),
+        tool!("frame_suspend", |i: FrameRef| frame(FrameMove::Suspend(i)), "Suspend a frame", Append, Recorded, "Suspend a frame (status parked)."),
+        tool!("frame_resume", |i: FrameRef| frame(FrameMove::Resume(i)), "Resume a frame", Append, Recorded, "Resume a suspended or invalidated frame."),
         tool!(
             "frame_invalidate",
             |i: FrameInvalidate| frame(FrameMove::Invalidate(i)),
             "Invalidate a frame",
             Append,
             Recorded,
-            concat!("Invalidate a frame and every frame under it (status retracted): their conclusions no longer hold.", references!())
+            "Invalidate a frame and every frame under it (status retracted): their conclusions no longer hold."
         ),
         tool!(
             "task_new",
@@ -210,7 +158,7 @@ pub fn catalog() -> Vec<Operation> {
             "Update a task",
             Append,
             Recorded,
-            concat!("Move a task to a new state: done resolves it, abandoned parks it.", references!())
+            "Move a task to a new state: done resolves it, abandoned parks it."
         ),
         tool!(
             "trajectory",
@@ -226,7 +174,7 @@ pub fn catalog() -> Vec<Operation> {
             "Judge a trajectory",
             Append,
             Recorded,
-            concat!("Record whether a trajectory succeeded or failed, why, and how sure.", references!())
+            "Record whether a trajectory succeeded or failed, why, and how sure."
         ),
         tool!(
             "memory_item",
@@ -234,10 +182,7 @@ pub fn catalog() -> Vec<Operation> {
             "Record a memory item",
             Append,
             Recorded,
-            concat!(
-                "Record a reusable lesson (title, when it applies, content), optionally learned from a trajectory. `outcomes` counts how often items led to success.",
-                references!()
-            )
+            "Record a reusable lesson (title, when it applies, content), optionally learned from a trajectory. `outcomes` counts how often items led to success."
         ),
         tool!(
             "record_use",
@@ -245,7 +190,7 @@ pub fn catalog() -> Vec<Operation> {
             "Record an item's use",
             Append,
             Recorded,
-            concat!("Record that a memory item was retrieved for a trajectory, at which rank and score.", references!())
+            "Record that a memory item was retrieved for a trajectory, at which rank and score."
         ),
         tool!(
             "accept",
@@ -253,7 +198,7 @@ pub fn catalog() -> Vec<Operation> {
             "Accept a chain",
             Append,
             Recorded,
-            "Accept another agent's chain up to an event (a seq of that chain or an entry id): this agent's perspective then includes that prefix. Accepting further later moves the frontier; to reject one event, `dispute` it."
+            "Accept another `agent`'s chain up to an event (`up_to`: a seq of that chain or an entry id): this agent's perspective then includes that prefix. Accepting further later moves the frontier; to reject one event, `dispute` it."
         ),
         tool!(
             "dispute",
@@ -261,10 +206,7 @@ pub fn catalog() -> Vec<Operation> {
             "Dispute an event",
             Append,
             Recorded,
-            concat!(
-                "Dispute exactly one event of another agent's chain with a reason and, optionally, a counter-claim. The dispute is signed and locatable: it says which event, and leaves the rest of the chain accepted.",
-                references!()
-            )
+            "Dispute exactly one event of another agent's chain with a reason and, optionally, a counter-claim. The dispute is signed and locatable: it says which event, and leaves the rest of the chain accepted."
         ),
         tool!(
             "withdraw",
@@ -272,7 +214,7 @@ pub fn catalog() -> Vec<Operation> {
             "Withdraw a dispute",
             Append,
             Recorded,
-            "Withdraw one of this agent's disputes (name the dispute event's id)."
+            "Withdraw one of this agent's disputes: its `target` is the dispute event."
         ),
         tool!(
             "resolve_fork",
@@ -280,15 +222,13 @@ pub fn catalog() -> Vec<Operation> {
             "Resolve a fork of this chain",
             AppendFinal,
             Recorded,
-            "Resolve a fork of this agent's own chain: name the entry, at the forked seq, of the branch that continues. The other branch stays stored and proven, but this chain no longer continues it."
+            "Resolve a fork of this agent's own chain: its `target` is the entry, at the forked seq, of the branch that continues. The other branch stays stored and proven, but this chain no longer continues it."
         ),
         Operation {
             name: "orient",
+            group: Group::Core,
             title: "Orient on a topic",
-            description: concat!(
-                "Start here on a topic: the nodes whose text matches it (full-text search, best first), with their statuses, who disputes or accepts each, and the open questions and contested nodes among them. A superseded match is replaced by its current version (`found_through` names the match), so a refined position is found by the words of the one it replaced; retracted nodes are left out; include_superseded shows every match as it is. Then read one node with `status` or `trace`.",
-                statuses!()
-            ),
+            description: "Start here on a topic: the nodes whose text matches it (full-text search, best first), with their statuses, who disputes or accepts each, and the open questions and contested nodes among them. A superseded match is replaced by its current version (`found_through` names the match), so a refined position is found by the words of the one it replaced; retracted nodes are left out; include_superseded shows every match as it is. Then read one node with `status` or `trace`.",
             effect: Read,
             input_schema: schema_of::<composed::Orient>,
             output_schema: schema_of::<Oriented>,
@@ -300,10 +240,7 @@ pub fn catalog() -> Vec<Operation> {
             "A node's status",
             Read,
             StatusAnswer,
-            concat!(
-                "A node's status and the events that made it so; its current successor when superseded; who disputes it (with counter-claims) and who accepts it.",
-                statuses!()
-            )
+            "A node's status and the events that made it so; its current successor when superseded; who disputes it (with counter-claims) and who accepts it."
         ),
         tool!(
             "trace",
@@ -345,10 +282,7 @@ pub fn catalog() -> Vec<Operation> {
             "An agent's perspective",
             Read,
             PerspectiveAnswer,
-            concat!(
-                "An agent's perspective: its own chain plus the prefixes of other chains it accepts, minus the events it disputes, with statuses.",
-                statuses!()
-            )
+            "An agent's perspective: its own chain plus the prefixes of other chains it accepts, minus the events it disputes, with statuses."
         ),
         tool!(
             "consensus",
@@ -395,8 +329,8 @@ pub fn catalog() -> Vec<Operation> {
             |_: Nothing| Command::Chain(ChainCommand::Id),
             "This agent's id",
             Read,
-            ReadResult,
-            "This agent's id (64 hex characters): what others pass as `author` or `agent`."
+            IdentityAnswer,
+            "This agent's id (64 hex characters): what others pass as `agent`."
         ),
         tool!(
             "graph",
@@ -404,10 +338,7 @@ pub fn catalog() -> Vec<Operation> {
             "The whole graph",
             Read,
             ReadResult,
-            concat!(
-                "Every node of the reasoning graph with its status, author and place in its chain, and every edge (from the newer event to the one it names), as data (json) or as Graphviz DOT or Mermaid text.",
-                statuses!()
-            )
+            "Every node of the reasoning graph with its status, author and place in its chain, and every edge (from the newer event to the one it names), as data (json) or as Graphviz DOT or Mermaid text."
         ),
         tool!(
             "view_hash",
@@ -424,7 +355,7 @@ pub fn catalog() -> Vec<Operation> {
             "List a chain",
             Read,
             ReadResult,
-            "The entries of one agent's chain in seq order (default: this agent's), or of every chain: id, seq, timestamp, payload state and a preview. Use `show` for one entry in full."
+            "The entries of one `agent`'s chain in seq order (default: this agent's), or of every chain: id, seq, timestamp, payload state and a preview. Use `show` for one entry in full."
         ),
         tool!(
             "show",
@@ -444,6 +375,7 @@ pub fn catalog() -> Vec<Operation> {
         ),
         Operation {
             name: "append",
+            group: Group::Log,
             title: "Append a raw entry",
             description: "Append a raw payload to this agent's chain as a signed entry (give `text` or `base64`). Reasoning events are better recorded with their own tools (propose, contradict, ...), which encode the payload; a raw payload that is a malformed event is refused.",
             effect: Append,
@@ -461,6 +393,7 @@ pub fn catalog() -> Vec<Operation> {
         ),
         Operation {
             name: "export",
+            group: Group::Log,
             title: "Export a pack",
             description: "Every stored entry (or one author's) with the payloads held, as a pack: JSON lines that `import` (here or on another node) verifies and stores.",
             effect: Read,
@@ -470,6 +403,7 @@ pub fn catalog() -> Vec<Operation> {
         },
         Operation {
             name: "import",
+            group: Group::Log,
             title: "Import a pack",
             description: "Verify a pack (signatures, links, payload hashes, roster) whole, then store its entries; entries already held are counted, never overwritten, and a fork found is stored with its proof. Returns the counts and the forks detected.",
             effect: Store,
@@ -507,10 +441,7 @@ pub fn catalog() -> Vec<Operation> {
             "Search the graph",
             Read,
             SearchAnswer,
-            concat!(
-                "Full-text search (BM25) over the nodes' text: id, score, status, kind and text, best first. Superseded and retracted nodes are left out unless `all`. `orient` adds the open questions and contested nodes on the topic.",
-                statuses!()
-            )
+            "Full-text search (BM25) over the nodes' text: id, score, status, kind and text, best first. Superseded and retracted nodes are left out unless `all`. `orient` adds the open questions and contested nodes on the topic."
         ),
         tool!(
             "orphans",

@@ -13,7 +13,8 @@
 //! Files, each using only the ones listed before it: `error.rs` (an
 //! operation's failure), `runner.rs` (where its command runs),
 //! `operation.rs` (what an operation is, and the `tool!` line),
-//! `composed.rs` (the operations with code of their own), `catalog.rs`
+//! `composed.rs` (the operations with code of their own), `outputs.rs`
+//! (answers typed here rather than in `crate::answers`), `catalog.rs`
 //! (every operation), `backend.rs` (what a front end calls). The output
 //! types are the commands' answers (`crate::answers`).
 
@@ -22,10 +23,11 @@ pub mod catalog;
 pub mod composed;
 pub mod error;
 pub mod operation;
+pub mod outputs;
 pub mod runner;
 
 pub use backend::{Backend, HomeBackend};
 pub use catalog::catalog;
 pub use error::OpError;
-pub use operation::{Effect, Operation};
+pub use operation::{Effect, Group, Operation};
 pub use runner::{NodeRunner, Runner};

@@ -53,9 +53,75 @@ impl Effect {
     }
 }
 
+/// The groups of tools an MCP server offers: the core profile, listed by
+/// default, covers a debate; the others are opt-in. The HTTP API serves
+/// every operation, whatever the group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Group {
+    /// A debate: orient, propose, support, contradict, refine, ask,
+    /// resolve, accept, dispute, status, trace, identity.
+    Core,
+    /// The other reasoning moves and reads of the graph.
+    Reasoning,
+    /// The merge layer's other moves and its views (perspective,
+    /// consensus, the dispute map, audits, the view hash).
+    Views,
+    /// Memory claims and their relations.
+    Memory,
+    /// Causal frames.
+    Frames,
+    /// Tasks, trajectories, judgments, memory items and their outcomes.
+    Tasks,
+    /// The signed log: chains, entries, packs, fork proofs.
+    Log,
+    /// The workspace's roster.
+    Roster,
+}
+
+impl Group {
+    /// Every group, in the order they are listed.
+    pub const ALL: [Group; 8] = [Group::Core, Group::Reasoning, Group::Views, Group::Memory, Group::Frames, Group::Tasks, Group::Log, Group::Roster];
+
+    /// Its name (`agora mcp --tools NAME,...`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::Core => "core",
+            Group::Reasoning => "reasoning",
+            Group::Views => "views",
+            Group::Memory => "memory",
+            Group::Frames => "frames",
+            Group::Tasks => "tasks",
+            Group::Log => "log",
+            Group::Roster => "roster",
+        }
+    }
+
+    /// The groups a list of names selects (`core,memory`; `all` is every
+    /// group). The core profile is always included.
+    pub fn parse_list<S: AsRef<str>>(names: &[S]) -> Result<Vec<Group>, OpError> {
+        let mut groups = vec![Group::Core];
+        for name in names.iter().flat_map(|n| n.as_ref().split(',')).map(str::trim).filter(|n| !n.is_empty()) {
+            if name == "all" {
+                return Ok(Group::ALL.to_vec());
+            }
+            let Some(g) = Group::ALL.into_iter().find(|g| g.name() == name) else {
+                let known: Vec<&str> = Group::ALL.iter().map(|g| g.name()).collect();
+                return Err(OpError::input(format!("no tool group {name:?}; the groups are {}, or all", known.join(", "))));
+            };
+            if !groups.contains(&g) {
+                groups.push(g);
+            }
+        }
+        groups.sort();
+        Ok(groups)
+    }
+}
+
 /// One operation.
 pub struct Operation {
     pub name: &'static str,
+    /// The MCP tool group it is listed in.
+    pub group: Group,
     pub title: &'static str,
     pub description: &'static str,
     pub effect: Effect,
@@ -67,20 +133,12 @@ pub struct Operation {
     pub run: fn(&dyn Runner, Value) -> Result<Value, OpError>,
 }
 
-/// How to name an earlier event, said once and added to every tool that
-/// takes one.
-macro_rules! references {
-    () => {
-        " Refer to an earlier event by its entry id: the 64 hex characters every recording tool returns as `id`, or a unique prefix of it (8 or more characters are usually enough). A full id of an event not received yet is accepted: the new event waits for it (`pending`)."
-    };
-}
+/// How to name an earlier event, and what a node's statuses mean: said
+/// once, in the MCP server's instructions, not in every tool.
+pub const REFERENCES: &str = "Refer to an earlier event (an entry) by its id: the 64 hex characters every recording tool returns as `id`, or a unique prefix of it (8 or more characters are usually enough); the entry a move is about is its `target`. An agent is named by its 64-hex id as `agent` (`identity` gives this agent's). A full id of an event not received yet is accepted: the new event waits for it (`pending`).";
 
-/// The statuses a node of the graph can have, for the reads' descriptions.
-macro_rules! statuses {
-    () => {
-        " Statuses: active (current, unchallenged or every challenge answered), contested (a challenge is open against it), superseded (replaced by a refinement, reframe or update: read its successor), resolved (a question answered, a challenge answered, a frame completed, a task done), parked (set aside), retracted (withdrawn as wrong; hidden from current state, the record stays), duplicate (restates another node), invalid (arrived from a peer but breaks a rule)."
-    };
-}
+/// The statuses a node of the graph can have.
+pub const STATUSES: &str = "Statuses: active (current, unchallenged or every challenge answered), contested (a challenge is open against it), superseded (replaced by a refinement, reframe or update: `successor` names the current version), resolved (a question answered, a challenge answered, a frame completed, a task done), parked (set aside), retracted (withdrawn as wrong; hidden from current state, the record stays), duplicate (restates another node), invalid (arrived from a peer but breaks a rule).";
 
 pub fn schema_of<T: JsonSchema>() -> Map<String, Value> {
     let schema = schemars::schema_for!(T);
@@ -126,6 +184,7 @@ macro_rules! tool {
     ($name:literal, |$i:tt: $input:ty| $command:expr, $title:literal, $effect:expr, $out:ty, $desc:expr) => {
         $crate::ops::operation::Operation {
             name: $name,
+            group: $crate::ops::catalog::group_of($name),
             title: $title,
             description: $desc,
             effect: $effect,
@@ -141,4 +200,4 @@ macro_rules! tool {
         }
     };
 }
-pub(crate) use {references, statuses, tool};
+pub(crate) use tool;
