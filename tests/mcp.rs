@@ -504,3 +504,44 @@ async fn ok_call_as(client: &RunningService<RoleClient, Updates>, tool: &str, ar
     assert_ne!(r.is_error, Some(true), "{tool}: {r:?}");
     r.structured_content.unwrap_or_else(|| panic!("{tool}: no structured content"))
 }
+
+/// The official MCP Python SDK (`mcp` from PyPI, pinned in
+/// tests/mcp_python/requirements.txt, installed by
+/// scripts/mcp-python-venv.sh) as the client: the core profile's size over
+/// stdio, a debate over streamable HTTP with a peer's moves arriving from
+/// its node, and a subscription notified of a peer's event
+/// (tests/mcp_python/client.py). Said skipped, with the reason, when the
+/// environment cannot be made (no python3 with venv, PyPI not reachable).
+#[test]
+fn the_official_python_sdk_as_client() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let venv = std::process::Command::new("bash").arg(root.join("scripts/mcp-python-venv.sh")).output().expect("bash runs");
+    if venv.status.code() == Some(3) {
+        println!("SKIPPED the_official_python_sdk_as_client: {}", String::from_utf8_lossy(&venv.stderr).trim());
+        eprintln!("SKIPPED the_official_python_sdk_as_client: {}", String::from_utf8_lossy(&venv.stderr).trim());
+        return;
+    }
+    assert!(venv.status.success(), "scripts/mcp-python-venv.sh: {}", String::from_utf8_lossy(&venv.stderr));
+    let python = String::from_utf8(venv.stdout).unwrap().trim().to_string();
+
+    let (alice, bob) = (Agent::new(), Agent::new());
+    admit(&alice, &[&bob]);
+    let na = Node::start(&alice, &alice.id, &[]);
+    let _nb = Node::start(&bob, &alice.id, &[&na.addr]);
+    let node: Value = serde_json::from_str(&std::fs::read_to_string(alice.home.join("node.json")).unwrap()).unwrap();
+    let run = std::process::Command::new(python)
+        .arg(root.join("tests/mcp_python/client.py"))
+        .env("AGORA_BIN", env!("CARGO_BIN_EXE_agora"))
+        .env("ALICE_HOME", &alice.home)
+        .env("BOB_HOME", &bob.home)
+        .env("BOB_ID", &bob.id)
+        .env("AGORA_MCP_URL", format!("http://{}/mcp", node["control"].as_str().unwrap()))
+        .env("AGORA_TOKEN", node["token"].as_str().unwrap())
+        .env_remove("AGORA_HOME")
+        .output()
+        .expect("python runs");
+    let (out, err) = (String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    println!("{out}");
+    assert!(run.status.success(), "the Python SDK's client failed:\n{out}\n{err}");
+    assert!(out.contains("python sdk: passed"), "{out}");
+}
