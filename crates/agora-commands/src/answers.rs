@@ -28,16 +28,6 @@ pub struct Recorded {
     pub after: Option<String>,
 }
 
-/// Any JSON object: a read's result (lists as `{"result": [...]}`).
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct ReadResult {
-    /// A list result; object results carry their own fields.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<Value>,
-    #[serde(flatten)]
-    pub fields: Map<String, Value>,
-}
-
 /// What `orient` returns.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Oriented {

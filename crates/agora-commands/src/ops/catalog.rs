@@ -5,7 +5,7 @@
 
 use super::composed;
 use super::operation::{Effect, Group, Operation, frame, read, rec, schema_of, tool};
-use super::outputs::IdentityAnswer;
+use super::outputs::*;
 use crate::answers::*;
 use crate::cli::{ChainCommand, Command, FrameCommand, FrameMove, MembershipCommand, MergeCommand, ReadCommand, ReasoningCommand, RecordCommand, TaskCommand};
 use agora_command_line::inputs::*;
@@ -255,7 +255,7 @@ pub fn catalog() -> Vec<Operation> {
             |i: History| read(ReadCommand::History(i)),
             "History as of",
             Read,
-            ReadResult,
+            HistoryAnswer,
             "The graph as it was at a time (ms since the epoch or YYYY-MM-DD, UTC) or as of an event: every node with its status then, or one node."
         ),
         tool!(
@@ -297,7 +297,7 @@ pub fn catalog() -> Vec<Operation> {
             |i: Disputes| Command::Merge(MergeCommand::Disputes(i)),
             "Dispute map",
             Read,
-            ReadResult,
+            DisputesAnswer,
             "The disagreement map across agents: each disputed event, who accepts and who disputes it, counter-claims; and forked chains by branch."
         ),
         tool!(
@@ -305,7 +305,7 @@ pub fn catalog() -> Vec<Operation> {
             |i: AgentRef| Command::Merge(MergeCommand::Audit(i)),
             "Audit a chain",
             Read,
-            ReadResult,
+            AuditAnswer,
             "Verify an agent's replicated chain end to end: forks, gaps, missing payloads, disputes, accept frontiers."
         ),
         tool!(
@@ -313,7 +313,7 @@ pub fn catalog() -> Vec<Operation> {
             |i: FrameRef| Command::Reasoning(ReasoningCommand::Frame(FrameCommand::Tree(i))),
             "Frame tree",
             Read,
-            ReadResult,
+            NodeList,
             "The frames under a frame, in verification (post-) order, with their states."
         ),
         tool!(
@@ -321,7 +321,7 @@ pub fn catalog() -> Vec<Operation> {
             |_: Nothing| read(ReadCommand::Outcomes),
             "Memory item outcomes",
             Read,
-            ReadResult,
+            OutcomeList,
             "Success and failure counts of memory items, from the judged trajectories that used them."
         ),
         tool!(
@@ -337,7 +337,7 @@ pub fn catalog() -> Vec<Operation> {
             |i: GraphExport| read(ReadCommand::Graph(GraphExport { format: i.format.or(Some(GraphFormat::Json)) })),
             "The whole graph",
             Read,
-            ReadResult,
+            GraphAnswer,
             "Every node of the reasoning graph with its status, author and place in its chain, and every edge (from the newer event to the one it names), as data (json) or as Graphviz DOT or Mermaid text."
         ),
         tool!(
@@ -354,7 +354,7 @@ pub fn catalog() -> Vec<Operation> {
             |i: Log| Command::Chain(ChainCommand::Log(i)),
             "List a chain",
             Read,
-            ReadResult,
+            EntryList,
             "The entries of one `agent`'s chain in seq order (default: this agent's), or of every chain: id, seq, timestamp, payload state and a preview. Use `show` for one entry in full."
         ),
         tool!(
@@ -362,7 +362,7 @@ pub fn catalog() -> Vec<Operation> {
             |i: EntryRef| Command::Chain(ChainCommand::Show(i)),
             "Show an entry",
             Read,
-            ReadResult,
+            ShownEntry,
             "One entry in full: its signed header (author, seq, backlink, timestamp, payload length and hash), its signature, and its payload (text, or base64) or why it is absent (redacted, not received)."
         ),
         tool!(
@@ -370,7 +370,7 @@ pub fn catalog() -> Vec<Operation> {
             |i: Verify| Command::Chain(ChainCommand::Verify(i)),
             "Verify chains",
             Read,
-            ReadResult,
+            VerifyAnswer,
             "Verify stored chains end to end: every signature, backlink and payload hash, and the tips. `ok` is false, with the problems listed, when anything fails; forks are reported with their seqs."
         ),
         Operation {
@@ -388,7 +388,7 @@ pub fn catalog() -> Vec<Operation> {
             |i: EntryRef| Command::Chain(ChainCommand::Redact(i)),
             "Redact a payload",
             Delete,
-            ReadResult,
+            RedactAnswer,
             "Delete an entry's payload from this node's store and record the redaction. The signed header stays, so the chain still verifies, and what the payload meant (its residue) keeps every view unchanged; the text itself is gone from this node for good."
         ),
         Operation {
@@ -408,7 +408,7 @@ pub fn catalog() -> Vec<Operation> {
             description: "Verify a pack (signatures, links, payload hashes, roster) whole, then store its entries; entries already held are counted, never overwritten, and a fork found is stored with its proof. Returns the counts and the forks detected.",
             effect: Store,
             input_schema: schema_of::<composed::Import>,
-            output_schema: schema_of::<ReadResult>,
+            output_schema: schema_of::<ImportAnswer>,
             run: composed::import,
         },
         tool!(
@@ -416,7 +416,7 @@ pub fn catalog() -> Vec<Operation> {
             |_: Nothing| Command::Chain(ChainCommand::Authors),
             "Authors stored",
             Read,
-            ReadResult,
+            AuthorList,
             "Every author whose chain is stored here, with its highest seq, its tips (more than one: forked) and its fork proofs."
         ),
         tool!(
@@ -424,7 +424,7 @@ pub fn catalog() -> Vec<Operation> {
             |i: AuthorFilter| Command::Chain(ChainCommand::Forks(i)),
             "Fork proofs",
             Read,
-            ReadResult,
+            ForkProofList,
             "The fork proofs stored here (or one author's): the two signed entries at one seq, and the proof itself, hex-encoded, which anyone can check with `check_proof` and no other data."
         ),
         tool!(
@@ -432,7 +432,7 @@ pub fn catalog() -> Vec<Operation> {
             |i: CheckProof| Command::Chain(ChainCommand::CheckProof(i)),
             "Check a fork proof",
             Read,
-            ReadResult,
+            ProofChecked,
             "Check a hex-encoded fork proof with no other data: valid when one author signed two different entries at the same seq."
         ),
         tool!(
@@ -456,7 +456,7 @@ pub fn catalog() -> Vec<Operation> {
             |i: Admit| Command::Membership(MembershipCommand::Admit(i)),
             "Admit an agent",
             Append,
-            ReadResult,
+            RosterRecorded,
             "Admit an agent to this workspace (the founder only): its entries are then replicated and counted by every node."
         ),
         tool!(
@@ -464,7 +464,7 @@ pub fn catalog() -> Vec<Operation> {
             |i: Remove| Command::Membership(MembershipCommand::Remove(i)),
             "Remove an agent",
             Append,
-            ReadResult,
+            RosterRecorded,
             "Remove an agent from this workspace (the founder only): its entries up to the highest seq held here stay admitted, later ones are admitted nowhere."
         ),
         tool!(
@@ -472,7 +472,7 @@ pub fn catalog() -> Vec<Operation> {
             |_: Nothing| Command::Membership(MembershipCommand::Roster),
             "The roster",
             Read,
-            ReadResult,
+            RosterAnswer,
             "The workspace's members, derived from the founder's chain: who was admitted and removed, and when."
         ),
     ]
