@@ -10,24 +10,6 @@ use crate::answers::*;
 use crate::cli::{ChainCommand, Command, FrameCommand, FrameMove, MembershipCommand, MergeCommand, ReadCommand, ReasoningCommand, RecordCommand, TaskCommand};
 use agora_command_line::inputs::*;
 
-/// The MCP tool group an operation is listed in (the HTTP API serves them
-/// all). The core profile is what a debate needs, and no more than 12.
-pub const fn group_of(name: &str) -> Group {
-    match name.as_bytes() {
-        b"orient" | b"propose" | b"support" | b"contradict" | b"refine" | b"ask" | b"resolve" | b"accept" | b"dispute" | b"status" | b"trace" | b"identity" => {
-            Group::Core
-        }
-        b"synthesize" | b"park" | b"resume" | b"reframe" | b"connect" | b"tension" | b"latest" | b"history" | b"decisions" | b"questions"
-        | b"disagreements" | b"search" | b"graph" => Group::Reasoning,
-        b"withdraw" | b"resolve_fork" | b"perspective" | b"consensus" | b"disputes" | b"audit" | b"view_hash" => Group::Views,
-        b"claim" | b"relate" | b"confirm" | b"orphans" => Group::Memory,
-        b"frame_open" | b"frame_evidence" | b"frame_conclude" | b"frame_suspend" | b"frame_resume" | b"frame_invalidate" | b"frame_tree" => Group::Frames,
-        b"task_new" | b"task_update" | b"trajectory" | b"judge" | b"memory_item" | b"record_use" | b"outcomes" => Group::Tasks,
-        b"admit" | b"remove" | b"roster" => Group::Roster,
-        _ => Group::Log,
-    }
-}
-
 /// Every operation, in the order they are listed.
 pub fn catalog() -> Vec<Operation> {
     use Effect::*;

@@ -133,6 +133,24 @@ pub struct Operation {
     pub run: fn(&dyn Runner, Value) -> Result<Value, OpError>,
 }
 
+/// The MCP tool group an operation is listed in (the HTTP API serves them
+/// all). The core profile is what a debate needs, and no more than 12.
+pub const fn group_of(name: &str) -> Group {
+    match name.as_bytes() {
+        b"orient" | b"propose" | b"support" | b"contradict" | b"refine" | b"ask" | b"resolve" | b"accept" | b"dispute" | b"status" | b"trace" | b"identity" => {
+            Group::Core
+        }
+        b"synthesize" | b"park" | b"resume" | b"reframe" | b"connect" | b"tension" | b"latest" | b"history" | b"decisions" | b"questions"
+        | b"disagreements" | b"search" | b"graph" => Group::Reasoning,
+        b"withdraw" | b"resolve_fork" | b"perspective" | b"consensus" | b"disputes" | b"audit" | b"view_hash" => Group::Views,
+        b"claim" | b"relate" | b"confirm" | b"orphans" => Group::Memory,
+        b"frame_open" | b"frame_evidence" | b"frame_conclude" | b"frame_suspend" | b"frame_resume" | b"frame_invalidate" | b"frame_tree" => Group::Frames,
+        b"task_new" | b"task_update" | b"trajectory" | b"judge" | b"memory_item" | b"record_use" | b"outcomes" => Group::Tasks,
+        b"admit" | b"remove" | b"roster" => Group::Roster,
+        _ => Group::Log,
+    }
+}
+
 /// How to name an earlier event, and what a node's statuses mean: said
 /// once, in the MCP server's instructions, not in every tool.
 pub const REFERENCES: &str = "Refer to an earlier event (an entry) by its id: the 64 hex characters every recording tool returns as `id`, or a unique prefix of it (8 or more characters are usually enough); the entry a move is about is its `target`. An agent is named by its 64-hex id as `agent` (`identity` gives this agent's). A full id of an event not received yet is accepted: the new event waits for it (`pending`).";
@@ -184,7 +202,7 @@ macro_rules! tool {
     ($name:literal, |$i:tt: $input:ty| $command:expr, $title:literal, $effect:expr, $out:ty, $desc:expr) => {
         $crate::ops::operation::Operation {
             name: $name,
-            group: $crate::ops::catalog::group_of($name),
+            group: $crate::ops::operation::group_of($name),
             title: $title,
             description: $desc,
             effect: $effect,
