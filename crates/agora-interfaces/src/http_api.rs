@@ -16,6 +16,7 @@
 //! shape to the answers a route did not shape itself.
 
 use agora_commands::control::AGENT_HEADER;
+use agora_commands::ops::operation::{REFERENCES, STATUSES};
 use agora_commands::ops::{Backend, Effect, OpError, Operation, catalog};
 use agora_commands::output::{UNNAMED_RULE, error_code};
 use axum::body::{Body, Bytes};
@@ -406,7 +407,7 @@ pub fn openapi() -> &'static Value {
             "info": {
                 "title": "Agora node API",
                 "version": env!("CARGO_PKG_VERSION"),
-                "description": format!("Every reasoning move, merge-layer move and read of Agora as one JSON operation, run on the node's open store exactly as the `agora` command of the same name. Authenticate with the node's control token (`token` in `<home>/node.json`) as a bearer token. Bodies are at most {BODY_BYTES_MAX} bytes. {ERRORS_DESCRIPTION}"),
+                "description": format!("Every reasoning move, merge-layer move and read of Agora as one JSON operation, run on the node's open store exactly as the `agora` command of the same name. Authenticate with the node's control token (`token` in `<home>/node.json`) as a bearer token. Bodies are at most {BODY_BYTES_MAX} bytes. {REFERENCES} {STATUSES} {ERRORS_DESCRIPTION}"),
             },
             "security": [{ "bearer": [] }],
             "paths": paths,

@@ -63,8 +63,10 @@ pub fn router(state: Arc<ControlState>) -> Router {
     // the live page's change stream (its static files are open).
     let backend: Arc<dyn Backend> = Arc::new(NodeBackend { state: state.clone() });
     // `[mcp] tools` of the home's agora.toml (a request's `?tools=` overrides it).
-    let groups = agora_home::config::mcp_tools_of_home(&state.home.dir).ok().flatten().unwrap_or_default();
-    let groups = mcp::parse_groups(&groups).unwrap_or_else(|_| vec![agora_commands::ops::operation::Group::Core]);
+    let groups = agora_home::config::mcp_tools_of_home(&state.home.dir).and_then(|g| mcp::parse_groups(&g.unwrap_or_default())).unwrap_or_else(|e| {
+        tracing::warn!("[mcp] tools in {}/agora.toml: {e:#}; /mcp lists the core profile", state.home.dir.display());
+        vec![agora_commands::ops::operation::Group::Core]
+    });
     let endpoint = mcp::Endpoint::new(backend.clone(), groups, mcp::Changes::Generation(state.generation.clone()), state.streams_end.clone());
     let agents = Arc::new(AgentSessions { endpoint, state: state.clone() });
     let mcp = Router::new().route("/mcp", axum::routing::any(mcp_as_home)).route("/mcp/agents/{name}", axum::routing::any(mcp_as_agent)).with_state(agents);
