@@ -107,10 +107,10 @@ pub struct NodeRefAnswer {
     pub status: Option<String>,
 }
 
-/// `status`: a node's status and the events that made it so (or `pending`,
-/// with what it waits for).
+/// A node's status and the events that made it so (or `pending`, with what
+/// it waits for): `status`'s answer, and `history`'s of one node then.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct StatusAnswer {
+pub struct NodeStatus {
     /// The node.
     pub id: String,
     /// Its status (see the tool's description), `pending` when it waits for events not received.
@@ -169,19 +169,26 @@ pub struct StatusAnswer {
     /// Agents other than its author whose accepts reach this event on its author's chain (merge layer).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub accepted_by: Vec<String>,
-    /// Arrived from a peer but breaks a rule (why, when so).
+    /// Arrived from a peer but breaks a rule: why (null when it does not).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub invalid: Option<Value>,
+    pub invalid: Option<Option<String>>,
     /// Events referenced but not received (a pending node).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub missing: Option<Vec<String>>,
+}
+
+/// `status`: the node's status, with the frontier it was computed over.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct StatusAnswer {
+    #[serde(flatten)]
+    pub node: NodeStatus,
     /// The frontier the answer was computed over.
     pub computed_over: ComputedOver,
 }
 
-impl StatusAnswer {
-    /// An answer with only the node, its status and the frontier.
-    pub fn bare(id: String, status: &str, computed_over: ComputedOver) -> Self {
+impl NodeStatus {
+    /// A status with only the node and its status.
+    pub fn bare(id: String, status: &str) -> Self {
         Self {
             id,
             status: status.to_string(),
@@ -205,7 +212,6 @@ impl StatusAnswer {
             accepted_by: Vec::new(),
             invalid: None,
             missing: None,
-            computed_over,
         }
     }
 }

@@ -5,7 +5,7 @@
 //! as entries are committed (see `agora_live_views::graph_cache`).
 
 use crate::answers::{
-    ComputedOver, Contested, Decision, DisputeOf, LatestAnswer, ListedNode, NodeRefAnswer, Recorded, SearchAnswer, SearchHit, StatusAnswer, TraceAnswer,
+    Contested, Decision, DisputeOf, LatestAnswer, ListedNode, NodeRefAnswer, NodeStatus, Recorded, SearchAnswer, SearchHit, StatusAnswer, TraceAnswer,
     TracedEvent,
 };
 use crate::args::{entry_reference as reference, now_ms};
@@ -164,10 +164,10 @@ struct Status {
 impl Status {
     fn text(&self) -> String {
         let mut t = self.text.clone();
-        if let Some(next) = &self.answer.successor {
+        if let Some(next) = &self.answer.node.successor {
             t.push_str(&format!("\n  superseded by {}: {}", next.id, next.text.as_deref().unwrap_or("")));
         }
-        t.push_str(&marks_text(&self.answer.disputed_by, &self.answer.accepted_by));
+        t.push_str(&marks_text(&self.answer.node.disputed_by, &self.answer.node.accepted_by));
         t
     }
 }
@@ -200,13 +200,15 @@ fn status(s: &Session, target: &str) -> Result<Status> {
         match graph.node(&id) {
             Some(n) => {
                 let placed = Placed { id, author: graph.position(n).author, seq: n.seq() };
-                Ok((Status { answer: status_answer(graph, n, over)?, text: status_text(graph, n)? }, Some(placed)))
+                let answer = StatusAnswer { node: node_status(graph, n)?, computed_over: over };
+                Ok((Status { answer, text: status_text(graph, n)? }, Some(placed)))
             }
             None => match graph.pending().into_iter().find(|p| p.event.id == id) {
                 Some(p) => {
                     let missing: Vec<String> = p.missing.iter().map(|m| m.to_string()).collect();
                     let text = format!("{id}: pending, waiting for {}", missing.join(", "));
-                    let answer = StatusAnswer { missing: Some(missing), ..StatusAnswer::bare(id.to_string(), "pending", over) };
+                    let node = NodeStatus { missing: Some(missing), ..NodeStatus::bare(id.to_string(), "pending") };
+                    let answer = StatusAnswer { node, computed_over: over };
                     Ok((Status { answer, text }, None))
                 }
                 None => Err(not_in_graph(store, id)),
@@ -216,9 +218,9 @@ fn status(s: &Session, target: &str) -> Result<Status> {
     if let Some(placed) = placed {
         let all = MergeMarks::of(s, &[placed])?;
         let marks = all.get(&placed.id);
-        status.answer.disputed_by = marks.disputed_by;
-        status.answer.accepted_by = marks.accepted_by;
-        status.answer.author_name = all.name(&placed.author);
+        status.answer.node.disputed_by = marks.disputed_by;
+        status.answer.node.accepted_by = marks.accepted_by;
+        status.answer.node.author_name = all.name(&placed.author);
     }
     Ok(status)
 }
@@ -323,14 +325,8 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
                 Some(t) => {
                     let id = reference(store, t)?;
                     match past.node(&id) {
-                        Some(n) => {
-                            let mut v = json!(status_answer(&past, n, crate::frontier::of_store(store)?)?);
-                            if let Value::Object(m) = &mut v {
-                                m.remove("computed_over");
-                            }
-                            (v, status_text(&past, n)?)
-                        }
-                        None => (json!({ "id": id.to_string(), "status": "not_yet_recorded" }), format!("{id}: not yet recorded at that point")),
+                        Some(n) => (json!(node_status(&past, n)?), status_text(&past, n)?),
+                        None => (json!(NodeStatus::bare(id.to_string(), "not_yet_recorded")), format!("{id}: not yet recorded at that point")),
                     }
                 }
                 None => nodes_listing(&past, past.nodes().filter(|n| n.is_event()))?,
@@ -584,8 +580,8 @@ fn not_in_graph(store: &Store, id: EntryId) -> anyhow::Error {
 
 /// A node's status as the graph gives it (the merge layer's marks are added
 /// by [`status`]).
-fn status_answer(g: &Graph, n: NodeRef<'_>, computed_over: ComputedOver) -> Result<StatusAnswer> {
-    Ok(StatusAnswer {
+fn node_status(g: &Graph, n: NodeRef<'_>) -> Result<NodeStatus> {
+    Ok(NodeStatus {
         kind: Some(n.kind().to_string()),
         text: Some(text_of(g, n)?.into_owned()),
         author: Some(g.position(n).author.to_string()),
@@ -600,9 +596,9 @@ fn status_answer(g: &Graph, n: NodeRef<'_>, computed_over: ComputedOver) -> Resu
         frame_state: Some(n.frame_state().map(|s| s.name().to_string())),
         task_state: Some(n.task_state().map(|s| s.name().to_string())),
         latest: Some(g.latest_in_chain(&n.id).map(|l| l.to_string())),
-        invalid: Some(json!(n.invalid())),
+        invalid: Some(n.invalid().map(str::to_string)),
         successor: successor(g, n)?,
-        ..StatusAnswer::bare(n.id.to_string(), n.status().name(), computed_over)
+        ..NodeStatus::bare(n.id.to_string(), n.status().name())
     })
 }
 

@@ -2,7 +2,7 @@
 //! yet: what their commands print with `--json`, field by field, for the
 //! operations' output schemas.
 
-use crate::answers::{NodeList, NodeRefAnswer};
+use crate::answers::{NodeList, NodeStatus};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -29,64 +29,7 @@ pub enum HistoryAnswer {
     /// No `target`: every node, with its status then.
     Nodes(NodeList),
     /// A `target`: its status then.
-    Node(Box<HistoryNode>),
-}
-
-/// One node's status at a point in the past (`not_yet_recorded`, with its id only, when it came later).
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct HistoryNode {
-    /// The node.
-    pub id: String,
-    /// Its status then.
-    pub status: String,
-    /// Its kind.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    /// Its text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-    /// Its author's agent id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub author: Option<String>,
-    /// Its seq in the author's chain.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seq: Option<u64>,
-    /// When it was signed, ms since the Unix epoch.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timestamp_ms: Option<u64>,
-    /// Survived a challenge then.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub settled: Option<bool>,
-    /// The events that made the status so.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub why: Option<Vec<NodeRefAnswer>>,
-    /// A derived memory claim with no source.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub orphan: Option<bool>,
-    /// A claim its owner had not confirmed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unconfirmed: Option<bool>,
-    /// A claim past its expiry (now).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expired: Option<bool>,
-    /// A claim's memory kind.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_kind: Option<Option<String>>,
-    /// A frame's state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub frame_state: Option<Option<String>>,
-    /// A task's state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_state: Option<Option<String>>,
-    /// The newest version of the node then.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latest: Option<Option<String>>,
-    /// When superseded: the version that replaced it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub successor: Option<NodeRefAnswer>,
-    /// Why it breaks a rule (null when it does not).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub invalid: Option<Option<String>>,
+    Node(Box<NodeStatus>),
 }
 
 /// `disputes`: the disagreement map.
