@@ -109,9 +109,8 @@ impl MergeMarks {
 
     /// The marks of `events` in `merge`.
     pub fn from_merge(merge: &LiveMerge, events: &[Placed]) -> Self {
-        let wanted: std::collections::HashSet<EntryId> = events.iter().map(|e| e.id).collect();
         let mut marks: HashMap<EntryId, Marks> = HashMap::new();
-        for d in merge.open_disputes().into_iter().filter(|d| wanted.contains(&d.target)) {
+        for d in events.iter().flat_map(|e| merge.open_disputes_of(&e.id)) {
             marks.entry(d.target).or_default().disputed_by.push(DisputeOf {
                 by: d.by.to_string(),
                 dispute: d.dispute.to_string(),

@@ -1342,6 +1342,25 @@ impl LiveMerge {
         out
     }
 
+    /// The open disputes of one event, as marks, in (disputer, dispute)
+    /// order: its chain's index of open disputes, then each disputer's
+    /// record; no walk over the other disputes held.
+    pub fn open_disputes_of(&self, target: &EntryId) -> Vec<DisputeMark> {
+        let Some(loc) = self.index.get(target) else { return Vec::new() };
+        let Some(by) = self.open.get(&loc.chain).and_then(|marks| marks.get(&(loc.seq, *target))) else { return Vec::new() };
+        by.iter()
+            .filter_map(|&(disputer, dispute)| {
+                let chain = &self.chains[*self.by_author.get(&disputer)? as usize];
+                chain.records.iter().find(|r| self.index.id(r.row()) == dispute).and_then(|r| match &r.event {
+                    Some(MergeEvent::Dispute { reason, counter_claim, .. }) => {
+                        Some(DisputeMark { dispute, by: disputer, target: *target, reason: reason.clone(), counter_claim: counter_claim.clone() })
+                    }
+                    _ => None,
+                })
+            })
+            .collect()
+    }
+
     /// Open disputes (status applied), as marks, in (target, disputer, dispute) order.
     pub fn open_disputes(&self) -> Vec<DisputeMark> {
         let mut out = Vec::new();

@@ -413,6 +413,11 @@ fn assert_live_equals(live: &mut LiveMerge, held: &[MergeEntry], proofs: &[ForkP
     prop_assert_eq!(live.statuses(), statuses, "statuses {}", what);
     prop_assert_eq!(&live.frontiers(), m.frontiers(), "frontiers {}", what);
     prop_assert_eq!(live.open_disputes(), m.open_disputes(), "open disputes {}", what);
+    // One event's open disputes, read off its index, are the same marks.
+    for e in held {
+        let one: Vec<_> = m.open_disputes().into_iter().filter(|d| d.target == e.id()).collect();
+        prop_assert_eq!(live.open_disputes_of(&e.id()), one, "open disputes of one event {}", what);
+    }
     prop_assert_eq!(live.agents(), m.agents(), "agents {}", what);
     for a in m.agents() {
         prop_assert_eq!(live.view_chain(&a).to_vec(), m.view_chain(&a), "view chain {}", what);
