@@ -124,6 +124,11 @@ impl Reader<'_> {
         Some(EntryId(id))
     }
 
+    /// A 32-byte hash (an action's `input_hash`, `output_hash`): as an id, the bytes as they are.
+    fn hash(&mut self) -> Option<[u8; 32]> {
+        self.id().map(|id| id.0)
+    }
+
     fn ids(&mut self) -> Option<Vec<EntryId>> {
         let n = self.len()?;
         // Bounded before allocating: n ids need 32n bytes.
@@ -199,6 +204,17 @@ impl Reader<'_> {
                 source_trajectory: self.option(Self::id)?,
             },
             26 => Event::Usage { trajectory: self.id()?, item: self.id()?, rank: self.u32()?, score_bp: self.u16()? },
+            27 => Event::Action {
+                operation: self.string()?,
+                name: self.string()?,
+                conversation: self.string()?,
+                span: self.string()?,
+                cause: self.option(Self::id)?,
+                input_hash: self.option(Self::hash)?,
+                output_hash: self.option(Self::hash)?,
+                text: self.string()?,
+                error: self.string()?,
+            },
             // A kind this reader does not know: the serde path decides (a newer kind).
             _ => return None,
         })
@@ -311,6 +327,17 @@ mod tests {
                     item: self.id(),
                     rank: self.uint(u64::from(u32::MAX)) as u32,
                     score_bp: self.uint(u64::from(u16::MAX)) as u16,
+                },
+                27 => Event::Action {
+                    operation: self.text(),
+                    name: self.text(),
+                    conversation: self.text(),
+                    span: self.text(),
+                    cause: self.opt(Self::id),
+                    input_hash: self.opt(|g| g.id().0),
+                    output_hash: self.opt(|g| g.id().0),
+                    text: self.text(),
+                    error: self.text(),
                 },
                 _ => unreachable!("kind {kind}"),
             }

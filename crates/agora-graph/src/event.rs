@@ -23,6 +23,8 @@ pub const EVENT_VERSION: u8 = 1;
 pub const TEXT_BYTES_MAX: usize = 16 * 1024;
 /// Most references one event may carry.
 pub const REFS_MAX: usize = 64;
+/// Longest `operation` of an action, in bytes.
+pub const OPERATION_BYTES_MAX: usize = 64;
 
 /// Kinds of memory a claim can be (003: a memory is a claim with a source).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -239,6 +241,24 @@ pub enum Event {
     MemoryItem { title: String, description: String, content: String, scope: String, source_trajectory: Option<EntryId> },
     /// 26: an item was retrieved for a trajectory, with its rank and score (basis points).
     Usage { trajectory: EntryId, item: EntryId, rank: u32, score_bp: u16 },
+    /// 27: an agent's action as a framework traces it (an OpenTelemetry
+    /// GenAI span: a tool call, an agent run, a handoff...): what was done
+    /// (`operation`, [`check_operation`]), to or with what (`name`), in which
+    /// conversation, from which span (`trace/span` in hex, [`check_span`], or
+    /// empty), caused by which event, the SHA-256 of its arguments and
+    /// result when hashed, their contents when kept, and the error if it
+    /// failed. A repeated non-empty `span` by the same author is a duplicate.
+    Action {
+        operation: String,
+        name: String,
+        conversation: String,
+        span: String,
+        cause: Option<EntryId>,
+        input_hash: Option<[u8; 32]>,
+        output_hash: Option<[u8; 32]>,
+        text: String,
+        error: String,
+    },
 }
 
 /// Why a payload is not a valid event.
@@ -262,7 +282,7 @@ pub enum EventDecodeError {
 }
 
 /// Number of kinds defined in version 1.
-pub const KIND_COUNT: u32 = 27;
+pub const KIND_COUNT: u32 = 28;
 
 /// `"agev" || version || postcard(Event)`. A payload is at most
 /// `PAYLOAD_BYTES_MAX`, so that bounds the body; texts and references have
@@ -318,7 +338,7 @@ impl Event {
     }
 
     /// Every kind's name, in the order of [`Event::kind_index`].
-    pub const KIND_NAMES: [&'static str; 27] = [
+    pub const KIND_NAMES: [&'static str; 28] = [
         "proposition",
         "support",
         "contradiction",
@@ -346,6 +366,7 @@ impl Event {
         "judgment",
         "memory_item",
         "usage",
+        "action",
     ];
 
     /// The kind's place in [`Event::KIND_NAMES`]: one byte, where a graph
@@ -379,6 +400,7 @@ impl Event {
             Event::Judgment { .. } => 24,
             Event::MemoryItem { .. } => 25,
             Event::Usage { .. } => 26,
+            Event::Action { .. } => 27,
         }
     }
 
@@ -433,6 +455,8 @@ impl Event {
                 f(trajectory);
                 f(item);
             }
+            // The hashes name no event: only the cause is a reference.
+            Event::Action { cause, .. } => cause.iter().for_each(f),
         }
     }
 
@@ -472,6 +496,11 @@ impl Event {
         match self {
             Event::Trajectory { task_query, final_answer, .. } => format!("{task_query}\n{final_answer}"),
             Event::MemoryItem { title, description, content, .. } => format!("{title}\n{description}\n{content}"),
+            // What it was done with, its contents and its error, those
+            // that are there (the operation and span are identifiers).
+            Event::Action { name, text, error, .. } => {
+                [name, text, error].into_iter().filter(|t| !t.is_empty()).map(String::as_str).collect::<Vec<_>>().join("\n")
+            }
             _ => String::new(),
         }
     }
@@ -497,6 +526,9 @@ impl Event {
             }
             Event::MemoryItem { title, description, content, scope, .. } => {
                 out.extend([title.as_str(), description.as_str(), content.as_str(), scope.as_str()]);
+            }
+            Event::Action { operation, name, conversation, span, text, error, .. } => {
+                out.extend([operation.as_str(), name.as_str(), conversation.as_str(), span.as_str(), text.as_str(), error.as_str()]);
             }
             _ => {}
         }
@@ -524,6 +556,10 @@ impl Event {
         {
             return Err(EventDecodeError::Limit(format!("basis points {confidence_bp} > 10000")));
         }
+        if let Event::Action { operation, span, .. } = self {
+            check_operation(operation)?;
+            check_span(span)?;
+        }
         Ok(())
     }
 
@@ -536,6 +572,45 @@ impl Event {
     pub fn is_event_payload(payload: &[u8]) -> bool {
         EVENT_FRAMING.claims(payload)
     }
+}
+
+/// The rule of an action's `operation`: 1 to [`OPERATION_BYTES_MAX`] bytes
+/// of lowercase ASCII letters, digits, `_`, `.` and `-` (a span's
+/// `gen_ai.operation.name`, such as `execute_tool`, or a framework's own,
+/// such as `handoff`). Checked at decoding, as every limit is.
+pub fn check_operation(operation: &str) -> Result<(), EventDecodeError> {
+    let allowed = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'.' | b'-');
+    if operation.is_empty() || operation.len() > OPERATION_BYTES_MAX || !operation.bytes().all(allowed) {
+        return Err(EventDecodeError::Limit(format!(
+            "an action's operation is 1 to {OPERATION_BYTES_MAX} bytes of a-z, 0-9, '_', '.', '-' (got {} bytes)",
+            operation.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The rule of an action's `span`: empty (not from a trace), or the trace
+/// id and span id in lowercase hex, `<32 hex>/<16 hex>`.
+pub fn check_span(span: &str) -> Result<(), EventDecodeError> {
+    match span_key(span) {
+        Some(_) => Ok(()),
+        None if span.is_empty() => Ok(()),
+        None => Err(EventDecodeError::Limit("an action's span is empty or <32 lowercase hex>/<16 lowercase hex>".into())),
+    }
+}
+
+/// The 16-byte trace id and 8-byte span id of a non-empty `span` in the
+/// form [`check_span`] accepts; `None` for anything else (and for empty).
+pub(crate) fn span_key(span: &str) -> Option<[u8; 24]> {
+    let lower_hex = |s: &str| s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let (trace, id) = span.split_once('/')?;
+    if trace.len() != 32 || id.len() != 16 || !lower_hex(trace) || !lower_hex(id) {
+        return None;
+    }
+    let mut out = [0u8; 24];
+    hex::decode_to_slice(trace, &mut out[..16]).ok()?;
+    hex::decode_to_slice(id, &mut out[16..]).ok()?;
+    Some(out)
 }
 
 /// Prefix of the text that holds a memory item's content id in its residue.
@@ -569,6 +644,13 @@ impl Event {
                     }
                 }
                 ev.blank_texts();
+                // An action's hashes commit to the contents it no longer
+                // holds (a guessed argument could be checked against them),
+                // and no rule reads them: dropped.
+                if let Event::Action { input_hash, output_hash, .. } = &mut ev {
+                    *input_hash = None;
+                    *output_hash = None;
+                }
                 ev.encode()
             }
             Err(e) => match e {
@@ -582,7 +664,9 @@ impl Event {
     }
 
     /// Empty every free-text field (a memory item's `content` is left to
-    /// the caller). Every field of every kind is named, with no `..`: a new
+    /// the caller). An action keeps its `operation` (a word of a fixed form,
+    /// as a kind, which decoding requires) and its `span` (trace and span
+    /// ids, which its duplicate rule reads, as a memory item's content id). Every field of every kind is named, with no `..`: a new
     /// kind or field does not compile until it is sorted into text (blanked)
     /// or structure (kept). `residue_tests` checks that no text survives.
     fn blank_texts(&mut self) {
@@ -614,6 +698,9 @@ impl Event {
             Event::Judgment { trajectory: _, success: _, reason, confidence: _ } => vec![reason],
             // `content` holds the content id by now (see `residue`).
             Event::MemoryItem { title, description, content: _, scope, source_trajectory: _ } => vec![title, description, scope],
+            Event::Action { operation: _, name, conversation, span: _, cause: _, input_hash: _, output_hash: _, text, error } => {
+                vec![name, conversation, text, error]
+            }
         };
         for t in texts {
             t.clear();
@@ -627,6 +714,9 @@ mod residue_tests {
 
     /// Every string field of `ev`, named exhaustively (no `..`, no `_` arm):
     /// a new kind or field breaks this test's compilation until it is listed.
+    /// An action's `operation` and `span` are named and left out: they are
+    /// identifiers of a fixed form that the residue keeps
+    /// (`an_action_residue_keeps_its_identifiers_and_cause_only`).
     fn string_fields(ev: &Event) -> Vec<&String> {
         match ev {
             Event::Proposition { text } | Event::Question { text } => vec![text],
@@ -650,6 +740,9 @@ mod residue_tests {
             Event::Judgment { trajectory: _, success: _, reason, confidence: _ } => vec![reason],
             Event::MemoryItem { title, description, content, scope, source_trajectory: _ } => vec![title, description, content, scope],
             Event::Usage { trajectory: _, item: _, rank: _, score_bp: _ } => vec![],
+            Event::Action { operation: _, name, conversation, span: _, cause: _, input_hash: _, output_hash: _, text, error } => {
+                vec![name, conversation, text, error]
+            }
         }
     }
 
@@ -684,6 +777,17 @@ mod residue_tests {
             24 => Event::Judgment { trajectory: id, success: true, reason: m(), confidence: Confidence::High },
             25 => Event::MemoryItem { title: m(), description: m(), content: m(), scope: m(), source_trajectory: Some(id) },
             26 => Event::Usage { trajectory: id, item: id, rank: 1, score_bp: 2 },
+            27 => Event::Action {
+                operation: "execute_tool".into(),
+                name: m(),
+                conversation: m(),
+                span: format!("{}/{}", "ab".repeat(16), "cd".repeat(8)),
+                cause: Some(id),
+                input_hash: Some([1; 32]),
+                output_hash: Some([2; 32]),
+                text: m(),
+                error: m(),
+            },
             other => panic!("no example of kind {other}: add one"),
         }
     }
@@ -717,6 +821,78 @@ mod residue_tests {
             for f in string_fields(&back) {
                 assert!(f.is_empty() || f.starts_with(RESIDUE_CONTENT_ID), "{}: a field kept {f:?}", ev.kind_name());
             }
+        }
+    }
+
+    /// An action's residue keeps what its decoding and its rules read (its
+    /// operation, its span, its cause) and nothing else: no text, no hash.
+    #[test]
+    fn an_action_residue_keeps_its_identifiers_and_cause_only() {
+        let span = format!("{}/{}", "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331");
+        let ev = Event::Action {
+            operation: "execute_tool".into(),
+            name: "get_weather".into(),
+            conversation: "conv-1".into(),
+            span: span.clone(),
+            cause: Some(EntryId([3; 32])),
+            input_hash: Some([4; 32]),
+            output_hash: Some([5; 32]),
+            text: "{\"city\":\"Paris\"}".into(),
+            error: "timeout".into(),
+        };
+        let back = Event::decode(&Event::residue(&ev.encode())).unwrap();
+        let expected = Event::Action {
+            operation: "execute_tool".into(),
+            name: String::new(),
+            conversation: String::new(),
+            span,
+            cause: Some(EntryId([3; 32])),
+            input_hash: None,
+            output_hash: None,
+            text: String::new(),
+            error: String::new(),
+        };
+        assert_eq!(back, expected);
+        assert_eq!(back.text(), "");
+        assert_eq!(ev.text(), "get_weather\n{\"city\":\"Paris\"}\ntimeout");
+    }
+
+    /// An action's operation and span have the forms of events.md, checked
+    /// at decoding (a `limit` error, as every limit).
+    #[test]
+    fn an_action_operation_and_span_are_checked_at_decoding() {
+        let action = |operation: &str, span: &str| Event::Action {
+            operation: operation.into(),
+            name: String::new(),
+            conversation: String::new(),
+            span: span.into(),
+            cause: None,
+            input_hash: None,
+            output_hash: None,
+            text: String::new(),
+            error: String::new(),
+        };
+        let span = format!("{}/{}", "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331");
+        for (operation, span) in [("chat", ""), ("execute_tool", span.as_str()), ("a.b-c_9", ""), (&"x".repeat(OPERATION_BYTES_MAX), "")] {
+            let ev = action(operation, span);
+            assert_eq!(Event::decode(&ev.encode()), Ok(ev), "{operation:?} {span:?}");
+        }
+        let upper_span = span.to_uppercase();
+        let bad = [
+            ("", ""),
+            ("Chat", ""),
+            ("execute tool", ""),
+            ("é", ""),
+            (&*"x".repeat(OPERATION_BYTES_MAX + 1), ""),
+            ("chat", upper_span.as_str()),
+            ("chat", &span[1..]),
+            ("chat", "0af7651916cd43dd8448eb211c80319c"),
+            ("chat", "0af7651916cd43dd8448eb211c80319cb7ad6b7169203331"),
+            ("chat", "0af7651916cd43dd8448eb211c80319g/b7ad6b7169203331"),
+            ("chat", "0af7651916cd43dd8448eb211c80319c/b7ad6b7169203331/"),
+        ];
+        for (operation, span) in bad {
+            assert!(matches!(Event::decode(&action(operation, span).encode()), Err(EventDecodeError::Limit(_))), "{operation:?} {span:?}");
         }
     }
 }

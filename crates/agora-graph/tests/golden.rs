@@ -775,3 +775,127 @@ fn a_backdated_park_or_resume_decides_nothing() {
     assert_eq!(status(&g, &q), Status::Active);
     assert_eq!(status(&g, &early_resume), Status::Invalid);
 }
+
+/// An action from `span` by its framework, caused by `cause`.
+fn action(operation: &str, name: &str, span: &str, cause: Option<EntryId>) -> Event {
+    Event::Action {
+        operation: text(operation),
+        name: text(name),
+        conversation: text("conv-1"),
+        span: text(span),
+        cause,
+        input_hash: Some(agora_core::sha256(b"{\"city\":\"Paris\"}")),
+        output_hash: None,
+        text: text(""),
+        error: text(""),
+    }
+}
+
+const TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
+
+fn span(id: &str) -> String {
+    format!("{TRACE}/{id}")
+}
+
+/// A framework's trace, recorded: an agent run, a tool call it made, a
+/// handoff to another agent, whose run names the handoff as its cause
+/// (across the two agents' chains). Each is an active `action` node with a
+/// `caused_by` edge to its cause. A span sent twice by its agent is
+/// recorded once (the repeat is a duplicate); another agent's action with
+/// that span is not a duplicate of it, nor an action without a span.
+#[test]
+fn actions_from_a_trace() {
+    let mut log = Log::new();
+    let run = log.push(action("invoke_agent", "triage", &span("1111111111111111"), None));
+    let tool = log.push(action("execute_tool", "get_weather", &span("2222222222222222"), Some(run)));
+    let handoff = log.push(action("handoff", "billing", &span("3333333333333333"), Some(run)));
+    let other_run = log.push_as(2, action("invoke_agent", "billing", &span("4444444444444444"), Some(handoff)));
+    let again = log.push(action("execute_tool", "get_weather", &span("2222222222222222"), Some(run)));
+    let same_span_other_agent = log.push_as(2, action("execute_tool", "get_weather", &span("2222222222222222"), Some(run)));
+    let no_span = log.push(action("chat", "gpt-4o", "", None));
+    let no_span_again = log.push(action("chat", "gpt-4o", "", None));
+    let g = log.graph();
+    assert!(g.invalid().is_empty());
+    for id in [run, tool, handoff, other_run, same_span_other_agent, no_span, no_span_again] {
+        assert_eq!(g.node(&id).unwrap().kind(), "action");
+        assert_eq!(status(&g, &id), Status::Active, "{id}");
+    }
+    assert_eq!(g.edges(g.node(&tool).unwrap()).collect::<Vec<_>>(), vec![("caused_by", run)]);
+    assert_eq!(g.edges(g.node(&other_run).unwrap()).collect::<Vec<_>>(), vec![("caused_by", handoff)]);
+    assert_eq!(g.edges(g.node(&run).unwrap()).len(), 0);
+    assert_eq!(g.touched_by(g.node(&run).unwrap()), vec![run, tool, handoff, again, same_span_other_agent]);
+    assert_eq!(status(&g, &again), Status::Duplicate);
+    assert_eq!(g.why(g.node(&again).unwrap()), vec![again, tool]);
+    assert!(g.touched_by(g.node(&tool).unwrap()).contains(&again));
+    assert_eq!(g.action_of_span(&AgentId([1; 32]), &span("2222222222222222")), Some(tool));
+    assert_eq!(g.action_of_span(&AgentId([2; 32]), &span("2222222222222222")), Some(same_span_other_agent));
+    assert_eq!(g.action_of_span(&AgentId([2; 32]), &span("1111111111111111")), None);
+    assert_eq!(g.action_of_span(&AgentId([1; 32]), ""), None);
+    // Its node text: what it was done with, its contents, its error.
+    assert_eq!(g.text(g.node(&tool).unwrap()).unwrap(), "get_weather");
+
+    // A redacted action keeps its place: the repeat is still a duplicate.
+    let mut redacted = log.events.clone();
+    for e in &mut redacted {
+        if let Body::Event(ev) = &e.body {
+            let residue = Event::residue(&ev.encode());
+            *e = LogEvent::from_content(e.id, e.pos, agora_core::Content::Redacted(Some(&residue))).unwrap();
+        }
+    }
+    let r = Graph::replay(redacted);
+    assert_eq!(r.snapshot(), g.snapshot());
+    assert_eq!(status(&r, &again), Status::Duplicate);
+    assert!(r.text(r.node(&tool).unwrap()).unwrap().is_empty());
+}
+
+/// An action's cause is any event, not a raw note or an invalid event:
+/// refused locally, and an invalid node when a peer sends it (and so is an
+/// action caused by that invalid one). Its operation and span have fixed
+/// forms, checked at decoding.
+#[test]
+fn an_action_caused_by_a_raw_note_or_an_invalid_event_is_invalid() {
+    let mut log = Log::new();
+    let p = log.push(Event::Proposition { text: text("ship on friday") });
+    let raw = EntryId([0x52; 32]);
+    log.clock += 1_000;
+    log.events.push(LogEvent::from_payload(raw, LogPosition { timestamp_ms: log.clock, author: AgentId([3; 32]), seq: 1 }, Some(b"a raw note")));
+    let g = log.graph();
+    let fresh = EntryId([7; 32]);
+    assert_eq!(g.check(fresh, &action("plan", "", "", Some(p))), Ok(()), "a proposition can cause an action");
+    assert!(matches!(g.check(fresh, &action("plan", "", "", Some(raw))), Err(RuleError::WrongKind { kind: "raw", .. })));
+    assert!(matches!(g.check(fresh, &action("plan", "", "", Some(fresh))), Err(RuleError::SelfReference(_))));
+
+    let bad = log.push_as(2, action("execute_tool", "deploy", &span("5555555555555555"), Some(raw)));
+    let after_bad = log.push_as(2, action("execute_tool", "notify", "", Some(bad)));
+    // The invalid action's span is not claimed: a later one from it is active.
+    let retry = log.push_as(2, action("execute_tool", "deploy", &span("5555555555555555"), Some(p)));
+    let g = log.graph();
+    assert_eq!(status(&g, &bad), Status::Invalid);
+    assert_eq!(status(&g, &after_bad), Status::Invalid);
+    assert_eq!(status(&g, &retry), Status::Active);
+    assert_eq!(g.invalid().len(), 2);
+
+    let mut upper = action("Execute_Tool", "", "", None).encode();
+    assert!(matches!(Event::decode(&upper), Err(EventDecodeError::Limit(_))));
+    upper = action("execute_tool", "", &span("5555555555555555").to_uppercase(), None).encode();
+    assert!(matches!(Event::decode(&upper), Err(EventDecodeError::Limit(_))));
+}
+
+/// Another agent's action from the same span, dated before or after the
+/// honest one, makes neither a duplicate: only an author's own repeat is.
+#[test]
+fn a_backdated_action_from_the_same_span_makes_no_duplicate() {
+    let statuses = either_side(
+        |log, rival_time| {
+            let honest = log.at(1, 5_000, action("execute_tool", "get_weather", &span("6666666666666666"), None));
+            let rival = log.at(2, rival_time, action("execute_tool", "get_weather", &span("6666666666666666"), None));
+            let repeat = log.at(1, 6_000, action("execute_tool", "get_weather", &span("6666666666666666"), None));
+            vec![honest, rival, repeat]
+        },
+        |g, ids| {
+            assert_eq!(g.why(g.node(&ids[2]).unwrap()), vec![ids[2], ids[0]], "an agent's own repeat duplicates its own action");
+            ids.iter().map(|id| status(g, id)).collect::<Vec<_>>()
+        },
+    );
+    assert_eq!(statuses, [Status::Active, Status::Active, Status::Duplicate]);
+}

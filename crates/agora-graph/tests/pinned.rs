@@ -54,7 +54,7 @@ const CONTENT: &[&str] = &["proposition", "contradiction", "question", "claim", 
 fn event(rng: &mut Rng, p: &Pools, total: usize, i: usize) -> Event {
     let t = format!("text {i} about {}", rng.below(50));
     let of = |kinds: &[&str], rng: &mut Rng| p.of(kinds, rng, total, i);
-    match rng.below(27) {
+    match rng.below(28) {
         0 => Event::Proposition { text: t },
         1 => Event::Support { target: of(POSITIONS, rng), text: t },
         2 => Event::Contradiction { target: of(POSITIONS, rng), text: t },
@@ -112,7 +112,20 @@ fn event(rng: &mut Rng, p: &Pools, total: usize, i: usize) -> Event {
             scope: "research".into(),
             source_trajectory: rng.chance(70).then(|| of(&["trajectory"], rng)),
         },
-        _ => Event::Usage { trajectory: of(&["trajectory"], rng), item: of(&["memory_item"], rng), rank: 1, score_bp: rng.below(10_001) as u16 },
+        26 => Event::Usage { trajectory: of(&["trajectory"], rng), item: of(&["memory_item"], rng), rank: 1, score_bp: rng.below(10_001) as u16 },
+        // Few spans, so that an author's repeats and other authors' copies
+        // happen; a cause of any kind, mostly an earlier action.
+        _ => Event::Action {
+            operation: ["invoke_agent", "execute_tool", "handoff", "chat"][rng.below(4)].into(),
+            name: format!("tool {}", rng.below(5)),
+            conversation: "conv".into(),
+            span: if rng.chance(75) { format!("{:032x}/{:016x}", rng.below(3), 1 + rng.below(6)) } else { String::new() },
+            cause: rng.chance(70).then(|| of(&["action", "proposition", "task"], rng)),
+            input_hash: rng.chance(50).then(|| [rng.below(4) as u8; 32]),
+            output_hash: rng.chance(30).then(|| [9; 32]),
+            text: t,
+            error: if rng.chance(20) { "timeout".into() } else { String::new() },
+        },
     }
 }
 
@@ -262,36 +275,37 @@ fn views_are_pinned() {
 /// (seed, entries, [snapshot, exports, reads]) recorded before the switch
 /// from ids to node indices, recorded again when another agent's state
 /// stopped making an event invalid (concurrent events conflict instead;
-/// events.md, "Concurrent events"), and again when every rule where two
+/// events.md, "Concurrent events"), again when every rule where two
 /// agents' order decides took causal order or a conflict (memory items'
 /// content ids, verdicts' outcome counts, successors; a conflict ahead of
-/// superseded and parked).
+/// superseded and parked), and again when the seeded log took actions
+/// (kind 27; the hashes held without them).
 const PINNED: &[(u64, usize, [&str; 3])] = &[
     (
         0x1,
         300,
         [
-            "a8329c88dfd86fb42341eb7a0b36cadabf87b3f79c5ac65847265e27cc39c364",
-            "a50db089ccb8f857b9b327dc29ebeb8d4f7f08141e9355b6c32dece296e08f4a",
-            "e27e1387ff7988f8ccabe0770c87aadc09bbb912cce2bde03c3ec2a0feb36fc9",
+            "5d5d9a895e14408dee77427f55a7771df8a0dd364160c3ac24f85ebc7a1a1a00",
+            "9381ed60425795b6a7595859ba9c5a0a022c73d9fcf1f8b04054c583bd6fb6dd",
+            "63cd86e3435086381d36c714e99b8082001bdb02f5e14c6d0915181d92049f73",
         ],
     ),
     (
         0x5eed,
         3_000,
         [
-            "855febaf75d29ba5a2fe30c313e60a5b1e59696c872c8e57575fc904c4f10c0a",
-            "9d878cf657bc7bba4ed2f766371959e2238ca421f88bd6fac45e68ff17836c04",
-            "eb8c5279236c8a430970c2e51912b980180086fb5d8a2ce22617be50d6a25b7a",
+            "91cecdae4e62ebed72bfeac3a29463e31b97969e005eb492ecf62120b796a85d",
+            "0e634e44805b68f2616c61cc2bbc03d484ffb2e3811c91d3cd563f04f0556484",
+            "6f08d12a3765c7f9d29370be415a9f0a1da69b0c2c3653d67c8d7395a222848a",
         ],
     ),
     (
         0xfeed_f00d,
         20_000,
         [
-            "af3d5cbb10cc6c9dbe27776759982f9be5afbb31bf2e8c7d52bff50f63dec46d",
-            "447ad927ff051ea0d06203b1198aac766ffe38ee66406410d5625a1f2521f45b",
-            "53487c7ee1ca20f7cafeab449897cb88bcc06382215ff91280d8d32dbcdc8be8",
+            "727bc26cb365de64bf341f770400f6c961e49738514cab139e9b0b1754006b79",
+            "d96b1219dc57b3dbf4509068c6709d213538378fe7bc61730253583dc6959e27",
+            "082cef8f185ee18198060acad03d6907cef55f3d94ad94a3b79fdd4d4c26c4fb",
         ],
     ),
 ];

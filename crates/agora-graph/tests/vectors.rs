@@ -1,7 +1,7 @@
 //! Event payload test vectors in `protocol-spec/vectors/events.json`: one
 //! example of every kind, its payload bytes, and payloads that must be refused.
 //! Regenerate after a deliberate format change with
-//! `AGORA_BLESS_VECTORS=1 cargo test --release -p agora-graph --test vectors`
+//! `AGORA_BLESS_VECTORS=1 cargo test --release --workspace --locked --test vectors event_vectors_are_current`
 //! (and update protocol-spec/events.md in the same commit).
 
 use agora_core::EntryId;
@@ -61,7 +61,35 @@ fn examples() -> Vec<Event> {
             source_trajectory: Some(id(24)),
         },
         Event::Usage { trajectory: id(24), item: id(26), rank: 1, score_bp: 8200 },
+        Event::Action {
+            operation: t("execute_tool"),
+            name: t("get_weather"),
+            conversation: t("conv_5j66UpCpwteGg4YSxUnt7lPY"),
+            span: t("0af7651916cd43dd8448eb211c80319c/b7ad6b7169203331"),
+            cause: Some(id(27)),
+            input_hash: Some(agora_core::sha256(br#"{"city":"Paris"}"#)),
+            output_hash: Some(agora_core::sha256(b"rainy, 57F")),
+            text: t(r#"{"city":"Paris"} -> rainy, 57F"#),
+            error: t(""),
+        },
     ]
+}
+
+/// An action with `operation` and `span`, every other field empty.
+fn action(operation: &str, span: &str) -> Vec<u8> {
+    let t = |s: &str| s.to_string();
+    Event::Action {
+        operation: t(operation),
+        name: t(""),
+        conversation: t(""),
+        span: t(span),
+        cause: None,
+        input_hash: None,
+        output_hash: None,
+        text: t(""),
+        error: t(""),
+    }
+    .encode()
 }
 
 fn invalid() -> Vec<(&'static str, Vec<u8>, &'static str)> {
@@ -77,6 +105,11 @@ fn invalid() -> Vec<(&'static str, Vec<u8>, &'static str)> {
         ("overlong_kind_code", overlong, "malformed"),
         ("truncated", b"agev\x01\x00\x05ab".to_vec(), "malformed"),
         ("basis_points_over_10000", Event::FrameConclude { frame: id(1), conclusion: "c".into(), confidence_bp: 10_001 }.encode(), "limit"),
+        ("action_operation_empty", action("", ""), "limit"),
+        ("action_operation_upper_case", action("Execute_Tool", ""), "limit"),
+        ("action_operation_over_64_bytes", action(&"a".repeat(65), ""), "limit"),
+        ("action_span_upper_case", action("chat", "0AF7651916CD43DD8448EB211C80319C/B7AD6B7169203331"), "limit"),
+        ("action_span_without_span_id", action("chat", "0af7651916cd43dd8448eb211c80319c"), "limit"),
     ]
 }
 

@@ -182,6 +182,15 @@ impl Graph {
                 };
                 self.memory_item_content(me, cid);
             }
+            Event::Action { cause, span, .. } => {
+                if cause.is_some() {
+                    self.edge(me, Rel::CausedBy, t[0]);
+                }
+                // Its span is kept in its residue: the same duplicates either way.
+                if let Some(key) = crate::event::span_key(span) {
+                    self.action_span(me, key);
+                }
+            }
             Event::Usage { .. } => {
                 self.links_at(me).push(Mark::UsageItem, t[1]);
                 self.edge(me, Rel::UsedIn, t[0]);
@@ -315,6 +324,29 @@ impl Graph {
                 self.content_rivals.insert((cid, author), me);
                 self.links_at(first).push(Mark::Conflict, me);
                 self.links_at(me).push(Mark::Conflict, first);
+            }
+        }
+    }
+
+    /// The span rule of an action `me` whose span is `span` (trace id and
+    /// span id): it repeats its author's earlier action with that span (is
+    /// its *duplicate*), a framework sending one span twice. Only its
+    /// author's own actions count: its own chain orders them (`causal.rs`;
+    /// two of one author's actions are concurrent only in a fork, whose
+    /// author answers for both), and another agent's action with the same
+    /// span is another record of it, neither a duplicate.
+    fn action_span(&mut self, me: Ix, span: [u8; 24]) {
+        let author = self.nodes[me as usize].author;
+        match self.action_spans.get(&(author, span)) {
+            Some(&original) => {
+                let n = self.links_at(me);
+                n.push(Mark::DuplicateOf, original);
+                n.push(Mark::DuplicateBy, me);
+                self.touch(original, me);
+            }
+            None => {
+                self.record_action_span(author, span);
+                self.action_spans.insert((author, span), me);
             }
         }
     }

@@ -26,6 +26,7 @@ impl Journal {
             r.saved.capacity() * size_of::<(Ix, Node, Ix)>()
                 + r.saved.iter().map(|(_, n, _)| n.links.heap_bytes()).sum::<usize>()
                 + r.content_ids.capacity() * size_of::<([u8; 32], Option<u32>)>()
+                + r.action_spans.capacity() * size_of::<(u32, [u8; 24])>()
                 + r.waiting.capacity() * size_of::<WaitOp>()
         };
         size_of::<Self>() + self.records.capacity() * size_of::<Record>() + self.records.iter().chain(self.open.as_ref()).map(record).sum::<usize>()
@@ -51,6 +52,8 @@ pub(super) struct Record {
     /// Memory-item content ids it claimed: first (`None`), or as another
     /// author's original (`Some(author)`).
     pub(super) content_ids: Vec<([u8; 32], Option<u32>)>,
+    /// Action spans it claimed first, by (author, trace and span id).
+    pub(super) action_spans: Vec<(u32, [u8; 24])>,
     /// What it did to the pending set, in order.
     pub(super) waiting: Vec<WaitOp>,
 }

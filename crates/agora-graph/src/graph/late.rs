@@ -19,10 +19,11 @@
 //! replays it). Kinds whose rules or effects read nodes beyond their
 //! references and the nodes they write (a relation's supersession walk, a
 //! frame invalidation's cascade, a judgment's usages, a memory item's
-//! content rule) are refused, as is an event other events wait for. The
-//! causal walk some rules ask (`causal.rs`) reads only what never changes
-//! once a node is applied (authors, the edges a node's own event drew), so
-//! it does not make a kind one of those.
+//! content rule, the span rule of an action from a span) are refused, as
+//! is an event other events wait for. The causal walk some rules ask
+//! (`causal.rs`) reads only what never changes once a node is applied
+//! (authors, the edges a node's own event drew), so it does not make a
+//! kind one of those.
 //!
 //! A graph that keeps a journal of its last applies (`rewind.rs`) does not
 //! take a late event in place while the journal reaches back to it: it
@@ -155,7 +156,12 @@ impl Graph {
         }
         let key = key_of(event);
         if let Body::Event(ev) = &event.body {
-            if matches!(ev, Event::Relate { .. } | Event::FrameInvalidate { .. } | Event::Judgment { .. } | Event::MemoryItem { .. }) {
+            let reads_beyond = match ev {
+                Event::Relate { .. } | Event::FrameInvalidate { .. } | Event::Judgment { .. } | Event::MemoryItem { .. } => true,
+                Event::Action { span, .. } => !span.is_empty(),
+                _ => false,
+            };
+            if reads_beyond {
                 return Late::Refused;
             }
             let mut later = false;

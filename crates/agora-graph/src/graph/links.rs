@@ -527,7 +527,7 @@ mod tests {
         for (i, r) in Rel::ALL.iter().enumerate() {
             assert_eq!(*r as usize, i);
         }
-        assert_eq!(Rel::ALL.len(), Rel::Uses as usize + 1);
+        assert_eq!(Rel::ALL.len(), Rel::CausedBy as usize + 1);
         for (i, m) in Mark::ALL.iter().enumerate() {
             assert_eq!(*m as usize, i);
         }

@@ -98,7 +98,8 @@ impl Graph {
                 + vec_bytes(&self.authors)
                 + self.author_index.capacity() * (size_of::<agora_core::AgentId>() + 4)
                 + self.content_ids.capacity() * (32 + size_of::<Ix>() + 1)
-                + self.content_rivals.capacity() * (32 + 4 + size_of::<Ix>() + 1),
+                + self.content_rivals.capacity() * (32 + 4 + size_of::<Ix>() + 1)
+                + self.action_spans.capacity() * (4 + 24 + size_of::<Ix>() + 1),
         }
     }
 }

@@ -117,6 +117,9 @@ pub struct Graph {
     /// for authors other than the first item's: an *original* too, since
     /// nothing shows its author had seen the first (`causal.rs`).
     content_rivals: HashMap<([u8; 32], u32), Ix>,
+    /// (author, an action's trace id and span id) -> the author's first
+    /// action from that span, in log order (`effects.rs` `action_span`).
+    action_spans: HashMap<(u32, [u8; 24]), Ix>,
     /// The log-order key (position, then id) of the last event applied in
     /// log order: one that sorts before it is late.
     last_key: Option<Key>,
@@ -537,6 +540,15 @@ impl Graph {
     /// `protocol-spec/events.md`, "Concurrent events"), empty when none.
     pub fn conflicts<'g>(&'g self, n: impl AsNode<'g>) -> Vec<EntryId> {
         self.ids_marked(n.as_node(), Mark::Conflict)
+    }
+
+    /// The first action by `author` recorded from `span` (`<trace id>/<span
+    /// id>`), the one a later action from it duplicates: whether a span was
+    /// recorded already. `None` for an empty or malformed span.
+    pub fn action_of_span(&self, author: &AgentId, span: &str) -> Option<EntryId> {
+        let key = crate::event::span_key(span)?;
+        let author = *self.author_index.get(author)?;
+        self.action_spans.get(&(author, key)).map(|&ix| self.id_at(ix))
     }
 
     /// Child frames, for frames.

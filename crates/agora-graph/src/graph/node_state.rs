@@ -71,12 +71,13 @@ pub(super) enum Rel {
     ExtractedFrom,
     UsedIn,
     Uses,
+    CausedBy,
 }
 
 impl Rel {
     /// Every relation, in declaration order: a relation's place here is the
     /// word [`Links`](super::links::Links) keeps it as.
-    pub(super) const ALL: [Rel; 23] = [
+    pub(super) const ALL: [Rel; 24] = [
         Rel::Supports,
         Rel::Contradicts,
         Rel::Refines,
@@ -100,6 +101,7 @@ impl Rel {
         Rel::ExtractedFrom,
         Rel::UsedIn,
         Rel::Uses,
+        Rel::CausedBy,
     ];
 
     /// The relation's name, as the snapshot, exports and views write it.
@@ -128,6 +130,7 @@ impl Rel {
             Rel::ExtractedFrom => "extracted_from",
             Rel::UsedIn => "used_in",
             Rel::Uses => "uses",
+            Rel::CausedBy => "caused_by",
         }
     }
 

@@ -14,11 +14,11 @@
 //! its first change (every write goes through `Graph::changed`, and every
 //! read of a reference through `Graph::accessed_by_current`), the nodes it
 //! added, the events it held as pending or released, the memory-item
-//! content ids it claimed. The newest applies are undone exactly, newest
-//! first, until the graph's last position sorts at or before the late
-//! event; then it and the undone events are applied again in log order,
-//! each recorded again. So a journaled graph's applies stay in log order,
-//! and it lists its nodes as a replay does.
+//! content ids and action spans it claimed. The newest applies are undone
+//! exactly, newest first, until the graph's last position sorts at or
+//! before the late event; then it and the undone events are applied again
+//! in log order, each recorded again. So a journaled graph's applies stay
+//! in log order, and it lists its nodes as a replay does.
 //!
 //! An event that sorts before the whole journal is taken in place as
 //! before, recorded as late; rewinding past such a record must go back to
@@ -72,6 +72,7 @@ impl Graph {
             released_nodes_len: self.released_nodes.len(),
             saved: Vec::new(),
             content_ids: Vec::new(),
+            action_spans: Vec::new(),
             waiting: Vec::new(),
         };
         if let Some(j) = self.journal.as_deref_mut() {
@@ -92,6 +93,7 @@ impl Graph {
             r.saved.shrink_to_fit();
             r.waiting.shrink_to_fit();
             r.content_ids.shrink_to_fit();
+            r.action_spans.shrink_to_fit();
             j.records.push_back(r);
             if j.records.len() > j.capacity {
                 j.records.pop_front();
@@ -121,6 +123,13 @@ impl Graph {
     pub(super) fn record_content_id(&mut self, cid: [u8; 32], rival: Option<u32>) {
         if let Some(r) = self.journal.as_deref_mut().and_then(|j| j.open.as_mut()) {
             r.content_ids.push((cid, rival));
+        }
+    }
+
+    /// An action's span was claimed first by its author.
+    pub(super) fn record_action_span(&mut self, author: u32, span: [u8; 24]) {
+        if let Some(r) = self.journal.as_deref_mut().and_then(|j| j.open.as_mut()) {
+            r.action_spans.push((author, span));
         }
     }
 
@@ -181,6 +190,9 @@ impl Graph {
                 None => self.content_ids.remove(&cid),
                 Some(author) => self.content_rivals.remove(&(cid, author)),
             };
+        }
+        for key in r.action_spans {
+            self.action_spans.remove(&key);
         }
         for author in self.authors.drain(r.authors_len..) {
             self.author_index.remove(&author);

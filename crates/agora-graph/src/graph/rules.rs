@@ -242,6 +242,9 @@ impl Graph {
                 self.expect(name, t[0], trajectory, &["trajectory"], "a trajectory")?;
                 self.expect(name, t[1], item, &["memory_item"], "a memory item")
             }
+            // A cause may be any event, by any agent (a handoff names
+            // another agent's action); not a raw note or an invalid event.
+            Event::Action { cause, .. } => cause.iter().zip(t).try_for_each(|(c, &ix)| self.expect(name, ix, c, &Event::KIND_NAMES, "an event")),
         }
     }
 
