@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, checks formatting and lints
 # (rustfmt, clippy with warnings as errors), then runs every test in the
-# workspace (unit, property, test-vector and CLI integration tests) and the
-# property-based API test (scripts/api-property-test.sh), and ends with one
-# summary line over all test binaries.
+# workspace (unit, property, test-vector and CLI integration tests), the
+# property-based API test (scripts/api-property-test.sh) and the Python
+# package's tests (python/tests), and ends with one summary line over all
+# test binaries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -20,4 +21,15 @@ trap 'rm -f "$log"' EXIT
 cargo test --release --workspace --locked --lib --bins --tests "$@" 2>&1 | tee "$log"
 # The JSON API against its OpenAPI document, property-based (schemathesis).
 bash scripts/api-property-test.sh
+# The Python package (python/) against real nodes, with pytest; skipped, and
+# said why, when its environment cannot be made (scripts/python-venv.sh exit 3).
+venv_status=0
+py="$(bash scripts/python-venv.sh)" || venv_status=$?
+if [ "$venv_status" -eq 3 ]; then
+  echo "python package tests: SKIPPED (the virtual environment could not be made; see above)"
+elif [ "$venv_status" -ne 0 ]; then
+  exit "$venv_status"
+else
+  AGORA_BIN="$CARGO_TARGET_DIR/release/agora" PYTHONDONTWRITEBYTECODE=1 "$py" -m pytest -q -p no:cacheprovider python/tests
+fi
 awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "\nall test binaries: %d passed, %d failed, %d ignored\n%d passed, %d failed\n", p, f, i, p, f }' "$log"
