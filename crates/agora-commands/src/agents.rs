@@ -3,12 +3,13 @@
 //! its own key and chain, each admitted to the workspace on its own; a
 //! command acts as one with `--as NAME` (`Session::key`).
 
-use crate::answers::{AgentAnswer, AgentList};
 use crate::cli::AgentCommand;
 use crate::session::Session;
 use agora_command_line::inputs::AgentName;
 use agora_core::{AgentId, AgentKey};
 use anyhow::{Result, bail};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
@@ -122,4 +123,31 @@ pub fn agent_by_name_or_id(s: &Session, text: &str, what: &str) -> Result<AgentI
         return Ok(s.home.load_agent_key(Some(text))?.agent_id());
     }
     crate::args::agent_id(text, what)
+}
+
+/// One agent of the home: its own (`self`) or one of the keyring's.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct AgentAnswer {
+    /// Its name in this home (`self` for the home's own agent); `--as NAME` acts as it.
+    pub name: String,
+    /// Its agent id (64 hex characters).
+    pub id: String,
+    /// Its display name: the first line of the roster's admission note, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// The workspace's roster admits it: its entries count in every view.
+    pub admitted: bool,
+    /// It founded the workspace.
+    pub founder: bool,
+    /// Its chain's highest seq held here (0: nothing written yet).
+    pub max_seq: u64,
+    /// Its key file (mode 0600).
+    pub key_file: String,
+}
+
+/// `agent list`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct AgentList {
+    /// The home's own agent first, then the keyring's by name.
+    pub agents: Vec<AgentAnswer>,
 }

@@ -2,16 +2,19 @@
 //! redaction, packs, authors and fork proofs. One function per command;
 //! each returns the exit code on success.
 
+use crate::answers::SeqEntry;
 use crate::args::{now_ms, parse_author};
 use crate::cli::ChainCommand;
 use crate::output;
 use crate::session::Session;
 use agora_command_line::inputs;
 use agora_core::pack;
-use agora_core::{AgentId, ForkProof};
-use agora_store::{ImportItem, PayloadState, Store};
+use agora_core::{AgentId, ForkProof, SignedEntry};
+use agora_store::{ImportItem, PayloadState, Store, StoredEntry};
 use anyhow::{Context, Result};
-use serde_json::json;
+use base64::Engine;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufWriter, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -22,7 +25,7 @@ pub fn run(s: &Session, command: ChainCommand) -> Result<ExitCode> {
         ChainCommand::Init => init(s),
         ChainCommand::Id => {
             let key = s.key()?;
-            s.print(&json!({ "agent": key.agent_id().to_string() }), || key.agent_id().to_string())?;
+            s.print(&IdentityAnswer { agent: key.agent_id().to_string() }, || key.agent_id().to_string())?;
             Ok(ExitCode::SUCCESS)
         }
         ChainCommand::Append { file } => append(s, file.as_deref()),
@@ -46,7 +49,8 @@ pub fn run(s: &Session, command: ChainCommand) -> Result<ExitCode> {
 fn init(s: &Session) -> Result<ExitCode> {
     let key = s.home.init()?;
     let id = key.agent_id().to_string();
-    s.print(&json!({ "agent": id, "home": s.home.dir.display().to_string() }), || format!("initialised {}\nagent {id}", s.home.dir.display()))?;
+    let answer = Initialised { agent: id.clone(), home: s.home.dir.display().to_string() };
+    s.print(&answer, || format!("initialised {}\nagent {id}", s.home.dir.display()))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -77,7 +81,7 @@ fn append(s: &Session, file: Option<&Path>) -> Result<ExitCode> {
     let payload = read_payload(s, file)?;
     crate::reasoning::check_appended_payload(s, &payload)?;
     let entry = crate::own_chain::append_own(s, &payload)?;
-    s.print(&output::entry_header_json(&entry), || entry.id().to_string())?;
+    s.print(&EntryHeader::of(&entry), || entry.id().to_string())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -95,14 +99,14 @@ fn log(s: &Session, author: Option<&str>, all: bool, from: u64, limit: usize) ->
     for a in authors {
         for e in store.chain(&a, from, limit)? {
             if json {
-                rows.push(output::stored_entry_json(&e, false));
+                rows.push(LoggedEntry::of(&e));
             } else {
                 let h = e.signed.header();
                 text.push(format!("{} {:>6}  {}  {:>13}  {}", h.author.short(), h.seq, e.signed.id(), h.timestamp_ms, output::preview(&e.payload)));
             }
         }
     }
-    s.print(&json!(rows), || text.join("\n"))?;
+    s.print(&rows, || text.join("\n"))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -110,8 +114,7 @@ fn show(s: &Session, entry: &str) -> Result<ExitCode> {
     let store = s.store()?;
     let id = store.resolve(entry)?;
     let e = store.get(&id)?.with_context(|| format!("entry {id} vanished while reading"))?;
-    let value = output::stored_entry_json(&e, true);
-    s.print(&value, || {
+    s.print(&ShownEntry::of(&e), || {
         let h = e.signed.header();
         let mut out = vec![
             format!("id            {}", e.signed.id()),
@@ -146,20 +149,29 @@ fn verify(s: &Session, author: Option<&str>, threads: usize) -> Result<ExitCode>
     let bar = s.progress(total, "verify {bar:40} {pos}/{len} entries ({per_sec}, eta {eta})");
     let report = store.audit_observed(author.as_ref(), threads, &|n| bar.set_position(n))?;
     bar.finish_and_clear();
-    let authors: Vec<_> = report
-        .authors
-        .iter()
-        .map(|a| {
-            json!({
-                "author": a.author.to_string(), "entries": a.entries, "max_seq": a.max_seq, "tips": a.tips,
-                "forked": a.tips > 1 || !a.fork_seqs.is_empty(), "fork_seqs": a.fork_seqs,
-                "payloads_held": a.payloads_held, "payloads_redacted": a.payloads_redacted,
-                "payloads_not_held": a.payloads_not_held, "problem_count": a.problem_count, "problems": a.problems,
-            })
-        })
-        .collect();
     let clean = report.is_clean();
-    s.print(&json!({ "ok": clean, "entries": report.entries(), "authors": authors }), || {
+    let answer = VerifyAnswer {
+        ok: clean,
+        entries: report.entries(),
+        authors: report
+            .authors
+            .iter()
+            .map(|a| VerifiedChain {
+                author: a.author.to_string(),
+                entries: a.entries,
+                max_seq: a.max_seq,
+                tips: a.tips,
+                forked: a.tips > 1 || !a.fork_seqs.is_empty(),
+                fork_seqs: a.fork_seqs.clone(),
+                payloads_held: a.payloads_held,
+                payloads_redacted: a.payloads_redacted,
+                payloads_not_held: a.payloads_not_held,
+                problem_count: a.problem_count,
+                problems: a.problems.clone(),
+            })
+            .collect(),
+    };
+    s.print(&answer, || {
         let mut out = Vec::new();
         for a in &report.authors {
             let fork = if a.fork_seqs.is_empty() { String::new() } else { format!(", FORKED at seq {:?}", a.fork_seqs) };
@@ -198,14 +210,14 @@ fn redact(s: &Session, entry: &str) -> Result<ExitCode> {
             report.oldest_read_age.as_secs_f64()
         )
     });
-    let answer = json!({
-        "id": id.to_string(),
-        "redacted": true,
-        "erased": report.erased(),
-        "waited_ms": report.waited.as_millis() as u64,
-        "reads_left": report.reads_left,
-        "window": window,
-    });
+    let answer = RedactAnswer {
+        id: id.to_string(),
+        redacted: true,
+        erased: report.erased(),
+        waited_ms: report.waited.as_millis() as u64,
+        reads_left: report.reads_left,
+        window: window.clone(),
+    };
     s.print(&answer, || match &window {
         None => format!("redacted payload of {id}"),
         Some(w) => format!("redacted payload of {id}; {w}"),
@@ -225,7 +237,8 @@ fn export(s: &Session, author: Option<&str>, output: Option<&Path>) -> Result<Ex
         None => s.with_out(|out| write_pack(store, author.as_ref(), &mut BufWriter::new(out)))?,
     };
     if let Some(p) = to_file {
-        s.print(&json!({ "entries": count, "output": p.display().to_string() }), || format!("exported {count} entries to {}", p.display()))?;
+        let answer = ExportedTo { entries: count, output: p.display().to_string() };
+        s.print(&answer, || format!("exported {count} entries to {}", p.display()))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -278,27 +291,29 @@ fn import(s: &Session, file: &Path) -> Result<ExitCode> {
     let report = store.import(items, now_ms());
     bar.finish_and_clear();
     let report = report?;
-    let forks: Vec<_> = report.forks.iter().map(|(a, s)| json!({ "author": a.to_string(), "seq": s })).collect();
-    let deferred = report.deferred.map(|d| json!({ "count": d.count, "first": d.first.id.to_string(), "until_ms": d.until_ms }));
-    s.print(
-        &json!({ "imported": report.imported, "already_present": report.already_present, "payloads_filled": report.payloads_filled, "forks": forks, "deferred": deferred }),
-        || {
-            let mut t = format!("imported {} entries, {} already present", report.imported, report.already_present);
-            if report.payloads_filled > 0 {
-                t.push_str(&format!(", {} missing payloads filled in", report.payloads_filled));
-            }
-            if let Some(d) = report.deferred {
-                t.push_str(&format!(
-                    "\n{} entries dated more than a minute ahead of this machine's clock were not stored (from {}); import again after {} ms since the epoch",
-                    d.count, d.first, d.until_ms
-                ));
-            }
-            for (a, s) in &report.forks {
-                t.push_str(&format!("\nfork detected: author {a} at seq {s} (proof stored)"));
-            }
-            t
-        },
-    )?;
+    let answer = ImportAnswer {
+        imported: report.imported,
+        already_present: report.already_present,
+        payloads_filled: report.payloads_filled,
+        forks: report.forks.iter().map(|(a, seq)| AuthorSeq { author: a.to_string(), seq: *seq }).collect(),
+        deferred: report.deferred.as_ref().map(|d| Deferred { count: d.count, first: d.first.id.to_string(), until_ms: d.until_ms }),
+    };
+    s.print(&answer, || {
+        let mut t = format!("imported {} entries, {} already present", report.imported, report.already_present);
+        if report.payloads_filled > 0 {
+            t.push_str(&format!(", {} missing payloads filled in", report.payloads_filled));
+        }
+        if let Some(d) = report.deferred {
+            t.push_str(&format!(
+                "\n{} entries dated more than a minute ahead of this machine's clock were not stored (from {}); import again after {} ms since the epoch",
+                d.count, d.first, d.until_ms
+            ));
+        }
+        for (a, s) in &report.forks {
+            t.push_str(&format!("\nfork detected: author {a} at seq {s} (proof stored)"));
+        }
+        t
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -324,17 +339,17 @@ fn read_pack(name: &str, reader: &mut impl BufRead) -> Result<Vec<ImportItem>> {
 fn authors(s: &Session) -> Result<ExitCode> {
     let store = s.store()?;
     let list = store.authors()?;
-    let rows: Vec<_> = list
+    let rows: Vec<StoredAuthor> = list
         .iter()
-        .map(|a| {
-            json!({
-                "author": a.author.to_string(), "max_seq": a.max_seq, "forked": a.tips.len() > 1 || a.fork_proofs > 0,
-                "fork_proofs": a.fork_proofs,
-                "tips": a.tips.iter().map(|t| json!({ "seq": t.seq, "id": t.id.to_string() })).collect::<Vec<_>>(),
-            })
+        .map(|a| StoredAuthor {
+            author: a.author.to_string(),
+            max_seq: a.max_seq,
+            forked: a.tips.len() > 1 || a.fork_proofs > 0,
+            fork_proofs: a.fork_proofs,
+            tips: a.tips.iter().map(|t| SeqEntry { seq: t.seq, id: t.id.to_string() }).collect(),
         })
         .collect();
-    s.print(&json!(rows), || {
+    s.print(&rows, || {
         list.iter()
             .map(|a| {
                 let tips: Vec<String> = a.tips.iter().map(|t| format!("{}@{}", t.id.short(), t.seq)).collect();
@@ -350,14 +365,14 @@ fn forks(s: &Session, author: Option<&str>) -> Result<ExitCode> {
     let store = s.store()?;
     let author = author.map(parse_author).transpose()?;
     let proofs = store.fork_proofs(author.as_ref())?;
-    let rows: Vec<_> = proofs
+    let rows: Vec<ForkProofAnswer> = proofs
         .iter()
         .map(|p| {
             let (a, b) = p.entries();
-            json!({ "author": p.author().to_string(), "seq": p.seq(), "a": a.id().to_string(), "b": b.id().to_string(), "proof": hex::encode(p.encode()) })
+            ForkProofAnswer { author: p.author().to_string(), seq: p.seq(), a: a.id().to_string(), b: b.id().to_string(), proof: hex::encode(p.encode()) }
         })
         .collect();
-    s.print(&json!(rows), || {
+    s.print(&rows, || {
         proofs
             .iter()
             .map(|p| {
@@ -374,8 +389,264 @@ fn check_proof(s: &Session, text: &str) -> Result<ExitCode> {
     let bytes = hex::decode(text.trim()).map_err(|e| crate::output::refused("bad_fork_proof", format!("fork proof is not hex: {e}")))?;
     let proof = ForkProof::decode(&bytes).context("fork proof rejected")?;
     let (a, b) = proof.entries();
-    s.print(&json!({ "valid": true, "author": proof.author().to_string(), "seq": proof.seq(), "a": a.id().to_string(), "b": b.id().to_string() }), || {
-        format!("valid fork proof: author {} signed both {} and {} at seq {}", proof.author(), a.id(), b.id(), proof.seq())
-    })?;
+    let answer = ProofChecked { valid: true, author: proof.author().to_string(), seq: proof.seq(), a: a.id().to_string(), b: b.id().to_string() };
+    s.print(&answer, || format!("valid fork proof: author {} signed both {} and {} at seq {}", proof.author(), a.id(), b.id(), proof.seq()))?;
     Ok(ExitCode::SUCCESS)
+}
+
+// ---------------------------------------------------------------------------
+// The answers
+
+/// What `init` returns.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Initialised {
+    /// The new agent's id.
+    pub agent: String,
+    /// The home made.
+    pub home: String,
+}
+
+/// An entry's signed header: what `append` returns, and how `log` begins each entry.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct EntryHeader {
+    /// The entry's id.
+    pub id: String,
+    /// Its author.
+    pub author: String,
+    /// Its position in the chain.
+    pub seq: u64,
+    /// The entry before it in the chain (null for the first).
+    pub backlink: Option<String>,
+    /// When the author signed it, ms since the Unix epoch.
+    pub timestamp_ms: u64,
+    /// The payload's length in bytes.
+    pub payload_len: u64,
+    /// The payload's SHA-256, hex: the signed header binds the payload by it.
+    pub payload_hash: String,
+    /// The entry format's version.
+    pub version: u64,
+}
+
+impl EntryHeader {
+    /// The header of `e`.
+    pub fn of(e: &SignedEntry) -> Self {
+        let h = e.header();
+        Self {
+            id: e.id().to_string(),
+            author: h.author.to_string(),
+            seq: h.seq,
+            backlink: h.backlink.map(|b| b.to_string()),
+            timestamp_ms: h.timestamp_ms,
+            payload_len: u64::from(h.payload_len),
+            payload_hash: hex::encode(h.payload_hash),
+            version: u64::from(h.version),
+        }
+    }
+}
+
+impl LoggedEntry {
+    /// A stored entry's header and its payload's state.
+    pub fn of(s: &StoredEntry) -> Self {
+        let (status, redacted_at_ms) = match &s.payload {
+            PayloadState::Held(_) => ("held", None),
+            PayloadState::Redacted { at_ms, .. } => ("redacted", Some(*at_ms)),
+            PayloadState::NotHeld => ("not_held", None),
+        };
+        Self { header: EntryHeader::of(&s.signed), payload_status: status.to_string(), redacted_at_ms }
+    }
+}
+
+impl ShownEntry {
+    /// A stored entry in full: its signature, and its payload when held.
+    pub fn of(s: &StoredEntry) -> Self {
+        let held = match &s.payload {
+            PayloadState::Held(p) => Some(p),
+            _ => None,
+        };
+        Self {
+            entry: LoggedEntry::of(s),
+            signature: hex::encode(s.signed.signature()),
+            payload_base64: held.map(|p| base64::engine::general_purpose::STANDARD.encode(p)),
+            payload_utf8: held.map(|p| std::str::from_utf8(p).ok().map(str::to_string)),
+        }
+    }
+}
+
+/// What `export --output FILE` returns.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ExportedTo {
+    /// Entries written.
+    pub entries: u64,
+    /// The file written.
+    pub output: String,
+}
+
+/// What `identity` returns.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct IdentityAnswer {
+    /// This agent's id (64 hex characters): what others pass as `agent`.
+    pub agent: String,
+}
+
+/// An entry's signed header and its payload's state.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct LoggedEntry {
+    /// Its signed header.
+    #[serde(flatten)]
+    pub header: EntryHeader,
+    /// `held`, `redacted` or `not_held`.
+    pub payload_status: String,
+    /// When redacted, ms since the Unix epoch (null otherwise).
+    pub redacted_at_ms: Option<u64>,
+}
+
+/// `show`: one entry in full.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ShownEntry {
+    /// Its header and payload state.
+    #[serde(flatten)]
+    pub entry: LoggedEntry,
+    /// The signature, hex.
+    pub signature: String,
+    /// The payload, base64 (when held).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload_base64: Option<String>,
+    /// The payload as text (when held; null when not UTF-8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload_utf8: Option<Option<String>>,
+}
+
+/// `verify`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct VerifyAnswer {
+    /// Everything verified.
+    pub ok: bool,
+    /// Entries verified.
+    pub entries: u64,
+    /// Each chain's report.
+    pub authors: Vec<VerifiedChain>,
+}
+
+/// One chain verified.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct VerifiedChain {
+    /// The author.
+    pub author: String,
+    /// Entries stored (all branches).
+    pub entries: u64,
+    /// Highest seq.
+    pub max_seq: u64,
+    /// How many tips.
+    pub tips: usize,
+    /// More than one tip, or a fork seq.
+    pub forked: bool,
+    /// Seqs with more than one entry.
+    pub fork_seqs: Vec<u64>,
+    /// Payloads held and checked.
+    pub payloads_held: u64,
+    /// Payloads redacted here.
+    pub payloads_redacted: u64,
+    /// Payloads never received.
+    pub payloads_not_held: u64,
+    /// Problems found, listed or not.
+    pub problem_count: usize,
+    /// The problems listed.
+    pub problems: Vec<String>,
+}
+
+/// `redact`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RedactAnswer {
+    /// The entry redacted.
+    pub id: String,
+    /// Always true.
+    pub redacted: bool,
+    /// No file of the store holds the payload's bytes any more.
+    pub erased: bool,
+    /// How long it waited for earlier reads, ms.
+    pub waited_ms: u64,
+    /// Earlier reads still open.
+    pub reads_left: usize,
+    /// When not erased: why, and when it will be (null otherwise).
+    pub window: Option<String>,
+}
+
+/// `import`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ImportAnswer {
+    /// Entries stored.
+    pub imported: usize,
+    /// Entries already held.
+    pub already_present: usize,
+    /// Missing payloads filled in.
+    pub payloads_filled: usize,
+    /// Forks detected (their proofs stored).
+    pub forks: Vec<AuthorSeq>,
+    /// Entries dated ahead of this clock, not stored (null when none).
+    pub deferred: Option<Deferred>,
+}
+
+/// An author's chain at a seq.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct AuthorSeq {
+    /// The author.
+    pub author: String,
+    /// The seq.
+    pub seq: u64,
+}
+
+/// Entries dated ahead of this machine's clock.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Deferred {
+    /// How many.
+    pub count: usize,
+    /// The first of them.
+    pub first: String,
+    /// Import again after this, ms since the Unix epoch.
+    pub until_ms: u64,
+}
+
+/// An author whose chain is stored.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct StoredAuthor {
+    /// The author.
+    pub author: String,
+    /// Its highest seq.
+    pub max_seq: u64,
+    /// More than one tip, or a fork proof.
+    pub forked: bool,
+    /// Fork proofs stored.
+    pub fork_proofs: usize,
+    /// Its tips.
+    pub tips: Vec<SeqEntry>,
+}
+
+/// A fork proof.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ForkProofAnswer {
+    /// The author.
+    pub author: String,
+    /// The seq.
+    pub seq: u64,
+    /// One entry at it.
+    pub a: String,
+    /// The other.
+    pub b: String,
+    /// The proof, hex (`check_proof` checks it).
+    pub proof: String,
+}
+
+/// `check_proof`: a valid proof's contents (an invalid one is an error).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ProofChecked {
+    /// Always true.
+    pub valid: bool,
+    /// The author who signed both.
+    pub author: String,
+    /// The seq.
+    pub seq: u64,
+    /// One entry.
+    pub a: String,
+    /// The other.
+    pub b: String,
 }

@@ -9,8 +9,9 @@
 //! a running node runs forwarded command lines on its open store
 //! ([`run::run_in_open_store`]); the MCP server, the JSON API and the live
 //! page (crate `agora-interfaces`) run operations, each the typed input of
-//! one command, run in a session that keeps its answer ([`answers`]) as a
-//! value. So the front ends cannot disagree.
+//! one command, run in a session that keeps its answer (typed beside the
+//! command; shared pieces in [`answers`]) as a value. So the front ends
+//! cannot disagree.
 //!
 //! It knows no daemon, no network and no HTTP server. What it does touch:
 //! the home directory's files, the store (through `agora-store`), and the

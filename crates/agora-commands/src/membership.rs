@@ -7,7 +7,8 @@ use agora_command_line::inputs::{Admit, Remove};
 use agora_core::AgentId;
 use agora_roster::RosterEvent;
 use anyhow::Result;
-use serde_json::json;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use std::process::ExitCode;
 
 /// Run one membership command.
@@ -38,7 +39,8 @@ fn record(s: &Session, event: RosterEvent) -> Result<ExitCode> {
         RosterEvent::RemoveAfter { last_seq, .. } | RosterEvent::RemoveAt { last_seq, .. } => Some(*last_seq),
         _ => None,
     };
-    s.print(&json!({ "id": entry.id().to_string(), "seq": entry.header().seq, "last_seq_admitted": last_seq }), || match last_seq {
+    let answer = RosterRecorded { id: entry.id().to_string(), seq: entry.header().seq, last_seq_admitted: last_seq };
+    s.print(&answer, || match last_seq {
         Some(n) => format!("{} (entries up to seq {n} stay admitted)", entry.id()),
         None => entry.id().to_string(),
     })?;
@@ -77,32 +79,105 @@ pub fn roster(s: &Session) -> Result<ExitCode> {
     let founder = s.founder()?;
     let r = agora_view::derive_roster(s.store()?, founder)?;
     let names = agora_view::display_names(s.store()?, &r)?;
-    let members: Vec<_> =
-        r.members.iter().map(|(a, by)| json!({ "agent": a.to_string(), "admitted_by": by.map(|e| e.to_string()), "display_name": names.get(a) })).collect();
-    let removed: Vec<_> = r.removed.iter().map(|(a, by)| json!({ "agent": a.to_string(), "removed_by": by.to_string() })).collect();
-    let skipped: Vec<_> = r.skipped.iter().map(|k| json!({ "entry": k.id.to_string(), "reason": k.reason })).collect();
-    let cut_off: Vec<_> = r.cut_off.iter().map(|(a, n)| json!({ "agent": a.to_string(), "last_seq_admitted": n })).collect();
-    s.print(
-        &json!({ "founder": founder.to_string(), "members": members, "removed": removed, "frozen_at_fork_seq": r.frozen_at_fork_seq, "pending_at_seq": r.pending_at_seq, "cut_off": cut_off, "skipped": skipped }),
-        || {
-            let mut out = vec![format!("founder {founder}")];
-            out.extend(r.members.keys().filter(|a| **a != founder).map(|a| match names.get(a) {
-                Some(name) => format!("member  {a} \"{name}\""),
-                None => format!("member  {a}"),
-            }));
-            out.extend(r.removed.keys().map(|a| match r.cut_off.get(a) {
-                Some(n) => format!("removed {a} (its entries up to seq {n} stay admitted)"),
-                None => format!("removed {a}"),
-            }));
-            if let Some(seq) = r.pending_at_seq {
-                out.push(format!("the payload of the founder's entry at seq {seq} has not arrived: the roster is as of seq {}", seq - 1));
-            }
-            if let Some(seq) = r.frozen_at_fork_seq {
-                out.push(format!("the founder's chain is forked at seq {seq}: the roster is frozen before it"));
-            }
-            out.extend(r.skipped.iter().map(|k| format!("no effect: {} ({})", k.id, k.reason)));
-            out.join("\n")
-        },
-    )?;
+    let answer = RosterAnswer {
+        founder: founder.to_string(),
+        members: r
+            .members
+            .iter()
+            .map(|(a, by)| Member { agent: a.to_string(), admitted_by: by.map(|e| e.to_string()), display_name: names.get(a).cloned() })
+            .collect(),
+        removed: r.removed.iter().map(|(a, by)| RemovedAgent { agent: a.to_string(), removed_by: by.to_string() }).collect(),
+        frozen_at_fork_seq: r.frozen_at_fork_seq,
+        pending_at_seq: r.pending_at_seq,
+        cut_off: r.cut_off.iter().map(|(a, n)| CutOff { agent: a.to_string(), last_seq_admitted: *n }).collect(),
+        skipped: r.skipped.iter().map(|k| SkippedEvent { entry: k.id.to_string(), reason: k.reason.clone() }).collect(),
+    };
+    s.print(&answer, || {
+        let mut out = vec![format!("founder {founder}")];
+        out.extend(r.members.keys().filter(|a| **a != founder).map(|a| match names.get(a) {
+            Some(name) => format!("member  {a} \"{name}\""),
+            None => format!("member  {a}"),
+        }));
+        out.extend(r.removed.keys().map(|a| match r.cut_off.get(a) {
+            Some(n) => format!("removed {a} (its entries up to seq {n} stay admitted)"),
+            None => format!("removed {a}"),
+        }));
+        if let Some(seq) = r.pending_at_seq {
+            out.push(format!("the payload of the founder's entry at seq {seq} has not arrived: the roster is as of seq {}", seq - 1));
+        }
+        if let Some(seq) = r.frozen_at_fork_seq {
+            out.push(format!("the founder's chain is forked at seq {seq}: the roster is frozen before it"));
+        }
+        out.extend(r.skipped.iter().map(|k| format!("no effect: {} ({})", k.id, k.reason)));
+        out.join("\n")
+    })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `admit` and `remove`: the roster event's entry.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RosterRecorded {
+    /// The new entry's id.
+    pub id: String,
+    /// Its seq in the founder's chain.
+    pub seq: u64,
+    /// For a removal: the agent's entries up to this seq stay admitted (null for an admission).
+    pub last_seq_admitted: Option<u64>,
+}
+
+/// `roster`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RosterAnswer {
+    /// The founder.
+    pub founder: String,
+    /// The members.
+    pub members: Vec<Member>,
+    /// The agents removed.
+    pub removed: Vec<RemovedAgent>,
+    /// The founder's chain forks at this seq: the roster is frozen before it (null when not).
+    pub frozen_at_fork_seq: Option<u64>,
+    /// The founder's entry at this seq has no payload yet: the roster stops before it (null when not).
+    pub pending_at_seq: Option<u64>,
+    /// Removed agents' last admitted seqs.
+    pub cut_off: Vec<CutOff>,
+    /// Roster events with no effect, and why.
+    pub skipped: Vec<SkippedEvent>,
+}
+
+/// A member.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Member {
+    /// Its agent id.
+    pub agent: String,
+    /// The admission's entry (null for the founder).
+    pub admitted_by: Option<String>,
+    /// Its display name (null when none).
+    pub display_name: Option<String>,
+}
+
+/// An agent removed.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RemovedAgent {
+    /// Its agent id.
+    pub agent: String,
+    /// The removal's entry.
+    pub removed_by: String,
+}
+
+/// How far a removed agent stays admitted.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct CutOff {
+    /// Its agent id.
+    pub agent: String,
+    /// Its entries up to this seq stay admitted.
+    pub last_seq_admitted: u64,
+}
+
+/// A roster event with no effect.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SkippedEvent {
+    /// Its entry.
+    pub entry: String,
+    /// Why.
+    pub reason: String,
 }

@@ -6,7 +6,7 @@
 //! pure function of the set of entries: two nodes holding the same entries
 //! print the same view hash, whatever order the entries arrived in.
 
-use crate::answers::ComputedOver;
+use crate::answers::{ComputedOver, Recorded, SeqEntry, shown};
 use crate::args::{entry_reference as entry_ref, now_ms, parse_author};
 use crate::cli::MergeCommand;
 use crate::merge_view::live_view;
@@ -16,9 +16,8 @@ use agora_command_line::inputs;
 use agora_core::AgentId;
 use agora_merge::{DisputeMark, DisputedEventView, Merge, MergeEvent, MergeRecord};
 use anyhow::{Context, Result};
-use serde::Serialize;
-use serde::ser::{SerializeMap, Serializer};
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use std::process::ExitCode;
 
 /// Run one merge-layer command.
@@ -50,7 +49,8 @@ fn record_event(s: &Session, event: MergeEvent) -> Result<ExitCode> {
     };
     checked.with_context(|| format!("refused: this {} breaks a rule", event.kind_name()))?;
     let entry = append_own(s, &event.encode())?;
-    s.print(&json!({ "id": entry.id().to_string(), "kind": event.kind_name(), "seq": entry.header().seq }), || entry.id().to_string())?;
+    let answer = Recorded { id: entry.id().to_string(), kind: event.kind_name().to_string(), seq: entry.header().seq, pending: None, after: None };
+    s.print(&answer, || entry.id().to_string())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -133,10 +133,14 @@ pub fn resolve_fork(s: &Session, keep: &str) -> Result<ExitCode> {
     };
     let plan = plan.context("refused: this fork resolution breaks a rule")?;
     let entry = store.append_after(&key, &plan.append_after, &plan.event.encode(), now_ms())?;
-    s.print(
-        &json!({ "id": entry.id().to_string(), "kind": plan.event.kind_name(), "seq": entry.header().seq, "after": plan.append_after.to_string() }),
-        || format!("{}\n(fork resolved: the chain continues after {})", entry.id(), plan.append_after),
-    )?;
+    let answer = Recorded {
+        id: entry.id().to_string(),
+        kind: plan.event.kind_name().to_string(),
+        seq: entry.header().seq,
+        pending: None,
+        after: Some(plan.append_after.to_string()),
+    };
+    s.print(&answer, || format!("{}\n(fork resolved: the chain continues after {})", entry.id(), plan.append_after))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -151,12 +155,21 @@ fn ids(list: &[AgentId]) -> Vec<String> {
     list.iter().map(ToString::to_string).collect()
 }
 
-fn record_json(r: &MergeRecord) -> Value {
-    json!({
-        "entry": r.entry.to_string(), "signer": r.signer.to_string(), "seq": r.seq,
-        "kind": r.event.as_ref().map(MergeEvent::kind_name), "status": r.status.name(),
-        "event": r.event.as_ref().map(|e| format!("{e:?}")),
-    })
+impl MergeRecordAnswer {
+    fn of(r: &MergeRecord) -> Self {
+        Self {
+            entry: r.entry.to_string(),
+            signer: r.signer.to_string(),
+            seq: r.seq,
+            kind: r.event.as_ref().map(|e| e.kind_name().to_string()),
+            status: r.status.name().to_string(),
+            event: r.event.as_ref().map(|e| format!("{e:?}")),
+        }
+    }
+
+    fn all(records: &[MergeRecord]) -> Vec<Self> {
+        records.iter().map(Self::of).collect()
+    }
 }
 
 /// `agora perspective [<agent>] [--as-of T] [--summary]`.
@@ -191,23 +204,36 @@ fn print_perspective(s: &Session, p: &agora_merge::Perspective, hash: [u8; 32], 
     // live perspective) for whichever form is printed.
     let events: Vec<(agora_graph::NodeRef<'_>, std::borrow::Cow<'_, str>)> =
         if summary { Vec::new() } else { p.graph.nodes().filter(|n| n.is_event()).map(|n| Ok((n, p.graph.text(n)?))).collect::<Result<_>>()? };
-    let json = || {
-        let nodes: Vec<Value> = events
+    let answer = || PerspectiveAnswer {
+        agent: p.agent.to_string(),
+        hash: hex::encode(hash),
+        included: p.included.iter().map(|(a, seq)| Included { author: a.to_string(), through_seq: *seq }).collect(),
+        disputes: p
+            .disputes
             .iter()
-            .map(|(n, t)| json!({ "id": n.id.to_string(), "kind": n.kind(), "text": t, "status": n.status().name(), "disputed": p.disputed(&n.id) }))
-            .collect();
-        json!({
-            "agent": p.agent.to_string(),
-            "hash": hex::encode(hash),
-            "included": p.included.iter().map(|(a, seq)| json!({ "author": a.to_string(), "through_seq": seq })).collect::<Vec<_>>(),
-            "disputes": p.disputes.iter().map(|d| json!({ "dispute": d.dispute.to_string(), "by": d.by.to_string(), "target": d.target.to_string(), "reason": d.reason, "counter_claim": d.counter_claim })).collect::<Vec<_>>(),
-            "excluded": p.excluded.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            "node_count": p.graph.len(),
-            "nodes": nodes,
-            "computed_over": over,
-        })
+            .map(|d| PerspectiveDispute {
+                dispute: d.dispute.to_string(),
+                by: d.by.to_string(),
+                target: d.target.to_string(),
+                reason: d.reason.clone(),
+                counter_claim: d.counter_claim.clone(),
+            })
+            .collect(),
+        excluded: p.excluded.iter().map(ToString::to_string).collect(),
+        node_count: p.graph.len(),
+        nodes: events
+            .iter()
+            .map(|(n, t)| PerspectiveNode {
+                id: n.id.to_string(),
+                kind: n.kind().to_string(),
+                text: t.to_string(),
+                status: n.status().name().to_string(),
+                disputed: p.disputed(&n.id),
+            })
+            .collect(),
+        computed_over: over,
     };
-    s.print_lazy(json, || {
+    s.print_with(answer, || {
         let mut out = vec![format!("perspective of {} (hash {})", p.agent, hex::encode(&hash[..8]))];
         for (a, seq) in &p.included {
             out.push(format!("  includes {} through seq {seq}", a.short()));
@@ -245,28 +271,40 @@ pub fn consensus(s: &Session, quorum: usize, agents: &[String], as_of: Option<&s
     };
     // The JSON lists every disputed event (unless a summary is asked for);
     // the text, one line per chain.
-    let json = || {
-        let chains: Vec<Value> = c
+    let listed = if summary { 0 } else { usize::MAX };
+    let answer = || ConsensusAnswer {
+        quorum: c.quorum,
+        agents: ids(&c.agents),
+        view_hash: hex::encode(view_hash),
+        chains: c
             .chains
             .iter()
-            .map(|ch| {
-                json!({
-                    "author": ch.author.to_string(), "view_len": ch.view_len, "frozen_at": ch.frozen_at,
-                    "accepted_seq": ch.accepted_seq, "accepted_head": ch.accepted_head.map(|h| h.to_string()),
-                    "frontier_count": ch.frontiers.len(),
-                    "frontiers": ch.frontiers.iter().take(if summary { 0 } else { usize::MAX }).map(|(a, seq)| json!({ "agent": a.to_string(), "seq": seq })).collect::<Vec<_>>(),
-                    "disputed_count": ch.disputed.len(),
-                    "disputed": ch.disputed.iter().take(if summary { 0 } else { usize::MAX }).map(|d| json!({
-                        "target": d.target.to_string(), "seq": d.seq, "on_view": d.on_view,
-                        "by": d.by.iter().map(|(a, e)| json!({ "agent": a.to_string(), "dispute": e.to_string() })).collect::<Vec<_>>(),
-                    })).collect::<Vec<_>>(),
-                    "first_disputed": ch.first_disputed.map(|(seq, id)| json!({ "seq": seq, "id": id.to_string() })),
-                })
+            .map(|ch| ConsensusChain {
+                author: ch.author.to_string(),
+                view_len: ch.view_len,
+                frozen_at: ch.frozen_at,
+                accepted_seq: ch.accepted_seq,
+                accepted_head: ch.accepted_head.map(|h| h.to_string()),
+                frontier_count: ch.frontiers.len(),
+                frontiers: ch.frontiers.iter().take(listed).map(|(a, seq)| AgentSeq { agent: a.to_string(), seq: *seq }).collect(),
+                disputed_count: ch.disputed.len(),
+                disputed: ch
+                    .disputed
+                    .iter()
+                    .take(listed)
+                    .map(|d| ChainDisputed {
+                        target: d.target.to_string(),
+                        seq: d.seq,
+                        on_view: d.on_view,
+                        by: d.by.iter().map(|(a, e)| DisputedBy { agent: a.to_string(), dispute: e.to_string() }).collect(),
+                    })
+                    .collect(),
+                first_disputed: ch.first_disputed.map(|(seq, id)| SeqEntry { id: id.to_string(), seq }),
             })
-            .collect();
-        json!({ "quorum": c.quorum, "agents": ids(&c.agents), "view_hash": hex::encode(view_hash), "chains": chains, "computed_over": over })
+            .collect(),
+        computed_over: over,
     };
-    s.print_lazy(json, || {
+    s.print_with(answer, || {
         let mut out = vec![format!("consensus with quorum {} of {} agents", c.quorum, c.agents.len())];
         for ch in &c.chains {
             let frozen = ch.frozen_at.map_or(String::new(), |f| format!(", FROZEN at fork seq {f}"));
@@ -293,10 +331,58 @@ pub fn disputes(s: &Session, agents: &[String], as_of: Option<&str>, summary: bo
             (map, entries)
         }
     };
-    // Built only for JSON: at a million entries the map is about 140 MB of
-    // it, so the disputed events (all but a few kilobytes of it) are
-    // written straight from the map (`DisputedJson`), not built as a tree.
-    let value = || {
+    if !s.json {
+        s.print(&(), || disputes_text(&map))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    // The answer (about 140 MB of JSON at a million entries) takes the
+    // map's lists over rather than copying them, is written as it is
+    // serialized (no tree of values: `print_lazy`), and is freed once
+    // printed: scratch memory (`agora_view::scratch`).
+    agora_view::scratch::run(|| {
+        let answer = DisputesAnswer::of(map, &entries, summary);
+        s.print_lazy(|| &answer, String::new)
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The disagreement map as text: each disputed event, then each fork.
+fn disputes_text(map: &agora_merge::DisagreementMap) -> String {
+    let mut out = Vec::new();
+    for d in &map.disputed {
+        out.push(format!("{} by {} seq {} [{}] {}", d.target.short(), d.author.short(), d.seq, d.kind, d.text));
+        out.push(format!(
+            "  led to by {} earlier event(s); accepted by {}",
+            d.ancestors.len(),
+            d.accepted_by.iter().map(|a| a.short()).collect::<Vec<_>>().join(", ")
+        ));
+        for x in &d.disputes {
+            let counter = x.counter_claim.as_deref().map_or(String::new(), |c| format!(" (counter-claim: {c})"));
+            out.push(format!("  disputed by {}: {}{counter}", x.by.short(), x.reason));
+        }
+    }
+    for f in &map.forks {
+        out.push(format!("fork of {} at seq {}:", f.author.short(), f.fork.seq));
+        for b in &f.branches {
+            let kept = if b.kept { " (kept)" } else { "" };
+            out.push(format!(
+                "  branch {}{kept}: accepted by [{}], built on by [{}]",
+                b.first.short(),
+                b.accepted_by.iter().map(|a| a.short()).collect::<Vec<_>>().join(", "),
+                b.built_on_by.iter().map(|a| a.short()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    if out.is_empty() {
+        out.push("no disputes and no forks".into());
+    }
+    out.join("\n")
+}
+
+impl DisputesAnswer {
+    /// The answer of `disputes` from the map, and `entries` (at least the
+    /// forked authors' entries, for each side's members).
+    fn of(map: agora_merge::DisagreementMap, entries: &[agora_merge::MergeEntry], summary: bool) -> Self {
         // Each branch's entries, walked back from its tips by backlink to the
         // fork seq, so that a reader (the live page) places every entry on its
         // branch, not only the first and the tips.
@@ -327,142 +413,63 @@ pub fn disputes(s: &Session, agents: &[String], as_of: Option<&str>, summary: bo
             out.sort();
             (out.into_iter().map(|(_, id): (u64, agora_core::EntryId)| id.to_string()).collect(), false)
         };
-        let forks: Vec<Value> = map
+        let forks = map
             .forks
             .iter()
-            .map(|f| {
-                json!({
-                    "author": f.author.to_string(), "seq": f.fork.seq, "shared": f.fork.shared.map(|s| s.to_string()),
-                    "branches": f.branches.iter().map(|b| {
+            .map(|f| ForkAnswer {
+                author: f.author.to_string(),
+                seq: f.fork.seq,
+                shared: f.fork.shared.map(|s| s.to_string()),
+                branches: f
+                    .branches
+                    .iter()
+                    .map(|b| {
                         let (members, truncated) = members(f.fork.seq, &b.tips);
-                        json!({
-                            "first": b.first.to_string(), "held": b.held, "kept": b.kept,
-                            "tips": b.tips.iter().map(|(seq, id)| json!({ "seq": seq, "id": id.to_string() })).collect::<Vec<_>>(),
-                            "accepted_by": ids(&b.accepted_by), "built_on_by": ids(&b.built_on_by),
-                            "member_count": members.len(),
-                            "members": if summary { Vec::new() } else { members }, "members_truncated": truncated,
-                        })
-                    }).collect::<Vec<_>>(),
-                })
+                        BranchAnswer {
+                            first: b.first.to_string(),
+                            held: b.held,
+                            kept: b.kept,
+                            tips: b.tips.iter().map(|(seq, id)| SeqEntry { id: id.to_string(), seq: *seq }).collect(),
+                            accepted_by: ids(&b.accepted_by),
+                            built_on_by: ids(&b.built_on_by),
+                            member_count: members.len(),
+                            members: if summary { Vec::new() } else { members },
+                            members_truncated: truncated,
+                        }
+                    })
+                    .collect(),
             })
             .collect();
-        DisputesJson { disputed: &map.disputed, summary, forks }
-    };
-    // The answer (about 140 MB of JSON at a million entries) is freed once
-    // printed: scratch memory (`agora_view::scratch`).
-    agora_view::scratch::run(|| {
-        s.print_lazy(value, || {
-            let mut out = Vec::new();
-            for d in &map.disputed {
-                out.push(format!("{} by {} seq {} [{}] {}", d.target.short(), d.author.short(), d.seq, d.kind, d.text));
-                out.push(format!(
-                    "  led to by {} earlier event(s); accepted by {}",
-                    d.ancestors.len(),
-                    d.accepted_by.iter().map(|a| a.short()).collect::<Vec<_>>().join(", ")
-                ));
-                for x in &d.disputes {
-                    let counter = x.counter_claim.as_deref().map_or(String::new(), |c| format!(" (counter-claim: {c})"));
-                    out.push(format!("  disputed by {}: {}{counter}", x.by.short(), x.reason));
-                }
-            }
-            for f in &map.forks {
-                out.push(format!("fork of {} at seq {}:", f.author.short(), f.fork.seq));
-                for b in &f.branches {
-                    let kept = if b.kept { " (kept)" } else { "" };
-                    out.push(format!(
-                        "  branch {}{kept}: accepted by [{}], built on by [{}]",
-                        b.first.short(),
-                        b.accepted_by.iter().map(|a| a.short()).collect::<Vec<_>>().join(", "),
-                        b.built_on_by.iter().map(|a| a.short()).collect::<Vec<_>>().join(", ")
-                    ));
-                }
-            }
-            if out.is_empty() {
-                out.push("no disputes and no forks".into());
-            }
-            out.join("\n")
-        })
-    })?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The JSON answer of `disputes`: `{"disputed": [...], "forks": [...]}`.
-struct DisputesJson<'a> {
-    disputed: &'a [DisputedEventView],
-    /// Acceptors counted, not listed.
-    summary: bool,
-    forks: Vec<Value>,
-}
-
-/// One disputed event of [`DisputesJson`], its keys in the order a
-/// [`Value`] map prints them (sorted).
-struct DisputedJson<'a> {
-    d: &'a DisputedEventView,
-    summary: bool,
-}
-
-/// Written as its `Display` form (ids, keys): no `String` made for it.
-struct Shown<'a, T>(&'a T);
-
-/// A list written as its items' `Display` forms.
-struct ShownList<'a, T>(&'a [T]);
-
-impl<T: std::fmt::Display> Serialize for Shown<'_, T> {
-    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.collect_str(self.0)
+        Self { disputed: map.disputed.into_iter().map(|d| DisputedEvent::of(d, summary)).collect(), forks }
     }
 }
 
-impl<T: std::fmt::Display> Serialize for ShownList<'_, T> {
-    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(Shown))
-    }
-}
-
-impl Serialize for DisputesJson<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(2))?;
-        m.serialize_entry("disputed", &DisputedListJson(self))?;
-        m.serialize_entry("forks", &self.forks)?;
-        m.end()
-    }
-}
-
-struct DisputedListJson<'a, 'b>(&'b DisputesJson<'a>);
-
-impl Serialize for DisputedListJson<'_, '_> {
-    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.disputed.iter().map(|d| DisputedJson { d, summary: self.0.summary }))
-    }
-}
-
-impl Serialize for DisputedJson<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        let d = self.d;
-        let none: &[AgentId] = &[];
-        let mut m = s.serialize_map(Some(11))?;
-        m.serialize_entry("accepted_by", &ShownList(if self.summary { none } else { &d.accepted_by }))?;
-        m.serialize_entry("accepted_by_count", &d.accepted_by.len())?;
-        m.serialize_entry("ancestors", &ShownList(&d.ancestors))?;
-        m.serialize_entry("ancestors_truncated", &d.ancestors_truncated)?;
-        m.serialize_entry("author", &Shown(&d.author))?;
-        m.serialize_entry("disputes", &DisputeMarksJson(&d.disputes))?;
-        m.serialize_entry("kind", &d.kind)?;
-        m.serialize_entry("on_view", &d.on_view)?;
-        m.serialize_entry("seq", &d.seq)?;
-        m.serialize_entry("target", &Shown(&d.target))?;
-        m.serialize_entry("text", &d.text)?;
-        m.end()
-    }
-}
-
-struct DisputeMarksJson<'a>(&'a [DisputeMark]);
-
-impl Serialize for DisputeMarksJson<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.collect_seq(
-            self.0.iter().map(|x| json!({ "dispute": x.dispute.to_string(), "by": x.by.to_string(), "reason": x.reason, "counter_claim": x.counter_claim })),
-        )
+impl DisputedEvent {
+    /// A disputed event of the map, its lists taken over; in a summary,
+    /// its acceptors counted, not listed.
+    fn of(d: DisputedEventView, summary: bool) -> Self {
+        Self {
+            accepted_by_count: d.accepted_by.len(),
+            accepted_by: if summary { Vec::new() } else { d.accepted_by },
+            ancestors: d.ancestors,
+            ancestors_truncated: d.ancestors_truncated,
+            author: d.author,
+            disputes: d
+                .disputes
+                .into_iter()
+                .map(|x: DisputeMark| DisputeMarkAnswer {
+                    by: x.by.to_string(),
+                    counter_claim: x.counter_claim,
+                    dispute: x.dispute.to_string(),
+                    reason: x.reason,
+                })
+                .collect(),
+            kind: d.kind,
+            on_view: d.on_view,
+            seq: d.seq,
+            target: d.target,
+            text: d.text,
+        }
     }
 }
 
@@ -496,22 +503,26 @@ pub fn audit(s: &Session, agent: &str) -> Result<ExitCode> {
         }
     };
     let clean = a.is_clean();
-    let value = json!({
-        "agent": agent.to_string(), "clean": clean, "held": a.held, "max_seq": a.max_seq, "view_len": a.view_len,
-        "problems": a.problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
-        "gaps": a.gaps.iter().map(|(from, to)| json!({ "from": from, "to": to })).collect::<Vec<_>>(),
-        "detached": a.detached.iter().map(ToString::to_string).collect::<Vec<_>>(),
-        "missing": a.missing.iter().map(|(seq, id)| json!({ "seq": seq, "id": id.to_string() })).collect::<Vec<_>>(),
-        "fork_seqs": a.fork_seqs,
-        "fork_proofs": a.proofs.iter().map(|p| hex::encode(p.encode())).collect::<Vec<_>>(),
-        "resolutions": a.resolutions.iter().map(record_json).collect::<Vec<_>>(),
-        "disputes_against": a.disputes_against.iter().map(record_json).collect::<Vec<_>>(),
-        "disputes_made": a.disputes_made.iter().map(record_json).collect::<Vec<_>>(),
-        "accepts_made": a.accepts_made.iter().map(record_json).collect::<Vec<_>>(),
-        "frontiers": a.frontiers.iter().map(|(x, f)| json!({ "author": x.to_string(), "seq": f.seq, "head": f.head.to_string() })).collect::<Vec<_>>(),
-        "accepted_by": a.accepted_by.iter().map(|(x, f)| json!({ "agent": x.to_string(), "seq": f.seq, "head": f.head.to_string() })).collect::<Vec<_>>(),
-    });
-    s.print(&value, || {
+    let answer = AuditAnswer {
+        agent: agent.to_string(),
+        clean,
+        held: a.held,
+        max_seq: a.max_seq,
+        view_len: a.view_len,
+        problems: a.problems.iter().map(ToString::to_string).collect(),
+        gaps: a.gaps.iter().map(|&(from, to)| SeqRange { from, to }).collect(),
+        detached: a.detached.iter().map(ToString::to_string).collect(),
+        missing: a.missing.iter().map(|(seq, id)| SeqEntry { id: id.to_string(), seq: *seq }).collect(),
+        fork_seqs: a.fork_seqs.clone(),
+        fork_proofs: a.proofs.iter().map(|p| hex::encode(p.encode())).collect(),
+        resolutions: MergeRecordAnswer::all(&a.resolutions),
+        disputes_against: MergeRecordAnswer::all(&a.disputes_against),
+        disputes_made: MergeRecordAnswer::all(&a.disputes_made),
+        accepts_made: MergeRecordAnswer::all(&a.accepts_made),
+        frontiers: a.frontiers.iter().map(|(x, f)| AuthorFrontier { author: x.to_string(), seq: f.seq, head: f.head.to_string() }).collect(),
+        accepted_by: a.accepted_by.iter().map(|(x, f)| AgentFrontier { agent: x.to_string(), seq: f.seq, head: f.head.to_string() }).collect(),
+    };
+    s.print(&answer, || {
         let mut out = vec![format!(
             "audit of {agent}: {} entries held, max seq {}, view length {}; {}",
             a.held,
@@ -539,16 +550,17 @@ pub fn view_hash(s: &Session) -> Result<ExitCode> {
         Some(cache) => {
             let (mut view, over) = live_view(cache, s.store()?)?;
             let m = view.merge();
-            (m.view_hash(), m.entries_held(), over)
+            (m.view_hash(), usize::try_from(m.entries_held()).unwrap_or(usize::MAX), over)
         }
         None => {
             let ((entries, proofs), over) = merge_input(s, None)?;
             let m = Merge::compute(&entries, &proofs)?;
-            (m.view_hash(), entries.len() as u64, over)
+            (m.view_hash(), entries.len(), over)
         }
     };
     let h = hex::encode(hash);
-    s.print(&json!({ "view_hash": h, "entries": entries, "computed_over": over }), || h.clone())?;
+    let answer = ViewHashAnswer { view_hash: h.clone(), entries, computed_over: over };
+    s.print(&answer, || h)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -587,13 +599,345 @@ fn as_it_was((entries, proofs): MergeInput, cut: Option<u64>) -> MergeInput {
     (entries, proofs)
 }
 
+// ---------------------------------------------------------------------------
+// The answers
+
+/// `view_hash`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ViewHashAnswer {
+    /// The merged view's hash (hex): equal on every node holding the same entries.
+    pub view_hash: String,
+    /// How many entries the merged view counts.
+    pub entries: usize,
+    /// The frontier the answer was computed over.
+    pub computed_over: ComputedOver,
+}
+
+/// A prefix of a chain a perspective includes.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Included {
+    /// The chain's author.
+    pub author: String,
+    /// Included through this seq.
+    pub through_seq: u64,
+}
+
+/// A dispute in force in a perspective.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct PerspectiveDispute {
+    /// The dispute event.
+    pub dispute: String,
+    /// Who disputes.
+    pub by: String,
+    /// The disputed event.
+    pub target: String,
+    /// Why.
+    pub reason: String,
+    /// What should be believed instead.
+    pub counter_claim: Option<String>,
+}
+
+/// A node of a perspective.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct PerspectiveNode {
+    /// The node.
+    pub id: String,
+    /// Its kind.
+    pub kind: String,
+    /// Its text.
+    pub text: String,
+    /// Its status within this perspective.
+    pub status: String,
+    /// Disputed by the perspective's agent.
+    pub disputed: bool,
+}
+
+/// `perspective`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct PerspectiveAnswer {
+    /// The agent whose perspective this is.
+    pub agent: String,
+    /// The perspective's hash (hex).
+    pub hash: String,
+    /// The prefixes of chains it includes.
+    pub included: Vec<Included>,
+    /// The disputes in force.
+    pub disputes: Vec<PerspectiveDispute>,
+    /// Events left out (disputed, or beyond what is accepted).
+    pub excluded: Vec<String>,
+    /// How many nodes its reasoning graph has: the valid reasoning events
+    /// `nodes` lists, and raw notes, invalid events and entries redacted
+    /// without a residue.
+    pub node_count: usize,
+    /// Its reasoning graph's nodes with their statuses (empty when a
+    /// summary was asked for).
+    pub nodes: Vec<PerspectiveNode>,
+    /// The frontier the answer was computed over.
+    pub computed_over: ComputedOver,
+}
+
+/// `consensus`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ConsensusAnswer {
+    /// k: how many agents must accept.
+    pub quorum: usize,
+    /// The agents counted.
+    pub agents: Vec<String>,
+    /// The merged view's hash (hex).
+    pub view_hash: String,
+    /// Per chain: the prefix at least `quorum` agents accept, the agents' accept frontiers and what is disputed.
+    pub chains: Vec<ConsensusChain>,
+    /// The frontier the answer was computed over.
+    pub computed_over: ComputedOver,
+}
+
+/// A chain's consensus.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ConsensusChain {
+    /// The chain's author.
+    pub author: String,
+    /// Length of its view chain.
+    pub view_len: u64,
+    /// The fork seq it is frozen at (null when not).
+    pub frozen_at: Option<u64>,
+    /// The last seq at least `quorum` agents accept (0: none).
+    pub accepted_seq: u64,
+    /// The entry at `accepted_seq`.
+    pub accepted_head: Option<String>,
+    /// How many agents' frontiers there are.
+    pub frontier_count: usize,
+    /// Each agent's accept frontier (empty in a summary).
+    pub frontiers: Vec<AgentSeq>,
+    /// How many of its events are disputed.
+    pub disputed_count: usize,
+    /// Its disputed events, by seq (empty in a summary).
+    pub disputed: Vec<ChainDisputed>,
+    /// The first disputed event on the view chain.
+    pub first_disputed: Option<SeqEntry>,
+}
+
+/// An agent's accept frontier on a chain.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct AgentSeq {
+    /// The agent.
+    pub agent: String,
+    /// Accepted through this seq.
+    pub seq: u64,
+}
+
+/// A disputed event of a chain.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ChainDisputed {
+    /// The event.
+    pub target: String,
+    /// Its seq.
+    pub seq: u64,
+    /// It is on the view chain.
+    pub on_view: bool,
+    /// Who disputes it.
+    pub by: Vec<DisputedBy>,
+}
+
+/// An agent's dispute of an event.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct DisputedBy {
+    /// The agent.
+    pub agent: String,
+    /// Its dispute entry.
+    pub dispute: String,
+}
+
+/// `disputes`: the disagreement map. Written as it is serialized
+/// (`Session::print_lazy`), so its fields, and those of the types in it,
+/// are in the order of their names, the order a JSON value writes keys in.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DisputesAnswer {
+    /// Every event with an open dispute, by author, seq and id.
+    pub disputed: Vec<DisputedEvent>,
+    /// Every fork met on a view chain, with who accepts and builds on each side.
+    pub forks: Vec<ForkAnswer>,
+}
+
+/// A disputed event.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DisputedEvent {
+    /// Agents whose accepts cover it (empty in a summary).
+    #[serde(serialize_with = "shown::list")]
+    #[schemars(with = "Vec<String>")]
+    pub accepted_by: Vec<AgentId>,
+    /// How many agents accept it.
+    pub accepted_by_count: usize,
+    /// The events it refers to, transitively, nearest first.
+    #[serde(serialize_with = "shown::list")]
+    #[schemars(with = "Vec<String>")]
+    pub ancestors: Vec<agora_core::EntryId>,
+    /// More ancestors exist than listed.
+    pub ancestors_truncated: bool,
+    /// Its author.
+    #[serde(serialize_with = "shown::one")]
+    #[schemars(with = "String")]
+    pub author: AgentId,
+    /// The open disputes of it.
+    pub disputes: Vec<DisputeMarkAnswer>,
+    /// Its kind (a reasoning or merge kind, `raw`, `redacted`, `invalid`).
+    pub kind: String,
+    /// It is on its author's view chain.
+    pub on_view: bool,
+    /// Its seq.
+    pub seq: u64,
+    /// The disputed entry.
+    #[serde(serialize_with = "shown::one")]
+    #[schemars(with = "String")]
+    pub target: agora_core::EntryId,
+    /// Its text (empty when not a reasoning event).
+    pub text: String,
+}
+
+/// An open dispute of an event.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DisputeMarkAnswer {
+    /// Who disputes.
+    pub by: String,
+    /// What the disputer holds instead.
+    pub counter_claim: Option<String>,
+    /// The dispute entry.
+    pub dispute: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// A fork and its branches.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ForkAnswer {
+    /// The forked author.
+    pub author: String,
+    /// Its branches.
+    pub branches: Vec<BranchAnswer>,
+    /// The fork's seq.
+    pub seq: u64,
+    /// The entry both branches continue (null at seq 1).
+    pub shared: Option<String>,
+}
+
+/// One branch of a fork.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct BranchAnswer {
+    /// Agents with an accept whose head is on it.
+    pub accepted_by: Vec<String>,
+    /// Other agents whose reasoning refers to an entry on it.
+    pub built_on_by: Vec<String>,
+    /// Its entry at the fork seq.
+    pub first: String,
+    /// That entry is held (not only named by a later one).
+    pub held: bool,
+    /// The view follows it.
+    pub kept: bool,
+    /// How many entries it has from the fork seq (at most 10,000 counted).
+    pub member_count: usize,
+    /// Those entries by seq (empty in a summary).
+    pub members: Vec<String>,
+    /// More entries exist than counted.
+    pub members_truncated: bool,
+    /// Its tips.
+    pub tips: Vec<SeqEntry>,
+}
+
+/// `audit`: one agent's chain and merge events checked.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct AuditAnswer {
+    /// The agent audited.
+    pub agent: String,
+    /// No problem, gap, detached entry or fork.
+    pub clean: bool,
+    /// Entries held.
+    pub held: usize,
+    /// Highest seq held.
+    pub max_seq: u64,
+    /// Length of its view chain.
+    pub view_len: u64,
+    /// Verification failures.
+    pub problems: Vec<String>,
+    /// Seq ranges not held.
+    pub gaps: Vec<SeqRange>,
+    /// Held entries not linked to seq 1.
+    pub detached: Vec<String>,
+    /// Entries named as predecessors but not held.
+    pub missing: Vec<SeqEntry>,
+    /// Seqs with two entries.
+    pub fork_seqs: Vec<u64>,
+    /// Proofs of its forks, hex.
+    pub fork_proofs: Vec<String>,
+    /// Its fork resolutions.
+    pub resolutions: Vec<MergeRecordAnswer>,
+    /// Disputes of its events by others.
+    pub disputes_against: Vec<MergeRecordAnswer>,
+    /// The disputes it made.
+    pub disputes_made: Vec<MergeRecordAnswer>,
+    /// Its accepts.
+    pub accepts_made: Vec<MergeRecordAnswer>,
+    /// Its accept frontiers on other chains.
+    pub frontiers: Vec<AuthorFrontier>,
+    /// Other agents' frontiers on its chain.
+    pub accepted_by: Vec<AgentFrontier>,
+}
+
+/// Seqs from `from` to `to`, both included.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SeqRange {
+    /// The first seq.
+    pub from: u64,
+    /// The last seq.
+    pub to: u64,
+}
+
+/// A merge event and what became of it.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct MergeRecordAnswer {
+    /// The entry carrying it.
+    pub entry: String,
+    /// Who signed it.
+    pub signer: String,
+    /// Its seq on the signer's chain.
+    pub seq: u64,
+    /// Its kind (null when the payload does not decode).
+    pub kind: Option<String>,
+    /// Its status.
+    pub status: String,
+    /// The event, as debug text.
+    pub event: Option<String>,
+}
+
+/// An accept frontier on an author's chain.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct AuthorFrontier {
+    /// The chain's author.
+    pub author: String,
+    /// Accepted through this seq.
+    pub seq: u64,
+    /// The view chain's entry at that seq.
+    pub head: String,
+}
+
+/// Another agent's accept frontier on this chain.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct AgentFrontier {
+    /// The accepting agent.
+    pub agent: String,
+    /// Accepted through this seq.
+    pub seq: u64,
+    /// The view chain's entry at that seq.
+    pub head: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use agora_core::EntryId;
+    use serde_json::{Value, json};
 
-    /// The disputed events written straight from the map are the JSON the
-    /// same answer had as a tree of values, with and without `--summary`.
+    /// The answer of `disputes`, written as it is serialized, is the JSON
+    /// the same answer had as a tree of values (its keys sorted), with and
+    /// without `--summary`.
     #[test]
     fn disputes_json_is_written_as_the_value_it_was() {
         let mark = |i: u8, counter: Option<&str>| DisputeMark {
@@ -603,7 +947,7 @@ mod tests {
             reason: format!("reason \"{i}\"\n"),
             counter_claim: counter.map(Into::into),
         };
-        let disputed = vec![
+        let disputed = [
             DisputedEventView {
                 target: EntryId([9; 32]),
                 author: AgentId([3; 32]),
@@ -629,7 +973,27 @@ mod tests {
                 disputes: vec![mark(3, None)],
             },
         ];
-        let forks = vec![json!({ "author": AgentId([3; 32]).to_string(), "seq": 2 })];
+        let branch = BranchAnswer {
+            accepted_by: vec![AgentId([6; 32]).to_string()],
+            built_on_by: Vec::new(),
+            first: EntryId([1; 32]).to_string(),
+            held: true,
+            kept: false,
+            member_count: 1,
+            members: vec![EntryId([1; 32]).to_string()],
+            members_truncated: false,
+            tips: vec![SeqEntry { id: EntryId([1; 32]).to_string(), seq: 2 }],
+        };
+        let forks = vec![ForkAnswer { author: AgentId([3; 32]).to_string(), branches: vec![branch], seq: 2, shared: None }];
+        let forks_value = json!([{
+            "author": AgentId([3; 32]).to_string(), "seq": 2, "shared": null,
+            "branches": [{
+                "first": EntryId([1; 32]).to_string(), "held": true, "kept": false,
+                "tips": [{ "seq": 2, "id": EntryId([1; 32]).to_string() }],
+                "accepted_by": [AgentId([6; 32]).to_string()], "built_on_by": [],
+                "member_count": 1, "members": [EntryId([1; 32]).to_string()], "members_truncated": false,
+            }],
+        }]);
         for summary in [false, true] {
             let expected: Vec<Value> = disputed
                 .iter()
@@ -643,8 +1007,9 @@ mod tests {
                     })
                 })
                 .collect();
-            let expected = json!({ "disputed": expected, "forks": forks });
-            let written = serde_json::to_string(&DisputesJson { disputed: &disputed, summary, forks: forks.clone() }).unwrap();
+            let expected = json!({ "disputed": expected, "forks": forks_value });
+            let answer = DisputesAnswer { disputed: disputed.iter().cloned().map(|d| DisputedEvent::of(d, summary)).collect(), forks: forks.clone() };
+            let written = serde_json::to_string(&answer).unwrap();
             assert_eq!(written, expected.to_string(), "byte for byte, summary {summary}");
         }
     }

@@ -1,9 +1,7 @@
 //! Rendering results as text or JSON.
 
-use agora_core::SignedEntry;
-use agora_store::{PayloadState, StoredEntry};
-use base64::Engine;
-use serde_json::{Value, json};
+use agora_store::PayloadState;
+use serde_json::json;
 use std::io::Write;
 
 /// A read named an event the graph does not hold (not stored, or not an
@@ -179,20 +177,6 @@ pub fn error_rule(error: &anyhow::Error) -> Option<(&'static str, Option<String>
     })
 }
 
-pub fn entry_header_json(e: &SignedEntry) -> Value {
-    let h = e.header();
-    json!({
-        "id": e.id().to_string(),
-        "author": h.author.to_string(),
-        "seq": h.seq,
-        "backlink": h.backlink.map(|b| b.to_string()),
-        "timestamp_ms": h.timestamp_ms,
-        "payload_len": h.payload_len,
-        "payload_hash": hex::encode(h.payload_hash),
-        "version": h.version,
-    })
-}
-
 pub fn payload_status(p: &PayloadState) -> String {
     match p {
         PayloadState::Held(_) => "held".into(),
@@ -200,28 +184,6 @@ pub fn payload_status(p: &PayloadState) -> String {
         PayloadState::Redacted { at_ms, residue: None } => format!("redacted at {at_ms} ms"),
         PayloadState::NotHeld => "not held (never received: asked of peers again)".into(),
     }
-}
-
-pub fn stored_entry_json(s: &StoredEntry, with_payload: bool) -> Value {
-    let mut v = entry_header_json(&s.signed);
-    let obj = v.as_object_mut().map(|o| {
-        let (status, redacted_at) = match &s.payload {
-            PayloadState::Held(_) => ("held", None),
-            PayloadState::Redacted { at_ms, .. } => ("redacted", Some(*at_ms)),
-            PayloadState::NotHeld => ("not_held", None),
-        };
-        o.insert("payload_status".into(), json!(status));
-        o.insert("redacted_at_ms".into(), json!(redacted_at));
-        if with_payload {
-            o.insert("signature".into(), json!(hex::encode(s.signed.signature())));
-            if let PayloadState::Held(p) = &s.payload {
-                o.insert("payload_base64".into(), json!(base64::engine::general_purpose::STANDARD.encode(p)));
-                o.insert("payload_utf8".into(), json!(std::str::from_utf8(p).ok()));
-            }
-        }
-    });
-    debug_assert!(obj.is_some());
-    v
 }
 
 /// A one-line preview of a payload for `log`.

@@ -4,10 +4,7 @@
 //! inside a running node it is the node's live graph, updated incrementally
 //! as entries are committed (see `agora_live_views::graph_cache`).
 
-use crate::answers::{
-    Contested, Decision, DisputeOf, LatestAnswer, ListedNode, NodeRefAnswer, NodeStatus, Recorded, SearchAnswer, SearchHit, StatusAnswer, TraceAnswer,
-    TracedEvent,
-};
+use crate::answers::{ComputedOver, DisputeOf, NodeRefAnswer, NodeStatus, Recorded};
 use crate::args::{entry_reference as reference, now_ms};
 use crate::cli::{FrameCommand, FrameMove, ReadCommand, ReasoningCommand, RecordCommand, TaskCommand};
 use crate::merge_view::{MergeMarks, Placed};
@@ -20,7 +17,9 @@ use agora_graph::query::{as_of_entry, as_of_time};
 use agora_graph::{Event, Graph, LogEvent, Node, NodeRef};
 use agora_store::Store;
 use anyhow::{Context, Result};
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::process::ExitCode;
 
 /// Every stored entry that counts in the workspace's views, as events.
@@ -305,13 +304,18 @@ fn successor(g: &Graph, n: NodeRef<'_>) -> Result<Option<NodeRefAnswer>> {
     Ok(Some(ref_answer(g, &next)?))
 }
 
+/// A typed answer as the value printed and its text.
+fn answer<T: Serialize>(answer: &T, text: String) -> Result<(Value, String)> {
+    Ok((serde_json::to_value(answer)?, text))
+}
+
 /// Answer a read command from the graph.
 fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &ReadCommand) -> Result<(Value, String)> {
     let value_text: (Value, String) = match command {
         ReadCommand::Status(_) | ReadCommand::Search(_) => unreachable!("status and search are answered by `status` and `search`"),
         ReadCommand::Trace(i::NodeRef { target }) => {
-            let (answer, text) = trace(store, graph, &reference(store, target)?)?;
-            (json!(answer), text)
+            let (traced, text) = trace(store, graph, &reference(store, target)?)?;
+            answer(&traced, text)?
         }
         ReadCommand::History(i::History { as_of, target }) => {
             let events = load_events(store, founder)?;
@@ -321,16 +325,23 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
                 let entry = reference(store, as_of).with_context(|| format!("as of {as_of:?}: not a time (ms or YYYY-MM-DD) or an entry"))?;
                 as_of_entry(&events, &entry).with_context(|| format!("entry {entry} is not in the log"))?
             };
-            match target {
+            let (then, text) = match target {
                 Some(t) => {
                     let id = reference(store, t)?;
                     match past.node(&id) {
-                        Some(n) => (json!(node_status(&past, n)?), status_text(&past, n)?),
-                        None => (json!(NodeStatus::bare(id.to_string(), "not_yet_recorded")), format!("{id}: not yet recorded at that point")),
+                        Some(n) => (HistoryAnswer::Node(Box::new(node_status(&past, n)?)), status_text(&past, n)?),
+                        None => (
+                            HistoryAnswer::Node(Box::new(NodeStatus::bare(id.to_string(), "not_yet_recorded"))),
+                            format!("{id}: not yet recorded at that point"),
+                        ),
                     }
                 }
-                None => nodes_listing(&past, past.nodes().filter(|n| n.is_event()))?,
-            }
+                None => {
+                    let (nodes, text) = nodes_listing(&past, past.nodes().filter(|n| n.is_event()))?;
+                    (HistoryAnswer::Nodes(nodes), text)
+                }
+            };
+            answer(&then, text)?
         }
         ReadCommand::Latest(i::NodeRef { target }) => {
             let id = reference(store, target)?;
@@ -338,14 +349,14 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
             let n = graph.node(&latest).context("latest node vanished")?;
             let t = text_of(graph, n)?.into_owned();
             let text = format!("{latest}  [{}]  {}", n.status().name(), t);
-            let answer = LatestAnswer {
+            let latest = LatestAnswer {
                 id: id.to_string(),
                 latest: latest.to_string(),
                 text: t,
                 status: n.status().name().to_string(),
                 computed_over: crate::frontier::of_store(store)?,
             };
-            (json!(answer), text)
+            answer(&latest, text)?
         }
         ReadCommand::Decisions => {
             let rows: Vec<Decision> = graph
@@ -368,10 +379,16 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
                 .map(|(n, d)| Ok(format!("{} {} {}\n{}", n.id.short(), n.kind(), text_of(graph, n)?, refs_text(graph, &d.because, "  because")?)))
                 .collect::<Result<Vec<_>>>()?
                 .join("\n");
-            (json!(rows), text)
+            answer(&rows, text)?
         }
-        ReadCommand::Questions => nodes_listing(graph, graph.open_questions().into_iter())?,
-        ReadCommand::Orphans => nodes_listing(graph, graph.orphans().into_iter())?,
+        ReadCommand::Questions => {
+            let (rows, text) = nodes_listing(graph, graph.open_questions().into_iter())?;
+            answer(&rows, text)?
+        }
+        ReadCommand::Orphans => {
+            let (rows, text) = nodes_listing(graph, graph.orphans().into_iter())?;
+            answer(&rows, text)?
+        }
         ReadCommand::Disagreements => {
             let d = graph.disagreements();
             let rows: Vec<Contested> = d
@@ -403,22 +420,27 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
                 })
                 .collect::<Result<Vec<_>>>()?
                 .join("\n");
-            (json!(rows), text)
+            answer(&rows, text)?
         }
         ReadCommand::Outcomes => {
-            let rows: Vec<(Value, String)> = graph
+            let rows: Vec<Outcome> = graph
                 .memory_item_outcomes()
                 .into_iter()
                 .filter_map(|(id, s, f, u)| graph.node(&id).map(|n| (n, s, f, u)))
-                .map(|(n, s, f, u)| {
-                    let t = text_of(graph, n)?;
-                    Ok((
-                        json!({ "id": n.id.to_string(), "status": n.status().name(), "successes": s, "failures": f, "uses": u, "text": t }),
-                        format!("{} [{}] success {s} failure {f} uses {u}: {}", n.id.short(), n.status().name(), t.lines().next().unwrap_or("")),
-                    ))
+                .map(|(n, successes, failures, uses)| {
+                    let status = n.status().name().to_string();
+                    Ok(Outcome { id: n.id.to_string(), status, successes, failures, uses, text: text_of(graph, n)?.into_owned() })
                 })
                 .collect::<Result<_>>()?;
-            (json!(rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>()), rows.iter().map(|r| r.1.clone()).collect::<Vec<_>>().join("\n"))
+            let text = rows
+                .iter()
+                .map(|o| {
+                    let (s, f, u) = (o.successes, o.failures, o.uses);
+                    format!("{} [{}] success {s} failure {f} uses {u}: {}", short(&o.id), o.status, o.text.lines().next().unwrap_or(""))
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            answer(&rows, text)?
         }
         ReadCommand::Graph(i::GraphExport { format }) => {
             let format = format.unwrap_or(i::GraphFormat::Dot);
@@ -426,12 +448,13 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
                 i::GraphFormat::Dot => agora_graph::export::to_dot(graph)?,
                 i::GraphFormat::Mermaid => agora_graph::export::to_mermaid(graph)?,
                 i::GraphFormat::Json => {
-                    let v = graph_json(graph)?;
+                    let v = serde_json::to_value(GraphAnswer::Data(graph_data(graph)?))?;
                     let text = v.to_string();
                     return Ok((v, text));
                 }
             };
-            (json!({ "format": format.name(), "graph": text }), text.trim_end().to_string())
+            let trimmed = text.trim_end().to_string();
+            answer(&GraphAnswer::Text(GraphText { format: format.name().to_string(), graph: text }), trimmed)?
         }
     };
     Ok(value_text)
@@ -440,28 +463,35 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
 /// The graph as data: every node (raw and redacted events left out, as in
 /// the other formats) with its status, author and place in its chain, and
 /// every edge between shown nodes, from the newer event to the one it names.
-fn graph_json(g: &Graph) -> Result<Value> {
+fn graph_data(g: &Graph) -> Result<GraphData> {
     let shown = |n: &Node| !matches!(n.kind(), "raw" | "redacted");
-    let nodes: Vec<Value> = g
+    let nodes: Vec<GraphNode> = g
         .nodes()
         .filter(|n| shown(n))
         .map(|n| {
-            Ok(json!({
-                "id": n.id.to_string(), "kind": n.kind(), "text": text_of(g, n)?, "status": n.status().name(),
-                "author": g.position(n).author.to_string(), "seq": n.seq(), "timestamp_ms": n.timestamp_ms,
-            }))
+            Ok(GraphNode {
+                id: n.id.to_string(),
+                kind: n.kind().to_string(),
+                text: text_of(g, n)?.into_owned(),
+                status: n.status().name().to_string(),
+                author: g.position(n).author.to_string(),
+                seq: n.seq(),
+                timestamp_ms: n.timestamp_ms,
+            })
         })
         .collect::<Result<_>>()?;
-    let edges: Vec<Value> = g
+    let edges: Vec<GraphEdge> = g
         .nodes()
         .filter(|n| shown(n))
         .flat_map(|n| {
-            g.edges(n)
-                .filter(|(_, to)| g.node(to).is_some_and(|t| shown(&t)))
-                .map(move |(rel, to)| json!({ "from": n.id.to_string(), "to": to.to_string(), "relation": rel }))
+            g.edges(n).filter(|(_, to)| g.node(to).is_some_and(|t| shown(&t))).map(move |(rel, to)| GraphEdge {
+                from: n.id.to_string(),
+                to: to.to_string(),
+                relation: rel.to_string(),
+            })
         })
         .collect();
-    Ok(json!({ "format": "json", "nodes": nodes, "edges": edges }))
+    Ok(GraphData { format: "json".to_string(), nodes, edges })
 }
 
 /// The frame tree under `frame`, in verification (post-) order.
@@ -471,7 +501,8 @@ fn frame_tree(store: &Store, graph: &Graph, frame: &str) -> Result<(Value, Strin
     if order.is_empty() {
         return Err(crate::output::refused_about("unknown_entry", root, format!("no frame {root}")));
     }
-    nodes_listing(graph, order.iter().filter_map(|id| graph.node(id)))
+    let (rows, text) = nodes_listing(graph, order.iter().filter_map(|id| graph.node(id)))?;
+    answer(&rows, text)
 }
 
 /// The rules for a locally written event: decodable, within limits, and (when
@@ -629,7 +660,7 @@ fn status_text(g: &Graph, n: NodeRef<'_>) -> Result<String> {
     Ok(format!("{} {} {}{}\n{}\n{}", n.id, n.kind(), n.status().name(), flags, text_of(g, n)?, refs_text(g, &g.why(n), "  why:")?).trim_end().to_string())
 }
 
-fn nodes_listing<'a>(g: &Graph, nodes: impl Iterator<Item = NodeRef<'a>>) -> Result<(Value, String)> {
+fn nodes_listing<'a>(g: &Graph, nodes: impl Iterator<Item = NodeRef<'a>>) -> Result<(Vec<ListedNode>, String)> {
     let mut rows = Vec::new();
     let mut lines = Vec::new();
     for n in nodes {
@@ -643,7 +674,7 @@ fn nodes_listing<'a>(g: &Graph, nodes: impl Iterator<Item = NodeRef<'a>>) -> Res
             frame_state: n.frame_state().map(|s| s.name().to_string()),
         });
     }
-    Ok((json!(rows), lines.join("\n")))
+    Ok((rows, lines.join("\n")))
 }
 
 /// `trace`: every event that touched the node, in order, each verified
@@ -705,6 +736,238 @@ pub fn parse_time(text: &str) -> Option<u64> {
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     let days = era * 146_097 + doe - 719_468;
     u64::try_from(days * 86_400_000).ok()
+}
+
+// ---------------------------------------------------------------------------
+// The answers
+
+/// `status`: the node's status, with the frontier it was computed over.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct StatusAnswer {
+    #[serde(flatten)]
+    pub node: NodeStatus,
+    /// The frontier the answer was computed over.
+    pub computed_over: ComputedOver,
+}
+
+/// One event of a trace.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct TracedEvent {
+    /// The event's entry id.
+    pub id: String,
+    /// Its author.
+    pub author: String,
+    /// Its seq.
+    pub seq: u64,
+    /// When it was signed, ms since the Unix epoch.
+    pub timestamp_ms: u64,
+    /// Its kind (null when its payload is not known here).
+    pub kind: Option<String>,
+    /// Its text.
+    pub text: Option<String>,
+    /// Its status.
+    pub status: Option<String>,
+    /// Whether its payload is held here.
+    pub payload_held: bool,
+    /// Its signature, payload hash and chain link were verified.
+    pub verified: bool,
+}
+
+/// `trace`: every event that touched a node, in order, each verified.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct TraceAnswer {
+    /// The node traced.
+    pub id: String,
+    /// Its status now.
+    pub status: String,
+    /// The events, oldest first.
+    pub events: Vec<TracedEvent>,
+    /// The frontier the answer was computed over.
+    pub computed_over: ComputedOver,
+}
+
+/// `latest`: the newest version of a node.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct LatestAnswer {
+    /// The node asked about.
+    pub id: String,
+    /// Its newest version (itself when none replaced it).
+    pub latest: String,
+    /// The newest version's text.
+    pub text: String,
+    /// The newest version's status.
+    pub status: String,
+    /// The frontier the answer was computed over.
+    pub computed_over: ComputedOver,
+}
+
+/// One search hit.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SearchHit {
+    /// The node.
+    pub id: String,
+    /// BM25 score: higher is a better match.
+    pub score: f64,
+    /// Its status.
+    pub status: String,
+    /// Its kind.
+    pub kind: String,
+    /// Its text.
+    pub text: String,
+    /// When superseded: the current version that replaced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub successor: Option<NodeRefAnswer>,
+    /// For `orient`: the superseded nodes that matched the topic and led here (this node is their current version).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub found_through: Vec<String>,
+    /// Agents' open disputes of this event: who, why, and what they hold instead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disputed_by: Vec<DisputeOf>,
+    /// Agents other than its author whose accepts reach this event.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accepted_by: Vec<String>,
+}
+
+/// `search`: hits, best first.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SearchAnswer {
+    /// The nodes found, best match first.
+    pub hits: Vec<SearchHit>,
+    /// The frontier the answer was computed over.
+    pub computed_over: ComputedOver,
+}
+
+/// A node in a listing (questions, orphans, history).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ListedNode {
+    /// The node.
+    pub id: String,
+    /// Its kind.
+    pub kind: String,
+    /// Its status.
+    pub status: String,
+    /// Its text.
+    pub text: String,
+    /// A frame's state.
+    #[serde(default)]
+    pub frame_state: Option<String>,
+}
+
+/// A decision and what it rests on.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Decision {
+    /// The deciding node.
+    pub id: String,
+    /// Its kind.
+    pub kind: String,
+    /// Its text.
+    pub text: String,
+    /// The events it rests on.
+    pub because: Vec<NodeRefAnswer>,
+}
+
+/// A contested node.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Contested {
+    /// The node.
+    pub id: String,
+    /// Its kind.
+    pub kind: String,
+    /// Its text.
+    pub text: String,
+    /// Its status.
+    pub status: String,
+    /// The open challenges against it.
+    pub contested_by: Vec<NodeRefAnswer>,
+    /// Open tensions it is part of.
+    pub tensions: Vec<NodeRefAnswer>,
+}
+
+/// `history`: every node with its status at that point, or one node's.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum HistoryAnswer {
+    /// No `target`: every node, with its status then.
+    Nodes(Vec<ListedNode>),
+    /// A `target`: its status then.
+    Node(Box<NodeStatus>),
+}
+
+/// A memory item's outcomes.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Outcome {
+    /// The memory item.
+    pub id: String,
+    /// Its status.
+    pub status: String,
+    /// Judged successes of trajectories that used it.
+    pub successes: u64,
+    /// Judged failures.
+    pub failures: u64,
+    /// Recorded uses.
+    pub uses: usize,
+    /// Its text.
+    pub text: String,
+}
+
+/// `graph`: the graph as data (`json`) or as text (`dot`, `mermaid`).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum GraphAnswer {
+    /// As data.
+    Data(GraphData),
+    /// As Graphviz DOT or Mermaid text.
+    Text(GraphText),
+}
+
+/// The graph as data.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct GraphData {
+    /// `json`.
+    pub format: String,
+    /// Every node (raw and redacted events left out).
+    pub nodes: Vec<GraphNode>,
+    /// Every edge between them.
+    pub edges: Vec<GraphEdge>,
+}
+
+/// A node of the graph.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct GraphNode {
+    /// The node.
+    pub id: String,
+    /// Its kind.
+    pub kind: String,
+    /// Its text.
+    pub text: String,
+    /// Its status.
+    pub status: String,
+    /// Its author.
+    pub author: String,
+    /// Its seq in the author's chain.
+    pub seq: u64,
+    /// When it was signed, ms since the Unix epoch.
+    pub timestamp_ms: u64,
+}
+
+/// An edge, from the newer event to the one it names.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct GraphEdge {
+    /// The newer event.
+    pub from: String,
+    /// The event it names.
+    pub to: String,
+    /// How (supports, contradicts, ...).
+    pub relation: String,
+}
+
+/// The graph as text.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct GraphText {
+    /// `dot` or `mermaid`.
+    pub format: String,
+    /// The text.
+    pub graph: String,
 }
 
 #[cfg(test)]

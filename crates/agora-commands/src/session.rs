@@ -197,16 +197,17 @@ impl<'a> Session<'a> {
         self.merge
     }
 
-    /// Print a result: `value` as one JSON line with `--json`, else `text()`
-    /// (nothing when empty).
-    pub fn print(&self, value: &Value, text: impl FnOnce() -> String) -> Result<()> {
+    /// Print an answer: as one JSON line with `--json`, its keys in the
+    /// order a JSON value keeps them (sorted, whatever the order of the
+    /// type's fields), else `text()` (nothing when empty).
+    pub fn print<T: serde::Serialize + ?Sized>(&self, answer: &T, text: impl FnOnce() -> String) -> Result<()> {
         if let Some(captured) = &self.captured {
-            *captured.borrow_mut() = Some(value.clone());
+            *captured.borrow_mut() = Some(serde_json::to_value(answer)?);
             return Ok(());
         }
         let mut out = self.out.borrow_mut();
         if self.json {
-            writeln!(out, "{value}")?;
+            writeln!(out, "{}", serde_json::to_value(answer)?)?;
         } else {
             let t = text();
             if !t.is_empty() {
@@ -216,10 +217,17 @@ impl<'a> Session<'a> {
         Ok(())
     }
 
+    /// As [`Session::print`], with the answer built only when it is
+    /// printed as JSON (a large answer whose text form is a summary).
+    pub fn print_with<T: serde::Serialize>(&self, answer: impl FnOnce() -> T, text: impl FnOnce() -> String) -> Result<()> {
+        if self.json { self.print(&answer(), String::new) } else { self.print(&(), text) }
+    }
+
     /// As [`Session::print`], with the JSON built only when it is printed
     /// (a large answer whose text form is a summary), and written as it is
-    /// serialized: a value that serializes itself from the answer (rather
-    /// than a [`Value`] tree) never holds a second copy of it.
+    /// serialized, its keys in the order of the type's fields: an answer
+    /// that serializes itself (rather than as a [`Value`] tree) never holds
+    /// a second copy of it.
     pub fn print_lazy<V: serde::Serialize>(&self, value: impl FnOnce() -> V, text: impl FnOnce() -> String) -> Result<()> {
         if let Some(captured) = &self.captured {
             *captured.borrow_mut() = Some(serde_json::to_value(value())?);
@@ -233,7 +241,7 @@ impl<'a> Session<'a> {
             buffered.flush()?;
             Ok(())
         } else {
-            self.print(&Value::Null, text)
+            self.print(&(), text)
         }
     }
 

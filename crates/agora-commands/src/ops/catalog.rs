@@ -1,13 +1,19 @@
 //! The catalog: every operation, one line each, naming its input type, the
 //! command it stands for (or its own code, in `composed.rs`), its title,
-//! effect on the log, output type and description for a model. It is data,
-//! so the MCP server lists it and a test checks every entry's schema.
+//! effect on the log, output type (the command's answer) and description
+//! for a model, and the MCP tool group of each (`group_of`). It is data, so
+//! the MCP server lists it and a test checks every entry's schema.
 
-use super::composed;
-use super::operation::{Effect, Group, Operation, frame, read, rec, schema_of, tool};
-use super::outputs::*;
-use crate::answers::*;
+use super::composed::{self, Exported, Oriented};
+use super::operation::{Effect, Group, Operation, frame, output_schema_of, read, rec, schema_of, tool};
+use crate::answers::Recorded;
+use crate::chain_cmds::{
+    EntryHeader, ForkProofAnswer, IdentityAnswer, ImportAnswer, LoggedEntry, ProofChecked, RedactAnswer, ShownEntry, StoredAuthor, VerifyAnswer,
+};
 use crate::cli::{ChainCommand, Command, FrameCommand, FrameMove, MembershipCommand, MergeCommand, ReadCommand, ReasoningCommand, RecordCommand, TaskCommand};
+use crate::membership::{RosterAnswer, RosterRecorded};
+use crate::merge_cmds::{AuditAnswer, ConsensusAnswer, DisputesAnswer, PerspectiveAnswer, ViewHashAnswer};
+use crate::reasoning::{self as r, Contested, Decision, GraphAnswer, HistoryAnswer, LatestAnswer, ListedNode, SearchAnswer, StatusAnswer, TraceAnswer};
 use agora_command_line::inputs::*;
 
 /// Every operation, in the order they are listed.
@@ -213,7 +219,7 @@ pub fn catalog() -> Vec<Operation> {
             description: "Start here on a topic: the nodes whose text matches it (full-text search, best first), with their statuses, who disputes or accepts each, and the open questions and contested nodes among them. A superseded match is replaced by its current version (`found_through` names the match), so a refined position is found by the words of the one it replaced; retracted nodes are left out; include_superseded shows every match as it is. Then read one node with `status` or `trace`.",
             effect: Read,
             input_schema: schema_of::<composed::Orient>,
-            output_schema: schema_of::<Oriented>,
+            output_schema: output_schema_of::<Oriented>,
             run: composed::orient,
         },
         tool!(
@@ -248,14 +254,14 @@ pub fn catalog() -> Vec<Operation> {
             LatestAnswer,
             "The current version of a node: follows refinements, reframes, updates and state changes to the newest."
         ),
-        tool!("decisions", |_: Nothing| read(ReadCommand::Decisions), "Decisions", Read, DecisionList, "What was decided, and the events it rests on."),
-        tool!("questions", |_: Nothing| read(ReadCommand::Questions), "Open questions", Read, NodeList, "Questions not yet resolved."),
+        tool!("decisions", |_: Nothing| read(ReadCommand::Decisions), "Decisions", Read, Vec<Decision>, "What was decided, and the events it rests on."),
+        tool!("questions", |_: Nothing| read(ReadCommand::Questions), "Open questions", Read, Vec<ListedNode>, "Questions not yet resolved."),
         tool!(
             "disagreements",
             |_: Nothing| read(ReadCommand::Disagreements),
             "Contested nodes",
             Read,
-            ContestedList,
+            Vec<Contested>,
             "Contested nodes and what contests them (open contradictions and tensions)."
         ),
         tool!(
@@ -295,7 +301,7 @@ pub fn catalog() -> Vec<Operation> {
             |i: FrameRef| Command::Reasoning(ReasoningCommand::Frame(FrameCommand::Tree(i))),
             "Frame tree",
             Read,
-            NodeList,
+            Vec<ListedNode>,
             "The frames under a frame, in verification (post-) order, with their states."
         ),
         tool!(
@@ -303,7 +309,7 @@ pub fn catalog() -> Vec<Operation> {
             |_: Nothing| read(ReadCommand::Outcomes),
             "Memory item outcomes",
             Read,
-            OutcomeList,
+            Vec<r::Outcome>,
             "Success and failure counts of memory items, from the judged trajectories that used them."
         ),
         tool!(
@@ -336,7 +342,7 @@ pub fn catalog() -> Vec<Operation> {
             |i: Log| Command::Chain(ChainCommand::Log(i)),
             "List a chain",
             Read,
-            EntryList,
+            Vec<LoggedEntry>,
             "The entries of one `agent`'s chain in seq order (default: this agent's), or of every chain: id, seq, timestamp, payload state and a preview. Use `show` for one entry in full."
         ),
         tool!(
@@ -362,7 +368,7 @@ pub fn catalog() -> Vec<Operation> {
             description: "Append a raw payload to this agent's chain as a signed entry (give `text` or `base64`). Reasoning events are better recorded with their own tools (propose, contradict, ...), which encode the payload; a raw payload that is a malformed event is refused.",
             effect: Append,
             input_schema: schema_of::<composed::AppendRaw>,
-            output_schema: schema_of::<Appended>,
+            output_schema: output_schema_of::<EntryHeader>,
             run: composed::append,
         },
         tool!(
@@ -380,7 +386,7 @@ pub fn catalog() -> Vec<Operation> {
             description: "Every stored entry (or one author's) with the payloads held, as a pack: JSON lines that `import` (here or on another node) verifies and stores.",
             effect: Read,
             input_schema: schema_of::<Export>,
-            output_schema: schema_of::<Exported>,
+            output_schema: output_schema_of::<Exported>,
             run: composed::export,
         },
         Operation {
@@ -390,7 +396,7 @@ pub fn catalog() -> Vec<Operation> {
             description: "Verify a pack (signatures, links, payload hashes, roster) whole, then store its entries; entries already held are counted, never overwritten, and a fork found is stored with its proof. Returns the counts and the forks detected.",
             effect: Store,
             input_schema: schema_of::<composed::Import>,
-            output_schema: schema_of::<ImportAnswer>,
+            output_schema: output_schema_of::<ImportAnswer>,
             run: composed::import,
         },
         tool!(
@@ -398,7 +404,7 @@ pub fn catalog() -> Vec<Operation> {
             |_: Nothing| Command::Chain(ChainCommand::Authors),
             "Authors stored",
             Read,
-            AuthorList,
+            Vec<StoredAuthor>,
             "Every author whose chain is stored here, with its highest seq, its tips (more than one: forked) and its fork proofs."
         ),
         tool!(
@@ -406,7 +412,7 @@ pub fn catalog() -> Vec<Operation> {
             |i: AuthorFilter| Command::Chain(ChainCommand::Forks(i)),
             "Fork proofs",
             Read,
-            ForkProofList,
+            Vec<ForkProofAnswer>,
             "The fork proofs stored here (or one author's): the two signed entries at one seq, and the proof itself, hex-encoded, which anyone can check with `check_proof` and no other data."
         ),
         tool!(
@@ -430,7 +436,7 @@ pub fn catalog() -> Vec<Operation> {
             |_: Nothing| read(ReadCommand::Orphans),
             "Orphan claims",
             Read,
-            NodeList,
+            Vec<ListedNode>,
             "Derived memory claims with no source event (their provenance is missing)."
         ),
         tool!(
@@ -458,4 +464,22 @@ pub fn catalog() -> Vec<Operation> {
             "The workspace's members, derived from the founder's chain: who was admitted and removed, and when."
         ),
     ]
+}
+
+/// The MCP tool group an operation is listed in (the HTTP API serves them
+/// all). The core profile is what a debate needs, and no more than 12.
+pub const fn group_of(name: &str) -> Group {
+    match name.as_bytes() {
+        b"orient" | b"propose" | b"support" | b"contradict" | b"refine" | b"ask" | b"resolve" | b"accept" | b"dispute" | b"status" | b"trace" | b"identity" => {
+            Group::Core
+        }
+        b"synthesize" | b"park" | b"resume" | b"reframe" | b"connect" | b"tension" | b"latest" | b"history" | b"decisions" | b"questions"
+        | b"disagreements" | b"search" | b"graph" => Group::Reasoning,
+        b"withdraw" | b"resolve_fork" | b"perspective" | b"consensus" | b"disputes" | b"audit" | b"view_hash" => Group::Views,
+        b"claim" | b"relate" | b"confirm" | b"orphans" => Group::Memory,
+        b"frame_open" | b"frame_evidence" | b"frame_conclude" | b"frame_suspend" | b"frame_resume" | b"frame_invalidate" | b"frame_tree" => Group::Frames,
+        b"task_new" | b"task_update" | b"trajectory" | b"judge" | b"memory_item" | b"record_use" | b"outcomes" => Group::Tasks,
+        b"admit" | b"remove" | b"roster" => Group::Roster,
+        _ => Group::Log,
+    }
 }

@@ -6,14 +6,15 @@
 use super::error::OpError;
 use super::operation::{as_object, parse, read};
 use super::runner::{Runner, value_of};
-use crate::answers::{Contested, ListedNode, Oriented, SearchAnswer};
+use crate::answers::ComputedOver;
 use crate::cli::{ChainCommand, Command, ReadCommand};
+use crate::reasoning::{Contested, ListedNode, SearchAnswer, SearchHit};
 use crate::run::Produced;
 use agora_command_line::inputs::{Export, Search};
 use base64::Engine;
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::BTreeSet;
 
 /// Where to start on a topic.
@@ -94,7 +95,7 @@ pub fn export(runner: &dyn Runner, input: Value) -> Result<Value, OpError> {
     let pack = String::from_utf8(out).map_err(|_| OpError::msg("export: the pack is not UTF-8".to_string()))?;
     // The first line is the pack's header; every other line one entry.
     let entries = pack.lines().skip(1).filter(|l| !l.trim().is_empty()).count();
-    Ok(json!({ "entries": entries, "pack": pack }))
+    serde_json::to_value(Exported { entries, pack }).map_err(|e| OpError::msg(format!("export: {e}")))
 }
 
 /// Import a pack.
@@ -109,4 +110,28 @@ pub struct Import {
 pub fn import(runner: &dyn Runner, input: Value) -> Result<Value, OpError> {
     let i: Import = parse("import", input)?;
     value_of(runner.produce(Command::Chain(ChainCommand::Import { file: "-".into() }), i.pack.as_bytes())?).map(as_object)
+}
+
+/// What `orient` returns.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Oriented {
+    /// The topic searched.
+    pub topic: String,
+    /// The nodes found, best match first. A superseded match is replaced by its current version (`found_through` names the matches that led to it) unless `include_superseded`.
+    pub nodes: Vec<SearchHit>,
+    /// Open questions among them.
+    pub open_questions: Vec<ListedNode>,
+    /// Contested nodes among them, with what contests them.
+    pub contested: Vec<Contested>,
+    /// The frontier the search was computed over.
+    pub computed_over: ComputedOver,
+}
+
+/// What `export` returns.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Exported {
+    /// How many entries the pack holds.
+    pub entries: usize,
+    /// The pack: JSON lines, a header line then one entry per line (protocol-spec/pack.md).
+    pub pack: String,
 }

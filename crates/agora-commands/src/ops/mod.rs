@@ -13,17 +13,16 @@
 //! Files, each using only the ones listed before it: `error.rs` (an
 //! operation's failure), `runner.rs` (where its command runs),
 //! `operation.rs` (what an operation is, and the `tool!` line),
-//! `composed.rs` (the operations with code of their own), `outputs.rs`
-//! (answers typed here rather than in `crate::answers`), `catalog.rs`
-//! (every operation), `backend.rs` (what a front end calls). The output
-//! types are the commands' answers (`crate::answers`).
+//! `composed.rs` (the operations with code of their own, and their
+//! answers), `catalog.rs` (every operation), `backend.rs` (what a front end
+//! calls). An operation's output type is its command's answer, typed
+//! beside the command (a list is returned as `{"result": [...]}`).
 
 pub mod backend;
 pub mod catalog;
 pub mod composed;
 pub mod error;
 pub mod operation;
-pub mod outputs;
 pub mod runner;
 
 pub use backend::{Backend, HomeBackend};

@@ -133,24 +133,6 @@ pub struct Operation {
     pub run: fn(&dyn Runner, Value) -> Result<Value, OpError>,
 }
 
-/// The MCP tool group an operation is listed in (the HTTP API serves them
-/// all). The core profile is what a debate needs, and no more than 12.
-pub const fn group_of(name: &str) -> Group {
-    match name.as_bytes() {
-        b"orient" | b"propose" | b"support" | b"contradict" | b"refine" | b"ask" | b"resolve" | b"accept" | b"dispute" | b"status" | b"trace" | b"identity" => {
-            Group::Core
-        }
-        b"synthesize" | b"park" | b"resume" | b"reframe" | b"connect" | b"tension" | b"latest" | b"history" | b"decisions" | b"questions"
-        | b"disagreements" | b"search" | b"graph" => Group::Reasoning,
-        b"withdraw" | b"resolve_fork" | b"perspective" | b"consensus" | b"disputes" | b"audit" | b"view_hash" => Group::Views,
-        b"claim" | b"relate" | b"confirm" | b"orphans" => Group::Memory,
-        b"frame_open" | b"frame_evidence" | b"frame_conclude" | b"frame_suspend" | b"frame_resume" | b"frame_invalidate" | b"frame_tree" => Group::Frames,
-        b"task_new" | b"task_update" | b"trajectory" | b"judge" | b"memory_item" | b"record_use" | b"outcomes" => Group::Tasks,
-        b"admit" | b"remove" | b"roster" => Group::Roster,
-        _ => Group::Log,
-    }
-}
-
 /// How to name an earlier event, and what a node's statuses mean: said
 /// once, in the MCP server's instructions, not in every tool.
 pub const REFERENCES: &str = "Refer to an earlier event (an entry) by its id: the 64 hex characters every recording tool returns as `id`, or a unique prefix of it (8 or more characters are usually enough); the entry a move is about is its `target`. An agent is named by its 64-hex id as `agent` (`identity` gives this agent's). A full id of an event not received yet is accepted: the new event waits for it (`pending`).";
@@ -175,6 +157,45 @@ pub fn parse<T: DeserializeOwned>(tool: &str, input: Value) -> Result<T, OpError
     serde_json::from_value(input).map_err(|e| OpError::input(format!("{tool}: the input does not match its schema: {e}")))
 }
 
+/// The JSON Schema of what an operation returns when its command answers
+/// a `T`: `T`'s, with a list (or a list among the alternatives of an
+/// untagged answer) wrapped as [`as_object`] wraps it.
+pub fn output_schema_of<T: JsonSchema>() -> Map<String, Value> {
+    let mut schema = schema_of::<T>();
+    if let Some(Value::Array(alternatives)) = schema.get_mut("anyOf") {
+        for a in alternatives {
+            if let Value::Object(alternative) = a {
+                *alternative = listed(std::mem::take(alternative));
+            }
+        }
+        return schema;
+    }
+    if schema.get("type") != Some(&json!("array")) {
+        return schema;
+    }
+    // The list's own schema goes in `result`; the root's keys stay at the root.
+    let root: Map<String, Value> = ["$schema", "$defs", "title"].into_iter().filter_map(|k| schema.remove_entry(k)).collect();
+    let mut wrapped = listed(schema);
+    wrapped.extend(root);
+    wrapped
+}
+
+/// A list's schema as the object [`as_object`] makes of it; any other schema as it is.
+fn listed(schema: Map<String, Value>) -> Map<String, Value> {
+    if schema.get("type") != Some(&json!("array")) {
+        return schema;
+    }
+    let mut list = schema;
+    let description = list.remove("description");
+    let mut object = Map::from_iter([
+        ("type".to_string(), json!("object")),
+        ("properties".to_string(), json!({ "result": list })),
+        ("required".to_string(), json!(["result"])),
+    ]);
+    object.extend(description.map(|d| ("description".to_string(), d)));
+    object
+}
+
 /// A result wrapped so that it is always a JSON object (MCP's structured
 /// content is one): lists come back as `{"result": [...]}`.
 pub fn as_object(v: Value) -> Value {
@@ -197,17 +218,20 @@ pub fn read(c: ReadCommand) -> Command {
 }
 
 /// One operation: its name, its input type and the command it stands for,
-/// its title, effect, output type and description.
+/// its title, effect, output type and description; its group is the
+/// calling file's `group_of($name)`, so that the catalog holds every
+/// operation's line and group.
 macro_rules! tool {
     ($name:literal, |$i:tt: $input:ty| $command:expr, $title:literal, $effect:expr, $out:ty, $desc:expr) => {
         $crate::ops::operation::Operation {
             name: $name,
-            group: $crate::ops::operation::group_of($name),
+            // The calling file's table (the catalog's `group_of`).
+            group: group_of($name),
             title: $title,
             description: $desc,
             effect: $effect,
             input_schema: $crate::ops::operation::schema_of::<$input>,
-            output_schema: $crate::ops::operation::schema_of::<$out>,
+            output_schema: $crate::ops::operation::output_schema_of::<$out>,
             run: {
                 fn run(runner: &dyn $crate::ops::runner::Runner, input: serde_json::Value) -> Result<serde_json::Value, $crate::ops::error::OpError> {
                     let $i: $input = $crate::ops::operation::parse($name, input)?;
