@@ -122,7 +122,7 @@ fn event(rng: &mut Rng, p: &Pools, total: usize, i: usize) -> Event {
             span: if rng.chance(75) { format!("{:032x}/{:016x}", rng.below(3), 1 + rng.below(6)) } else { String::new() },
             cause: rng.chance(70).then(|| of(&["action", "proposition", "task"], rng)),
             input_hash: rng.chance(50).then(|| [rng.below(4) as u8; 32]),
-            output_hash: rng.chance(30).then(|| [9; 32]),
+            output_hash: rng.chance(30).then_some([9; 32]),
             text: t,
             error: if rng.chance(20) { "timeout".into() } else { String::new() },
         },
