@@ -1,6 +1,11 @@
-//! Command-line arguments.
+//! The command line: its global options, the command groups (each
+//! area's enum lives beside its inputs, in `inputs/`), the commands of the
+//! node, the simulator and the interfaces, and `agora --help` laid out in
+//! groups.
 
-use crate::inputs::*;
+pub use crate::inputs::{
+    AgentCommand, ChainCommand, FrameCommand, FrameMove, MembershipCommand, MergeCommand, ReadCommand, ReasoningCommand, RecordCommand, TaskCommand,
+};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -72,20 +77,6 @@ pub enum Command {
         #[arg(long)]
         no_browser: bool,
     },
-}
-
-/// The keyring's commands.
-#[derive(Subcommand, Debug, Clone)]
-pub enum AgentCommand {
-    /// Create a named agent: a new key in <home>/agents/NAME.key (mode
-    /// 0600). Prints its id; the workspace founder admits it (`agora admit
-    /// NAME`) before its entries count anywhere.
-    New(AgentName),
-    /// The home's agents: its own and the keyring's, with ids, display
-    /// names (the roster's admission note) and chain lengths.
-    List,
-    /// One agent of the keyring (or `self`, the home's own agent).
-    Show(AgentName),
 }
 
 /// The swarm simulator (`simulations/`).
@@ -168,196 +159,6 @@ pub enum SimCommand {
         #[arg(long)]
         check: bool,
     },
-}
-
-/// The signed log itself: keys, entries, packs, forks.
-#[derive(Subcommand, Debug, Clone)]
-pub enum ChainCommand {
-    /// Create the agent key (mode 0600) and an empty store. Refuses to overwrite.
-    Init,
-    /// Print this agent's id.
-    Id,
-    /// Append an entry with a raw payload read from FILE, or stdin if FILE is `-` or absent.
-    Append {
-        /// Payload file; `-` or absent for stdin.
-        file: Option<PathBuf>,
-    },
-    /// List entries of a chain (default: this agent's).
-    Log(Log),
-    /// Show one entry: header, signature, payload or why it is absent.
-    Show(EntryRef),
-    /// Verify stored chains end to end: signatures, links, payload hashes, tips.
-    Verify(Verify),
-    /// Delete an entry's payload here and record it; the chain still verifies.
-    Redact(EntryRef),
-    /// Write entries and payloads as a JSONL pack.
-    Export(Export),
-    /// Import a JSONL pack. Verifies the whole pack before writing anything.
-    Import {
-        /// Pack file; `-` for stdin.
-        file: PathBuf,
-    },
-    /// List the authors stored here with their tips.
-    Authors,
-    /// List stored fork proofs (standalone, hex-encoded).
-    Forks(AuthorFilter),
-    /// Check a hex-encoded fork proof with no other data.
-    CheckProof(CheckProof),
-}
-
-/// Workspace membership, written by the founder.
-#[derive(Subcommand, Debug, Clone)]
-pub enum MembershipCommand {
-    /// Admit an agent to this workspace (founder only): <agent> ["note"].
-    Admit(Admit),
-    /// Remove an agent from this workspace (founder only): <agent> ["reason"].
-    Remove(Remove),
-    /// The workspace roster, derived from the founder's chain.
-    Roster,
-}
-
-/// The merge layer: positions on other agents' reasoning, and the views
-/// derived from all chains together.
-#[derive(Subcommand, Debug, Clone)]
-pub enum MergeCommand {
-    /// Accept another agent's chain up to an event: <author> <seq | entry id>.
-    Accept(Accept),
-    /// Dispute exactly one event: <entry> "reason" [--counter "counter-claim"].
-    Dispute(Dispute),
-    /// Withdraw one of this agent's disputes: <dispute entry>.
-    Withdraw(Withdraw),
-    /// Resolve a fork of this agent's own chain: <entry at the fork seq on the branch that continues>.
-    ResolveFork(ResolveFork),
-    /// An agent's perspective: its chain, what it accepts, minus what it disputes, with statuses (default: this agent).
-    Perspective(Perspective),
-    /// Which prefix of each chain at least k agents accept, what is disputed and by whom.
-    Consensus(Consensus),
-    /// The disagreement map across agents: each disputed event, what led to it,
-    /// who accepts and who disputes it, counter-claims; and forked chains by branch.
-    Disputes(Disputes),
-    /// Verify an agent's replicated chain end to end: forks, gaps, disputes, accept frontiers. Exit 3 on problems.
-    Audit(AgentRef),
-    /// The merged view's hash: equal on every node that holds the same entries.
-    ViewHash,
-}
-
-/// Reasoning: recording typed events, and reading the graph they derive.
-#[derive(Subcommand, Debug, Clone)]
-pub enum ReasoningCommand {
-    #[command(flatten)]
-    Record(RecordCommand),
-    /// Causal frames: open, evidence, conclude, suspend, resume, invalidate, tree.
-    #[command(subcommand)]
-    Frame(FrameCommand),
-    #[command(flatten)]
-    Read(ReadCommand),
-}
-
-/// Recording reasoning events. Target ids come first, text last.
-#[derive(Subcommand, Debug, Clone)]
-pub enum RecordCommand {
-    /// Propose a position.
-    Propose(Propose),
-    /// Support a node with evidence: <id> "text".
-    Support(OnTarget),
-    /// Contradict a node: <id> "text".
-    Contradict(OnTarget),
-    /// Refine a node into a successor: <id> "text" [--resolves <contradiction>...].
-    Refine(Refine),
-    /// Synthesize two or more nodes: <id> <id> [<id>...] "text".
-    Synthesize(Synthesize),
-    /// Ask a question.
-    Ask(Ask),
-    /// Resolve a question, contradiction, tension or contradicts-relation: <id> "text".
-    Resolve(OnTarget),
-    /// Connect two nodes: <id> <id> "text".
-    Connect(Pair),
-    /// Note a tension between two nodes: <id> <id> "text".
-    Tension(Pair),
-    /// Reframe a position or question: <id> "text".
-    Reframe(OnTarget),
-    /// Park (abandon for now) a node: <id> ["reason"].
-    Park(Park),
-    /// Resume a parked node.
-    Resume(NodeRef),
-    /// Record a memory claim with its kind and provenance.
-    Claim(Claim),
-    /// Relate two claims: <from> <to> <relation> ["reason"].
-    Relate(Relate),
-    /// Confirm a claim.
-    Confirm(NodeRef),
-    /// Tasks: new, update.
-    #[command(subcommand)]
-    Task(TaskCommand),
-    /// Record a trajectory (one attempt at a task).
-    Trajectory(Trajectory),
-    /// Judge a trajectory: <trajectory> success|failure "reason" [--confidence low|medium|high].
-    Judge(Judge),
-    /// Record a memory item: "title" "description" "content" [--scope S] [--from <trajectory>].
-    Item(MemoryItem),
-    /// Record that an item was retrieved for a trajectory: <trajectory> <item> --rank N [--score 0.82].
-    Use(RecordUse),
-}
-
-/// Reading the reasoning graph.
-#[derive(Subcommand, Debug, Clone)]
-pub enum ReadCommand {
-    /// A node's status and the events that made it so.
-    Status(NodeRef),
-    /// Every event that touched a node, in order, each verified against its chain.
-    Trace(NodeRef),
-    /// The graph as of a time (ms, or YYYY-MM-DD in UTC) or an entry: all nodes, or one.
-    History(History),
-    /// The current state of a node: follow updates, state changes, refinements.
-    Latest(NodeRef),
-    /// What was decided, and why.
-    Decisions,
-    /// Open questions.
-    Questions,
-    /// Contested nodes and what contests them.
-    Disagreements,
-    /// BM25 full-text search over node text; hides superseded and retracted unless --all.
-    Search(Search),
-    /// Derived claims with no source (orphans).
-    Orphans,
-    /// Success and failure counts of memory items.
-    Outcomes,
-    /// Export the graph: --format dot|mermaid|json (json: nodes with statuses, and edges).
-    Graph(GraphExport),
-}
-
-/// Causal frames: moves that record events, and the tree (a read).
-#[derive(Subcommand, Debug, Clone)]
-pub enum FrameCommand {
-    #[command(flatten)]
-    Move(FrameMove),
-    /// The frame tree under <frame>, in verification (post-) order.
-    Tree(FrameRef),
-}
-
-/// The frame events.
-#[derive(Subcommand, Debug, Clone)]
-pub enum FrameMove {
-    /// Open a frame: "query" [--parent <frame>] [--branched-from <frame>] [--invalidate-if "condition"].
-    Open(FrameOpen),
-    /// Record evidence: <frame> "text".
-    Evidence(FrameEvidence),
-    /// Conclude: <frame> "conclusion" [--confidence 0.9].
-    Conclude(FrameConclude),
-    /// Suspend a frame.
-    Suspend(FrameRef),
-    /// Resume a suspended or invalidated frame.
-    Resume(FrameRef),
-    /// Invalidate a frame and every frame under it: <frame> "reason".
-    Invalidate(FrameInvalidate),
-}
-
-#[derive(Subcommand, Debug, Clone)]
-pub enum TaskCommand {
-    /// Create a task: "objective" [--owner S].
-    New(TaskNew),
-    /// Move a task: <task> created|in_progress|blocked|done|abandoned ["note"].
-    Update(TaskUpdate),
 }
 
 #[derive(Subcommand, Debug, Clone)]

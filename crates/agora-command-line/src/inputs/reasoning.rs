@@ -1,30 +1,135 @@
-//! Each command's input, written once: the same struct is the command
-//! line's arguments (clap), an operation's JSON input (serde) and its JSON
-//! Schema (schemars), with one doc comment per field for all three. A
-//! field's JSON name is its Rust name, except where one thing has one name
-//! across operations: the entry a move is about is `target` (a second one
-//! `other`, a relating claim `claim`), an agent is `agent` (each keeps its
-//! older name as an alias); on the command line, targets come first as
-//! positional arguments and texts last, options are `--flags`.
-//!
-//! An optional number or text is `Option` here and its default is applied
-//! by the command, so that both front ends share it.
-//!
-//! A text that becomes a field of an event is at most
-//! [`TEXT_BYTES_MAX`] bytes (the merge layer's texts have the same limit):
-//! its schema says `maxLength` with that number, in characters, which is
-//! the most such a text can have (a character is one to four bytes).
+//! Reasoning's commands: the moves that record events (`agora propose`,
+//! `contradict`, `frame open`, `task new`...) and the reads of the graph
+//! (`agora status`, `search`, `history`...), and their inputs.
 
 use crate::named::Named;
 use agora_graph::event::{Confidence, TEXT_BYTES_MAX};
 use agora_graph::{MemoryKind, Relation, TaskState};
-use clap::Args;
+use clap::{Args, Subcommand};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+
+/// Reasoning: recording typed events, and reading the graph they derive.
+#[derive(Subcommand, Debug, Clone)]
+pub enum ReasoningCommand {
+    #[command(flatten)]
+    Record(RecordCommand),
+    /// Causal frames: open, evidence, conclude, suspend, resume, invalidate, tree.
+    #[command(subcommand)]
+    Frame(FrameCommand),
+    #[command(flatten)]
+    Read(ReadCommand),
+}
+
+/// Recording reasoning events. Target ids come first, text last.
+#[derive(Subcommand, Debug, Clone)]
+pub enum RecordCommand {
+    /// Propose a position.
+    Propose(Propose),
+    /// Support a node with evidence: <id> "text".
+    Support(OnTarget),
+    /// Contradict a node: <id> "text".
+    Contradict(OnTarget),
+    /// Refine a node into a successor: <id> "text" [--resolves <contradiction>...].
+    Refine(Refine),
+    /// Synthesize two or more nodes: <id> <id> [<id>...] "text".
+    Synthesize(Synthesize),
+    /// Ask a question.
+    Ask(Ask),
+    /// Resolve a question, contradiction, tension or contradicts-relation: <id> "text".
+    Resolve(OnTarget),
+    /// Connect two nodes: <id> <id> "text".
+    Connect(Pair),
+    /// Note a tension between two nodes: <id> <id> "text".
+    Tension(Pair),
+    /// Reframe a position or question: <id> "text".
+    Reframe(OnTarget),
+    /// Park (abandon for now) a node: <id> ["reason"].
+    Park(Park),
+    /// Resume a parked node.
+    Resume(NodeRef),
+    /// Record a memory claim with its kind and provenance.
+    Claim(Claim),
+    /// Relate two claims: <from> <to> <relation> ["reason"].
+    Relate(Relate),
+    /// Confirm a claim.
+    Confirm(NodeRef),
+    /// Tasks: new, update.
+    #[command(subcommand)]
+    Task(TaskCommand),
+    /// Record a trajectory (one attempt at a task).
+    Trajectory(Trajectory),
+    /// Judge a trajectory: <trajectory> success|failure "reason" [--confidence low|medium|high].
+    Judge(Judge),
+    /// Record a memory item: "title" "description" "content" [--scope S] [--from <trajectory>].
+    Item(MemoryItem),
+    /// Record that an item was retrieved for a trajectory: <trajectory> <item> --rank N [--score 0.82].
+    Use(RecordUse),
+}
+
+/// Reading the reasoning graph.
+#[derive(Subcommand, Debug, Clone)]
+pub enum ReadCommand {
+    /// A node's status and the events that made it so.
+    Status(NodeRef),
+    /// Every event that touched a node, in order, each verified against its chain.
+    Trace(NodeRef),
+    /// The graph as of a time (ms, or YYYY-MM-DD in UTC) or an entry: all nodes, or one.
+    History(History),
+    /// The current state of a node: follow updates, state changes, refinements.
+    Latest(NodeRef),
+    /// What was decided, and why.
+    Decisions,
+    /// Open questions.
+    Questions,
+    /// Contested nodes and what contests them.
+    Disagreements,
+    /// BM25 full-text search over node text; hides superseded and retracted unless --all.
+    Search(Search),
+    /// Derived claims with no source (orphans).
+    Orphans,
+    /// Success and failure counts of memory items.
+    Outcomes,
+    /// Export the graph: --format dot|mermaid|json (json: nodes with statuses, and edges).
+    Graph(GraphExport),
+}
+
+/// Causal frames: moves that record events, and the tree (a read).
+#[derive(Subcommand, Debug, Clone)]
+pub enum FrameCommand {
+    #[command(flatten)]
+    Move(FrameMove),
+    /// The frame tree under <frame>, in verification (post-) order.
+    Tree(FrameRef),
+}
+
+/// The frame events.
+#[derive(Subcommand, Debug, Clone)]
+pub enum FrameMove {
+    /// Open a frame: "query" [--parent <frame>] [--branched-from <frame>] [--invalidate-if "condition"].
+    Open(FrameOpen),
+    /// Record evidence: <frame> "text".
+    Evidence(FrameEvidence),
+    /// Conclude: <frame> "conclusion" [--confidence 0.9].
+    Conclude(FrameConclude),
+    /// Suspend a frame.
+    Suspend(FrameRef),
+    /// Resume a suspended or invalidated frame.
+    Resume(FrameRef),
+    /// Invalidate a frame and every frame under it: <frame> "reason".
+    Invalidate(FrameInvalidate),
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum TaskCommand {
+    /// Create a task: "objective" [--owner S].
+    New(TaskNew),
+    /// Move a task: <task> created|in_progress|blocked|done|abandoned ["note"].
+    Update(TaskUpdate),
+}
 
 // ---------------------------------------------------------------------------
-// Reasoning moves
+// Inputs
 
 /// A new position.
 #[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
@@ -359,132 +464,6 @@ pub struct RecordUse {
 }
 
 // ---------------------------------------------------------------------------
-// The merge layer
-
-/// Accept another agent's chain up to an event.
-#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct Accept {
-    /// The agent whose chain is accepted (its 64-hex agent id).
-    #[serde(rename = "agent", alias = "author")]
-    pub author: String,
-    /// Through which event: a seq number of that chain, or an entry id.
-    pub up_to: String,
-}
-
-/// Dispute exactly one event.
-#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct Dispute {
-    /// The event disputed.
-    pub target: String,
-    /// Why it is wrong.
-    #[schemars(length(max = TEXT_BYTES_MAX))]
-    pub reason: String,
-    /// What should be believed instead.
-    #[arg(long)]
-    #[serde(default)]
-    #[schemars(length(max = TEXT_BYTES_MAX))]
-    pub counter: Option<String>,
-}
-
-/// Withdraw one of this agent's disputes.
-#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct Withdraw {
-    /// The dispute event (returned as `id` when it was recorded).
-    #[serde(rename = "target", alias = "dispute")]
-    pub dispute: String,
-}
-
-/// Resolve a fork of this agent's own chain.
-#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct ResolveFork {
-    /// The entry at the forked seq on the branch that continues.
-    #[serde(rename = "target", alias = "keep")]
-    pub keep: String,
-}
-
-/// An agent's perspective.
-#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct Perspective {
-    /// The agent (default: this one).
-    #[serde(default)]
-    pub agent: Option<String>,
-    /// Only the entries dated at or before this time (ms since the epoch,
-    /// or YYYY-MM-DD in UTC): the view as it was then, read with today's
-    /// roster.
-    #[arg(long, value_name = "MS|DATE")]
-    #[serde(default)]
-    pub as_of: Option<String>,
-    /// Leave out the node list (`nodes` is empty; `node_count` says how
-    /// many there are).
-    #[arg(long)]
-    #[serde(default)]
-    pub summary: bool,
-}
-
-/// What at least k agents accept.
-#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct Consensus {
-    /// k: how many agents must accept a prefix of a chain.
-    #[arg(long, short = 'k')]
-    #[schemars(range(min = 1))]
-    pub quorum: usize,
-    /// The agents counted (default: every agent that wrote; on the command
-    /// line comma-separated or repeated).
-    #[arg(long)]
-    #[serde(default)]
-    pub agents: Vec<String>,
-    /// Only the entries dated at or before this time (ms since the epoch,
-    /// or YYYY-MM-DD in UTC): the view as it was then, read with today's
-    /// roster.
-    #[arg(long, value_name = "MS|DATE")]
-    #[serde(default)]
-    pub as_of: Option<String>,
-    /// Count each chain's accept frontiers and disputed events instead of
-    /// listing them (`frontiers` and `disputed` are empty;
-    /// `frontier_count` and `disputed_count` say how many).
-    #[arg(long)]
-    #[serde(default)]
-    pub summary: bool,
-}
-
-/// The disagreement map across agents.
-#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct Disputes {
-    /// Only these agents' accepts and disputes (default: all; on the
-    /// command line comma-separated or repeated).
-    #[arg(long)]
-    #[serde(default)]
-    pub agents: Vec<String>,
-    /// Only the entries dated at or before this time (ms since the epoch,
-    /// or YYYY-MM-DD in UTC): the view as it was then, read with today's
-    /// roster.
-    #[arg(long, value_name = "MS|DATE")]
-    #[serde(default)]
-    pub as_of: Option<String>,
-    /// Count who accepts each disputed event and each fork side's entries
-    /// instead of listing them (`accepted_by` and `members` are empty;
-    /// `accepted_by_count` and `member_count` say how many).
-    #[arg(long)]
-    #[serde(default)]
-    pub summary: bool,
-}
-
-/// One agent named alone.
-#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct AgentRef {
-    /// The agent (its 64-hex agent id).
-    pub agent: String,
-}
-
-// ---------------------------------------------------------------------------
 // Reads of the graph
 
 /// The graph as it was.
@@ -552,128 +531,3 @@ pub struct GraphExport {
     #[serde(default)]
     pub format: Option<GraphFormat>,
 }
-
-// ---------------------------------------------------------------------------
-// The signed log
-
-/// One chain or all of them, listed in order.
-#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct Log {
-    /// The agent whose chain to list (64-hex agent id; default: this agent).
-    #[arg(long, conflicts_with = "all")]
-    #[serde(default, rename = "agent", alias = "author")]
-    pub author: Option<String>,
-    /// Every author's chain.
-    #[arg(long)]
-    #[serde(default)]
-    pub all: bool,
-    /// The first seq listed (default 1).
-    #[arg(long)]
-    #[serde(default)]
-    #[schemars(range(min = 1))]
-    pub from: Option<u64>,
-    /// At most this many entries per chain (default 1000).
-    #[arg(long)]
-    #[serde(default)]
-    #[schemars(range(min = 1, max = 100000))]
-    pub limit: Option<usize>,
-}
-
-/// One entry named by id.
-#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct EntryRef {
-    /// The entry (its id, or a unique prefix of it).
-    #[serde(rename = "target", alias = "entry")]
-    pub entry: String,
-}
-
-/// One author's chain, or all of them.
-#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct AuthorFilter {
-    /// Only this agent's chain (64-hex agent id); every agent's when absent.
-    #[arg(long)]
-    #[serde(default, rename = "agent", alias = "author")]
-    pub author: Option<String>,
-}
-
-/// Verify stored chains.
-#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct Verify {
-    /// Only this agent's chain (64-hex agent id); every agent's when absent.
-    #[arg(long)]
-    #[serde(default, rename = "agent", alias = "author")]
-    pub author: Option<String>,
-    /// Verification threads (0: one per core).
-    #[arg(long, default_value_t = 0)]
-    #[serde(skip)]
-    #[schemars(skip)]
-    pub threads: usize,
-}
-
-/// Export entries as a pack.
-#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct Export {
-    /// Only this agent's chain (64-hex agent id); every chain when absent.
-    #[arg(long)]
-    #[serde(default, rename = "agent", alias = "author")]
-    pub author: Option<String>,
-    /// Output file (default: standard output; an operation returns the pack).
-    #[arg(long, short)]
-    #[serde(skip)]
-    #[schemars(skip)]
-    pub output: Option<PathBuf>,
-}
-
-/// A standalone fork proof.
-#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct CheckProof {
-    /// The proof, hex-encoded (as `forks` lists it).
-    pub proof: String,
-}
-
-// ---------------------------------------------------------------------------
-// Membership
-
-/// Admit an agent to the workspace.
-#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct Admit {
-    /// The agent: its 64-hex id, or the name of an agent of this home's keyring.
-    pub agent: String,
-    /// Who it is: the first line is its display name (`agora agent list`; default: its keyring name).
-    #[arg(default_value = "")]
-    #[serde(default)]
-    pub note: String,
-}
-
-/// A named agent of the home's keyring.
-#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct AgentName {
-    /// The agent's name: 1 to 64 ASCII letters, digits, '-' or '_'.
-    #[schemars(length(min = 1, max = 64))]
-    pub name: String,
-}
-
-/// Remove an agent from the workspace.
-#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
-#[serde(deny_unknown_fields)]
-pub struct Remove {
-    /// The agent (64-hex agent id).
-    pub agent: String,
-    /// Why.
-    #[arg(default_value = "")]
-    #[serde(default)]
-    pub reason: String,
-}
-
-/// No input.
-#[derive(Args, Deserialize, JsonSchema, Debug, Clone, Default)]
-#[serde(deny_unknown_fields)]
-pub struct Nothing {}

@@ -1,0 +1,126 @@
+//! The signed log's commands (`agora init`, `log`, `show`, `verify`...)
+//! and their inputs.
+
+use clap::{Args, Subcommand};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use std::path::PathBuf;
+
+/// The signed log itself: keys, entries, packs, forks.
+#[derive(Subcommand, Debug, Clone)]
+pub enum ChainCommand {
+    /// Create the agent key (mode 0600) and an empty store. Refuses to overwrite.
+    Init,
+    /// Print this agent's id.
+    Id,
+    /// Append an entry with a raw payload read from FILE, or stdin if FILE is `-` or absent.
+    Append {
+        /// Payload file; `-` or absent for stdin.
+        file: Option<PathBuf>,
+    },
+    /// List entries of a chain (default: this agent's).
+    Log(Log),
+    /// Show one entry: header, signature, payload or why it is absent.
+    Show(EntryRef),
+    /// Verify stored chains end to end: signatures, links, payload hashes, tips.
+    Verify(Verify),
+    /// Delete an entry's payload here and record it; the chain still verifies.
+    Redact(EntryRef),
+    /// Write entries and payloads as a JSONL pack.
+    Export(Export),
+    /// Import a JSONL pack. Verifies the whole pack before writing anything.
+    Import {
+        /// Pack file; `-` for stdin.
+        file: PathBuf,
+    },
+    /// List the authors stored here with their tips.
+    Authors,
+    /// List stored fork proofs (standalone, hex-encoded).
+    Forks(AuthorFilter),
+    /// Check a hex-encoded fork proof with no other data.
+    CheckProof(CheckProof),
+}
+
+// ---------------------------------------------------------------------------
+// Inputs
+
+/// One chain or all of them, listed in order.
+#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct Log {
+    /// The agent whose chain to list (64-hex agent id; default: this agent).
+    #[arg(long, conflicts_with = "all")]
+    #[serde(default, rename = "agent", alias = "author")]
+    pub author: Option<String>,
+    /// Every author's chain.
+    #[arg(long)]
+    #[serde(default)]
+    pub all: bool,
+    /// The first seq listed (default 1).
+    #[arg(long)]
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub from: Option<u64>,
+    /// At most this many entries per chain (default 1000).
+    #[arg(long)]
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 100000))]
+    pub limit: Option<usize>,
+}
+
+/// One entry named by id.
+#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct EntryRef {
+    /// The entry (its id, or a unique prefix of it).
+    #[serde(rename = "target", alias = "entry")]
+    pub entry: String,
+}
+
+/// One author's chain, or all of them.
+#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct AuthorFilter {
+    /// Only this agent's chain (64-hex agent id); every agent's when absent.
+    #[arg(long)]
+    #[serde(default, rename = "agent", alias = "author")]
+    pub author: Option<String>,
+}
+
+/// Verify stored chains.
+#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct Verify {
+    /// Only this agent's chain (64-hex agent id); every agent's when absent.
+    #[arg(long)]
+    #[serde(default, rename = "agent", alias = "author")]
+    pub author: Option<String>,
+    /// Verification threads (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub threads: usize,
+}
+
+/// Export entries as a pack.
+#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct Export {
+    /// Only this agent's chain (64-hex agent id); every chain when absent.
+    #[arg(long)]
+    #[serde(default, rename = "agent", alias = "author")]
+    pub author: Option<String>,
+    /// Output file (default: standard output; an operation returns the pack).
+    #[arg(long, short)]
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub output: Option<PathBuf>,
+}
+
+/// A standalone fork proof.
+#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct CheckProof {
+    /// The proof, hex-encoded (as `forks` lists it).
+    pub proof: String,
+}
