@@ -38,5 +38,6 @@ pub mod own_chain;
 pub mod reasoning;
 pub mod run;
 pub mod session;
+pub mod traces;
 
 pub use agora_command_line::cli;

@@ -21,6 +21,11 @@
 //!
 //! [mcp]
 //! tools = ["memory", "frames"]           # tool groups listed besides core; "all"
+//!
+//! [otlp]                                 # spans received at /v1/traces (protocol-spec/otlp.md)
+//! agents = { "Research Agent" = "researcher" }  # a framework's agent to a keyring agent
+//! default_agent = "self"                 # for spans naming no known agent; default: refused
+//! keep_contents = false                  # arguments and results in the text, not only hashed
 //! ```
 //!
 //! The control channel's address is, first found: `agora node run
@@ -74,6 +79,25 @@ struct FileConfig {
     workspace: WorkspaceSection,
     #[serde(default)]
     mcp: McpSection,
+    #[serde(default)]
+    otlp: OtlpSettings,
+}
+
+/// `[otlp]`: how spans received over OTLP are attributed to the keyring's
+/// agents, and what of them is kept (protocol-spec/otlp.md).
+#[derive(Deserialize, Default, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct OtlpSettings {
+    /// A framework's agent (`gen_ai.agent.id`, `gen_ai.agent.name` or the
+    /// resource's `service.name`) to the keyring agent that signs for it.
+    #[serde(default)]
+    pub agents: std::collections::BTreeMap<String, String>,
+    /// The keyring agent for spans whose agent is known neither here nor
+    /// in the keyring; none: such spans are refused.
+    pub default_agent: Option<String>,
+    /// Keep arguments, results and messages in the recorded text.
+    #[serde(default)]
+    pub keep_contents: bool,
 }
 
 /// `[mcp]`: what the MCP server lists.
@@ -174,6 +198,8 @@ pub struct NodeConfig {
     pub control: Option<ControlSetting>,
     /// The control token's file, if given; `None`: `<home>/control.token`.
     pub token_file: Option<PathBuf>,
+    /// `[otlp]`: the spans the node receives.
+    pub otlp: OtlpSettings,
 }
 
 fn read_file(path: &Path) -> Result<FileConfig> {
@@ -305,6 +331,7 @@ pub fn resolve_node(args: &NodeRunArgs, endpoint: &EndpointArgs, home: PathBuf) 
         connections_per_ip_max,
         control,
         token_file,
+        otlp: file.otlp,
     })
 }
 

@@ -101,6 +101,7 @@ impl ApiError {
             "unknown_operation" | "unknown_route" | "not_found" => StatusCode::NOT_FOUND,
             "method_not_allowed" => StatusCode::METHOD_NOT_ALLOWED,
             "too_large" => StatusCode::PAYLOAD_TOO_LARGE,
+            "unsupported_media_type" => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "refused" => StatusCode::UNPROCESSABLE_ENTITY,
             "unavailable" => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::INTERNAL_SERVER_ERROR,

@@ -248,41 +248,68 @@ impl Store {
     /// Headers are chained first (ids do not depend on signatures), then signed
     /// in parallel on the rayon pool.
     pub fn append_batch(&self, key: &AgentKey, payloads: &[&[u8]], now_ms: u64) -> Result<Vec<SignedEntry>, StoreError> {
-        if payloads.len() > APPEND_BATCH_MAX {
-            return Err(StoreError::Limit(format!("{} entries in one append batch (max {APPEND_BATCH_MAX})", payloads.len())));
+        let mut out = self.append_chains(&[(key, payloads)], now_ms)?;
+        Ok(out.pop().unwrap_or_default())
+    }
+
+    /// Append to several agents' chains in one atomic, synced write: each
+    /// `(key, payloads)` extends that key's chain in order, and either every
+    /// entry is stored or none is. Each chain must have one tip (a forked
+    /// chain is extended with [`Store::append_after`]); a key may appear once.
+    /// Returns the entries signed, chain by chain.
+    pub fn append_chains(&self, chains: &[(&AgentKey, &[&[u8]])], now_ms: u64) -> Result<Vec<Vec<SignedEntry>>, StoreError> {
+        let total: usize = chains.iter().map(|(_, p)| p.len()).sum();
+        if total > APPEND_BATCH_MAX {
+            return Err(StoreError::Limit(format!("{total} entries in one append batch (max {APPEND_BATCH_MAX})")));
         }
         let _guard = self.lock();
-        let author = key.agent_id();
-        let tip = self.extendable_tip(&author)?;
-        let prev_tip = tip.as_ref().map(SignedEntry::entry_ref);
-        let mut prev = tip.map(|t| (t.header().clone(), t.id()));
-        let mut headers = Vec::with_capacity(payloads.len());
-        for payload in payloads {
-            let h = next_header_after(author, prev.as_ref().map(|(h, id)| (h, *id)), now_ms, payload)?;
-            prev = Some((h.clone(), h.id()));
-            headers.push(h);
+        let mut signed_chains = Vec::with_capacity(chains.len());
+        let mut tip_changes = BTreeMap::new();
+        for (key, payloads) in chains {
+            let author = key.agent_id();
+            if tip_changes.contains_key(&author) {
+                return Err(StoreError::Limit(format!("agent {author} appears twice in one append batch")));
+            }
+            let tip = self.extendable_tip(&author)?;
+            let prev_tip = tip.as_ref().map(SignedEntry::entry_ref);
+            let mut prev = tip.map(|t| (t.header().clone(), t.id()));
+            let mut headers = Vec::with_capacity(payloads.len());
+            for payload in payloads.iter() {
+                let h = next_header_after(author, prev.as_ref().map(|(h, id)| (h, *id)), now_ms, payload)?;
+                prev = Some((h.clone(), h.id()));
+                headers.push(h);
+            }
+            let signed: Vec<SignedEntry> = if headers.len() >= 2 * VERIFY_BATCH_LEN {
+                headers.into_par_iter().with_min_len(VERIFY_BATCH_LEN).map(|h| SignedEntry::sign(h, key)).collect()
+            } else {
+                headers.into_iter().map(|h| SignedEntry::sign(h, key)).collect()
+            };
+            if let Some(last) = signed.last() {
+                tip_changes.insert(author, TipChange { passed: prev_tip.into_iter().collect(), added: vec![last.entry_ref()] });
+            }
+            signed_chains.push(signed);
         }
-        let signed: Vec<SignedEntry> = if headers.len() >= 2 * VERIFY_BATCH_LEN {
-            headers.into_par_iter().with_min_len(VERIFY_BATCH_LEN).map(|h| SignedEntry::sign(h, key)).collect()
-        } else {
-            headers.into_iter().map(|h| SignedEntry::sign(h, key)).collect()
-        };
-        // No fork check: the chain has one tip, which holds its highest seq, so
-        // nothing stored can sit at the new seqs.
+        // No fork check: each chain has one tip, which holds its highest seq,
+        // so nothing stored can sit at the new seqs.
         let mut batch = rocksdb::WriteBatch::default();
-        for (entry, payload) in signed.iter().zip(payloads) {
-            put_entry_rows(self, &mut batch, entry, Some(payload))?;
-        }
-        if let Some(last) = signed.last() {
-            batch.put_cf(self.cf(CF_HEADS)?, author.as_bytes(), encode_heads(&TipSummary { head: last.entry_ref(), count: 1 }));
+        for ((key, payloads), signed) in chains.iter().zip(&signed_chains) {
+            for (entry, payload) in signed.iter().zip(payloads.iter()) {
+                put_entry_rows(self, &mut batch, entry, Some(payload))?;
+            }
+            if let Some(last) = signed.last() {
+                batch.put_cf(self.cf(CF_HEADS)?, key.agent_id().as_bytes(), encode_heads(&TipSummary { head: last.entry_ref(), count: 1 }));
+            }
         }
         self.write(batch)?;
-        if self.observed() {
-            let entries = signed.iter().cloned().zip(payloads.iter().map(|p| Some(p.to_vec()))).collect();
-            let change = TipChange { passed: prev_tip.into_iter().collect(), added: signed.last().map(SignedEntry::entry_ref).into_iter().collect() };
-            self.notify(CommitNotice { appended: true, entries, tip_changes: BTreeMap::from([(author, change)]), ..CommitNotice::default() });
+        if self.observed() && !tip_changes.is_empty() {
+            let entries = chains
+                .iter()
+                .zip(&signed_chains)
+                .flat_map(|((_, payloads), signed)| signed.iter().cloned().zip(payloads.iter().map(|p| Some(p.to_vec()))))
+                .collect();
+            self.notify(CommitNotice { appended: true, entries, tip_changes, ..CommitNotice::default() });
         }
-        Ok(signed)
+        Ok(signed_chains)
     }
 
     /// Import entries from elsewhere (a pack, a peer). The whole set is verified

@@ -46,6 +46,8 @@ pub struct ControlState {
     /// The control listener's bounds and what it did, for `node status`.
     pub control_limits: ControlLimits,
     pub control_counters: Arc<ControlCounters>,
+    /// `[otlp]`: how spans received at `/v1/traces` are attributed and kept.
+    pub otlp: agora_otlp::Mapping,
 }
 
 /// A WebSocket client that can name subprotocols but not headers offers

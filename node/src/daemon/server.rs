@@ -56,6 +56,7 @@ pub fn router(state: Arc<ControlState>) -> Router {
         .route(WEBSOCKET_PATH, get(automerge_routes::websocket).layer(DefaultBodyLimit::max(0)))
         .route("/v1/automerge/url", get(automerge_routes::url).layer(DefaultBodyLimit::max(0)))
         .route("/v1/page/code", post(page_code).layer(DefaultBodyLimit::max(0)))
+        .route("/v1/traces", post(super::otlp_route::export).layer(DefaultBodyLimit::max(agora_otlp::REQUEST_BYTES_MAX)))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), require_token));
     // The front ends, run on this node's open store, behind the same token:
     // the MCP endpoint (streamable HTTP: the same tools as `agora mcp`), the

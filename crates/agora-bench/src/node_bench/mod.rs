@@ -7,10 +7,11 @@
 //! `./scripts/bench.sh node gossip --nodes 10 --events 100`,
 //! `./scripts/bench.sh node rss --entries 1000000`,
 //! `./scripts/bench.sh node mcp --calls 1000`, `./scripts/bench.sh node views`,
-//! `./scripts/bench.sh node load`, `./scripts/bench.sh node agents`.
+//! `./scripts/bench.sh node load`, `./scripts/bench.sh node agents`,
+//! `./scripts/bench.sh node otlp`.
 //!
 //! One file per benchmark (`sync.rs`, `gossip.rs`, `rss.rs`, `mcp.rs`,
-//! `views.rs`, `load.rs`, `agents.rs`); this one holds the command line, and
+//! `views.rs`, `load.rs`, `agents.rs`, `otlp.rs`); this one holds the command line, and
 //! `harness.rs` what they share: homes, node processes and their control
 //! API, filled stores.
 
@@ -19,6 +20,7 @@ mod gossip;
 mod harness;
 mod load;
 mod mcp;
+mod otlp;
 mod rss;
 mod sync;
 mod views;
@@ -113,6 +115,22 @@ enum What {
         #[arg(long, default_value_t = 20)]
         moves: usize,
     },
+    /// Framework exporters sending GenAI spans at once to `POST /v1/traces`:
+    /// spans recorded per second and request latency, against the store
+    /// alone appending the same events in the same batches.
+    Otlp {
+        #[arg(long, default_value_t = 50_000)]
+        spans: usize,
+        /// Spans per request (OpenTelemetry's batch processor sends up to 512).
+        #[arg(long, default_value_t = 512)]
+        batch: usize,
+        /// Exporters sending at once.
+        #[arg(long, default_value_t = 4)]
+        clients: usize,
+        /// Agents the spans name (each a keyring agent with its own chain).
+        #[arg(long, default_value_t = 8)]
+        agents: usize,
+    },
     /// Resident memory of a node holding many entries, idle and while serving
     /// and receiving a full sync.
     Rss {
@@ -143,5 +161,6 @@ pub fn run(args: NodeArgs) -> Result<()> {
         }
         What::Mcp { calls, events } => mcp::run(&agora, calls, events),
         What::Agents { agents, moves } => agents::run(&agora, agents, moves),
+        What::Otlp { spans, batch, clients, agents } => otlp::run(&agora, spans, batch, clients, agents),
     }
 }
