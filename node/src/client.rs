@@ -17,10 +17,6 @@
 //! Exit codes are the full program's: 0 success; 1 refused or failed; 2
 //! usage error; 3 `verify` or `audit` found problems.
 
-// The full program reads the endpoint's settings; this one only forwards or hands over.
-#[allow(dead_code)]
-mod endpoint_cli;
-
 use agora_command_line::cli::{AutomergeCommand, ChainCommand, Command, NodeCommand};
 use agora_node_client::{self as client, CommandRequest, ForwardError, NODE_ABSENT_ENV};
 use std::ffi::OsString;
@@ -33,15 +29,13 @@ use std::process::{ExitCode, Stdio};
 const FULL_PROGRAM: &str = "agora-node";
 
 fn main() -> ExitCode {
-    let args = match endpoint_cli::parse() {
-        endpoint_cli::Parsed::Command(args, _) => *args,
-        // The token's file is the home's configuration's to say.
-        endpoint_cli::Parsed::Token { json, .. } => return run_full(None, false, json),
-    };
+    let args = agora_command_line::cli::parse();
     let json = args.json;
+    // The token's file is the home's configuration's to say.
     let full_only = matches!(
         args.command,
-        Command::Sim(_)
+        Command::Token(_)
+            | Command::Sim(_)
             | Command::Mcp { .. }
             | Command::Node(NodeCommand::Run(_))
             | Command::Automerge(AutomergeCommand::Pull { .. })

@@ -23,7 +23,6 @@
 #![allow(clippy::result_large_err)]
 
 mod daemon;
-mod endpoint_cli;
 mod metrics;
 mod scratch_arena;
 mod sim_cmd;
@@ -79,16 +78,14 @@ fn main() -> ExitCode {
         libc::umask(0o077);
     }
     scratch_arena::install();
-    let (args, endpoint) = match endpoint_cli::parse() {
-        endpoint_cli::Parsed::Command(args, endpoint) => (*args, endpoint),
-        endpoint_cli::Parsed::Token { home: dir, json, action } => {
-            return match home::Home::resolve(dir) {
-                Ok(home) => done(token_cmd::run(&home.dir, action, json), json),
-                Err(e) => fail(&e, json),
-            };
-        }
-    };
+    let args = cli::parse();
     let json = args.json;
+    if let Command::Token(action) = args.command {
+        return match home::Home::resolve(args.home) {
+            Ok(home) => done(token_cmd::run(&home.dir, action, json), json),
+            Err(e) => fail(&e, json),
+        };
+    }
     // The simulator needs no home: it runs its own simulated nodes.
     match &args.command {
         Command::Sim(cli::SimCommand::Run { scenario, seed, out }) => {
@@ -111,7 +108,7 @@ fn main() -> ExitCode {
     };
     match &args.command {
         Command::Node(NodeCommand::Run(run)) => {
-            return daemon::run(home.dir.clone(), run, &endpoint, json).unwrap_or_else(|e| fail(&e, json));
+            return daemon::run(home.dir.clone(), run, json).unwrap_or_else(|e| fail(&e, json));
         }
         Command::Node(NodeCommand::Status) => return done(client::print_status(&home.dir, json), json),
         Command::Mcp { tools } => {

@@ -10,14 +10,14 @@
 //! notices the change at its next request, so from then on it refuses the
 //! old token and takes the new one, and `node.json` is rewritten with it.
 
-use crate::endpoint_cli::TokenAction;
+use agora_command_line::cli::TokenCommand;
 use agora_commands::control;
 use agora_home::control::{home_token_file, load_or_create_token, new_token, read_token, write_token};
 use anyhow::{Result, bail};
 use std::path::{Path, PathBuf};
 
 /// Run `agora token <action>` on `home`.
-pub fn run(home: &Path, action: TokenAction, json: bool) -> Result<()> {
+pub fn run(home: &Path, action: TokenCommand, json: bool) -> Result<()> {
     let node = control::find_node(home);
     let path = match node.as_ref().and_then(|n| n.token_file.clone()) {
         Some(path) => PathBuf::from(path),
@@ -28,7 +28,7 @@ pub fn run(home: &Path, action: TokenAction, json: bool) -> Result<()> {
     };
     let own = path == home_token_file(home);
     match action {
-        TokenAction::Show => {
+        TokenCommand::Show => {
             let token = if own { load_or_create_token(home, None)?.0 } else { read_token(&path)? };
             if json {
                 println!("{}", serde_json::json!({ "token": token, "file": path.display().to_string() }));
@@ -36,7 +36,7 @@ pub fn run(home: &Path, action: TokenAction, json: bool) -> Result<()> {
                 println!("{token}");
             }
         }
-        TokenAction::Rotate => {
+        TokenCommand::Rotate => {
             if own && !home.is_dir() {
                 bail!("{} is not a home (run `agora init` first)", home.display());
             }

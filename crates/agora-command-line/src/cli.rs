@@ -77,6 +77,19 @@ pub enum Command {
         #[arg(long)]
         no_browser: bool,
     },
+    /// The control channel's bearer token, kept in <home>/control.token
+    /// (mode 0600) across node runs
+    #[command(subcommand, arg_required_else_help = false)]
+    Token(TokenCommand),
+}
+
+/// `agora token`.
+#[derive(Subcommand, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenCommand {
+    /// Print the token (made now if the home has none), for a client's configuration
+    Show,
+    /// Write a new token; a running node refuses the old one and takes the new one at once, and node.json follows
+    Rotate,
 }
 
 /// The swarm simulator (`simulations/`).
@@ -165,7 +178,7 @@ pub enum SimCommand {
 pub enum NodeCommand {
     /// Run the node: replicate the workspace's chains with peers and serve
     /// this home's commands until SIGINT or SIGTERM.
-    Run(NodeRunArgs),
+    Run(Box<NodeRunArgs>),
     /// The running node's peers, per-author frontiers, sync lag and refused input.
     Status,
 }
@@ -200,6 +213,19 @@ pub struct NodeRunArgs {
     /// served from it; the rest come from the operating system's page cache.
     #[arg(long, value_name = "MIB")]
     pub store_cache_mib: Option<u64>,
+    /// The control channel's address (HTTP API, /mcp, the page); default: this home's last, else 127.0.0.1 with a free port
+    #[arg(long, value_name = "ADDR:PORT", env = "AGORA_CONTROL")]
+    pub control: Option<String>,
+    /// Read the control token from FILE (a mounted secret) instead of <home>/control.token
+    #[arg(long, value_name = "FILE", env = "AGORA_TOKEN_FILE")]
+    pub token_file: Option<PathBuf>,
+    /// `control` came from `AGORA_CONTROL`, not the flag (errors name
+    /// which); set by [`parse`], which sees where a value came from.
+    #[arg(skip)]
+    pub control_from_env: bool,
+    /// `token_file` came from `AGORA_TOKEN_FILE`, not the flag; set by [`parse`].
+    #[arg(skip)]
+    pub token_file_from_env: bool,
 }
 
 #[derive(Subcommand, Debug, Clone)]
@@ -263,18 +289,32 @@ pub fn command() -> clap::Command {
         text.push('\n');
     }
     // Every command is in a group (the test `every_command_is_in_a_help_group` holds it).
-    debug_assert!(cmd.get_subcommands().all(|c| listed.contains(c.get_name()) || c.get_name() == "help"));
+    debug_assert!(cmd.get_subcommands().all(|c| listed.contains(c.get_name()) || ["help", AFTER_GROUPS].contains(&c.get_name())));
     let template = format!(
         "{{before-help}}{{name}} {{version}}\n{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n{text}Options:\n{{options}}\n\n`agora <command> --help` explains one command.{{after-help}}"
     );
-    cmd.help_template(template)
+    cmd.help_template(template).after_help("Node and membership, also: `agora token show|rotate`, the control channel's bearer token.")
 }
+
+/// The command the help names after its groups rather than in one.
+const AFTER_GROUPS: &str = "token";
 
 /// Parse the process's arguments (exits with the help or a usage error).
 pub fn parse() -> Args {
     use clap::FromArgMatches;
+    use clap::parser::ValueSource;
     let matches = command().get_matches();
-    Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    let mut args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // Where `agora node run`'s endpoint came from, which only the matches know.
+    if let Command::Node(NodeCommand::Run(run)) = &mut args.command
+        && let Some(("node", node)) = matches.subcommand()
+        && let Some(("run", given)) = node.subcommand()
+    {
+        let from_env = |id: &str| given.value_source(id) == Some(ValueSource::EnvVariable);
+        run.control_from_env = from_env("control");
+        run.token_file_from_env = from_env("token_file");
+    }
+    args
 }
 
 #[cfg(test)]
@@ -286,10 +326,11 @@ mod tests {
     fn every_command_is_in_a_help_group() {
         let cmd = command();
         let help = cmd.clone().render_help().to_string();
-        for sub in cmd.get_subcommands().filter(|c| c.get_name() != "help") {
+        for sub in cmd.get_subcommands().filter(|c| !["help", AFTER_GROUPS].contains(&c.get_name())) {
             let line = format!("  {} ", sub.get_name());
             assert!(help.contains(&line), "{} is not in a group of the help:\n{help}", sub.get_name());
         }
+        assert!(help.contains(&format!("`agora {AFTER_GROUPS} ")), "{AFTER_GROUPS} is named after the groups:\n{help}");
         for heading in ["The signed log", "Reasoning: record", "Reasoning: read", "Merge:", "Node and membership", "Interfaces:"] {
             assert!(help.contains(heading), "{heading}:\n{help}");
         }

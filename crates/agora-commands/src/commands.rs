@@ -18,7 +18,7 @@ pub fn run(s: &Session, command: Command) -> Result<ExitCode> {
         Command::Agent(c) => crate::agents::run(s, c),
         // Handled by `main` before a session exists: they run a node or talk
         // to one, never on a session's store.
-        Command::Node(_) | Command::Automerge(_) | Command::Sim(_) | Command::Mcp { .. } | Command::Open { .. } => {
+        Command::Node(_) | Command::Automerge(_) | Command::Sim(_) | Command::Mcp { .. } | Command::Open { .. } | Command::Token(_) => {
             bail!("this command talks to the node itself and cannot run inside a session")
         }
     }

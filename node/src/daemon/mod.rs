@@ -136,12 +136,12 @@ fn dialled(bound: std::net::SocketAddr) -> std::net::SocketAddr {
 }
 
 /// `agora node run`.
-pub fn run(home_dir: PathBuf, args: &NodeRunArgs, endpoint: &crate::endpoint_cli::Endpoint, json: bool) -> Result<ExitCode> {
+pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode> {
     init_tracing();
     let given = |env: bool| if env { config::Given::Environment } else { config::Given::Flag };
     let endpoint = config::EndpointArgs {
-        control: endpoint.control.as_ref().map(|(v, env)| (v.clone(), given(*env))),
-        token_file: endpoint.token_file.as_ref().map(|(v, env)| (v.clone(), given(*env))),
+        control: args.control.clone().map(|v| (v, given(args.control_from_env))),
+        token_file: args.token_file.clone().map(|v| (v, given(args.token_file_from_env))),
     };
     let config = config::resolve_node(args, &endpoint, home_dir)?;
     let home = Home { dir: config.home.clone() };
