@@ -19,6 +19,7 @@ mod control_token;
 mod driver;
 mod heap_trim;
 mod network;
+mod otlp_route;
 mod page_access;
 mod peer_limits;
 mod published_view;
@@ -259,6 +260,7 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
             page: page_access::PageAccess::new(control_addr.port())?,
             control_limits,
             control_counters: control_counters.clone(),
+            otlp: otlp_route::mapping(&ctx.config.otlp),
         });
         // Ends (and stops the repo) when `streams_end` is cancelled.
         let automerge_watcher = automerge_repo.spawn_watcher(state.clone());
