@@ -164,10 +164,19 @@ fn the_official_python_sdk_records_a_multi_agent_trace_seen_on_two_nodes() {
         let (entry, _) = proposition.unwrap_or_else(|| panic!("the carried move is not on {node} node"));
         assert_eq!(entry.header().author.to_string(), researcher);
     }
-    // The causal links: the tool's parent is the planner's run.
-    let tool_span = &ids["planner_tool"];
-    let trace_of = |span: &str| span.split('/').next().unwrap().to_string();
-    assert_eq!(trace_of(tool_span), trace_of(&ids["planner_run"]));
+    // The causal links, as the tracer knew them, across the two agents'
+    // chains: the tool ran under the planner's run, the researcher's run
+    // under the planner's handoff, its move under its run.
+    let actions = actions_of(&bob.home);
+    let parent = |span: &str| match &actions[&ids[span]].2 {
+        Event::Action { parent, .. } => parent.clone(),
+        _ => unreachable!(),
+    };
+    assert_eq!(parent("planner_tool"), ids["planner_run"]);
+    assert_eq!(parent("handoff"), ids["planner_run"]);
+    assert_eq!(parent("researcher_run"), ids["handoff"]);
+    assert_eq!(parent("researcher_move"), ids["researcher_run"]);
+    assert_eq!(parent("planner_run"), "");
     // Both nodes derive the same view.
     wait_for("one view hash on both nodes", || {
         let (a, b) = (json(&alice.home, &["view-hash"]), json(&bob.home, &["view-hash"]));

@@ -53,6 +53,7 @@ pub fn action_event(a: &ActionDraft) -> Event {
         name: a.name.clone(),
         conversation: a.conversation.clone(),
         span: a.span.clone(),
+        parent: a.parent.clone(),
         cause: a.cause.map(EntryId),
         input_hash: a.input_hash,
         output_hash: a.output_hash,

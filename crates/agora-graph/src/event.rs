@@ -245,14 +245,17 @@ pub enum Event {
     /// GenAI span: a tool call, an agent run, a handoff...): what was done
     /// (`operation`, [`check_operation`]), to or with what (`name`), in which
     /// conversation, from which span (`trace/span` in hex, [`check_span`], or
-    /// empty), caused by which event, the SHA-256 of its arguments and
-    /// result when hashed, their contents when kept, and the error if it
-    /// failed. A repeated non-empty `span` by the same author is a duplicate.
+    /// empty) under which parent span of the same trace (empty for a root:
+    /// the trace's causal link, whichever of the two is recorded first),
+    /// caused by which event, the SHA-256 of its arguments and result when
+    /// hashed, their contents when kept, and the error if it failed. A
+    /// repeated non-empty `span` by the same author is a duplicate.
     Action {
         operation: String,
         name: String,
         conversation: String,
         span: String,
+        parent: String,
         cause: Option<EntryId>,
         input_hash: Option<[u8; 32]>,
         output_hash: Option<[u8; 32]>,
@@ -527,8 +530,8 @@ impl Event {
             Event::MemoryItem { title, description, content, scope, .. } => {
                 out.extend([title.as_str(), description.as_str(), content.as_str(), scope.as_str()]);
             }
-            Event::Action { operation, name, conversation, span, text, error, .. } => {
-                out.extend([operation.as_str(), name.as_str(), conversation.as_str(), span.as_str(), text.as_str(), error.as_str()]);
+            Event::Action { operation, name, conversation, span, parent, text, error, .. } => {
+                out.extend([operation.as_str(), name.as_str(), conversation.as_str(), span.as_str(), parent.as_str(), text.as_str(), error.as_str()]);
             }
             _ => {}
         }
@@ -556,9 +559,10 @@ impl Event {
         {
             return Err(EventDecodeError::Limit(format!("basis points {confidence_bp} > 10000")));
         }
-        if let Event::Action { operation, span, .. } = self {
+        if let Event::Action { operation, span, parent, .. } = self {
             check_operation(operation)?;
             check_span(span)?;
+            check_parent(span, parent)?;
         }
         Ok(())
     }
@@ -596,6 +600,18 @@ pub fn check_span(span: &str) -> Result<(), EventDecodeError> {
         Some(_) => Ok(()),
         None if span.is_empty() => Ok(()),
         None => Err(EventDecodeError::Limit("an action's span is empty or <32 lowercase hex>/<16 lowercase hex>".into())),
+    }
+}
+
+/// The rule of an action's `parent`: empty, or a span of the same trace as
+/// the action's own (non-empty) `span`, other than it.
+pub fn check_parent(span: &str, parent: &str) -> Result<(), EventDecodeError> {
+    if parent.is_empty() {
+        return Ok(());
+    }
+    match (span_key(span), span_key(parent)) {
+        (Some(s), Some(p)) if s[..16] == p[..16] && s != p => Ok(()),
+        _ => Err(EventDecodeError::Limit("an action's parent is empty or another span of its own span's trace".into())),
     }
 }
 
@@ -698,7 +714,7 @@ impl Event {
             Event::Judgment { trajectory: _, success: _, reason, confidence: _ } => vec![reason],
             // `content` holds the content id by now (see `residue`).
             Event::MemoryItem { title, description, content: _, scope, source_trajectory: _ } => vec![title, description, scope],
-            Event::Action { operation: _, name, conversation, span: _, cause: _, input_hash: _, output_hash: _, text, error } => {
+            Event::Action { operation: _, name, conversation, span: _, parent: _, cause: _, input_hash: _, output_hash: _, text, error } => {
                 vec![name, conversation, text, error]
             }
         };
@@ -740,7 +756,7 @@ mod residue_tests {
             Event::Judgment { trajectory: _, success: _, reason, confidence: _ } => vec![reason],
             Event::MemoryItem { title, description, content, scope, source_trajectory: _ } => vec![title, description, content, scope],
             Event::Usage { trajectory: _, item: _, rank: _, score_bp: _ } => vec![],
-            Event::Action { operation: _, name, conversation, span: _, cause: _, input_hash: _, output_hash: _, text, error } => {
+            Event::Action { operation: _, name, conversation, span: _, parent: _, cause: _, input_hash: _, output_hash: _, text, error } => {
                 vec![name, conversation, text, error]
             }
         }
@@ -782,6 +798,7 @@ mod residue_tests {
                 name: m(),
                 conversation: m(),
                 span: format!("{}/{}", "ab".repeat(16), "cd".repeat(8)),
+                parent: format!("{}/{}", "ab".repeat(16), "ef".repeat(8)),
                 cause: Some(id),
                 input_hash: Some([1; 32]),
                 output_hash: Some([2; 32]),
@@ -834,6 +851,7 @@ mod residue_tests {
             name: "get_weather".into(),
             conversation: "conv-1".into(),
             span: span.clone(),
+            parent: format!("{}/{}", "0af7651916cd43dd8448eb211c80319c", "00f067aa0ba902b7"),
             cause: Some(EntryId([3; 32])),
             input_hash: Some([4; 32]),
             output_hash: Some([5; 32]),
@@ -846,6 +864,7 @@ mod residue_tests {
             name: String::new(),
             conversation: String::new(),
             span,
+            parent: format!("{}/{}", "0af7651916cd43dd8448eb211c80319c", "00f067aa0ba902b7"),
             cause: Some(EntryId([3; 32])),
             input_hash: None,
             output_hash: None,
@@ -866,6 +885,7 @@ mod residue_tests {
             name: String::new(),
             conversation: String::new(),
             span: span.into(),
+            parent: String::new(),
             cause: None,
             input_hash: None,
             output_hash: None,

@@ -783,6 +783,7 @@ fn action(operation: &str, name: &str, span: &str, cause: Option<EntryId>) -> Ev
         name: text(name),
         conversation: text("conv-1"),
         span: text(span),
+        parent: text(""),
         cause,
         input_hash: Some(agora_core::sha256(b"{\"city\":\"Paris\"}")),
         output_hash: None,

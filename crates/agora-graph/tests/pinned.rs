@@ -115,17 +115,25 @@ fn event(rng: &mut Rng, p: &Pools, total: usize, i: usize) -> Event {
         26 => Event::Usage { trajectory: of(&["trajectory"], rng), item: of(&["memory_item"], rng), rank: 1, score_bp: rng.below(10_001) as u16 },
         // Few spans, so that an author's repeats and other authors' copies
         // happen; a cause of any kind, mostly an earlier action.
-        _ => Event::Action {
+        _ => {
+            let span = if rng.chance(75) { format!("{:032x}/{:016x}", rng.below(3), 1 + rng.below(6)) } else { String::new() };
+            Event::Action {
             operation: ["invoke_agent", "execute_tool", "handoff", "chat"][rng.below(4)].into(),
             name: format!("tool {}", rng.below(5)),
             conversation: "conv".into(),
-            span: if rng.chance(75) { format!("{:032x}/{:016x}", rng.below(3), 1 + rng.below(6)) } else { String::new() },
+            span: span.clone(),
+            // Under another span of its trace, or a root.
+            parent: match span.split_once('/') {
+                Some((trace, _)) if rng.chance(60) => format!("{trace}/{:016x}", 7 + rng.below(3)),
+                _ => String::new(),
+            },
             cause: rng.chance(70).then(|| of(&["action", "proposition", "task"], rng)),
             input_hash: rng.chance(50).then(|| [rng.below(4) as u8; 32]),
             output_hash: rng.chance(30).then_some([9; 32]),
             text: t,
             error: if rng.chance(20) { "timeout".into() } else { String::new() },
-        },
+        }
+        }
     }
 }
 
@@ -285,27 +293,27 @@ const PINNED: &[(u64, usize, [&str; 3])] = &[
         0x1,
         300,
         [
-            "5d5d9a895e14408dee77427f55a7771df8a0dd364160c3ac24f85ebc7a1a1a00",
-            "9381ed60425795b6a7595859ba9c5a0a022c73d9fcf1f8b04054c583bd6fb6dd",
-            "63cd86e3435086381d36c714e99b8082001bdb02f5e14c6d0915181d92049f73",
+            "656f83e83411faabdb89398a0532066773951e46b243d2e13eef5c6689eec497",
+            "35b87d7a08f5c29b0f883e89e6b458583b06a2555d618409ea7979b6fad4f9fd",
+            "7ffe9613b31a7c2e906ff047e5d133c4ada18ae8495e7a4f1985fea6825be3a1",
         ],
     ),
     (
         0x5eed,
         3_000,
         [
-            "91cecdae4e62ebed72bfeac3a29463e31b97969e005eb492ecf62120b796a85d",
-            "0e634e44805b68f2616c61cc2bbc03d484ffb2e3811c91d3cd563f04f0556484",
-            "6f08d12a3765c7f9d29370be415a9f0a1da69b0c2c3653d67c8d7395a222848a",
+            "fce6bc779b54587943d1245802a5c1a5e1e60425ceb20aa216aeb647aadc9a18",
+            "76d1ee7d83b76a1d55fc78bee51402765f2d6ca986f28ee60cc93f32ddca492e",
+            "d2df3888addf2bbe8dd13e6ea2e84098a3b872e3485942525e32ed4e963cf0a0",
         ],
     ),
     (
         0xfeed_f00d,
         20_000,
         [
-            "727bc26cb365de64bf341f770400f6c961e49738514cab139e9b0b1754006b79",
-            "d96b1219dc57b3dbf4509068c6709d213538378fe7bc61730253583dc6959e27",
-            "082cef8f185ee18198060acad03d6907cef55f3d94ad94a3b79fdd4d4c26c4fb",
+            "ce5a8e3e4ba175eed899ead5fc170f030b249f8617382d37ad4674cc1cb8962e",
+            "7f41e8b4dca781831422059636c6c3f662c27f0a04bf5d2bdaede1392f6d1c00",
+            "efe66401274f04ff3e2dec1cd65e14439e9e74a68b0adce8dfa442e37db5fd30",
         ],
     ),
 ];

@@ -66,6 +66,7 @@ fn examples() -> Vec<Event> {
             name: t("get_weather"),
             conversation: t("conv_5j66UpCpwteGg4YSxUnt7lPY"),
             span: t("0af7651916cd43dd8448eb211c80319c/b7ad6b7169203331"),
+            parent: t("0af7651916cd43dd8448eb211c80319c/00f067aa0ba902b7"),
             cause: Some(id(27)),
             input_hash: Some(agora_core::sha256(br#"{"city":"Paris"}"#)),
             output_hash: Some(agora_core::sha256(b"rainy, 57F")),
@@ -83,6 +84,7 @@ fn action(operation: &str, span: &str) -> Vec<u8> {
         name: t(""),
         conversation: t(""),
         span: t(span),
+        parent: t(""),
         cause: None,
         input_hash: None,
         output_hash: None,
@@ -90,6 +92,15 @@ fn action(operation: &str, span: &str) -> Vec<u8> {
         error: t(""),
     }
     .encode()
+}
+
+/// An action from `span` under `parent`, every other field empty.
+fn action_under(span: &str, parent: &str) -> Vec<u8> {
+    let Ok(mut event) = agora_graph::Event::decode(&action("chat", span)) else { unreachable!("a valid action") };
+    if let Event::Action { parent: p, .. } = &mut event {
+        *p = parent.to_string();
+    }
+    event.encode()
 }
 
 fn invalid() -> Vec<(&'static str, Vec<u8>, &'static str)> {
@@ -110,6 +121,8 @@ fn invalid() -> Vec<(&'static str, Vec<u8>, &'static str)> {
         ("action_operation_over_64_bytes", action(&"a".repeat(65), ""), "limit"),
         ("action_span_upper_case", action("chat", "0AF7651916CD43DD8448EB211C80319C/B7AD6B7169203331"), "limit"),
         ("action_span_without_span_id", action("chat", "0af7651916cd43dd8448eb211c80319c"), "limit"),
+        ("action_parent_of_another_trace", action_under("0af7651916cd43dd8448eb211c80319c/b7ad6b7169203331", "1af7651916cd43dd8448eb211c80319c/00f067aa0ba902b7"), "limit"),
+        ("action_parent_without_span", action_under("", "0af7651916cd43dd8448eb211c80319c/00f067aa0ba902b7"), "limit"),
     ]
 }
 

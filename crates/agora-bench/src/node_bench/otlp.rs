@@ -157,6 +157,7 @@ fn store_limit(spans: usize, batch: usize, agents: usize) -> Result<f64> {
             name: "web_search".into(),
             conversation: String::new(),
             span: format!("{:032x}/{:016x}", 1, i + 1),
+            parent: format!("{:032x}/{:016x}", 1, (1 << 40) + i % agents),
             cause: None,
             input_hash: Some([1; 32]),
             output_hash: Some([2; 32]),
