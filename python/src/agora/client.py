@@ -166,8 +166,11 @@ class Client:
     # ------------------------------------------------------------------
     # HTTP
 
-    def _request(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Json:
-        data = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
+    def _request(self, method: str, path: str, body: Mapping[str, Any] | bytes | None = None) -> Json:
+        if body is None or isinstance(body, bytes):
+            data = body
+        else:
+            data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         headers = {"Accept": "application/json", "User-Agent": _USER_AGENT}
         if data is not None:
             headers["Content-Type"] = "application/json"
@@ -212,6 +215,14 @@ class Client:
         """``GET /v1/status``: the node's peers, per-author frontiers, sync lag,
         refused input and bans (what ``agora node status --json`` prints)."""
         return self._request("GET", "/v1/status")
+
+    def export_traces(self, request: Mapping[str, Any] | bytes) -> Json:
+        """``POST /v1/traces``: an OTLP/JSON trace export (``resourceSpans``...,
+        a mapping or its encoded bytes); each GenAI span becomes a signed
+        ``action`` (protocol-spec/otlp.md). Answers the
+        ``ExportTraceServiceResponse``: ``{}``, or ``partialSuccess`` with
+        ``rejectedSpans`` and ``errorMessage`` when some spans were refused."""
+        return self._request("POST", "/v1/traces", request)
 
     def openapi(self) -> Json:
         """``GET /v1/openapi.json``: the OpenAPI 3.1 document of every operation."""
