@@ -51,6 +51,7 @@ const MOVES: &[&str] = &[
     "judge",
     "memory_item",
     "record_use",
+    "act",
 ];
 const MERGE: &[&str] = &["accept", "dispute", "withdraw", "resolve_fork"];
 const READS: &[&str] = &["orient", "status", "trace", "history", "latest", "decisions", "questions", "disagreements", "perspective", "consensus", "audit"];
@@ -59,6 +60,7 @@ const MORE_READS: &[&str] = &[
     "disputes",
     "frame_tree",
     "outcomes",
+    "actions",
     "identity",
     "view_hash",
     "graph",
@@ -80,7 +82,7 @@ const CORE: &[&str] = &["orient", "propose", "support", "contradict", "refine", 
 /// The most `tools/list` may weigh: the core profile's, and every group's
 /// (the second so that a regression shows).
 const CORE_LIST_BYTES_MAX: usize = 20_000;
-const FULL_LIST_BYTES_MAX: usize = 80_000;
+const FULL_LIST_BYTES_MAX: usize = 86_000;
 /// Names an entry reference or an agent had before they were made one:
 /// no tool takes them any more (`target`, `other`, `claim`, `agent`).
 const OLD_NAMES: &[&str] = &["author", "entry", "a", "b", "to", "keep", "dispute"];

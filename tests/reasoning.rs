@@ -231,3 +231,61 @@ fn pending_references_and_invalid_events_from_peers() {
     assert_eq!(s["status"], "invalid");
     assert!(s["invalid"].as_str().unwrap().contains("unknown event kind 99"));
 }
+
+/// `agora act` records an action (what a framework traced) and `agora
+/// actions` reads it back, filtered; a span recorded twice by its agent is
+/// a duplicate; a bad hash, operation, span or parent is refused, naming it.
+#[test]
+fn actions_recorded_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = init(dir.path(), "a");
+    let (trace, run, tool) = ("0af7651916cd43dd8448eb211c80319c", "00f067aa0ba902b7", "b7ad6b7169203331");
+    let span = |s: &str| format!("{trace}/{s}");
+    let position = rec(&home, &["propose", "Use the weather service"]);
+    let root = rec(&home, &["act", "invoke_agent", "--name", "planner", "--conversation", "c1", "--span", &span(run)]);
+    let hash = "ab".repeat(32);
+    let call = rec(
+        &home,
+        &[
+            "act",
+            "execute_tool",
+            "--name",
+            "get_weather",
+            "--conversation",
+            "c1",
+            "--span",
+            &span(tool),
+            "--parent",
+            &span(run),
+            "--cause",
+            &position,
+            "--input-hash",
+            &hash,
+            "--text",
+            "{\"city\":\"Paris\"} -> rainy",
+            "--error",
+            "slow",
+        ],
+    );
+    rec(&home, &["act", "chat", "--name", "gpt", "--conversation", "c2"]);
+    let listed = json(&home, &["actions", "--conversation", "c1"]);
+    let listed = listed.as_array().unwrap();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert_eq!(listed[0]["id"], root.as_str());
+    let a = &listed[1];
+    assert_eq!((a["id"].as_str(), a["operation"].as_str(), a["name"].as_str()), (Some(call.as_str()), Some("execute_tool"), Some("get_weather")));
+    assert_eq!((a["span"].as_str(), a["parent"].as_str()), (Some(span(tool).as_str()), Some(span(run).as_str())));
+    assert_eq!((a["cause"].as_str(), a["input_hash"].as_str(), a["output_hash"].as_str()), (Some(position.as_str()), Some(hash.as_str()), None));
+    assert_eq!((a["text"].as_str(), a["error"].as_str(), a["status"].as_str()), (Some("{\"city\":\"Paris\"} -> rainy"), Some("slow"), Some("active")));
+    assert_eq!(json(&home, &["actions", "--operation", "chat"]).as_array().unwrap().len(), 1);
+    assert_eq!(json(&home, &["actions", "--limit", "1"]).as_array().unwrap()[0]["operation"], "chat");
+    // The cause is an edge of the graph.
+    assert_eq!(json(&home, &["status", &call])["kind"], "action");
+    // The same span again: recorded, and a duplicate of the first.
+    let again = rec(&home, &["act", "execute_tool", "--span", &span(tool)]);
+    assert_eq!(status(&home, &again), "duplicate");
+    refused(&home, &["act", "execute_tool", "--input-hash", "xyz"], "not a SHA-256");
+    refused(&home, &["act", "Execute Tool"], "operation");
+    refused(&home, &["act", "chat", "--span", "not-a-span"], "span");
+    refused(&home, &["act", "chat", "--span", &span(tool), "--parent", &format!("{}/{run}", "1".repeat(32))], "parent");
+}

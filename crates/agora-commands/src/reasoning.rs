@@ -89,8 +89,111 @@ fn event_for(store: &Store, command: &RecordCommand) -> Result<Event> {
         RecordCommand::Use(i::RecordUse { trajectory, item, rank, score }) => {
             Event::Usage { trajectory: r(trajectory)?, item: r(item)?, rank: *rank, score_bp: basis_points(score.unwrap_or(0.0), "the score")? }
         }
+        RecordCommand::Act(a) => Event::Action {
+            operation: a.operation.clone(),
+            name: a.name.clone(),
+            conversation: a.conversation.clone(),
+            span: a.span.clone(),
+            parent: a.parent.clone(),
+            cause: a.cause.as_ref().map(r).transpose()?,
+            input_hash: a.input_hash.as_deref().map(|h| sha256_arg(h, "input_hash")).transpose()?,
+            output_hash: a.output_hash.as_deref().map(|h| sha256_arg(h, "output_hash")).transpose()?,
+            text: a.text.clone(),
+            error: a.error.clone(),
+        },
     };
     Ok(ev)
+}
+
+/// A SHA-256 given as 64 hex digits.
+fn sha256_arg(text: &str, what: &str) -> Result<[u8; 32]> {
+    let mut out = [0u8; 32];
+    hex::decode_to_slice(text.trim(), &mut out)
+        .map_err(|_| crate::output::refused("not_a_hash", format!("{what} {text:?} is not a SHA-256 (64 hex digits)")))?;
+    Ok(out)
+}
+
+/// An action as `actions` lists it.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
+pub struct ActionAnswer {
+    /// The event's id.
+    pub id: String,
+    /// The agent that signed it.
+    pub author: String,
+    pub seq: u64,
+    /// When it was recorded (the author's clock, ms since the epoch).
+    pub timestamp_ms: u64,
+    /// What was done.
+    pub operation: String,
+    /// What it was done to or with.
+    pub name: String,
+    pub conversation: String,
+    /// `<trace id>/<span id>`, or empty.
+    pub span: String,
+    /// The span it ran under, or empty.
+    pub parent: String,
+    /// The event that caused it.
+    pub cause: Option<String>,
+    /// SHA-256 of what went in, hex.
+    pub input_hash: Option<String>,
+    /// SHA-256 of what came out, hex.
+    pub output_hash: Option<String>,
+    /// The contents, when kept (empty once redacted).
+    pub text: String,
+    /// What went wrong; empty when it succeeded.
+    pub error: String,
+    /// active, or duplicate (a span recorded twice by its author).
+    pub status: String,
+}
+
+/// The actions of the graph that `q` selects, in log order, the latest
+/// `limit` of them.
+fn actions(store: &Store, graph: &Graph, q: &i::ActionsQuery) -> Result<(Vec<ActionAnswer>, String)> {
+    let agent = q.agent.as_deref().map(|a| a.parse::<agora_core::AgentId>().with_context(|| format!("agent {a:?} is not a 64-hex agent id"))).transpose()?;
+    let mut rows = Vec::new();
+    for n in graph.nodes().filter(|n| n.kind() == "action") {
+        let Some(stored) = store.get(&n.id)? else { continue };
+        let h = stored.signed.header();
+        if agent.is_some_and(|a| a != h.author) {
+            continue;
+        }
+        // A redacted action is listed with what its residue keeps.
+        let payload = match stored.payload {
+            agora_store::PayloadState::Held(p) => p,
+            agora_store::PayloadState::Redacted { residue: Some(r), .. } => r,
+            _ => continue,
+        };
+        let Ok(Event::Action { operation, name, conversation, span, parent, cause, input_hash, output_hash, text, error }) = Event::decode(&payload) else {
+            continue;
+        };
+        let wanted = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
+        if !wanted(&q.conversation, &conversation) || !wanted(&q.operation, &operation) || !wanted(&q.name, &name) {
+            continue;
+        }
+        rows.push(ActionAnswer {
+            id: n.id.to_string(),
+            author: h.author.to_string(),
+            seq: h.seq,
+            timestamp_ms: h.timestamp_ms,
+            operation,
+            name,
+            conversation,
+            span,
+            parent,
+            cause: cause.map(|c| c.to_string()),
+            input_hash: input_hash.map(hex::encode),
+            output_hash: output_hash.map(hex::encode),
+            text,
+            error,
+            status: n.status().name().to_string(),
+        });
+    }
+    let limit = q.limit.unwrap_or(1000);
+    if rows.len() > limit {
+        rows.drain(..rows.len() - limit);
+    }
+    let text = rows.iter().map(|a| format!("{} {} {:<14} {} {}", &a.id[..8], &a.author[..8], a.operation, a.name, a.error)).collect::<Vec<_>>().join("\n");
+    Ok((rows, text))
 }
 
 /// The frame event a frame move describes.
@@ -379,6 +482,10 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
                 .map(|(n, d)| Ok(format!("{} {} {}\n{}", n.id.short(), n.kind(), text_of(graph, n)?, refs_text(graph, &d.because, "  because")?)))
                 .collect::<Result<Vec<_>>>()?
                 .join("\n");
+            answer(&rows, text)?
+        }
+        ReadCommand::Actions(q) => {
+            let (rows, text) = actions(store, graph, q)?;
             answer(&rows, text)?
         }
         ReadCommand::Questions => {

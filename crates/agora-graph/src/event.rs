@@ -23,6 +23,10 @@ pub const EVENT_VERSION: u8 = 1;
 pub const TEXT_BYTES_MAX: usize = 16 * 1024;
 /// Most references one event may carry.
 pub const REFS_MAX: usize = 64;
+/// Longest `text` of an action (the contents a framework kept: a tool's
+/// result, a checkpoint), in bytes; every other text field is held to
+/// [`TEXT_BYTES_MAX`].
+pub const ACTION_TEXT_BYTES_MAX: usize = 512 * 1024;
 /// Longest `operation` of an action, in bytes.
 pub const OPERATION_BYTES_MAX: usize = 64;
 
@@ -541,7 +545,18 @@ impl Event {
     /// Check the limits on text lengths and reference counts.
     pub fn check_limits(&self) -> Result<(), EventDecodeError> {
         let single = self.single_text().map_or(0, String::len);
-        if single > TEXT_BYTES_MAX || self.texts().iter().any(|t| t.len() > TEXT_BYTES_MAX) {
+        // An action's contents have their own, larger bound.
+        let contents = match self {
+            Event::Action { text, .. } => Some(text.as_str()),
+            _ => None,
+        };
+        if let Some(text) = contents
+            && text.len() > ACTION_TEXT_BYTES_MAX
+        {
+            return Err(EventDecodeError::Limit(format!("an action's text is longer than {ACTION_TEXT_BYTES_MAX} bytes")));
+        }
+        let is_contents = |t: &&str| contents.is_some_and(|c| std::ptr::eq(c.as_ptr(), t.as_ptr()) && c.len() == t.len());
+        if single > TEXT_BYTES_MAX || self.texts().iter().filter(|t| !is_contents(t)).any(|t| t.len() > TEXT_BYTES_MAX) {
             return Err(EventDecodeError::Limit(format!("a text field is longer than {TEXT_BYTES_MAX} bytes")));
         }
         // Only the list-valued kinds can exceed the limit; counted without
@@ -874,6 +889,30 @@ mod residue_tests {
         assert_eq!(back, expected);
         assert_eq!(back.text(), "");
         assert_eq!(ev.text(), "get_weather\n{\"city\":\"Paris\"}\ntimeout");
+    }
+
+    /// An action's text (its contents) may be up to 512 KiB; its other
+    /// text fields, as every other kind's, up to 16 KiB.
+    #[test]
+    fn an_action_text_has_its_own_bound() {
+        let action = |name: usize, text: usize| Event::Action {
+            operation: "checkpoint".into(),
+            name: "n".repeat(name),
+            conversation: String::new(),
+            span: String::new(),
+            parent: String::new(),
+            cause: None,
+            input_hash: None,
+            output_hash: None,
+            text: "t".repeat(text),
+            error: String::new(),
+        };
+        for ok in [action(1, ACTION_TEXT_BYTES_MAX), action(TEXT_BYTES_MAX, TEXT_BYTES_MAX + 1)] {
+            assert_eq!(Event::decode(&ok.encode()), Ok(ok));
+        }
+        for bad in [action(1, ACTION_TEXT_BYTES_MAX + 1), action(TEXT_BYTES_MAX + 1, 1)] {
+            assert!(matches!(Event::decode(&bad.encode()), Err(EventDecodeError::Limit(_))));
+        }
     }
 
     /// An action's operation and span have the forms of events.md, checked

@@ -3,7 +3,7 @@
 //! (`agora status`, `search`, `history`...), and their inputs.
 
 use crate::named::Named;
-use agora_graph::event::{Confidence, TEXT_BYTES_MAX};
+use agora_graph::event::{ACTION_TEXT_BYTES_MAX, Confidence, OPERATION_BYTES_MAX, TEXT_BYTES_MAX};
 use agora_graph::{MemoryKind, Relation, TaskState};
 use clap::{Args, Subcommand};
 use schemars::JsonSchema;
@@ -65,6 +65,8 @@ pub enum RecordCommand {
     Item(MemoryItem),
     /// Record that an item was retrieved for a trajectory: <trajectory> <item> --rank N [--score 0.82].
     Use(RecordUse),
+    /// Record an action, as a framework traced it: <operation> [--name N] [--text T] [--span S --parent P] [--cause <id>]...
+    Act(Act),
 }
 
 /// Reading the reasoning graph.
@@ -92,6 +94,8 @@ pub enum ReadCommand {
     Outcomes,
     /// Export the graph: --format dot|mermaid|json (json: nodes with statuses, and edges).
     Graph(GraphExport),
+    /// Actions recorded, in log order: [--conversation C] [--operation O] [--name N] [--agent <id>].
+    Actions(ActionsQuery),
 }
 
 /// Causal frames: moves that record events, and the tree (a read).
@@ -463,8 +467,85 @@ pub struct RecordUse {
     pub score: Option<f64>,
 }
 
+/// An action: what an agent did, as its framework traced it (a tool call,
+/// an agent run, a handoff, a checkpoint).
+#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct Act {
+    /// What was done: `invoke_agent`, `execute_tool`, `chat`, `handoff`, `checkpoint`... (a-z, 0-9, `_`, `.`, `-`).
+    #[schemars(length(min = 1, max = OPERATION_BYTES_MAX))]
+    pub operation: String,
+    /// What it was done to or with: the tool, the agent, the model, the record.
+    #[arg(long, default_value = "")]
+    #[serde(default)]
+    #[schemars(length(max = TEXT_BYTES_MAX))]
+    pub name: String,
+    /// The conversation or thread it belongs to.
+    #[arg(long, default_value = "")]
+    #[serde(default)]
+    #[schemars(length(max = TEXT_BYTES_MAX))]
+    pub conversation: String,
+    /// The span it comes from: `<32 hex trace id>/<16 hex span id>`, lowercase.
+    #[arg(long, default_value = "")]
+    #[serde(default)]
+    pub span: String,
+    /// The span it ran under, of the same trace.
+    #[arg(long, default_value = "")]
+    #[serde(default)]
+    pub parent: String,
+    /// An event that caused it (id or unique prefix).
+    #[arg(long)]
+    #[serde(default)]
+    pub cause: Option<String>,
+    /// SHA-256 of what went in (64 hex digits).
+    #[arg(long)]
+    #[serde(default)]
+    pub input_hash: Option<String>,
+    /// SHA-256 of what came out (64 hex digits).
+    #[arg(long)]
+    #[serde(default)]
+    pub output_hash: Option<String>,
+    /// The contents, when kept (arguments, result, a checkpoint).
+    #[arg(long, default_value = "")]
+    #[serde(default)]
+    #[schemars(length(max = ACTION_TEXT_BYTES_MAX))]
+    pub text: String,
+    /// What went wrong; empty when it succeeded.
+    #[arg(long, default_value = "")]
+    #[serde(default)]
+    #[schemars(length(max = TEXT_BYTES_MAX))]
+    pub error: String,
+}
+
 // ---------------------------------------------------------------------------
 // Reads of the graph
+
+/// Which actions to list.
+#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct ActionsQuery {
+    /// Only this conversation's.
+    #[arg(long)]
+    #[serde(default)]
+    pub conversation: Option<String>,
+    /// Only this operation's.
+    #[arg(long)]
+    #[serde(default)]
+    pub operation: Option<String>,
+    /// Only those done to or with this.
+    #[arg(long)]
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Only this agent's (64-hex agent id).
+    #[arg(long)]
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// At most this many, the latest (default 1000).
+    #[arg(long)]
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 100000))]
+    pub limit: Option<usize>,
+}
 
 /// The graph as it was.
 #[derive(Args, Deserialize, JsonSchema, Debug, Clone)]

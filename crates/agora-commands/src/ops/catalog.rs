@@ -13,7 +13,9 @@ use crate::chain_cmds::{
 use crate::cli::{ChainCommand, Command, FrameCommand, FrameMove, MembershipCommand, MergeCommand, ReadCommand, ReasoningCommand, RecordCommand, TaskCommand};
 use crate::membership::{RosterAnswer, RosterRecorded};
 use crate::merge_cmds::{AuditAnswer, ConsensusAnswer, DisputesAnswer, PerspectiveAnswer, ViewHashAnswer};
-use crate::reasoning::{self as r, Contested, Decision, GraphAnswer, HistoryAnswer, LatestAnswer, ListedNode, SearchAnswer, StatusAnswer, TraceAnswer};
+use crate::reasoning::{
+    self as r, ActionAnswer, Contested, Decision, GraphAnswer, HistoryAnswer, LatestAnswer, ListedNode, SearchAnswer, StatusAnswer, TraceAnswer,
+};
 use agora_command_line::inputs::*;
 
 /// Every operation, in the order they are listed.
@@ -181,6 +183,14 @@ pub fn catalog() -> Vec<Operation> {
             "Record that a memory item was retrieved for a trajectory, at which rank and score."
         ),
         tool!(
+            "act",
+            |i: Act| rec(RecordCommand::Act(i)),
+            "Record an action",
+            Append,
+            Recorded,
+            "Record an action as a framework traced it: what was done (`operation`: invoke_agent, execute_tool, handoff, checkpoint...), to or with what (`name`), in which `conversation`, from which `span` under which `parent`, caused by which event, the SHA-256 of what went in and came out, the contents when kept, the error if it failed. A span its agent recorded already is a duplicate."
+        ),
+        tool!(
             "accept",
             |i: Accept| Command::Merge(MergeCommand::Accept(i)),
             "Accept a chain",
@@ -255,6 +265,14 @@ pub fn catalog() -> Vec<Operation> {
             "The current version of a node: follows refinements, reframes, updates and state changes to the newest."
         ),
         tool!("decisions", |_: Nothing| read(ReadCommand::Decisions), "Decisions", Read, Vec<Decision>, "What was decided, and the events it rests on."),
+        tool!(
+            "actions",
+            |i: ActionsQuery| read(ReadCommand::Actions(i)),
+            "List actions",
+            Read,
+            Vec<ActionAnswer>,
+            "The actions recorded (by every agent, or one), in log order, optionally of one conversation, operation or name: the latest `limit` (1000)."
+        ),
         tool!("questions", |_: Nothing| read(ReadCommand::Questions), "Open questions", Read, Vec<ListedNode>, "Questions not yet resolved."),
         tool!(
             "disagreements",
@@ -478,7 +496,7 @@ pub const fn group_of(name: &str) -> Group {
         b"withdraw" | b"resolve_fork" | b"perspective" | b"consensus" | b"disputes" | b"audit" | b"view_hash" => Group::Views,
         b"claim" | b"relate" | b"confirm" | b"orphans" => Group::Memory,
         b"frame_open" | b"frame_evidence" | b"frame_conclude" | b"frame_suspend" | b"frame_resume" | b"frame_invalidate" | b"frame_tree" => Group::Frames,
-        b"task_new" | b"task_update" | b"trajectory" | b"judge" | b"memory_item" | b"record_use" | b"outcomes" => Group::Tasks,
+        b"task_new" | b"task_update" | b"trajectory" | b"judge" | b"memory_item" | b"record_use" | b"outcomes" | b"act" | b"actions" => Group::Tasks,
         b"admit" | b"remove" | b"roster" => Group::Roster,
         _ => Group::Log,
     }
