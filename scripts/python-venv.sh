@@ -7,9 +7,11 @@
 # build backend is pinned in the requirements). Prints the environment's
 # python. Exit 3 when it cannot be made (no python3 with venv, or PyPI not
 # reachable): the test command then says the tier is skipped, and why.
+# AGORA_PYTHON_REQUIREMENTS names another requirements file (with
+# AGORA_PYTHON_VENV another environment): python/requirements-crewai.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-requirements=python/requirements-test.txt
+requirements="${AGORA_PYTHON_REQUIREMENTS:-python/requirements-test.txt}"
 venv="${AGORA_PYTHON_VENV:-$HOME/.cache/agora-python}"
 if ! cmp -s "$requirements" "$venv/requirements-test.txt" 2>/dev/null || [ ! -x "$venv/bin/python" ]; then
   rm -rf "$venv"

@@ -4,7 +4,9 @@ it requires; and the package type-checks (mypy --strict), as installed."""
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -55,7 +57,11 @@ CALLS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "roster": ((), {}),
 }
 
-NOT_OPERATIONS = {"call", "node_status", "openapi", "operations", "with_agent", "from_home", "base_url", "agent"}
+NOT_OPERATIONS = {"call", "node_status", "openapi", "operations", "with_agent", "from_home", "base_url", "agent", "export_traces"}
+
+# Each integration's module, its test and the package of its framework: the
+# two are type-checked where the framework is installed.
+INTEGRATIONS = {"openai_agents": "agents", "langgraph": "langgraph", "crewai": "crewai"}
 
 
 class Recorder(agora.Client):
@@ -80,6 +86,12 @@ def resolve(doc: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
 def test_every_typed_method_is_listed() -> None:
     public = {n for n, _ in inspect.getmembers(agora.Client) if not n.startswith("_")}
     assert public - NOT_OPERATIONS == set(CALLS), "a typed method without a case here, or a case without a method"
+
+
+def test_export_traces_posts_to_the_otlp_receiver() -> None:
+    recorder = Recorder()
+    recorder.export_traces({"resourceSpans": []})
+    assert recorder.sent == [("POST", "/v1/traces", {"resourceSpans": []})]
 
 
 def test_typed_methods_call_the_documented_operations(node: Node) -> None:
@@ -108,14 +120,19 @@ def test_the_package_type_checks(tmp_path: Path) -> None:
     package = Path(agora.__file__).parent
     assert (package / "py.typed").is_file(), "the installed package is marked typed"
     tests = Path(__file__).parent
+    installed = {name for name, framework in INTEGRATIONS.items() if importlib.util.find_spec(framework) is not None}
+    modules = [m.name for m in pkgutil.walk_packages([str(package)], "agora.")]
+    modules = [m for m in modules if m.rpartition(".")[2] in installed or not m.startswith("agora.integrations.")]
     out = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", "/dev/null", "-p", "agora"],
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", "/dev/null", "-m", "agora",
+         *(a for m in modules for a in ("-m", m))],
         capture_output=True, text=True, timeout=600, cwd=tmp_path,
     )  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr
     # The tests use the installed package through its py.typed marker.
+    files = [str(f) for f in sorted(tests.glob("*.py")) if f.stem.removeprefix("test_") not in set(INTEGRATIONS) - installed]
     out = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", "/dev/null", str(tests)],
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", "/dev/null", *files],
         capture_output=True, text=True, timeout=600, cwd=tests,
     )  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr
