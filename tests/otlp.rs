@@ -237,3 +237,204 @@ fn partial_success_retries_and_bad_requests() {
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("not an OTLP trace export request"), "{body}");
 }
+
+/// What a collector on 127.0.0.1 received: each request's path, its
+/// `x-collector-key` header and its decoded body.
+type Received = std::sync::Arc<std::sync::Mutex<Vec<(String, Option<String>, opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest)>>>;
+
+/// A collector: a thread per connection reading HTTP/1.1 POSTs (keep-alive
+/// included) and answering each with an empty `ExportTraceServiceResponse`.
+fn collector() -> (String, Received) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let received: Received = Default::default();
+    let into = received.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let into = into.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut out = stream;
+                loop {
+                    let mut request_line = String::new();
+                    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let path = request_line.split_whitespace().nth(1).unwrap_or_default().to_string();
+                    let (mut length, mut key) = (0usize, None);
+                    loop {
+                        let mut line = String::new();
+                        reader.read_line(&mut line).unwrap();
+                        let line = line.trim_end();
+                        if line.is_empty() {
+                            break;
+                        }
+                        let (name, value) = line.split_once(':').unwrap();
+                        match name.trim().to_ascii_lowercase().as_str() {
+                            "content-length" => length = value.trim().parse().unwrap(),
+                            "x-collector-key" => key = Some(value.trim().to_string()),
+                            _ => {}
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    reader.read_exact(&mut body).unwrap();
+                    let request = <opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest as prost::Message>::decode(&body[..])
+                        .expect("an OTLP/HTTP protobuf trace export");
+                    into.lock().unwrap().push((path, key, request));
+                    let _ = out.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n");
+                }
+            });
+        }
+    });
+    (url, received)
+}
+
+/// A span's string (or integer, as text) attribute.
+fn attribute(span: &opentelemetry_proto::tonic::trace::v1::Span, key: &str) -> Option<String> {
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as V;
+    span.attributes.iter().find(|kv| kv.key == key).and_then(|kv| match kv.value.as_ref()?.value.as_ref()? {
+        V::StringValue(s) => Some(s.clone()),
+        V::IntValue(i) => Some(i.to_string()),
+        _ => None,
+    })
+}
+
+/// The node's own spans (protocol-spec/otlp.md, "The node's own spans"):
+/// with `[otlp] export` set, each operation of the JSON API is one GenAI
+/// memory span sent over OTLP/HTTP with the headers of
+/// `OTEL_EXPORTER_OTLP_HEADERS`: a move is `create_memory` naming the entry
+/// recorded, a search `search_memory` by the agent the request named, a
+/// refused move an ERROR naming the rule; no span carries an event's text;
+/// the spans still queued when the node stops are sent before it exits.
+#[test]
+fn the_node_exports_genai_memory_spans_for_the_operations_it_serves() {
+    let (url, received) = collector();
+    let alice = Agent::new();
+    keyring_agent(&alice.home, "researcher");
+    let config = alice.home.join("agora.toml");
+    let mut toml = std::fs::read_to_string(&config).unwrap_or_default();
+    toml.push_str(&format!("\n[otlp]\nexport = \"{url}\"\n"));
+    std::fs::write(&config, toml).unwrap();
+
+    // `Node::start`, with the exporter's environment set (a short batch
+    // delay, a collector's key) and any endpoint of the test's own removed.
+    let ready = alice.home.join("ready.json");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agora"))
+        .arg("--home")
+        .arg(&alice.home)
+        .args(["node", "run", "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns", "--workspace", WORKSPACE, "--founder", &alice.id, "--ready-file"])
+        .arg(&ready)
+        .env_remove("AGORA_HOME")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env_remove("OTEL_SDK_DISABLED")
+        .env("OTEL_BSP_SCHEDULE_DELAY", "100")
+        .env("OTEL_EXPORTER_OTLP_HEADERS", "x-collector-key=k3y")
+        .env("AGORA_LOG", "agora=debug,warn")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::from(std::fs::File::create(alice.home.with_extension("log")).unwrap()))
+        .spawn()
+        .unwrap();
+    let workspace_id = wait_for("the node to be ready", || {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("node exited early with {status}: {}", std::fs::read_to_string(alice.home.with_extension("log")).unwrap_or_default());
+        }
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&ready).ok()?).ok()?;
+        Some(v["workspace_id"].as_str()?.to_string())
+    });
+    let api = Api::of(&alice.home);
+    let op = |name: &str, agent: Option<&str>, body: Value| -> (u16, Value) {
+        let mut req = api.http.post(format!("{}/v1/ops/{name}", api.base)).header("content-type", "application/json");
+        req = req.header("authorization", &format!("Bearer {}", api.token));
+        if let Some(a) = agent {
+            req = req.header("agora-agent", a);
+        }
+        let mut res = req.send(body.to_string()).unwrap();
+        (res.status().as_u16(), serde_json::from_str(&res.body_mut().read_to_string().unwrap()).unwrap())
+    };
+    let secret = "Ship on Friday, quietly";
+    let (status, proposed) = op("propose", None, serde_json::json!({ "text": secret }));
+    assert_eq!(status, 200, "{proposed}");
+    let p = proposed["id"].as_str().unwrap().to_string();
+    let (status, found) = op("search", Some("researcher"), serde_json::json!({ "query": "friday" }));
+    assert_eq!(status, 200, "{found}");
+    let (status, refused) = op("resume", None, serde_json::json!({ "target": p }));
+    assert_eq!(status, 422, "resuming an active node breaks a rule: {refused}");
+    let rule = refused["rule"].as_str().unwrap().to_string();
+
+    let spans = |received: &Received| -> Vec<opentelemetry_proto::tonic::trace::v1::Span> {
+        let received = received.lock().unwrap();
+        for (path, key, request) in received.iter() {
+            assert_eq!(path, "/v1/traces", "`export` is a base: /v1/traces is added");
+            assert_eq!(key.as_deref(), Some("k3y"), "OTEL_EXPORTER_OTLP_HEADERS is sent");
+            for resource in &request.resource_spans {
+                let service = resource.resource.as_ref().and_then(|r| r.attributes.iter().find(|kv| kv.key == "service.name")).cloned();
+                let service = service.and_then(|kv| kv.value?.value);
+                assert_eq!(service, Some(opentelemetry_proto::tonic::common::v1::any_value::Value::StringValue("agora".into())));
+                for scope in &resource.scope_spans {
+                    assert_eq!(scope.scope.as_ref().map(|s| s.name.as_str()), Some("agora-node"));
+                }
+            }
+        }
+        received.iter().flat_map(|(_, _, r)| r.resource_spans.iter().flat_map(|r| r.scope_spans.iter().flat_map(|s| s.spans.iter().cloned()))).collect()
+    };
+    // While the node runs: the batch processor sends them within its delay.
+    let by_operation = wait_for("the three operations' spans", || {
+        let all = spans(&received);
+        let of = |name: &str| all.iter().find(|s| attribute(s, "agora.operation").as_deref() == Some(name)).cloned();
+        Some((of("propose")?, of("search")?, of("resume")?))
+    });
+    let (propose, search, resume) = by_operation;
+    for (span, memory_operation, agent) in [(&propose, "create_memory", "self"), (&search, "search_memory", "researcher"), (&resume, "create_memory", "self")] {
+        assert_eq!(span.name, format!("{memory_operation} {WORKSPACE}"));
+        assert_eq!(span.kind, opentelemetry_proto::tonic::trace::v1::span::SpanKind::Server as i32, "{span:?}");
+        assert_eq!(attribute(span, "gen_ai.operation.name").as_deref(), Some(memory_operation));
+        assert_eq!(attribute(span, "gen_ai.provider.name").as_deref(), Some("agora"));
+        assert_eq!(attribute(span, "gen_ai.memory.store.id").as_deref(), Some(workspace_id.as_str()));
+        assert_eq!(attribute(span, "gen_ai.memory.store.name").as_deref(), Some(WORKSPACE));
+        assert_eq!(attribute(span, "gen_ai.agent.name").as_deref(), Some(agent));
+        assert!(span.end_time_unix_nano >= span.start_time_unix_nano && span.start_time_unix_nano > 0);
+    }
+    assert_eq!(attribute(&propose, "gen_ai.memory.id").as_deref(), Some(p.as_str()), "a write names the entry it recorded");
+    assert_eq!(attribute(&search, "gen_ai.memory.id"), None, "a read names none");
+    let code = |s: &opentelemetry_proto::tonic::trace::v1::Span| s.status.as_ref().map_or(0, |st| st.code);
+    use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
+    assert_eq!((code(&propose), code(&search)), (StatusCode::Unset as i32, StatusCode::Unset as i32));
+    assert_eq!(code(&resume), StatusCode::Error as i32);
+    assert_eq!(attribute(&resume, "error.type").as_deref(), Some(rule.as_str()));
+    assert!(resume.status.as_ref().unwrap().message.starts_with(&format!("{rule}: ")), "{:?}", resume.status);
+    assert_eq!(attribute(&resume, "gen_ai.memory.id"), None);
+
+    // The receiver's requests: one span each, counting what was recorded,
+    // but none for a request made only of a node's own spans (a node
+    // exporting to its own /v1/traces would otherwise never stop).
+    let tool = |id| json_span(id, None, &[("gen_ai.operation.name", "execute_tool"), ("gen_ai.agent.name", "researcher"), ("gen_ai.tool.name", "lookup")]);
+    let own = serde_json::json!({ "resourceSpans": [{ "scopeSpans": [{ "scope": { "name": "agora-node" }, "spans": [tool("00f067aa0ba902b1")] }] }] });
+    assert_eq!(api.post("application/json", own.to_string().as_bytes(), true).0, 200);
+    assert_eq!(api.post("application/json", &json_request(vec![tool("00f067aa0ba902b2")]), true).0, 200);
+    let receiver = wait_for("the receiver's span", || {
+        let all = spans(&received);
+        let batches: Vec<_> = all.into_iter().filter(|s| attribute(s, "agora.operation").as_deref() == Some("otlp_export")).collect();
+        (!batches.is_empty()).then_some(batches)
+    });
+    assert_eq!(receiver.len(), 1, "the request of a node's own spans has none: {receiver:?}");
+    assert_eq!(receiver[0].name, format!("create_memory {WORKSPACE}"));
+    assert_eq!((attribute(&receiver[0], "agora.otlp.recorded").as_deref(), attribute(&receiver[0], "agora.otlp.refused").as_deref()), (Some("1"), Some("0")));
+    assert_eq!(attribute(&receiver[0], "gen_ai.memory.store.id").as_deref(), Some(workspace_id.as_str()));
+
+    // A move made just before the node stops is sent on the way out.
+    let (status, last) = op("propose", None, serde_json::json!({ "text": "one more" }));
+    assert_eq!(status, 200, "{last}");
+    let _ = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let exit = wait_for("the node to exit", || child.try_wait().ok().flatten());
+    assert!(exit.success(), "{exit}");
+    let all = spans(&received);
+    assert!(all.iter().any(|s| attribute(s, "gen_ai.memory.id").as_deref() == last["id"].as_str()), "the last move's span is flushed at shutdown");
+    for span in &all {
+        for kv in &span.attributes {
+            assert!(!format!("{:?}", kv.value).contains("Friday"), "no event text in an attribute: {kv:?}");
+        }
+    }
+}

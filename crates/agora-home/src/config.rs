@@ -26,6 +26,7 @@
 //! agents = { "Research Agent" = "researcher" }  # a framework's agent to a keyring agent
 //! default_agent = "self"                 # for spans naming no known agent; default: refused
 //! keep_contents = false                  # arguments and results in the text, not only hashed
+//! export = "http://collector:4318"       # the node's own spans, sent over OTLP/HTTP
 //! ```
 //!
 //! The control channel's address is, first found: `agora node run
@@ -35,6 +36,15 @@
 //! then kept. Its token file likewise: `--token-file`, `AGORA_TOKEN_FILE`,
 //! `token_file` here (relative to this file's directory), else
 //! `<home>/control.token` (see [`crate::control`]).
+//!
+//! `[otlp] export` is where the node sends its own spans (GenAI memory
+//! operations, one per operation it serves; protocol-spec/otlp.md, "The
+//! node's own spans"): a base URL like `OTEL_EXPORTER_OTLP_ENDPOINT`
+//! (`/v1/traces` is added) or the whole traces URL. The environment's
+//! `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT`
+//! overrides it, `OTEL_EXPORTER_OTLP_HEADERS` adds headers (a collector's
+//! token), `OTEL_SDK_DISABLED=true` turns it off; with no endpoint nothing is
+//! exported.
 
 use agora_command_line::cli::NodeRunArgs;
 use agora_core::AgentId;
@@ -98,6 +108,10 @@ pub struct OtlpSettings {
     /// Keep arguments, results and messages in the recorded text.
     #[serde(default)]
     pub keep_contents: bool,
+    /// Where the node exports its own spans over OTLP/HTTP: a base URL
+    /// (`/v1/traces` added) or the traces URL; none: not exported unless
+    /// the `OTEL_EXPORTER_OTLP_*` environment names an endpoint.
+    pub export: Option<String>,
 }
 
 /// `[mcp]`: what the MCP server lists.
@@ -376,6 +390,19 @@ mod tests {
             (c.listen, c.mdns, c.gossip_heartbeat, c.workspace, c.store_cache_bytes),
             (d.listen, d.mdns, d.gossip_heartbeat, d.workspace, d.store_cache_bytes)
         );
+        assert_eq!(c.otlp, d.otlp);
+    }
+
+    /// `[otlp] export`: where the node's own spans go, read as written
+    /// (the node checks the URL and adds `/v1/traces`).
+    #[test]
+    fn the_otlp_export_endpoint_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agora.toml");
+        std::fs::write(&path, "[otlp]\nexport = \"http://collector:4318\"\n").unwrap();
+        let c = resolve(&NodeRunArgs { config: Some(path), ..Default::default() }, dir.path().to_path_buf()).unwrap();
+        assert_eq!(c.otlp.export.as_deref(), Some("http://collector:4318"));
+        assert_eq!(resolve(&NodeRunArgs::default(), dir.path().join("empty")).unwrap().otlp.export, None);
     }
 
     /// The store's block cache: the default, the file's, the flag's over

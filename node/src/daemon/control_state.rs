@@ -48,6 +48,9 @@ pub struct ControlState {
     pub control_counters: Arc<ControlCounters>,
     /// `[otlp]`: how spans received at `/v1/traces` are attributed and kept.
     pub otlp: agora_otlp::Mapping,
+    /// The node's own spans, when an OTLP endpoint is configured
+    /// (`telemetry.rs`); `None` costs nothing.
+    pub telemetry: Option<Arc<super::telemetry::Telemetry>>,
 }
 
 /// A WebSocket client that can name subprotocols but not headers offers

@@ -9,7 +9,9 @@
 //! `agora_home::control`), so a client's configuration does too. SIGINT or SIGTERM stop it
 //! cleanly: the control channel stops taking commands, verified entries
 //! already queued are stored, and the store is closed (every acknowledged
-//! write was synced when it was made).
+//! write was synced when it was made). With an OTLP endpoint configured it
+//! exports a span per operation it serves ([`telemetry`]), flushed within the
+//! same bound when it stops.
 
 mod automerge_repo;
 mod automerge_routes;
@@ -24,6 +26,7 @@ mod page_access;
 mod peer_limits;
 mod published_view;
 mod server;
+mod telemetry;
 
 use agora_commands::cli::NodeRunArgs;
 use agora_commands::control::{NodeFile, remove_node_file, write_node_file};
@@ -196,6 +199,11 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
         ..NetworkSettings::default()
     };
 
+    // The node's own spans over OTLP, when an endpoint is configured.
+    let telemetry =
+        telemetry::start(ctx.config.otlp.export.as_deref(), telemetry::Store { id: workspace.to_string(), name: ctx.config.workspace.clone() })?.map(Arc::new);
+    let telemetry_at_stop = telemetry.clone();
+
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let result = runtime.block_on(async move {
         let (commit_tx, commits) = mpsc::channel(1024);
@@ -261,6 +269,7 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
             control_limits,
             control_counters: control_counters.clone(),
             otlp: otlp_route::mapping(&ctx.config.otlp),
+            telemetry,
         });
         // Ends (and stops the repo) when `streams_end` is cancelled.
         let automerge_watcher = automerge_repo.spawn_watcher(state.clone());
@@ -340,6 +349,10 @@ pub fn run(home_dir: PathBuf, args: &NodeRunArgs, json: bool) -> Result<ExitCode
     });
     // Commands still running on blocking threads are not waited for.
     runtime.shutdown_timeout(SHUTDOWN_STEP_MAX);
+    // The spans still queued are sent, within the same bound.
+    if let Some(t) = telemetry_at_stop {
+        t.shutdown(SHUTDOWN_STEP_MAX);
+    }
     remove_node_file(&config.home);
     result?;
     Ok(ExitCode::SUCCESS)

@@ -336,7 +336,11 @@ impl Backend for NodeBackend {
     fn call(&self, agent: Option<&str>, op: &Operation, input: serde_json::Value) -> Result<serde_json::Value, OpError> {
         let s = &self.state;
         let open = OpenStore { home: &s.home, store: &s.store, graph: &s.graph, merge: &s.merge, founder: s.founder };
-        (op.run)(&NodeRunner { open, agent }, input)
+        let Some(telemetry) = &s.telemetry else { return (op.run)(&NodeRunner { open, agent }, input) };
+        let started = std::time::SystemTime::now();
+        let result = (op.run)(&NodeRunner { open, agent }, input);
+        telemetry.operation(op, agent, started, &result);
+        result
     }
 
     fn node_status(&self) -> Result<serde_json::Value, OpError> {
