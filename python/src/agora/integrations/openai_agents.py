@@ -320,7 +320,11 @@ class AgoraTracingProcessor(TracingProcessor):
                     parts.append(encoded)
                     size += len(encoded)
             if parts:
-                self._send(parts)
+                try:
+                    self._send(parts)
+                except Exception as e:  # the sending thread outlives any failure
+                    self._failed += len(parts)
+                    self._last_error = f"{len(parts)} spans not sent: {e}"
 
     def _resource(self) -> str:
         if self._service_name is None:
