@@ -149,7 +149,8 @@ fn request(names: &[String], client: usize, r: usize, batch: usize) -> ExportTra
 /// same batches: each request's spans split by agent, one atomic write.
 fn store_limit(spans: usize, batch: usize, agents: usize) -> Result<f64> {
     let dir = tempfile::tempdir()?;
-    let store = agora_store::Store::open(dir.path().join("store"), &agora_store::StoreOptions::default())?;
+    // Synced, as the node is.
+    let store = agora_store::Store::open(dir.path().join("store"), &agora_store::StoreOptions { create: true, sync: true, ..Default::default() })?;
     let keys: Vec<AgentKey> = (0..agents).map(|a| AgentKey::from_seed([a as u8 + 1; 32])).collect();
     let payload = |i: usize| {
         Event::Action {
