@@ -118,21 +118,21 @@ fn event(rng: &mut Rng, p: &Pools, total: usize, i: usize) -> Event {
         _ => {
             let span = if rng.chance(75) { format!("{:032x}/{:016x}", rng.below(3), 1 + rng.below(6)) } else { String::new() };
             Event::Action {
-            operation: ["invoke_agent", "execute_tool", "handoff", "chat"][rng.below(4)].into(),
-            name: format!("tool {}", rng.below(5)),
-            conversation: "conv".into(),
-            span: span.clone(),
-            // Under another span of its trace, or a root.
-            parent: match span.split_once('/') {
-                Some((trace, _)) if rng.chance(60) => format!("{trace}/{:016x}", 7 + rng.below(3)),
-                _ => String::new(),
-            },
-            cause: rng.chance(70).then(|| of(&["action", "proposition", "task"], rng)),
-            input_hash: rng.chance(50).then(|| [rng.below(4) as u8; 32]),
-            output_hash: rng.chance(30).then_some([9; 32]),
-            text: t,
-            error: if rng.chance(20) { "timeout".into() } else { String::new() },
-        }
+                operation: ["invoke_agent", "execute_tool", "handoff", "chat"][rng.below(4)].into(),
+                name: format!("tool {}", rng.below(5)),
+                conversation: "conv".into(),
+                span: span.clone(),
+                // Under another span of its trace, or a root.
+                parent: match span.split_once('/') {
+                    Some((trace, _)) if rng.chance(60) => format!("{trace}/{:016x}", 7 + rng.below(3)),
+                    _ => String::new(),
+                },
+                cause: rng.chance(70).then(|| of(&["action", "proposition", "task"], rng)),
+                input_hash: rng.chance(50).then(|| [rng.below(4) as u8; 32]),
+                output_hash: rng.chance(30).then_some([9; 32]),
+                text: t,
+                error: if rng.chance(20) { "timeout".into() } else { String::new() },
+            }
         }
     }
 }

@@ -121,7 +121,11 @@ fn invalid() -> Vec<(&'static str, Vec<u8>, &'static str)> {
         ("action_operation_over_64_bytes", action(&"a".repeat(65), ""), "limit"),
         ("action_span_upper_case", action("chat", "0AF7651916CD43DD8448EB211C80319C/B7AD6B7169203331"), "limit"),
         ("action_span_without_span_id", action("chat", "0af7651916cd43dd8448eb211c80319c"), "limit"),
-        ("action_parent_of_another_trace", action_under("0af7651916cd43dd8448eb211c80319c/b7ad6b7169203331", "1af7651916cd43dd8448eb211c80319c/00f067aa0ba902b7"), "limit"),
+        (
+            "action_parent_of_another_trace",
+            action_under("0af7651916cd43dd8448eb211c80319c/b7ad6b7169203331", "1af7651916cd43dd8448eb211c80319c/00f067aa0ba902b7"),
+            "limit",
+        ),
         ("action_parent_without_span", action_under("", "0af7651916cd43dd8448eb211c80319c/00f067aa0ba902b7"), "limit"),
     ]
 }
