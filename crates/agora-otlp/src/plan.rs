@@ -2,6 +2,7 @@
 //! its action, and the reasoning move it carries, if any. The table this
 //! code follows is `protocol-spec/otlp.md`.
 
+use agora_graph::event::{OPERATION_BYTES_MAX, check_operation};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use opentelemetry_proto::tonic::trace::v1::{Span, status::StatusCode};
@@ -9,8 +10,6 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
 
-/// Longest operation name (`gen_ai.operation.name`, or `move`).
-pub const OPERATION_BYTES_MAX: usize = 64;
 /// Longest name, conversation id or error recorded; a longer name or
 /// conversation id refuses the span, a longer error is cut.
 pub const FIELD_BYTES_MAX: usize = 1024;
@@ -105,14 +104,6 @@ pub struct Plan {
     pub ignored: usize,
 }
 
-/// Whether `text` may be an action's operation: 1 to 64 bytes of lowercase
-/// ASCII letters, digits, `_`, `.` and `-`.
-pub fn valid_operation(text: &str) -> bool {
-    !text.is_empty()
-        && text.len() <= OPERATION_BYTES_MAX
-        && text.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'.' | b'-'))
-}
-
 /// Map a request's spans. `is_agent` says whether a name is an agent of the
 /// node's keyring. Work is linear in the request.
 pub fn plan(request: &ExportTraceServiceRequest, mapping: &Mapping, is_agent: &dyn Fn(&str) -> bool) -> Plan {
@@ -154,7 +145,7 @@ fn plan_span(
         (Some(op), _) => op,
         (None, Some(_)) => "move",
     };
-    if !valid_operation(operation) {
+    if check_operation(operation).is_err() {
         return Err(format!(
             "gen_ai.operation.name {:?} is not an operation name (1 to {OPERATION_BYTES_MAX} lowercase letters, digits, `_`, `.`, `-`)",
             cut(operation, 80)
