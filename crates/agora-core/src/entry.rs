@@ -18,7 +18,7 @@
 
 use crate::id::{AgentId, EntryId};
 use crate::identity::AgentKey;
-use crate::limits::{FORMAT_VERSION, HEADER_BYTES_MAX, PAYLOAD_BYTES_MAX, SIGNATURE_BYTES, SIGNED_ENTRY_BYTES_MAX};
+use crate::limits::{FORMAT_VERSION, HEADER_BYTES_MAX, KEYED_FORMAT_VERSION, PAYLOAD_BYTES_MAX, SIGNATURE_BYTES, SIGNED_ENTRY_BYTES_MAX};
 use crate::sha256;
 use serde::{Deserialize, Serialize};
 
@@ -26,12 +26,52 @@ use serde::{Deserialize, Serialize};
 /// signing an entry can never be confused with it signing anything else.
 pub const ENTRY_SIGNING_DOMAIN: &[u8] = b"agora-entry-v1";
 
+/// What an entry does to its author's keys (a version-2 header's
+/// `key_event`, `protocol-spec/keys.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum KeyEvent {
+    /// 0: nothing; the current key signs and the commitment is unchanged.
+    None,
+    /// 1: the pre-committed next key signs, becomes the current key and
+    /// commits to the key after it; the predecessor is a trust boundary.
+    Rotate,
+}
+
+impl KeyEvent {
+    /// The name used in answers and the specification.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyEvent::None => "none",
+            KeyEvent::Rotate => "rotate",
+        }
+    }
+}
+
+/// The key fields of a version-2 header (`protocol-spec/keys.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KeyFields {
+    /// The key that signs the entry; `None` for the author's inception key
+    /// (the agent id), never `Some(author)`.
+    pub signer: Option<AgentId>,
+    /// SHA-256 of the next key ([`key_commitment`]): the pre-commitment.
+    pub next: [u8; 32],
+    /// What the entry does to the author's keys.
+    pub event: KeyEvent,
+}
+
+/// The commitment to a next key: SHA-256 of its 32 bytes.
+pub fn key_commitment(key: &AgentId) -> [u8; 32] {
+    sha256(key.as_bytes())
+}
+
 /// A decoded, structurally valid header.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Header {
-    /// Format version; always [`FORMAT_VERSION`] for headers this crate accepts.
+    /// Format version: [`FORMAT_VERSION`] without key fields,
+    /// [`KEYED_FORMAT_VERSION`] with them.
     pub version: u8,
-    /// The agent whose chain this entry extends, and who signs it.
+    /// The agent whose chain this entry extends: its id, the key it was
+    /// created with, whatever key signs today (see [`Header::signing_key`]).
     pub author: AgentId,
     /// Position in the author's chain, starting at 1.
     pub seq: u64,
@@ -44,9 +84,11 @@ pub struct Header {
     pub payload_len: u32,
     /// SHA-256 of the payload.
     pub payload_hash: [u8; 32],
+    /// The key fields; present exactly in a version-2 header.
+    pub keys: Option<KeyFields>,
 }
 
-/// The header as postcard lays it out. Field order is the wire order.
+/// A version-1 header as postcard lays it out. Field order is the wire order.
 #[derive(Serialize, Deserialize)]
 struct HeaderWire {
     version: u8,
@@ -56,6 +98,21 @@ struct HeaderWire {
     timestamp_ms: u64,
     payload_len: u32,
     payload_hash: [u8; 32],
+}
+
+/// A version-2 header: version 1's fields, then the key fields.
+#[derive(Serialize, Deserialize)]
+struct KeyedHeaderWire {
+    version: u8,
+    author: [u8; 32],
+    seq: u64,
+    backlink: Option<[u8; 32]>,
+    timestamp_ms: u64,
+    payload_len: u32,
+    payload_hash: [u8; 32],
+    signer: Option<[u8; 32]>,
+    next: [u8; 32],
+    key_event: KeyEvent,
 }
 
 /// Why bytes are not a valid header or signed entry.
@@ -75,7 +132,7 @@ pub enum DecodeError {
     #[error("truncated: {0}")]
     Truncated(&'static str),
     /// The first byte names a version this implementation does not know.
-    #[error("unsupported format version {0} (this implementation reads version {FORMAT_VERSION})")]
+    #[error("unsupported format version {0} (this implementation reads versions {FORMAT_VERSION} and {KEYED_FORMAT_VERSION})")]
     UnsupportedVersion(u8),
     /// postcard could not decode the structure.
     #[error("malformed header: {0}")]
@@ -106,6 +163,17 @@ pub enum DecodeError {
         /// The limit.
         max: u32,
     },
+    /// A version-2 header names the author id as its signer (the inception
+    /// key is written as no signer).
+    #[error("the signer is the author id, which is written as no signer")]
+    SignerIsAuthor,
+    /// The first entry of a chain names a signer: an agent starts with its
+    /// inception key.
+    #[error("seq 1 names a signer: an agent starts with its own key")]
+    SignerAtFirst,
+    /// The first entry of a chain is a key event.
+    #[error("seq 1 is a {0} key event: an agent starts with its own key")]
+    KeyEventAtFirst(&'static str),
 }
 
 impl DecodeError {
@@ -121,6 +189,9 @@ impl DecodeError {
             DecodeError::ZeroSeq => "zero_seq",
             DecodeError::Backlink { .. } => "backlink_structure",
             DecodeError::PayloadTooLarge { .. } => "payload_too_large",
+            DecodeError::SignerIsAuthor => "signer_is_author",
+            DecodeError::SignerAtFirst => "signer_at_first",
+            DecodeError::KeyEventAtFirst(_) => "key_event_at_first",
         }
     }
 }
@@ -141,17 +212,61 @@ pub struct LogPosition {
 impl Header {
     /// The canonical bytes of this header.
     pub fn encode(&self) -> Vec<u8> {
-        let wire = HeaderWire {
-            version: self.version,
-            author: self.author.0,
-            seq: self.seq,
-            backlink: self.backlink.map(|b| b.0),
-            timestamp_ms: self.timestamp_ms,
-            payload_len: self.payload_len,
-            payload_hash: self.payload_hash,
-        };
         // Serializing plain integers and arrays into a Vec cannot fail.
-        postcard::to_allocvec(&wire).unwrap_or_default()
+        match self.keys {
+            None => postcard::to_allocvec(&HeaderWire {
+                version: self.version,
+                author: self.author.0,
+                seq: self.seq,
+                backlink: self.backlink.map(|b| b.0),
+                timestamp_ms: self.timestamp_ms,
+                payload_len: self.payload_len,
+                payload_hash: self.payload_hash,
+            }),
+            Some(k) => postcard::to_allocvec(&KeyedHeaderWire {
+                version: self.version,
+                author: self.author.0,
+                seq: self.seq,
+                backlink: self.backlink.map(|b| b.0),
+                timestamp_ms: self.timestamp_ms,
+                payload_len: self.payload_len,
+                payload_hash: self.payload_hash,
+                signer: k.signer.map(|s| s.0),
+                next: k.next,
+                key_event: k.event,
+            }),
+        }
+        .unwrap_or_default()
+    }
+
+    /// The key that signs this entry: the header's signer, or the author id
+    /// (the inception key) when it names none.
+    pub fn signing_key(&self) -> AgentId {
+        self.keys.and_then(|k| k.signer).unwrap_or(self.author)
+    }
+
+    /// What this entry does to its author's keys (none for version 1).
+    pub fn key_event(&self) -> KeyEvent {
+        self.keys.map_or(KeyEvent::None, |k| k.event)
+    }
+
+    /// This header as a version-2 one committing to `next`, signed by the
+    /// key that signs it now: how a chain adopts pre-rotation (its first
+    /// entry, or the entry after a version-1 one).
+    pub fn committing(mut self, next: [u8; 32]) -> Self {
+        let signer = self.keys.and_then(|k| k.signer);
+        self.version = KEYED_FORMAT_VERSION;
+        self.keys = Some(KeyFields { signer, next, event: KeyEvent::None });
+        self
+    }
+
+    /// This header as a key event: signed by `key` (the pre-committed next
+    /// key, for [`KeyEvent::Rotate`]), committing to `next`.
+    pub fn key_event_by(mut self, event: KeyEvent, key: AgentId, next: [u8; 32]) -> Self {
+        let signer = (key != self.author).then_some(key);
+        self.version = KEYED_FORMAT_VERSION;
+        self.keys = Some(KeyFields { signer, next, event });
+        self
     }
 
     /// The entry's place in the log (see [`LogPosition`]).
@@ -165,33 +280,42 @@ impl Header {
     }
 
     /// Decode header bytes, accepting only the canonical encoding of a
-    /// structurally valid version-1 header.
+    /// structurally valid version-1 or version-2 header.
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
         if bytes.len() > HEADER_BYTES_MAX {
             return Err(DecodeError::TooLong { what: "header", len: bytes.len(), max: HEADER_BYTES_MAX });
         }
-        match bytes.first() {
+        let header = match bytes.first() {
             None => return Err(DecodeError::Truncated("empty header")),
-            Some(&v) if v != FORMAT_VERSION => return Err(DecodeError::UnsupportedVersion(v)),
-            Some(_) => {}
-        }
-        let (wire, rest): (HeaderWire, &[u8]) = postcard::take_from_bytes(bytes).map_err(|e| match e {
-            postcard::Error::DeserializeUnexpectedEnd => DecodeError::Truncated("header ends early"),
-            other => DecodeError::Malformed(other.to_string()),
-        })?;
-        if !rest.is_empty() {
-            return Err(DecodeError::TrailingBytes(rest.len()));
-        }
-        let header = Header {
-            version: wire.version,
-            author: AgentId(wire.author),
-            seq: wire.seq,
-            backlink: wire.backlink.map(EntryId),
-            timestamp_ms: wire.timestamp_ms,
-            payload_len: wire.payload_len,
-            payload_hash: wire.payload_hash,
+            Some(&FORMAT_VERSION) => {
+                let wire: HeaderWire = take_all(bytes)?;
+                Header {
+                    version: wire.version,
+                    author: AgentId(wire.author),
+                    seq: wire.seq,
+                    backlink: wire.backlink.map(EntryId),
+                    timestamp_ms: wire.timestamp_ms,
+                    payload_len: wire.payload_len,
+                    payload_hash: wire.payload_hash,
+                    keys: None,
+                }
+            }
+            Some(&KEYED_FORMAT_VERSION) => {
+                let wire: KeyedHeaderWire = take_all(bytes)?;
+                Header {
+                    version: wire.version,
+                    author: AgentId(wire.author),
+                    seq: wire.seq,
+                    backlink: wire.backlink.map(EntryId),
+                    timestamp_ms: wire.timestamp_ms,
+                    payload_len: wire.payload_len,
+                    payload_hash: wire.payload_hash,
+                    keys: Some(KeyFields { signer: wire.signer.map(AgentId), next: wire.next, event: wire.key_event }),
+                }
+            }
+            Some(&v) => return Err(DecodeError::UnsupportedVersion(v)),
         };
-        if !crate::canonical::encodes_to(&wire, bytes) {
+        if header.encode() != bytes {
             return Err(DecodeError::NonCanonical);
         }
         header.check_structure()?;
@@ -200,6 +324,18 @@ impl Header {
 
     /// Rules a header must meet on its own, independent of any other entry.
     fn check_structure(&self) -> Result<(), DecodeError> {
+        debug_assert_eq!(self.version == KEYED_FORMAT_VERSION, self.keys.is_some(), "version and key fields agree");
+        if let Some(k) = self.keys {
+            if k.signer == Some(self.author) {
+                return Err(DecodeError::SignerIsAuthor);
+            }
+            if self.seq == 1 && k.signer.is_some() {
+                return Err(DecodeError::SignerAtFirst);
+            }
+            if self.seq == 1 && k.event != KeyEvent::None {
+                return Err(DecodeError::KeyEventAtFirst(k.event.name()));
+            }
+        }
         if self.seq == 0 {
             return Err(DecodeError::ZeroSeq);
         }
@@ -219,6 +355,18 @@ impl Header {
     }
 }
 
+/// Decode one postcard value that must use every byte.
+fn take_all<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, DecodeError> {
+    let (wire, rest): (T, &[u8]) = postcard::take_from_bytes(bytes).map_err(|e| match e {
+        postcard::Error::DeserializeUnexpectedEnd => DecodeError::Truncated("header ends early"),
+        other => DecodeError::Malformed(other.to_string()),
+    })?;
+    if !rest.is_empty() {
+        return Err(DecodeError::TrailingBytes(rest.len()));
+    }
+    Ok(wire)
+}
+
 /// A header with its exact bytes, id and signature. Constructed only by decoding
 /// or signing, so `header_bytes` is always the canonical encoding of `header`
 /// and `id` its hash. The signature is *not* checked by construction; see
@@ -232,13 +380,14 @@ pub struct SignedEntry {
 }
 
 impl SignedEntry {
-    /// Sign `header` with `key`. The header's author must be the key's agent.
+    /// Sign `header` with `key`, which must be the header's signing key
+    /// ([`Header::signing_key`]: the author's own, or the signer it names).
     ///
     /// # Panics
-    /// If `header.author` is not `key`'s agent id or the header is structurally
+    /// If `key` is not the header's signing key or the header is structurally
     /// invalid: both are programming errors in the caller, never input errors.
     pub fn sign(header: Header, key: &AgentKey) -> Self {
-        assert_eq!(header.author, key.agent_id(), "signing another agent's header");
+        assert_eq!(header.signing_key(), key.public_key(), "signing with a key the header does not name");
         assert!(header.check_structure().is_ok(), "signing a structurally invalid header");
         let header_bytes = header.encode();
         let signature = key.sign_with_domain(ENTRY_SIGNING_DOMAIN, &header_bytes);
@@ -317,7 +466,10 @@ pub enum BuildError {
 
 /// Build the header that extends `author`'s chain after `prev` (or starts it),
 /// binding `payload`. The timestamp is `now_ms`, raised to the previous entry's
-/// if the local clock went backwards, so timestamps never decrease.
+/// if the local clock went backwards, so timestamps never decrease. After a
+/// version-2 entry the header is version 2 with the same signer and
+/// commitment (no key event): see [`Header::committing`] and
+/// [`Header::key_event_by`] for the others.
 pub fn next_header(author: AgentId, prev: Option<&SignedEntry>, now_ms: u64, payload: &[u8]) -> Result<Header, BuildError> {
     next_header_after(author, prev.map(|p| (p.header(), p.id())), now_ms, payload)
 }
@@ -327,14 +479,16 @@ pub fn next_header(author: AgentId, prev: Option<&SignedEntry>, now_ms: u64, pay
 /// not depend on signatures) and the signatures computed in parallel.
 pub fn next_header_after(author: AgentId, prev: Option<(&Header, EntryId)>, now_ms: u64, payload: &[u8]) -> Result<Header, BuildError> {
     let payload_len = u32::try_from(payload.len()).ok().filter(|len| *len <= PAYLOAD_BYTES_MAX).ok_or(BuildError::PayloadTooLarge { len: payload.len() })?;
-    let (seq, backlink, timestamp_ms) = match prev {
-        None => (1, None, now_ms),
+    let (seq, backlink, timestamp_ms, keys) = match prev {
+        None => (1, None, now_ms, None),
         Some((p, id)) => {
             let seq = p.seq.checked_add(1).ok_or(BuildError::ChainFull(p.seq))?;
-            (seq, Some(id), now_ms.max(p.timestamp_ms))
+            let keys = p.keys.map(|k| KeyFields { event: KeyEvent::None, ..k });
+            (seq, Some(id), now_ms.max(p.timestamp_ms), keys)
         }
     };
-    Ok(Header { version: FORMAT_VERSION, author, seq, backlink, timestamp_ms, payload_len, payload_hash: sha256(payload) })
+    let version = if keys.is_some() { KEYED_FORMAT_VERSION } else { FORMAT_VERSION };
+    Ok(Header { version, author, seq, backlink, timestamp_ms, payload_len, payload_hash: sha256(payload), keys })
 }
 
 #[cfg(test)]
@@ -371,8 +525,11 @@ mod tests {
             timestamp_ms: u64::MAX,
             payload_len: u32::MAX,
             payload_hash: [0xff; 32],
+            keys: None,
         };
-        assert_eq!(h.encode().len(), HEADER_BYTES_MAX);
+        assert_eq!(h.encode().len(), 123, "version 1");
+        let h = h.key_event_by(KeyEvent::Rotate, AgentId([0xfe; 32]), [0xff; 32]);
+        assert_eq!(h.encode().len(), HEADER_BYTES_MAX, "version 2");
     }
 
     #[test]
@@ -383,9 +540,12 @@ mod tests {
         trailing.push(0);
         assert_eq!(Header::decode(&trailing), Err(DecodeError::TrailingBytes(1)));
         assert!(matches!(Header::decode(&hb[..hb.len() - 1]), Err(DecodeError::Truncated(_))));
+        let mut v3 = hb.clone();
+        v3[0] = 3;
+        assert_eq!(Header::decode(&v3), Err(DecodeError::UnsupportedVersion(3)));
         let mut v2 = hb.clone();
         v2[0] = 2;
-        assert_eq!(Header::decode(&v2), Err(DecodeError::UnsupportedVersion(2)));
+        assert!(matches!(Header::decode(&v2), Err(DecodeError::Truncated(_))), "version 2 needs its key fields");
         // seq is the varint right after version and author: 0x01 -> 0x81 0x00 (overlong 1).
         let mut overlong = hb[..33].to_vec();
         assert_eq!(hb[33], 0x01);

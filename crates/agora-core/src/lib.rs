@@ -43,6 +43,7 @@ pub mod id_arena;
 pub mod identity;
 pub mod idmap;
 pub mod import;
+pub mod key_bounds;
 pub mod limits;
 pub mod pack;
 pub mod payload;
@@ -50,7 +51,7 @@ pub mod signature;
 pub mod verify;
 pub mod xorshift;
 
-pub use entry::{DecodeError, Entry, Header, LogPosition, SignedEntry};
+pub use entry::{DecodeError, Entry, Header, KeyEvent, KeyFields, LogPosition, SignedEntry, key_commitment};
 pub use fork::{ForkProof, ForkProofError};
 pub use id::{AgentId, EntryId, EntryRef, ParseIdError};
 pub use identity::{AgentKey, KeyFileError};

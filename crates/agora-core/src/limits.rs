@@ -1,16 +1,21 @@
 //! Explicit limits. Every length that comes from outside is checked against one of
 //! these before any buffer of that length is allocated.
 
-/// The only entry format version this implementation reads and writes.
+/// The entry format version without key fields.
 pub const FORMAT_VERSION: u8 = 1;
+
+/// The entry format version with key fields (`protocol-spec/keys.md`): a
+/// signer, the commitment to the next key, a key event.
+pub const KEYED_FORMAT_VERSION: u8 = 2;
 
 /// Largest payload an entry may bind: 1 MiB. Reasoning events are small; larger
 /// artefacts belong outside the log, referenced by hash.
 pub const PAYLOAD_BYTES_MAX: u32 = 1 << 20;
 
 /// Largest encoded header. A version-1 header is at most 123 bytes
-/// (1 + 32 + 10 + 33 + 10 + 5 + 32); anything longer is rejected unread.
-pub const HEADER_BYTES_MAX: usize = 123;
+/// (1 + 32 + 10 + 33 + 10 + 5 + 32), a version-2 header 189 (its key fields
+/// add 33 + 32 + 1); anything longer is rejected unread.
+pub const HEADER_BYTES_MAX: usize = 189;
 
 /// Length of an Ed25519 signature.
 pub const SIGNATURE_BYTES: usize = 64;

@@ -7,9 +7,11 @@
 //!   of its signatures to name the first bad entry.
 //! - [`verify_payload`]: the payload has the header's length and hash.
 //! - [`verify_link`]: an entry follows its predecessor (same author, seq + 1,
-//!   backlink = predecessor's id, timestamp not earlier).
+//!   backlink = predecessor's id, timestamp not earlier) under the key rules
+//!   of `protocol-spec/keys.md` (the current key signs; only a rotation by
+//!   the pre-committed key changes it).
 
-use crate::entry::{DecodeError, ENTRY_SIGNING_DOMAIN, SignedEntry};
+use crate::entry::{DecodeError, ENTRY_SIGNING_DOMAIN, KeyEvent, SignedEntry, key_commitment};
 pub use crate::id::EntryRef;
 use crate::id::{AgentId, EntryId};
 use crate::limits::VERIFY_BATCH_LEN;
@@ -63,6 +65,25 @@ pub enum Rule {
         /// This entry's timestamp.
         found: u64,
     },
+    /// A version-1 entry after a version-2 one: once an agent has committed
+    /// to a next key, every later entry commits.
+    #[error("key downgrade: a version-1 entry after a version-2 one")]
+    KeyDowngrade,
+    /// An entry that is no key event is signed by another key than its
+    /// predecessor's (the current key).
+    #[error("signer: the current key is {expected}, the entry is signed by {found}")]
+    Signer {
+        /// The predecessor's signing key.
+        expected: AgentId,
+        /// This entry's.
+        found: AgentId,
+    },
+    /// An entry that is no key event changes the commitment to the next key.
+    #[error("next changed: only a key event changes the commitment to the next key")]
+    NextChanged,
+    /// A rotation not signed by the key its predecessor committed to.
+    #[error("rotation key: {0}")]
+    RotationKey(&'static str),
 }
 
 impl Rule {
@@ -78,6 +99,10 @@ impl Rule {
             Rule::Seq { .. } => "seq",
             Rule::Backlink { .. } => "backlink",
             Rule::TimestampBackwards { .. } => "timestamp_backwards",
+            Rule::KeyDowngrade => "key_downgrade",
+            Rule::Signer { .. } => "signer",
+            Rule::NextChanged => "next_changed",
+            Rule::RotationKey(_) => "rotation_key",
         }
     }
 }
@@ -98,8 +123,9 @@ impl VerifyError {
     }
 }
 
+/// The entry's signing key (its author's, or the signer its header names).
 fn author_key(entry: &SignedEntry) -> Result<PublicKey, VerifyError> {
-    PublicKey::from_bytes(entry.header().author.as_bytes()).map_err(|e| VerifyError::new(entry, e))
+    PublicKey::from_bytes(entry.header().signing_key().as_bytes()).map_err(|e| VerifyError::new(entry, e))
 }
 
 /// Verify one entry's signature.
@@ -167,12 +193,12 @@ pub fn verify_signatures(entries: &[&SignedEntry]) -> Result<(), VerifyError> {
 }
 
 fn verify_signatures_fully(entries: &[&SignedEntry]) -> Result<(), VerifyError> {
-    // Keys are decompressed once per author per call, not once per entry.
+    // Keys are decompressed once per signing key per call, not once per entry.
     let mut keys: Vec<(AgentId, PublicKey)> = Vec::new();
     for chunk in entries.chunks(VERIFY_BATCH_LEN) {
         let mut chunk_keys = Vec::with_capacity(chunk.len());
         for (i, entry) in chunk.iter().enumerate() {
-            let author = entry.header().author;
+            let author = entry.header().signing_key();
             let key = match keys.iter().find(|(a, _)| *a == author) {
                 Some((_, k)) => *k,
                 None => match author_key(entry) {
@@ -298,7 +324,10 @@ pub fn verify_payload(entry: &SignedEntry, payload: &[u8]) -> Result<(), VerifyE
     Ok(())
 }
 
-/// Check that `next` directly follows `prev` in one author's chain.
+/// Check that `next` directly follows `prev` in one author's chain, keys
+/// included (`protocol-spec/keys.md`): a version-2 chain stays version 2,
+/// the current key signs and the commitment stays unless the entry is a key
+/// event, and a rotation is signed by the key its predecessor committed to.
 pub fn verify_link(prev: &SignedEntry, next: &SignedEntry) -> Result<(), VerifyError> {
     let (p, n) = (prev.header(), next.header());
     if n.author != p.author {
@@ -313,6 +342,35 @@ pub fn verify_link(prev: &SignedEntry, next: &SignedEntry) -> Result<(), VerifyE
     }
     if n.timestamp_ms < p.timestamp_ms {
         return Err(VerifyError::new(next, Rule::TimestampBackwards { previous: p.timestamp_ms, found: n.timestamp_ms }));
+    }
+    verify_key_step(prev, next)
+}
+
+/// The key rules between an entry and its predecessor.
+fn verify_key_step(prev: &SignedEntry, next: &SignedEntry) -> Result<(), VerifyError> {
+    let (p, n) = (prev.header(), next.header());
+    let Some(keys) = n.keys else {
+        return match p.keys {
+            Some(_) => Err(VerifyError::new(next, Rule::KeyDowngrade)),
+            None => Ok(()),
+        };
+    };
+    match keys.event {
+        KeyEvent::None => {
+            if n.signing_key() != p.signing_key() {
+                return Err(VerifyError::new(next, Rule::Signer { expected: p.signing_key(), found: n.signing_key() }));
+            }
+            if p.keys.is_some_and(|pk| pk.next != keys.next) {
+                return Err(VerifyError::new(next, Rule::NextChanged));
+            }
+        }
+        KeyEvent::Rotate => match p.keys {
+            None => return Err(VerifyError::new(next, Rule::RotationKey("the predecessor commits to no next key"))),
+            Some(pk) if key_commitment(&n.signing_key()) != pk.next => {
+                return Err(VerifyError::new(next, Rule::RotationKey("not signed by the key the predecessor committed to")));
+            }
+            Some(_) => {}
+        },
     }
     Ok(())
 }
@@ -395,6 +453,64 @@ mod tests {
         bytes[1..33].copy_from_slice(alice.agent_id().as_bytes());
         let forged = SignedEntry::decode(&bytes).unwrap();
         assert!(matches!(verify_signature(&forged).unwrap_err().rule, Rule::Signature(SignatureError::Equation)));
+    }
+
+    /// The key rules of `protocol-spec/keys.md`, each refusal by its code: a
+    /// chain that commits, rotates to the committed key, continues under it;
+    /// the thief's variants (the old key after the rotation, a rotation by
+    /// the current key, by a key of its own, a changed commitment, a version-1
+    /// entry) are refused.
+    #[test]
+    fn key_rules() {
+        use crate::entry::{KeyEvent, key_commitment, next_header_after};
+        let k0 = AgentKey::from_seed([10; 32]);
+        let k1 = AgentKey::from_seed([11; 32]);
+        let k2 = AgentKey::from_seed([12; 32]);
+        let thief = AgentKey::from_seed([13; 32]);
+        let a = k0.agent_id();
+        let next = |prev: &SignedEntry, ts: u64| next_header_after(a, Some((prev.header(), prev.id())), ts, b"x").unwrap();
+        let e1 = SignedEntry::sign(next_header(a, None, 1, b"x").unwrap().committing(key_commitment(&k1.agent_id())), &k0);
+        let e2 = SignedEntry::sign(next(&e1, 2), &k0);
+        verify_link(&e1, &e2).unwrap();
+        assert_eq!(e2.header().version, 2, "a committed chain stays version 2");
+        let r3 = SignedEntry::sign(next(&e2, 3).key_event_by(KeyEvent::Rotate, k1.agent_id(), key_commitment(&k2.agent_id())), &k1);
+        verify_link(&e2, &r3).unwrap();
+        verify_signature(&r3).unwrap();
+        let e4 = SignedEntry::sign(next(&r3, 4), &k1);
+        verify_link(&r3, &e4).unwrap();
+        assert_eq!(e4.header().signing_key(), k1.agent_id());
+        let code = |p: &SignedEntry, n: &SignedEntry| verify_link(p, n).unwrap_err().rule.code();
+
+        // The old key after the rotation (the thief holding it).
+        let mut h = next(&r3, 4);
+        h.keys = h.keys.map(|k| crate::KeyFields { signer: None, ..k });
+        assert_eq!(code(&r3, &SignedEntry::sign(h, &k0)), "signer");
+        // A rotation signed by the current key, or by a key of the thief's.
+        let by_current = next(&e2, 3).key_event_by(KeyEvent::Rotate, a, key_commitment(&thief.agent_id()));
+        assert_eq!(code(&e2, &SignedEntry::sign(by_current, &k0)), "rotation_key");
+        let by_thief = next(&e2, 3).key_event_by(KeyEvent::Rotate, thief.agent_id(), key_commitment(&thief.agent_id()));
+        assert_eq!(code(&e2, &SignedEntry::sign(by_thief, &thief)), "rotation_key");
+        // The current key changing the commitment without a key event.
+        let mut h = next(&e2, 3);
+        h.keys = h.keys.map(|k| crate::KeyFields { next: key_commitment(&thief.agent_id()), ..k });
+        assert_eq!(code(&e2, &SignedEntry::sign(h, &k0)), "next_changed");
+        // A version-1 entry after a version-2 one.
+        let mut h = next(&e2, 3);
+        (h.version, h.keys) = (1, None);
+        assert_eq!(code(&e2, &SignedEntry::sign(h, &k0)), "key_downgrade");
+        // A rotation in a chain that committed to nothing.
+        let v1 = chain(&k0, 2);
+        let h = next_header(a, Some(&v1[1]), 3, b"x").unwrap().key_event_by(KeyEvent::Rotate, k1.agent_id(), [0; 32]);
+        assert_eq!(code(&v1[1], &SignedEntry::sign(h, &k1)), "rotation_key");
+        // A version-1 chain adopts pre-rotation with its current key.
+        let adopt = SignedEntry::sign(next_header(a, Some(&v1[1]), 3, b"x").unwrap().committing([7; 32]), &k0);
+        verify_link(&v1[1], &adopt).unwrap();
+        // The signature is checked against the signer the header names:
+        // the author's own key signing a header that names another fails.
+        let mut bytes = e4.encode();
+        let n = bytes.len();
+        bytes[n - 64..].copy_from_slice(&k0.sign_with_domain(ENTRY_SIGNING_DOMAIN, e4.header_bytes()));
+        assert_eq!(verify_signature(&SignedEntry::decode(&bytes).unwrap()).unwrap_err().rule.code(), "bad_signature");
     }
 
     #[test]

@@ -3,21 +3,32 @@
 
 use agora_core::entry::next_header;
 use agora_core::verify::{verify_payload, verify_signature};
-use agora_core::{AgentId, AgentKey, EntryId, ForkProof, Header, SignedEntry};
+use agora_core::{AgentId, AgentKey, EntryId, ForkProof, Header, KeyEvent, SignedEntry};
 use proptest::prelude::*;
 
+/// Version-1 and version-2 headers (with a rotation after seq 1).
 fn arb_header() -> impl Strategy<Value = Header> {
-    (any::<[u8; 32]>(), 1u64.., any::<[u8; 32]>(), any::<u64>(), 0u32..=agora_core::limits::PAYLOAD_BYTES_MAX, any::<[u8; 32]>()).prop_map(
-        |(author, seq, back, ts, len, hash)| Header {
-            version: 1,
-            author: AgentId(author),
-            seq,
-            backlink: if seq == 1 { None } else { Some(EntryId(back)) },
-            timestamp_ms: ts,
-            payload_len: len,
-            payload_hash: hash,
-        },
+    (
+        (any::<[u8; 32]>(), 1u64.., any::<[u8; 32]>(), any::<u64>(), 0u32..=agora_core::limits::PAYLOAD_BYTES_MAX, any::<[u8; 32]>()),
+        (0u8..3, any::<[u8; 32]>(), any::<[u8; 32]>()),
     )
+        .prop_map(|((author, seq, back, ts, len, hash), (keys, signer, next))| {
+            let h = Header {
+                version: 1,
+                author: AgentId(author),
+                seq,
+                backlink: if seq == 1 { None } else { Some(EntryId(back)) },
+                timestamp_ms: ts,
+                payload_len: len,
+                payload_hash: hash,
+                keys: None,
+            };
+            match (keys, seq) {
+                (0, _) => h,
+                (_, 1) | (1, _) => h.committing(next),
+                _ => h.key_event_by(KeyEvent::Rotate, AgentId(signer), next),
+            }
+        })
 }
 
 fn signed(seed: [u8; 32], payload: &[u8], ts: u64) -> SignedEntry {
@@ -47,7 +58,7 @@ proptest! {
     /// Any byte string that decodes is the canonical encoding of what it decodes
     /// to: decode(b) = h implies encode(h) = b.
     #[test]
-    fn only_canonical_bytes_decode(bytes in proptest::collection::vec(any::<u8>(), 0..140)) {
+    fn only_canonical_bytes_decode(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
         if let Ok(h) = Header::decode(&bytes) {
             prop_assert_eq!(h.encode(), bytes);
         }

@@ -10,7 +10,7 @@
 
 use agora_core::entry::{ENTRY_SIGNING_DOMAIN, next_header};
 use agora_core::verify::{verify_link, verify_payload, verify_signature};
-use agora_core::{AgentId, AgentKey, EntryId, ForkProof, SignedEntry};
+use agora_core::{AgentId, AgentKey, EntryId, ForkProof, KeyEvent, KeyFields, SignedEntry, key_commitment};
 use ed25519_dalek::{Signer, SigningKey};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -78,9 +78,9 @@ fn generate() -> Value {
     // seq (=1) is the byte after version and author; 0x81 0x00 is an overlong 1.
     let overlong = [&h1[..33], &[0x81, 0x00], &h1[34..]].concat();
     bad("overlong_varint_seq", join(&overlong, &raw_sign(alice_seed, &overlong)), "non_canonical", json!({}));
-    let mut v2 = h1.clone();
-    v2[0] = 2;
-    bad("unknown_version", join(&v2, &raw_sign(alice_seed, &v2)), "unsupported_version", json!({}));
+    let mut v3 = h1.clone();
+    v3[0] = 3;
+    bad("unknown_version", join(&v3, &raw_sign(alice_seed, &v3)), "unsupported_version", json!({}));
     bad("oversized", vec![1u8; agora_core::limits::SIGNED_ENTRY_BYTES_MAX + 1], "too_long", json!({}));
     let mut flipped_sig = e1_bytes.clone();
     let n = flipped_sig.len();
@@ -136,6 +136,70 @@ fn generate() -> Value {
     let ep = SignedEntry::sign(early, &alice);
     bad("timestamp_backwards", ep.encode(), "timestamp_backwards", json!({ "predecessor": "alice_1" }));
 
+    // Keys (protocol-spec/keys.md): carol commits to her next key at seq 1,
+    // rotates to it at seq 3 and continues under it; a version-1 chain
+    // (alice's) adopts pre-rotation.
+    let (carol_seed, next_seed, after_seed, thief_seed) = ([0x33u8; 32], [0x34u8; 32], [0x35u8; 32], [0x36u8; 32]);
+    let (carol, next, after, thief) =
+        (AgentKey::from_seed(carol_seed), AgentKey::from_seed(next_seed), AgentKey::from_seed(after_seed), AgentKey::from_seed(thief_seed));
+    let c = carol.agent_id();
+    let at = |prev: &SignedEntry, ts: u64, p: &[u8]| next_header(c, Some(prev), ts, p).unwrap();
+    let carol1 = SignedEntry::sign(next_header(c, None, 1_700_000_001_000, b"c1").unwrap().committing(key_commitment(&next.agent_id())), &carol);
+    let carol2 = SignedEntry::sign(at(&carol1, 1_700_000_002_000, b"c2"), &carol);
+    let carol3 =
+        SignedEntry::sign(at(&carol2, 1_700_000_003_000, b"c3").key_event_by(KeyEvent::Rotate, next.agent_id(), key_commitment(&after.agent_id())), &next);
+    let carol4 = SignedEntry::sign(at(&carol3, 1_700_000_004_000, b"c4"), &next);
+    let alice4 = SignedEntry::sign(next_header(alice.agent_id(), chain.last(), 1_700_000_003_000, b"a4").unwrap().committing([0x55; 32]), &alice);
+    for (name, e, p) in [
+        ("carol_1", &carol1, &b"c1"[..]),
+        ("carol_2", &carol2, b"c2"),
+        ("carol_3_rotation", &carol3, b"c3"),
+        ("carol_4", &carol4, b"c4"),
+        ("alice_4_commits", &alice4, b"a4"),
+    ] {
+        valid.push(valid_json(name, if name.starts_with("alice") { "alice" } else { "carol" }, e, p));
+    }
+    let resign = |h: agora_core::Header, seed: [u8; 32]| {
+        let b = h.encode();
+        join(&b, &raw_sign(seed, &b))
+    };
+    let mut old_key = at(&carol3, 1_700_000_004_000, b"t4");
+    old_key.keys = old_key.keys.map(|k| KeyFields { signer: None, ..k });
+    bad("old_key_after_rotation", resign(old_key, carol_seed), "signer", json!({ "predecessor": "carol_3_rotation" }));
+    let by_current = at(&carol2, 1_700_000_003_000, b"t3").key_event_by(KeyEvent::Rotate, c, key_commitment(&thief.agent_id()));
+    bad("rotation_by_the_current_key", resign(by_current, carol_seed), "rotation_key", json!({ "predecessor": "carol_2" }));
+    let by_thief = at(&carol2, 1_700_000_003_000, b"t3").key_event_by(KeyEvent::Rotate, thief.agent_id(), key_commitment(&thief.agent_id()));
+    bad("rotation_by_another_key", resign(by_thief, thief_seed), "rotation_key", json!({ "predecessor": "carol_2" }));
+    let mut recommit = at(&carol2, 1_700_000_003_000, b"t3");
+    recommit.keys = recommit.keys.map(|k| KeyFields { next: key_commitment(&thief.agent_id()), ..k });
+    bad("commitment_changed", resign(recommit, carol_seed), "next_changed", json!({ "predecessor": "carol_2" }));
+    let mut downgrade = at(&carol2, 1_700_000_003_000, b"t3");
+    (downgrade.version, downgrade.keys) = (1, None);
+    bad("version_1_after_version_2", resign(downgrade, carol_seed), "key_downgrade", json!({ "predecessor": "carol_2" }));
+    let rotate_v1 = next_header(alice.agent_id(), Some(e2), 1_700_000_003_000, b"t").unwrap().key_event_by(KeyEvent::Rotate, next.agent_id(), [0; 32]);
+    bad("rotation_without_commitment", resign(rotate_v1, next_seed), "rotation_key", json!({ "predecessor": "alice_2" }));
+    let mut named = carol2.header().clone();
+    named.keys = named.keys.map(|k| KeyFields { signer: Some(c), ..k });
+    bad("signer_is_author", resign(named, carol_seed), "signer_is_author", json!({}));
+    let mut first_signer = carol1.header().clone();
+    first_signer.keys = first_signer.keys.map(|k| KeyFields { signer: Some(next.agent_id()), ..k });
+    bad("signer_at_first", resign(first_signer, next_seed), "signer_at_first", json!({}));
+    let mut first_event = carol1.header().clone();
+    first_event.keys = first_event.keys.map(|k| KeyFields { event: KeyEvent::Rotate, ..k });
+    bad("key_event_at_first", resign(first_event, carol_seed), "key_event_at_first", json!({}));
+    let mut unknown_event = carol2.header_bytes().to_vec();
+    *unknown_event.last_mut().unwrap() = 2;
+    bad("unknown_key_event", join(&unknown_event, &raw_sign(carol_seed, &unknown_event)), "malformed", json!({}));
+    let keys = {
+        let mut k = keys;
+        for (name, seed, key) in
+            [("carol", carol_seed, &carol), ("carol_next", next_seed, &next), ("carol_after", after_seed, &after), ("thief", thief_seed, &thief)]
+        {
+            k.as_array_mut().unwrap().push(json!({ "name": name, "seed": hex::encode(seed), "public": key.agent_id().to_string() }));
+        }
+        k
+    };
+
     // Fork proofs.
     let alt2 = SignedEntry::sign(next_header(alice.agent_id(), Some(e1), 1_700_000_000_900, b"a rival second entry").unwrap(), &alice);
     let same_seq = ForkProof::new(e2.clone(), alt2.clone()).unwrap();
@@ -188,8 +252,10 @@ fn valid_json(name: &str, author: &str, e: &SignedEntry, payload: &[u8]) -> Valu
     let h = e.header();
     json!({
         "name": name, "author": author,
-        "header": { "version": h.version, "seq": h.seq, "backlink": h.backlink.map(|b| b.to_string()),
-                    "timestamp_ms": h.timestamp_ms, "payload_len": h.payload_len, "payload_hash": hex::encode(h.payload_hash) },
+        "header": { "version": h.version, "author": h.author.to_string(), "seq": h.seq, "backlink": h.backlink.map(|b| b.to_string()),
+                    "timestamp_ms": h.timestamp_ms, "payload_len": h.payload_len, "payload_hash": hex::encode(h.payload_hash),
+                    "signer": h.keys.and_then(|k| k.signer).map(|s| s.to_string()), "next": h.keys.map(|k| hex::encode(k.next)),
+                    "key_event": h.keys.map(|k| k.event.name()) },
         "payload": hex::encode(payload),
         "header_bytes": hex::encode(e.header_bytes()),
         "signature": hex::encode(e.signature()),
@@ -232,15 +298,27 @@ fn vectors_check() {
         assert_eq!(entry.header().seq, e["header"]["seq"].as_u64().unwrap());
         verify_signature(&entry).unwrap();
         verify_payload(&entry, &h(&e["payload"])).unwrap();
-        // Independent check with ed25519-dalek's strict verifier.
-        let vk = ed25519_dalek::VerifyingKey::from_bytes(entry.header().author.as_bytes()).unwrap();
+        // Independent checks: the header bytes rebuilt from the fields as the
+        // specification lays them out, and the signature with ed25519-dalek's
+        // strict verifier under the signing key the fields name.
+        assert_eq!(spec_header(&e["header"]), h(&e["header_bytes"]), "header bytes of {}", e["name"]);
+        let signing = e["header"]["signer"].as_str().or(e["header"]["author"].as_str()).unwrap();
+        let vk = ed25519_dalek::VerifyingKey::from_bytes(&h(&json!(signing)).try_into().unwrap()).unwrap();
         let mut msg = v["signing_domain"].as_str().unwrap().as_bytes().to_vec();
         msg.extend_from_slice(&h(&e["header_bytes"]));
         vk.verify_strict(&msg, &ed25519_dalek::Signature::from_bytes(entry.signature())).unwrap();
         by_name.insert(e["name"].as_str().unwrap().to_string(), entry);
     }
-    verify_link(&by_name["alice_1"], &by_name["alice_2"]).unwrap();
-    verify_link(&by_name["alice_2"], &by_name["alice_3"]).unwrap();
+    for (p, n) in [
+        ("alice_1", "alice_2"),
+        ("alice_2", "alice_3"),
+        ("alice_3", "alice_4_commits"),
+        ("carol_1", "carol_2"),
+        ("carol_2", "carol_3_rotation"),
+        ("carol_3_rotation", "carol_4"),
+    ] {
+        verify_link(&by_name[p], &by_name[n]).unwrap_or_else(|e| panic!("{p} -> {n}: {e}"));
+    }
 
     let invalid = v["invalid_entries"].as_array().unwrap();
     assert!(invalid.len() >= 18);
@@ -272,6 +350,38 @@ fn vectors_check() {
         let err = ForkProof::decode(&h(&p["proof"])).unwrap_err();
         assert_eq!(err.code(), p["error"].as_str().unwrap(), "invalid proof {}", p["name"]);
     }
+}
+
+/// A header's bytes written from `protocol-spec/entry-format.md` and
+/// `keys.md` alone: the fields in order, varints, options as a tag byte,
+/// the key fields only in version 2.
+fn spec_header(f: &Value) -> Vec<u8> {
+    let bytes32 = |v: &Value| -> Vec<u8> { hex::decode(v.as_str().unwrap()).unwrap() };
+    let mut out = vec![f["version"].as_u64().unwrap() as u8];
+    out.extend(bytes32(&f["author"]));
+    varint(&mut out, f["seq"].as_u64().unwrap() as usize);
+    match f["backlink"].as_str() {
+        None => out.push(0),
+        Some(_) => {
+            out.push(1);
+            out.extend(bytes32(&f["backlink"]));
+        }
+    }
+    varint(&mut out, f["timestamp_ms"].as_u64().unwrap() as usize);
+    varint(&mut out, f["payload_len"].as_u64().unwrap() as usize);
+    out.extend(bytes32(&f["payload_hash"]));
+    if f["version"] == 2 {
+        match f["signer"].as_str() {
+            None => out.push(0),
+            Some(_) => {
+                out.push(1);
+                out.extend(bytes32(&f["signer"]));
+            }
+        }
+        out.extend(bytes32(&f["next"]));
+        out.push(["none", "rotate"].iter().position(|n| f["key_event"] == *n).unwrap() as u8);
+    }
+    out
 }
 
 /// LEB128 varint, as postcard writes lengths.
