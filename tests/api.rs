@@ -176,7 +176,10 @@ fn every_route_answers_as_its_openapi_document_says() {
         let name = path.strip_prefix("/v1/ops/").expect("every path is an operation");
         let (status, body) = api.post(name, json!({}));
         check_answer(&doc, path, status, &body);
-        assert!(status == 200 || status == 400, "{name} with no input: {status} {body}");
+        // A rotation needs a chain to rotate: on this empty one it is
+        // refused by its rule, not by its input.
+        let rotation_refused = name == "key_rotate" && status == 422 && body["rule"] == "empty_chain";
+        assert!(status == 200 || status == 400 || rotation_refused, "{name} with no input: {status} {body}");
         let (status, body) = api.post_raw(name, "{}", None);
         assert_eq!(status, 401, "{name} without the token: {body}");
         check_answer(&doc, path, status, &body);

@@ -274,7 +274,7 @@ fn bad_keys_and_foreign_directories_are_refused() {
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
     let good = std::fs::read(&key).unwrap();
     std::fs::write(&key, &good[..31]).unwrap();
-    fails(&home, &["append"], Some(b"two"), "exactly 32 bytes, found 31");
+    fails(&home, &["append"], Some(b"two"), "exactly 32 or 64 bytes, found 31");
     std::fs::write(&key, [&good[..], b"\n"].concat()).unwrap();
     fails(&home, &["append"], Some(b"two"), "exactly 32 bytes, found 33");
     std::fs::write(&key, &good).unwrap();

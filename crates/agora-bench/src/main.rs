@@ -27,6 +27,7 @@ static MALLOC_CONF: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000,muz
 
 mod automerge_bench;
 mod graph_bench;
+mod keys_bench;
 mod late_bench;
 mod live_bench;
 mod measure;
@@ -53,6 +54,9 @@ enum Bench {
     /// The merged view published as an Automerge document from the live
     /// view, republished after each arrival, against republishing by recompute.
     Automerge(automerge_bench::AutomergeArgs),
+    /// Keys: verifying chains with rotations against chains without, and
+    /// which key signed an entry in a store of many agents' key histories.
+    Keys(keys_bench::KeysArgs),
     /// The swarm simulator: wall time, entries per second and peak memory of
     /// a scenario (by default a thousand agents), optionally at several sizes.
     Sim(sim_bench::SimArgs),
@@ -94,6 +98,7 @@ fn main() -> Result<()> {
         Bench::Live(args) => live_bench::run(args),
         Bench::Automerge(args) => automerge_bench::run(args),
         Bench::Sim(args) => sim_bench::run(args),
+        Bench::Keys(args) => keys_bench::run(args),
     }
 }
 

@@ -43,14 +43,21 @@ pub fn run(s: &Session, command: ChainCommand) -> Result<ExitCode> {
         ChainCommand::Authors => authors(s),
         ChainCommand::Forks(inputs::AuthorFilter { author }) => forks(s, author.as_deref()),
         ChainCommand::CheckProof(inputs::CheckProof { proof }) => check_proof(s, &proof),
+        ChainCommand::Key(command) => crate::keys::run(s, command),
     }
 }
 
 fn init(s: &Session) -> Result<ExitCode> {
     let key = s.home.init()?;
     let id = key.agent_id().to_string();
-    let answer = Initialised { agent: id.clone(), home: s.home.dir.display().to_string() };
-    s.print(&answer, || format!("initialised {}\nagent {id}", s.home.dir.display()))?;
+    let next_key = s.home.next_key_path(None)?.display().to_string();
+    let answer = Initialised { agent: id.clone(), home: s.home.dir.display().to_string(), next_key: next_key.clone() };
+    s.print(&answer, || {
+        format!(
+            "initialised {}\nagent {id}\nnext key {next_key}: keep it apart from this home (`agora key next --export FILE`); it is what rotates a stolen key away",
+            s.home.dir.display()
+        )
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -404,6 +411,9 @@ pub struct Initialised {
     pub agent: String,
     /// The home made.
     pub home: String,
+    /// The agent's next key, which its first entry commits to: keep it
+    /// apart from the home (`agora key next --export FILE`).
+    pub next_key: String,
 }
 
 /// An entry's signed header: what `append` returns, and how `log` begins each entry.
@@ -425,6 +435,13 @@ pub struct EntryHeader {
     pub payload_hash: String,
     /// The entry format's version.
     pub version: u64,
+    /// The key that signed it, when not the author's own (the agent has
+    /// rotated: protocol-spec/keys.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signer: Option<String>,
+    /// The key event it is (`rotate`, `recover`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_event: Option<String>,
 }
 
 impl EntryHeader {
@@ -440,6 +457,8 @@ impl EntryHeader {
             payload_len: u64::from(h.payload_len),
             payload_hash: hex::encode(h.payload_hash),
             version: u64::from(h.version),
+            signer: h.keys.and_then(|k| k.signer).map(|k| k.to_string()),
+            key_event: Some(h.key_event()).filter(|e| *e != agora_core::KeyEvent::None).map(|e| e.name().to_string()),
         }
     }
 }

@@ -91,7 +91,10 @@ impl GraphCache {
             || notice.forks.iter().any(|(author, _)| *author == self.founder)
             // The head of a removed agent's pinned history: which of its
             // entries count changes (`Roster::resolve_pins`).
-            || (roster.pins_waiting().next().is_some() && notice.entries.iter().any(|(e, _)| roster.pins_waiting().any(|h| *h == e.id())));
+            || (roster.pins_waiting().next().is_some() && notice.entries.iter().any(|(e, _)| roster.pins_waiting().any(|h| *h == e.id())))
+            // A rotation, or a fork one may resolve: which entries count
+            // changes (`Roster::key_bounds`).
+            || agora_merge::key_bounds_may_change(roster, &notice.entries, notice.forks.iter().map(|(author, _)| author));
         if !notice.payloads_changed.is_empty() || roster_may_change {
             *slot = None;
             return;

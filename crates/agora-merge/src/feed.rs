@@ -43,6 +43,24 @@ pub fn roster_may_change<'a>(
         || fork_authors.into_iter().any(|a| a == founder)
 }
 
+/// May a committed write change what an author's rotations leave out
+/// (`Roster::key_bounds`, `protocol-spec/keys.md`)? A rotation; a fork of a
+/// chain that commits to next keys (its entries are version 2), which a
+/// rotation may resolve; or any entry of an author some of whose entries
+/// are left out already (a descendant of one is left out too). Then the
+/// view is built again from the store rather than updated.
+pub fn key_bounds_may_change<'a>(
+    roster: &Roster,
+    entries: impl IntoIterator<Item = &'a (SignedEntry, Option<Vec<u8>>)>,
+    fork_authors: impl IntoIterator<Item = &'a AgentId>,
+) -> bool {
+    let forked: Vec<&AgentId> = fork_authors.into_iter().collect();
+    entries.into_iter().any(|(e, _)| {
+        let h = e.header();
+        h.key_event() == agora_core::KeyEvent::Rotate || roster.key_bounds.contains_key(&h.author) || (h.keys.is_some() && forked.contains(&&h.author))
+    })
+}
+
 /// What a batch of committed writes (in commit order: the new `entries`
 /// with their payloads when held, the entries whose payloads changed, the
 /// authors whose chains forked) makes of `merge`, built under `roster` for
@@ -61,6 +79,11 @@ pub fn plan_update<E: From<VerifyError>>(
     // The head of a removed agent's pinned history arrived: which of its
     // entries count changes (`Roster::resolve_pins`).
     if roster.pins_waiting().next().is_some() && entries.iter().any(|(e, _)| roster.pins_waiting().any(|h| *h == e.id())) {
+        return Ok(Feed::Rebuild);
+    }
+    // A rotation, or a fork one may resolve: which entries count changes
+    // (`Roster::key_bounds`).
+    if key_bounds_may_change(roster, &entries, &forks) {
         return Ok(Feed::Rebuild);
     }
     let mut update = LiveUpdate::default();

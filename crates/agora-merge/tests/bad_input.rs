@@ -116,7 +116,7 @@ fn forged_fork_proofs_are_refused() {
     ));
     // Truncated and oversized bytes.
     assert!(decode_fork_proof(&good[..good.len() - 1]).is_err());
-    assert!(matches!(decode_fork_proof(&vec![1u8; 400]), Err(InputError::ForkProof(ForkProofError::TooLong(400)))));
+    assert!(matches!(decode_fork_proof(&vec![1u8; 600]), Err(InputError::ForkProof(ForkProofError::TooLong(600)))));
     // A refused proof changes nothing: without it the chain is not forked.
     let m = s.compute();
     assert!(m.chain(&s.agent(0)).unwrap().frozen().is_none());

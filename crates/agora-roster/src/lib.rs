@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 use agora_core::canonical::{FrameError, Framing};
+use agora_core::key_bounds::{ChainLink, KeyBounds, key_bounds};
 use agora_core::{AgentId, EntryId};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -238,6 +239,11 @@ pub struct Roster {
     /// Roster payloads that had no effect (redacted, malformed, removing the
     /// founder), for reports.
     pub skipped: Vec<Skipped>,
+    /// Of the agents whose chain is forked and who rotated their key, what
+    /// their rotations leave out (`protocol-spec/keys.md`), found in a
+    /// store by [`Roster::bound_keys`]; agents whose rotations leave nothing
+    /// out are absent.
+    pub key_bounds: BTreeMap<AgentId, KeyBounds>,
 }
 
 impl Roster {
@@ -252,6 +258,7 @@ impl Roster {
             pending_at_seq: None,
             frozen_at_fork_seq: None,
             skipped: Vec::new(),
+            key_bounds: BTreeMap::new(),
         }
     }
 
@@ -352,7 +359,13 @@ impl Roster {
     /// admitted chains, so an entry a node holds of anyone else (imported by
     /// hand) would count on that node alone. It is stored, and counts from
     /// the admission on.
+    ///
+    /// And nothing an author's rotations leave out (`protocol-spec/keys.md`):
+    /// an entry not comparable with every rotation of its author.
     pub fn admits_entry(&self, author: &AgentId, seq: u64, id: &EntryId) -> bool {
+        if self.key_bounds.get(author).is_some_and(|b| !b.counts(id)) {
+            return false;
+        }
         match self.pinned.get(author) {
             Some(pin) => pin.history.as_ref().is_some_and(|h| seq >= 1 && usize::try_from(seq - 1).ok().and_then(|i| h.get(i)) == Some(id)),
             None => self.admits_seq(author, seq),
@@ -362,9 +375,24 @@ impl Roster {
     /// Does a fork proof of `author` at `seq` count in views? None of an
     /// agent with a pinned history does (its history is one chain, so any
     /// fork pairs an entry off it), nor of an author never admitted;
-    /// otherwise as [`Roster::admits_entry`] by seq.
+    /// otherwise as [`Roster::admits_entry`] by seq. Of an author whose
+    /// rotations leave entries out, only a seq where two entries that count
+    /// sit: a rotation resolves the fork a thief made.
     pub fn admits_fork(&self, author: &AgentId, seq: u64) -> bool {
-        !self.pinned.contains_key(author) && self.admits_seq(author, seq)
+        !self.pinned.contains_key(author) && self.admits_seq(author, seq) && self.key_bounds.get(author).is_none_or(|b| b.forks.contains(&seq))
+    }
+
+    /// Find what the rotations of forked chains leave out: `forked` are the
+    /// authors with a fork proof, `chain(author)` their entries' links
+    /// (every branch). Work is linear in those chains.
+    pub fn bound_keys<E>(&mut self, forked: impl IntoIterator<Item = AgentId>, mut chain: impl FnMut(&AgentId) -> Result<Vec<ChainLink>, E>) -> Result<(), E> {
+        self.key_bounds.clear();
+        for author in forked {
+            if let Some(bounds) = key_bounds(&chain(&author)?) {
+                self.key_bounds.insert(author, bounds);
+            }
+        }
+        Ok(())
     }
 
     /// An author's seq counts (pins aside): up to its cut-off if it has

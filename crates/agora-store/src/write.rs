@@ -275,7 +275,14 @@ impl Store {
             let mut prev = tip.map(|t| (t.header().clone(), t.id()));
             let mut headers = Vec::with_capacity(payloads.len());
             for payload in payloads.iter() {
-                let h = next_header_after(author, prev.as_ref().map(|(h, id)| (h, *id)), now_ms, payload)?;
+                let h = key.commit_if_none(next_header_after(author, prev.as_ref().map(|(h, id)| (h, *id)), now_ms, payload)?);
+                if h.signing_key() != key.public_key() {
+                    return Err(StoreError::Limit(format!(
+                        "the key {} does not sign {author}'s chain now (its current key is {})",
+                        key.public_key(),
+                        h.signing_key()
+                    )));
+                }
                 prev = Some((h.clone(), h.id()));
                 headers.push(h);
             }
@@ -474,6 +481,38 @@ impl Store {
     /// seq is already taken on another branch, the new entry is kept beside it
     /// with a fork proof, exactly as for any other second entry at a position.
     pub fn append_after(&self, key: &AgentKey, tip: &EntryId, payload: &[u8], now_ms: u64) -> Result<SignedEntry, StoreError> {
+        self.append_shaped(key, tip, true, payload, now_ms, |h| key.commit_if_none(h))
+    }
+
+    /// Sign and durably append a key event (`protocol-spec/keys.md`) to
+    /// `key`'s agent's chain directly after `after`, which may be any held
+    /// entry of that chain: a revocation follows the last entry its owner
+    /// vouches for, below the tip, and forks the chain there. `key` is the
+    /// key that signs the event (the pre-committed next key for a rotation,
+    /// the granted key for a recovery), and `next` the commitment to the key
+    /// after it. The import rules check it as any entry: a rotation by a key
+    /// the predecessor did not commit to is refused with the rule named.
+    pub fn append_key_event(
+        &self,
+        key: &AgentKey,
+        after: &EntryId,
+        event: agora_core::KeyEvent,
+        next: [u8; 32],
+        payload: &[u8],
+        now_ms: u64,
+    ) -> Result<SignedEntry, StoreError> {
+        self.append_shaped(key, after, false, payload, now_ms, |h| h.key_event_by(event, key.public_key(), next))
+    }
+
+    fn append_shaped(
+        &self,
+        key: &AgentKey,
+        tip: &EntryId,
+        tip_only: bool,
+        payload: &[u8],
+        now_ms: u64,
+        shape: impl FnOnce(agora_core::Header) -> agora_core::Header,
+    ) -> Result<SignedEntry, StoreError> {
         let _guard = self.lock();
         let author = key.agent_id();
         let count = self.tip_summary(&author)?.map_or(0, |s| s.count as usize);
@@ -481,13 +520,16 @@ impl Store {
             Some((a, seq)) if a == author => EntryRef { author, seq, id: *tip },
             _ => return Err(StoreError::NotATip { author, tip: *tip, tips: count }),
         };
-        if !self.is_tip(&named)? {
+        if tip_only && !self.is_tip(&named)? {
             return Err(StoreError::NotATip { author, tip: *tip, tips: count });
         }
         let prev = self
             .load_signed(&author, named.seq, &named.id)?
             .ok_or_else(|| StoreError::Corrupt { location: format!("tip {}", named.id), problem: "tip names an entry that is not stored".into() })?;
-        let header = next_header_after(author, Some((prev.header(), prev.id())), now_ms, payload)?;
+        let header = shape(next_header_after(author, Some((prev.header(), prev.id())), now_ms, payload)?);
+        if header.signing_key() != key.public_key() {
+            return Err(StoreError::Limit(format!("the key {} does not sign this chain now (its current key is {})", key.public_key(), header.signing_key())));
+        }
         let entry = SignedEntry::sign(header, key);
         // Planned at the entry's own date: an author's own entry is never
         // deferred (its date is the later of the clock and its predecessor's).

@@ -304,7 +304,38 @@ pub fn derive_roster(store: &Store, founder: AgentId) -> Result<Roster, StoreErr
     }
     let mut roster = Roster::derive(founder, kept.iter().map(|(seq, id, p)| FounderEntry { seq: *seq, id: *id, content: p.as_content() }));
     resolve_pins(store, &mut roster)?;
+    bound_keys(store, &mut roster)?;
     Ok(roster)
+}
+
+/// What rotations leave out (`Roster::bound_keys`, `protocol-spec/keys.md`):
+/// only a forked chain can lose entries, and only one that rotated, which
+/// shows in its tips (every branch after a rotation is signed by a key other
+/// than the author's own). So: the authors with a fork proof whose tips say
+/// they rotated, each chain read once.
+pub fn bound_keys(store: &Store, roster: &mut Roster) -> Result<(), StoreError> {
+    let mut rotated = std::collections::BTreeSet::new();
+    for proof in store.fork_proofs(None)? {
+        let author = proof.author();
+        if rotated.contains(&author) {
+            continue;
+        }
+        for tip in store.tips(&author)? {
+            if store.get_signed(&tip.id)?.is_some_and(|e| e.header().signing_key() != author) {
+                rotated.insert(author);
+                break;
+            }
+        }
+    }
+    roster.bound_keys(rotated, |author| {
+        let mut links = Vec::new();
+        store.for_each_entry(Some(author), |e| {
+            let h = e.signed.header();
+            links.push(agora_core::key_bounds::ChainLink { id: e.signed.id(), seq: h.seq, backlink: h.backlink, event: h.key_event() });
+            Ok(())
+        })?;
+        Ok(links)
+    })
 }
 
 /// Find the pinned histories of agents removed by their head

@@ -3,7 +3,6 @@
 //! resident memory.
 
 use agora_core::AgentKey;
-use agora_core::identity::KEY_FILE_BYTES;
 use agora_store::{Store, StoreOptions};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
@@ -41,9 +40,6 @@ pub(crate) fn new_home(agora: &Path) -> Result<Home> {
 
 pub(super) fn key_of(home: &Path) -> Result<AgentKey> {
     let bytes = std::fs::read(home.join("agent.key"))?;
-    if bytes.len() != KEY_FILE_BYTES {
-        bail!("unexpected key file length");
-    }
     Ok(AgentKey::from_key_file_bytes(&bytes)?)
 }
 

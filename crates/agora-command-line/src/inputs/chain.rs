@@ -39,6 +39,22 @@ pub enum ChainCommand {
     Forks(AuthorFilter),
     /// Check a hex-encoded fork proof with no other data.
     CheckProof(CheckProof),
+    /// This agent's keys: its next key, rotation, revocation, key history.
+    #[command(subcommand)]
+    Key(KeyCommand),
+}
+
+/// An agent's keys (protocol-spec/keys.md).
+#[derive(Subcommand, Debug, Clone)]
+pub enum KeyCommand {
+    /// Where this agent's next key is, and its commitment; --export moves it out of the home.
+    Next(KeyNext),
+    /// Rotate to the pre-committed next key, after this agent's tip; a new next key is drawn.
+    Rotate(KeyRotate),
+    /// Revoke the current key after ENTRY, the last entry its owner vouches for.
+    Revoke(KeyRevoke),
+    /// An agent's key events: each rotation, its boundary, the key that signs from it.
+    History(KeyHistory),
 }
 
 // ---------------------------------------------------------------------------
@@ -123,4 +139,47 @@ pub struct Export {
 pub struct CheckProof {
     /// The proof, hex-encoded (as `forks` lists it).
     pub proof: String,
+}
+
+/// This agent's next key.
+#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct KeyNext {
+    /// Move the next key to this file (created, mode 0600) and out of the home; keep it apart.
+    #[arg(long)]
+    #[serde(default)]
+    pub export: Option<PathBuf>,
+}
+
+/// A rotation to the pre-committed next key.
+#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct KeyRotate {
+    /// The next key's file, if it was exported (default: the home's next-keys directory).
+    #[arg(long)]
+    #[serde(default)]
+    pub next_key: Option<PathBuf>,
+}
+
+/// A revocation: a rotation placed after the last entry its owner vouches for.
+#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct KeyRevoke {
+    /// The last legitimate entry of this agent's chain (id or unique prefix): the trust boundary.
+    #[serde(rename = "after")]
+    pub after: String,
+    /// The next key's file, if it was exported (default: the home's next-keys directory).
+    #[arg(long)]
+    #[serde(default)]
+    pub next_key: Option<PathBuf>,
+}
+
+/// Whose key history.
+#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct KeyHistory {
+    /// The agent (64-hex agent id; default: this agent).
+    #[arg(long)]
+    #[serde(default)]
+    pub agent: Option<String>,
 }

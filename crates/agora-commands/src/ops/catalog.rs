@@ -11,6 +11,7 @@ use crate::chain_cmds::{
     EntryHeader, ForkProofAnswer, IdentityAnswer, ImportAnswer, LoggedEntry, ProofChecked, RedactAnswer, ShownEntry, StoredAuthor, VerifyAnswer,
 };
 use crate::cli::{ChainCommand, Command, FrameCommand, FrameMove, MembershipCommand, MergeCommand, ReadCommand, ReasoningCommand, RecordCommand, TaskCommand};
+use crate::keys::{KeyEventAnswer, KeyHistoryAnswer};
 use crate::membership::{RosterAnswer, RosterRecorded};
 use crate::merge_cmds::{AuditAnswer, ConsensusAnswer, DisputesAnswer, PerspectiveAnswer, ViewHashAnswer};
 use crate::reasoning::{
@@ -396,6 +397,30 @@ pub fn catalog() -> Vec<Operation> {
             Delete,
             RedactAnswer,
             "Delete an entry's payload from this node's store and record the redaction. The signed header stays, so the chain still verifies, and what the payload meant (its residue) keeps every view unchanged; the text itself is gone from this node for good."
+        ),
+        tool!(
+            "key_history",
+            |i: KeyHistory| Command::Chain(ChainCommand::Key(KeyCommand::History(i))),
+            "Key history",
+            Read,
+            KeyHistoryAnswer,
+            "An agent's key events in seq order (first commitment, rotations): each one's boundary, the key that signs from it and its commitment to the next key; and the key signing each tip now."
+        ),
+        tool!(
+            "key_rotate",
+            |i: KeyRotate| Command::Chain(ChainCommand::Key(KeyCommand::Rotate(i))),
+            "Rotate this agent's key",
+            Append,
+            KeyEventAnswer,
+            "Sign a rotation after this agent's tip with its pre-committed next key, which signs from then on; a new next key is drawn and committed to. Nodes refuse any entry the old key signs after it on this branch."
+        ),
+        tool!(
+            "key_revoke",
+            |i: KeyRevoke| Command::Chain(ChainCommand::Key(KeyCommand::Revoke(i))),
+            "Revoke this agent's key",
+            Append,
+            KeyEventAnswer,
+            "After a compromise: a rotation by the next key placed after `after`, the last entry the owner vouches for (protocol-spec/keys.md: its trust boundary). A thief holding only the current key cannot make one."
         ),
         Operation {
             name: "export",
