@@ -52,6 +52,7 @@ const MOVES: &[&str] = &[
     "memory_item",
     "record_use",
     "act",
+    "ingest",
 ];
 const MERGE: &[&str] = &["accept", "dispute", "withdraw", "resolve_fork"];
 const READS: &[&str] = &["orient", "status", "trace", "history", "latest", "decisions", "questions", "disagreements", "perspective", "consensus", "audit"];

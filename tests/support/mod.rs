@@ -241,6 +241,7 @@ pub const OPERATIONS: &[&str] = &[
     "memory_item",
     "record_use",
     "act",
+    "ingest",
     "accept",
     "dispute",
     "withdraw",

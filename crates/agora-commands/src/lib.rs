@@ -29,6 +29,7 @@ pub mod chain_cmds;
 pub mod commands;
 pub mod control;
 pub mod frontier;
+pub mod ingest;
 pub mod keys;
 pub mod membership;
 pub mod merge_cmds;

@@ -69,6 +69,8 @@ pub const INPUT_RULES: &[&str] = &[
     "payload_too_large",
     "bad_pack",
     "bad_fork_proof",
+    "empty_text",
+    "unknown_classifier",
 ];
 
 /// The kind of failure a rule is, for programs (one word for every front

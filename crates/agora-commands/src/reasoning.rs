@@ -101,6 +101,8 @@ fn event_for(store: &Store, command: &RecordCommand) -> Result<Event> {
             text: a.text.clone(),
             error: a.error.clone(),
         },
+        // `ingest` records several events, each through this function (`crate::ingest`).
+        RecordCommand::Ingest(_) => anyhow::bail!("ingest records no single event"),
     };
     Ok(ev)
 }
@@ -220,6 +222,7 @@ fn frame_event(store: &Store, command: &FrameMove) -> Result<Event> {
 /// from the graph (the node's live one, or one replayed for this command).
 pub fn run(s: &Session, command: ReasoningCommand) -> Result<ExitCode> {
     let answer = match command {
+        ReasoningCommand::Record(RecordCommand::Ingest(input)) => return crate::ingest::run(s, input),
         ReasoningCommand::Record(r) => {
             let event = event_for(s.store()?, &r)?;
             return record(s, event);
@@ -329,7 +332,7 @@ fn status(s: &Session, target: &str) -> Result<Status> {
 
 /// `search`: the hits, best first, each with its successor when superseded
 /// (or, with `current`, replaced by it) and the merge layer's marks.
-fn search(s: &Session, input: &i::Search) -> Result<SearchAnswer> {
+pub(crate) fn search(s: &Session, input: &i::Search) -> Result<SearchAnswer> {
     let mut answer = s.with_graph(|store, graph| {
         let index = agora_search::SearchIndex::build(graph)?;
         let found = index.search(graph, &input.query, input.all || input.current, input.limit.unwrap_or(20))?;
@@ -653,16 +656,40 @@ pub fn check_appended_payload(s: &Session, payload: &[u8]) -> Result<()> {
 }
 
 fn record(s: &Session, event: Event) -> Result<ExitCode> {
-    s.key()?;
-    let missing = check_local(s, &event)?;
-    let entry = crate::own_chain::append_own(s, &event.encode())?;
-    let pending: Vec<String> = missing.iter().map(|m| m.to_string()).collect();
-    let mut text = entry.id().to_string();
+    let answer = record_event(s, &event)?;
+    let pending = answer.pending.clone().unwrap_or_default();
+    let mut text = answer.id.clone();
     if !pending.is_empty() {
         text.push_str(&format!("\n(pending: waiting for {})", pending.join(", ")));
     }
-    let answer = Recorded { id: entry.id().to_string(), kind: event.kind_name().to_string(), seq: entry.header().seq, pending: Some(pending), after: None };
     print(s, &answer, text)
+}
+
+/// Record `event` in the acting agent's chain, by the rules every recorded
+/// event meets: what every recording command prints.
+fn record_event(s: &Session, event: &Event) -> Result<Recorded> {
+    s.key()?;
+    let missing = check_local(s, event)?;
+    let entry = crate::own_chain::append_own(s, &event.encode())?;
+    let pending: Vec<String> = missing.iter().map(|m| m.to_string()).collect();
+    Ok(Recorded { id: entry.id().to_string(), kind: event.kind_name().to_string(), seq: entry.header().seq, pending: Some(pending), after: None })
+}
+
+/// Record the event a recording command describes, as the command itself
+/// would (the same references, limits and rules), for commands that record
+/// several moves (`ingest`).
+pub(crate) fn record_move(s: &Session, command: &RecordCommand) -> Result<Recorded> {
+    let event = event_for(s.store()?, command)?;
+    let recorded = record_event(s, &event)?;
+    s.wrote();
+    Ok(recorded)
+}
+
+/// Whether the event a recording command describes would be recorded now:
+/// its references, limits and the graph's rules, without writing it.
+pub(crate) fn check_move(s: &Session, command: &RecordCommand) -> Result<()> {
+    let event = event_for(s.store()?, command)?;
+    check_local(s, &event).map(|_| ())
 }
 
 /// The text of `n`, a node of `g`: held by the graph, or read from the

@@ -192,6 +192,18 @@ impl<'a> Session<'a> {
         cache.with(store, |g| f(store, g))?
     }
 
+    /// Tell the session this command wrote to the store: a graph replayed
+    /// for the command is replayed again when next used, so a command that
+    /// records several events (`ingest`) reads its own writes. (A node's
+    /// live graph follows every write itself.)
+    pub fn wrote(&self) {
+        if self.graph.is_none()
+            && let Some(own) = self.own_graph.get()
+        {
+            own.invalidate();
+        }
+    }
+
     /// The node's live merged view, when the command runs inside a node.
     pub fn live_merge(&self) -> Option<&MergeCache> {
         self.merge

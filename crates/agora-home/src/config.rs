@@ -27,6 +27,13 @@
 //! default_agent = "self"                 # for spans naming no known agent; default: refused
 //! keep_contents = false                  # arguments and results in the text, not only hashed
 //! export = "http://collector:4318"       # the node's own spans, sent over OTLP/HTTP
+//!
+//! [ingest]                               # `agora ingest`'s defaults (protocol-spec/ingest.md)
+//! classifier = "openai"                  # rules (default), openai or sampling
+//! endpoint = "http://127.0.0.1:8080/v1"  # an OpenAI-compatible chat endpoint
+//! model = "qwen2.5-7b-instruct"
+//! threshold = 0.6                        # proposals below it are dropped (default 0.5)
+//! api_key_env = "OPENAI_API_KEY"         # or api_key_file = "/run/secrets/key"
 //! ```
 //!
 //! The control channel's address is, first found: `agora node run
@@ -91,6 +98,40 @@ struct FileConfig {
     mcp: McpSection,
     #[serde(default)]
     otlp: OtlpSettings,
+    #[serde(default)]
+    ingest: IngestSettings,
+}
+
+/// `[ingest]`: the defaults of `agora ingest` (a call's own arguments
+/// override each), and the API key of the configured endpoint, which is
+/// sent to that endpoint only.
+#[derive(Deserialize, Default, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct IngestSettings {
+    /// `rules`, `openai` or `sampling`; none: `rules`.
+    pub classifier: Option<String>,
+    /// The OpenAI-compatible chat endpoint (base URL or whole URL).
+    pub endpoint: Option<String>,
+    /// The model asked.
+    pub model: Option<String>,
+    /// Proposals below this confidence are dropped; none: 0.5.
+    pub threshold: Option<f64>,
+    /// The environment variable holding the endpoint's API key.
+    pub api_key_env: Option<String>,
+    /// A file holding it (relative to the home), read when `api_key_env` is not set.
+    pub api_key_file: Option<PathBuf>,
+}
+
+/// The `[ingest]` settings of `<home>/agora.toml` (all unset when the file
+/// does not exist); `api_key_file` is made relative to the home.
+pub fn ingest_of_home(home: &Path) -> Result<IngestSettings> {
+    let path = home.join(CONFIG_FILE);
+    if !path.exists() {
+        return Ok(IngestSettings::default());
+    }
+    let mut settings = read_file(&path)?.ingest;
+    settings.api_key_file = settings.api_key_file.map(|f| home.join(f));
+    Ok(settings)
 }
 
 /// `[otlp]`: how spans received over OTLP are attributed to the keyring's

@@ -231,6 +231,65 @@ impl AgoraMcp {
     }
 }
 
+/// The operation whose `sampling` classifier this server runs: it asks its
+/// client's model (`sampling/createMessage`) and passes the answer in
+/// `sampled`, which the operation reads strictly and audits.
+const INGEST: &str = "ingest";
+/// The field of `ingest`'s input carrying the client's model's answer.
+const SAMPLED: &str = "sampled";
+/// Longest answer asked of the client's model, in tokens.
+const SAMPLING_MAX_TOKENS: u32 = 4096;
+
+/// Ask the client's model to classify `input`'s text, with the prompt the
+/// `openai` classifier sends: `{"model", "answer"}` for `ingest`'s
+/// `sampled`. A client that did not declare the sampling capability gets
+/// a tool error saying so.
+#[allow(deprecated)]
+async fn sample_classification(peer: &Peer<RoleServer>, input: &Value) -> Result<Value, ApiError> {
+    use agora_commands::ingest::classify::{SYSTEM_PROMPT, user_message};
+    use rmcp::model::{CreateMessageRequestParams, ModelHint, ModelPreferences, SamplingMessage, SamplingMessageContentBlock};
+    let declared = peer.peer_info().is_some_and(|info| info.capabilities.sampling.is_some());
+    if !declared {
+        return Err(ApiError::new(
+            "refused",
+            "ingest: the sampling classifier asks this MCP client's own model (sampling/createMessage), but the client did not declare the sampling capability when it connected; use classifier rules or openai",
+        )
+        .rule(agora_commands::ingest::SAMPLING_UNAVAILABLE));
+    }
+    let text = input.get("text").and_then(Value::as_str).unwrap_or_default();
+    let message = SamplingMessage::new(Role::User, SamplingMessageContentBlock::text(user_message(text)));
+    let mut params = CreateMessageRequestParams::new(vec![message], SAMPLING_MAX_TOKENS).with_system_prompt(SYSTEM_PROMPT).with_temperature(0.0);
+    if let Some(model) = input.get("model").and_then(Value::as_str) {
+        params = params.with_model_preferences(ModelPreferences::new().with_hints(vec![ModelHint::new(model)]));
+    }
+    let answer = peer
+        .create_message(params)
+        .await
+        .map_err(|e| ApiError::new("refused", format!("ingest: the MCP client's model did not answer the sampling request: {e}")).rule("classifier_failed"))?;
+    let text: Vec<String> = answer
+        .message
+        .content
+        .into_vec()
+        .into_iter()
+        .filter_map(|block| match block {
+            SamplingMessageContentBlock::Text(t) => Some(t.text),
+            _ => None,
+        })
+        .collect();
+    Ok(serde_json::json!({ "model": answer.model, "answer": text.join("") }))
+}
+
+impl AgoraMcp {
+    /// Run the operation at `index` on the backend, off the async threads
+    /// (commands touch the store, and a forwarded one waits on the node).
+    async fn call_blocking(&self, index: usize, input: Value) -> Result<Value, OpError> {
+        let (backend, tools, agent) = (self.backend.clone(), self.tools.clone(), self.agent.clone());
+        tokio::task::spawn_blocking(move || backend.call(agent.as_deref(), &tools[index], input))
+            .await
+            .unwrap_or_else(|e| Err(OpError::msg(format!("the tool stopped unexpectedly: {e}"))))
+    }
+}
+
 fn describe(t: &Operation) -> rmcp::model::Tool {
     let (read_only, destructive, idempotent) = t.effect.hints();
     let mut tool = rmcp::model::Tool::new(t.name, t.description, compact((t.input_schema)(), Keep::Descriptions))
@@ -368,7 +427,7 @@ impl ServerHandler for AgoraMcp {
         self.tools.iter().find(|t| t.name == name && self.groups.contains(&t.group)).map(describe)
     }
 
-    async fn call_tool(&self, request: CallToolRequestParams, _context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
+    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
         let Some(index) = self.tools.iter().position(|t| t.name == request.name) else {
             return Err(ErrorData::invalid_params(format!("unknown tool {:?}", request.name), None));
         };
@@ -378,15 +437,36 @@ impl ServerHandler for AgoraMcp {
                 .rule("tool_group_not_enabled");
             return Ok(tool_error(e).into());
         }
-        let input = Value::Object(request.arguments.unwrap_or_default());
+        let mut input = Value::Object(request.arguments.unwrap_or_default());
         if let Err(e) = crate::http_api::check_input(&self.tools[index], &input) {
             return Ok(tool_error(e).into());
         }
-        let (backend, tools, agent) = (self.backend.clone(), self.tools.clone(), self.agent.clone());
-        // Commands touch the store (and a forwarded one waits on the node): off the async threads.
-        let result = tokio::task::spawn_blocking(move || backend.call(agent.as_deref(), &tools[index], input))
-            .await
-            .unwrap_or_else(|e| Err(OpError::msg(format!("the tool stopped unexpectedly: {e}"))));
+        let ingest = request.name == INGEST;
+        if ingest {
+            // Only this server fills in what the client's model answered.
+            if let Some(fields) = input.as_object_mut() {
+                fields.remove(SAMPLED);
+            }
+        }
+        let asks_sampling = ingest && input.get("classifier").and_then(Value::as_str) == Some("sampling");
+        if asks_sampling {
+            match sample_classification(&context.peer, &input).await {
+                Ok(sampled) => input[SAMPLED] = sampled,
+                Err(e) => return Ok(tool_error(e).into()),
+            }
+        }
+        let mut result = self.call_blocking(index, input.clone()).await;
+        // No classifier named, and the home's default is sampling: ask the client's model, then again.
+        if ingest && !asks_sampling && matches!(&result, Err(e) if e.rule.as_deref() == Some(agora_commands::ingest::SAMPLING_UNAVAILABLE)) {
+            match sample_classification(&context.peer, &input).await {
+                Ok(sampled) => {
+                    input[SAMPLED] = sampled;
+                    input["classifier"] = Value::from("sampling");
+                    result = self.call_blocking(index, input).await;
+                }
+                Err(e) => return Ok(tool_error(e).into()),
+            }
+        }
         Ok(match result {
             Ok(value) => CallToolResult::structured(Value::Object(json_object(value))),
             Err(e) => tool_error(ApiError::from_op(e)),

@@ -39,7 +39,7 @@ use std::time::Duration;
 
 /// The file a running node writes into its home.
 pub const NODE_FILE: &str = "node.json";
-use agora_command_line::cli::{ChainCommand, Command};
+use agora_command_line::cli::{ChainCommand, Command, ReasoningCommand, RecordCommand};
 pub use agora_command_line::wire::{
     CHALLENGE_HEADER, COMMAND_LINE_BYTES_MAX, CommandRequest, FRAME_EXIT, FRAME_STDERR, FRAME_STDOUT, PROOF_HEADER, STDIN_BYTES_MAX, frame, proof,
     token_matches,
@@ -297,6 +297,7 @@ pub fn reads_stdin(command: &Command) -> Option<usize> {
     match command {
         Command::Chain(ChainCommand::Append { file }) if file.as_deref().is_none_or(dash) => Some(PAYLOAD_BYTES_MAX as usize + 1),
         Command::Chain(ChainCommand::Import { file }) if dash(file) => Some(STDIN_BYTES_MAX + 1),
+        Command::Reasoning(ReasoningCommand::Record(RecordCommand::Ingest(i))) if i.text == "-" => Some(agora_command_line::inputs::INGEST_TEXT_BYTES_MAX + 1),
         _ => None,
     }
 }

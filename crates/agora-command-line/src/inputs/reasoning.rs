@@ -67,6 +67,8 @@ pub enum RecordCommand {
     Use(RecordUse),
     /// Record an action, as a framework traced it: <operation> [--name N] [--text T] [--span S --parent P] [--cause <id>]...
     Act(Act),
+    /// Record typed events from free text (turns, notes): "text"|- [--classifier rules|openai|sampling] [--threshold 0.5], audited.
+    Ingest(Ingest),
 }
 
 /// Reading the reasoning graph.
@@ -515,6 +517,58 @@ pub struct Act {
     #[serde(default)]
     #[schemars(length(max = TEXT_BYTES_MAX))]
     pub error: String,
+}
+
+/// Longest text `ingest` takes, in bytes.
+pub const INGEST_TEXT_BYTES_MAX: usize = 64 * 1024;
+
+/// Free text (conversation turns, notes) for a classifier to turn into
+/// typed events, each recorded as its move would be, with an audit
+/// (protocol-spec/ingest.md).
+#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct Ingest {
+    /// Turns (`speaker: words`, a line each) or notes; `-`: standard input (command line).
+    #[schemars(length(min = 1, max = INGEST_TEXT_BYTES_MAX))]
+    pub text: String,
+    /// rules (offline), openai (an OpenAI-compatible endpoint) or sampling (your own model). Default: agora.toml's, else rules.
+    #[arg(long)]
+    #[serde(default)]
+    pub classifier: Option<String>,
+    /// openai's chat endpoint (`/chat/completions` added to a base URL). Default: agora.toml's.
+    #[arg(long)]
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    /// The model asked (openai) or hinted (sampling). Default: agora.toml's.
+    #[arg(long)]
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Less confident proposals are dropped. Default: agora.toml's, else 0.5.
+    #[arg(long)]
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub threshold: Option<f64>,
+    /// Its conversation, kept in the audit.
+    #[arg(long, default_value = "")]
+    #[serde(default)]
+    #[schemars(length(max = TEXT_BYTES_MAX))]
+    pub conversation: String,
+    /// The sampling classifier's answer, filled in by the MCP server after
+    /// asking its client's model (`sampling/createMessage`); no schema lists it.
+    #[arg(skip)]
+    #[serde(default)]
+    #[schemars(skip)]
+    pub sampled: Option<Sampled>,
+}
+
+/// What the MCP client's model answered to the classifier's prompt.
+#[derive(Deserialize, Serialize, Debug, Clone, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Sampled {
+    /// The model that answered, as the client names it.
+    pub model: String,
+    /// Its answer's text.
+    pub answer: String,
 }
 
 // ---------------------------------------------------------------------------

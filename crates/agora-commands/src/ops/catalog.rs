@@ -11,6 +11,7 @@ use crate::chain_cmds::{
     EntryHeader, ForkProofAnswer, IdentityAnswer, ImportAnswer, LoggedEntry, ProofChecked, RedactAnswer, ShownEntry, StoredAuthor, VerifyAnswer,
 };
 use crate::cli::{ChainCommand, Command, FrameCommand, FrameMove, MembershipCommand, MergeCommand, ReadCommand, ReasoningCommand, RecordCommand, TaskCommand};
+use crate::ingest::Ingested;
 use crate::keys::{KeyEventAnswer, KeyHistoryAnswer};
 use crate::membership::{RosterAnswer, RosterRecorded};
 use crate::merge_cmds::{AuditAnswer, ConsensusAnswer, DisputesAnswer, PerspectiveAnswer, ViewHashAnswer};
@@ -190,6 +191,14 @@ pub fn catalog() -> Vec<Operation> {
             Append,
             Recorded,
             "Record an action as a framework traced it: what was done (`operation`: invoke_agent, execute_tool, handoff, checkpoint...), to or with what (`name`), in which `conversation`, from which `span` under which `parent`, caused by which event, the SHA-256 of what went in and came out, the contents when kept, the error if it failed. A span its agent recorded already is a duplicate."
+        ),
+        tool!(
+            "ingest",
+            |i: Ingest| rec(RecordCommand::Ingest(i)),
+            "Ingest free text",
+            Append,
+            Ingested,
+            "Classify free text (turns, notes) into moves, each recorded as its own tool would, naming the earlier nodes a search finds; proposals under `threshold` or matching nothing are dropped and reported. A `classify` action audits it."
         ),
         tool!(
             "accept",
@@ -517,7 +526,7 @@ pub const fn group_of(name: &str) -> Group {
             Group::Core
         }
         b"synthesize" | b"park" | b"resume" | b"reframe" | b"connect" | b"tension" | b"latest" | b"history" | b"decisions" | b"questions"
-        | b"disagreements" | b"search" | b"graph" => Group::Reasoning,
+        | b"disagreements" | b"search" | b"graph" | b"ingest" => Group::Reasoning,
         b"withdraw" | b"resolve_fork" | b"perspective" | b"consensus" | b"disputes" | b"audit" | b"view_hash" => Group::Views,
         b"claim" | b"relate" | b"confirm" | b"orphans" => Group::Memory,
         b"frame_open" | b"frame_evidence" | b"frame_conclude" | b"frame_suspend" | b"frame_resume" | b"frame_invalidate" | b"frame_tree" => Group::Frames,
