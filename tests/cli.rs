@@ -276,7 +276,7 @@ fn bad_keys_and_foreign_directories_are_refused() {
     std::fs::write(&key, &good[..31]).unwrap();
     fails(&home, &["append"], Some(b"two"), "exactly 32 or 64 bytes, found 31");
     std::fs::write(&key, [&good[..], b"\n"].concat()).unwrap();
-    fails(&home, &["append"], Some(b"two"), "exactly 32 bytes, found 33");
+    fails(&home, &["append"], Some(b"two"), "exactly 32 or 64 bytes, found 33");
     std::fs::write(&key, &good).unwrap();
     assert_eq!(snapshot(&home), before);
 
