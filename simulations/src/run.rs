@@ -16,7 +16,7 @@ use crate::scenario::{AdversaryKind, Clock, Expectation, MoveKind, Scenario, Top
 use agora_core::entry::next_header;
 use agora_core::limits::FUTURE_SKEW_MAX_MS;
 use agora_core::xorshift::Xorshift64;
-use agora_core::{AgentId, AgentKey, EntryId, SignedEntry};
+use agora_core::{AgentId, AgentKey, EntryId, KeyEvent, SignedEntry};
 use agora_graph::Event;
 use agora_graph::event::Confidence;
 use agora_merge::{Merge, MergeEntry, MergeEvent, MergedView};
@@ -43,7 +43,19 @@ const SAMPLES: u64 = 40;
 
 /// What the runner knows of an agent.
 struct Agent {
+    /// The key that signs for it now.
     key: Rc<AgentKey>,
+    /// The seed of its inception key (what a key thief copies).
+    seed: [u8; 32],
+    /// The seed of the next key its chain commits to, when it commits to
+    /// one (every agent's, in a run with a key thief): kept apart by its
+    /// owner, who revokes with it.
+    next_seed: Option<[u8; 32]>,
+    /// Its chain may be forked by a thief of its key: it writes after its
+    /// own last entry, never after the highest tip its node holds.
+    own_branch: bool,
+    /// It revoked a stolen key: its entries from then on must count everywhere.
+    revoked: bool,
     name: String,
     node: usize,
     /// Generated moves left.
@@ -101,6 +113,37 @@ struct Adversary {
     k: usize,
     /// A Sybil's keys (its identities).
     identities: Vec<Rc<AgentKey>>,
+    /// A key thief's theft, once it stole.
+    theft: Option<Theft>,
+    /// A key thief's planned theft and revocation, virtual ms since the start.
+    thief_times: Option<(u64, u64)>,
+}
+
+/// A key thief's loot and what it did with it.
+struct Theft {
+    /// The agent robbed.
+    victim: usize,
+    /// The victim's key the thief copied (the current one).
+    stolen: Rc<AgentKey>,
+    /// The victim's last entry before the theft: what its owner vouches for.
+    boundary: SignedEntry,
+    /// Rotations it tried so far.
+    rotations_tried: usize,
+    /// Entries it signed on branches of its own.
+    forks_signed: usize,
+}
+
+/// What key thieves did, and their victims' owners, for the invariants.
+#[derive(Default)]
+struct Thefts {
+    /// Every entry a thief signed with a stolen key.
+    thief_entries: BTreeSet<EntryId>,
+    /// Every rotation a thief tried (never stored), with its payload.
+    rotations: Vec<(SignedEntry, Vec<u8>)>,
+    /// Every entry an owner wrote from its revocation on (the revocation included).
+    owner_entries: Vec<EntryId>,
+    /// Thefts whose owner never revoked: (thief node, victim's name).
+    unrevoked: Vec<(usize, String)>,
 }
 
 /// Something that happens at a time.
@@ -120,6 +163,10 @@ enum Action {
     Redact(usize),
     /// An eclipse ends: its victim gets one honest peer.
     EclipseEnds(usize),
+    /// Key thief `a` steals its victim's current key.
+    Steal(usize),
+    /// The owner of the key thief `a` stole revokes it.
+    Revoke(usize),
     Redial,
     Sample,
 }
@@ -181,6 +228,8 @@ pub struct Run<'s> {
     founder: Option<Rc<AgentKey>>,
     /// Agents the founder's chain admitted (or admitted and removed).
     founder_admitted: BTreeSet<AgentId>,
+    /// What key thieves and their victims' owners did.
+    thefts: Thefts,
 }
 
 /// How many valid signatures a run remembers ([`agora_core::verify::remember_verified`]):
@@ -191,6 +240,20 @@ const VERIFIED_REMEMBERED: usize = 1 << 17;
 
 fn key_from(label: &str) -> Rc<AgentKey> {
     Rc::new(AgentKey::from_seed(agora_core::sha256(label.as_bytes())))
+}
+
+/// An honest agent's key from its label: its seed, the key, and, when
+/// `commits`, the seed of the next key its chain commits to from its first
+/// entry (`protocol-spec/keys.md`).
+fn agent_key(label: &str, commits: bool) -> (Rc<AgentKey>, [u8; 32], Option<[u8; 32]>) {
+    let seed = agora_core::sha256(label.as_bytes());
+    let key = AgentKey::from_seed(seed);
+    if !commits {
+        return (Rc::new(key), seed, None);
+    }
+    let next_seed = agora_core::sha256(&seed);
+    let commitment = agora_core::key_commitment(&AgentKey::from_seed(next_seed).public_key());
+    (Rc::new(key.committing_to(commitment)), seed, Some(next_seed))
 }
 
 impl<'s> Run<'s> {
@@ -217,12 +280,18 @@ impl<'s> Run<'s> {
         }
         let mut rng = Xorshift64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
         let mut agents = Vec::new();
+        // With a key thief about, every agent's chain commits to a next key.
+        let commits = scenario.adversaries.iter().any(|a| matches!(a.kind, AdversaryKind::KeyThief { .. }));
         for node in 0..honest {
             for j in 0..scenario.agents_on(node) {
                 let name = format!("agent-{node}-{j}");
-                let key = key_from(&format!("agora-sim {seed} {name}"));
+                let (key, key_seed, next_seed) = agent_key(&format!("agora-sim {seed} {name}"), commits);
                 agents.push(Agent {
                     key,
+                    seed: key_seed,
+                    next_seed,
+                    own_branch: false,
+                    revoked: false,
                     name,
                     node,
                     moves_left: scenario.generated.events_per_agent,
@@ -236,9 +305,13 @@ impl<'s> Run<'s> {
             }
         }
         for (i, s) in scenario.scripted.iter().enumerate() {
-            let key = key_from(&format!("agora-sim scripted {}", s.name));
+            let (key, key_seed, next_seed) = agent_key(&format!("agora-sim scripted {}", s.name), commits);
             agents.push(Agent {
                 key,
+                seed: key_seed,
+                next_seed,
+                own_branch: false,
+                revoked: false,
                 name: s.name.clone(),
                 node: s.node,
                 moves_left: 0,
@@ -303,6 +376,8 @@ impl<'s> Run<'s> {
                     group,
                     k,
                     identities,
+                    theft: None,
+                    thief_times: None,
                 });
             }
         }
@@ -389,6 +464,7 @@ impl<'s> Run<'s> {
             view_checkpoints: 0,
             metered,
             peak_memory: vec![0; total],
+            thefts: Thefts::default(),
         };
         run.plan();
         run
@@ -443,6 +519,17 @@ impl<'s> Run<'s> {
             let first = self.adversary_rng.below_u64(self.adversaries[i].every_ms);
             self.at(start + first, Action::Adversary(i));
         }
+        let mut last_revocation = 0;
+        for i in 0..self.adversaries.len() {
+            if let AdversaryKind::KeyThief { steal_ms, revoke_ms, .. } = self.adversaries[i].kind {
+                let steal = steal_ms.unwrap_or_else(|| self.adversary_rng.below_u64((s.duration_ms / 2).max(1)));
+                let revoke = steal + revoke_ms.unwrap_or_else(|| self.adversary_rng.below_u64(s.duration_ms.max(1)));
+                self.adversaries[i].thief_times = Some((steal, revoke));
+                self.at(start + steal, Action::Steal(i));
+                self.at(start + revoke, Action::Revoke(i));
+                last_revocation = last_revocation.max(revoke);
+            }
+        }
         for (k, r) in s.roster.iter().enumerate() {
             self.at(start + r.at_ms, Action::Roster(k));
         }
@@ -459,7 +546,7 @@ impl<'s> Run<'s> {
         let last_churn = s.churn.iter().flat_map(|c| [c.join_ms, c.restart_ms]).flatten().max().unwrap_or(0);
         let last_script = s.scripted.iter().flat_map(|a| a.moves.iter().map(|m| m.at_ms)).max().unwrap_or(0);
         let last_roster = s.roster.iter().map(|r| r.at_ms).chain(s.redactions.iter().map(|r| r.at_ms)).max().unwrap_or(0);
-        self.activity_end_ms = s.duration_ms.max(self.last_heal_ms).max(last_churn).max(last_script).max(last_roster).max(eclipses_end);
+        self.activity_end_ms = s.duration_ms.max(self.last_heal_ms).max(last_churn).max(last_script).max(last_roster).max(eclipses_end).max(last_revocation);
         self.at(start, Action::Redial);
         self.at(start, Action::Sample);
     }
@@ -535,6 +622,8 @@ impl<'s> Run<'s> {
                 }
             }
             Action::Roster(k) => self.roster_change(k),
+            Action::Steal(a) => self.steal(a),
+            Action::Revoke(a) => self.revoke(a),
             Action::Redact(k) => self.redact(k),
             Action::EclipseEnds(victim) => {
                 let honest = s.nodes;
@@ -712,11 +801,14 @@ impl<'s> Run<'s> {
         let key = self.agents[i].key.clone();
         let dated = stamp.or_else(|| self.clock_reading(node));
         let e = match dated {
-            None if !fork && self.honest(i) => self.net.append(node, &key, &payload),
+            None if !fork && self.honest(i) && !self.agents[i].own_branch => self.net.append(node, &key, &payload),
             _ => self.write_dated(i, &payload, dated.unwrap_or(self.net.now), fork),
         };
         let id = e.id();
         self.agents[i].last = Some(e);
+        if self.agents[i].revoked {
+            self.thefts.owner_entries.push(id);
+        }
         if !self.honest(i) {
             self.written.adversary += 1;
             return id;
@@ -748,7 +840,7 @@ impl<'s> Run<'s> {
             Some(l) => Some(l.clone()),
             None => store.tips(&author).into_iter().max_by_key(|h| (h.seq, h.id)).and_then(|h| held(&h.id)),
         };
-        let e = SignedEntry::sign(next_header(author, prev.as_ref(), timestamp_ms, payload).expect("a bounded payload"), &key);
+        let e = SignedEntry::sign(key.commit_if_none(next_header(author, prev.as_ref(), timestamp_ms, payload).expect("a bounded payload")), &key);
         // The node's own write is never deferred, whatever its date.
         let r = self.net.nodes[node].store.put(&e, Some(payload), self.net.now.max(e.header().timestamp_ms));
         let now = self.net.now;
@@ -989,7 +1081,188 @@ impl<'s> Run<'s> {
                 let n = self.adversary_rng.next_u64();
                 self.adversary_record(a, &text("outsider's point", n), now);
             }
+            AdversaryKind::KeyThief { forks, .. } => self.thief_acts(a, forks),
         }
+    }
+
+    /// Key thief `a` steals: it picks its victim (named, else an honest
+    /// agent drawn from its seed among those who wrote and are robbed by no
+    /// other thief), copies its current key and its chain up to its last
+    /// entry (the boundary its owner will vouch for) to its own node. With
+    /// no victim that wrote yet, it tries again later, until the planned
+    /// revocation.
+    fn steal(&mut self, a: usize) {
+        let Some((_, revoke)) = self.adversaries[a].thief_times else { return };
+        let AdversaryKind::KeyThief { victim, .. } = self.adversaries[a].kind.clone() else { return };
+        let robbed: BTreeSet<usize> = self.adversaries.iter().filter_map(|t| t.theft.as_ref().map(|t| t.victim)).collect();
+        let wrote = |g: &Agent| g.last.as_ref().is_some_and(|l| self.net.nodes[g.node].store.ids.contains_key(&l.id()));
+        let candidates: Vec<usize> = (0..self.agents.len())
+            .filter(|i| self.honest(*i) && !robbed.contains(i) && wrote(&self.agents[*i]))
+            .filter(|i| victim.as_ref().is_none_or(|name| self.agents[*i].name == *name))
+            .collect();
+        if candidates.is_empty() {
+            let again = self.net.now + self.adversaries[a].every_ms;
+            if again < START_MS + revoke {
+                self.at(again, Action::Steal(a));
+            }
+            return;
+        }
+        let v = candidates[self.adversary_rng.below(candidates.len())];
+        let boundary = self.agents[v].last.clone().expect("a victim that wrote");
+        // The thief's node gets the chain up to the boundary, as the key's copy came with it.
+        let (from, to) = (self.agents[v].node, self.adversaries[a].node);
+        let mut copied = Vec::new();
+        let mut at = Some(boundary.id());
+        while let Some(id) = at.filter(|id| !self.net.nodes[to].store.ids.contains_key(id)) {
+            let Some((e, p)) = self.net.nodes[from].store.get(&id) else { break };
+            at = e.header().backlink;
+            copied.push((SignedEntry::clone(e), p.as_deref().map(<[u8]>::to_vec)));
+        }
+        copied.reverse();
+        if !copied.is_empty() {
+            let checked = agora_core::verify::check_entries(copied).expect("entries an honest node holds");
+            let r = self.net.nodes[to].store.import(checked, self.net.now);
+            self.net.committed(to, &[], &r);
+        }
+        self.agents[v].own_branch = true;
+        let stolen = Rc::new(AgentKey::from_seed(self.agents[v].seed));
+        self.adversaries[a].theft = Some(Theft { victim: v, stolen, boundary, rotations_tried: 0, forks_signed: 0 });
+    }
+
+    /// A key thief's action once it stole. First, on its first two actions
+    /// and on each while it signs, a rotation of the victim's chain to a key
+    /// of its own, signed by that key and by the stolen one in turn: after
+    /// the highest entry of the chain its node holds, which a node that took
+    /// it reads as a new tip and hands to its import rules; gossiped as is
+    /// (no store takes it, its own neither). Then, while it has signed fewer
+    /// than `forks`, one entry signed with the stolen key on a branch of its
+    /// own, after the highest entry that key signed (the victim's or its
+    /// own) or after an entry at or below the boundary, in turn.
+    fn thief_acts(&mut self, a: usize, forks: usize) {
+        let now = self.net.now;
+        let node = self.adversaries[a].node;
+        let Some(theft) = self.adversaries[a].theft.as_ref() else { return };
+        let (stolen, boundary, tried, signed) = (theft.stolen.clone(), theft.boundary.clone(), theft.rotations_tried, theft.forks_signed);
+        let author = stolen.agent_id();
+        let rotates = tried < 2 || signed < forks;
+        if rotates {
+            let store = &self.net.nodes[node].store;
+            let top = store
+                .tips(&author)
+                .into_iter()
+                .max_by_key(|h| (h.seq, h.id))
+                .and_then(|h| store.get(&h.id))
+                .map_or_else(|| boundary.clone(), |(e, _)| SignedEntry::clone(e));
+            let own = AgentKey::from_seed(agora_core::sha256(format!("agora-sim {} thief {node} {tried}", self.seed).as_bytes()));
+            let then = agora_core::key_commitment(&AgentKey::from_seed(agora_core::sha256(own.public_key().as_bytes())).public_key());
+            let payload = Vec::new();
+            let header = next_header(author, Some(&top), now, &payload).expect("an empty payload");
+            let e = if tried % 2 == 0 {
+                SignedEntry::sign(header.key_event_by(KeyEvent::Rotate, own.public_key(), then), &own)
+            } else {
+                SignedEntry::sign(header.key_event_by(KeyEvent::Rotate, stolen.public_key(), agora_core::key_commitment(&own.public_key())), &stolen)
+            };
+            self.net.gossip_from(node, Gossip::Entry(WireEntry { entry: e.encode(), payload: Some(payload.clone()) }));
+            self.thefts.rotations.push((e, payload));
+            self.written.adversary += 1;
+        }
+        if signed < forks {
+            let prev = if signed % 2 == 0 {
+                self.stolen_top(node, &stolen, &boundary)
+            } else {
+                // At or below the boundary: some steps back along its chain.
+                let store = &self.net.nodes[node].store;
+                let mut at = boundary.clone();
+                for _ in 0..self.adversary_rng.below_u64(boundary.header().seq) {
+                    match at.header().backlink.and_then(|b| store.get(&b)) {
+                        Some((p, _)) => at = SignedEntry::clone(p),
+                        None => break,
+                    }
+                }
+                at
+            };
+            self.thief_sign(a, &stolen, &prev);
+        }
+        if let Some(t) = self.adversaries[a].theft.as_mut() {
+            t.rotations_tried = tried + usize::from(rotates);
+            t.forks_signed = (signed + 1).min(forks);
+        }
+    }
+
+    /// The highest entry of the victim's chain that node `node` holds
+    /// signed by the `stolen` key (the victim's, or a thief's), else the
+    /// boundary.
+    fn stolen_top(&self, node: usize, stolen: &AgentKey, boundary: &SignedEntry) -> SignedEntry {
+        let store = &self.net.nodes[node].store;
+        store
+            .tips(&stolen.agent_id())
+            .into_iter()
+            .filter_map(|h| store.get(&h.id).map(|(e, _)| e))
+            .filter(|e| e.header().signing_key() == stolen.public_key())
+            .max_by_key(|e| (e.header().seq, e.id()))
+            .map_or_else(|| boundary.clone(), |e| SignedEntry::clone(e))
+    }
+
+    /// Key thief `a` signs an entry of the victim's chain after `prev` with
+    /// the `stolen` key, stores it on its node and publishes it.
+    fn thief_sign(&mut self, a: usize, stolen: &AgentKey, prev: &SignedEntry) -> SignedEntry {
+        let (now, node) = (self.net.now, self.adversaries[a].node);
+        let n = self.adversary_rng.next_u64();
+        let payload = match self.honest_position_held(node) {
+            Some(target) if n.is_multiple_of(2) => Event::Contradiction { target, text: format!("the stolen key contradicts {n}") }.encode(),
+            _ => Event::Proposition { text: format!("the stolen key's point {n}") }.encode(),
+        };
+        let e = SignedEntry::sign(next_header(stolen.agent_id(), Some(prev), now, &payload).expect("a small payload"), stolen);
+        let r = self.net.nodes[node].store.put(&e, Some(&payload), now.max(e.header().timestamp_ms));
+        for p in &r.new_forks {
+            self.forked.entry((p.author(), p.seq())).or_insert(now);
+        }
+        self.net.committed(node, &[(e.clone(), Some(payload))], &r);
+        self.thefts.thief_entries.insert(e.id());
+        self.written.adversary += 1;
+        e
+    }
+
+    /// The owner of the key thief `a` stole revokes it, through its node: a
+    /// rotation signed by its pre-committed next key, placed after the
+    /// boundary (its last entry before the theft), committing to the key
+    /// after it; from then on it signs with the new key, and it writes one
+    /// entry at once. With its node down it tries again a second later; if
+    /// the thief never stole, there is nothing to revoke.
+    fn revoke(&mut self, a: usize) {
+        let Some(theft) = self.adversaries[a].theft.as_ref() else { return };
+        let (v, boundary) = (theft.victim, theft.boundary.clone());
+        let node = self.agents[v].node;
+        if self.left.contains(&node) {
+            self.thefts.unrevoked.push((self.adversaries[a].node, self.agents[v].name.clone()));
+            return;
+        }
+        if self.net.nodes[node].down {
+            return self.at(self.net.now + REDIAL_EVERY_MS, Action::Revoke(a));
+        }
+        let Some(next_seed) = self.agents[v].next_seed else { return };
+        let author = self.agents[v].key.agent_id();
+        let next = AgentKey::from_seed(next_seed).for_agent(author);
+        let after_next = AgentKey::from_seed(agora_core::sha256(&next_seed));
+        let commitment = agora_core::key_commitment(&after_next.public_key());
+        let now = self.net.now;
+        let (r, written) = self.net.nodes[node].store.append_key_event(&next, &boundary.id(), KeyEvent::Rotate, commitment, b"", now);
+        assert_eq!(written.outcome, agora_sync::ImportOutcome::Stored, "the owner's revocation");
+        for p in &written.new_forks {
+            self.forked.entry((p.author(), p.seq())).or_insert(now);
+        }
+        self.net.spread.insert(r.id(), Spread { appended_ms: now, honest_nodes: 1, last_ms: now });
+        self.net.committed(node, &[(r.clone(), Some(Vec::new()))], &written);
+        self.written.honest += 1;
+        self.honest_ids.push(r.id());
+        self.thefts.owner_entries.push(r.id());
+        let agent = &mut self.agents[v];
+        agent.key = Rc::new(next);
+        agent.next_seed = Some(agora_core::sha256(&next_seed));
+        agent.last = Some(r);
+        agent.revoked = true;
+        let text = format!("{} carries on under its new key", agent.name);
+        self.record(v, Event::Proposition { text }.encode(), Made::Position, None, false);
     }
 
     /// An equivocator's action: honest entries until its chain reaches
@@ -1217,6 +1490,55 @@ impl<'s> Run<'s> {
         }
     }
 
+    /// Does the scenario have a key thief?
+    fn has_thieves(&self) -> bool {
+        self.adversaries.iter().any(|a| matches!(a.kind, AdversaryKind::KeyThief { .. }))
+    }
+
+    /// The key thieves' invariants at the honest nodes `up`, each the first
+    /// violation found: an entry a thief signed that counts (under the
+    /// roster the node derives, with what rotations leave out); a thief's
+    /// rotation stored by any node, or that a node's import rules, offered
+    /// it now, do not refuse by the rule `rotation_key` (or that a node
+    /// refused during the run by another rule); an owner's entry from its
+    /// revocation on that a node lacks or does not count.
+    fn theft_violations(&self, up: &[usize]) -> (Option<String>, Option<String>, Option<String>) {
+        let (mut counted, mut refused, mut owners) = (None, None, None);
+        if let Some((thief, victim)) = self.thefts.unrevoked.first() {
+            counted = Some(format!("the owner of {victim}'s key (stolen by node {thief}) never revoked it: its node left"));
+        }
+        for &n in up {
+            let store = &self.net.nodes[n].store;
+            let roster = crate::views::derive_roster(store, self.net.founder, &self.net.members_from_start);
+            let counts = |id: &EntryId| store.ids.get(id).is_some_and(|(a, seq)| roster.admits_entry(a, *seq, id));
+            if let Some(id) = self.thefts.thief_entries.iter().find(|id| counts(id)) {
+                counted.get_or_insert(format!("node {n} counts {id:?}, signed by a key thief"));
+            }
+            if let Some(id) = self.thefts.owner_entries.iter().find(|id| !counts(id)) {
+                let how = if store.ids.contains_key(id) { "holds but does not count" } else { "lacks" };
+                owners.get_or_insert(format!("node {n} {how} {id:?}, written by its owner from its revocation on"));
+            }
+            for (e, p) in &self.thefts.rotations {
+                let offered = vec![agora_core::import::Offered { entry: e.clone(), payload: Some(p.clone()) }];
+                let rule = match agora_core::import::plan_import(store, offered, false, self.net.now) {
+                    Err(agora_core::import::PlanError::Refused { problem: agora_core::import::ImportProblem::Link(v), .. }) => v.rule.code().to_string(),
+                    Err(other) => other.to_string(),
+                    Ok(_) => "accepted".into(),
+                };
+                let during = store.refused.get(&e.id()).copied().unwrap_or("rotation_key");
+                if rule != "rotation_key" || during != "rotation_key" {
+                    refused.get_or_insert(format!("node {n}'s import gives {rule} (during the run: {during}) for the thief's rotation {:?}", e.id()));
+                }
+            }
+        }
+        for (n, node) in self.net.nodes.iter().enumerate() {
+            if let Some((e, _)) = self.thefts.rotations.iter().find(|(e, _)| node.store.ids.contains_key(&e.id())) {
+                refused.get_or_insert(format!("node {n} stores the thief's rotation {:?}", e.id()));
+            }
+        }
+        (counted, refused, owners)
+    }
+
     /// A checkpoint of the live views, and a sample of the figures.
     fn sample(&mut self) {
         self.check_views(false);
@@ -1365,8 +1687,10 @@ impl<'s> Run<'s> {
             let (h, mismatch) = match by_digest.get(&fp) {
                 Some(known) => known.clone(),
                 None => {
-                    // What counts under the roster the node holds, when the founder writes one.
-                    let roster = self.founder.as_ref().map(|_| crate::views::derive_roster(store, self.net.founder, &self.net.members_from_start));
+                    // What counts under the roster the node holds, when the
+                    // founder writes one or a key thief may have its entries left out.
+                    let roster = (self.founder.is_some() || self.has_thieves())
+                        .then(|| crate::views::derive_roster(store, self.net.founder, &self.net.members_from_start));
                     let entries: Vec<MergeEntry> = store
                         .entries
                         .iter()
@@ -1421,6 +1745,12 @@ impl<'s> Run<'s> {
             forks.push(ForkDetection { author: hex::encode(author.0), seq, forked_ms: forked_at - START_MS, first_ms, first_honest_ms, all_honest_ms: all });
         }
         check("every equivocation is proven at every honest node", unproven);
+        if self.has_thieves() {
+            let (counted, refused, owners) = self.theft_violations(&up);
+            check("no entry a key thief signed with a stolen key counts at any honest node", counted);
+            check("every rotation a key thief tried is stored nowhere and refused by every honest node's import (rotation_key)", refused);
+            check("every entry an owner wrote from its revocation on counts at every honest node", owners);
+        }
 
         // Nothing invalid stored: every entry verifies (each distinct one once),
         // is by an admitted author, and is not dated beyond the allowed skew.

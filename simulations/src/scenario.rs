@@ -672,6 +672,39 @@ pub enum AdversaryKind {
         #[serde(default = "two")]
         branches: usize,
     },
+    /// A key thief (`protocol-spec/keys.md`): at `steal_ms` it copies an
+    /// honest agent's current key (not its next key, kept apart by its
+    /// owner); each time it acts it tries to rotate the chain to a key of
+    /// its own (by that key and by the stolen key in turn, which every
+    /// import refuses), then signs one entry of the victim's chain on a
+    /// branch of its own (after the victim's tip or below it), until it has
+    /// signed `forks` and tried two rotations at least. `revoke_ms`
+    /// after the theft the owner revokes: a rotation signed by its
+    /// pre-committed next key, after the last entry it wrote before the
+    /// theft, and it writes under the new key from then on. Every honest
+    /// agent's chain commits to a next key from its first entry. Each thief
+    /// is one node of its own; `count` thieves steal from as many victims.
+    KeyThief {
+        /// The victim, a scripted or generated agent's name (default: an
+        /// honest agent drawn from the seed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        victim: Option<String>,
+        /// When it steals, virtual ms (default: drawn from the seed within
+        /// the first half of `duration_ms`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        steal_ms: Option<u64>,
+        /// How long after the theft the owner revokes (default: drawn from
+        /// the seed within `duration_ms`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        revoke_ms: Option<u64>,
+        /// Entries it signs on its branches, one per action.
+        #[serde(default = "default_thief_forks")]
+        forks: usize,
+    },
+}
+
+fn default_thief_forks() -> usize {
+    4
 }
 
 fn default_identities() -> usize {
@@ -706,6 +739,14 @@ impl AdversaryKind {
             AdversaryKind::ColludingForker { fork_at_seq, branches } => {
                 within(&format!("{at}.fork_at_seq"), fork_at_seq, 1, u64::from(u32::MAX))?;
                 within(&format!("{at}.branches"), branches as u64, 2, BRANCHES_MAX)
+            }
+            AdversaryKind::KeyThief { ref victim, steal_ms, revoke_ms, forks } => {
+                if let Some(v) = victim {
+                    within(&format!("{at}.victim (bytes)"), v.len() as u64, 1, TEXT_BYTES_MAX)?;
+                }
+                within(&format!("{at}.steal_ms"), steal_ms.unwrap_or(0), 0, TIME_MS_MAX)?;
+                within(&format!("{at}.revoke_ms"), revoke_ms.unwrap_or(0), 0, TIME_MS_MAX)?;
+                within(&format!("{at}.forks"), forks as u64, 0, BRANCHES_MAX)
             }
             AdversaryKind::InvalidSigner | AdversaryKind::Withholder | AdversaryKind::Outsider | AdversaryKind::Honest => Ok(()),
         }
@@ -1126,6 +1167,12 @@ impl Scenario {
             }
             if let AdversaryKind::Eclipse { victim, .. } = a.kind {
                 node(&format!("adversaries[{i}].victim"), victim)?;
+            }
+            if let AdversaryKind::KeyThief { victim: Some(name), .. } = &a.kind {
+                let scripted = self.scripted.iter().find(|s| s.name == *name);
+                if scripted.is_some_and(|s| s.adversary) || (scripted.is_none() && !self.is_generated_agent(name)) {
+                    return Err(format!("adversaries[{i}].victim: {name:?} is neither an honest scripted agent nor a generated one (agent-<node>-<j>)"));
+                }
             }
         }
         Ok(())

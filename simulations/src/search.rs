@@ -63,11 +63,16 @@ pub enum Family {
     SelectiveRelay,
     /// An equivocator whose only relays strip the payloads of its forks.
     ColludingForker,
+    /// Steals an honest agent's current key early or late in the writing,
+    /// signs forks of its chain slowly or fast and tries to rotate it to a
+    /// key of its own; the owner revokes at once (before the thief's
+    /// entries reach the nodes) or once they have spread.
+    KeyThief,
 }
 
 impl Family {
     /// Every family, in the order a search takes them in turn.
-    pub const ALL: [Family; 15] = [
+    pub const ALL: [Family; 16] = [
         Family::SlowServer,
         Family::PartialServer,
         Family::Dripper,
@@ -83,6 +88,7 @@ impl Family {
         Family::Eclipse,
         Family::SelectiveRelay,
         Family::ColludingForker,
+        Family::KeyThief,
     ];
 
     /// Its name on the command line and in reports.
@@ -103,6 +109,7 @@ impl Family {
             Family::Eclipse => "eclipse",
             Family::SelectiveRelay => "selective_relay",
             Family::ColludingForker => "colluding_forker",
+            Family::KeyThief => "key_thief",
         }
     }
 
@@ -161,9 +168,19 @@ impl Family {
                 let branches = pick(rng, &[2, 10, 100]) as usize;
                 (AdversaryKind::ColludingForker { fork_at_seq: 1 + rng.below_u64(4), branches }, pick(rng, &[100, 500, 2_000]))
             }
+            Family::KeyThief => {
+                // Early or late in the writing; slow or fast; the owner
+                // revokes at once or once every fork has spread.
+                let steal_ms = scenario.duration_ms * pick(rng, &[1, 3, 6, 9]) / 10;
+                let every_ms = pick(rng, &[50, 200, 1_000, 3_000]);
+                let forks = pick(rng, &[1, 2, 4, 16]) as usize;
+                let revoke_ms = if rng.below(2) == 0 { pick(rng, &[0, every_ms / 2]) } else { every_ms * (forks as u64 + 2) + pick(rng, &[500, 3_000]) };
+                (AdversaryKind::KeyThief { victim: None, steal_ms: Some(steal_ms), revoke_ms: Some(revoke_ms), forks }, every_ms)
+            }
         };
         let count = match self {
             Family::ColludingForker => 2 + rng.below(2),
+            Family::KeyThief => 1 + rng.below(2),
             _ => 1 + rng.below(3),
         };
         Adversary { kind, count, every_ms }

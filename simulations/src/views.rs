@@ -9,12 +9,14 @@
 //! checkpoint (`run.rs`).
 //!
 //! What reads the store here is the simulator's own (the node reads
-//! RocksDB through `agora_view`): the roster from the founder's chain, the
-//! entries that count under it, and one author's chain with its fork proofs.
+//! RocksDB through `agora_view`): the roster from the founder's chain, what
+//! key rotations leave out, the entries that count under it, and one
+//! author's chain with its fork proofs.
 // The merge's and the verifier's errors are theirs, as large as they are.
 #![allow(clippy::result_large_err)]
 
 use agora_core::id_arena::IdArena;
+use agora_core::key_bounds::ChainLink;
 use agora_core::{AgentId, EntryId, ForkProof, Payload, SignedEntry};
 use agora_merge::{ChainInput, Feed, InputError, LiveMerge, LiveUpdate, MergeEntry};
 use agora_roster::{FounderEntry, Roster};
@@ -73,10 +75,11 @@ pub struct NodeView {
 }
 
 /// The roster of the workspace founded by `founder`, derived from the
-/// founder's chain in `store` and its pinned histories found there, as the
-/// node derives it from its store (`agora_view::derive_roster`), with the
-/// agents on the roster `from_start` (`Net::members_from_start`) members
-/// unless the chain removed them.
+/// founder's chain in `store`, its pinned histories and what key rotations
+/// leave out found there ([`bound_keys`]), as the node derives it from its
+/// store (`agora_view::derive_roster`), with the agents on the roster
+/// `from_start` (`Net::members_from_start`) members unless the chain
+/// removed them.
 pub fn derive_roster(store: &MemStore, founder: AgentId, from_start: &BTreeSet<AgentId>) -> Roster {
     let chain: Vec<(u64, EntryId, Payload)> = store
         .entries
@@ -90,7 +93,34 @@ pub fn derive_roster(store: &MemStore, founder: AgentId, from_start: &BTreeSet<A
     }
     let found = roster.resolve_pins(|id| Ok::<_, Infallible>(store.get(id).map(|(e, _)| (e.header().author, e.header().seq, e.header().backlink))));
     match found {
-        Ok(()) => roster,
+        Ok(()) => {}
+        Err(never) => match never {},
+    }
+    bound_keys(store, &mut roster);
+    roster
+}
+
+/// What rotations leave out (`Roster::bound_keys`, `protocol-spec/keys.md`),
+/// found as the node finds it (`agora_view::bound_keys`): only a forked
+/// chain can lose entries, and only one that rotated, which shows in its
+/// tips (a branch after a rotation is signed by a key other than the
+/// author's own): each such chain read once.
+pub fn bound_keys(store: &MemStore, roster: &mut Roster) {
+    // The proofs are kept in (author, seq) order: each forked author once.
+    let mut previous = None;
+    let forked = store.proofs.keys().map(|(a, _)| *a).filter(move |a| previous.replace(*a) != Some(*a));
+    let rotated = forked.filter(|a| store.tips(a).iter().any(|t| store.get(&t.id).is_some_and(|(e, _)| e.header().signing_key() != *a)));
+    let bounded = roster.bound_keys(rotated, |author| {
+        let links = store
+            .entries
+            .range((*author, 0, EntryId([0; 32]))..)
+            .take_while(|((a, _, _), _)| a == author)
+            .map(|((_, seq, id), (e, _))| ChainLink { id: *id, seq: *seq, backlink: e.header().backlink, event: e.header().key_event() })
+            .collect();
+        Ok::<_, Infallible>(links)
+    });
+    match bounded {
+        Ok(()) => {}
         Err(never) => match never {},
     }
 }

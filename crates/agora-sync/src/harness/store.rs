@@ -17,9 +17,9 @@
 use crate::{Commit, Head, ImportOutcome, ServeRequest, WireEntry};
 use agora_core::entry::next_header;
 use agora_core::idmap::IdMap;
-use agora_core::import::{self, Held, Offered, PlanError, TipChange, TipSummary};
+use agora_core::import::{self, Held, ImportProblem, Offered, PlanError, TipChange, TipSummary};
 use agora_core::verify::CheckedEntry;
-use agora_core::{AgentId, AgentKey, EntryId, EntryRef, ForkProof, Payload, SignedEntry};
+use agora_core::{AgentId, AgentKey, EntryId, EntryRef, ForkProof, KeyEvent, Payload, Rule, SignedEntry};
 use std::any::Any;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -121,6 +121,12 @@ pub struct MemStore {
     /// without their text (made by the payload's format), read in their
     /// place. An import never fills a payload redacted here.
     pub redacted: BTreeMap<EntryId, Rc<[u8]>>,
+    /// Entries an import refused by a key rule against what is held
+    /// (`protocol-spec/keys.md`: `key_downgrade`, `signer`, `next_changed`,
+    /// `rotation_key`), by id, with the rule's code: what a run reads to see
+    /// a thief's rotation refused everywhere. At most one row per distinct
+    /// entry offered; empty while no chain commits to a next key.
+    pub refused: BTreeMap<EntryId, &'static str>,
 }
 
 /// What a store holds: see [`MemStore::contents`].
@@ -189,6 +195,11 @@ impl MemStore {
         let plan = match import::plan_import(&*self, offered, false, now_ms) {
             Ok(plan) => plan,
             Err(PlanError::Refused { problem, .. }) => {
+                if let ImportProblem::Link(e) = &problem
+                    && matches!(e.rule, Rule::KeyDowngrade | Rule::Signer { .. } | Rule::NextChanged | Rule::RotationKey(_))
+                {
+                    self.refused.insert(e.entry.id, e.rule.code());
+                }
                 out.outcome = ImportOutcome::refused(&problem);
                 return out;
             }
@@ -240,13 +251,47 @@ impl MemStore {
         self.append_reporting(key, payload, now_ms).0
     }
 
-    /// [`MemStore::append`], and what the write did.
+    /// [`MemStore::append`], and what the write did. The entry follows the
+    /// highest tip `key` signs now (a chain forked by another holder of an
+    /// old key is extended on its owner's branch), else the highest tip; it
+    /// commits to `key`'s next key when the chain commits to none yet
+    /// ([`AgentKey::committing_to`]), as agora-store's append does.
     pub fn append_reporting(&mut self, key: &AgentKey, payload: &[u8], now_ms: u64) -> (SignedEntry, Imported) {
-        let prev = self.tips(&key.agent_id()).into_iter().max().map(|h| SignedEntry::clone(&self.entries[&(h.author, h.seq, h.id)].0));
-        let e = SignedEntry::sign(next_header(key.agent_id(), prev.as_ref(), now_ms, payload).expect("header"), key);
+        let tips = self.tips(&key.agent_id());
+        let held = |h: &Head| &self.entries[&(h.author, h.seq, h.id)].0;
+        let own = tips.iter().filter(|h| held(h).header().signing_key() == key.public_key()).max_by_key(|h| (h.seq, h.id));
+        let prev = own.or_else(|| tips.iter().max()).map(|h| SignedEntry::clone(held(h)));
+        let header = key.commit_if_none(next_header(key.agent_id(), prev.as_ref(), now_ms, payload).expect("header"));
+        let e = SignedEntry::sign(header, key);
         // Signed here, as agora-store's append does: not verified again.
         let r = self.write(vec![Offered { entry: e.clone(), payload: Some(payload.to_vec()) }], e.header().timestamp_ms);
         assert_eq!(r.outcome, ImportOutcome::Stored, "a local append");
+        (e, r)
+    }
+
+    /// Sign and store a key event (`protocol-spec/keys.md`) of `key`'s
+    /// agent directly after `after`, any held entry of its chain, as
+    /// agora-store's `Store::append_key_event` does: signed by `key` (the
+    /// pre-committed next key, for a rotation), committing to `next`. A
+    /// revocation follows the last entry its owner vouches for, below the
+    /// tip, and forks the chain there. Planned by the import rules as any
+    /// entry: a key event they refuse (a rotation by a key the predecessor
+    /// did not commit to) is not stored, and the outcome says why.
+    pub fn append_key_event(
+        &mut self,
+        key: &AgentKey,
+        after: &EntryId,
+        event: KeyEvent,
+        next: [u8; 32],
+        payload: &[u8],
+        now_ms: u64,
+    ) -> (SignedEntry, Imported) {
+        let (prev, _) = self.get(after).expect("a key event follows a held entry");
+        let prev = SignedEntry::clone(prev);
+        assert_eq!(prev.header().author, key.agent_id(), "a key event follows an entry of its own agent");
+        let header = next_header(key.agent_id(), Some(&prev), now_ms, payload).expect("header").key_event_by(event, key.public_key(), next);
+        let e = SignedEntry::sign(header, key);
+        let r = self.write(vec![Offered { entry: e.clone(), payload: Some(payload.to_vec()) }], e.header().timestamp_ms);
         (e, r)
     }
 
