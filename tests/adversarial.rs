@@ -779,3 +779,135 @@ fn a_stale_node_file_never_leaks_a_request_to_a_foreign_listener() {
         }
     }
 }
+
+/// `agora status` of entry `id` on `home`, or `None` when it refuses it.
+fn status_of(home: &Path, id: &str) -> Option<Value> {
+    let out = agora(home, &["--json", "status", id]);
+    out.status.success().then(|| serde_json::from_slice(&out.stdout).expect("JSON output"))
+}
+
+/// Every entry of `home`'s export, in pack order.
+fn exported(home: &Path, name: &str) -> Vec<(SignedEntry, Option<Vec<u8>>)> {
+    let path = home.parent().unwrap().join(format!("{name}.jsonl"));
+    ok(home, &["export", "-o", path.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&path).unwrap();
+    text.lines().skip(1).filter(|l| !l.trim().is_empty()).enumerate().map(|(i, l)| pack::parse_entry_line(i + 2, l).unwrap()).collect()
+}
+
+/// Issue 41 item 7, across processes: a thief copies B's home (its current
+/// key, not the next key B keeps apart) and signs with it: two entries after
+/// B's last one (in its copy, with `agora propose`) and a branch below it;
+/// they are imported on A's node. B, unaware, writes once more with the old
+/// key, then revokes on its own node with its next key after the last entry
+/// it vouches for, and carries on under the new key. With the revocation
+/// first or the thief's entries first: the three nodes end with the same
+/// view hash; what the old key signed after the boundary off the
+/// revocation's path is in no view on any node (`agora status` refuses it,
+/// or says it is excluded, by the revocation after the boundary), while B's
+/// entries up to the boundary and from the revocation on are in every view;
+/// and the thief's rotations (by a key of its own, by the stolen key) are
+/// refused by the rule `rotation_key` and stored nowhere.
+fn a_stolen_key_is_revoked_on_every_node(revocation_first: bool) {
+    let (a, b, c) = (Agent::new(), Agent::new(), Agent::new());
+    let founder = a.id.clone();
+    admit(&a, &[&b, &c]);
+    let first = id_of(&json(&b.home, &["propose", "B: the cache is warm"]));
+    let vouched = id_of(&json(&b.home, &["propose", "B: ship on Friday"]));
+    let apart = tempfile::tempdir().unwrap();
+    let next_key = apart.path().join("next.key");
+    json(&b.home, &["key", "next", "--export", next_key.to_str().unwrap()]);
+
+    // The theft: a copy of B's home, which signs in B's name.
+    let thief_dir = tempfile::tempdir().unwrap();
+    let t = thief_dir.path().join("home");
+    copy_dir(&b.home, &t);
+    let stolen_after = [id_of(&json(&t, &["propose", "Thief: ship today"])), id_of(&json(&t, &["propose", "Thief: skip the review"]))];
+    let stolen = AgentKey::from_key_file_bytes(&std::fs::read(t.join("agent.key")).unwrap()).unwrap();
+    let chain = exported(&t, "thief-chain");
+    let below_p = agora_graph::Event::Proposition { text: "Thief: the cache was never warm".into() }.encode();
+    let seq1 = chain.iter().find(|(e, _)| e.header().author == stolen.agent_id() && e.header().seq == 1).unwrap().0.clone();
+    let below = SignedEntry::sign(next_header(stolen.agent_id(), Some(&seq1), now_ms(), &below_p).unwrap(), &stolen);
+    let mut thiefs: Vec<(SignedEntry, Vec<u8>)> =
+        chain.into_iter().filter(|(e, _)| e.header().author == stolen.agent_id()).map(|(e, p)| (e, p.unwrap_or_default())).collect();
+    thiefs.push((below.clone(), below_p));
+    let thief_pack = thief_dir.path().join("stolen.jsonl");
+    write_pack(&thief_pack, &thiefs);
+    let thief_ids: Vec<String> = stolen_after.iter().cloned().chain([below.id().to_string()]).collect();
+
+    let na = Node::start(&a, &founder, &[]);
+    let nb = Node::start(&b, &founder, &[&na.addr]);
+    let nc = Node::start(&c, &founder, &[&na.addr, &nb.addr]);
+    let nodes = [&na, &nb, &nc];
+    // B writes once more with the old key before it learns of the theft.
+    let unaware = id_of(&json(&b.home, &["propose", "B: Friday, then"]));
+    wait_for("every node to hold B's chain", || nodes.iter().all(|n| n.holds(&unaware)).then_some(()));
+
+    let revoke = |owner: &mut Vec<String>| {
+        let revoked = json(&b.home, &["key", "revoke", &vouched, "--next-key", next_key.to_str().unwrap()]);
+        assert_eq!(revoked["boundary"].as_str(), Some(vouched.as_str()), "{revoked}");
+        owner.push(revoked["entry"].as_str().unwrap().to_string());
+        owner.push(id_of(&json(&b.home, &["propose", "B: carrying on under the new key"])));
+    };
+    let steal = || {
+        ok(&a.home, &["import", thief_pack.to_str().unwrap()]);
+    };
+    let mut owner = Vec::new();
+    if revocation_first {
+        revoke(&mut owner);
+        wait_for("every node to hold the revocation", || nodes.iter().all(|n| owner.iter().all(|id| n.holds(id))).then_some(()));
+        steal();
+    } else {
+        steal();
+        wait_for("every node to hold the thief's entries", || nodes.iter().all(|n| thief_ids.iter().all(|id| n.holds(id))).then_some(()));
+        revoke(&mut owner);
+    }
+    wait_for("every node to hold every entry", || nodes.iter().all(|n| owner.iter().chain(&thief_ids).all(|id| n.holds(id))).then_some(()));
+    converged(&nodes);
+    for n in nodes {
+        for id in thief_ids.iter().chain([&unaware]) {
+            // In no view: `status` refuses it, or says it is excluded and by
+            // which revocation, after which boundary.
+            if let Some(v) = status_of(&n.home, id) {
+                assert_eq!(v["status"], "excluded", "{} counts {id}, signed by the stolen key after the boundary: {v}", n.home.display());
+                if let Some(by) = v.get("excluded") {
+                    assert_eq!((by["rotation"].as_str(), by["boundary"].as_str()), (Some(owner[0].as_str()), Some(vouched.as_str())), "{v}");
+                }
+            }
+        }
+        for id in [&first, &vouched].into_iter().chain(&owner) {
+            let v = status_of(&n.home, id).unwrap_or_else(|| panic!("{} has {id} in no view", n.home.display()));
+            assert_ne!(v["status"], "excluded", "{v}");
+        }
+    }
+
+    // The thief tries to take the chain over: a rotation signed by a key of
+    // its own, and one signed by the stolen key, after its last entry.
+    let last = thiefs.iter().find(|(e, _)| e.id().to_string() == stolen_after[1]).unwrap().0.clone();
+    let own = AgentKey::from_seed([93; 32]);
+    let header = || next_header(stolen.agent_id(), Some(&last), now_ms(), b"").unwrap();
+    let by_own = SignedEntry::sign(header().key_event_by(agora_core::KeyEvent::Rotate, own.agent_id(), agora_core::key_commitment(&own.agent_id())), &own);
+    let by_stolen =
+        SignedEntry::sign(header().key_event_by(agora_core::KeyEvent::Rotate, stolen.agent_id(), agora_core::key_commitment(&own.agent_id())), &stolen);
+    for (n, rotation) in [(&nc, &by_own), (&na, &by_stolen)] {
+        let path = thief_dir.path().join(format!("rotate-{}.jsonl", rotation.id()));
+        write_pack(&path, &[(rotation.clone(), Vec::new())]);
+        let out = agora(&n.home, &["--json", "import", path.to_str().unwrap()]);
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
+        // The import names the rule it broke (its message; the code where an answer carries it).
+        assert!(!out.status.success() && (said.contains("rotation key") || said.contains("rotation_key")), "a thief's rotation: {said}");
+    }
+    for n in nodes {
+        assert!(!n.holds(&by_own.id().to_string()) && !n.holds(&by_stolen.id().to_string()), "a refused rotation is stored nowhere");
+    }
+    converged(&nodes);
+}
+
+#[test]
+fn a_stolen_key_revoked_before_the_thiefs_entries_arrive_counts_nowhere() {
+    a_stolen_key_is_revoked_on_every_node(true);
+}
+
+#[test]
+fn a_stolen_key_revoked_after_the_thiefs_entries_spread_counts_nowhere() {
+    a_stolen_key_is_revoked_on_every_node(false);
+}
