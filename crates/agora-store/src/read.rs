@@ -3,7 +3,9 @@
 use crate::error::{StoreError, db};
 use crate::keys::*;
 use crate::store::{Store, decode_stored};
+use agora_core::entry::Header;
 use agora_core::import::TipSummary;
+use agora_core::limits::SIGNATURE_BYTES;
 use agora_core::verify::EntryRef;
 use agora_core::{AgentId, EntryId, ForkProof, SignedEntry};
 use rocksdb::{Direction, IteratorMode};
@@ -100,6 +102,27 @@ impl Store {
             Some((author, seq)) => self.load_signed(&author, seq, id),
             None => Ok(None),
         }
+    }
+
+    /// Which key signed the entry with this id: its header's signer, the
+    /// author's id when its inception key signed (`protocol-spec/keys.md`).
+    /// Two point reads and the header decoded, nothing hashed.
+    pub fn signing_key_of(&self, id: &EntryId) -> Result<Option<AgentId>, StoreError> {
+        let Some((author, seq)) = self.locate(id)? else { return Ok(None) };
+        let key = entry_key(&author, seq, id);
+        let corrupt = |problem: &str| StoreError::Corrupt { location: format!("entries/{}", crate::store::hex_short(&key)), problem: problem.into() };
+        let bytes = self
+            .db
+            .get_pinned_cf(self.cf(CF_ENTRIES)?, &key)
+            .map_err(db("reading an entry"))?
+            .ok_or_else(|| corrupt("id is indexed but the entry is not stored"))?;
+        let header = bytes
+            .len()
+            .checked_sub(SIGNATURE_BYTES)
+            .and_then(|n| Header::decode(&bytes[..n]).ok())
+            .filter(|h| h.author == author && h.seq == seq)
+            .ok_or_else(|| corrupt("stored header does not decode to the entry its key names"))?;
+        Ok(Some(header.signing_key()))
     }
 
     /// What is held of the payload of the entry of `author` at `seq` with id

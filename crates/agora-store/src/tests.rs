@@ -925,3 +925,24 @@ fn making_the_store_private_skips_files_deleted_during_the_walk() {
     let failed: Vec<_> = walks.into_iter().filter_map(Result::err).collect();
     assert!(failed.is_empty(), "{} of 2,000 walks failed, first: {}", failed.len(), failed[0]);
 }
+
+#[test]
+fn the_signing_key_of_an_entry_is_its_agents_id_until_a_rotation_then_the_new_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_new(dir.path());
+    let next = AgentKey::from_seed([42; 32]);
+    let key = AgentKey::from_seed([41; 32]).committing_to(agora_core::key_commitment(&next.public_key()));
+    let agent = key.agent_id();
+    let before = store.append_batch(&key, &[b"one".as_slice(), b"two"], NOW).unwrap();
+    let next = next.for_agent(agent);
+    let rotation = store.append_key_event(&next, &before[1].id(), agora_core::KeyEvent::Rotate, [7; 32], b"rotate", NOW).unwrap();
+    let after = store.append(&next, b"three", NOW).unwrap();
+    for e in &before {
+        assert_eq!(store.signing_key_of(&e.id()).unwrap(), Some(agent), "the inception key signs as the agent's id");
+    }
+    for e in [&rotation, &after] {
+        assert_eq!(store.signing_key_of(&e.id()).unwrap(), Some(next.public_key()), "the revealed key signs from the rotation on");
+        assert_eq!(store.signing_key_of(&e.id()).unwrap(), Some(store.get_signed(&e.id()).unwrap().unwrap().header().signing_key()));
+    }
+    assert_eq!(store.signing_key_of(&EntryId([9; 32])).unwrap(), None, "an entry not held");
+}
