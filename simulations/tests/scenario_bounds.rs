@@ -137,4 +137,8 @@ const ADVERSARY_CASES: &[(&str, &str)] = &[
     ("adversaries = [{ kind = 'colluding_forker', fork_at_seq = 0, count = 2 }]", "adversaries[0].fork_at_seq"),
     ("adversaries = [{ kind = 'colluding_forker', fork_at_seq = 1, branches = 1, count = 2 }]", "adversaries[0].branches"),
     ("adversaries = [{ kind = 'colluding_forker', fork_at_seq = 1 }]", "adversaries[0].count"),
+    ("adversaries = [{ kind = 'key_thief', steal_ms = 999_999_999_999_999 }]", "adversaries[0].steal_ms"),
+    ("adversaries = [{ kind = 'key_thief', revoke_ms = 999_999_999_999_999 }]", "adversaries[0].revoke_ms"),
+    ("adversaries = [{ kind = 'key_thief', forks = 100_001 }]", "adversaries[0].forks"),
+    ("adversaries = [{ kind = 'key_thief', victim = 'agent-3-0' }]", "adversaries[0].victim"),
 ];
