@@ -75,9 +75,10 @@ const MORE_READS: &[&str] = &[
     "search",
     "orphans",
     "roster",
+    "key_history",
 ];
-/// The signed log's and the roster's writes.
-const LOG_WRITES: &[&str] = &["append", "redact", "import", "admit", "remove"];
+/// The signed log's, the roster's and the keys' writes.
+const LOG_WRITES: &[&str] = &["append", "redact", "import", "admit", "remove", "key_rotate", "key_revoke"];
 /// The core profile: the tools listed by default.
 const CORE: &[&str] = &["orient", "propose", "support", "contradict", "refine", "ask", "resolve", "accept", "dispute", "status", "trace", "identity"];
 /// The most `tools/list` may weigh: the core profile's, and every group's

@@ -279,6 +279,9 @@ pub const OPERATIONS: &[&str] = &[
     "admit",
     "remove",
     "roster",
+    "key_rotate",
+    "key_revoke",
+    "key_history",
 ];
 
 /// Copy a directory tree (a home, to restore it or to start a second
