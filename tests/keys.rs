@@ -4,7 +4,10 @@
 //! old key (a thief's copy of the home) can no longer extend the chain,
 //! neither by appending nor by a pack; a rotation with the wrong next key is
 //! refused with its rule; `agora key revoke` places the rotation after an
-//! earlier entry; `agora key history` lists the key events.
+//! earlier entry; `agora key history` lists the key events; the reads name
+//! the key that signed (`status`, `trace`, `audit`), each member's current
+//! key (`roster`), and what a revocation leaves out (`status` of such an
+//! entry, the accepts and disputes naming it in `audit` and `disputes`).
 
 mod support;
 
@@ -66,6 +69,13 @@ fn an_agent_rotates_to_its_committed_key_and_the_old_key_is_refused() {
     let third = json(h, &["propose", "Tuesday, final"]);
     let shown = json(h, &["show", third["id"].as_str().unwrap()]);
     assert_eq!((shown["author"].as_str(), shown["signer"].as_str()), (Some(agent.id.as_str()), Some(new_key.as_str())), "{shown}");
+    // status and trace name the key that signed, when not the agent's own.
+    let status = json(h, &["status", third["id"].as_str().unwrap()]);
+    assert_eq!(status["signed_by"], new_key.as_str(), "{status}");
+    assert!(ok(h, &["status", third["id"].as_str().unwrap()]).contains(&format!("signed by key {}", &new_key[..8])));
+    assert_eq!(json(h, &["status", second["id"].as_str().unwrap()]).get("signed_by"), None, "signed by the agent's own key");
+    let trace = json(h, &["trace", third["id"].as_str().unwrap()]);
+    assert_eq!(trace["events"][0]["signed_by"], new_key.as_str(), "{trace}");
     let shown = json(h, &["show", rotated["entry"].as_str().unwrap()]);
     assert_eq!(shown["key_event"], "rotate", "{shown}");
     let history = json(h, &["key", "history"]);
@@ -87,8 +97,14 @@ fn an_agent_rotates_to_its_committed_key_and_the_old_key_is_refused() {
     assert_eq!(json(h, &["forks"]).as_array().map(Vec::len), Some(1), "the thief's seq 2 forks the chain: the store keeps the evidence");
     // The rotation resolves that fork: the thief's entry counts in no view,
     // the chain is not frozen, and the owner's entries all count.
-    let out = agora(h, &["--json", "status", stolen["id"].as_str().unwrap()]);
-    assert!(!out.status.success(), "the thief's entry is in no view: {}", String::from_utf8_lossy(&out.stdout));
+    // status says it is excluded, by which rotation, after which boundary;
+    // the other reads of it refuse it with that rule.
+    let excluded = json(h, &["status", stolen["id"].as_str().unwrap()]);
+    assert_eq!(excluded["status"], "excluded", "the thief's entry is in no view: {excluded}");
+    assert_eq!((&excluded["excluded"]["rotation"], &excluded["excluded"]["boundary"]), (&rotated["entry"], &second["id"]), "{excluded}");
+    assert_eq!(excluded["seq"], 2, "{excluded}");
+    refused_with(h, &["trace", stolen["id"].as_str().unwrap()], "excluded_entry");
+    refused_with(h, &["latest", stolen["id"].as_str().unwrap()], "excluded_entry");
     for mine in [&first, &second, &third] {
         json(h, &["status", mine["id"].as_str().unwrap()]);
     }
@@ -101,8 +117,7 @@ fn an_agent_rotates_to_its_committed_key_and_the_old_key_is_refused() {
     ok(h, &["export", "--output", owners.to_str().unwrap()]);
     ok(t, &["import", owners.to_str().unwrap()]);
     assert_eq!(json(t, &["view-hash"])["view_hash"], json(h, &["view-hash"])["view_hash"]);
-    let out = agora(t, &["--json", "status", stolen["id"].as_str().unwrap()]);
-    assert!(!out.status.success(), "the thief's entry is in no view there either");
+    assert_eq!(json(t, &["status", stolen["id"].as_str().unwrap()])["status"], "excluded", "the thief's entry is in no view there either");
     let rotation = std::fs::read_to_string(&owners)
         .unwrap()
         .lines()
@@ -141,4 +156,108 @@ fn a_revocation_follows_the_last_entry_its_owner_vouches_for() {
     ok(&other.home, &["export", "--output", pack.to_str().unwrap()]);
     ok(h, &["import", pack.to_str().unwrap()]);
     refused_with(h, &["key", "revoke", theirs["id"].as_str().unwrap()], "not_own_entry");
+}
+
+fn carry(from: &std::path::Path, into: &std::path::Path, dir: &std::path::Path, name: &str) {
+    let file = dir.join(format!("{name}.jsonl"));
+    ok(from, &["export", "--output", file.to_str().unwrap()]);
+    ok(into, &["import", file.to_str().unwrap()]);
+}
+
+fn id_of(v: &Value) -> String {
+    v["id"].as_str().unwrap_or_else(|| panic!("no id in {v}")).to_string()
+}
+
+/// The reads of another agent's workspace after an agent revokes a key
+/// (issue 41, item 5): status, trace and audit name the new key that
+/// signed; the roster names each member's current key and rotations; the
+/// entry the revocation leaves out is said to be so, by which rotation
+/// after which boundary; an accept and a dispute naming it are listed as
+/// such by audit and disputes, which the live page draws from. The same
+/// answers with a node running on the home and without.
+#[test]
+fn reads_name_the_signing_key_and_what_a_revocation_leaves_out() {
+    let (owner, bob) = (Agent::new(), Agent::new());
+    let (o, b) = (&owner.home, &bob.home);
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    admit(&owner, &[&bob]);
+    let vouched = id_of(&json(o, &["propose", "Mine"]));
+    let leaked = id_of(&json(o, &["propose", "Written with a key that leaked"]));
+    // Bob's workspace admits the owner; Bob accepts the owner's chain
+    // through the entry that will be left out, and disputes it.
+    let b1 = id_of(&json(b, &["propose", "Bob's own"]));
+    carry(o, b, dir, "owner-before");
+    admit(&bob, &[&owner]);
+    let accept = id_of(&json(b, &["accept", &owner.id, &leaked]));
+    let dispute = id_of(&json(b, &["dispute", &leaked, "Not what the owner holds"]));
+    // The owner revokes after the last entry it vouches for, writes on with
+    // the new key and accepts Bob's chain.
+    let revoked = json(o, &["key", "revoke", &vouched]);
+    let (rotation, new_key) = (revoked["entry"].as_str().unwrap().to_string(), revoked["key"].as_str().unwrap().to_string());
+    let after = id_of(&json(o, &["propose", "After the revocation"]));
+    carry(b, o, dir, "bob");
+    let owners_accept = id_of(&json(o, &["accept", &bob.id, &b1]));
+    carry(o, b, dir, "owner-after");
+
+    let reads = || {
+        let status = json(b, &["status", &after]);
+        assert_eq!(status["signed_by"], new_key.as_str(), "{status}");
+        assert_eq!(json(b, &["status", &vouched]).get("signed_by"), None, "the owner's own key signed it");
+        let trace = json(b, &["trace", &after]);
+        assert_eq!(trace["events"][0]["signed_by"], new_key.as_str(), "{trace}");
+        // The entry left out: its status says by which rotation, after which boundary.
+        let excluded = json(b, &["status", &leaked]);
+        assert_eq!(excluded["status"], "excluded", "{excluded}");
+        assert_eq!(
+            (excluded["excluded"]["rotation"].as_str(), excluded["excluded"]["boundary"].as_str()),
+            (Some(rotation.as_str()), Some(vouched.as_str())),
+            "{excluded}"
+        );
+        assert_eq!((excluded["author"].as_str(), excluded["seq"].as_u64()), (Some(owner.id.as_str()), Some(3)), "{excluded}");
+        let text = ok(b, &["status", &leaked]);
+        assert!(text.contains("excluded") && text.contains(&rotation[..8]) && text.contains(&vouched[..8]), "{text}");
+        refused_with(b, &["trace", &leaked], "excluded_entry");
+        // The roster: each member's current key and rotations.
+        let roster = json(b, &["roster"]);
+        let member = |id: &str| roster["members"].as_array().unwrap().iter().find(|m| m["agent"] == id).cloned().unwrap_or_else(|| panic!("{id}: {roster}"));
+        assert_eq!((member(&owner.id)["current_key"].as_str(), member(&owner.id)["rotations"].as_u64()), (Some(new_key.as_str()), Some(1)), "{roster}");
+        assert_eq!((member(&bob.id)["current_key"].as_str(), member(&bob.id)["rotations"].as_u64()), (Some(bob.id.as_str()), Some(0)), "{roster}");
+        // The audits: Bob's accept and dispute name an entry left out; the
+        // owner's audit lists Bob's dispute of it, and its accept signed by the new key.
+        let audit = json(b, &["audit", &bob.id]);
+        let record = |list: &str, entry: &str| {
+            audit[list].as_array().unwrap().iter().find(|r| r["entry"] == entry).cloned().unwrap_or_else(|| panic!("{entry} not in {list}: {audit}"))
+        };
+        for (list, entry) in [("accepts_made", &accept), ("disputes_made", &dispute)] {
+            let r = record(list, entry);
+            assert_eq!((r["status"].as_str(), r["target_excluded"]["rotation"].as_str()), (Some("pending"), Some(rotation.as_str())), "{r}");
+            assert_eq!(r["target_excluded"]["boundary"], vouched.as_str(), "{r}");
+            assert_eq!(r.get("signed_by"), None, "{r}");
+        }
+        let owners = json(b, &["audit", &owner.id]);
+        let against: Vec<&Value> = owners["disputes_against"].as_array().unwrap().iter().filter(|r| r["entry"] == dispute.as_str()).collect();
+        assert_eq!(against.len(), 1, "Bob's dispute of the entry left out is listed against the owner: {owners}");
+        assert_eq!(against[0]["target_excluded"]["rotation"], rotation.as_str(), "{owners}");
+        let accepts: Vec<&Value> = owners["accepts_made"].as_array().unwrap().iter().filter(|r| r["entry"] == owners_accept.as_str()).collect();
+        assert_eq!(accepts.len(), 1, "{owners}");
+        assert_eq!(accepts[0]["signed_by"], new_key.as_str(), "{owners}");
+        // The dispute map names the range left out and what names it.
+        let disputes = json(b, &["disputes"]);
+        let mut refs = [(accept.as_str(), "accept"), (dispute.as_str(), "dispute")];
+        refs.sort();
+        let refs: Vec<Value> = refs.iter().map(|(entry, kind)| serde_json::json!({ "by": bob.id, "entry": entry, "kind": kind, "target": leaked })).collect();
+        let want = serde_json::json!([{
+            "author": owner.id, "boundary": vouched, "count": 1, "from_seq": 3, "to_seq": 3, "rotation": rotation, "referenced_by": refs,
+        }]);
+        assert_eq!(disputes["revoked"], want, "{disputes}");
+        let text = ok(b, &["disputes"]);
+        assert!(text.contains("revoked: 1 entries") && text.contains("never takes effect"), "{text}");
+        (status, excluded, roster, audit, owners, disputes)
+    };
+    let offline = reads();
+    let _node = Node::start(&bob, &bob.id, &[]);
+    let live = reads();
+    assert_eq!((&live.2, &live.3, &live.4, &live.5), (&offline.2, &offline.3, &offline.4, &offline.5), "the node's answers are those read without it");
+    assert_eq!((&live.0["signed_by"], &live.1["excluded"]), (&offline.0["signed_by"], &offline.1["excluded"]));
 }

@@ -9,6 +9,8 @@
 //! - A forked chain, resolved by its author, and accepts by two agents: the
 //!   branches are drawn as sub-lanes with the fork point and the kept
 //!   branch, and each accept frontier on the lane it accepts.
+//! - An agent that revoked a key: the entry the revocation leaves out is
+//!   marked on its lane below the boundary, struck through, and listed.
 //! - 10,000 events by four agents (imported as one pack): the time to the
 //!   first draw and of interactions (perspective, as-of, search, zoom,
 //!   filter), and the page's responsiveness under a stream of new events,
@@ -349,6 +351,35 @@ fn the_live_page_draws_forks_and_who_accepts_what() {
     assert_eq!(panel[0], 3, "{panel}");
     assert!(panel[1].as_str().unwrap().contains("fork at seq 2; resolved"), "{panel}");
     save_screenshot(&browser, "live-page-fork.png");
+}
+
+#[test]
+fn the_live_page_marks_what_a_revocation_leaves_out() {
+    let owner = Agent::new();
+    let h = &owner.home;
+    let vouched = id(&json(h, &["propose", "Mine"]));
+    let _leaked = id(&json(h, &["propose", "Written with a key that leaked"]));
+    let revoked = json(h, &["key", "revoke", &vouched]);
+    let after = id(&json(h, &["propose", "After the revocation"]));
+    let _node = Node::start(&owner, &owner.id, &[]);
+    let driver = chromedriver();
+    let browser = Browser::start(&driver);
+    browser.goto(&page_url(h));
+    let (mark, _) = until("the revoked range to be marked", Duration::from_secs(20), || {
+        let v = browser.execute(
+            "const g = document.querySelector('g.revoked'); return g && document.querySelectorAll('g.node').length >= 2 ? \
+             [g.dataset.author, g.dataset.rotation, g.dataset.boundary, Number(g.dataset.count), Number(g.dataset.from), g.textContent] : null",
+        );
+        (!v.is_null()).then_some(v)
+    });
+    assert_eq!((mark[0].as_str(), mark[1].as_str(), mark[2].as_str()), (Some(owner.id.as_str()), revoked["entry"].as_str(), Some(vouched.as_str())), "{mark}");
+    assert_eq!((mark[3].as_u64(), mark[4].as_u64()), (Some(1), Some(2)), "{mark}");
+    assert!(mark[5].as_str().unwrap().contains("revoked: 1 entry"), "{mark}");
+    let drawn: Value = browser.execute("return [...document.querySelectorAll('g.node')].map(g => g.dataset.id)");
+    assert!(drawn.as_array().unwrap().contains(&json!(after)) && drawn.as_array().unwrap().contains(&json!(vouched)), "{drawn}");
+    let listed: Value = browser.execute("return document.getElementById('revoked').textContent");
+    assert!(listed.as_str().unwrap().contains("left out by the key rotation"), "{listed}");
+    save_screenshot(&browser, "live-page-revoked.png");
 }
 
 /// A pack of `events` reasoning events (the seeded debate the graph

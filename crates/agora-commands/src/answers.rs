@@ -6,6 +6,7 @@
 //! (the JSON API and MCP serialize it) and whose JSON Schema is the
 //! operation's output schema, so each shape is written once.
 
+use crate::revoked::ExcludedBy;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -67,7 +68,7 @@ pub struct NodeRefAnswer {
 pub struct NodeStatus {
     /// The node.
     pub id: String,
-    /// Its status (see the tool's description), `pending` when it waits for events not received.
+    /// Its status (see the tool's description), `pending` when it waits for events not received, `excluded` when a key rotation leaves it out of every view (see `excluded`).
     pub status: String,
     /// Its kind (proposition, contradiction, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -87,6 +88,12 @@ pub struct NodeStatus {
     /// When it was signed, ms since the Unix epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp_ms: Option<u64>,
+    /// The key that signed it (hex) when its author had rotated; absent: the author's own key (its id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_by: Option<String>,
+    /// Status `excluded`: the key rotation (revocation) that leaves it out of every view.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded: Option<ExcludedBy>,
     /// Survived a challenge: at least one contradiction of it was answered, and nothing is open against it now. False for a node never challenged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled: Option<bool>,
@@ -143,6 +150,8 @@ impl NodeStatus {
             author_name: None,
             seq: None,
             timestamp_ms: None,
+            signed_by: None,
+            excluded: None,
             settled: None,
             why: None,
             orphan: None,

@@ -38,6 +38,7 @@ pub mod ops;
 pub mod output;
 pub mod own_chain;
 pub mod reasoning;
+pub mod revoked;
 pub mod run;
 pub mod session;
 pub mod traces;

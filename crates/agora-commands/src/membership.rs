@@ -77,15 +77,23 @@ pub fn remove(s: &Session, agent_text: &str, reason: &str) -> Result<ExitCode> {
 /// `agora roster`.
 pub fn roster(s: &Session) -> Result<ExitCode> {
     let founder = s.founder()?;
-    let r = agora_view::derive_roster(s.store()?, founder)?;
-    let names = agora_view::display_names(s.store()?, &r)?;
+    let store = s.store()?;
+    let r = agora_view::derive_roster(store, founder)?;
+    let names = agora_view::display_names(store, &r)?;
+    let mut members = Vec::with_capacity(r.members.len());
+    for (a, by) in &r.members {
+        let (key, rotations) = crate::revoked::current_key(store, &r, a)?;
+        members.push(Member {
+            agent: a.to_string(),
+            admitted_by: by.map(|e| e.to_string()),
+            display_name: names.get(a).cloned(),
+            current_key: key.to_string(),
+            rotations,
+        });
+    }
     let answer = RosterAnswer {
         founder: founder.to_string(),
-        members: r
-            .members
-            .iter()
-            .map(|(a, by)| Member { agent: a.to_string(), admitted_by: by.map(|e| e.to_string()), display_name: names.get(a).cloned() })
-            .collect(),
+        members,
         removed: r.removed.iter().map(|(a, by)| RemovedAgent { agent: a.to_string(), removed_by: by.to_string() }).collect(),
         frozen_at_fork_seq: r.frozen_at_fork_seq,
         pending_at_seq: r.pending_at_seq,
@@ -94,10 +102,19 @@ pub fn roster(s: &Session) -> Result<ExitCode> {
     };
     s.print(&answer, || {
         let mut out = vec![format!("founder {founder}")];
-        out.extend(r.members.keys().filter(|a| **a != founder).map(|a| match names.get(a) {
-            Some(name) => format!("member  {a} \"{name}\""),
-            None => format!("member  {a}"),
-        }));
+        for m in answer.members.iter() {
+            let key = if m.rotations > 0 { format!(" key {} ({} rotations)", &m.current_key[..8], m.rotations) } else { String::new() };
+            if m.agent == answer.founder {
+                if !key.is_empty() {
+                    out[0].push_str(&key);
+                }
+                continue;
+            }
+            match &m.display_name {
+                Some(name) => out.push(format!("member  {} \"{name}\"{key}", m.agent)),
+                None => out.push(format!("member  {}{key}", m.agent)),
+            }
+        }
         out.extend(r.removed.keys().map(|a| match r.cut_off.get(a) {
             Some(n) => format!("removed {a} (its entries up to seq {n} stay admitted)"),
             None => format!("removed {a}"),
@@ -153,6 +170,10 @@ pub struct Member {
     pub admitted_by: Option<String>,
     /// Its display name (null when none).
     pub display_name: Option<String>,
+    /// The key that signs for it now (hex): the signer of its highest entry that counts; its agent id when it never rotated.
+    pub current_key: String,
+    /// How many key rotations of it count (0: it signs with its inception key, its id).
+    pub rotations: u64,
 }
 
 /// An agent removed.

@@ -11,6 +11,7 @@ use crate::args::{entry_reference as entry_ref, now_ms, parse_author};
 use crate::cli::MergeCommand;
 use crate::merge_view::live_view;
 use crate::own_chain::append_own;
+use crate::revoked::{self, ChainsRead, ExcludedBy, OnExcluded};
 use crate::session::Session;
 use agora_command_line::inputs;
 use agora_core::AgentId;
@@ -164,7 +165,26 @@ impl MergeRecordAnswer {
             kind: r.event.as_ref().map(|e| e.kind_name().to_string()),
             status: r.status.name().to_string(),
             event: r.event.as_ref().map(|e| format!("{e:?}")),
+            signed_by: None,
+            target_excluded: None,
         }
+    }
+
+    /// A merge event that waits for an entry a key rotation leaves out, as
+    /// its signer's chain holds it (none when it is not held).
+    fn waiting(store: &agora_store::Store, w: &OnExcluded) -> Result<Option<Self>> {
+        let Some(e) = store.get(&w.entry)? else { return Ok(None) };
+        let event = e.payload.content().meaning().and_then(|p| MergeEvent::decode(p).ok());
+        Ok(Some(Self {
+            entry: w.entry.to_string(),
+            signer: w.by.to_string(),
+            seq: w.seq,
+            kind: event.as_ref().map(|e| e.kind_name().to_string()),
+            status: "pending".to_string(),
+            event: event.as_ref().map(|e| format!("{e:?}")),
+            signed_by: None,
+            target_excluded: None,
+        }))
     }
 
     fn all(records: &[MergeRecord]) -> Vec<Self> {
@@ -321,18 +341,31 @@ pub fn disputes(s: &Session, agents: &[String], as_of: Option<&str>, summary: bo
     let cut = as_of.map(parse_as_of).transpose()?;
     let agents = agents_arg(agents)?;
     // `entries` holds at least the forked authors' entries, for each side's members.
-    let (map, entries) = match (s.live_merge(), cut) {
+    let store = s.store()?;
+    let (map, entries, roster, waiting) = match (s.live_merge(), cut) {
         // In a node: off the live view, reading only the disputed
         // entries, the forked chains and who refers into them.
-        (Some(cache), None) => live_view(cache, s.store()?)?.0.disagreements(s.store()?, agents.as_deref())?,
+        (Some(cache), None) => {
+            let mut view = live_view(cache, store)?.0;
+            let (map, entries) = view.disagreements(store, agents.as_deref())?;
+            let roster = view.roster().clone();
+            let waiting = waiting_on_excluded(&roster, || view.merge().statuses());
+            (map, entries, roster, waiting)
+        }
         _ => {
-            let (entries, proofs) = as_it_was(agora_view::load_merge_input(s.store()?, s.founder()?)?, cut);
-            let map = Merge::compute(&entries, &proofs)?.disagreements(agents.as_deref());
-            (map, entries)
+            let founder = s.founder()?;
+            let (entries, proofs) = as_it_was(agora_view::load_merge_input(store, founder)?, cut);
+            let roster = key_bounds_of(store, founder)?;
+            let m = Merge::compute(&entries, &proofs)?;
+            let map = m.disagreements(agents.as_deref());
+            let waiting = revoked::on_excluded(&roster, m.records().iter().map(|r| (r.entry, r.signer, r.seq, &r.status)));
+            (map, entries, roster, waiting)
         }
     };
+    let shown = |a: &AgentId| agents.as_ref().is_none_or(|list| list.contains(a));
+    let revoked = revoked_ranges(store, &roster, waiting.iter().filter(|w| shown(&w.by)))?;
     if !s.json {
-        s.print(&(), || disputes_text(&map))?;
+        s.print(&(), || disputes_text(&map) + &revoked_text(&revoked))?;
         return Ok(ExitCode::SUCCESS);
     }
     // The answer (about 140 MB of JSON at a million entries) takes the
@@ -340,10 +373,91 @@ pub fn disputes(s: &Session, agents: &[String], as_of: Option<&str>, summary: bo
     // serialized (no tree of values: `print_lazy`), and is freed once
     // printed: scratch memory (`agora_view::scratch`).
     agora_view::scratch::run(|| {
-        let answer = DisputesAnswer::of(map, &entries, summary);
+        let answer = DisputesAnswer { revoked, ..DisputesAnswer::of(map, &entries, summary) };
         s.print_lazy(|| &answer, String::new)
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A roster with only the key bounds (`agora_view::bound_keys`): what
+/// rotations leave out, without reading the founder's chain again.
+fn key_bounds_of(store: &agora_store::Store, founder: AgentId) -> Result<agora_roster::Roster> {
+    let mut roster = agora_roster::Roster::founder_only(founder);
+    agora_view::bound_keys(store, &mut roster)?;
+    Ok(roster)
+}
+
+/// The merge events waiting for an entry a rotation leaves out, among
+/// every merge event's status (read only when a rotation leaves something out).
+fn waiting_on_excluded(
+    roster: &agora_roster::Roster,
+    statuses: impl FnOnce() -> Vec<(agora_core::EntryId, AgentId, u64, agora_merge::MergeStatus)>,
+) -> Vec<OnExcluded> {
+    if roster.key_bounds.is_empty() {
+        return Vec::new();
+    }
+    revoked::on_excluded(roster, statuses().iter().map(|(e, by, seq, st)| (*e, *by, *seq, st)))
+}
+
+/// The ranges of chains key rotations leave out, each with the merge
+/// events of `waiting` that name an entry in it. Reads each such chain once.
+fn revoked_ranges<'a>(store: &agora_store::Store, roster: &agora_roster::Roster, waiting: impl Iterator<Item = &'a OnExcluded>) -> Result<Vec<RevokedRange>> {
+    let mut chains = ChainsRead::default();
+    let mut out = Vec::new();
+    for author in roster.key_bounds.keys() {
+        let Some(rotations) = chains.of(store, author)? else { continue };
+        for (why, count, from_seq, to_seq) in rotations.ranges() {
+            out.push(RevokedRange {
+                author: author.to_string(),
+                boundary: why.boundary.clone(),
+                count,
+                from_seq,
+                referenced_by: Vec::new(),
+                rotation: why.rotation.clone(),
+                to_seq,
+            });
+        }
+    }
+    for w in waiting {
+        let Some(why) = chains.why(store, &w.target_author, &w.target)? else { continue };
+        let Some(range) = out.iter_mut().find(|r| r.rotation == why.rotation && r.author == w.target_author.to_string()) else { continue };
+        let kind = MergeRecordAnswer::waiting(store, w)?.and_then(|r| r.kind).unwrap_or_default();
+        range.referenced_by.push(RevokedReference { by: w.by.to_string(), entry: w.entry.to_string(), kind, target: w.target.to_string() });
+    }
+    for r in &mut out {
+        r.referenced_by.sort_by(|a, b| (&a.by, &a.entry).cmp(&(&b.by, &b.entry)));
+    }
+    Ok(out)
+}
+
+/// The revoked ranges as lines of text.
+fn revoked_text(ranges: &[RevokedRange]) -> String {
+    let mut out = String::new();
+    for r in ranges {
+        out.push_str(&format!(
+            "\nrevoked: {} entries of {} (seq {}..={}) count in no view, {}",
+            r.count,
+            short(&r.author),
+            r.from_seq,
+            r.to_seq,
+            ExcludedBy { rotation: r.rotation.clone(), boundary: r.boundary.clone() }.text()
+        ));
+        for x in &r.referenced_by {
+            out.push_str(&format!(
+                "\n  {} by {} in {} names {}: it counts in no view, so it never takes effect",
+                x.kind,
+                short(&x.by),
+                short(&x.entry),
+                short(&x.target)
+            ));
+        }
+    }
+    out
+}
+
+/// The first 8 characters of an id.
+fn short(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
 }
 
 /// The disagreement map as text: each disputed event, then each fork.
@@ -440,7 +554,7 @@ impl DisputesAnswer {
                     .collect(),
             })
             .collect();
-        Self { disputed: map.disputed.into_iter().map(|d| DisputedEvent::of(d, summary)).collect(), forks }
+        Self { disputed: map.disputed.into_iter().map(|d| DisputedEvent::of(d, summary)).collect(), forks, revoked: Vec::new() }
     }
 }
 
@@ -482,28 +596,36 @@ const BRANCH_MEMBERS_MAX: usize = 10_000;
 /// ([`agora_merge::LiveMerge::audit`]), not a recompute.
 pub fn audit(s: &Session, agent: &str) -> Result<ExitCode> {
     let agent = parse_author(agent)?;
-    let a = match s.live_merge() {
+    let store = s.store()?;
+    // The merge events waiting for an entry a key rotation leaves out: of
+    // the agent's own, and of anyone's naming the agent's.
+    let (a, waiting) = match s.live_merge() {
         // In a node: the agent's chain read and checked again without
         // holding the live view (its updates go on meanwhile), then the
         // merge events about it from the view.
         Some(cache) => {
-            let store = s.store()?;
             let roster = live_view(cache, store)?.0.roster().clone();
             let (entries, proofs) = agora_view::load_chain_merge_input(store, &roster, &agent)?;
             let mut a = Merge::compute(&entries, &proofs)?.audit(&agent);
-            live_view(cache, store)?.0.merge().complete_audit(&mut a);
-            a
+            let mut view = live_view(cache, store)?.0;
+            view.merge().complete_audit(&mut a);
+            let waiting = waiting_on_excluded(&roster, || view.merge().statuses());
+            (a, waiting)
         }
         None => {
             let bar = s.progress(0, "{spinner} auditing: reading and verifying every chain, then the merge layer ({elapsed})");
-            let (entries, proofs) = agora_view::load_merge_input(s.store()?, s.founder()?)?;
-            let a = Merge::compute(&entries, &proofs)?.audit(&agent);
+            let founder = s.founder()?;
+            let (entries, proofs) = agora_view::load_merge_input(store, founder)?;
+            let roster = key_bounds_of(store, founder)?;
+            let m = Merge::compute(&entries, &proofs)?;
+            let waiting = revoked::on_excluded(&roster, m.records().iter().map(|r| (r.entry, r.signer, r.seq, &r.status)));
+            let a = m.audit(&agent);
             bar.finish_and_clear();
-            a
+            (a, waiting)
         }
     };
     let clean = a.is_clean();
-    let answer = AuditAnswer {
+    let mut answer = AuditAnswer {
         agent: agent.to_string(),
         clean,
         held: a.held,
@@ -522,6 +644,23 @@ pub fn audit(s: &Session, agent: &str) -> Result<ExitCode> {
         frontiers: a.frontiers.iter().map(|(x, f)| AuthorFrontier { author: x.to_string(), seq: f.seq, head: f.head.to_string() }).collect(),
         accepted_by: a.accepted_by.iter().map(|(x, f)| AgentFrontier { agent: x.to_string(), seq: f.seq, head: f.head.to_string() }).collect(),
     };
+    // Disputes of the agent's entries that a rotation leaves out wait for
+    // them forever: listed, not dropped.
+    for w in waiting.iter().filter(|w| w.target_author == agent) {
+        if let Some(r) = MergeRecordAnswer::waiting(store, w)?.filter(|r| r.kind.as_deref() == Some("dispute")) {
+            answer.disputes_against.push(r);
+        }
+    }
+    let mut chains = ChainsRead::default();
+    for list in [&mut answer.resolutions, &mut answer.disputes_against, &mut answer.disputes_made, &mut answer.accepts_made] {
+        for r in list.iter_mut() {
+            let entry: agora_core::EntryId = r.entry.parse()?;
+            r.signed_by = revoked::signed_by(store, &entry)?;
+            if let Some(w) = waiting.iter().find(|w| w.entry == entry) {
+                r.target_excluded = chains.why(store, &w.target_author, &w.target)?;
+            }
+        }
+    }
     s.print(&answer, || {
         let mut out = vec![format!(
             "audit of {agent}: {} entries held, max seq {}, view length {}; {}",
@@ -533,9 +672,21 @@ pub fn audit(s: &Session, agent: &str) -> Result<ExitCode> {
         out.extend(a.problems.iter().map(|p| format!("  problem: {p}")));
         out.extend(a.gaps.iter().map(|(f, t)| format!("  gap: seqs {f}..={t} not held")));
         out.extend(a.fork_seqs.iter().map(|s| format!("  fork at seq {s}")));
-        out.extend(a.resolutions.iter().map(|r| format!("  fork resolution {} [{}]", r.entry.short(), r.status.name())));
-        out.extend(a.disputes_against.iter().map(|r| format!("  disputed by {} in {} [{}]", r.signer.short(), r.entry.short(), r.status.name())));
-        out.extend(a.disputes_made.iter().map(|r| format!("  disputes: {} [{}]", r.entry.short(), r.status.name())));
+        let marks = |r: &MergeRecordAnswer| {
+            let key = r.signed_by.as_deref().map_or(String::new(), |k| format!(" (signed by key {})", short(k)));
+            let out = r.target_excluded.as_ref().map_or(String::new(), |w| format!("; names an entry that counts in no view, {}", w.text()));
+            key + &out
+        };
+        out.extend(answer.resolutions.iter().map(|r| format!("  fork resolution {} [{}]{}", short(&r.entry), r.status, marks(r))));
+        out.extend(answer.disputes_against.iter().map(|r| format!("  disputed by {} in {} [{}]{}", short(&r.signer), short(&r.entry), r.status, marks(r))));
+        out.extend(answer.disputes_made.iter().map(|r| format!("  disputes: {} [{}]{}", short(&r.entry), r.status, marks(r))));
+        out.extend(
+            answer
+                .accepts_made
+                .iter()
+                .filter(|r| r.signed_by.is_some() || r.target_excluded.is_some())
+                .map(|r| format!("  accept {} [{}]{}", short(&r.entry), r.status, marks(r))),
+        );
         out.extend(a.frontiers.iter().map(|(x, f)| format!("  accepts {} through seq {}", x.short(), f.seq)));
         out.extend(a.accepted_by.iter().map(|(x, f)| format!("  accepted by {} through seq {}", x.short(), f.seq)));
         out.join("\n")
@@ -756,6 +907,42 @@ pub struct DisputesAnswer {
     pub disputed: Vec<DisputedEvent>,
     /// Every fork met on a view chain, with who accepts and builds on each side.
     pub forks: Vec<ForkAnswer>,
+    /// Chain ranges a key revocation leaves out of every view, with the accepts and disputes naming them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub revoked: Vec<RevokedRange>,
+}
+
+/// Entries of a chain that a key rotation leaves out of every view
+/// (protocol-spec/keys.md): those after its boundary on other branches.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RevokedRange {
+    /// The chain's author.
+    pub author: String,
+    /// The rotation's trust boundary: the last entry its owner vouches for.
+    pub boundary: String,
+    /// How many entries it leaves out.
+    pub count: usize,
+    /// The lowest seq among them.
+    pub from_seq: u64,
+    /// Accepts and disputes naming one of them (a dispute's target, an accept's head): they wait and never take effect.
+    pub referenced_by: Vec<RevokedReference>,
+    /// The rotation (a revocation) that leaves them out.
+    pub rotation: String,
+    /// The highest seq among them.
+    pub to_seq: u64,
+}
+
+/// An accept or dispute naming an entry a rotation leaves out.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RevokedReference {
+    /// Its signer.
+    pub by: String,
+    /// Its entry.
+    pub entry: String,
+    /// `accept` or `dispute`.
+    pub kind: String,
+    /// The entry it names.
+    pub target: String,
 }
 
 /// A disputed event.
@@ -905,6 +1092,12 @@ pub struct MergeRecordAnswer {
     pub status: String,
     /// The event, as debug text.
     pub event: Option<String>,
+    /// The key that signed it (hex) when its signer had rotated; absent: the signer's own key (its id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_by: Option<String>,
+    /// The entry it names (a dispute's target, an accept's head) counts in no view: a key rotation of that entry's author leaves it out, so this event waits (`pending`) and never takes effect. Absent when what it names counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_excluded: Option<ExcludedBy>,
 }
 
 /// An accept frontier on an author's chain.
@@ -1008,7 +1201,11 @@ mod tests {
                 })
                 .collect();
             let expected = json!({ "disputed": expected, "forks": forks_value });
-            let answer = DisputesAnswer { disputed: disputed.iter().cloned().map(|d| DisputedEvent::of(d, summary)).collect(), forks: forks.clone() };
+            let answer = DisputesAnswer {
+                disputed: disputed.iter().cloned().map(|d| DisputedEvent::of(d, summary)).collect(),
+                forks: forks.clone(),
+                revoked: Vec::new(),
+            };
             let written = serde_json::to_string(&answer).unwrap();
             assert_eq!(written, expected.to_string(), "byte for byte, summary {summary}");
         }

@@ -9,6 +9,7 @@ use crate::args::{entry_reference as reference, now_ms};
 use crate::cli::{FrameCommand, FrameMove, ReadCommand, ReasoningCommand, RecordCommand, TaskCommand};
 use crate::merge_view::{MergeMarks, Placed};
 use crate::output::NoSuchEvent;
+use crate::revoked;
 use crate::session::Session;
 use agora_command_line::inputs as i;
 use agora_core::EntryId;
@@ -291,6 +292,14 @@ fn marks_text(disputed_by: &[DisputeOf], accepted_by: &[String]) -> String {
     t
 }
 
+/// A status's text with the key that signed the event on its first line.
+fn signed_line(text: String, key: &str) -> String {
+    match text.split_once('\n') {
+        Some((first, rest)) => format!("{first} (signed by key {})\n{rest}", short(key)),
+        None => format!("{text} (signed by key {})", short(key)),
+    }
+}
+
 /// The first 8 characters of an id, as the text forms show ids.
 fn short(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
@@ -305,18 +314,43 @@ fn status(s: &Session, target: &str) -> Result<Status> {
         match graph.node(&id) {
             Some(n) => {
                 let placed = Placed { id, author: graph.position(n).author, seq: n.seq() };
-                let answer = StatusAnswer { node: node_status(graph, n)?, computed_over: over };
-                Ok((Status { answer, text: status_text(graph, n)? }, Some(placed)))
+                let signed_by = revoked::signed_by(store, &id)?;
+                let mut text = status_text(graph, n)?;
+                if let Some(key) = &signed_by {
+                    text = signed_line(text, key);
+                }
+                let answer = StatusAnswer { node: NodeStatus { signed_by, ..node_status(graph, n)? }, computed_over: over };
+                Ok((Status { answer, text }, Some(placed)))
             }
             None => match graph.pending().into_iter().find(|p| p.event.id == id) {
                 Some(p) => {
                     let missing: Vec<String> = p.missing.iter().map(|m| m.to_string()).collect();
                     let text = format!("{id}: pending, waiting for {}", missing.join(", "));
-                    let node = NodeStatus { missing: Some(missing), ..NodeStatus::bare(id.to_string(), "pending") };
+                    let signed_by = revoked::signed_by(store, &id)?;
+                    let node = NodeStatus { missing: Some(missing), signed_by, ..NodeStatus::bare(id.to_string(), "pending") };
                     let answer = StatusAnswer { node, computed_over: over };
                     Ok((Status { answer, text }, None))
                 }
-                None => Err(not_in_graph(store, id)),
+                None => match (store.get_signed(&id)?, revoked::why_excluded(store, &id)?) {
+                    (Some(e), Some(why)) => {
+                        let h = e.header();
+                        let signed_by = h.keys.and_then(|k| k.signer).map(|k| k.to_string());
+                        let mut text = format!("{id}: excluded: counts in no view, {} (protocol-spec/keys.md)", why.text());
+                        if let Some(key) = &signed_by {
+                            text = signed_line(text, key);
+                        }
+                        let node = NodeStatus {
+                            author: Some(h.author.to_string()),
+                            seq: Some(h.seq),
+                            timestamp_ms: Some(h.timestamp_ms),
+                            signed_by,
+                            excluded: Some(why),
+                            ..NodeStatus::bare(id.to_string(), "excluded")
+                        };
+                        Ok((Status { answer: StatusAnswer { node, computed_over: over }, text }, None))
+                    }
+                    _ => Err(not_in_graph(store, id)),
+                },
             },
         }
     })?;
@@ -435,7 +469,10 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
                 Some(t) => {
                     let id = reference(store, t)?;
                     match past.node(&id) {
-                        Some(n) => (HistoryAnswer::Node(Box::new(node_status(&past, n)?)), status_text(&past, n)?),
+                        Some(n) => {
+                            let node = NodeStatus { signed_by: revoked::signed_by(store, &id)?, ..node_status(&past, n)? };
+                            (HistoryAnswer::Node(Box::new(node)), status_text(&past, n)?)
+                        }
                         None => (
                             HistoryAnswer::Node(Box::new(NodeStatus::bare(id.to_string(), "not_yet_recorded"))),
                             format!("{id}: not yet recorded at that point"),
@@ -451,7 +488,7 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
         }
         ReadCommand::Latest(i::NodeRef { target }) => {
             let id = reference(store, target)?;
-            let latest = graph.latest_in_chain(&id).ok_or(NoSuchEvent(id))?;
+            let latest = graph.latest_in_chain(&id).ok_or_else(|| not_in_graph(store, id))?;
             let n = graph.node(&latest).context("latest node vanished")?;
             let t = text_of(graph, n)?.into_owned();
             let text = format!("{latest}  [{}]  {}", n.status().name(), t);
@@ -727,8 +764,18 @@ fn refs_text(g: &Graph, ids: &[EntryId], label: &str) -> Result<String> {
 
 /// Why `id` has no node: [`NoSuchEvent`], said more precisely for a merge
 /// event, which the store holds but the reasoning graph never makes a node
-/// of (`protocol-spec/merge.md`).
+/// of (`protocol-spec/merge.md`), and for an entry a key rotation of its
+/// author leaves out of every view (`excluded_entry`, [`revoked::why_excluded`]).
 fn not_in_graph(store: &Store, id: EntryId) -> anyhow::Error {
+    if let Ok(Some(why)) = revoked::why_excluded(store, &id) {
+        let message = format!(
+            "{id} counts in no view: {} (protocol-spec/keys.md, \"Which entries count\"); `agora status {}` says more, `agora show {}` shows the entry",
+            why.text(),
+            id.short(),
+            id.short()
+        );
+        return crate::output::refused_about("excluded_entry", id, message);
+    }
     let merge_kind = store.get(&id).ok().flatten().and_then(|e| {
         let content = e.payload.content();
         content
@@ -814,7 +861,7 @@ fn nodes_listing<'a>(g: &Graph, nodes: impl Iterator<Item = NodeRef<'a>>) -> Res
 /// `trace`: every event that touched the node, in order, each verified
 /// against its chain (see `agora_view::trace`).
 fn trace(store: &Store, g: &Graph, id: &EntryId) -> Result<(TraceAnswer, String)> {
-    let node = g.node(id).ok_or(NoSuchEvent(*id))?;
+    let node = g.node(id).ok_or_else(|| not_in_graph(store, *id))?;
     let traced = agora_view::trace(store, g, id)?;
     let mut rows = Vec::new();
     let mut text = Vec::new();
@@ -822,11 +869,13 @@ fn trace(store: &Store, g: &Graph, id: &EntryId) -> Result<(TraceAnswer, String)
         let n = g.node(&t.entry.id());
         let node_text = n.map(|n| text_of(g, n)).transpose()?;
         let h = t.entry.header();
+        let signed_by = h.keys.and_then(|k| k.signer);
         rows.push(TracedEvent {
             id: t.entry.id().to_string(),
             author: h.author.to_string(),
             seq: h.seq,
             timestamp_ms: h.timestamp_ms,
+            signed_by: signed_by.map(|k| k.to_string()),
             kind: n.map(|n| n.kind().to_string()),
             text: node_text.as_deref().map(str::to_string),
             status: n.map(|n| n.status().name().to_string()),
@@ -834,10 +883,11 @@ fn trace(store: &Store, g: &Graph, id: &EntryId) -> Result<(TraceAnswer, String)
             verified: true,
         });
         text.push(format!(
-            "{} {}/{} {:<14} {}",
+            "{} {}/{}{} {:<14} {}",
             t.entry.id().short(),
             h.author.short(),
             h.seq,
+            signed_by.map_or(String::new(), |k| format!(" key {}", k.short())),
             n.map_or("?", |n| n.kind()),
             node_text.as_deref().unwrap_or("")
         ));
@@ -895,6 +945,9 @@ pub struct TracedEvent {
     pub seq: u64,
     /// When it was signed, ms since the Unix epoch.
     pub timestamp_ms: u64,
+    /// The key that signed it (hex) when its author had rotated; absent: the author's own key (its id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_by: Option<String>,
     /// Its kind (null when its payload is not known here).
     pub kind: Option<String>,
     /// Its text.

@@ -3,7 +3,8 @@
 // time order, colour and shape by status and kind), the merge layer on it
 // (forked chains as sub-lanes with their fork point, which branch the
 // author kept, every agent's accept frontier on every other agent's lane,
-// disputed events ringed), and redraws within a second of an event arriving
+// disputed events ringed, the ranges a key revocation leaves out struck
+// through after their boundary), and redraws within a second of an event arriving
 // (the node's /v1/events stream).
 //
 // It stays interactive at 10,000 nodes and more: the layout (one sort, then
@@ -297,8 +298,18 @@ function layout() {
     }
   }
   ticks.sort((a, b) => a.row - b.row || a.x - b.x || (a.agent < b.agent ? -1 : 1));
+  // Ranges a key revocation leaves out (they are in no view, so not among
+  // the nodes): marked on the author's lane just below their boundary (the
+  // last entry the owner vouches for), or below its last earlier event.
+  const revoked = [];
+  for (const r of (state.disputes && state.disputes.revoked) || []) {
+    if (!laneStart.has(r.author)) continue;
+    let at = row.has(r.boundary) ? row.get(r.boundary) : -1;
+    if (at < 0) for (const n of nodesByAuthor.get(r.author) || []) if (n.seq < r.from_seq && row.has(n.id)) at = Math.max(at, row.get(n.id));
+    revoked.push({ ...r, row: at, x: at >= 0 ? xs[at] : colX(r.author, 0) });
+  }
   const lanes = authors.map((a) => ({ author: a, x: colX(a, 0), cols: plan.cols.get(a) || 1 }));
-  state.layout = { order, row, xs, cols, colRows, ef, et, er, forks, ticks, lanes, width: LEFT * 2 + LANE * Math.max(width, 1), rowH: ROW, clusterOf: null, clusters: [] };
+  state.layout = { order, row, xs, cols, colRows, ef, et, er, forks, ticks, revoked, lanes, width: LEFT * 2 + LANE * Math.max(width, 1), rowH: ROW, clusterOf: null, clusters: [] };
   scale();
   stats.nodes = g.nodes.length;
   stats.shown = order.length;
@@ -481,6 +492,22 @@ function draw() {
     el("title", {}, g).textContent = `agent ${short(t.agent)} accepts agent ${short(t.author)} through seq ${t.seq}`;
   }
 
+  // Revoked ranges: a struck, greyed band below the boundary, labelled.
+  for (const r of L.revoked) {
+    if (r.row >= 0 && (r.row < a - 1 || r.row > b)) continue;
+    const y = r.row >= 0 ? rowY(L, r.row) + rowH / 2 : TOP - 8;
+    if (y < yTop || y > yBottom) continue;
+    const g = el("g", { class: "revoked", "data-author": r.author, "data-rotation": r.rotation, "data-boundary": r.boundary, "data-count": r.count, "data-from": r.from_seq, "data-to": r.to_seq }, root);
+    const seqs = r.from_seq === r.to_seq ? `seq ${r.from_seq}` : `seqs ${r.from_seq}–${r.to_seq}`;
+    const label = `✗ revoked: ${r.count} ${r.count === 1 ? "entry" : "entries"}, ${seqs}`;
+    const w = full ? 14 + label.length * 6.2 : 24;
+    el("rect", { x: r.x - R, y: y - 7, width: w, height: 14, rx: 3 }, g);
+    if (full) el("text", { x: r.x - R + 6, y: y + 4 }, g).textContent = label;
+    el("title", {}, g).textContent = `${r.count} ${r.count === 1 ? "entry" : "entries"} of agent ${short(r.author)} (${seqs}) count in no view: ` +
+      `the key rotation ${short(r.rotation)} (a revocation) after ${short(r.boundary)} leaves out every entry after it on another branch` +
+      (r.referenced_by || []).map((x) => `\n${x.kind} by agent ${short(x.by)} names ${short(x.target)}: never takes effect`).join("");
+  }
+
   // Lane headings, kept at the top of the viewport.
   el("rect", { class: "lane-head", x: 0, y: top, width: L.width, height: 40 }, root);
   for (const lane of L.lanes) el("text", { class: "lane-label", x: lane.x - R, y: top + 18 }, root).textContent = agentLabel(lane.author);
@@ -589,7 +616,7 @@ function legend() {
   }
   const keys = document.createElement("div");
   keys.className = "keys";
-  keys.textContent = "red dashed ring: disputed · ◆ fork point, sub-lanes per branch · ✓ X ≤ n: agent X accepts the lane's chain through seq n";
+  keys.textContent = "red dashed ring: disputed · ◆ fork point, sub-lanes per branch · ✓ X ≤ n: agent X accepts the lane's chain through seq n · ✗ revoked: entries a key revocation leaves out";
   box.append(keys);
 }
 
@@ -639,6 +666,29 @@ function mergeInfo() {
     }
     box.append(h, ul);
   }
+  const revoked = (state.disputes && state.disputes.revoked) || [];
+  if (revoked.length) {
+    const h = document.createElement("h3");
+    h.textContent = "Revoked";
+    const ul = document.createElement("ul");
+    ul.id = "revoked";
+    for (const r of revoked) {
+      const li = document.createElement("li");
+      li.dataset.author = r.author; li.dataset.rotation = r.rotation;
+      li.className = "revoked";
+      li.textContent = `agent ${short(r.author)}: ${r.count} ${r.count === 1 ? "entry" : "entries"} (seq ${r.from_seq === r.to_seq ? r.from_seq : r.from_seq + "–" + r.to_seq}) left out by the key rotation ${short(r.rotation)} after ${short(r.boundary)}`;
+      const sub = document.createElement("ul");
+      for (const x of r.referenced_by || []) {
+        const rl = document.createElement("li");
+        rl.dataset.entry = x.entry; rl.dataset.target = x.target;
+        rl.textContent = `${x.kind} by agent ${short(x.by)} names revoked ${short(x.target)}: never takes effect`;
+        sub.append(rl);
+      }
+      li.append(sub);
+      ul.append(li);
+    }
+    box.append(h, ul);
+  }
 }
 
 // The filters changed: lay out again (no fetch).
@@ -672,6 +722,12 @@ async function select(id) {
       li.children[2].textContent = short(ev.author);
       li.children[3].textContent = ev.seq;
       li.children[6].textContent = ev.text || "";
+      if (ev.signed_by) {
+        const key = document.createElement("span");
+        key.className = "muted signed-by";
+        key.textContent = ` (signed by key ${short(ev.signed_by)})`;
+        li.children[4].after(key);
+      }
       list.append(li);
     }
     const disputes = document.createElement("div");

@@ -513,7 +513,7 @@ pub fn catalog() -> Vec<Operation> {
             "The roster",
             Read,
             RosterAnswer,
-            "The workspace's members, derived from the founder's chain: who was admitted and removed, and when."
+            "The workspace's members, derived from the founder's chain: who was admitted and removed, and when; each member's current key."
         ),
     ]
 }

@@ -138,7 +138,7 @@ pub struct Operation {
 pub const REFERENCES: &str = "Refer to an earlier event (an entry) by its id: the 64 hex characters every recording tool returns as `id`, or a unique prefix of it (8 or more characters are usually enough); the entry a move is about is its `target`. An agent is named by its 64-hex id as `agent` (`identity` gives this agent's). A full id of an event not received yet is accepted: the new event waits for it (`pending`).";
 
 /// The statuses a node of the graph can have.
-pub const STATUSES: &str = "Statuses: active (current, unchallenged or every challenge answered), contested (a challenge is open against it), superseded (replaced by a refinement, reframe or update: `successor` names the current version), resolved (a question answered, a challenge answered, a frame completed, a task done), parked (set aside), retracted (withdrawn as wrong; hidden from current state, the record stays), duplicate (restates another node), invalid (arrived from a peer but breaks a rule).";
+pub const STATUSES: &str = "Statuses: active (current, unchallenged or every challenge answered), contested (a challenge is open against it), superseded (replaced by a refinement, reframe or update: `successor` names the current version), resolved (a question answered, a challenge answered, a frame completed, a task done), parked (set aside), retracted (withdrawn as wrong; hidden from current state, the record stays), duplicate (restates another node), invalid (arrived from a peer but breaks a rule); `status` of an entry a key revocation left out of every view says excluded (`excluded` names the rotation and its boundary).";
 
 pub fn schema_of<T: JsonSchema>() -> Map<String, Value> {
     let schema = schemars::schema_for!(T);
