@@ -219,3 +219,29 @@ pub fn current_key(store: &Store, roster: &Roster, agent: &AgentId) -> Result<(A
     })?;
     Ok((key, rotations))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agora_core::key_bounds::KeyBounds;
+
+    /// Only a merge event waiting for an entry the key bounds leave out is
+    /// listed, with that entry's author; none when nothing is left out.
+    #[test]
+    fn only_merge_events_waiting_for_an_excluded_entry_are_listed() {
+        let (author, signer) = (AgentId([1; 32]), AgentId([2; 32]));
+        let (out, elsewhere) = (EntryId([9; 32]), EntryId([8; 32]));
+        let statuses = [
+            (EntryId([3; 32]), signer, 4, MergeStatus::Pending { missing: out }),
+            (EntryId([4; 32]), signer, 5, MergeStatus::Pending { missing: elsewhere }),
+            (EntryId([5; 32]), signer, 6, MergeStatus::Applied),
+        ];
+        let mut roster = Roster::founder_only(signer);
+        assert!(on_excluded(&roster, statuses.iter().map(|(e, by, seq, st)| (*e, *by, *seq, st))).is_empty());
+        roster.key_bounds.insert(author, KeyBounds { excluded: [out].into(), forks: Default::default() });
+        let found = on_excluded(&roster, statuses.iter().map(|(e, by, seq, st)| (*e, *by, *seq, st)));
+        assert_eq!(found, vec![OnExcluded { entry: EntryId([3; 32]), by: signer, seq: 4, target: out, target_author: author }]);
+        let why = ExcludedBy { rotation: "ab".repeat(32), boundary: "cd".repeat(32) };
+        assert_eq!(why.text(), "left out by the key rotation abababab after cdcdcdcd");
+    }
+}
