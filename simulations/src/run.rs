@@ -840,7 +840,7 @@ impl<'s> Run<'s> {
             Some(l) => Some(l.clone()),
             None => store.tips(&author).into_iter().max_by_key(|h| (h.seq, h.id)).and_then(|h| held(&h.id)),
         };
-        let e = SignedEntry::sign(key.commit_if_none(next_header(author, prev.as_ref(), timestamp_ms, payload).expect("a bounded payload")), &key);
+        let e = SignedEntry::sign(next_header(author, prev.as_ref(), timestamp_ms, payload).expect("a bounded payload").commit_if_none(key.commitment()), &key);
         // The node's own write is never deferred, whatever its date.
         let r = self.net.nodes[node].store.put(&e, Some(payload), self.net.now.max(e.header().timestamp_ms));
         let now = self.net.now;

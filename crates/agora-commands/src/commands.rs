@@ -3,7 +3,7 @@
 //! `node` and `automerge` commands never reach here through a node (see
 //! the `agora` binary's `main.rs`); `node` and `automerge` never reach here at all.
 
-use crate::cli::Command;
+use crate::cli::{Command, ReasoningCommand, RecordCommand};
 use crate::session::Session;
 use anyhow::{Result, bail};
 use std::process::ExitCode;
@@ -13,6 +13,8 @@ pub fn run(s: &Session, command: Command) -> Result<ExitCode> {
     match command {
         Command::Chain(c) => crate::chain_cmds::run(s, c),
         Command::Membership(c) => crate::membership::run(s, c),
+        // Ingest uses the reasoning moves, so it sits beside them, not under them.
+        Command::Reasoning(ReasoningCommand::Record(RecordCommand::Ingest(input))) => crate::ingest::run(s, input),
         Command::Reasoning(c) => crate::reasoning::run(s, c),
         Command::Merge(c) => crate::merge_cmds::run(s, c),
         Command::Agent(c) => crate::agents::run(s, c),

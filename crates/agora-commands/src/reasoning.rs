@@ -223,7 +223,8 @@ fn frame_event(store: &Store, command: &FrameMove) -> Result<Event> {
 /// from the graph (the node's live one, or one replayed for this command).
 pub fn run(s: &Session, command: ReasoningCommand) -> Result<ExitCode> {
     let answer = match command {
-        ReasoningCommand::Record(RecordCommand::Ingest(input)) => return crate::ingest::run(s, input),
+        // Ingest records several moves through this module: the dispatcher runs it (`crate::commands`).
+        ReasoningCommand::Record(RecordCommand::Ingest(_)) => anyhow::bail!("ingest is run by the dispatcher, not as one reasoning move"),
         ReasoningCommand::Record(r) => {
             let event = event_for(s.store()?, &r)?;
             return record(s, event);

@@ -260,6 +260,16 @@ impl Header {
         self
     }
 
+    /// This header committing to `commitment` (a key's
+    /// [`AgentKey::commitment`]) if it commits to nothing yet and there is
+    /// one; otherwise unchanged.
+    pub fn commit_if_none(self, commitment: Option<[u8; 32]>) -> Self {
+        match (self.keys, commitment) {
+            (None, Some(c)) => self.committing(c),
+            _ => self,
+        }
+    }
+
     /// This header as a key event: signed by `key` (the pre-committed next
     /// key, for [`KeyEvent::Rotate`]), committing to `next`.
     pub fn key_event_by(mut self, event: KeyEvent, key: AgentId, next: [u8; 32]) -> Self {

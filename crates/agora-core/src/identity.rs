@@ -64,15 +64,6 @@ impl AgentKey {
         self.commitment
     }
 
-    /// `header`, version 2 committing to this key's commitment if it commits
-    /// to nothing yet and this key has one; otherwise unchanged.
-    pub fn commit_if_none(&self, header: crate::Header) -> crate::Header {
-        match (header.keys, self.commitment) {
-            (None, Some(c)) => header.committing(c),
-            _ => header,
-        }
-    }
-
     /// Parse the contents of a key file.
     pub fn from_key_file_bytes(bytes: &[u8]) -> Result<Self, KeyFileError> {
         match bytes.len() {

@@ -113,7 +113,7 @@ impl Store {
         let corrupt = |problem: &str| StoreError::Corrupt { location: format!("entries/{}", crate::store::hex_short(&key)), problem: problem.into() };
         let bytes = self
             .db
-            .get_pinned_cf(self.cf(CF_ENTRIES)?, &key)
+            .get_pinned_cf(self.cf(CF_ENTRIES)?, key)
             .map_err(db("reading an entry"))?
             .ok_or_else(|| corrupt("id is indexed but the entry is not stored"))?;
         let header = bytes

@@ -275,7 +275,7 @@ impl Store {
             let mut prev = tip.map(|t| (t.header().clone(), t.id()));
             let mut headers = Vec::with_capacity(payloads.len());
             for payload in payloads.iter() {
-                let h = key.commit_if_none(next_header_after(author, prev.as_ref().map(|(h, id)| (h, *id)), now_ms, payload)?);
+                let h = next_header_after(author, prev.as_ref().map(|(h, id)| (h, *id)), now_ms, payload)?.commit_if_none(key.commitment());
                 if h.signing_key() != key.public_key() {
                     return Err(StoreError::Limit(format!(
                         "the key {} does not sign {author}'s chain now (its current key is {})",
@@ -481,7 +481,7 @@ impl Store {
     /// seq is already taken on another branch, the new entry is kept beside it
     /// with a fork proof, exactly as for any other second entry at a position.
     pub fn append_after(&self, key: &AgentKey, tip: &EntryId, payload: &[u8], now_ms: u64) -> Result<SignedEntry, StoreError> {
-        self.append_shaped(key, tip, true, payload, now_ms, |h| key.commit_if_none(h))
+        self.append_shaped(key, tip, true, payload, now_ms, |h| h.commit_if_none(key.commitment()))
     }
 
     /// Sign and durably append a key event (`protocol-spec/keys.md`) to

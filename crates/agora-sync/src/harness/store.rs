@@ -261,7 +261,7 @@ impl MemStore {
         let held = |h: &Head| &self.entries[&(h.author, h.seq, h.id)].0;
         let own = tips.iter().filter(|h| held(h).header().signing_key() == key.public_key()).max_by_key(|h| (h.seq, h.id));
         let prev = own.or_else(|| tips.iter().max()).map(|h| SignedEntry::clone(held(h)));
-        let header = key.commit_if_none(next_header(key.agent_id(), prev.as_ref(), now_ms, payload).expect("header"));
+        let header = next_header(key.agent_id(), prev.as_ref(), now_ms, payload).expect("header").commit_if_none(key.commitment());
         let e = SignedEntry::sign(header, key);
         // Signed here, as agora-store's append does: not verified again.
         let r = self.write(vec![Offered { entry: e.clone(), payload: Some(payload.to_vec()) }], e.header().timestamp_ms);
