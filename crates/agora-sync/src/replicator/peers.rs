@@ -97,18 +97,6 @@ impl Replicator {
     /// strike and the peer is not asked anything for [`BUSY_BACKOFF_MS`];
     /// the range is asked again as planned.
     pub fn busy(&mut self, peer: PeerId, req: u64, now_ms: u64) {
-        self.back_off(peer, req, BUSY_BACKOFF_MS, now_ms);
-    }
-
-    /// `peer` answered request `req` with `Wait { ms }`: as [`Replicator::busy`],
-    /// but the peer is left alone for `ms`, bounded to [`WAIT_MIN_MS`] and
-    /// [`BUSY_BACKOFF_MS`]: a peer that says 0 is not hammered, and one that
-    /// says a year costs no more than a `Busy`.
-    pub fn wait(&mut self, peer: PeerId, req: u64, ms: u32, now_ms: u64) {
-        self.back_off(peer, req, u64::from(ms).clamp(WAIT_MIN_MS, BUSY_BACKOFF_MS), now_ms);
-    }
-
-    fn back_off(&mut self, peer: PeerId, req: u64, ms: u64, now_ms: u64) {
         if self.in_flight.get(&req).is_some_and(|f| f.peer == peer)
             && let Some(f) = self.in_flight.remove(&req)
             && f.purpose == Purpose::Payload
@@ -121,7 +109,7 @@ impl Replicator {
             self.payload_request_ended(f.author, f.start.seq, now_ms);
         }
         if let Some(s) = self.peers.get_mut(&peer) {
-            s.busy_until_ms = now_ms.saturating_add(ms);
+            s.busy_until_ms = now_ms.saturating_add(BUSY_BACKOFF_MS);
         }
         self.plan_all(now_ms);
     }

@@ -132,7 +132,7 @@ pub(super) struct PeerState {
     /// Answers to payload requests that came without the payload: a missing
     /// payload is asked of peers that sent fewer of these first.
     pub(super) stripped: u32,
-    /// It answered `Busy` or `Wait`: not asked again before this.
+    /// It answered `Busy`: not asked again before this.
     pub(super) busy_until_ms: u64,
     /// When it is sent our whole frontier again ([`Config::frontier_refresh_ms`](super::Config::frontier_refresh_ms)).
     pub(super) refresh_at_ms: u64,
