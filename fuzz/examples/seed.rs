@@ -418,11 +418,12 @@ fn main() {
             .advance(300)
             .request(2, &WireRequest::Range { workspace: ws, req: 1, author: erin, start: RangeStart { seq: 2, after: None }, limit: 1 }.encode());
         c.put("replicator", &format!("enc-{conf}-serve"), &s.0);
-        // A peer that claims and never answers: timeouts, retries to another peer, Busy.
+        // A peer that claims and never answers: timeouts, retries to another peer, Busy, Wait.
         let s = Script::new(conf)
             .request(1, &frontier(vec![head(&a2)]))
             .request(2, &frontier(vec![head(&a2)]))
             .response(1, false, &WireResponse::Busy.encode())
+            .response(2, false, &WireResponse::Wait { ms: 0 }.encode())
             .advance(11_000)
             .timer()
             .connect(3)

@@ -103,7 +103,7 @@ pub struct Harness {
     /// No roster change since the start.
     admission_fixed: bool,
     connected: BTreeSet<u64>,
-    /// The last request id sent to each peer (a `Busy` answers it).
+    /// The last request id sent to each peer (a `Busy` or `Wait` answers it).
     last_req: BTreeMap<u64, u64>,
     /// Every message sent, in order (for the seed generator).
     pub sent: Vec<(PeerId, Message)>,
@@ -183,6 +183,10 @@ impl Harness {
                     Ok(WireResponse::Busy) => {
                         let req = self.last_req.get(&p.0).copied().unwrap_or(0);
                         self.rep.busy(p, req, now);
+                    }
+                    Ok(WireResponse::Wait { ms }) => {
+                        let req = self.last_req.get(&p.0).copied().unwrap_or(0);
+                        self.rep.wait(p, req, ms, now);
                     }
                     Ok(WireResponse::WrongWorkspace) => self.disconnect(p.0),
                 }

@@ -2,12 +2,12 @@
 //! joined by links that delay, throttle and lose packets, cut by partitions,
 //! with nodes that crash and restart. It does what the libp2p node does and
 //! nothing more: every message is encoded to its wire bytes and decoded on
-//! arrival (with the workspace check and the `Busy` / `WrongWorkspace`
-//! answers), ranges are read as the replicator's `Serve` output says and cut
-//! by `respond`, gossip carries only what replicators publish or accept, as
-//! the node's gossipsub does ([`crate::gossip`]: a mesh, heartbeats with
-//! IHAVE / IWANT, a duplicate cache, scores; control messages cost their
-//! bytes), and imports follow the store's rules and are reported with the
+//! arrival (with the workspace check and the `Busy`, `Wait` and
+//! `WrongWorkspace` answers), ranges are read as the replicator's `Serve`
+//! output says and cut by `respond`, gossip carries only what replicators
+//! publish or accept, as the node's gossipsub does ([`crate::gossip`]: a
+//! mesh, heartbeats with IHAVE / IWANT, a duplicate cache, scores; control
+//! messages cost their bytes), and imports follow the store's rules and are reported with the
 //! store's typed outcome. With a cost model ([`crate::cost`]) checks,
 //! reads and writes take virtual time on the node's threads and cores, in
 //! the node's bounded queues: `Busy` and lost writes happen as on a loaded
@@ -303,8 +303,10 @@ pub struct Net {
     pub requests_sent: Vec<usize>,
     /// Most requests each node had in flight at once.
     pub max_in_flight: Vec<usize>,
-    /// `Busy` answers delivered.
+    /// `Busy` and `Wait` answers delivered (requests declined).
     pub busy: usize,
+    /// `Wait` answers delivered.
+    pub waits: usize,
     /// `WrongWorkspace` answers delivered.
     pub wrong_workspace: usize,
     /// Every range request: (from, to, start, limit).
@@ -382,6 +384,10 @@ pub struct Net {
 /// Nanoseconds in a millisecond of virtual time.
 const NS_PER_MS: u64 = 1_000_000;
 
+/// The longest [`Net::run`] lets virtual time pass for short timers. A run
+/// that is still busy then is left to the caller's `advance`.
+pub const RUN_TIMERS_MS: u64 = 60_000;
+
 /// When an uplink free from `free_ns` on (virtual ns) has sent `bytes` more
 /// at `rate` bytes per second, starting no earlier than `now_ms`: the bytes'
 /// time rounded up to the ns, so that a bulk transfer takes its bytes over
@@ -441,6 +447,7 @@ impl Net {
             requests_sent: vec![0; n],
             max_in_flight: vec![0; n],
             busy: 0,
+            waits: 0,
             wrong_workspace: 0,
             request_log: Vec::new(),
             forks_seen: BTreeMap::new(),
@@ -708,9 +715,13 @@ impl Net {
     /// Run until nothing moves: deliver every packet in flight (letting
     /// virtual time pass to when each is due), and let time pass for the
     /// short timers (announcements coalesced for `ANNOUNCE_INTERVAL_MS`,
-    /// `Busy` back-offs) but not for request timeouts. Returns packets delivered.
+    /// `Busy` and `Wait` back-offs) but not for request timeouts, and for
+    /// at most [`RUN_TIMERS_MS`] of virtual time: a swarm never settles
+    /// while it asks, in rounds, for payloads nobody sends. Returns packets
+    /// delivered.
     pub fn run(&mut self) -> usize {
         let start = self.delivered;
+        let timers_until = self.now.saturating_add(RUN_TIMERS_MS);
         loop {
             self.run_now();
             // A held-back answer is in flight as a packet is, and so is
@@ -721,7 +732,7 @@ impl Net {
             let next = match (packet, timer) {
                 (Some(p), Some(t)) => Some(p.min(t)),
                 (Some(p), None) => Some(p),
-                (None, Some(t)) if t <= short => Some(t),
+                (None, Some(t)) if t <= short && t <= timers_until => Some(t),
                 _ => None,
             };
             match next {
@@ -930,7 +941,7 @@ impl Net {
                 self.bans.push((i as u64, peer.0, reason));
                 self.disconnect(i as u64, peer.0);
             }
-            Output::Decline { peer, req } => self.send(i, peer.0, Packet::Response(Some(req), WireResponse::Busy.encode())),
+            Output::Decline { peer, req, wait_ms } => self.send(i, peer.0, Packet::Response(Some(req), WireResponse::declined(wait_ms).encode())),
             Output::Refused { peer, author, what } => self.refused.push((i as u64, peer.0, author, what)),
             Output::PayloadUnavailable(e) => self.nodes[i].unavailable.push(e),
         }
@@ -1126,6 +1137,13 @@ impl Net {
                     self.busy += 1;
                     if let Some(req) = req {
                         self.nodes[i].rep.busy(p, req, now);
+                    }
+                }
+                Ok(WireResponse::Wait { ms }) => {
+                    self.busy += 1;
+                    self.waits += 1;
+                    if let Some(req) = req {
+                        self.nodes[i].rep.wait(p, req, ms, now);
                     }
                 }
                 Ok(WireResponse::WrongWorkspace) => {

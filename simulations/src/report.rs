@@ -105,7 +105,7 @@ pub struct Report {
 pub struct Load {
     /// Gossip messages and control messages sent, duplicates dropped.
     pub gossip: crate::net::GossipTraffic,
-    /// `Busy` answers delivered (read queue full, or the replicator declined).
+    /// `Busy` and `Wait` answers delivered (read queue full, or the replicator declined).
     pub busy_answers: usize,
     /// Imports dropped on a full write queue, reported `Lost` and asked again.
     pub lost_writes: usize,

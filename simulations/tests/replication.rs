@@ -9,7 +9,7 @@ use agora_core::entry::next_header;
 use agora_core::limits::FUTURE_SKEW_MAX_MS;
 use agora_core::xorshift::Xorshift64;
 use agora_core::{AgentId, AgentKey, EntryId, SignedEntry};
-use agora_sync::{Config, Gossip, Head, Message, PeerId, RESPONSE_ENTRIES_MAX, Replicator, WireEntry};
+use agora_sync::{BUSY_BACKOFF_MS, Config, Gossip, Head, Message, Output, PeerId, RESPONSE_ENTRIES_MAX, Replicator, WAIT_MIN_MS, WireEntry};
 use common::*;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -179,9 +179,9 @@ fn a_peer_that_sends_bad_entries_is_banned_and_others_still_serve() {
 
 /// Every message goes through the wire: a peer in another workspace is
 /// answered `WrongWorkspace` and dropped, a request over a peer's rate is
-/// answered `Busy`.
+/// answered `Wait`.
 #[test]
-fn the_wire_answers_wrong_workspace_and_busy() {
+fn the_wire_answers_wrong_workspace_and_wait() {
     let mut net = Net::new(2, small());
     chain(&mut net.nodes[0].store, &alice(), 10, 1);
     net.nodes[1].workspace = agora_sync::WorkspaceId::new(&AgentId([9; 32]), "elsewhere");
@@ -197,10 +197,71 @@ fn the_wire_answers_wrong_workspace_and_busy() {
     net.connect(0, 1);
     net.run();
     // Node 1's frontier took node 0's only token: its range request is declined.
-    assert!(net.busy >= 1, "a request over the rate is answered Busy");
+    assert!(net.waits >= 1, "a request over the rate is answered Wait");
     net.advance(Config::default().request_timeout_ms);
     net.advance(2_000);
     assert_eq!(net.nodes[1].store.entries.len(), 10, "asked again later, served");
+}
+
+/// Node 1 syncs 300 one-entry chains from node 0, which takes 50 requests
+/// a second from a peer, in bursts of 10. `Wait` tells node 1 when its next
+/// requests will be served, so it is served at node 0's rate; a `Busy`
+/// would keep it away `BUSY_BACKOFF_MS` each time, for one burst a second.
+/// Returns (ms to hold every entry, requests sent, declined).
+fn sync_from_a_rate_limited_peer() -> (u64, usize, usize) {
+    let authors = 300;
+    let mut net = Net::new(2, Config::default());
+    net.nodes[0].rep = Replicator::new(Config { peer_messages_per_s: 50, peer_messages_burst: 10, ..Config::default() });
+    for a in 0..authors {
+        let mut seed = [7u8; 32];
+        seed[..2].copy_from_slice(&(a as u16).to_le_bytes());
+        chain(&mut net.nodes[0].store, &AgentKey::from_seed(seed), 1, 1);
+    }
+    let start = net.now;
+    net.connect(0, 1);
+    while net.nodes[1].store.entries.len() < authors && net.now < start + 120_000 {
+        net.run_until(net.now + 10);
+    }
+    assert_eq!(net.nodes[1].store.entries.len(), authors);
+    assert!(net.bans.is_empty(), "{:?}", net.bans);
+    (net.now - start, net.requests_sent[1], net.busy)
+}
+
+#[test]
+fn a_requester_told_to_wait_comes_back_when_it_will_be_served() {
+    let (ms, sent, declined) = sync_from_a_rate_limited_peer();
+    println!("300 chains from a peer at 50 requests/s: {ms} ms, {sent} requests, {declined} declined");
+    // 300 requests at 50 a second, after a burst of 10: about 6 s (30 s
+    // answered `Busy`: a second for each burst of 10).
+    assert!(ms <= 8_000, "{ms} ms");
+    assert!(declined <= sent / 2, "{declined} of {sent} requests declined");
+}
+
+/// A `Wait` is bounded by the one who obeys it: told 0 ms, a node waits
+/// `WAIT_MIN_MS` (a peer cannot have itself hammered); told a year, it
+/// waits `BUSY_BACKOFF_MS`, as after a `Busy`.
+#[test]
+fn a_hostile_wait_is_clamped() {
+    let peer = PeerId(1);
+    let claim = Head { author: AgentId([3; 32]), seq: 5, id: EntryId([4; 32]) };
+    for (told, waited) in [(0, WAIT_MIN_MS), (1, WAIT_MIN_MS), (250, 250), (u32::MAX, BUSY_BACKOFF_MS)] {
+        let mut rep = Replicator::new(Config::default());
+        rep.connected(peer, 0);
+        rep.handle(peer, Message::Frontier(vec![claim]), 0);
+        let requests = |rep: &mut Replicator| {
+            std::iter::from_fn(|| rep.poll())
+                .filter_map(|o| if let Output::Send(p, Message::Request { req, .. }) = o { (p == peer).then_some(req) } else { None })
+                .collect::<Vec<_>>()
+        };
+        let asked = requests(&mut rep);
+        assert_eq!(asked.len(), 1, "the claim is asked for");
+        rep.wait(peer, asked[0], told, 0);
+        assert_eq!(rep.poll_timeout(), Some(waited), "told {told}");
+        rep.handle_timeout(waited - 1);
+        assert!(requests(&mut rep).is_empty(), "told {told}: asked again before {waited} ms");
+        rep.handle_timeout(waited);
+        assert_eq!(requests(&mut rep).len(), 1, "told {told}: asked again at {waited} ms");
+    }
 }
 
 #[test]

@@ -53,6 +53,6 @@ pub mod wire;
 
 pub use replicator::{
     ANNOUNCE_INTERVAL_MS, BUSY_BACKOFF_MS, CheckError, Commit, Config, GossipVerdict, ImportOutcome, Lag, Output, PeerId, RESPONSE_ENTRIES_MAX,
-    RETRY_FANOUT_MAX, Replicator, ServeRequest, Stats, VerifiedEntry, check_entries,
+    RETRY_FANOUT_MAX, Replicator, ServeRequest, Stats, VerifiedEntry, WAIT_MIN_MS, check_entries,
 };
 pub use wire::{Gossip, Head, Message, RangeStart, WireEntry, WireError, WireRequest, WireResponse, WorkspaceId};

@@ -31,6 +31,19 @@ impl TokenBucket {
             false
         }
     }
+
+    /// Milliseconds from `now_ms` until the bucket holds `tokens` (at most
+    /// its burst); `None` if it never will (no refill).
+    pub fn wait_ms(&self, now_ms: u64, tokens: u32) -> Option<u64> {
+        let elapsed = now_ms.saturating_sub(self.last_ms);
+        let held = self.milli_tokens.saturating_add(elapsed.saturating_mul(self.per_s)).min(self.burst * 1000);
+        let short = (u64::from(tokens).min(self.burst) * 1000).saturating_sub(held);
+        match short {
+            0 => Some(0),
+            _ if self.per_s == 0 => None,
+            _ => Some(short.div_ceil(self.per_s)),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -50,5 +63,20 @@ mod tests {
         assert!(!b.take(10_000));
         // Time going backwards never adds tokens.
         assert!(!b.take(5_000));
+    }
+
+    #[test]
+    fn says_when_it_holds_tokens_again() {
+        let mut b = TokenBucket::new(10, 3, 0);
+        assert_eq!(b.wait_ms(0, 1), Some(0));
+        assert!(b.take(0) && b.take(0) && b.take(0));
+        assert_eq!(b.wait_ms(0, 1), Some(100), "one token at 10/s");
+        assert_eq!(b.wait_ms(40, 2), Some(160));
+        assert_eq!(b.wait_ms(0, 9), Some(300), "never more than the burst");
+        assert!(!b.take(99) && b.take(100));
+        assert_eq!(TokenBucket::new(0, 1, 0).wait_ms(0, 2), Some(0), "a full bucket of one");
+        let mut dry = TokenBucket::new(0, 1, 0);
+        assert!(dry.take(0));
+        assert_eq!(dry.wait_ms(1_000, 1), None, "no refill: never");
     }
 }

@@ -7,7 +7,7 @@
 //! canonically (no trailing bytes; re-encoding must give the input back) and
 //! bounded in size before decoding:
 //! - [`WireRequest`]: a libp2p request-response request (frontier, range);
-//! - [`WireResponse`]: its response (ack, entries, wrong workspace, busy);
+//! - [`WireResponse`]: its response (ack, entries, wrong workspace, busy, wait);
 //! - [`Gossip`]: a gossipsub message (one entry, one announcement, one fork proof).
 
 use agora_core::canonical::{FrameError, Framing};
@@ -200,8 +200,15 @@ pub enum WireResponse {
     /// 2: the receiver is in another workspace.
     WrongWorkspace,
     /// 3: the receiver will not answer now (overloaded, or the request was
-    /// refused); ask again later.
+    /// refused) and has no estimate of when it will; ask again later.
     Busy,
+    /// 4: the receiver will not answer now; ask again after `ms`
+    /// milliseconds (when its rate budget for the sender has refilled). The
+    /// sender bounds the wait ([`crate::WAIT_MIN_MS`], [`crate::BUSY_BACKOFF_MS`]).
+    Wait {
+        /// Milliseconds until the receiver expects to serve the sender.
+        ms: u32,
+    },
 }
 
 /// Why bytes from the wire were refused.
@@ -295,6 +302,11 @@ impl WireResponse {
     /// Decode a response canonically.
     pub fn decode(bytes: &[u8]) -> Result<Self, WireError> {
         decode("response", bytes, RESPONSE_BYTES_MAX)
+    }
+    /// The answer to a declined request (`Output::Decline`): `Wait` when
+    /// the wait is known, `Busy` when not.
+    pub fn declined(wait_ms: Option<u32>) -> Self {
+        wait_ms.map_or(Self::Busy, |ms| Self::Wait { ms })
     }
 }
 

@@ -6,7 +6,7 @@
 //!    seeds and requires the committed file to match byte for byte. Set
 //!    `AGORA_BLESS_VECTORS=1` to rewrite the file after a deliberate format
 //!    change (and update protocol-spec/replication.md in the same commit):
-//!    `AGORA_BLESS_VECTORS=1 cargo test --release --locked -p agora-sync --test wire`.
+//!    `AGORA_BLESS_VECTORS=1 cargo test --release --workspace --locked --test wire`.
 //! 2. `replication_vectors_check`: reads the committed file as an outside
 //!    implementation would. Every valid vector is rebuilt from its `value` with
 //!    a small encoder written from the spec alone (not postcard), decoded,
@@ -22,8 +22,8 @@ use agora_core::verify::verify_signature;
 use agora_core::{AgentId, AgentKey, EntryId, ForkProof, SignedEntry, sha256};
 use agora_sync::wire::{GOSSIP_BYTES_MAX, GOSSIP_INLINE_PAYLOAD_MAX, REQUEST_BYTES_MAX, RESPONSE_BYTES_MAX, SYNC_PROTOCOL, WIRE_VERSION, gossip_message_id};
 use agora_sync::{
-    ANNOUNCE_INTERVAL_MS, BUSY_BACKOFF_MS, Config, Gossip, Head, RESPONSE_ENTRIES_MAX, RETRY_FANOUT_MAX, RangeStart, WireEntry, WireError, WireRequest,
-    WireResponse, WorkspaceId,
+    ANNOUNCE_INTERVAL_MS, BUSY_BACKOFF_MS, Config, Gossip, Head, RESPONSE_ENTRIES_MAX, RETRY_FANOUT_MAX, RangeStart, WAIT_MIN_MS, WireEntry, WireError,
+    WireRequest, WireResponse, WorkspaceId,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -110,6 +110,7 @@ fn response_json(r: &WireResponse) -> Value {
         }
         WireResponse::WrongWorkspace => json!("WrongWorkspace"),
         WireResponse::Busy => json!("Busy"),
+        WireResponse::Wait { ms } => json!({ "Wait": { "ms": ms } }),
     }
 }
 
@@ -201,6 +202,10 @@ fn spec_response(r: &WireResponse) -> Vec<u8> {
         }
         WireResponse::WrongWorkspace => varint(&mut out, 2),
         WireResponse::Busy => varint(&mut out, 3),
+        WireResponse::Wait { ms } => {
+            varint(&mut out, 4);
+            varint(&mut out, u64::from(*ms));
+        }
     }
     out
 }
@@ -324,6 +329,8 @@ fn valid_responses(f: &Fixtures) -> Vec<(&'static str, WireResponse)> {
         ("entries_empty", WireResponse::Entries { req: 300, entries: Vec::new(), more: false }),
         ("wrong_workspace", WireResponse::WrongWorkspace),
         ("busy", WireResponse::Busy),
+        // 1,000 ms: the varint takes two bytes.
+        ("wait", WireResponse::Wait { ms: 1_000 }),
     ]
 }
 
@@ -404,7 +411,10 @@ fn invalid(f: &Fixtures) -> Vec<(&'static str, &'static str, Input, &'static str
         ("response", "empty", Bytes(Vec::new()), "truncated"),
         ("response", "version_1", Bytes(vec![1, 0]), "unsupported_version"),
         ("response", "trailing_byte", Bytes(vec![2, 0, 0]), "trailing_bytes"),
-        ("response", "unknown_variant", Bytes(vec![2, 4]), "malformed"),
+        ("response", "unknown_variant", Bytes(vec![2, 5]), "malformed"),
+        ("response", "wait_truncated", Bytes(vec![2, 4]), "truncated"),
+        ("response", "wait_over_u32", Bytes(vec![2, 4, 0xff, 0xff, 0xff, 0xff, 0x10]), "malformed"),
+        ("response", "wait_overlong_varint", Bytes(vec![2, 4, 0x80, 0x00]), "non_canonical"),
         ("response", "overlong_variant_code", Bytes(vec![2, 0x83, 0x00]), "non_canonical"),
         ("response", "overlong_entry_length", Bytes(with(&entries, 4, short.len(), &long)), "non_canonical"),
         ("response", "more_not_a_bool", Bytes(with(&entries, last(&entries), 1, &[2])), "malformed"),
@@ -496,6 +506,7 @@ fn replicator_constants_json() -> Value {
         "retry_fanout_max": RETRY_FANOUT_MAX,
         "announce_interval_ms": ANNOUNCE_INTERVAL_MS,
         "busy_backoff_ms": BUSY_BACKOFF_MS,
+        "wait_min_ms": WAIT_MIN_MS,
         "future_skew_max_ms": FUTURE_SKEW_MAX_MS,
         "verify_batch_len": VERIFY_BATCH_LEN,
     })
@@ -563,7 +574,7 @@ fn generate() -> Value {
         })
         .collect();
     json!({
-        "description": "Agora replication wire vectors; see protocol-spec/replication.md. Regenerate with AGORA_BLESS_VECTORS=1 cargo test --release --locked -p agora-sync --test wire",
+        "description": "Agora replication wire vectors; see protocol-spec/replication.md. Regenerate with AGORA_BLESS_VECTORS=1 cargo test --release --workspace --locked --test wire",
         "constants": {
             "protocol": SYNC_PROTOCOL,
             "wire_version": WIRE_VERSION,
@@ -669,7 +680,7 @@ fn replication_vectors_check() {
         assert_eq!(r.encode(), b);
     }
     let responses = v["responses"].as_array().unwrap();
-    for code in 0..4 {
+    for code in 0..5 {
         assert!(responses.iter().any(|r| r["variant"] == code), "response variant {code}");
     }
     for case in responses {
@@ -808,6 +819,7 @@ fn arb_response() -> impl Strategy<Value = WireResponse> {
         }),
         Just(WireResponse::WrongWorkspace),
         Just(WireResponse::Busy),
+        any::<u32>().prop_map(|ms| WireResponse::Wait { ms }),
     ]
 }
 

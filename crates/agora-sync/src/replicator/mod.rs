@@ -53,8 +53,13 @@ pub const ANNOUNCE_INTERVAL_MS: u64 = 200;
 /// Most disconnected peers whose record is remembered.
 const PAST_PEERS_MAX: usize = 4_096;
 
-/// How long a peer that answered `Busy` is left alone.
+/// How long a peer that answered `Busy` is left alone, and the longest a
+/// `Wait` answer keeps it so.
 pub const BUSY_BACKOFF_MS: u64 = 1_000;
+
+/// The shortest a `Wait` answer keeps a peer alone, whatever it says: a peer
+/// that says 0 is asked at most `in_flight_per_peer` requests this often.
+pub const WAIT_MIN_MS: u64 = 100;
 
 /// Most ranges remembered as "timed out once", to be fanned out when asked again.
 const RETRIED_MAX: usize = 1_024;
@@ -280,8 +285,11 @@ impl Replicator {
             }
             Message::Request { req, author, start, limit } => {
                 if !self.admit_message(peer, now_ms) {
-                    if self.peers.contains_key(&peer) {
-                        self.outputs.push_back(Output::Decline { peer, req });
+                    if let Some(s) = self.peers.get(&peer) {
+                        // Over its rate: it is told when its window will be served.
+                        let window = u32::try_from(self.config.in_flight_per_peer).unwrap_or(u32::MAX);
+                        let wait_ms = s.bucket.wait_ms(now_ms, window).map(|ms| u32::try_from(ms).unwrap_or(u32::MAX));
+                        self.outputs.push_back(Output::Decline { peer, req, wait_ms });
                     }
                     return;
                 }
@@ -291,7 +299,7 @@ impl Replicator {
                 if self.outputs.len() >= self.config.outputs_max {
                     // Overloaded: the peer asks again later.
                     self.stats.requests_shed += 1;
-                    self.outputs.push_back(Output::Decline { peer, req });
+                    self.outputs.push_back(Output::Decline { peer, req, wait_ms: None });
                     return;
                 }
                 // Reads are open to any peer of the workspace, whatever our

@@ -187,12 +187,17 @@ pub enum Output {
         until_ms: u64,
     },
     /// A request from `peer` will not be served (over its rate, or this node
-    /// is overloaded): tell it so at once, so it asks again later.
+    /// is overloaded): tell it so at once, so it asks again later: `Wait`
+    /// with `wait_ms` when known, else `Busy`.
     Decline {
         /// Who asked.
         peer: PeerId,
         /// Their request id.
         req: u64,
+        /// Over its rate: milliseconds until its rate budget holds
+        /// `in_flight_per_peer` requests (at most its burst). `None`:
+        /// overloaded, or a budget that never refills.
+        wait_ms: Option<u32>,
     },
     /// Data by an author outside the workspace roster arrived and was refused.
     Refused {

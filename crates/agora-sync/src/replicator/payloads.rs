@@ -95,6 +95,7 @@ impl Replicator {
                 (None, None) => {
                     state.tries += 1;
                     state.asked.clear();
+                    state.declined.clear();
                     state.next_ms = now_ms.saturating_add(round_gap_ms.max(1));
                 }
             }

@@ -97,19 +97,35 @@ impl Replicator {
     /// strike and the peer is not asked anything for [`BUSY_BACKOFF_MS`];
     /// the range is asked again as planned.
     pub fn busy(&mut self, peer: PeerId, req: u64, now_ms: u64) {
+        self.back_off(peer, req, BUSY_BACKOFF_MS, now_ms);
+    }
+
+    /// `peer` answered request `req` with `Wait { ms }`: as [`Replicator::busy`],
+    /// but the peer is left alone for `ms`, bounded to [`WAIT_MIN_MS`] and
+    /// [`BUSY_BACKOFF_MS`]: a peer that says 0 is not hammered, and one that
+    /// says a year costs no more than a `Busy`.
+    pub fn wait(&mut self, peer: PeerId, req: u64, ms: u32, now_ms: u64) {
+        self.back_off(peer, req, u64::from(ms).clamp(WAIT_MIN_MS, BUSY_BACKOFF_MS), now_ms);
+    }
+
+    fn back_off(&mut self, peer: PeerId, req: u64, ms: u64, now_ms: u64) {
         if self.in_flight.get(&req).is_some_and(|f| f.peer == peer)
             && let Some(f) = self.in_flight.remove(&req)
             && f.purpose == Purpose::Payload
         {
-            // Not an answer: the peer stays in the round, asked again once it may be.
+            // A first decline is not an answer: the peer stays in the round,
+            // asked again once it may be. A second one is its answer.
             let at = EntryRef { author: f.author, seq: f.start.seq, id: EntryId::default() };
             for (_, m) in self.missing.range_mut(at..).take_while(|(e, _)| e.author == f.author && e.seq == f.start.seq) {
-                m.asked.retain(|p| *p != peer);
+                if !m.declined.contains(&peer) {
+                    m.declined.push(peer);
+                    m.asked.retain(|p| *p != peer);
+                }
             }
             self.payload_request_ended(f.author, f.start.seq, now_ms);
         }
         if let Some(s) = self.peers.get_mut(&peer) {
-            s.busy_until_ms = now_ms.saturating_add(BUSY_BACKOFF_MS);
+            s.busy_until_ms = now_ms.saturating_add(ms);
         }
         self.plan_all(now_ms);
     }

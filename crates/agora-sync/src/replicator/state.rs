@@ -94,6 +94,11 @@ pub(super) struct Missing {
     /// Claimants asked in the current round (at most the peers connected):
     /// not asked again before the round ends.
     pub(super) asked: Vec<PeerId>,
+    /// Claimants that declined once in the current round (`Busy`, `Wait`):
+    /// asked again once they may be, and a second decline counts as their
+    /// answer, so a peer that declines every time cannot hold a round open
+    /// (a round costs at most two requests a claimant).
+    pub(super) declined: Vec<PeerId>,
 }
 
 /// A peer's record: its claims, its score and strikes, its budgets.
@@ -132,7 +137,7 @@ pub(super) struct PeerState {
     /// Answers to payload requests that came without the payload: a missing
     /// payload is asked of peers that sent fewer of these first.
     pub(super) stripped: u32,
-    /// It answered `Busy`: not asked again before this.
+    /// It answered `Busy` or `Wait`: not asked again before this.
     pub(super) busy_until_ms: u64,
     /// When it is sent our whole frontier again ([`Config::frontier_refresh_ms`](super::Config::frontier_refresh_ms)).
     pub(super) refresh_at_ms: u64,

@@ -124,7 +124,7 @@ struct Driver {
     /// Inbound range requests waiting for the store, by (peer, their id).
     pending_responses: HashMap<(PeerId, u64), PendingResponse>,
     /// Our range requests in flight, by libp2p's id: (peer, our id), so that
-    /// a `Busy` answer (which carries no id) is told to the replicator.
+    /// a `Busy` or `Wait` answer (which carries no id) is told to the replicator.
     outbound: HashMap<request_response::OutboundRequestId, (PeerId, u64)>,
     read_tx: std_mpsc::SyncSender<ReadJob>,
     write_tx: std_mpsc::SyncSender<WriteJob>,
@@ -311,10 +311,10 @@ impl Driver {
                     if let Err(std_mpsc::TrySendError::Full(ReadJob(s)) | std_mpsc::TrySendError::Disconnected(ReadJob(s))) =
                         self.read_tx.try_send(ReadJob(serve))
                     {
-                        self.answer_busy(s.peer, s.req);
+                        self.decline(s.peer, s.req, None);
                     }
                 }
-                Output::Decline { peer, req } => self.answer_busy(peer, req),
+                Output::Decline { peer, req, wait_ms } => self.decline(peer, req, wait_ms),
                 Output::Ban { peer, reason, until_ms } => self.ban(peer, reason, until_ms),
                 Output::Refused { peer, author, what } => {
                     debug!(peer = peer.0, %author, what, "refused: author not admitted to the workspace");
@@ -327,10 +327,11 @@ impl Driver {
         }
     }
 
-    /// Tell a peer that its range request is not served now.
-    fn answer_busy(&mut self, peer: PeerId, req: u64) {
+    /// Tell a peer that its range request is not served now: `Wait` when
+    /// the replicator knows for how long, else `Busy`.
+    fn decline(&mut self, peer: PeerId, req: u64, wait_ms: Option<u32>) {
         if let Some((channel, _)) = self.pending_responses.remove(&(peer, req)) {
-            let _ = self.swarm.behaviour_mut().sync.send_response(channel, WireResponse::Busy.encode());
+            let _ = self.swarm.behaviour_mut().sync.send_response(channel, WireResponse::declined(wait_ms).encode());
         }
     }
 
@@ -340,7 +341,7 @@ impl Driver {
             Done::Served { serve, entries } => self.rep.respond(serve, entries),
             Done::ServeFailed { serve, error } => {
                 warn!(peer = serve.peer.0, req = serve.req, "serving a range failed: {error}");
-                self.answer_busy(serve.peer, serve.req);
+                self.decline(serve.peer, serve.req, None);
             }
             Done::Checked { peer, req, checked, more } => self.rep.handle_checked_response(peer, req, checked, more, now),
             Done::Imported { id, outcome, stored, wall_now_ms, error } => {

@@ -178,6 +178,11 @@ impl Driver {
                     self.rep.busy(p, req, now);
                 }
             }
+            Ok(WireResponse::Wait { ms }) => {
+                if let Some(req) = asked {
+                    self.rep.wait(p, req, ms, now);
+                }
+            }
             Ok(WireResponse::WrongWorkspace) => self.mark_foreign(peer, p),
             Err(e) => {
                 self.counters.invalid_wire += 1;
