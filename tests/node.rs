@@ -77,6 +77,36 @@ fn a_node_started_late_catches_up_and_a_killed_node_loses_nothing() {
     assert_eq!(status["rejected"]["bans"], 0, "{status}");
 }
 
+/// A peer over its message rate is answered `Wait` (when to ask again),
+/// keeps away that long and still gets everything, unbanned: node A takes
+/// 10 messages a second from a peer (`[replication]` in its `agora.toml`,
+/// burst 4); node B syncs 24 chains from it, at least one request each.
+#[test]
+fn a_peer_over_its_rate_is_told_to_wait_and_still_catches_up() {
+    let (a, b) = (Agent::new(), Agent::new());
+    let founder = a.id.clone();
+    admit(&a, &[&b]);
+    let writers: Vec<AgentKey> = (0..24).map(|i| AgentKey::from_seed([100 + i; 32])).collect();
+    for w in &writers {
+        ok(&a.home, &["admit", &w.agent_id().to_string(), "writer"]);
+        let pack = pack_of(w, 5, a.home.parent().unwrap());
+        ok(&a.home, &["import", pack.to_str().unwrap()]);
+    }
+    let config = a.home.join("agora.toml");
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&config).unwrap();
+    writeln!(file, "\n[replication]\npeer_messages_per_s = 10\npeer_messages_burst = 4").unwrap();
+    drop(file);
+    let node_a = Node::start(&a, &founder, &[]);
+    let node_b = Node::start(&b, &founder, &[&node_a.addr]);
+    let ids: Vec<String> = writers.iter().map(|w| w.agent_id().to_string()).collect();
+    wait_for("node B to hold all 24 chains", || ids.iter().all(|w| node_b.max_seq(w) == 5).then_some(()));
+    let (sa, sb) = (node_a.status(), node_b.status());
+    assert!(sa["rejected"]["rate_limited"].as_u64().unwrap() > 0, "node A never declined: {sa}");
+    assert!(sb["sync"]["declined"]["wait"].as_u64().unwrap() > 0, "node B was never told to wait: {sb}");
+    assert_eq!(sa["rejected"]["bans"], 0, "{sa}");
+    assert_eq!(sb["rejected"]["bans"], 0, "{sb}");
+}
+
 #[test]
 fn sigterm_stops_the_node_cleanly_and_commands_run_by_hand_again() {
     let a = Agent::new();

@@ -28,6 +28,10 @@
 //! keep_contents = false                  # arguments and results in the text, not only hashed
 //! export = "http://collector:4318"       # the node's own spans, sent over OTLP/HTTP
 //!
+//! [replication]                          # a peer's own messages (protocol-spec/replication.md)
+//! peer_messages_per_s = 500              # sustained; beyond, a range request is answered Wait
+//! peer_messages_burst = 2000             # on top of the sustained rate
+//!
 //! [ingest]                               # `agora ingest`'s defaults (protocol-spec/ingest.md)
 //! classifier = "openai"                  # rules (default), openai or sampling
 //! endpoint = "http://127.0.0.1:8080/v1"  # an OpenAI-compatible chat endpoint
@@ -100,6 +104,34 @@ struct FileConfig {
     otlp: OtlpSettings,
     #[serde(default)]
     ingest: IngestSettings,
+    #[serde(default)]
+    replication: ReplicationSettings,
+}
+
+/// `[replication]`: how many messages of its own (frontiers, range
+/// requests) a peer may send; a range request beyond them is answered
+/// `Wait` with when to ask again (`protocol-spec/replication.md`).
+#[derive(Deserialize, Default, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ReplicationSettings {
+    /// Sustained, a second (1 to 1,000,000); none: 500.
+    pub peer_messages_per_s: Option<u32>,
+    /// On top of the sustained rate (1 to 1,000,000); none: 2,000.
+    pub peer_messages_burst: Option<u32>,
+}
+
+impl ReplicationSettings {
+    /// The allowed range of each setting.
+    pub const RANGE: std::ops::RangeInclusive<u32> = 1..=1_000_000;
+
+    fn checked(self) -> Result<Self> {
+        for (name, value) in [("peer_messages_per_s", self.peer_messages_per_s), ("peer_messages_burst", self.peer_messages_burst)] {
+            if let Some(n) = value.filter(|n| !Self::RANGE.contains(n)) {
+                bail!("[replication] {name} must be 1 to 1000000, got {n}");
+            }
+        }
+        Ok(self)
+    }
 }
 
 /// `[ingest]`: the defaults of `agora ingest` (a call's own arguments
@@ -255,6 +287,8 @@ pub struct NodeConfig {
     pub token_file: Option<PathBuf>,
     /// `[otlp]`: the spans the node receives.
     pub otlp: OtlpSettings,
+    /// `[replication]`: peers' message rates.
+    pub replication: ReplicationSettings,
 }
 
 fn read_file(path: &Path) -> Result<FileConfig> {
@@ -387,6 +421,7 @@ pub fn resolve_node(args: &NodeRunArgs, endpoint: &EndpointArgs, home: PathBuf) 
         control,
         token_file,
         otlp: file.otlp,
+        replication: file.replication.checked()?,
     })
 }
 
@@ -432,6 +467,24 @@ mod tests {
             (d.listen, d.mdns, d.gossip_heartbeat, d.workspace, d.store_cache_bytes)
         );
         assert_eq!(c.otlp, d.otlp);
+        assert_eq!(c.replication, d.replication);
+    }
+
+    /// `[replication]`: a peer's message rates, within bounds; zero (a
+    /// budget that never refills) is refused with the setting named.
+    #[test]
+    fn the_replication_rates_are_read_within_bounds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agora.toml");
+        let args = NodeRunArgs { config: Some(path.clone()), ..Default::default() };
+        std::fs::write(&path, "[replication]\npeer_messages_per_s = 10\npeer_messages_burst = 4\n").unwrap();
+        let c = resolve(&args, dir.path().to_path_buf()).unwrap();
+        assert_eq!((c.replication.peer_messages_per_s, c.replication.peer_messages_burst), (Some(10), Some(4)));
+        for (bad, name) in [("peer_messages_per_s = 0", "peer_messages_per_s"), ("peer_messages_burst = 1000001", "peer_messages_burst")] {
+            std::fs::write(&path, format!("[replication]\n{bad}\n")).unwrap();
+            let err = resolve(&args, dir.path().to_path_buf()).unwrap_err();
+            assert!(format!("{err:#}").contains(&format!("[replication] {name} must be 1 to 1000000")), "{err:#}");
+        }
     }
 
     /// `[otlp] export`: where the node's own spans go, read as written

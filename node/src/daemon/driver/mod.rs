@@ -78,6 +78,17 @@ pub struct NodeContext {
     pub histograms: crate::metrics::Histograms,
 }
 
+/// The replicator's limits: its defaults, with the rates `[replication]`
+/// sets.
+fn replicator_config(node: &NodeConfig) -> Config {
+    let defaults = Config::default();
+    Config {
+        peer_messages_per_s: node.replication.peer_messages_per_s.unwrap_or(defaults.peer_messages_per_s),
+        peer_messages_burst: node.replication.peer_messages_burst.unwrap_or(defaults.peer_messages_burst),
+        ..defaults
+    }
+}
+
 /// Every head the store holds: what the replicator is told at start and
 /// after a resync.
 pub fn all_heads(store: &Store) -> Result<Vec<Head>, StoreError> {
@@ -112,6 +123,10 @@ struct Counters {
     gossip_received: u64,
     commits_missed: u64,
     payloads_unavailable: u64,
+    /// Our range requests a peer answered `Busy`.
+    declined_busy: u64,
+    /// Our range requests a peer answered `Wait`.
+    declined_wait: u64,
 }
 
 struct Driver {
@@ -215,7 +230,7 @@ pub async fn run(ctx: NodeContext, settings: super::network::NetworkSettings, mu
         pins_waiting: Vec::new(),
         missing_more: true,
         missing_cursor: None,
-        rep: Replicator::new(Config::default()),
+        rep: Replicator::new(replicator_config(&ctx.config)),
         bootstrap: ctx.config.bootstrap.iter().cloned().map(Bootstrap::new).collect(),
         swarm,
         ctx,

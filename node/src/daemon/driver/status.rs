@@ -71,6 +71,7 @@ impl Driver {
                 "payloads_unavailable": stats.payloads_unavailable,
                 "imports_deferred": stats.deferred,
                 "hedged": stats.hedged,
+                "declined": { "busy": self.counters.declined_busy, "wait": self.counters.declined_wait },
                 "tips_handled": self.rep.tips_handled(),
             },
             "rejected": {

@@ -174,11 +174,13 @@ impl Driver {
             }
             Ok(WireResponse::Ack) => {}
             Ok(WireResponse::Busy) => {
+                self.counters.declined_busy += 1;
                 if let Some(req) = asked {
                     self.rep.busy(p, req, now);
                 }
             }
             Ok(WireResponse::Wait { ms }) => {
+                self.counters.declined_wait += 1;
                 if let Some(req) = asked {
                     self.rep.wait(p, req, ms, now);
                 }
