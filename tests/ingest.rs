@@ -5,7 +5,9 @@
 //! reported, an amendment that keeps the original, the API's input
 //! bounds); an OpenAI-compatible endpoint faked on 127.0.0.1 with scripted
 //! answers (a good one, a malformed one, an error status; the key sent only
-//! to the configured endpoint); bad inputs, each named; and the official
+//! to the configured endpoint); the same over https with a self-signed
+//! certificate trusted through `[ingest] ca_file`, and refused, named, with
+//! another CA; bad inputs, each named; and the official
 //! MCP Python SDK answering the sampling classifier from its sampling
 //! callback (tests/mcp_python/sampling.py).
 
@@ -243,38 +245,78 @@ struct FakeEndpoint {
 
 impl FakeEndpoint {
     fn start(script: Script) -> Self {
+        Self::serve(script, None)
+    }
+
+    /// Over https with `tls`'s certificate: a connection whose handshake
+    /// fails (the client does not trust it) takes no answer of the script.
+    fn serve(script: Script, tls: Option<Arc<rustls::ServerConfig>>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let url = format!("{scheme}://{}/v1", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
         let kept = seen.clone();
         std::thread::spawn(move || {
-            for ((status, body), stream) in script.into_iter().zip(listener.incoming()) {
-                let mut stream = stream.unwrap();
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut head = String::new();
-                loop {
-                    let mut line = String::new();
-                    reader.read_line(&mut line).unwrap();
-                    if line == "\r\n" || line.is_empty() {
-                        break;
+            let mut script = script.into_iter().peekable();
+            for stream in listener.incoming() {
+                let Some((status, body)) = script.peek() else { break };
+                let stream = stream.unwrap();
+                let answered = match &tls {
+                    None => answer(stream, *status, body, &kept),
+                    Some(config) => {
+                        let mut tls = rustls::StreamOwned::new(rustls::ServerConnection::new(config.clone()).unwrap(), stream);
+                        answer(&mut tls, *status, body, &kept).and_then(|()| {
+                            tls.conn.send_close_notify();
+                            tls.flush()
+                        })
                     }
-                    head.push_str(&line);
+                };
+                if answered.is_ok() {
+                    script.next();
                 }
-                let len =
-                    head.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap())).unwrap_or(0);
-                let mut request = vec![0; len];
-                reader.read_exact(&mut request).unwrap();
-                kept.lock().unwrap().push((head, serde_json::from_slice(&request).unwrap_or(Value::Null)));
-                let reason = if status == 200 { "OK" } else { "Error" };
-                let answer = format!(
-                    "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                stream.write_all(answer.as_bytes()).unwrap();
             }
         });
         Self { url, seen }
     }
+}
+
+/// Read one request from `stream`, keep it, and answer `status` and `body`.
+fn answer(mut stream: impl Read + Write, status: u16, body: &str, kept: &Mutex<Vec<(String, Value)>>) -> std::io::Result<()> {
+    let (head, request) = {
+        let mut reader = BufReader::new(&mut stream);
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line)?;
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+            head.push_str(&line);
+        }
+        let len = head.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap())).unwrap_or(0);
+        let mut request = vec![0; len];
+        reader.read_exact(&mut request)?;
+        (head, request)
+    };
+    kept.lock().unwrap().push((head, serde_json::from_slice(&request).unwrap_or(Value::Null)));
+    let reason = if status == 200 { "OK" } else { "Error" };
+    let answer = format!("HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+    stream.write_all(answer.as_bytes())?;
+    stream.flush()
+}
+
+/// A self-signed certificate for 127.0.0.1 (PEM) and the TLS configuration
+/// of a server presenting it.
+fn self_signed() -> (String, Arc<rustls::ServerConfig>) {
+    let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(made.key_pair.serialize_der().into());
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![made.cert.der().clone()], key)
+        .unwrap();
+    (made.cert.pem(), Arc::new(config))
 }
 
 /// A chat completion whose message is `content`.
@@ -352,6 +394,75 @@ fn an_openai_compatible_endpoint_classifies_and_its_failures_are_named() {
     let (e, err) = refused_with(&alice.home, &["We could shard it.", "--endpoint", "http://127.0.0.1:9/v1", "--model", "m"], &key);
     assert_eq!(e["rule"], "classifier_unreachable", "{e}");
     assert!(err.contains("classifier endpoint http://127.0.0.1:9/v1/chat/completions: unreachable"), "{err}");
+}
+
+/// An https endpoint whose certificate is self-signed: trusted through
+/// `[ingest] ca_file`, it classifies as over http; with another CA, or the
+/// platform's roots alone, the call is refused naming the endpoint and
+/// nothing is recorded.
+#[test]
+fn an_https_endpoint_is_trusted_through_the_configured_ca_file_only() {
+    let alice = Agent::new();
+    let (cert, tls) = self_signed();
+    let (other_cert, _) = self_signed();
+    std::fs::write(alice.home.join("local-ca.pem"), cert).unwrap();
+    std::fs::write(alice.home.join("other-ca.pem"), other_cert).unwrap();
+    std::fs::write(alice.home.join("not-a-ca.pem"), "no certificate here\n").unwrap();
+    let proposals = json!({ "proposals": [
+        { "kind": "proposition", "text": "Serve the classifier over TLS", "targets": [], "confidence": 0.9 },
+        { "kind": "support", "text": "Keys cross the network", "targets": ["#0"], "confidence": 0.8 },
+    ]});
+    let fake = FakeEndpoint::serve(vec![(200, completion(&proposals.to_string()))], Some(tls));
+    let url = format!("{}/chat/completions", fake.url);
+    let configure = |ca: Option<&str>| {
+        let ca = ca.map(|f| format!("ca_file = \"{f}\"\n")).unwrap_or_default();
+        std::fs::write(
+            alice.home.join("agora.toml"),
+            format!("[ingest]\nclassifier = \"openai\"\nendpoint = \"{}\"\nmodel = \"fake-model\"\napi_key_env = \"AGORA_TEST_INGEST_KEY\"\n{ca}", fake.url),
+        )
+        .unwrap();
+    };
+    let key = [("AGORA_TEST_INGEST_KEY", "sk-test-tls")];
+    let text = "We should serve the classifier over TLS. Keys cross the network.";
+    let before = entries(&alice.home);
+
+    // Another CA, then none but the platform's: not trusted, named.
+    configure(Some("other-ca.pem"));
+    let (e, err) = refused_with(&alice.home, &[text], &key);
+    assert_eq!(e["rule"], "classifier_untrusted", "{e}");
+    assert!(err.contains(&format!("classifier endpoint {url}: its TLS certificate is not trusted (invalid peer certificate: ")), "{err}");
+    assert!(err.contains("and the 1 of [ingest] ca_file ") && err.contains("other-ca.pem"), "{err}");
+    configure(None);
+    let (e, err) = refused_with(&alice.home, &[text], &key);
+    assert_eq!(e["rule"], "classifier_untrusted", "{e}");
+    assert!(err.contains(&format!("classifier endpoint {url}: its TLS certificate is not trusted")) && !err.contains("ca_file"), "{err}");
+    // A CA file that is missing or holds no certificate: a setting, named.
+    configure(Some("missing.pem"));
+    let (e, err) = refused_with(&alice.home, &[text], &key);
+    assert_eq!(e["rule"], "classifier_settings", "{e}");
+    assert!(err.contains("[ingest] ca_file ") && err.contains("missing.pem"), "{err}");
+    configure(Some("not-a-ca.pem"));
+    let (e, err) = refused_with(&alice.home, &[text], &key);
+    assert_eq!(e["rule"], "classifier_settings", "{e}");
+    assert!(err.contains("not-a-ca.pem: holds no PEM certificate"), "{err}");
+    assert_eq!(entries(&alice.home), before, "nothing recorded by a refused classification");
+    assert!(fake.seen.lock().unwrap().is_empty(), "no request was sent before the certificate was trusted");
+
+    // Trusted through the CA file: classified, recorded and audited as over http, the key sent.
+    configure(Some("local-ca.pem"));
+    let (ok, answer, err) = run(&alice.home, &["ingest", text], b"", &key);
+    assert!(ok, "{err}");
+    assert_eq!((answer["classifier"].as_str(), answer["model"].as_str()), (Some("openai"), Some("fake-model-1")));
+    let recorded = answer["recorded"].as_array().unwrap();
+    assert_eq!(recorded.iter().map(|r| r["kind"].as_str().unwrap()).collect::<Vec<_>>(), ["proposition", "support"]);
+    let audit = &actions(&alice.home, &["--operation", "classify"])[0];
+    assert_eq!(audit["name"], "openai/fake-model-1");
+    let record: Value = serde_json::from_str(audit["text"].as_str().unwrap()).unwrap();
+    assert_eq!(record["endpoint"], url);
+    let seen = fake.seen.lock().unwrap();
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].0.to_ascii_lowercase().contains("authorization: bearer sk-test-tls"), "{}", seen[0].0);
+    assert_eq!(seen[0].1["messages"][1]["content"], format!("Classify this text:\n\n{text}"));
 }
 
 /// The official MCP Python SDK as the client whose model classifies

@@ -38,6 +38,7 @@
 //! model = "qwen2.5-7b-instruct"
 //! threshold = 0.6                        # proposals below it are dropped (default 0.5)
 //! api_key_env = "OPENAI_API_KEY"         # or api_key_file = "/run/secrets/key"
+//! ca_file = "local-ca.pem"               # trusted for https besides the platform's roots
 //! ```
 //!
 //! The control channel's address is, first found: `agora node run
@@ -152,10 +153,14 @@ pub struct IngestSettings {
     pub api_key_env: Option<String>,
     /// A file holding it (relative to the home), read when `api_key_env` is not set.
     pub api_key_file: Option<PathBuf>,
+    /// A PEM file of CA certificates (relative to the home) an `https://`
+    /// endpoint's certificate may chain to, besides the platform's root
+    /// certificates: a local server's self-signed one.
+    pub ca_file: Option<PathBuf>,
 }
 
 /// The `[ingest]` settings of `<home>/agora.toml` (all unset when the file
-/// does not exist); `api_key_file` is made relative to the home.
+/// does not exist); `api_key_file` and `ca_file` are made relative to the home.
 pub fn ingest_of_home(home: &Path) -> Result<IngestSettings> {
     let path = home.join(CONFIG_FILE);
     if !path.exists() {
@@ -163,6 +168,7 @@ pub fn ingest_of_home(home: &Path) -> Result<IngestSettings> {
     }
     let mut settings = read_file(&path)?.ingest;
     settings.api_key_file = settings.api_key_file.map(|f| home.join(f));
+    settings.ca_file = settings.ca_file.map(|f| home.join(f));
     Ok(settings)
 }
 

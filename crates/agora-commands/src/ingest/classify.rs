@@ -102,6 +102,9 @@ pub enum ClassifyError {
     /// The endpoint could not be reached.
     #[error("classifier endpoint {endpoint}: unreachable: {reason}")]
     Unreachable { endpoint: String, reason: String },
+    /// The endpoint's TLS certificate chains to no trusted root.
+    #[error("classifier endpoint {endpoint}: its TLS certificate is not trusted ({reason}); trusted are {trusted}")]
+    Untrusted { endpoint: String, reason: String, trusted: String },
     /// The endpoint answered with an error status.
     #[error("classifier endpoint {endpoint} answered HTTP {status}: {body}")]
     Status { endpoint: String, status: u16, body: String },
@@ -121,6 +124,7 @@ impl ClassifyError {
     pub fn rule(&self) -> &'static str {
         match self {
             ClassifyError::Unreachable { .. } => "classifier_unreachable",
+            ClassifyError::Untrusted { .. } => "classifier_untrusted",
             ClassifyError::Status { .. } => "classifier_failed",
             ClassifyError::Malformed { .. } => "classifier_malformed",
             ClassifyError::Settings(_) => "classifier_settings",

@@ -308,7 +308,7 @@ fn ingest(s: &Session, input: i::Ingest) -> anyhow::Result<Ingested> {
             })?;
             // The configured key goes to the configured endpoint only.
             let key = if settings.endpoint.as_deref().map(openai::completions_url) == Some(openai::completions_url(&url)) { api_key(&settings)? } else { None };
-            let (p, answered_by, raw) = openai::classify(&url, &model, key.as_deref(), &text).map_err(classify_error)?;
+            let (p, answered_by, raw) = openai::classify(&url, &model, key.as_deref(), settings.ca_file.as_deref(), &text).map_err(classify_error)?;
             endpoint = Some(openai::completions_url(&url));
             (p, answered_by, raw)
         }
