@@ -23,13 +23,19 @@ cargo test --release --workspace --locked --lib --bins --tests "$@" 2>&1 | tee "
 bash scripts/api-property-test.sh
 # The Python package (python/) against real nodes, with pytest; skipped, and
 # said why, when its environment cannot be made (scripts/python-venv.sh exit 3).
-venv_status=0
-py="$(bash scripts/python-venv.sh)" || venv_status=$?
-if [ "$venv_status" -eq 3 ]; then
-  echo "python package tests: SKIPPED (the virtual environment could not be made; see above)"
-elif [ "$venv_status" -ne 0 ]; then
-  exit "$venv_status"
-else
-  AGORA_BIN="$CARGO_TARGET_DIR/release/agora" PYTHONDONTWRITEBYTECODE=1 "$py" -m pytest -q -p no:cacheprovider python/tests
-fi
+# CrewAI's test runs in an environment of its own (python/requirements-crewai.txt:
+# crewai needs openai<3 and pydantic<2.13, the OpenAI Agents SDK newer ones).
+python_tests() { # NAME REQUIREMENTS VENV PYTEST-ARGS...
+  local name="$1" status=0 py
+  py="$(AGORA_PYTHON_REQUIREMENTS="$2" AGORA_PYTHON_VENV="$3" bash scripts/python-venv.sh)" || status=$?
+  if [ "$status" -eq 3 ]; then
+    echo "$name: SKIPPED (the virtual environment could not be made; see above)"
+  elif [ "$status" -ne 0 ]; then
+    exit "$status"
+  else
+    AGORA_BIN="$CARGO_TARGET_DIR/release/agora" PYTHONDONTWRITEBYTECODE=1 "$py" -m pytest -q -p no:cacheprovider "${@:4}"
+  fi
+}
+python_tests "python package tests" python/requirements-test.txt "$HOME/.cache/agora-python" python/tests --ignore=python/tests/test_crewai.py
+python_tests "python package tests (crewai)" python/requirements-crewai.txt "$HOME/.cache/agora-python-crewai" python/tests/test_crewai.py
 awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "\nall test binaries: %d passed, %d failed, %d ignored\n%d passed, %d failed\n", p, f, i, p, f }' "$log"
