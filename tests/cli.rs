@@ -222,6 +222,61 @@ fn bad_packs_are_refused_and_change_nothing() {
     check("over-long line", format!("{{\"agora_pack\":1}}\n{}\n", "x".repeat(1_500_000)), "longer than the limit");
 }
 
+/// A refused import names, for programs, the chain rule its entry broke and
+/// that entry: `bad_signature`, a link rule (`seq`, `timestamp_backwards`),
+/// or `predecessor_missing` for an entry whose predecessor is neither stored
+/// nor on an earlier line.
+#[test]
+fn a_refused_import_names_the_rule_and_the_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = init(dir.path(), "a");
+    for i in 0..4 {
+        ok(&a, &["append"], Some(format!("entry {i}").as_bytes()));
+    }
+    let lines: Vec<String> = snapshot(&a).lines().skip(1).map(str::to_string).collect();
+    let b = init(dir.path(), "b");
+    let before = snapshot(&b);
+    let refused = |bad: &[String], rule: &str, line: usize| {
+        let out = fails(&b, &["--json", "import", "-"], Some(pack_of(bad).as_bytes()), &format!("line {line}"));
+        let v: Value = serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {}", out.stdout));
+        let id: Value = serde_json::from_str::<Value>(&bad[line - 2]).unwrap()["id"].clone();
+        assert_eq!((v["rule"].as_str(), v["code"].as_str(), &v["entry"]), (Some(rule), Some("refused"), &id), "{v}");
+        assert_eq!(snapshot(&b), before, "{rule} changed the store");
+    };
+    // A flipped bit in the signature of line 3.
+    let mut v: Value = serde_json::from_str(&lines[1]).unwrap();
+    let mut entry = hex::decode(v["entry"].as_str().unwrap()).unwrap();
+    let n = entry.len();
+    entry[n - 5] ^= 0x20;
+    v["entry"] = Value::from(hex::encode(&entry));
+    let mut bad = lines.clone();
+    bad[1] = v.to_string();
+    refused(&bad, "bad_signature", 3);
+    // Seq 3 before seq 2: line 3 names a predecessor not yet seen.
+    let mut bad = lines.clone();
+    bad.swap(1, 2);
+    refused(&bad, "predecessor_missing", 3);
+    // The vectors' broken links after their predecessor (protocol-spec/vectors/vectors.json):
+    // each names the rule the vector gives (`seq`, `timestamp_backwards`).
+    let vectors: Value =
+        serde_json::from_str(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../protocol-spec/vectors/vectors.json")).unwrap()).unwrap();
+    let valid = &vectors["valid_entries"][0];
+    let b64 = |hex_text: &str| {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(hex::decode(hex_text).unwrap())
+    };
+    let predecessor = serde_json::json!({ "id": valid["id"], "entry": valid["signed_entry"], "payload": b64(valid["payload"].as_str().unwrap()) });
+    for case in vectors["invalid_entries"].as_array().unwrap().iter().filter(|c| c["predecessor"] == "alice_1") {
+        let bytes = hex::decode(case["signed_entry"].as_str().unwrap()).unwrap();
+        use sha2::Digest;
+        let id = hex::encode(sha2::Sha256::digest(&bytes[..bytes.len() - 64]));
+        let line = serde_json::json!({ "id": id, "entry": case["signed_entry"], "payload": Value::Null });
+        // A backlink that is not its predecessor's id names an entry not held.
+        let rule = if case["name"] == "backlink_mismatch" { "predecessor_missing" } else { case["error"].as_str().unwrap() };
+        refused(&[predecessor.to_string(), line.to_string()], rule, 3);
+    }
+}
+
 #[test]
 fn every_invalid_vector_is_refused_on_import() {
     let vectors: Value =

@@ -169,6 +169,7 @@ pub fn error_rule(error: &anyhow::Error) -> Option<(&'static str, Option<String>
             agora_store::StoreError::Forked { .. } => Some(("own_chain_forked", None)),
             agora_store::StoreError::NotATip { tip, .. } => Some(("not_a_tip", Some(tip.to_string()))),
             agora_store::StoreError::Verify(v) => Some((v.rule.code(), None)),
+            agora_store::StoreError::Import(f) => Some((import_rule(&f.problem), Some(f.problem.entry().id.to_string()))),
             agora_store::StoreError::Build(agora_core::entry::BuildError::PayloadTooLarge { .. }) => Some(("payload_too_large", None)),
             agora_store::StoreError::NotAStore { .. }
             | agora_store::StoreError::Locked { .. }
@@ -177,6 +178,16 @@ pub fn error_rule(error: &anyhow::Error) -> Option<(&'static str, Option<String>
             _ => None,
         }
     })
+}
+
+/// The rule a refused import names: the chain rule its entry broke (a link,
+/// its payload, its signature), or `predecessor_missing` when the entry its
+/// backlink names is neither stored nor earlier in the input.
+fn import_rule(problem: &agora_store::ImportProblem) -> &'static str {
+    match problem {
+        agora_store::ImportProblem::PredecessorMissing { .. } => "predecessor_missing",
+        agora_store::ImportProblem::Link(v) | agora_store::ImportProblem::Payload(v) | agora_store::ImportProblem::Signature(v) => v.rule.code(),
+    }
 }
 
 pub fn payload_status(p: &PayloadState) -> String {
