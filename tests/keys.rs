@@ -248,9 +248,13 @@ fn reads_name_the_signing_key_and_what_a_revocation_leaves_out() {
         refs.sort();
         let refs: Vec<Value> = refs.iter().map(|(entry, kind)| serde_json::json!({ "by": bob.id, "entry": entry, "kind": kind, "target": leaked })).collect();
         let want = serde_json::json!([{
-            "author": owner.id, "boundary": vouched, "count": 1, "from_seq": 3, "to_seq": 3, "rotation": rotation, "referenced_by": refs,
+            "author": owner.id, "boundary": vouched, "count": 1, "from_seq": 3, "to_seq": 3, "rotation": rotation, "event": "rotate", "referenced_by": refs,
         }]);
         assert_eq!(disputes["revoked"], want, "{disputes}");
+        // The owner's audit lists the same range of its own chain.
+        assert_eq!(owners["revoked"][0]["rotation"], rotation.as_str(), "{owners}");
+        assert_eq!(owners["revoked"][0]["count"], 1, "{owners}");
+        assert_eq!(audit["revoked"], serde_json::json!([]), "Bob's own chain loses nothing: {audit}");
         let text = ok(b, &["disputes"]);
         assert!(text.contains("revoked: 1 entries") && text.contains("never takes effect"), "{text}");
         (status, excluded, roster, audit, owners, disputes)
@@ -260,4 +264,100 @@ fn reads_name_the_signing_key_and_what_a_revocation_leaves_out() {
     let live = reads();
     assert_eq!((&live.2, &live.3, &live.4, &live.5), (&offline.2, &offline.3, &offline.4, &offline.5), "the node's answers are those read without it");
     assert_eq!((&live.0["signed_by"], &live.1["excluded"]), (&offline.0["signed_by"], &offline.1["excluded"]));
+}
+
+fn member_of(roster: &Value, id: &str) -> Value {
+    roster["members"].as_array().unwrap().iter().find(|m| m["agent"] == id).cloned().unwrap_or_else(|| panic!("{id} not in {roster}"))
+}
+
+fn view_hash(home: &std::path::Path) -> String {
+    json(home, &["view-hash"])["view_hash"].as_str().unwrap().to_string()
+}
+
+/// Issue 41, item 4: both keys lost. A thief holding the owner's whole
+/// home (current and next key) writes on after the last entry the owner
+/// vouches for, part of it before the recovery reaches the nodes and part
+/// after, rotating to the stolen next key in between. The founder binds the
+/// owner to a new key after that entry (`agora key recover`); the owner
+/// takes over with it (`agora key take-over`) and writes on. On both nodes:
+/// none of the thief's entries counts (status says excluded, by the
+/// recovery), the owner's new entries do, signed by the new key; the roster
+/// and the key history show the recovery; the view hashes are equal.
+#[test]
+fn both_keys_lost_the_founder_recovers_and_the_owner_writes_on_under_the_new_key() {
+    let (founder, owner) = (Agent::new(), Agent::new());
+    let (f, o) = (&founder.home, &owner.home);
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    admit(&founder, &[&owner]);
+    let vouched = id_of(&json(o, &["propose", "Mine"]));
+    // The thief copies the whole home: both keys.
+    let thief_dir = tempfile::tempdir().unwrap();
+    let thief = thief_dir.path().join("home");
+    copy_dir(o, &thief);
+    let thief_first = id_of(&json(&thief, &["propose", "Written by the thief"]));
+    let early = dir.join("thief-early.jsonl");
+    ok(&thief, &["export", "--output", early.to_str().unwrap()]);
+    let thief_rotation = json(&thief, &["key", "rotate"])["entry"].as_str().unwrap().to_string();
+    let thief_later = id_of(&json(&thief, &["propose", "The thief under the stolen next key"]));
+    let late = dir.join("thief-late.jsonl");
+    ok(&thief, &["export", "--output", late.to_str().unwrap()]);
+
+    let nf = Node::start(&founder, &founder.id, &[]);
+    let no = Node::start(&owner, &founder.id, &[&nf.addr]);
+    // The thief's first entry reaches both nodes before the recovery.
+    ok(f, &["import", early.to_str().unwrap()]);
+    wait_for("the thief's entry on the owner's node", || no.holds(&thief_first).then_some(()));
+
+    // The owner draws a new key; the founder binds it after `vouched`.
+    let key_file = dir.join("new.key");
+    let drawn = json(o, &["key", "new", "--out", key_file.to_str().unwrap()]);
+    let new_key = drawn["public_key"].as_str().unwrap().to_string();
+    assert_eq!(std::fs::metadata(&key_file).unwrap().permissions().mode() & 0o777, 0o600);
+    refused_with(o, &["key", "recover", &owner.id, "--after", &vouched, "--key", &new_key], "founder_only");
+    refused_with(f, &["key", "recover", &founder.id, "--after", &vouched, "--key", &new_key], "not_agents_entry");
+    refused_with(f, &["key", "recover", &owner.id, "--after", &vouched, "--key", &owner.id], "recover_key_is_author");
+    let bound = json(f, &["key", "recover", &owner.id, "--after", &vouched, "--key", &new_key, "--note", "laptop stolen with both keys"]);
+    assert_eq!((bound["boundary"].as_str(), bound["last_seq"].as_u64()), (Some(vouched.as_str()), Some(1)), "{bound}");
+    let binding = bound["id"].as_str().unwrap().to_string();
+    wait_for("the binding on the owner's node", || {
+        member_of(&json(o, &["roster"]), &owner.id)["recoveries"].as_array().is_some_and(|r| !r.is_empty()).then_some(())
+    });
+    // Before the recover entry: the thief's entry counts nowhere already.
+    assert_eq!(json(f, &["status", &thief_first])["status"], "excluded");
+
+    let taken = json(o, &["key", "take-over", "--key", key_file.to_str().unwrap()]);
+    assert_eq!((taken["event"].as_str(), taken["key"].as_str(), taken["seq"].as_u64()), (Some("recover"), Some(new_key.as_str()), Some(2)), "{taken}");
+    let recovery = taken["entry"].as_str().unwrap().to_string();
+    let after = id_of(&json(o, &["propose", "The owner, under the new key"]));
+    // The rest of the thief's chain arrives after the recovery.
+    ok(f, &["import", late.to_str().unwrap()]);
+    for node in [&nf, &no] {
+        wait_for("every entry on both nodes", || [&after, &recovery, &thief_later, &thief_rotation].iter().all(|id| node.holds(id)).then_some(()));
+    }
+    let reads = |h: &std::path::Path| {
+        let status = json(h, &["status", &after]);
+        assert_eq!(status["signed_by"], new_key.as_str(), "{status}");
+        for left_out in [&thief_first, &thief_rotation, &thief_later] {
+            let s = json(h, &["status", left_out]);
+            assert_eq!(s["status"], "excluded", "{s}");
+            assert_eq!(
+                (s["excluded"]["event"].as_str(), s["excluded"]["rotation"].as_str(), s["excluded"]["boundary"].as_str(), s["excluded"]["bound_by"].as_str()),
+                (Some("recover"), Some(recovery.as_str()), Some(vouched.as_str()), Some(binding.as_str())),
+                "{s}"
+            );
+        }
+        let member = member_of(&json(h, &["roster"]), &owner.id);
+        assert_eq!(member["current_key"], new_key.as_str(), "{member}");
+        assert_eq!(member["recoveries"][0]["entry"], recovery.as_str(), "{member}");
+        let history = json(h, &["key", "history", "--agent", &owner.id]);
+        assert!(history["events"].as_array().unwrap().iter().any(|e| e["event"] == "recover" && e["entry"] == recovery.as_str()), "{history}");
+        assert_eq!(history["recoveries"][0]["bound_by"], binding.as_str(), "{history}");
+        let audit = json(h, &["audit", &owner.id]);
+        let ranges: Vec<(&str, u64)> =
+            audit["revoked"].as_array().unwrap().iter().map(|r| (r["event"].as_str().unwrap(), r["count"].as_u64().unwrap())).collect();
+        assert_eq!(ranges, [("recover", 3)], "the owner's audit lists the range the recovery leaves out: {audit}");
+        view_hash(h)
+    };
+    assert_eq!(reads(f), reads(o), "both nodes count the same entries");
 }

@@ -100,22 +100,31 @@ pub fn derive_roster(store: &MemStore, founder: AgentId, from_start: &BTreeSet<A
     roster
 }
 
-/// What rotations leave out (`Roster::bound_keys`, `protocol-spec/keys.md`),
-/// found as the node finds it (`agora_view::bound_keys`): only a forked
-/// chain can lose entries, and only one that rotated, which shows in its
-/// tips (a branch after a rotation is signed by a key other than the
-/// author's own): each such chain read once.
+/// What key events leave out (`Roster::bound_keys`, `protocol-spec/keys.md`),
+/// found as the node finds it (`agora_view::bound_keys`): the admitted
+/// authors with a tip signed by a key other than their own (they rotated or
+/// recovered), and those the roster binds a recovery of, each chain read
+/// once.
 pub fn bound_keys(store: &MemStore, roster: &mut Roster) {
-    // The proofs are kept in (author, seq) order: each forked author once.
-    let mut previous = None;
-    let forked = store.proofs.keys().map(|(a, _)| *a).filter(move |a| previous.replace(*a) != Some(*a));
-    let rotated = forked.filter(|a| store.tips(a).iter().any(|t| store.get(&t.id).is_some_and(|(e, _)| e.header().signing_key() != *a)));
-    let bounded = roster.bound_keys(rotated, |author| {
+    let changed_key: Vec<AgentId> = roster
+        .members
+        .keys()
+        .chain(roster.removed.keys())
+        .filter(|a| store.tips(a).iter().any(|t| store.get(&t.id).is_some_and(|(e, _)| e.header().signing_key() != **a)))
+        .copied()
+        .collect();
+    let bounded = roster.bound_keys(changed_key, |author| {
         let links = store
             .entries
             .range((*author, 0, EntryId([0; 32]))..)
             .take_while(|((a, _, _), _)| a == author)
-            .map(|((_, seq, id), (e, _))| ChainLink { id: *id, seq: *seq, backlink: e.header().backlink, event: e.header().key_event() })
+            .map(|((_, seq, id), (e, _))| ChainLink {
+                id: *id,
+                seq: *seq,
+                backlink: e.header().backlink,
+                event: e.header().key_event(),
+                key: e.header().signing_key(),
+            })
             .collect();
         Ok::<_, Infallible>(links)
     });

@@ -281,6 +281,7 @@ pub const OPERATIONS: &[&str] = &[
     "roster",
     "key_rotate",
     "key_revoke",
+    "key_recover",
     "key_history",
 ];
 

@@ -5,7 +5,7 @@
 use crate::args::{now_ms, parse_author};
 use crate::output::refused;
 use crate::session::Session;
-use agora_command_line::inputs::{KeyCommand, KeyHistory, KeyNext, KeyRevoke, KeyRotate};
+use agora_command_line::inputs::{KeyCommand, KeyHistory, KeyNew, KeyNext, KeyRecover, KeyRevoke, KeyRotate, KeyTakeOver};
 use agora_core::{AgentId, EntryId, KeyEvent, SignedEntry, key_commitment};
 use agora_store::StoreError;
 use anyhow::{Context, Result};
@@ -21,6 +21,9 @@ pub fn run(s: &Session, command: KeyCommand) -> Result<ExitCode> {
         KeyCommand::Rotate(KeyRotate { next_key }) => rotate(s, None, next_key.as_deref()),
         KeyCommand::Revoke(KeyRevoke { after, next_key }) => rotate(s, Some(&after), next_key.as_deref()),
         KeyCommand::History(KeyHistory { agent }) => history(s, agent.as_deref()),
+        KeyCommand::Recover(KeyRecover { agent, after, key, note }) => recover(s, &agent, &after, &key, note),
+        KeyCommand::TakeOver(KeyTakeOver { key }) => take_over(s, &key),
+        KeyCommand::New(KeyNew { out }) => new_key(s, &out),
     }
 }
 
@@ -145,6 +148,144 @@ fn rotate(s: &Session, after: Option<&str>, next_key: Option<&Path>) -> Result<E
     Ok(ExitCode::SUCCESS)
 }
 
+/// A recovery the founder wrote (`protocol-spec/roster.md`, `recover`).
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
+pub struct RecoveryRecorded {
+    /// The founder's roster entry that binds the recovery.
+    pub id: String,
+    /// Its seq in the founder's chain.
+    pub seq: u64,
+    /// The agent recovered.
+    pub agent: String,
+    /// The boundary: the agent's last legitimate entry.
+    pub boundary: String,
+    /// The boundary's seq.
+    pub last_seq: u64,
+    /// The key granted (public key, hex).
+    pub key: String,
+}
+
+/// `agora key recover AGENT --after ENTRY --key KEY`: the founder binds
+/// AGENT, whose keys are both lost, to KEY after ENTRY (roster.md, the
+/// founder alone is the roster's authority).
+fn recover(s: &Session, agent_text: &str, after: &str, key_text: &str, note: String) -> Result<ExitCode> {
+    let agent = crate::agents::agent_by_name_or_id(s, agent_text, "the agent to recover")?;
+    let key = crate::args::agent_id(key_text, "the new key (64 hex, as `agora key new` prints it)")?;
+    let store = s.store()?;
+    let head = store.resolve(after)?;
+    let last_seq = match store.locate(&head)? {
+        Some((author, seq)) if author == agent => seq,
+        _ => return Err(refused("not_agents_entry", format!("{head} is not an entry of {agent}'s chain held here"))),
+    };
+    let event = agora_roster::RosterEvent::Recover { agent, last_seq, head, key, note };
+    if let Err(e) = event.check_local(&s.founder()?) {
+        let rule = match e {
+            agora_roster::RosterError::RecoverFounder => "recover_founder",
+            agora_roster::RosterError::RecoverKeyIsAuthor => "recover_key_is_author",
+            _ => "limit",
+        };
+        return Err(refused(rule, e.to_string()));
+    }
+    let entry = crate::membership::write_event(s, &event)?;
+    let answer = RecoveryRecorded {
+        id: entry.id().to_string(),
+        seq: entry.header().seq,
+        agent: agent.to_string(),
+        boundary: head.to_string(),
+        last_seq,
+        key: key.to_string(),
+    };
+    s.print(&answer, || {
+        format!(
+            "{}: {} is bound to the key {} after {} (seq {}); its owner takes over with `agora key take-over --key FILE`",
+            answer.id, answer.agent, answer.key, answer.boundary, answer.last_seq
+        )
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `agora key take-over --key FILE`: the owner's side of a recovery. The
+/// roster's last binding of the agent acted as must grant FILE's key; the
+/// recover entry is signed by it after the binding's boundary, the key is
+/// installed as the agent's, and a new next key is drawn and committed to.
+fn take_over(s: &Session, file: &Path) -> Result<ExitCode> {
+    let granted = agora_home::home::load_key_file(file)?;
+    let name = own_name(s);
+    let key_path = match name {
+        None => s.home.key_path(),
+        Some(n) => s.home.agent_key_path(n)?,
+    };
+    let store = s.store()?;
+    let roster = agora_view::derive_roster(store, s.founder()?)?;
+    let bound: Vec<(AgentId, agora_roster::Recovery)> =
+        roster.recoveries.iter().filter_map(|(a, list)| list.last().filter(|r| r.key == granted.public_key()).map(|r| (*a, *r))).collect();
+    let (me, binding) = match bound.as_slice() {
+        [one] => *one,
+        [] => {
+            return Err(refused(
+                "not_bound",
+                format!("the roster binds the key {} to no agent (as its last recovery): the founder runs `agora key recover`", granted.public_key()),
+            ));
+        }
+        _ => return Err(refused("bound_twice", format!("the roster binds the key {} to several agents", granted.public_key()))),
+    };
+    if key_path.exists() {
+        let held = agora_home::home::load_key_file(&key_path)?;
+        if held.agent_id() != me {
+            return Err(refused("other_agent", format!("this home's key at {} is {}'s, not {me}'s", key_path.display(), held.agent_id())));
+        }
+    }
+    if store.get(&binding.head)?.is_none() {
+        return Err(refused(
+            "boundary_not_held",
+            format!("the boundary {} of the recovery is not held here yet: let the node sync, then run this again", binding.head),
+        ));
+    }
+    let key = granted.for_agent(me);
+    let after_next = agora_home::home::Home::draw_key()?;
+    let commitment = key_commitment(&after_next.public_key());
+    let entry = store.append_key_event(&key, &binding.head, KeyEvent::Recover, commitment, b"", now_ms()).map_err(|e| match e {
+        StoreError::Import(failure) => refused("recovery_refused", failure.to_string()),
+        other => other.into(),
+    })?;
+    s.home.install_keys(name, &key, &after_next)?;
+    let answer = KeyEventAnswer {
+        agent: me.to_string(),
+        entry: entry.id().to_string(),
+        seq: entry.header().seq,
+        event: KeyEvent::Recover.name().to_string(),
+        boundary: binding.head.to_string(),
+        key: key.public_key().to_string(),
+        commitment: hex::encode(commitment),
+        next_key_file: s.home.next_key_path(name)?.display().to_string(),
+    };
+    s.print(&answer, || {
+        format!(
+            "recovered: {} signs {} from seq {} ({}), after {}\nnew next key in {}: move it apart with `agora key next --export FILE`",
+            answer.key, answer.agent, answer.seq, answer.entry, answer.boundary, answer.next_key_file
+        )
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A new key file.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
+pub struct NewKeyAnswer {
+    /// The file written (mode 0600).
+    pub file: String,
+    /// Its public key (hex): what `agora key recover --key` takes.
+    pub public_key: String,
+}
+
+/// `agora key new --out FILE`.
+fn new_key(s: &Session, out: &Path) -> Result<ExitCode> {
+    let key = agora_home::home::Home::draw_key()?;
+    agora_home::home::write_private_file(out, &key.to_key_file_bytes())?;
+    let answer = NewKeyAnswer { file: out.display().to_string(), public_key: key.public_key().to_string() };
+    s.print(&answer, || format!("{}\nkey file {} (keep it apart; the founder binds its public key with `agora key recover`)", answer.public_key, answer.file))?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// One key event of an agent's chain.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Eq)]
 pub struct KeyEventRow {
@@ -152,7 +293,7 @@ pub struct KeyEventRow {
     pub entry: String,
     /// Its seq.
     pub seq: u64,
-    /// `commit` (the chain's first commitment) or `rotate`.
+    /// `commit` (the chain's first commitment), `rotate` or `recover`.
     pub event: String,
     /// The entry before it: the trust boundary of a rotation.
     pub boundary: Option<String>,
@@ -171,6 +312,43 @@ pub struct KeyHistoryAnswer {
     pub events: Vec<KeyEventRow>,
     /// The key that signs each tip of its chain.
     pub current: Vec<String>,
+    /// The recoveries the roster binds (the last decides).
+    #[serde(default)]
+    pub recoveries: Vec<RecoveryRow>,
+}
+
+/// A recovery the roster binds.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Eq)]
+pub struct RecoveryRow {
+    /// The boundary: the agent's last legitimate entry.
+    pub boundary: String,
+    /// Its seq.
+    pub last_seq: u64,
+    /// The key granted.
+    pub key: String,
+    /// The founder's roster entry that binds it.
+    pub bound_by: String,
+    /// The recover entry, once held.
+    pub entry: Option<String>,
+}
+
+/// The roster's recoveries of `agent` as rows, each with its recover entry
+/// when held (one short read at the seq after each boundary).
+pub fn recovery_rows(store: &agora_store::Store, roster: &agora_roster::Roster, agent: &AgentId) -> Result<Vec<RecoveryRow>> {
+    let mut rows = Vec::new();
+    for r in roster.recoveries.get(agent).map_or(&[][..], Vec::as_slice) {
+        let at = store.chain(agent, r.last_seq.saturating_add(1), 64)?;
+        let entry = at
+            .iter()
+            .map(|e| &e.signed)
+            .find(|e| {
+                let h = e.header();
+                h.seq == r.last_seq + 1 && h.key_event() == KeyEvent::Recover && h.backlink == Some(r.head) && h.signing_key() == r.key
+            })
+            .map(|e| e.id().to_string());
+        rows.push(RecoveryRow { boundary: r.head.to_string(), last_seq: r.last_seq, key: r.key.to_string(), bound_by: r.by.to_string(), entry });
+    }
+    Ok(rows)
 }
 
 fn history(s: &Session, agent: Option<&str>) -> Result<ExitCode> {
@@ -204,10 +382,16 @@ fn history(s: &Session, agent: Option<&str>) -> Result<ExitCode> {
         }
     }
     current.dedup();
-    let answer = KeyHistoryAnswer { agent: agent.to_string(), events, current };
+    let roster = agora_view::derive_roster(store, s.founder()?)?;
+    let recoveries = recovery_rows(store, &roster, &agent)?;
+    let answer = KeyHistoryAnswer { agent: agent.to_string(), events, current, recoveries };
     s.print(&answer, || {
         let mut lines: Vec<String> =
             answer.events.iter().map(|r| format!("{:>6}  {:<8} {}  key {}  next {}", r.seq, r.event, r.entry, r.key, &r.commitment[..16])).collect();
+        lines.extend(answer.recoveries.iter().map(|r| {
+            let held = r.entry.as_deref().map_or("recover entry not held yet".to_string(), |e| format!("recover entry {e}"));
+            format!("recovery bound by {}: key {} after {} (seq {}), {held}", r.bound_by, r.key, r.boundary, r.last_seq)
+        }));
         lines.push(format!("current key {}", answer.current.join(", ")));
         lines.join("\n")
     })?;

@@ -21,6 +21,23 @@ pub fn run(s: &Session, command: MembershipCommand) -> Result<ExitCode> {
 }
 
 fn record(s: &Session, event: RosterEvent) -> Result<ExitCode> {
+    let entry = write_event(s, &event)?;
+    let last_seq = match &event {
+        RosterEvent::RemoveAfter { last_seq, .. } | RosterEvent::RemoveAt { last_seq, .. } => Some(*last_seq),
+        _ => None,
+    };
+    let answer = RosterRecorded { id: entry.id().to_string(), seq: entry.header().seq, last_seq_admitted: last_seq };
+    s.print(&answer, || match last_seq {
+        Some(n) => format!("{} (entries up to seq {n} stay admitted)", entry.id()),
+        None => entry.id().to_string(),
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Append a roster event to the founder's chain, refusing any other agent
+/// (its roster events would have no effect) and an event the checks
+/// before writing refuse (roster.md).
+pub(crate) fn write_event(s: &Session, event: &RosterEvent) -> Result<agora_core::SignedEntry> {
     let key = s.key()?;
     let founder = s.founder()?;
     if key.agent_id() != founder {
@@ -34,17 +51,7 @@ fn record(s: &Session, event: RosterEvent) -> Result<ExitCode> {
         ));
     }
     event.check_local(&founder)?;
-    let entry = crate::own_chain::append_own(s, &event.encode())?;
-    let last_seq = match &event {
-        RosterEvent::RemoveAfter { last_seq, .. } | RosterEvent::RemoveAt { last_seq, .. } => Some(*last_seq),
-        _ => None,
-    };
-    let answer = RosterRecorded { id: entry.id().to_string(), seq: entry.header().seq, last_seq_admitted: last_seq };
-    s.print(&answer, || match last_seq {
-        Some(n) => format!("{} (entries up to seq {n} stay admitted)", entry.id()),
-        None => entry.id().to_string(),
-    })?;
-    Ok(ExitCode::SUCCESS)
+    crate::own_chain::append_own(s, &event.encode())
 }
 
 fn agent(s: &Session, text: &str) -> Result<AgentId> {
@@ -89,6 +96,7 @@ pub fn roster(s: &Session) -> Result<ExitCode> {
             display_name: names.get(a).cloned(),
             current_key: key.to_string(),
             rotations,
+            recoveries: crate::keys::recovery_rows(store, &r, a)?,
         });
     }
     let answer = RosterAnswer {
@@ -103,7 +111,11 @@ pub fn roster(s: &Session) -> Result<ExitCode> {
     s.print(&answer, || {
         let mut out = vec![format!("founder {founder}")];
         for m in answer.members.iter() {
-            let key = if m.rotations > 0 { format!(" key {} ({} rotations)", &m.current_key[..8], m.rotations) } else { String::new() };
+            let key = match (m.rotations, m.recoveries.len()) {
+                (0, 0) if m.current_key == m.agent => String::new(),
+                (n, 0) => format!(" key {} ({n} rotations)", &m.current_key[..8]),
+                (n, k) => format!(" key {} ({n} rotations, {k} recoveries)", &m.current_key[..8]),
+            };
             if m.agent == answer.founder {
                 if !key.is_empty() {
                     out[0].push_str(&key);
@@ -174,6 +186,9 @@ pub struct Member {
     pub current_key: String,
     /// How many key rotations of it count (0: it signs with its inception key, its id).
     pub rotations: u64,
+    /// The recoveries the roster binds (the last decides).
+    #[serde(default)]
+    pub recoveries: Vec<crate::keys::RecoveryRow>,
 }
 
 /// An agent removed.

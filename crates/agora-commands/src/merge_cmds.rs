@@ -379,12 +379,10 @@ pub fn disputes(s: &Session, agents: &[String], as_of: Option<&str>, summary: bo
     Ok(ExitCode::SUCCESS)
 }
 
-/// A roster with only the key bounds (`agora_view::bound_keys`): what
-/// rotations leave out, without reading the founder's chain again.
+/// The roster with its key bounds (`agora_view::derive_roster`): what key
+/// events leave out, which recoveries need the founder's bindings for.
 fn key_bounds_of(store: &agora_store::Store, founder: AgentId) -> Result<agora_roster::Roster> {
-    let mut roster = agora_roster::Roster::founder_only(founder);
-    agora_view::bound_keys(store, &mut roster)?;
-    Ok(roster)
+    Ok(agora_view::derive_roster(store, founder)?)
 }
 
 /// The merge events waiting for an entry a rotation leaves out, among
@@ -402,7 +400,7 @@ fn waiting_on_excluded(
 /// The ranges of chains key rotations leave out, each with the merge
 /// events of `waiting` that name an entry in it. Reads each such chain once.
 fn revoked_ranges<'a>(store: &agora_store::Store, roster: &agora_roster::Roster, waiting: impl Iterator<Item = &'a OnExcluded>) -> Result<Vec<RevokedRange>> {
-    let mut chains = ChainsRead::default();
+    let mut chains = ChainsRead::new(roster);
     let mut out = Vec::new();
     for author in roster.key_bounds.keys() {
         let Some(rotations) = chains.of(store, author)? else { continue };
@@ -414,6 +412,7 @@ fn revoked_ranges<'a>(store: &agora_store::Store, roster: &agora_roster::Roster,
                 from_seq,
                 referenced_by: Vec::new(),
                 rotation: why.rotation.clone(),
+                event: why.event.clone(),
                 to_seq,
             });
         }
@@ -440,7 +439,7 @@ fn revoked_text(ranges: &[RevokedRange]) -> String {
             short(&r.author),
             r.from_seq,
             r.to_seq,
-            ExcludedBy { rotation: r.rotation.clone(), boundary: r.boundary.clone() }.text()
+            ExcludedBy { rotation: r.rotation.clone(), boundary: r.boundary.clone(), event: r.event.clone(), bound_by: None }.text()
         ));
         for x in &r.referenced_by {
             out.push_str(&format!(
@@ -599,7 +598,7 @@ pub fn audit(s: &Session, agent: &str) -> Result<ExitCode> {
     let store = s.store()?;
     // The merge events waiting for an entry a key rotation leaves out: of
     // the agent's own, and of anyone's naming the agent's.
-    let (a, waiting) = match s.live_merge() {
+    let (a, waiting, roster) = match s.live_merge() {
         // In a node: the agent's chain read and checked again without
         // holding the live view (its updates go on meanwhile), then the
         // merge events about it from the view.
@@ -610,7 +609,7 @@ pub fn audit(s: &Session, agent: &str) -> Result<ExitCode> {
             let mut view = live_view(cache, store)?.0;
             view.merge().complete_audit(&mut a);
             let waiting = waiting_on_excluded(&roster, || view.merge().statuses());
-            (a, waiting)
+            (a, waiting, roster)
         }
         None => {
             let bar = s.progress(0, "{spinner} auditing: reading and verifying every chain, then the merge layer ({elapsed})");
@@ -621,7 +620,7 @@ pub fn audit(s: &Session, agent: &str) -> Result<ExitCode> {
             let waiting = revoked::on_excluded(&roster, m.records().iter().map(|r| (r.entry, r.signer, r.seq, &r.status)));
             let a = m.audit(&agent);
             bar.finish_and_clear();
-            (a, waiting)
+            (a, waiting, roster)
         }
     };
     let clean = a.is_clean();
@@ -643,7 +642,16 @@ pub fn audit(s: &Session, agent: &str) -> Result<ExitCode> {
         accepts_made: MergeRecordAnswer::all(&a.accepts_made),
         frontiers: a.frontiers.iter().map(|(x, f)| AuthorFrontier { author: x.to_string(), seq: f.seq, head: f.head.to_string() }).collect(),
         accepted_by: a.accepted_by.iter().map(|(x, f)| AgentFrontier { agent: x.to_string(), seq: f.seq, head: f.head.to_string() }).collect(),
+        revoked: Vec::new(),
     };
+    // The ranges of the agent's own chain its key events leave out.
+    if roster.key_bounds.contains_key(&agent) {
+        let mine = agora_roster::Roster {
+            key_bounds: roster.key_bounds.iter().filter(|(x, _)| **x == agent).map(|(x, b)| (*x, b.clone())).collect(),
+            ..roster.clone()
+        };
+        answer.revoked = revoked_ranges(store, &mine, waiting.iter().filter(|w| w.target_author == agent))?;
+    }
     // Disputes of the agent's entries that a rotation leaves out wait for
     // them forever: listed, not dropped.
     for w in waiting.iter().filter(|w| w.target_author == agent) {
@@ -651,7 +659,7 @@ pub fn audit(s: &Session, agent: &str) -> Result<ExitCode> {
             answer.disputes_against.push(r);
         }
     }
-    let mut chains = ChainsRead::default();
+    let mut chains = ChainsRead::new(&roster);
     for list in [&mut answer.resolutions, &mut answer.disputes_against, &mut answer.disputes_made, &mut answer.accepts_made] {
         for r in list.iter_mut() {
             let entry: agora_core::EntryId = r.entry.parse()?;
@@ -689,7 +697,7 @@ pub fn audit(s: &Session, agent: &str) -> Result<ExitCode> {
         );
         out.extend(a.frontiers.iter().map(|(x, f)| format!("  accepts {} through seq {}", x.short(), f.seq)));
         out.extend(a.accepted_by.iter().map(|(x, f)| format!("  accepted by {} through seq {}", x.short(), f.seq)));
-        out.join("\n")
+        out.join("\n") + &revoked_text(&answer.revoked)
     })?;
     Ok(if clean { ExitCode::SUCCESS } else { ExitCode::from(3) })
 }
@@ -914,7 +922,7 @@ pub struct DisputesAnswer {
 
 /// Entries of a chain that a key rotation leaves out of every view
 /// (protocol-spec/keys.md): those after its boundary on other branches.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct RevokedRange {
     /// The chain's author.
     pub author: String,
@@ -926,14 +934,16 @@ pub struct RevokedRange {
     pub from_seq: u64,
     /// Accepts and disputes naming one of them (a dispute's target, an accept's head): they wait and never take effect.
     pub referenced_by: Vec<RevokedReference>,
-    /// The rotation (a revocation) that leaves them out.
+    /// The key event that leaves them out (protocol-spec/keys.md).
     pub rotation: String,
+    /// `rotate`, `recover` or `unbound_recover`.
+    pub event: String,
     /// The highest seq among them.
     pub to_seq: u64,
 }
 
 /// An accept or dispute naming an entry a rotation leaves out.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct RevokedReference {
     /// Its signer.
     pub by: String,
@@ -1066,6 +1076,9 @@ pub struct AuditAnswer {
     pub frontiers: Vec<AuthorFrontier>,
     /// Other agents' frontiers on its chain.
     pub accepted_by: Vec<AgentFrontier>,
+    /// The ranges of its chain its key events leave out.
+    #[serde(default)]
+    pub revoked: Vec<RevokedRange>,
 }
 
 /// Seqs from `from` to `to`, both included.

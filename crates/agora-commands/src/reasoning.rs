@@ -332,7 +332,7 @@ fn status(s: &Session, target: &str) -> Result<Status> {
                     let answer = StatusAnswer { node, computed_over: over };
                     Ok((Status { answer, text }, None))
                 }
-                None => match (store.get_signed(&id)?, revoked::why_excluded(store, &id)?) {
+                None => match (store.get_signed(&id)?, revoked::why_excluded(store, s.founder()?, &id)?) {
                     (Some(e), Some(why)) => {
                         let h = e.header();
                         let signed_by = h.keys.and_then(|k| k.signer).map(|k| k.to_string());
@@ -350,7 +350,7 @@ fn status(s: &Session, target: &str) -> Result<Status> {
                         };
                         Ok((Status { answer: StatusAnswer { node, computed_over: over }, text }, None))
                     }
-                    _ => Err(not_in_graph(store, id)),
+                    _ => Err(not_in_graph(store, s.founder()?, id)),
                 },
             },
         }
@@ -455,7 +455,7 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
     let value_text: (Value, String) = match command {
         ReadCommand::Status(_) | ReadCommand::Search(_) => unreachable!("status and search are answered by `status` and `search`"),
         ReadCommand::Trace(i::NodeRef { target }) => {
-            let (traced, text) = trace(store, graph, &reference(store, target)?)?;
+            let (traced, text) = trace(store, founder, graph, &reference(store, target)?)?;
             answer(&traced, text)?
         }
         ReadCommand::History(i::History { as_of, target }) => {
@@ -489,7 +489,7 @@ fn read(store: &Store, graph: &Graph, founder: agora_core::AgentId, command: &Re
         }
         ReadCommand::Latest(i::NodeRef { target }) => {
             let id = reference(store, target)?;
-            let latest = graph.latest_in_chain(&id).ok_or_else(|| not_in_graph(store, id))?;
+            let latest = graph.latest_in_chain(&id).ok_or_else(|| not_in_graph(store, founder, id))?;
             let n = graph.node(&latest).context("latest node vanished")?;
             let t = text_of(graph, n)?.into_owned();
             let text = format!("{latest}  [{}]  {}", n.status().name(), t);
@@ -767,8 +767,8 @@ fn refs_text(g: &Graph, ids: &[EntryId], label: &str) -> Result<String> {
 /// event, which the store holds but the reasoning graph never makes a node
 /// of (`protocol-spec/merge.md`), and for an entry a key rotation of its
 /// author leaves out of every view (`excluded_entry`, [`revoked::why_excluded`]).
-fn not_in_graph(store: &Store, id: EntryId) -> anyhow::Error {
-    if let Ok(Some(why)) = revoked::why_excluded(store, &id) {
+fn not_in_graph(store: &Store, founder: agora_core::AgentId, id: EntryId) -> anyhow::Error {
+    if let Ok(Some(why)) = revoked::why_excluded(store, founder, &id) {
         let message = format!(
             "{id} counts in no view: {} (protocol-spec/keys.md, \"Which entries count\"); `agora status {}` says more, `agora show {}` shows the entry",
             why.text(),
@@ -861,8 +861,8 @@ fn nodes_listing<'a>(g: &Graph, nodes: impl Iterator<Item = NodeRef<'a>>) -> Res
 
 /// `trace`: every event that touched the node, in order, each verified
 /// against its chain (see `agora_view::trace`).
-fn trace(store: &Store, g: &Graph, id: &EntryId) -> Result<(TraceAnswer, String)> {
-    let node = g.node(id).ok_or_else(|| not_in_graph(store, *id))?;
+fn trace(store: &Store, founder: agora_core::AgentId, g: &Graph, id: &EntryId) -> Result<(TraceAnswer, String)> {
+    let node = g.node(id).ok_or_else(|| not_in_graph(store, founder, *id))?;
     let traced = agora_view::trace(store, g, id)?;
     let mut rows = Vec::new();
     let mut text = Vec::new();

@@ -35,6 +35,11 @@ pub enum KeyEvent {
     /// 1: the pre-committed next key signs, becomes the current key and
     /// commits to the key after it; the predecessor is a trust boundary.
     Rotate,
+    /// 2: both keys were lost: a key the workspace's founder bound to the
+    /// agent after this entry's predecessor (the boundary) signs, becomes
+    /// the current key and commits to the key after it. It counts only
+    /// where the roster binds it (`protocol-spec/keys.md`, "Recovery").
+    Recover,
 }
 
 impl KeyEvent {
@@ -43,6 +48,7 @@ impl KeyEvent {
         match self {
             KeyEvent::None => "none",
             KeyEvent::Rotate => "rotate",
+            KeyEvent::Recover => "recover",
         }
     }
 }
@@ -271,7 +277,8 @@ impl Header {
     }
 
     /// This header as a key event: signed by `key` (the pre-committed next
-    /// key, for [`KeyEvent::Rotate`]), committing to `next`.
+    /// key, for [`KeyEvent::Rotate`]; the key bound by the roster, for
+    /// [`KeyEvent::Recover`]), committing to `next`.
     pub fn key_event_by(mut self, event: KeyEvent, key: AgentId, next: [u8; 32]) -> Self {
         let signer = (key != self.author).then_some(key);
         self.version = KEYED_FORMAT_VERSION;

@@ -84,6 +84,10 @@ pub enum Rule {
     /// A rotation not signed by the key its predecessor committed to.
     #[error("rotation key: {0}")]
     RotationKey(&'static str),
+    /// A recovery signed by the agent's inception key (no `signer`): it
+    /// must be signed by a new key, the one the roster binds.
+    #[error("recovery key: a recovery is signed by a new key (its header names a signer)")]
+    RecoveryKey,
 }
 
 impl Rule {
@@ -103,6 +107,7 @@ impl Rule {
             Rule::Signer { .. } => "signer",
             Rule::NextChanged => "next_changed",
             Rule::RotationKey(_) => "rotation_key",
+            Rule::RecoveryKey => "recovery_key",
         }
     }
 }
@@ -371,6 +376,10 @@ fn verify_key_step(prev: &SignedEntry, next: &SignedEntry) -> Result<(), VerifyE
             }
             Some(_) => {}
         },
+        // Both keys are lost: nothing the predecessor committed to can sign.
+        // Whether the new key counts is the roster's binding (key_bounds).
+        KeyEvent::Recover if keys.signer.is_none() => return Err(VerifyError::new(next, Rule::RecoveryKey)),
+        KeyEvent::Recover => {}
     }
     Ok(())
 }
@@ -511,6 +520,37 @@ mod tests {
         let n = bytes.len();
         bytes[n - 64..].copy_from_slice(&k0.sign_with_domain(ENTRY_SIGNING_DOMAIN, e4.header_bytes()));
         assert_eq!(verify_signature(&SignedEntry::decode(&bytes).unwrap()).unwrap_err().rule.code(), "bad_signature");
+    }
+
+    /// A recovery (`protocol-spec/keys.md`, "Recovery"): signed by a new
+    /// key, whatever the predecessor committed to, after a version-1 or a
+    /// version-2 entry, and the chain goes on under it; one that names no
+    /// signer (the inception key) is refused, and none is allowed at seq 1.
+    #[test]
+    fn a_recovery_is_signed_by_a_new_key_whatever_the_commitment() {
+        use crate::entry::{KeyEvent, key_commitment, next_header_after};
+        let k0 = AgentKey::from_seed([20; 32]);
+        let k1 = AgentKey::from_seed([21; 32]);
+        let granted = AgentKey::from_seed([22; 32]);
+        let a = k0.agent_id();
+        let next = |prev: &SignedEntry, ts: u64| next_header_after(a, Some((prev.header(), prev.id())), ts, b"x").unwrap();
+        let e1 = SignedEntry::sign(next_header(a, None, 1, b"x").unwrap().committing(key_commitment(&k1.agent_id())), &k0);
+        let r2 = SignedEntry::sign(next(&e1, 2).key_event_by(KeyEvent::Recover, granted.agent_id(), [5; 32]), &granted);
+        verify_link(&e1, &r2).unwrap();
+        verify_signature(&r2).unwrap();
+        let e3 = SignedEntry::sign(next(&r2, 3), &granted);
+        verify_link(&r2, &e3).unwrap();
+        // After a version-1 entry too (a chain that never committed).
+        let v1 = chain(&k0, 2);
+        let after_v1 = SignedEntry::sign(next_header(a, Some(&v1[1]), 3, b"x").unwrap().key_event_by(KeyEvent::Recover, granted.agent_id(), [5; 32]), &granted);
+        verify_link(&v1[1], &after_v1).unwrap();
+        // Signed by the inception key: refused.
+        let by_author = next(&e1, 2).key_event_by(KeyEvent::Recover, a, [5; 32]);
+        assert_eq!(verify_link(&e1, &SignedEntry::sign(by_author, &k0)).unwrap_err().rule.code(), "recovery_key");
+        // Never at seq 1.
+        let mut first = next_header(a, None, 1, b"x").unwrap().committing([1; 32]);
+        first.keys = first.keys.map(|k| crate::KeyFields { event: KeyEvent::Recover, ..k });
+        assert_eq!(Header::decode(&first.encode()).unwrap_err().code(), "key_event_at_first");
     }
 
     #[test]

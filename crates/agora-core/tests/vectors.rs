@@ -9,6 +9,7 @@
 //!    would, and checks each vector's stated outcome (ids, signatures, errors).
 
 use agora_core::entry::{ENTRY_SIGNING_DOMAIN, next_header};
+use agora_core::key_bounds::{Binding, ChainLink, key_bounds};
 use agora_core::verify::{verify_link, verify_payload, verify_signature};
 use agora_core::{AgentId, AgentKey, EntryId, ForkProof, KeyEvent, KeyFields, SignedEntry, key_commitment};
 use ed25519_dalek::{Signer, SigningKey};
@@ -188,13 +189,91 @@ fn generate() -> Value {
     first_event.keys = first_event.keys.map(|k| KeyFields { event: KeyEvent::Rotate, ..k });
     bad("key_event_at_first", resign(first_event, carol_seed), "key_event_at_first", json!({}));
     let mut unknown_event = carol2.header_bytes().to_vec();
-    *unknown_event.last_mut().unwrap() = 2;
+    *unknown_event.last_mut().unwrap() = 3;
     bad("unknown_key_event", join(&unknown_event, &raw_sign(carol_seed, &unknown_event)), "malformed", json!({}));
+
+    // Recovery (keys.md, "Recovery"): a thief holds both of dave's keys,
+    // writes dave_3_thief after dave_2 and rotates to the stolen next key;
+    // the founder binds dave_2 to the granted key, which signs
+    // dave_3_recovery and goes on. Which entries count, with and without
+    // the binding, is in `counting`.
+    let (dave_seed, dave_next_seed, granted_seed, granted_after_seed) = ([0x37u8; 32], [0x38u8; 32], [0x39u8; 32], [0x3au8; 32]);
+    let (dave, dave_next, granted, granted_after) =
+        (AgentKey::from_seed(dave_seed), AgentKey::from_seed(dave_next_seed), AgentKey::from_seed(granted_seed), AgentKey::from_seed(granted_after_seed));
+    let d = dave.agent_id();
+    let dat = |prev: &SignedEntry, ts: u64, p: &[u8]| next_header(d, Some(prev), ts, p).unwrap();
+    let dave1 = SignedEntry::sign(next_header(d, None, 1_700_000_001_000, b"d1").unwrap().committing(key_commitment(&dave_next.agent_id())), &dave);
+    let dave2 = SignedEntry::sign(dat(&dave1, 1_700_000_002_000, b"d2"), &dave);
+    let dave3_thief = SignedEntry::sign(dat(&dave2, 1_700_000_003_000, b"t3"), &dave);
+    let dave4_thief_rotation = SignedEntry::sign(
+        dat(&dave3_thief, 1_700_000_004_000, b"t4").key_event_by(KeyEvent::Rotate, dave_next.agent_id(), key_commitment(&thief.agent_id())),
+        &dave_next,
+    );
+    let dave3_recovery = SignedEntry::sign(
+        dat(&dave2, 1_700_000_005_000, b"d3").key_event_by(KeyEvent::Recover, granted.agent_id(), key_commitment(&granted_after.agent_id())),
+        &granted,
+    );
+    let dave4 = SignedEntry::sign(dat(&dave3_recovery, 1_700_000_006_000, b"d4"), &granted);
+    let dave_chain = [
+        ("dave_1", &dave1, &b"d1"[..]),
+        ("dave_2", &dave2, b"d2"),
+        ("dave_3_thief", &dave3_thief, b"t3"),
+        ("dave_4_thief_rotation", &dave4_thief_rotation, b"t4"),
+        ("dave_3_recovery", &dave3_recovery, b"d3"),
+        ("dave_4", &dave4, b"d4"),
+    ];
+    for (name, e, p) in dave_chain {
+        valid.push(valid_json(name, "dave", e, p));
+    }
+    let by_inception = dat(&dave2, 1_700_000_005_000, b"d3").key_event_by(KeyEvent::Recover, d, key_commitment(&granted_after.agent_id()));
+    bad("recovery_by_the_inception_key", resign(by_inception, dave_seed), "recovery_key", json!({ "predecessor": "dave_2" }));
+    let counting = {
+        let link = |e: &SignedEntry| {
+            let h = e.header();
+            ChainLink { id: e.id(), seq: h.seq, backlink: h.backlink, event: h.key_event(), key: h.signing_key() }
+        };
+        let name_of = |id: &EntryId| dave_chain.iter().find(|(_, e, _)| e.id() == *id).map(|(n, _, _)| *n).unwrap();
+        let case = |name: &str, note: &str, entries: &[&str], bound: bool| {
+            let links: Vec<ChainLink> = dave_chain.iter().filter(|(n, _, _)| entries.contains(n)).map(|(_, e, _)| link(e)).collect();
+            let bindings: Vec<Binding> = if bound { vec![Binding { boundary: dave2.id(), key: granted.agent_id() }] } else { Vec::new() };
+            let bounds = key_bounds(&links, &bindings).unwrap_or_default();
+            json!({
+                "name": name, "note": note, "author": "dave", "entries": entries,
+                "bindings": if bound { json!([{ "boundary": "dave_2", "key": "dave_granted" }]) } else { json!([]) },
+                "excluded": entries.iter().filter(|n| bounds.excluded.iter().any(|id| name_of(id) == **n)).collect::<Vec<_>>(),
+                "forks": bounds.forks,
+            })
+        };
+        let all = ["dave_1", "dave_2", "dave_3_thief", "dave_4_thief_rotation", "dave_3_recovery", "dave_4"];
+        json!([
+            case("recovery_bound", "the roster binds dave_2 to the granted key: the thief's branch and rotation count nowhere", &all, true),
+            case("recovery_unbound", "no binding: the recover entry counts nowhere, nor its descendants; the thief's rotation stands", &all, false),
+            case(
+                "binding_before_the_recovery",
+                "the binding arrived, the recover entry not yet: only dave_2's history counts",
+                &["dave_1", "dave_2", "dave_3_thief", "dave_4_thief_rotation"],
+                true,
+            ),
+            case(
+                "recovery_before_the_binding",
+                "the recover entry arrived, its binding not yet: an unforked chain loses the recover entry",
+                &["dave_1", "dave_2", "dave_3_recovery", "dave_4"],
+                false,
+            ),
+        ])
+    };
     let keys = {
         let mut k = keys;
-        for (name, seed, key) in
-            [("carol", carol_seed, &carol), ("carol_next", next_seed, &next), ("carol_after", after_seed, &after), ("thief", thief_seed, &thief)]
-        {
+        for (name, seed, key) in [
+            ("carol", carol_seed, &carol),
+            ("carol_next", next_seed, &next),
+            ("carol_after", after_seed, &after),
+            ("thief", thief_seed, &thief),
+            ("dave", dave_seed, &dave),
+            ("dave_next", dave_next_seed, &dave_next),
+            ("dave_granted", granted_seed, &granted),
+            ("dave_granted_after", granted_after_seed, &granted_after),
+        ] {
             k.as_array_mut().unwrap().push(json!({ "name": name, "seed": hex::encode(seed), "public": key.agent_id().to_string() }));
         }
         k
@@ -241,6 +320,7 @@ fn generate() -> Value {
         "invalid_entries": invalid,
         "valid_fork_proofs": valid_proofs,
         "invalid_fork_proofs": invalid_proofs,
+        "counting": counting,
     })
 }
 
@@ -316,6 +396,11 @@ fn vectors_check() {
         ("carol_1", "carol_2"),
         ("carol_2", "carol_3_rotation"),
         ("carol_3_rotation", "carol_4"),
+        ("dave_1", "dave_2"),
+        ("dave_2", "dave_3_thief"),
+        ("dave_3_thief", "dave_4_thief_rotation"),
+        ("dave_2", "dave_3_recovery"),
+        ("dave_3_recovery", "dave_4"),
     ] {
         verify_link(&by_name[p], &by_name[n]).unwrap_or_else(|e| panic!("{p} -> {n}: {e}"));
     }
@@ -339,6 +424,38 @@ fn vectors_check() {
             }
         };
         assert_eq!(got, expected, "invalid vector {name}");
+    }
+
+    // Which entries count (keys.md): each case's entries and bindings give
+    // the entries stated excluded, in any order.
+    let key_of = |name: &str| -> AgentId {
+        let k = v["keys"].as_array().unwrap().iter().find(|k| k["name"] == name).unwrap();
+        k["public"].as_str().unwrap().parse().unwrap()
+    };
+    let counting = v["counting"].as_array().unwrap();
+    assert!(counting.len() >= 4);
+    for case in counting {
+        let names: Vec<&str> = case["entries"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+        let mut links: Vec<ChainLink> = names
+            .iter()
+            .map(|n| {
+                let e = &by_name[*n];
+                let h = e.header();
+                ChainLink { id: e.id(), seq: h.seq, backlink: h.backlink, event: h.key_event(), key: h.signing_key() }
+            })
+            .collect();
+        links.reverse();
+        let bindings: Vec<Binding> = case["bindings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| Binding { boundary: by_name[b["boundary"].as_str().unwrap()].id(), key: key_of(b["key"].as_str().unwrap()) })
+            .collect();
+        let bounds = key_bounds(&links, &bindings).unwrap_or_default();
+        let excluded: Vec<&str> = names.iter().copied().filter(|n| !bounds.counts(&by_name[*n].id())).collect();
+        let mut stated: Vec<&str> = case["excluded"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+        stated.sort_by_key(|n| names.iter().position(|m| m == n));
+        assert_eq!(excluded, stated, "counting {}", case["name"]);
     }
 
     for p in v["valid_fork_proofs"].as_array().unwrap() {
@@ -379,7 +496,7 @@ fn spec_header(f: &Value) -> Vec<u8> {
             }
         }
         out.extend(bytes32(&f["next"]));
-        out.push(["none", "rotate"].iter().position(|n| f["key_event"] == *n).unwrap() as u8);
+        out.push(["none", "rotate", "recover"].iter().position(|n| f["key_event"] == *n).unwrap() as u8);
     }
     out
 }

@@ -43,12 +43,15 @@ pub fn roster_may_change<'a>(
         || fork_authors.into_iter().any(|a| a == founder)
 }
 
-/// May a committed write change what an author's rotations leave out
-/// (`Roster::key_bounds`, `protocol-spec/keys.md`)? A rotation; a fork of a
-/// chain that commits to next keys (its entries are version 2), which a
-/// rotation may resolve; or any entry of an author some of whose entries
-/// are left out already (a descendant of one is left out too). Then the
-/// view is built again from the store rather than updated.
+/// May a committed write change what an author's key events leave out
+/// (`Roster::key_bounds`, `protocol-spec/keys.md`)? A rotation or a
+/// recovery; a fork of a chain that commits to next keys (its entries are
+/// version 2), which a rotation may resolve; any entry of an author some of
+/// whose entries are left out already (a descendant of one is left out
+/// too); or an entry of an author the roster binds a recovery of, at a seq
+/// up to just after the last binding's boundary (the boundary itself, or an
+/// entry after it that is not the bound recovery). Then the view is built
+/// again from the store rather than updated.
 pub fn key_bounds_may_change<'a>(
     roster: &Roster,
     entries: impl IntoIterator<Item = &'a (SignedEntry, Option<Vec<u8>>)>,
@@ -57,7 +60,10 @@ pub fn key_bounds_may_change<'a>(
     let forked: Vec<&AgentId> = fork_authors.into_iter().collect();
     entries.into_iter().any(|(e, _)| {
         let h = e.header();
-        h.key_event() == agora_core::KeyEvent::Rotate || roster.key_bounds.contains_key(&h.author) || (h.keys.is_some() && forked.contains(&&h.author))
+        h.key_event() != agora_core::KeyEvent::None
+            || roster.key_bounds.contains_key(&h.author)
+            || (h.keys.is_some() && forked.contains(&&h.author))
+            || roster.recoveries.get(&h.author).and_then(|r| r.last()).is_some_and(|r| h.seq <= r.last_seq.saturating_add(1))
     })
 }
 

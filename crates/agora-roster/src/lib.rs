@@ -16,7 +16,7 @@
 #![forbid(unsafe_code)]
 
 use agora_core::canonical::{FrameError, Framing};
-use agora_core::key_bounds::{ChainLink, KeyBounds, key_bounds};
+use agora_core::key_bounds::{Binding, ChainLink, KeyBounds, key_bounds};
 use agora_core::{AgentId, EntryId};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -82,6 +82,23 @@ pub enum RosterEvent {
         /// Why, at most [`NOTE_BYTES_MAX`] bytes.
         reason: String,
     },
+    /// 4: both of `agent`'s keys are lost: the founder binds its identity
+    /// to the new key `key` after `head` (its entry at `last_seq`, the last
+    /// one its owner vouches for). `agent` becomes a member (as an
+    /// admission), and a recover entry of its chain right after `head`
+    /// signed by `key` carries the chain on (`protocol-spec/keys.md`).
+    Recover {
+        /// The agent whose keys are lost.
+        agent: AgentId,
+        /// The seq of `head`.
+        last_seq: u64,
+        /// The boundary: the agent's entry at `last_seq` its recovery follows.
+        head: EntryId,
+        /// The key granted: its public key, never the agent id.
+        key: AgentId,
+        /// Free text (what happened), at most [`NOTE_BYTES_MAX`] bytes.
+        note: String,
+    },
 }
 
 /// Why a payload is not a valid roster event.
@@ -102,6 +119,12 @@ pub enum RosterError {
     /// The founder cannot remove itself: the workspace would have no authority.
     #[error("the founder cannot be removed from its own workspace")]
     RemoveFounder,
+    /// The founder cannot recover itself: the roster's authority is its key.
+    #[error("the founder's keys cannot be recovered by its own roster")]
+    RecoverFounder,
+    /// A recovery granting the agent id itself (the inception key).
+    #[error("a recovery grants a new key, not the agent id")]
+    RecoverKeyIsAuthor,
 }
 
 impl RosterEvent {
@@ -135,6 +158,8 @@ impl RosterEvent {
             RosterEvent::Remove { agent, .. } | RosterEvent::RemoveAfter { agent, .. } | RosterEvent::RemoveAt { agent, .. } if agent == founder => {
                 Err(RosterError::RemoveFounder)
             }
+            RosterEvent::Recover { agent, .. } if agent == founder => Err(RosterError::RecoverFounder),
+            RosterEvent::Recover { agent, key, .. } if agent == key => Err(RosterError::RecoverKeyIsAuthor),
             _ if self.note().len() > NOTE_BYTES_MAX => Err(RosterError::NoteTooLong(self.note().len())),
             _ => Ok(()),
         }
@@ -143,7 +168,7 @@ impl RosterEvent {
     /// The free text: an admission's note or a removal's reason.
     pub fn note(&self) -> &str {
         match self {
-            RosterEvent::Admit { note, .. } => note,
+            RosterEvent::Admit { note, .. } | RosterEvent::Recover { note, .. } => note,
             RosterEvent::Remove { reason, .. } | RosterEvent::RemoveAfter { reason, .. } | RosterEvent::RemoveAt { reason, .. } => reason,
         }
     }
@@ -158,6 +183,9 @@ impl RosterEvent {
             RosterEvent::RemoveAfter { agent, last_seq, reason: _ } => RosterEvent::RemoveAfter { agent: *agent, last_seq: *last_seq, reason: String::new() },
             RosterEvent::RemoveAt { agent, last_seq, head, reason: _ } => {
                 RosterEvent::RemoveAt { agent: *agent, last_seq: *last_seq, head: *head, reason: String::new() }
+            }
+            RosterEvent::Recover { agent, last_seq, head, key, note: _ } => {
+                RosterEvent::Recover { agent: *agent, last_seq: *last_seq, head: *head, key: *key, note: String::new() }
             }
         }
     }
@@ -174,7 +202,9 @@ impl RosterEvent {
             Err(RosterError::NotRoster) => Vec::new(),
             Err(RosterError::Version(v)) => ROSTER_FRAMING.frame_raw(v, &[]),
             Err(RosterError::NoteTooLong(_)) => RosterEvent::Admit { agent: AgentId([0; 32]), note: "\0".repeat(NOTE_BYTES_MAX + 1) }.encode(),
-            Err(RosterError::Malformed(_) | RosterError::RemoveFounder) => ROSTER_FRAMING.frame_raw(ROSTER_VERSION, &[0xff]),
+            Err(RosterError::Malformed(_) | RosterError::RemoveFounder | RosterError::RecoverFounder | RosterError::RecoverKeyIsAuthor) => {
+                ROSTER_FRAMING.frame_raw(ROSTER_VERSION, &[0xff])
+            }
         }
     }
 }
@@ -213,6 +243,19 @@ pub struct Pin {
     pub history: Option<Vec<EntryId>>,
 }
 
+/// A recovery the founder bound ([`RosterEvent::Recover`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Recovery {
+    /// The boundary: the agent's entry its recovery follows.
+    pub head: EntryId,
+    /// The boundary's seq.
+    pub last_seq: u64,
+    /// The key granted.
+    pub key: AgentId,
+    /// The founder's entry that bound it.
+    pub by: EntryId,
+}
+
 /// The membership of a workspace, derived from its founder's chain.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Roster {
@@ -244,6 +287,9 @@ pub struct Roster {
     /// store by [`Roster::bound_keys`]; agents whose rotations leave nothing
     /// out are absent.
     pub key_bounds: BTreeMap<AgentId, KeyBounds>,
+    /// Recoveries the founder bound, per agent in the roster's order (every
+    /// one kept: the last decides, `protocol-spec/keys.md`).
+    pub recoveries: BTreeMap<AgentId, Vec<Recovery>>,
 }
 
 impl Roster {
@@ -259,6 +305,7 @@ impl Roster {
             frozen_at_fork_seq: None,
             skipped: Vec::new(),
             key_bounds: BTreeMap::new(),
+            recoveries: BTreeMap::new(),
         }
     }
 
@@ -296,11 +343,10 @@ impl Roster {
                 continue;
             }
             match RosterEvent::decode(payload).and_then(|ev| ev.check_local(&founder).map(|()| ev)) {
-                Ok(RosterEvent::Admit { agent, .. }) => {
-                    roster.removed.remove(&agent);
-                    roster.cut_off.remove(&agent);
-                    roster.pinned.remove(&agent);
-                    roster.members.insert(agent, Some(e.id));
+                Ok(RosterEvent::Admit { agent, .. }) => roster.admit(agent, e.id),
+                Ok(RosterEvent::Recover { agent, last_seq, head, key, .. }) => {
+                    roster.admit(agent, e.id);
+                    roster.recoveries.entry(agent).or_default().push(Recovery { head, last_seq, key, by: e.id });
                 }
                 Ok(RosterEvent::Remove { agent, .. }) => {
                     if roster.members.remove(&agent).is_some() {
@@ -324,6 +370,26 @@ impl Roster {
             }
         }
         roster
+    }
+
+    /// `agent` becomes a member, admitted by `by`: its removal, cut-off
+    /// and pin are lifted.
+    fn admit(&mut self, agent: AgentId, by: EntryId) {
+        self.removed.remove(&agent);
+        self.cut_off.remove(&agent);
+        self.pinned.remove(&agent);
+        self.members.insert(agent, Some(by));
+    }
+
+    /// `agent`'s recoveries as the key bounds take them, in the roster's order.
+    pub fn bindings(&self, agent: &AgentId) -> Vec<Binding> {
+        self.recoveries.get(agent).map_or_else(Vec::new, |r| r.iter().map(|r| Binding { boundary: r.head, key: r.key }).collect())
+    }
+
+    /// Every recovery bound, as replication takes them (`Replicator::set_recoveries`
+    /// in `agora-sync`): (agent, boundary, key granted).
+    pub fn recovery_bindings(&self) -> BTreeSet<(AgentId, EntryId, AgentId)> {
+        self.recoveries.iter().flat_map(|(a, list)| list.iter().map(move |r| (*a, r.head, r.key))).collect()
     }
 
     /// Is `agent` a member?
@@ -382,13 +448,16 @@ impl Roster {
         !self.pinned.contains_key(author) && self.admits_seq(author, seq) && self.key_bounds.get(author).is_none_or(|b| b.forks.contains(&seq))
     }
 
-    /// Find what the rotations of forked chains leave out: `forked` are the
-    /// authors with a fork proof, `chain(author)` their entries' links
-    /// (every branch). Work is linear in those chains.
-    pub fn bound_keys<E>(&mut self, forked: impl IntoIterator<Item = AgentId>, mut chain: impl FnMut(&AgentId) -> Result<Vec<ChainLink>, E>) -> Result<(), E> {
+    /// Find what key events leave out: `examine` are the authors whose
+    /// chain may lose entries to them (a forked chain that rotated, a chain
+    /// with a recover entry), `chain(author)` their entries' links (every
+    /// branch); the authors this roster binds a recovery of are examined
+    /// too. Work is linear in those chains.
+    pub fn bound_keys<E>(&mut self, examine: impl IntoIterator<Item = AgentId>, mut chain: impl FnMut(&AgentId) -> Result<Vec<ChainLink>, E>) -> Result<(), E> {
         self.key_bounds.clear();
-        for author in forked {
-            if let Some(bounds) = key_bounds(&chain(&author)?) {
+        let authors: BTreeSet<AgentId> = examine.into_iter().chain(self.recoveries.keys().copied()).collect();
+        for author in authors {
+            if let Some(bounds) = key_bounds(&chain(&author)?, &self.bindings(&author)) {
                 self.key_bounds.insert(author, bounds);
             }
         }
@@ -470,10 +539,11 @@ mod tests {
             RosterEvent::Remove { agent: agent(2), reason: "MARK-reason-0d7e".into() },
             RosterEvent::RemoveAfter { agent: agent(3), last_seq: 4, reason: "MARK-reason-a3b9".into() },
             RosterEvent::RemoveAt { agent: agent(4), last_seq: 5, head: EntryId([9; 32]), reason: "MARK-reason-6f14".into() },
+            RosterEvent::Recover { agent: agent(5), last_seq: 6, head: EntryId([8; 32]), key: agent(6), note: "MARK-note-2be0".into() },
         ];
         for e in &events {
             let text = match e {
-                RosterEvent::Admit { agent: _, note } => note,
+                RosterEvent::Admit { agent: _, note } | RosterEvent::Recover { agent: _, last_seq: _, head: _, key: _, note } => note,
                 RosterEvent::Remove { agent: _, reason }
                 | RosterEvent::RemoveAfter { agent: _, last_seq: _, reason }
                 | RosterEvent::RemoveAt { agent: _, last_seq: _, head: _, reason } => reason,
@@ -698,5 +768,60 @@ mod tests {
             let code = |p: &[u8]| std::mem::discriminant(&RosterEvent::decode(p).unwrap_err());
             assert_eq!(code(&RosterEvent::residue(&bad)), code(&bad));
         }
+    }
+
+    /// A recovery: refused for the founder and for a key equal to the agent
+    /// id; it admits the agent (lifting a removal's cut-off and pin) and
+    /// records the binding; a second one is kept after the first; its
+    /// residue binds the same.
+    #[test]
+    fn a_recovery_admits_the_agent_and_keeps_every_binding_in_order() {
+        let (f, m, k1, k2) = (agent(1), agent(5), agent(8), agent(9));
+        let recover = |head: u8, last_seq: u64, key: AgentId| RosterEvent::Recover { agent: m, last_seq, head: id(head), key, note: "lost both".into() };
+        assert_eq!(RosterEvent::Recover { agent: f, last_seq: 1, head: id(1), key: k1, note: String::new() }.check_local(&f), Err(RosterError::RecoverFounder));
+        assert_eq!(recover(11, 1, m).check_local(&f), Err(RosterError::RecoverKeyIsAuthor));
+        let long = RosterEvent::Recover { agent: m, last_seq: 1, head: id(11), key: k1, note: "x".repeat(NOTE_BYTES_MAX + 1) };
+        assert_eq!(long.check_local(&f), Err(RosterError::NoteTooLong(NOTE_BYTES_MAX + 1)));
+        let remove = RosterEvent::RemoveAt { agent: m, last_seq: 1, head: id(11), reason: String::new() }.encode();
+        let (first, second) = (recover(12, 2, k1).encode(), recover(14, 4, k2).encode());
+        let residue = RosterEvent::residue(&second);
+        let by_self = recover(12, 2, m).encode();
+        let r = Roster::derive(
+            f,
+            [
+                FounderEntry { seq: 1, id: id(1), content: Content::Held(&remove) },
+                FounderEntry { seq: 2, id: id(2), content: Content::Held(&first) },
+                FounderEntry { seq: 3, id: id(3), content: Content::Redacted(Some(&residue)) },
+                FounderEntry { seq: 4, id: id(4), content: Content::Held(&by_self) },
+            ],
+        );
+        assert!(r.admits(&m) && r.cut_off.is_empty() && r.pinned.is_empty(), "admitted again, its pin lifted");
+        assert_eq!(r.members[&m], Some(id(3)));
+        assert_eq!(
+            r.recoveries[&m],
+            vec![Recovery { head: id(12), last_seq: 2, key: k1, by: id(2) }, Recovery { head: id(14), last_seq: 4, key: k2, by: id(3) }]
+        );
+        assert_eq!(r.bindings(&m), vec![Binding { boundary: id(12), key: k1 }, Binding { boundary: id(14), key: k2 }]);
+        assert_eq!(r.skipped.len(), 1, "a recovery granting the agent id is skipped");
+    }
+
+    /// The bindings reach the key bounds: an author the roster binds is
+    /// examined without being named, and its thief's entries after the
+    /// boundary count nowhere.
+    #[test]
+    fn the_roster_examines_the_authors_it_binds() {
+        let (f, m, k) = (agent(1), agent(5), agent(8));
+        let admit = RosterEvent::Admit { agent: m, note: String::new() }.encode();
+        let bind = RosterEvent::Recover { agent: m, last_seq: 1, head: id(11), key: k, note: String::new() }.encode();
+        let mut r = Roster::derive(
+            f,
+            [FounderEntry { seq: 1, id: id(1), content: Content::Held(&admit) }, FounderEntry { seq: 2, id: id(2), content: Content::Held(&bind) }],
+        );
+        let links = vec![
+            ChainLink { id: id(11), seq: 1, backlink: None, event: agora_core::KeyEvent::None, key: m },
+            ChainLink { id: id(12), seq: 2, backlink: Some(id(11)), event: agora_core::KeyEvent::None, key: m },
+        ];
+        r.bound_keys(std::iter::empty(), |_| Ok::<_, ()>(links.clone())).unwrap();
+        assert!(r.admits_entry(&m, 1, &id(11)) && !r.admits_entry(&m, 2, &id(12)), "the thief's entry after the boundary counts nowhere");
     }
 }

@@ -56,6 +56,10 @@ fn admit(who: &str, note: &str) -> Vec<u8> {
     RosterEvent::Admit { agent: agent(who), note: note.into() }.encode()
 }
 
+fn recover(who: &str, last_seq: u64, head: u8, key_of: &str, note: &str) -> RosterEvent {
+    RosterEvent::Recover { agent: agent(who), last_seq, head: EntryId([head; 32]), key: agent(key_of), note: note.into() }
+}
+
 fn remove(who: &str, reason: &str) -> Vec<u8> {
     RosterEvent::Remove { agent: agent(who), reason: reason.into() }.encode()
 }
@@ -80,11 +84,12 @@ fn varint(out: &mut Vec<u8>, mut n: u64) {
 
 fn spec_encode(e: &RosterEvent) -> Vec<u8> {
     let mut out = b"agrs\x01".to_vec();
-    let (kind, agent, last_seq, head, text) = match e {
-        RosterEvent::Admit { agent, note } => (0, agent, None, None, note),
-        RosterEvent::Remove { agent, reason } => (1, agent, None, None, reason),
-        RosterEvent::RemoveAfter { agent, last_seq, reason } => (2, agent, Some(*last_seq), None, reason),
-        RosterEvent::RemoveAt { agent, last_seq, head, reason } => (3, agent, Some(*last_seq), Some(head), reason),
+    let (kind, agent, last_seq, head, key, text) = match e {
+        RosterEvent::Admit { agent, note } => (0, agent, None, None, None, note),
+        RosterEvent::Remove { agent, reason } => (1, agent, None, None, None, reason),
+        RosterEvent::RemoveAfter { agent, last_seq, reason } => (2, agent, Some(*last_seq), None, None, reason),
+        RosterEvent::RemoveAt { agent, last_seq, head, reason } => (3, agent, Some(*last_seq), Some(head), None, reason),
+        RosterEvent::Recover { agent, last_seq, head, key, note } => (4, agent, Some(*last_seq), Some(head), Some(key), note),
     };
     varint(&mut out, kind);
     out.extend_from_slice(agent.as_bytes());
@@ -93,6 +98,9 @@ fn spec_encode(e: &RosterEvent) -> Vec<u8> {
     }
     if let Some(h) = head {
         out.extend_from_slice(h.as_bytes());
+    }
+    if let Some(k) = key {
+        out.extend_from_slice(k.as_bytes());
     }
     varint(&mut out, text.len() as u64);
     out.extend_from_slice(text.as_bytes());
@@ -109,6 +117,9 @@ fn event_json(e: &RosterEvent) -> Value {
         RosterEvent::RemoveAt { agent, last_seq, head, reason } => {
             json!({ "kind": "remove_at", "code": 3, "agent": agent.to_string(), "last_seq": last_seq, "head": head.to_string(), "reason": reason })
         }
+        RosterEvent::Recover { agent, last_seq, head, key, note } => json!({
+            "kind": "recover", "code": 4, "agent": agent.to_string(), "last_seq": last_seq, "head": head.to_string(), "key": key.to_string(), "note": note,
+        }),
     }
 }
 
@@ -119,6 +130,8 @@ fn code(e: &RosterError) -> &'static str {
         RosterError::Malformed(_) => "malformed",
         RosterError::NoteTooLong(_) => "note_too_long",
         RosterError::RemoveFounder => "remove_founder",
+        RosterError::RecoverFounder => "recover_founder",
+        RosterError::RecoverKeyIsAuthor => "recover_key_is_author",
     }
 }
 
@@ -135,8 +148,11 @@ fn valid_events() -> Vec<(&'static str, RosterEvent)> {
         ("remove_at", RosterEvent::RemoveAt { agent: agent("bob"), last_seq: 300, head: EntryId([0xab; 32]), reason: "left the team".into() }),
         ("admit_note_at_limit", RosterEvent::Admit { agent: agent("dave"), note: "n".repeat(NOTE_BYTES_MAX) }),
         ("admit_utf8_note", RosterEvent::Admit { agent: agent("erin"), note: "équipe".into() }),
+        ("recover", recover("bob", 300, 0xab, "erin", "both keys lost with the laptop")),
         // Decodes; refused when written (check_local) and skipped when derived.
         ("remove_founder", RosterEvent::Remove { agent: agent("alice"), reason: String::new() }),
+        ("recover_founder", recover("alice", 3, 0xab, "erin", "")),
+        ("recover_key_is_author", recover("bob", 3, 0xab, "bob", "")),
     ]
 }
 
@@ -152,7 +168,8 @@ fn invalid_payloads() -> Vec<(&'static str, Vec<u8>, &'static str)> {
         ("version_only", b"agrs\x01".to_vec(), "malformed"),
         ("version_0", with(&a, 4, 1, &[0]), "unsupported_version"),
         ("version_2", with(&a, 4, 1, &[2]), "unsupported_version"),
-        ("unknown_kind", with(&a, 5, 1, &[2]), "malformed"),
+        ("unknown_kind", with(&a, 5, 1, &[5]), "malformed"),
+        ("recover_truncated_key", recover("bob", 3, 0xab, "erin", "").encode()[..80].to_vec(), "malformed"),
         ("trailing_byte", with(&a, a.len(), 0, &[0]), "malformed"),
         ("overlong_kind", with(&a, 5, 1, &[0x80, 0x00]), "malformed"),
         ("overlong_note_length", with(&a, 38, 1, &[0x81, 0x00]), "malformed"),
@@ -270,6 +287,20 @@ fn scenarios() -> Vec<Scenario> {
             others: vec![],
         },
         Scenario {
+            name: "recoveries",
+            note: "bob's keys are lost twice: each recovery readmits him (lifting the removal's cut-off and pin) and every binding is kept in order; a recovery of the founder, or granting bob's own id, is skipped",
+            main: vec![
+                some(admit("bob", "")),
+                some(RosterEvent::RemoveAt { agent: agent("bob"), last_seq: 2, head: EntryId([0xcd; 32]), reason: "keys lost".into() }.encode()),
+                some(recover("bob", 2, 0xcd, "erin", "new laptop").encode()),
+                some(recover("alice", 1, 0xcd, "erin", "").encode()),
+                some(recover("bob", 2, 0xcd, "bob", "").encode()),
+                some(recover("bob", 9, 0xef, "dave", "lost again").encode()),
+            ],
+            rival: None,
+            others: vec![("carol", recover("bob", 2, 0xcd, "carol", "carol cannot recover anyone").encode())],
+        },
+        Scenario {
             name: "fork_freezes_the_roster",
             note: "two entries at seq 2: only seq 1 counts, on either branch",
             main: vec![some(admit("bob", "")), some(admit("carol", "")), some(admit("erin", ""))],
@@ -321,6 +352,9 @@ fn roster_json(r: &Roster) -> Value {
         "cut_off": r.cut_off.iter().map(|(a, s)| json!({ "agent": a.to_string(), "name": name_of(a), "last_seq": s })).collect::<Vec<_>>(),
         "pinned": r.pinned.iter().map(|(a, p)| json!({ "agent": a.to_string(), "name": name_of(a), "head": p.head.to_string() })).collect::<Vec<_>>(),
         "pending_at_seq": r.pending_at_seq,
+        "recoveries": r.recoveries.iter().flat_map(|(a, list)| list.iter().map(move |x| json!({
+            "agent": a.to_string(), "name": name_of(a), "last_seq": x.last_seq, "head": x.head.to_string(), "key": x.key.to_string(), "by": x.by.to_string(),
+        }))).collect::<Vec<_>>(),
     })
 }
 
@@ -361,6 +395,9 @@ fn generate() -> Value {
         { "name": "remove_founder", "founder": founder.to_string(), "payload": hex::encode(remove("alice", "")), "error": "remove_founder" },
         { "name": "remove_other", "founder": founder.to_string(), "payload": hex::encode(remove("bob", "")), "error": null },
         { "name": "admit_founder", "founder": founder.to_string(), "payload": hex::encode(admit("alice", "")), "error": null },
+        { "name": "recover_founder", "founder": founder.to_string(), "payload": hex::encode(recover("alice", 3, 0xab, "erin", "").encode()), "error": "recover_founder" },
+        { "name": "recover_key_is_author", "founder": founder.to_string(), "payload": hex::encode(recover("bob", 3, 0xab, "bob", "").encode()), "error": "recover_key_is_author" },
+        { "name": "recover_other", "founder": founder.to_string(), "payload": hex::encode(recover("bob", 3, 0xab, "erin", "").encode()), "error": null },
     ]);
     let derivations: Vec<Value> = scenarios()
         .iter()
@@ -428,7 +465,7 @@ fn roster_vectors_check() {
         assert_eq!(AgentKey::from_seed(seed).agent_id().to_string(), k["public"].as_str().unwrap());
     }
     let events = v["events"].as_array().unwrap();
-    for kind in 0..4 {
+    for kind in 0..5 {
         assert!(events.iter().any(|e| e["event"]["code"] == kind), "kind {kind}");
     }
     for case in events {

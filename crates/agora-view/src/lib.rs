@@ -308,30 +308,28 @@ pub fn derive_roster(store: &Store, founder: AgentId) -> Result<Roster, StoreErr
     Ok(roster)
 }
 
-/// What rotations leave out (`Roster::bound_keys`, `protocol-spec/keys.md`):
-/// only a forked chain can lose entries, and only one that rotated, which
-/// shows in its tips (every branch after a rotation is signed by a key other
-/// than the author's own). So: the authors with a fork proof whose tips say
-/// they rotated, each chain read once.
+/// What key events leave out (`Roster::bound_keys`, `protocol-spec/keys.md`).
+/// Only a chain that changed key can lose entries, which shows in its tips
+/// (every entry after a rotation or a recovery is signed by a key other than
+/// the author's own): the admitted authors with such a tip, and those the
+/// roster binds a recovery of, each chain read once. A rotation alone leaves
+/// nothing out of an unforked chain, a recover entry may (the roster's
+/// binding decides), so a chain that changed key is read whether forked or not.
 pub fn bound_keys(store: &Store, roster: &mut Roster) -> Result<(), StoreError> {
-    let mut rotated = std::collections::BTreeSet::new();
-    for proof in store.fork_proofs(None)? {
-        let author = proof.author();
-        if rotated.contains(&author) {
-            continue;
-        }
-        for tip in store.tips(&author)? {
-            if store.get_signed(&tip.id)?.is_some_and(|e| e.header().signing_key() != author) {
-                rotated.insert(author);
+    let mut changed_key = std::collections::BTreeSet::new();
+    for author in roster.members.keys().chain(roster.removed.keys()) {
+        for tip in store.tips(author)? {
+            if store.get_signed(&tip.id)?.is_some_and(|e| e.header().signing_key() != *author) {
+                changed_key.insert(*author);
                 break;
             }
         }
     }
-    roster.bound_keys(rotated, |author| {
+    roster.bound_keys(changed_key, |author| {
         let mut links = Vec::new();
         store.for_each_entry(Some(author), |e| {
             let h = e.signed.header();
-            links.push(agora_core::key_bounds::ChainLink { id: e.signed.id(), seq: h.seq, backlink: h.backlink, event: h.key_event() });
+            links.push(agora_core::key_bounds::ChainLink { id: e.signed.id(), seq: h.seq, backlink: h.backlink, event: h.key_event(), key: h.signing_key() });
             Ok(())
         })?;
         Ok(links)

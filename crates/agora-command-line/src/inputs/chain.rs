@@ -55,6 +55,12 @@ pub enum KeyCommand {
     Revoke(KeyRevoke),
     /// An agent's key events: each rotation, its boundary, the key that signs from it.
     History(KeyHistory),
+    /// Both keys of AGENT lost (founder only): bind it to a new key after --after, its last legitimate entry.
+    Recover(KeyRecover),
+    /// Carry this agent's chain on under the new key a recovery bound: sign the recover entry, install the key.
+    TakeOver(KeyTakeOver),
+    /// Make a new key file (mode 0600) and print its public key, for `agora key recover --key`.
+    New(KeyNew),
 }
 
 // ---------------------------------------------------------------------------
@@ -182,4 +188,40 @@ pub struct KeyHistory {
     #[arg(long)]
     #[serde(default)]
     pub agent: Option<String>,
+}
+
+/// A recovery of an agent whose keys are both lost, written by the founder.
+#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct KeyRecover {
+    /// The agent: its 64-hex id, or the name of an agent of this home's keyring.
+    pub agent: String,
+    /// The agent's last legitimate entry (id or prefix): the trust boundary.
+    #[arg(long)]
+    pub after: String,
+    /// The new public key (64 hex, from `agora key new`).
+    #[arg(long)]
+    pub key: String,
+    /// What happened, at most 1,024 bytes.
+    #[arg(long, default_value = "")]
+    #[serde(default)]
+    pub note: String,
+}
+
+/// The owner's side of a recovery.
+#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct KeyTakeOver {
+    /// The new key's file, the one the founder's recovery binds.
+    #[arg(long)]
+    pub key: PathBuf,
+}
+
+/// A new key file.
+#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct KeyNew {
+    /// The file to create (mode 0600); refused if it exists.
+    #[arg(long)]
+    pub out: PathBuf,
 }

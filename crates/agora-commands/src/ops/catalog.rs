@@ -12,7 +12,7 @@ use crate::chain_cmds::{
 };
 use crate::cli::{ChainCommand, Command, FrameCommand, FrameMove, MembershipCommand, MergeCommand, ReadCommand, ReasoningCommand, RecordCommand, TaskCommand};
 use crate::ingest::Ingested;
-use crate::keys::{KeyEventAnswer, KeyHistoryAnswer};
+use crate::keys::{KeyEventAnswer, KeyHistoryAnswer, RecoveryRecorded};
 use crate::membership::{RosterAnswer, RosterRecorded};
 use crate::merge_cmds::{AuditAnswer, ConsensusAnswer, DisputesAnswer, PerspectiveAnswer, ViewHashAnswer};
 use crate::reasoning::{
@@ -413,7 +413,7 @@ pub fn catalog() -> Vec<Operation> {
             "Key history",
             Read,
             KeyHistoryAnswer,
-            "An agent's key events in seq order (first commitment, rotations): each one's boundary, the key that signs from it and its commitment to the next key; and the key signing each tip now."
+            "An agent's key events in seq order (first commitment, rotations, recoveries): each one's boundary, the key that signs from it and its commitment to the next key; the key signing each tip now; the recoveries the roster binds."
         ),
         tool!(
             "key_rotate",
@@ -430,6 +430,14 @@ pub fn catalog() -> Vec<Operation> {
             Append,
             KeyEventAnswer,
             "After a compromise: a rotation by the next key placed after `after`, the last entry the owner vouches for (protocol-spec/keys.md: its trust boundary). A thief holding only the current key cannot make one."
+        ),
+        tool!(
+            "key_recover",
+            |i: KeyRecover| Command::Chain(ChainCommand::Key(KeyCommand::Recover(i))),
+            "Recover an agent whose keys are lost",
+            Append,
+            RecoveryRecorded,
+            "Founder only: bind `agent`, both keys lost, to the new public key `key` after `after`, its last legitimate entry; nothing else after it counts."
         ),
         Operation {
             name: "export",
@@ -531,7 +539,7 @@ pub const fn group_of(name: &str) -> Group {
         b"claim" | b"relate" | b"confirm" | b"orphans" => Group::Memory,
         b"frame_open" | b"frame_evidence" | b"frame_conclude" | b"frame_suspend" | b"frame_resume" | b"frame_invalidate" | b"frame_tree" => Group::Frames,
         b"task_new" | b"task_update" | b"trajectory" | b"judge" | b"memory_item" | b"record_use" | b"outcomes" | b"act" | b"actions" => Group::Tasks,
-        b"admit" | b"remove" | b"roster" => Group::Roster,
+        b"admit" | b"remove" | b"roster" | b"key_recover" => Group::Roster,
         _ => Group::Log,
     }
 }
