@@ -22,14 +22,18 @@ from typing import Any, cast
 
 from .errors import AgoraError, NodeUnreachable, error_from_answer
 from .types import (
+    Audit,
     Contested,
     Decision,
     Identity,
+    KeyHistory,
     Latest,
     ListedNode,
     NodeStatus,
     Oriented,
+    RecoveryRecorded,
     Recorded,
+    Roster,
     RosterRecorded,
     SearchResult,
     Trace,
@@ -379,9 +383,10 @@ class Client:
         disputes it; forked chains by branch."""
         return self.call("disputes", agents=list(agents), as_of=None if as_of is None else _text(as_of), summary=summary)
 
-    def audit(self, agent: str) -> Json:
-        """An agent's chain verified end to end: forks, gaps, disputes, accept frontiers."""
-        return self.call("audit", agent=agent)
+    def audit(self, agent: str) -> Audit:
+        """An agent's chain verified end to end: forks, gaps, disputes, accept
+        frontiers, and the ranges of it its key events leave out."""
+        return cast(Audit, self.call("audit", agent=agent))
 
     def view_hash(self) -> ViewHash:
         """The merged view's hash: equal on every node holding the same entries."""
@@ -399,6 +404,17 @@ class Client:
         """Remove an agent from the workspace."""
         return cast(RosterRecorded, self.call("remove", agent=agent, reason=reason))
 
-    def roster(self) -> Json:
-        """The workspace's members, derived from the founder's chain."""
-        return self.call("roster")
+    def roster(self) -> Roster:
+        """The workspace's members, derived from the founder's chain, each
+        with its current key, rotations and recoveries."""
+        return cast(Roster, self.call("roster"))
+
+    def key_history(self, agent: str | None = None) -> KeyHistory:
+        """An agent's key events (the acting agent's by default) and the
+        recoveries the roster binds."""
+        return cast(KeyHistory, self.call("key_history", agent=agent))
+
+    def key_recover(self, agent: str, after: str, key: str, note: str = "") -> RecoveryRecorded:
+        """Founder only: bind ``agent``, both of whose keys are lost, to the
+        new public ``key`` after ``after``, its last legitimate entry."""
+        return cast(RecoveryRecorded, self.call("key_recover", agent=agent, after=after, key=key, note=note))

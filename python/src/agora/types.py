@@ -80,6 +80,23 @@ class DisputeOf(_DisputeOf, total=False):
     counter_claim: str
 
 
+class _ExcludedBy(TypedDict):
+    rotation: str
+    boundary: str
+
+
+class ExcludedBy(_ExcludedBy, total=False):
+    """Why an entry counts in no view: the key event of its author that
+    leaves it out (``rotation``: the rotation's or recovery's entry, or the
+    founder's entry binding a recovery not received yet) and its trust
+    ``boundary``; ``event`` is ``rotate``, ``recover`` or ``unbound_recover``
+    (a recover entry the roster does not bind); ``bound_by`` the founder's
+    roster entry binding a recovery."""
+
+    event: str
+    bound_by: str | None
+
+
 class _NodeStatus(TypedDict):
     id: str
     status: str
@@ -109,11 +126,13 @@ class NodeStatus(_NodeStatus, total=False):
     frame_state: str | None
     task_state: str | None
     computed_over: ComputedOver
+    signed_by: str
+    """The key that signed the entry, when it is not its author's id."""
+    excluded: ExcludedBy
+    """Set with status ``excluded``: the entry counts in no view."""
 
 
-class TracedEvent(TypedDict):
-    """One event of a trace, verified against its author's chain."""
-
+class _TracedEvent(TypedDict):
     id: str
     author: str
     seq: int
@@ -123,6 +142,13 @@ class TracedEvent(TypedDict):
     status: str | None
     payload_held: bool
     verified: bool
+
+
+class TracedEvent(_TracedEvent, total=False):
+    """One event of a trace, verified against its author's chain;
+    ``signed_by`` names the key that signed it when not its author's id."""
+
+    signed_by: str
 
 
 class Trace(TypedDict):
@@ -226,3 +252,141 @@ class RosterRecorded(TypedDict):
     id: str
     seq: int
     last_seq_admitted: int | None
+
+
+class RecoveryRow(TypedDict):
+    """A recovery the roster binds (both keys lost): the agent's last
+    legitimate entry (``boundary``, at ``last_seq``), the ``key`` granted, the
+    founder's entry that binds it, and the recover entry once held."""
+
+    boundary: str
+    last_seq: int
+    key: str
+    bound_by: str
+    entry: str | None
+
+
+class _Member(TypedDict):
+    agent: str
+    admitted_by: str | None
+
+
+class Member(_Member, total=False):
+    """A member of the roster: its ``current_key`` (the key of its highest
+    entry that counts), the ``rotations`` of it that count, and the
+    ``recoveries`` the founder bound, the last one deciding."""
+
+    display_name: str | None
+    current_key: str
+    rotations: int
+    recoveries: list[RecoveryRow]
+
+
+class _Roster(TypedDict):
+    founder: str
+    members: list[Member]
+
+
+class Roster(_Roster, total=False):
+    """``roster``: the workspace's members, derived from the founder's chain."""
+
+    removed: list[dict[str, Any]]
+    frozen_at_fork_seq: int | None
+    pending_at_seq: int | None
+    cut_off: list[dict[str, Any]]
+    skipped: list[dict[str, Any]]
+
+
+class KeyEventRow(TypedDict):
+    """One key event of a chain: ``commit``, ``rotate`` or ``recover``."""
+
+    entry: str
+    seq: int
+    event: str
+    boundary: str | None
+    key: str
+    commitment: str
+
+
+class _KeyHistory(TypedDict):
+    agent: str
+    events: list[KeyEventRow]
+    current: list[str]
+
+
+class KeyHistory(_KeyHistory, total=False):
+    """``key_history``: an agent's key events, the key of each tip, and the
+    recoveries the roster binds."""
+
+    recoveries: list[RecoveryRow]
+
+
+class KeyEventWritten(TypedDict):
+    """``key_rotate``, ``key_revoke``: the key event written."""
+
+    agent: str
+    entry: str
+    seq: int
+    event: str
+    boundary: str
+    key: str
+    commitment: str
+    next_key_file: str
+
+
+class RecoveryRecorded(TypedDict):
+    """``key_recover``: the founder's roster entry binding the agent to a new key."""
+
+    id: str
+    seq: int
+    agent: str
+    boundary: str
+    last_seq: int
+    key: str
+
+
+class RevokedReference(TypedDict):
+    """An accept or dispute naming an entry left out: it never takes effect."""
+
+    by: str
+    entry: str
+    kind: str
+    target: str
+
+
+class _RevokedRange(TypedDict):
+    author: str
+    boundary: str
+    count: int
+    from_seq: int
+    to_seq: int
+    rotation: str
+    referenced_by: list[RevokedReference]
+
+
+class RevokedRange(_RevokedRange, total=False):
+    """A range of a chain a key event leaves out (``event``: ``rotate``,
+    ``recover`` or ``unbound_recover``)."""
+
+    event: str
+
+
+class _Audit(TypedDict):
+    agent: str
+    clean: bool
+    held: int
+    max_seq: int
+
+
+class Audit(_Audit, total=False):
+    """``audit``: an agent's chain verified end to end; ``revoked`` lists the
+    ranges of it its own key events leave out."""
+
+    view_len: int
+    problems: list[str]
+    fork_seqs: list[int]
+    resolutions: list[dict[str, Any]]
+    disputes_against: list[dict[str, Any]]
+    disputes_made: list[dict[str, Any]]
+    accepts_made: list[dict[str, Any]]
+    revoked: list[RevokedRange]
