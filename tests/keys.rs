@@ -266,6 +266,15 @@ fn reads_name_the_signing_key_and_what_a_revocation_leaves_out() {
     assert_eq!((&live.0["signed_by"], &live.1["excluded"]), (&offline.0["signed_by"], &offline.1["excluded"]));
 }
 
+/// The last entry of `author`'s chain in a pack exported from `home`.
+fn last_of(home: &std::path::Path, author: &str, dir: &std::path::Path) -> SignedEntry {
+    let file = dir.join("last.jsonl");
+    ok(home, &["export", "--author", author, "--output", file.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let entries: Vec<SignedEntry> = text.lines().enumerate().skip(1).map(|(i, l)| pack::parse_entry_line(i + 1, l).unwrap().0).collect();
+    entries.into_iter().max_by_key(|e| e.header().seq).unwrap()
+}
+
 fn member_of(roster: &Value, id: &str) -> Value {
     roster["members"].as_array().unwrap().iter().find(|m| m["agent"] == id).cloned().unwrap_or_else(|| panic!("{id} not in {roster}"))
 }
@@ -360,4 +369,53 @@ fn both_keys_lost_the_founder_recovers_and_the_owner_writes_on_under_the_new_key
         view_hash(h)
     };
     assert_eq!(reads(f), reads(o), "both nodes count the same entries");
+}
+
+/// A recover entry no binding names: signed by a stranger's key after the
+/// owner's entry, it is valid by the local rules, so a node it is imported
+/// into by hand stores it, but counts it in no view; another node does not
+/// fetch it (the replication gate) and both views agree. Once the founder
+/// binds it, it is fetched and counts.
+#[test]
+fn a_recover_entry_without_a_binding_counts_nowhere_and_is_not_replicated() {
+    let (founder, owner, observer) = (Agent::new(), Agent::new(), Agent::new());
+    let (f, o, b) = (&founder.home, &owner.home, &observer.home);
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    admit(&founder, &[&owner, &observer]);
+    let vouched = id_of(&json(o, &["propose", "The owner's"]));
+    carry(o, f, dir, "owner");
+    let last = last_of(o, &owner.id, dir);
+    let stranger = AgentKey::from_seed([0x5a; 32]);
+    let header = next_header(last.header().author, Some(&last), last.header().timestamp_ms + 1, b"").unwrap().key_event_by(
+        agora_core::KeyEvent::Recover,
+        stranger.public_key(),
+        [7; 32],
+    );
+    let recover = SignedEntry::sign(header, &stranger);
+    let pack_file = dir.join("stranger.jsonl");
+    std::fs::write(&pack_file, format!("{}\n{}\n", pack::header_line(), pack::entry_line(&recover, Some(b"")))).unwrap();
+
+    let nf = Node::start(&founder, &founder.id, &[]);
+    let nb = Node::start(&observer, &founder.id, &[&nf.addr]);
+    wait_for("the owner's entry on the observer's node", || nb.holds(&vouched).then_some(()));
+    ok(f, &["import", pack_file.to_str().unwrap()]);
+    let id = recover.id().to_string();
+    let status = json(f, &["status", &id]);
+    assert_eq!((status["status"].as_str(), status["excluded"]["event"].as_str()), (Some("excluded"), Some("unbound_recover")), "{status}");
+    // A later entry of the founder's reaches the observer: the recover
+    // entry, announced before it, was not taken.
+    let barrier = id_of(&json(f, &["propose", "After the stranger's entry"]));
+    wait_for("the founder's entry on the observer's node", || nb.holds(&barrier).then_some(()));
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(!nb.holds(&id), "the observer's node fetched a recover entry its roster does not bind");
+    assert_eq!(view_hash(f), view_hash(b), "an unbound recover entry counts nowhere");
+    // Bound, it is fetched and counts.
+    ok(f, &["key", "recover", &owner.id, "--after", &vouched, "--key", &stranger.public_key().to_string()]);
+    wait_for("the bound recover entry on the observer's node", || nb.holds(&id).then_some(()));
+    for h in [f, b] {
+        let out = agora(h, &["--json", "status", &id]);
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("excluded"), "bound, it counts: {}", String::from_utf8_lossy(&out.stdout));
+    }
+    wait_for("the same view on both nodes", || (view_hash(f) == view_hash(b)).then_some(()));
 }

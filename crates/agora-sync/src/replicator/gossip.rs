@@ -48,6 +48,10 @@ impl Replicator {
             self.refuse(peer, h.author, "gossiped entry");
             return Ok(GossipVerdict::Ignore);
         }
+        if !self.binds(&h) {
+            self.refuse(peer, h.author, "gossiped unbound recovery");
+            return Ok(GossipVerdict::Ignore);
+        }
         let head = Head { author: h.author, seq: h.seq, id: e.id() };
         if !self.gossip_is_new(&head) {
             return Ok(self.gossip_not_new(peer, head, now_ms));

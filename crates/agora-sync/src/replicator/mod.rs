@@ -117,6 +117,10 @@ pub struct Replicator {
     /// Authors whose entries are replicated, each up to a seq (`None`: all);
     /// `None` for the whole map: everyone.
     admitted: Option<BTreeMap<AgentId, Option<u64>>>,
+    /// The recoveries the roster binds (agent, boundary, key): a recover
+    /// entry none names is refused (`membership.rs`). Given by the driver
+    /// from the roster, like `admitted`.
+    recoveries: BTreeSet<(AgentId, EntryId, AgentId)>,
     peers: BTreeMap<PeerId, PeerState>,
     banned: BTreeMap<PeerId, u64>,
     in_flight: BTreeMap<u64, InFlight>,
@@ -230,6 +234,7 @@ impl Replicator {
             local: BTreeMap::new(),
             tips_handled: 0,
             admitted: None,
+            recoveries: BTreeSet::new(),
             peers: BTreeMap::new(),
             banned: BTreeMap::new(),
             in_flight: BTreeMap::new(),

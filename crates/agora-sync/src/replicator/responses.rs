@@ -228,7 +228,7 @@ impl Replicator {
         // What the held response covers: the range asked, or only up to its
         // last entry when the rest is planned anew.
         let held_limit = if short { u32::try_from(last.0 - asked.start.seq + 1).unwrap_or(asked.limit).min(asked.limit) } else { asked.limit };
-        let admitted: Vec<VerifiedEntry> = verified.into_iter().filter(|e| self.admits(&author, e.header().seq)).collect();
+        let admitted = self.admitted_entries(peer, author, verified);
         if !admitted.is_empty() {
             if asked.purpose == Purpose::Forward {
                 let deadline_ms = now_ms.saturating_add(self.config.request_timeout_ms.saturating_mul(2));

@@ -107,6 +107,7 @@ impl Driver {
                 self.pins_waiting = roster.pins_waiting().copied().collect();
                 let now = self.now_ms();
                 self.rep.set_admitted(Some(roster.admission()), now);
+                self.rep.set_recoveries(roster.recovery_bindings(), now);
             }
             Err(e) => warn!("cannot derive the roster: {e}"),
         }
