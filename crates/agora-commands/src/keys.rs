@@ -6,7 +6,7 @@ use crate::args::{now_ms, parse_author};
 use crate::output::refused;
 use crate::session::Session;
 use agora_command_line::inputs::{KeyCommand, KeyHistory, KeyNew, KeyNext, KeyRecover, KeyRevoke, KeyRotate, KeyTakeOver};
-use agora_core::{AgentId, EntryId, KeyEvent, SignedEntry, key_commitment};
+use agora_core::{AgentId, AgentKey, EntryId, KeyEvent, SignedEntry, key_commitment};
 use agora_store::StoreError;
 use anyhow::{Context, Result};
 use schemars::JsonSchema;
@@ -129,19 +129,35 @@ fn rotate(s: &Session, after: Option<&str>, next_key: Option<&Path>) -> Result<E
         other => other.into(),
     })?;
     s.home.install_keys(name, &next, &after_next)?;
+    print_key_event(s, name, &me, &entry, &boundary, &next, commitment)
+}
+
+/// Answer a key event this home wrote: who signs from which seq, and where
+/// the new next key is.
+fn print_key_event(
+    s: &Session,
+    name: Option<&str>,
+    agent: &AgentId,
+    entry: &SignedEntry,
+    boundary: &EntryId,
+    key: &AgentKey,
+    commitment: [u8; 32],
+) -> Result<ExitCode> {
+    let event = entry.header().key_event();
     let answer = KeyEventAnswer {
-        agent: me.to_string(),
+        agent: agent.to_string(),
         entry: entry.id().to_string(),
         seq: entry.header().seq,
-        event: KeyEvent::Rotate.name().to_string(),
+        event: event.name().to_string(),
         boundary: boundary.to_string(),
-        key: next.public_key().to_string(),
+        key: key.public_key().to_string(),
         commitment: hex::encode(commitment),
         next_key_file: s.home.next_key_path(name)?.display().to_string(),
     };
+    let done = if event == KeyEvent::Recover { "recovered" } else { "rotated" };
     s.print(&answer, || {
         format!(
-            "rotated: {} signs {} from seq {} ({}), after {}\nnew next key in {}: move it apart with `agora key next --export FILE`",
+            "{done}: {} signs {} from seq {} ({}), after {}\nnew next key in {}: move it apart with `agora key next --export FILE`",
             answer.key, answer.agent, answer.seq, answer.entry, answer.boundary, answer.next_key_file
         )
     })?;
@@ -249,23 +265,7 @@ fn take_over(s: &Session, file: &Path) -> Result<ExitCode> {
         other => other.into(),
     })?;
     s.home.install_keys(name, &key, &after_next)?;
-    let answer = KeyEventAnswer {
-        agent: me.to_string(),
-        entry: entry.id().to_string(),
-        seq: entry.header().seq,
-        event: KeyEvent::Recover.name().to_string(),
-        boundary: binding.head.to_string(),
-        key: key.public_key().to_string(),
-        commitment: hex::encode(commitment),
-        next_key_file: s.home.next_key_path(name)?.display().to_string(),
-    };
-    s.print(&answer, || {
-        format!(
-            "recovered: {} signs {} from seq {} ({}), after {}\nnew next key in {}: move it apart with `agora key next --export FILE`",
-            answer.key, answer.agent, answer.seq, answer.entry, answer.boundary, answer.next_key_file
-        )
-    })?;
-    Ok(ExitCode::SUCCESS)
+    print_key_event(s, name, &me, &entry, &binding.head, &key, commitment)
 }
 
 /// A new key file.
@@ -314,41 +314,7 @@ pub struct KeyHistoryAnswer {
     pub current: Vec<String>,
     /// The recoveries the roster binds (the last decides).
     #[serde(default)]
-    pub recoveries: Vec<RecoveryRow>,
-}
-
-/// A recovery the roster binds.
-#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Eq)]
-pub struct RecoveryRow {
-    /// The boundary: the agent's last legitimate entry.
-    pub boundary: String,
-    /// Its seq.
-    pub last_seq: u64,
-    /// The key granted.
-    pub key: String,
-    /// The founder's roster entry that binds it.
-    pub bound_by: String,
-    /// The recover entry, once held.
-    pub entry: Option<String>,
-}
-
-/// The roster's recoveries of `agent` as rows, each with its recover entry
-/// when held (one short read at the seq after each boundary).
-pub fn recovery_rows(store: &agora_store::Store, roster: &agora_roster::Roster, agent: &AgentId) -> Result<Vec<RecoveryRow>> {
-    let mut rows = Vec::new();
-    for r in roster.recoveries.get(agent).map_or(&[][..], Vec::as_slice) {
-        let at = store.chain(agent, r.last_seq.saturating_add(1), 64)?;
-        let entry = at
-            .iter()
-            .map(|e| &e.signed)
-            .find(|e| {
-                let h = e.header();
-                h.seq == r.last_seq + 1 && h.key_event() == KeyEvent::Recover && h.backlink == Some(r.head) && h.signing_key() == r.key
-            })
-            .map(|e| e.id().to_string());
-        rows.push(RecoveryRow { boundary: r.head.to_string(), last_seq: r.last_seq, key: r.key.to_string(), bound_by: r.by.to_string(), entry });
-    }
-    Ok(rows)
+    pub recoveries: Vec<crate::membership::RecoveryRow>,
 }
 
 fn history(s: &Session, agent: Option<&str>) -> Result<ExitCode> {
@@ -383,7 +349,7 @@ fn history(s: &Session, agent: Option<&str>) -> Result<ExitCode> {
     }
     current.dedup();
     let roster = agora_view::derive_roster(store, s.founder()?)?;
-    let recoveries = recovery_rows(store, &roster, &agent)?;
+    let recoveries = crate::membership::recovery_rows(store, &roster, &agent)?;
     let answer = KeyHistoryAnswer { agent: agent.to_string(), events, current, recoveries };
     s.print(&answer, || {
         let mut lines: Vec<String> =

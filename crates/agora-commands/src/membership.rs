@@ -4,7 +4,7 @@
 use crate::cli::MembershipCommand;
 use crate::session::Session;
 use agora_command_line::inputs::{Admit, Remove};
-use agora_core::AgentId;
+use agora_core::{AgentId, KeyEvent};
 use agora_roster::RosterEvent;
 use anyhow::Result;
 use schemars::JsonSchema;
@@ -96,7 +96,7 @@ pub fn roster(s: &Session) -> Result<ExitCode> {
             display_name: names.get(a).cloned(),
             current_key: key.to_string(),
             rotations,
-            recoveries: crate::keys::recovery_rows(store, &r, a)?,
+            recoveries: recovery_rows(store, &r, a)?,
         });
     }
     let answer = RosterAnswer {
@@ -188,7 +188,7 @@ pub struct Member {
     pub rotations: u64,
     /// The recoveries the roster binds (the last decides).
     #[serde(default)]
-    pub recoveries: Vec<crate::keys::RecoveryRow>,
+    pub recoveries: Vec<RecoveryRow>,
 }
 
 /// An agent removed.
@@ -216,4 +216,38 @@ pub struct SkippedEvent {
     pub entry: String,
     /// Why.
     pub reason: String,
+}
+
+/// A recovery the roster binds.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Eq)]
+pub struct RecoveryRow {
+    /// The boundary: the agent's last legitimate entry.
+    pub boundary: String,
+    /// Its seq.
+    pub last_seq: u64,
+    /// The key granted.
+    pub key: String,
+    /// The founder's roster entry that binds it.
+    pub bound_by: String,
+    /// The recover entry, once held.
+    pub entry: Option<String>,
+}
+
+/// The roster's recoveries of `agent` as rows, each with its recover entry
+/// when held (one short read at the seq after each boundary).
+pub fn recovery_rows(store: &agora_store::Store, roster: &agora_roster::Roster, agent: &AgentId) -> Result<Vec<RecoveryRow>> {
+    let mut rows = Vec::new();
+    for r in roster.recoveries.get(agent).map_or(&[][..], Vec::as_slice) {
+        let at = store.chain(agent, r.last_seq.saturating_add(1), 64)?;
+        let entry = at
+            .iter()
+            .map(|e| &e.signed)
+            .find(|e| {
+                let h = e.header();
+                h.seq == r.last_seq + 1 && h.key_event() == KeyEvent::Recover && h.backlink == Some(r.head) && h.signing_key() == r.key
+            })
+            .map(|e| e.id().to_string());
+        rows.push(RecoveryRow { boundary: r.head.to_string(), last_seq: r.last_seq, key: r.key.to_string(), bound_by: r.by.to_string(), entry });
+    }
+    Ok(rows)
 }
