@@ -55,6 +55,8 @@ CALLS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "admit": ((ID, "note"), {}),
     "remove": ((ID, "reason"), {}),
     "roster": ((), {}),
+    "key_history": ((), {"agent": ID}),
+    "key_recover": ((ID, ID, "a" * 64), {"note": "both keys lost"}),
 }
 
 NOT_OPERATIONS = {"call", "node_status", "openapi", "operations", "with_agent", "from_home", "base_url", "agent", "export_traces"}
