@@ -20,7 +20,11 @@ pub fn roster_event(data: &[u8]) {
             let local = ev.check_local(&founder);
             let removes_founder = matches!(ev, RosterEvent::Remove { agent, .. } | RosterEvent::RemoveAfter { agent, .. } | RosterEvent::RemoveAt { agent, .. } if *agent == founder);
             let bad_recovery = matches!(ev, RosterEvent::Recover { agent, key, .. } if *agent == founder || agent == key);
-            assert_eq!(local.is_err(), removes_founder || bad_recovery);
+            let bad_admins = matches!(ev, RosterEvent::Admins { admins, threshold, .. } if admins.len() > agora_roster::ADMINS_MAX
+                || admins.windows(2).any(|w| w[0] >= w[1])
+                || admins.contains(&founder)
+                || if admins.is_empty() { *threshold != 0 } else { *threshold == 0 || *threshold > admins.len() as u64 });
+            assert_eq!(local.is_err(), removes_founder || bad_recovery || bad_admins);
             assert_eq!(RosterEvent::decode(&residue).as_ref(), Ok(&ev.without_text()));
         }
         Err(RosterError::NotRoster) => assert!(residue.is_empty()),

@@ -11,6 +11,11 @@
 //! A forked founder chain is ambiguous about membership, so the roster is
 //! frozen at the last seq both branches share (the same rule the merge layer
 //! applies to views of forked chains) and the fork is reported.
+//!
+//! The founder may name admins and a threshold k ([`RosterEvent::Admins`]):
+//! a removal pinning a head or a recovery that k of them write, each in its
+//! own chain, takes effect as if the founder had written it, after the
+//! founder's own events ([`Roster::derive_with_votes`]).
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![forbid(unsafe_code)]
@@ -27,6 +32,9 @@ pub const ROSTER_MAGIC: &[u8; 4] = b"agrs";
 pub const ROSTER_VERSION: u8 = 1;
 /// Largest note or reason, in bytes.
 pub const NOTE_BYTES_MAX: usize = 1024;
+/// Most admins a roster names: a vote is counted per admin, and every admin's
+/// chain is read whenever the roster is derived, so the set stays small.
+pub const ADMINS_MAX: usize = 16;
 
 /// `"agrs" || version || postcard(RosterEvent)`. The payload limit bounds the
 /// body; the note's own limit is checked after decoding. An unknown kind is
@@ -99,6 +107,20 @@ pub enum RosterEvent {
         /// Free text (what happened), at most [`NOTE_BYTES_MAX`] bytes.
         note: String,
     },
+    /// 5: the founder names the roster's admins and the threshold: a
+    /// [`RosterEvent::RemoveAt`] or [`RosterEvent::Recover`] that `threshold`
+    /// of them write, identical but for the text, takes effect. Replaces the
+    /// admins named before; an empty list with threshold 0 names none.
+    Admins {
+        /// The admins, in strictly ascending order, each a member, at most
+        /// [`ADMINS_MAX`], never the founder.
+        admins: Vec<AgentId>,
+        /// How many of them must write the same event: 1 to their number
+        /// (0 with no admins).
+        threshold: u64,
+        /// Free text (why), at most [`NOTE_BYTES_MAX`] bytes.
+        note: String,
+    },
 }
 
 /// Why a payload is not a valid roster event.
@@ -125,6 +147,46 @@ pub enum RosterError {
     /// A recovery granting the agent id itself (the inception key).
     #[error("a recovery grants a new key, not the agent id")]
     RecoverKeyIsAuthor,
+    /// More admins than [`ADMINS_MAX`].
+    #[error("{0} admins exceed the limit of {ADMINS_MAX}")]
+    AdminsTooMany(usize),
+    /// The admins are not in strictly ascending order (or one is named twice).
+    #[error("the admins must be named once each, in ascending order")]
+    AdminsOrder,
+    /// The founder named among the admins: it is an authority on its own.
+    #[error("the founder is the roster's authority on its own and is not named among its admins")]
+    AdminsFounder,
+    /// A threshold outside 1 to the number of admins (0 only with none).
+    #[error("a threshold of {threshold} for {admins} admins (1 to {admins}, or 0 with no admins)")]
+    AdminsThreshold {
+        /// The threshold written.
+        threshold: u64,
+        /// The number of admins named.
+        admins: usize,
+    },
+    /// An admin named that is not a member when the event is applied.
+    #[error("admin {0} is not a member")]
+    AdminNotMember(AgentId),
+}
+
+impl RosterError {
+    /// The error's code, as roster.md names it.
+    pub fn code(&self) -> &'static str {
+        match self {
+            RosterError::NotRoster => "not_roster",
+            RosterError::Version(_) => "unsupported_version",
+            RosterError::Malformed(_) => "malformed",
+            RosterError::NoteTooLong(_) => "note_too_long",
+            RosterError::RemoveFounder => "remove_founder",
+            RosterError::RecoverFounder => "recover_founder",
+            RosterError::RecoverKeyIsAuthor => "recover_key_is_author",
+            RosterError::AdminsTooMany(_) => "admins_too_many",
+            RosterError::AdminsOrder => "admins_order",
+            RosterError::AdminsFounder => "admins_founder",
+            RosterError::AdminsThreshold { .. } => "admins_threshold",
+            RosterError::AdminNotMember(_) => "admin_not_member",
+        }
+    }
 }
 
 impl RosterEvent {
@@ -160,6 +222,12 @@ impl RosterEvent {
             }
             RosterEvent::Recover { agent, .. } if agent == founder => Err(RosterError::RecoverFounder),
             RosterEvent::Recover { agent, key, .. } if agent == key => Err(RosterError::RecoverKeyIsAuthor),
+            RosterEvent::Admins { admins, .. } if admins.len() > ADMINS_MAX => Err(RosterError::AdminsTooMany(admins.len())),
+            RosterEvent::Admins { admins, .. } if admins.windows(2).any(|w| w[0] >= w[1]) => Err(RosterError::AdminsOrder),
+            RosterEvent::Admins { admins, .. } if admins.contains(founder) => Err(RosterError::AdminsFounder),
+            RosterEvent::Admins { admins, threshold, .. } if !threshold_fits(*threshold, admins.len()) => {
+                Err(RosterError::AdminsThreshold { threshold: *threshold, admins: admins.len() })
+            }
             _ if self.note().len() > NOTE_BYTES_MAX => Err(RosterError::NoteTooLong(self.note().len())),
             _ => Ok(()),
         }
@@ -168,7 +236,7 @@ impl RosterEvent {
     /// The free text: an admission's note or a removal's reason.
     pub fn note(&self) -> &str {
         match self {
-            RosterEvent::Admit { note, .. } | RosterEvent::Recover { note, .. } => note,
+            RosterEvent::Admit { note, .. } | RosterEvent::Recover { note, .. } | RosterEvent::Admins { note, .. } => note,
             RosterEvent::Remove { reason, .. } | RosterEvent::RemoveAfter { reason, .. } | RosterEvent::RemoveAt { reason, .. } => reason,
         }
     }
@@ -187,8 +255,32 @@ impl RosterEvent {
             RosterEvent::Recover { agent, last_seq, head, key, note: _ } => {
                 RosterEvent::Recover { agent: *agent, last_seq: *last_seq, head: *head, key: *key, note: String::new() }
             }
+            RosterEvent::Admins { admins, threshold, note: _ } => RosterEvent::Admins { admins: admins.clone(), threshold: *threshold, note: String::new() },
         }
     }
+
+    /// May a quorum of admins make this act? A removal pinning a head and
+    /// a recovery: the authority's acts on a member's keys. Admissions,
+    /// the older removals and the admin set stay the founder's.
+    pub fn is_quorum_act(&self) -> bool {
+        matches!(self, RosterEvent::RemoveAt { .. } | RosterEvent::Recover { .. })
+    }
+}
+
+/// Where a quorum act applies: its agent and seq. Acts are applied in this
+/// order, fixed by what the quorum wrote (not by when or by whom).
+fn act_place(event: &RosterEvent) -> (AgentId, u64) {
+    match event {
+        RosterEvent::RemoveAt { agent, last_seq, .. } | RosterEvent::Recover { agent, last_seq, .. } => (*agent, *last_seq),
+        RosterEvent::Admit { agent, .. } | RosterEvent::Remove { agent, .. } => (*agent, 0),
+        RosterEvent::RemoveAfter { agent, last_seq, .. } => (*agent, *last_seq),
+        RosterEvent::Admins { .. } => (AgentId([0; 32]), 0),
+    }
+}
+
+/// A threshold of `threshold` for `admins` admins: 1 to `admins`, or 0 with none.
+fn threshold_fits(threshold: u64, admins: usize) -> bool {
+    if admins == 0 { threshold == 0 } else { threshold >= 1 && threshold <= admins as u64 }
 }
 
 impl RosterEvent {
@@ -202,9 +294,18 @@ impl RosterEvent {
             Err(RosterError::NotRoster) => Vec::new(),
             Err(RosterError::Version(v)) => ROSTER_FRAMING.frame_raw(v, &[]),
             Err(RosterError::NoteTooLong(_)) => RosterEvent::Admit { agent: AgentId([0; 32]), note: "\0".repeat(NOTE_BYTES_MAX + 1) }.encode(),
-            Err(RosterError::Malformed(_) | RosterError::RemoveFounder | RosterError::RecoverFounder | RosterError::RecoverKeyIsAuthor) => {
-                ROSTER_FRAMING.frame_raw(ROSTER_VERSION, &[0xff])
-            }
+            // The checks' errors never come from decoding.
+            Err(
+                RosterError::Malformed(_)
+                | RosterError::RemoveFounder
+                | RosterError::RecoverFounder
+                | RosterError::RecoverKeyIsAuthor
+                | RosterError::AdminsTooMany(_)
+                | RosterError::AdminsOrder
+                | RosterError::AdminsFounder
+                | RosterError::AdminsThreshold { .. }
+                | RosterError::AdminNotMember(_),
+            ) => ROSTER_FRAMING.frame_raw(ROSTER_VERSION, &[0xff]),
         }
     }
 }
@@ -218,6 +319,56 @@ pub struct FounderEntry<'a> {
     pub id: EntryId,
     /// What the node knows of its payload.
     pub content: agora_core::Content<'a>,
+}
+
+/// One entry of an admin's chain, as the roster reads it for votes
+/// ([`Roster::derive_with_votes`]).
+#[derive(Clone, Copy, Debug)]
+pub struct AdminEntry<'a> {
+    /// Its author.
+    pub author: AgentId,
+    /// Its seq.
+    pub seq: u64,
+    /// Its id.
+    pub id: EntryId,
+    /// What the node knows of its payload.
+    pub content: agora_core::Content<'a>,
+}
+
+/// An act admins voted for: one [`RosterEvent::RemoveAt`] or
+/// [`RosterEvent::Recover`], without its text (votes that differ only in
+/// their note are the same vote), with the admins that wrote it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Vote {
+    /// The act, its text emptied.
+    pub event: RosterEvent,
+    /// Each admin of the current set that wrote it, with its first entry
+    /// (lowest seq) that did.
+    pub voters: BTreeMap<AgentId, EntryId>,
+    /// What came of it.
+    pub outcome: VoteOutcome,
+}
+
+/// What came of a [`Vote`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VoteOutcome {
+    /// Fewer voters than the threshold: no effect (yet).
+    Short,
+    /// A quorum: applied after the founder's events.
+    Applied,
+    /// A quorum, but another act with a quorum names the same agent and
+    /// seq: neither is applied.
+    Conflict,
+}
+
+/// Why an admin's votes stop before the end of its chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdminHold {
+    /// Its chain is forked at this seq: no entry from it on counts as a vote.
+    FrozenAtForkSeq(u64),
+    /// The payload of its entry at this seq has not arrived: its votes from
+    /// it on wait.
+    PendingAtSeq(u64),
 }
 
 /// A roster entry that could not be applied, and why.
@@ -287,9 +438,22 @@ pub struct Roster {
     /// store by [`Roster::bound_keys`]; agents whose rotations leave nothing
     /// out are absent.
     pub key_bounds: BTreeMap<AgentId, KeyBounds>,
-    /// Recoveries the founder bound, per agent in the roster's order (every
-    /// one kept: the last decides, `protocol-spec/keys.md`).
+    /// Recoveries the founder or a quorum bound, per agent in the roster's
+    /// order (every one kept: the last decides, `protocol-spec/keys.md`).
     pub recoveries: BTreeMap<AgentId, Vec<Recovery>>,
+    /// The admins in force: those the founder's last applied
+    /// [`RosterEvent::Admins`] named that are members at the end of the
+    /// founder's events.
+    pub admins: BTreeSet<AgentId>,
+    /// How many admins make a quorum (0: no admins).
+    pub threshold: u64,
+    /// The founder's entry that named the admins.
+    pub admins_by: Option<EntryId>,
+    /// Every act the admins in force voted for, in the order of their
+    /// events' bytes, with what came of it.
+    pub votes: Vec<Vote>,
+    /// Admins whose votes stop before the end of their chain, and where.
+    pub admin_holds: BTreeMap<AgentId, AdminHold>,
 }
 
 impl Roster {
@@ -306,7 +470,119 @@ impl Roster {
             skipped: Vec::new(),
             key_bounds: BTreeMap::new(),
             recoveries: BTreeMap::new(),
+            admins: BTreeSet::new(),
+            threshold: 0,
+            admins_by: None,
+            votes: Vec::new(),
+            admin_holds: BTreeMap::new(),
         }
+    }
+
+    /// Derive the roster from the founder's entries and the admins' (any
+    /// author's may be given: only the entries of the admins in force are
+    /// read), each in any order. The founder's events are applied first
+    /// ([`Roster::derive`]); then every act with a quorum of the admins in
+    /// force, ordered by agent and seq, as if the founder had written it
+    /// after its last entry. Votes of an admin stop at the first fork of its
+    /// chain and at the first entry of it whose payload has not arrived.
+    pub fn derive_with_votes<'a>(
+        founder: AgentId,
+        entries: impl IntoIterator<Item = FounderEntry<'a>>,
+        votes: impl IntoIterator<Item = AdminEntry<'a>>,
+    ) -> Self {
+        let mut roster = Self::derive(founder, entries);
+        roster.apply_votes(votes);
+        roster
+    }
+
+    /// Count the admins' votes and apply the acts with a quorum.
+    fn apply_votes<'a>(&mut self, entries: impl IntoIterator<Item = AdminEntry<'a>>) {
+        if self.admins.is_empty() {
+            return;
+        }
+        let mut chains: BTreeMap<AgentId, BTreeMap<u64, Vec<AdminEntry<'a>>>> = BTreeMap::new();
+        for e in entries.into_iter().filter(|e| self.admins.contains(&e.author)) {
+            chains.entry(e.author).or_default().entry(e.seq).or_default().push(e);
+        }
+        // Acts by their bytes without text: the order of the report, and
+        // one vote per admin however often it wrote the act.
+        let mut acts: BTreeMap<Vec<u8>, (RosterEvent, BTreeMap<AgentId, EntryId>)> = BTreeMap::new();
+        for (admin, by_seq) in &chains {
+            let fork = by_seq.iter().find(|(_, v)| v.len() > 1).map(|(s, _)| *s);
+            if let Some(f) = fork {
+                self.admin_holds.insert(*admin, AdminHold::FrozenAtForkSeq(f));
+            }
+            for (seq, at) in by_seq.range(..fork.unwrap_or(u64::MAX)) {
+                let Some(e) = at.first() else { continue };
+                let payload = match e.content {
+                    agora_core::Content::Missing => {
+                        self.admin_holds.insert(*admin, AdminHold::PendingAtSeq(*seq));
+                        break;
+                    }
+                    agora_core::Content::Held(p) | agora_core::Content::Redacted(Some(p)) => p,
+                    agora_core::Content::Redacted(None) => {
+                        self.skipped.push(Skipped { id: e.id, reason: "redacted without a residue".into() });
+                        continue;
+                    }
+                };
+                if !RosterEvent::is_roster_payload(payload) {
+                    continue;
+                }
+                match RosterEvent::decode(payload).and_then(|ev| ev.check_local(&self.founder).map(|()| ev)) {
+                    Ok(ev) if ev.is_quorum_act() => {
+                        let ev = ev.without_text();
+                        let slot = acts.entry(ev.encode()).or_insert_with(|| (ev, BTreeMap::new()));
+                        slot.1.entry(*admin).or_insert(e.id);
+                    }
+                    // Admissions and the admin set are the founder's alone.
+                    Ok(_) => {}
+                    Err(err) => self.skipped.push(Skipped { id: e.id, reason: err.to_string() }),
+                }
+            }
+        }
+        let quorum = |voters: &BTreeMap<AgentId, EntryId>| voters.len() as u64 >= self.threshold;
+        // Acts with a quorum, by (agent, seq): two different ones there conflict.
+        let mut at: BTreeMap<(AgentId, u64), usize> = BTreeMap::new();
+        for (event, voters) in acts.values() {
+            if quorum(voters) {
+                *at.entry(act_place(event)).or_default() += 1;
+            }
+        }
+        self.votes = acts
+            .into_values()
+            .map(|(event, voters)| {
+                let outcome = match quorum(&voters) {
+                    false => VoteOutcome::Short,
+                    true if at.get(&act_place(&event)).is_some_and(|n| *n > 1) => VoteOutcome::Conflict,
+                    true => VoteOutcome::Applied,
+                };
+                Vote { event, voters, outcome }
+            })
+            .collect();
+        let mut applied: Vec<(RosterEvent, EntryId)> =
+            self.votes.iter().filter(|v| v.outcome == VoteOutcome::Applied).filter_map(|v| v.voters.values().min().map(|by| (v.event.clone(), *by))).collect();
+        applied.sort_by_key(|(ev, _)| act_place(ev));
+        for (event, by) in applied {
+            self.apply(event, by);
+        }
+    }
+
+    /// The admins in force, with whether each is the founder: the authors
+    /// whose roster events change the roster.
+    pub fn is_authority(&self, author: &AgentId) -> bool {
+        *author == self.founder || self.admins.contains(author)
+    }
+
+    /// Check an event before it is written by the founder: the checks of
+    /// [`RosterEvent::check_local`], and the admins named are members.
+    pub fn check(&self, event: &RosterEvent) -> Result<(), RosterError> {
+        event.check_local(&self.founder)?;
+        if let RosterEvent::Admins { admins, .. } = event
+            && let Some(a) = admins.iter().find(|a| !self.members.contains_key(a))
+        {
+            return Err(RosterError::AdminNotMember(*a));
+        }
+        Ok(())
     }
 
     /// Derive the roster from every stored entry of the founder's chain, in
@@ -342,34 +618,50 @@ impl Roster {
             if !RosterEvent::is_roster_payload(payload) {
                 continue;
             }
-            match RosterEvent::decode(payload).and_then(|ev| ev.check_local(&founder).map(|()| ev)) {
-                Ok(RosterEvent::Admit { agent, .. }) => roster.admit(agent, e.id),
-                Ok(RosterEvent::Recover { agent, last_seq, head, key, .. }) => {
-                    roster.admit(agent, e.id);
-                    roster.recoveries.entry(agent).or_default().push(Recovery { head, last_seq, key, by: e.id });
-                }
-                Ok(RosterEvent::Remove { agent, .. }) => {
-                    if roster.members.remove(&agent).is_some() {
-                        roster.removed.insert(agent, e.id);
-                    }
-                }
-                Ok(RosterEvent::RemoveAfter { agent, last_seq, .. }) => {
-                    if roster.members.remove(&agent).is_some() {
-                        roster.removed.insert(agent, e.id);
-                        roster.cut_off.insert(agent, last_seq);
-                    }
-                }
-                Ok(RosterEvent::RemoveAt { agent, last_seq, head, .. }) => {
-                    if roster.members.remove(&agent).is_some() {
-                        roster.removed.insert(agent, e.id);
-                        roster.cut_off.insert(agent, last_seq);
-                        roster.pinned.insert(agent, Pin { head, history: None });
-                    }
-                }
+            match RosterEvent::decode(payload).and_then(|ev| roster.check(&ev).map(|()| ev)) {
+                Ok(ev) => roster.apply(ev, e.id),
                 Err(err) => roster.skipped.push(Skipped { id: e.id, reason: err.to_string() }),
             }
         }
+        // An admin the founder removed since naming it is an admin no more.
+        let members = &roster.members;
+        roster.admins.retain(|a| members.contains_key(a));
         roster
+    }
+
+    /// Apply one event that passed the checks, written by `by` (the
+    /// founder's entry, or an admin's vote).
+    fn apply(&mut self, event: RosterEvent, by: EntryId) {
+        match event {
+            RosterEvent::Admit { agent, .. } => self.admit(agent, by),
+            RosterEvent::Recover { agent, last_seq, head, key, .. } => {
+                self.admit(agent, by);
+                self.recoveries.entry(agent).or_default().push(Recovery { head, last_seq, key, by });
+            }
+            RosterEvent::Remove { agent, .. } => {
+                if self.members.remove(&agent).is_some() {
+                    self.removed.insert(agent, by);
+                }
+            }
+            RosterEvent::RemoveAfter { agent, last_seq, .. } => {
+                if self.members.remove(&agent).is_some() {
+                    self.removed.insert(agent, by);
+                    self.cut_off.insert(agent, last_seq);
+                }
+            }
+            RosterEvent::RemoveAt { agent, last_seq, head, .. } => {
+                if self.members.remove(&agent).is_some() {
+                    self.removed.insert(agent, by);
+                    self.cut_off.insert(agent, last_seq);
+                    self.pinned.insert(agent, Pin { head, history: None });
+                }
+            }
+            RosterEvent::Admins { admins, threshold, .. } => {
+                self.admins = admins.into_iter().collect();
+                self.threshold = threshold;
+                self.admins_by = Some(by);
+            }
+        }
     }
 
     /// `agent` becomes a member, admitted by `by`: its removal, cut-off
@@ -540,10 +832,13 @@ mod tests {
             RosterEvent::RemoveAfter { agent: agent(3), last_seq: 4, reason: "MARK-reason-a3b9".into() },
             RosterEvent::RemoveAt { agent: agent(4), last_seq: 5, head: EntryId([9; 32]), reason: "MARK-reason-6f14".into() },
             RosterEvent::Recover { agent: agent(5), last_seq: 6, head: EntryId([8; 32]), key: agent(6), note: "MARK-note-2be0".into() },
+            RosterEvent::Admins { admins: vec![agent(2), agent(3)], threshold: 2, note: "MARK-note-77a1".into() },
         ];
         for e in &events {
             let text = match e {
-                RosterEvent::Admit { agent: _, note } | RosterEvent::Recover { agent: _, last_seq: _, head: _, key: _, note } => note,
+                RosterEvent::Admit { agent: _, note }
+                | RosterEvent::Recover { agent: _, last_seq: _, head: _, key: _, note }
+                | RosterEvent::Admins { admins: _, threshold: _, note } => note,
                 RosterEvent::Remove { agent: _, reason }
                 | RosterEvent::RemoveAfter { agent: _, last_seq: _, reason }
                 | RosterEvent::RemoveAt { agent: _, last_seq: _, head: _, reason } => reason,
@@ -823,5 +1118,120 @@ mod tests {
         ];
         r.bound_keys(std::iter::empty(), |_| Ok::<_, ()>(links.clone())).unwrap();
         assert!(r.admits_entry(&m, 1, &id(11)) && !r.admits_entry(&m, 2, &id(12)), "the thief's entry after the boundary counts nowhere");
+    }
+
+    fn founder_chain(payloads: &[Vec<u8>]) -> Vec<FounderEntry<'_>> {
+        payloads.iter().enumerate().map(|(i, p)| FounderEntry { seq: i as u64 + 1, id: id(i as u8 + 1), content: Content::Held(p) }).collect()
+    }
+
+    fn vote<'a>(author: AgentId, seq: u64, id_: u8, payload: &'a [u8]) -> AdminEntry<'a> {
+        AdminEntry { author, seq, id: id(id_), content: Content::Held(payload) }
+    }
+
+    /// The founder admits a, b, c and x and names a, b, c admins with
+    /// threshold 2; returns its payloads.
+    fn with_admins() -> Vec<Vec<u8>> {
+        let mut out: Vec<Vec<u8>> = [2, 3, 4, 5].iter().map(|n| RosterEvent::Admit { agent: agent(*n), note: String::new() }.encode()).collect();
+        out.push(RosterEvent::Admins { admins: vec![agent(2), agent(3), agent(4)], threshold: 2, note: "ops".into() }.encode());
+        out
+    }
+
+    fn recover_x(note: &str) -> Vec<u8> {
+        RosterEvent::Recover { agent: agent(5), last_seq: 3, head: id(53), key: agent(9), note: note.into() }.encode()
+    }
+
+    /// The checks of an admin set: order, bound, the founder, the
+    /// threshold, membership.
+    #[test]
+    fn an_admin_set_is_checked_before_it_is_written_and_when_derived() {
+        let f = agent(1);
+        let set = |admins: Vec<AgentId>, threshold: u64| RosterEvent::Admins { admins, threshold, note: String::new() };
+        assert_eq!(set(vec![agent(2), agent(3)], 2).check_local(&f), Ok(()));
+        assert_eq!(set(vec![], 0).check_local(&f), Ok(()));
+        assert_eq!(set(vec![agent(3), agent(2)], 1).check_local(&f), Err(RosterError::AdminsOrder));
+        assert_eq!(set(vec![agent(2), agent(2)], 1).check_local(&f), Err(RosterError::AdminsOrder));
+        assert_eq!(set(vec![f, agent(2)], 1).check_local(&f), Err(RosterError::AdminsFounder));
+        assert_eq!(set((2..=18).map(agent).collect(), 2).check_local(&f), Err(RosterError::AdminsTooMany(17)));
+        assert!(set((2..=17).map(agent).collect(), 16).check_local(&f).is_ok());
+        for (n, k) in [(2, 0), (2, 3), (0, 1)] {
+            assert_eq!(set((2..2 + n).map(agent).collect(), k).check_local(&f), Err(RosterError::AdminsThreshold { threshold: k, admins: n as usize }));
+        }
+        let not_member = set(vec![agent(2)], 1);
+        assert_eq!(Roster::founder_only(f).check(&not_member), Err(RosterError::AdminNotMember(agent(2))));
+        let payloads = [not_member.encode()];
+        let r = Roster::derive(f, founder_chain(&payloads));
+        assert!(r.admins.is_empty() && r.skipped.len() == 1, "an admin set naming a non-member is skipped");
+        let r = Roster::derive(f, founder_chain(&with_admins()));
+        assert_eq!((r.admins.len(), r.threshold, r.admins_by), (3, 2, Some(id(5))));
+    }
+
+    /// Two of three admins recover x: one alone changes nothing, a vote of
+    /// a non-admin counts for nothing, an admin voting twice counts once,
+    /// and notes may differ.
+    #[test]
+    fn a_quorum_of_admins_recovers_and_one_admin_alone_does_not() {
+        let f = agent(1);
+        let founder = with_admins();
+        let (a, b, d) = (agent(2), agent(3), agent(6));
+        let (va, va2, vb) = (recover_x("lost"), recover_x("lost, said again"), recover_x("confirmed by phone"));
+        let derive = |votes: Vec<AdminEntry<'_>>| Roster::derive_with_votes(f, founder_chain(&founder), votes);
+        let alone = derive(vec![vote(a, 1, 21, &va), vote(a, 2, 22, &va2), vote(d, 1, 61, &vb)]);
+        assert!(alone.recoveries.is_empty(), "one admin (twice) and a non-admin are no quorum");
+        assert_eq!(alone.votes.len(), 1);
+        assert_eq!(alone.votes[0].voters, BTreeMap::from([(a, id(21))]));
+        assert_eq!(alone.votes[0].outcome, VoteOutcome::Short);
+        let two = derive(vec![vote(b, 1, 31, &vb), vote(a, 1, 21, &va), vote(a, 2, 22, &va2)]);
+        assert_eq!(two.recoveries[&agent(5)], vec![Recovery { head: id(53), last_seq: 3, key: agent(9), by: id(21) }]);
+        assert_eq!(two.votes[0].outcome, VoteOutcome::Applied);
+        assert_eq!(two.recovery_bindings(), BTreeSet::from([(agent(5), id(53), agent(9))]));
+        // Admissions and the admin set are the founder's alone.
+        let admit = RosterEvent::Admit { agent: agent(7), note: String::new() }.encode();
+        let r = derive(vec![vote(a, 1, 21, &admit), vote(b, 1, 31, &admit)]);
+        assert!(!r.admits(&agent(7)) && r.votes.is_empty());
+    }
+
+    /// A quorum's removal pins the head like the founder's; quorum acts
+    /// apply after the founder's events, so a founder admission written in
+    /// its chain does not undo it; an admin the founder removed votes no
+    /// more; a refused act (the founder's removal) is reported.
+    #[test]
+    fn quorum_acts_apply_after_the_founder_and_only_admins_in_force_count() {
+        let f = agent(1);
+        let (a, b, c) = (agent(2), agent(3), agent(4));
+        let remove_x = RosterEvent::RemoveAt { agent: agent(5), last_seq: 2, head: id(52), reason: String::new() }.encode();
+        let mut founder = with_admins();
+        founder.push(RosterEvent::Admit { agent: agent(5), note: "again".into() }.encode());
+        let r = Roster::derive_with_votes(f, founder_chain(&founder), [vote(a, 1, 21, &remove_x), vote(c, 1, 41, &remove_x)]);
+        assert!(!r.admits(&agent(5)) && r.pinned[&agent(5)].head == id(52) && r.removed[&agent(5)] == id(21));
+        // The founder removes admin c: its vote no longer counts.
+        founder.push(RosterEvent::RemoveAt { agent: c, last_seq: 1, head: id(41), reason: String::new() }.encode());
+        let r = Roster::derive_with_votes(f, founder_chain(&founder), [vote(a, 1, 21, &remove_x), vote(c, 1, 41, &remove_x)]);
+        assert_eq!(r.admins, BTreeSet::from([a, b]));
+        assert!(r.admits(&agent(5)), "a removed admin's vote counts for nothing");
+        let remove_f = RosterEvent::RemoveAt { agent: f, last_seq: 1, head: id(1), reason: String::new() }.encode();
+        let r = Roster::derive_with_votes(f, founder_chain(&founder), [vote(a, 1, 21, &remove_f), vote(b, 1, 31, &remove_f)]);
+        assert!(r.admits(&f) && r.skipped.iter().map(|k| k.id).eq([id(21), id(31)]));
+    }
+
+    /// An admin's votes stop at its chain's first fork and at its first
+    /// entry without payload; two acts with a quorum at one agent and seq
+    /// conflict and neither applies.
+    #[test]
+    fn forks_missing_payloads_and_conflicts_hold_votes() {
+        let f = agent(1);
+        let founder = with_admins();
+        let (a, b, c) = (agent(2), agent(3), agent(4));
+        let (v, other) = (recover_x(""), RosterEvent::Recover { agent: agent(5), last_seq: 3, head: id(53), key: agent(8), note: String::new() }.encode());
+        let derive = |votes: Vec<AdminEntry<'_>>| Roster::derive_with_votes(f, founder_chain(&founder), votes);
+        let forked = derive(vec![vote(a, 1, 21, b"note"), vote(a, 2, 22, &v), vote(a, 2, 23, b"other"), vote(b, 1, 31, &v)]);
+        assert!(forked.recoveries.is_empty(), "a's vote sits at its fork");
+        assert_eq!(forked.admin_holds[&a], AdminHold::FrozenAtForkSeq(2));
+        let before_fork = derive(vec![vote(a, 1, 21, &v), vote(a, 2, 22, b"x"), vote(a, 2, 23, b"y"), vote(b, 1, 31, &v)]);
+        assert_eq!(before_fork.recoveries[&agent(5)].len(), 1, "a vote below the fork counts");
+        let pending = derive(vec![AdminEntry { author: a, seq: 1, id: id(21), content: Content::Missing }, vote(a, 2, 22, &v), vote(b, 1, 31, &v)]);
+        assert!(pending.recoveries.is_empty());
+        assert_eq!(pending.admin_holds[&a], AdminHold::PendingAtSeq(1));
+        let conflict = derive(vec![vote(a, 1, 21, &v), vote(b, 1, 31, &v), vote(b, 2, 32, &other), vote(c, 1, 41, &other)]);
+        assert!(conflict.recoveries.is_empty() && conflict.votes.iter().all(|x| x.outcome == VoteOutcome::Conflict));
     }
 }
