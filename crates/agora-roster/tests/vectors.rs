@@ -419,10 +419,24 @@ fn scenarios() -> Vec<Scenario> {
         },
         Scenario {
             name: "admin_payload_missing",
-            note: "carol's vote has not arrived (its payload is missing): her votes wait at that seq, bob's alone is short",
+            note: "the payload of carol's entry at seq 1 has not arrived: her votes wait at that seq, so her vote at seq 2 does not count yet and bob's alone is short",
             main: quorum_founder(),
             rival: None,
-            others: vec![other("bob", remove_at("erin", 4, 0xcd, "")), Other { who: "carol", main: vec![None], rival: None }],
+            others: vec![
+                other("bob", remove_at("erin", 4, 0xcd, "")),
+                Other { who: "carol", main: vec![None, some(remove_at("erin", 4, 0xcd, ""))], rival: None },
+            ],
+        },
+        Scenario {
+            name: "removed_admin_votes_no_more",
+            note: "the founder removes dave after naming him: he is an admin no more, and his vote with bob's is short",
+            main: {
+                let mut m = quorum_founder();
+                m.push(some(RosterEvent::RemoveAfter { agent: agent("dave"), last_seq: 0, reason: String::new() }.encode()));
+                m
+            },
+            rival: None,
+            others: vec![other("bob", recover("erin", 2, 0xcd, "carol", "").encode()), other("dave", recover("erin", 2, 0xcd, "carol", "").encode())],
         },
         Scenario {
             name: "quorum_after_the_founder",
