@@ -76,6 +76,33 @@ fn append_reopen_and_audit() {
     assert_eq!(store.tips(&key.agent_id()).unwrap()[0].seq, 1004);
 }
 
+/// A payload built in turn may name the entries written before it in the
+/// same atomic batch: the ids it is given are those stored.
+#[test]
+fn a_built_payload_names_entries_of_its_own_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_new(dir.path());
+    let (alice, bob) = (AgentKey::from_seed([1; 32]), AgentKey::from_seed([2; 32]));
+    store.append(&alice, b"before", 1).unwrap();
+    let mut seen = Vec::new();
+    let out = store
+        .append_chains_with(&[(&alice, 3), (&bob, 2)], 5, |chain, before| {
+            seen.push((chain, before.len()));
+            format!("{chain}:{}", before.iter().map(|id| id.to_string()).collect::<Vec<_>>().join(",")).into_bytes()
+        })
+        .unwrap();
+    assert_eq!(seen, [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1)]);
+    for (chain, entries) in out.iter().enumerate() {
+        for (i, e) in entries.iter().enumerate() {
+            let named: Vec<String> = entries[..i].iter().map(|b| b.id().to_string()).collect();
+            let held = store.get(&e.id()).unwrap().unwrap().payload;
+            assert_eq!(held, PayloadState::Held(format!("{chain}:{}", named.join(",")).into_bytes()));
+        }
+    }
+    assert_eq!(out[0][0].header().seq, 2, "after alice's tip");
+    assert!(store.audit(None, 0).unwrap().is_clean());
+}
+
 #[test]
 fn resolve_prefixes() {
     let dir = tempfile::tempdir().unwrap();

@@ -20,7 +20,7 @@ use agora_core::entry::next_header_after;
 use agora_core::import::{self, Deferred, Held, ImportPlan, Offered, PlanError, TipChange, TipSummary};
 use agora_core::limits::VERIFY_BATCH_LEN;
 use agora_core::verify::{CheckedEntry, EntryRef, verify_signatures};
-use agora_core::{AgentId, AgentKey, EntryId, SignedEntry};
+use agora_core::{AgentId, AgentKey, EntryId, Header, SignedEntry};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -204,6 +204,10 @@ fn plan_failure(e: PlanError<StoreError>, origin: impl Fn(usize) -> String) -> S
     }
 }
 
+/// Entries of one append batch from which they are signed on every core
+/// (below it, one thread signs faster than the pool starts).
+const SIGN_PARALLEL_MIN: usize = 64;
+
 /// The rows one entry adds: the entry, its id index row and its payload. The
 /// caller updates the author's `heads` row.
 fn put_entry_rows(s: &Store, batch: &mut rocksdb::WriteBatch, entry: &SignedEntry, payload: Option<&[u8]>) -> Result<(), StoreError> {
@@ -258,24 +262,44 @@ impl Store {
     /// chain is extended with [`Store::append_after`]); a key may appear once.
     /// Returns the entries signed, chain by chain.
     pub fn append_chains(&self, chains: &[(&AgentKey, &[&[u8]])], now_ms: u64) -> Result<Vec<Vec<SignedEntry>>, StoreError> {
-        let total: usize = chains.iter().map(|(_, p)| p.len()).sum();
+        let lens: Vec<(&AgentKey, usize)> = chains.iter().map(|(k, p)| (*k, p.len())).collect();
+        self.append_chains_with(&lens, now_ms, |chain, before| chains[chain].1[before.len()].to_vec())
+    }
+
+    /// [`Store::append_chains`] with payloads built in turn: `(key, n)`
+    /// appends `n` entries to that key's chain, and `payload(chain, before)`
+    /// makes the payload of the next entry of chain `chain` (its index in
+    /// `chains`) given the ids of the entries `before` it in that chain in
+    /// this batch, so an entry may name entries written in the same atomic
+    /// write (an id is the hash of a header, known before anything is
+    /// signed or stored).
+    pub fn append_chains_with(
+        &self,
+        chains: &[(&AgentKey, usize)],
+        now_ms: u64,
+        mut payload: impl FnMut(usize, &[EntryId]) -> Vec<u8>,
+    ) -> Result<Vec<Vec<SignedEntry>>, StoreError> {
+        let total: usize = chains.iter().map(|(_, n)| n).sum();
         if total > APPEND_BATCH_MAX {
             return Err(StoreError::Limit(format!("{total} entries in one append batch (max {APPEND_BATCH_MAX})")));
         }
         let _guard = self.lock();
-        let mut signed_chains = Vec::with_capacity(chains.len());
-        let mut tip_changes = BTreeMap::new();
-        for (key, payloads) in chains {
+        let mut chain_headers = Vec::with_capacity(chains.len());
+        let mut chain_payloads: Vec<Vec<Vec<u8>>> = Vec::with_capacity(chains.len());
+        let mut prev_tips = Vec::with_capacity(chains.len());
+        let mut authors = std::collections::BTreeSet::new();
+        for (c, (key, len)) in chains.iter().enumerate() {
             let author = key.agent_id();
-            if tip_changes.contains_key(&author) {
+            if !authors.insert(author) {
                 return Err(StoreError::Limit(format!("agent {author} appears twice in one append batch")));
             }
             let tip = self.extendable_tip(&author)?;
-            let prev_tip = tip.as_ref().map(SignedEntry::entry_ref);
+            prev_tips.push(tip.as_ref().map(SignedEntry::entry_ref));
             let mut prev = tip.map(|t| (t.header().clone(), t.id()));
-            let mut headers = Vec::with_capacity(payloads.len());
-            for payload in payloads.iter() {
-                let h = next_header_after(author, prev.as_ref().map(|(h, id)| (h, *id)), now_ms, payload)?.commit_if_none(key.commitment());
+            let (mut headers, mut ids, mut payloads) = (Vec::with_capacity(*len), Vec::with_capacity(*len), Vec::with_capacity(*len));
+            for _ in 0..*len {
+                let p = payload(c, &ids);
+                let h = next_header_after(author, prev.as_ref().map(|(h, id)| (h, *id)), now_ms, &p)?.commit_if_none(key.commitment());
                 if h.signing_key() != key.public_key() {
                     return Err(StoreError::Limit(format!(
                         "the key {} does not sign {author}'s chain now (its current key is {})",
@@ -283,23 +307,37 @@ impl Store {
                         h.signing_key()
                     )));
                 }
-                prev = Some((h.clone(), h.id()));
+                let id = h.id();
+                prev = Some((h.clone(), id));
+                ids.push(id);
                 headers.push(h);
+                payloads.push(p);
             }
-            let signed: Vec<SignedEntry> = if headers.len() >= 2 * VERIFY_BATCH_LEN {
-                headers.into_par_iter().with_min_len(VERIFY_BATCH_LEN).map(|h| SignedEntry::sign(h, key)).collect()
-            } else {
-                headers.into_iter().map(|h| SignedEntry::sign(h, key)).collect()
-            };
+            chain_headers.push(headers);
+            chain_payloads.push(payloads);
+        }
+        // Every chain's headers signed together, on both cores once there
+        // are enough of them: a batch spread over many agents signs as fast
+        // as one long chain.
+        let lens: Vec<usize> = chain_headers.iter().map(Vec::len).collect();
+        let all: Vec<(usize, Header)> = chain_headers.into_iter().enumerate().flat_map(|(c, hs)| hs.into_iter().map(move |h| (c, h))).collect();
+        let mut signed = if all.len() >= SIGN_PARALLEL_MIN {
+            all.into_par_iter().with_min_len(SIGN_PARALLEL_MIN / 2).map(|(c, h)| SignedEntry::sign(h, chains[c].0)).collect::<Vec<_>>()
+        } else {
+            all.into_iter().map(|(c, h)| SignedEntry::sign(h, chains[c].0)).collect()
+        }
+        .into_iter();
+        let signed_chains: Vec<Vec<SignedEntry>> = lens.iter().map(|n| signed.by_ref().take(*n).collect()).collect();
+        let mut tip_changes = BTreeMap::new();
+        for (((key, _), signed), prev_tip) in chains.iter().zip(&signed_chains).zip(prev_tips) {
             if let Some(last) = signed.last() {
-                tip_changes.insert(author, TipChange { passed: prev_tip.into_iter().collect(), added: vec![last.entry_ref()] });
+                tip_changes.insert(key.agent_id(), TipChange { passed: prev_tip.into_iter().collect(), added: vec![last.entry_ref()] });
             }
-            signed_chains.push(signed);
         }
         // No fork check: each chain has one tip, which holds its highest seq,
         // so nothing stored can sit at the new seqs.
         let mut batch = rocksdb::WriteBatch::default();
-        for ((key, payloads), signed) in chains.iter().zip(&signed_chains) {
+        for (((key, _), payloads), signed) in chains.iter().zip(&chain_payloads).zip(&signed_chains) {
             for (entry, payload) in signed.iter().zip(payloads.iter()) {
                 put_entry_rows(self, &mut batch, entry, Some(payload))?;
             }
@@ -309,10 +347,10 @@ impl Store {
         }
         self.write(batch)?;
         if self.observed() && !tip_changes.is_empty() {
-            let entries = chains
-                .iter()
+            let entries = chain_payloads
+                .into_iter()
                 .zip(&signed_chains)
-                .flat_map(|((_, payloads), signed)| signed.iter().cloned().zip(payloads.iter().map(|p| Some(p.to_vec()))))
+                .flat_map(|(payloads, signed)| signed.iter().cloned().zip(payloads.into_iter().map(Some)))
                 .collect();
             self.notify(CommitNotice { appended: true, entries, tip_changes, ..CommitNotice::default() });
         }
