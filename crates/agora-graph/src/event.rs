@@ -644,6 +644,33 @@ pub(crate) fn span_key(span: &str) -> Option<[u8; 24]> {
     Some(out)
 }
 
+/// The operations whose action writes a memory record, named by the
+/// action's `name` (`protocol-spec/otlp.md`, "Memory records").
+pub const MEMORY_WRITE_OPERATIONS: [&str; 2] = ["create_memory", "update_memory"];
+
+/// The key of a memory record: SHA-256 of its id.
+pub fn memory_record_key_of(record: &str) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(record.as_bytes()).into()
+}
+
+/// The key of the record a memory-write action wrote: of its `name`, or,
+/// in a redacted action's residue, the key its name keeps (`"sha256:"` +
+/// 64 hex digits). `None` for another operation or an empty name.
+pub(crate) fn memory_record_key(operation: &str, name: &str, redacted: bool) -> Option<[u8; 32]> {
+    if name.is_empty() || !MEMORY_WRITE_OPERATIONS.contains(&operation) {
+        return None;
+    }
+    match redacted {
+        true => {
+            let mut key = [0u8; 32];
+            hex::decode_to_slice(name.strip_prefix(RESIDUE_CONTENT_ID)?, &mut key).ok()?;
+            Some(key)
+        }
+        false => Some(memory_record_key_of(name)),
+    }
+}
+
 /// Prefix of the text that holds a memory item's content id in its residue.
 const RESIDUE_CONTENT_ID: &str = "sha256:";
 
@@ -674,7 +701,16 @@ impl Event {
                         *content = format!("{RESIDUE_CONTENT_ID}{}", hex::encode(cid));
                     }
                 }
+                let record = match &ev {
+                    Event::Action { operation, name, .. } => memory_record_key(operation, name, false),
+                    _ => None,
+                };
                 ev.blank_texts();
+                // A memory-write action keeps its record's key as its name,
+                // as a memory item its content id: its claims stay current.
+                if let (Some(key), Event::Action { name, .. }) = (record, &mut ev) {
+                    *name = format!("{RESIDUE_CONTENT_ID}{}", hex::encode(key));
+                }
                 // An action's hashes commit to the contents it no longer
                 // holds (a guessed argument could be checked against them),
                 // and no rule reads them: dropped.

@@ -900,3 +900,89 @@ fn a_backdated_action_from_the_same_span_makes_no_duplicate() {
     );
     assert_eq!(statuses, [Status::Active, Status::Active, Status::Duplicate]);
 }
+
+/// A framework's memory record, written, updated, deleted and written
+/// again through one agent's spans: each state a claim derived from its
+/// write action, related to the one before by `update`; the record's
+/// current claim is its author's last such claim in log order. Another
+/// agent's claim of the action, a claim of a search's action and a claim
+/// whose first source is content are no state of the record. A redaction
+/// changes nothing, and neither does the order the events arrive in.
+#[test]
+fn a_memory_record_is_one_claim_updated() {
+    let claim = |sources: Vec<EntryId>| Event::Claim {
+        text: text("likes tea"),
+        kind: MemoryKind::Preference,
+        sources,
+        owner_scope: text("user:ann"),
+        confirmed: false,
+        expires_at_ms: None,
+    };
+    let update = |from, to| Event::Relate { from, to, relation: Relation::Update, reason: text("") };
+    let ann = AgentId([1; 32]);
+    let mut log = Log::new();
+    let w1 = log.push(action("create_memory", "r1", &span("1111111111111111"), None));
+    let c1 = log.push(claim(vec![w1]));
+    let w2 = log.push(action("update_memory", "r1", &span("2222222222222222"), None));
+    let c2 = log.push(claim(vec![w2]));
+    let u2 = log.push(update(c2, c1));
+    let g = log.graph();
+    assert!(g.invalid().is_empty(), "a claim may derive from an action: {:?}", g.invalid().iter().map(|n| n.id).collect::<Vec<_>>());
+    assert_eq!(g.memory_record_claim(&ann, "r1"), Some(c2));
+    assert_eq!(status(&g, &c1), Status::Superseded);
+    assert_eq!(g.latest_in_chain(&c1), Some(c2));
+
+    let delete = log.push(action("delete_memory", "r1", &span("3333333333333333"), None));
+    let park = log.push(Event::Park { target: c2, reason: text("delete_memory") });
+    let _ = (delete, u2);
+    // Not states of r1: another agent's claim of ann's write, a claim of a
+    // search, a claim whose first source is content.
+    let other = log.push_as(2, claim(vec![w2]));
+    let search = log.push(action("search_memory", "r1", &span("4444444444444444"), None));
+    let of_search = log.push(claim(vec![search]));
+    let p = log.push(Event::Proposition { text: text("tea is good") });
+    let of_content = log.push(claim(vec![p, w2]));
+    let g = log.graph();
+    assert_eq!(status(&g, &c2), Status::Parked);
+    assert_eq!(g.memory_record_claim(&ann, "r1"), Some(c2));
+    assert_eq!(g.memory_record_claim(&AgentId([2; 32]), "r1"), None);
+    for id in [other, of_search, of_content] {
+        assert_eq!(status(&g, &id), Status::Active);
+    }
+
+    // Written again after the deletion: the parked claim is updated.
+    let w3 = log.push(action("update_memory", "r1", &span("5555555555555555"), None));
+    let c3 = log.push(claim(vec![w3]));
+    log.push(update(c3, c2));
+    let w4 = log.push(action("create_memory", "r2", &span("6666666666666666"), None));
+    let c4 = log.push(claim(vec![w4]));
+    let g = log.graph();
+    assert_eq!(g.memory_record_claim(&ann, "r1"), Some(c3));
+    assert_eq!(g.memory_record_claim(&ann, "r2"), Some(c4));
+    assert_eq!(g.memory_record_claim(&ann, "r3"), None);
+    assert_eq!(g.latest_in_chain(&c1), Some(c3));
+    assert_eq!(status(&g, &park), Status::Active);
+
+    // Redacted: the write actions keep their records' keys.
+    let mut redacted = log.events.clone();
+    for e in &mut redacted {
+        if let Body::Event(ev) = &e.body {
+            let residue = Event::residue(&ev.encode());
+            *e = LogEvent::from_content(e.id, e.pos, agora_core::Content::Redacted(Some(&residue))).unwrap();
+        }
+    }
+    let r = Graph::replay(redacted);
+    assert_eq!(r.snapshot(), g.snapshot());
+    assert_eq!(r.memory_record_claim(&ann, "r1"), Some(c3));
+    assert_eq!(r.memory_record_claim(&ann, "r2"), Some(c4));
+
+    // Arriving newest first, each one late, rewound into place.
+    let mut live = Graph::new();
+    live.keep_journal(64);
+    for e in log.events.iter().rev() {
+        assert_eq!(live.apply_late(e.clone()), Late::Applied);
+    }
+    assert_eq!(live.snapshot(), g.snapshot());
+    assert_eq!(live.memory_record_claim(&ann, "r1"), Some(c3));
+    assert_eq!(live.memory_record_claim(&ann, "r2"), Some(c4));
+}

@@ -50,6 +50,8 @@ impl Pools {
 const POSITIONS: &[&str] = &["proposition", "support", "contradiction", "refinement", "synthesis", "reframe", "claim", "memory_item"];
 const CLAIMS: &[&str] = &["proposition", "refinement", "synthesis", "reframe", "claim", "memory_item"];
 const CONTENT: &[&str] = &["proposition", "contradiction", "question", "claim", "frame_open", "task", "tension", "synthesis"];
+/// A claim's sources: content, or an action (a memory record's state).
+const CLAIM_SOURCES: &[&str] = &["proposition", "question", "claim", "task", "action", "action"];
 
 fn event(rng: &mut Rng, p: &Pools, total: usize, i: usize) -> Event {
     let t = format!("text {i} about {}", rng.below(50));
@@ -74,7 +76,7 @@ fn event(rng: &mut Rng, p: &Pools, total: usize, i: usize) -> Event {
         12 => Event::Claim {
             text: t,
             kind: MemoryKind::ALL[rng.below(9)],
-            sources: (0..rng.below(3)).map(|_| of(CONTENT, rng)).collect(),
+            sources: (0..rng.below(3)).map(|_| of(CLAIM_SOURCES, rng)).collect(),
             owner_scope: "user:1".into(),
             confirmed: rng.chance(50),
             expires_at_ms: rng.chance(30).then(|| rng.below(4_000) as u64),
@@ -118,7 +120,7 @@ fn event(rng: &mut Rng, p: &Pools, total: usize, i: usize) -> Event {
         _ => {
             let span = if rng.chance(75) { format!("{:032x}/{:016x}", rng.below(3), 1 + rng.below(6)) } else { String::new() };
             Event::Action {
-                operation: ["invoke_agent", "execute_tool", "handoff", "chat"][rng.below(4)].into(),
+                operation: ["invoke_agent", "execute_tool", "handoff", "chat", "create_memory", "update_memory"][rng.below(6)].into(),
                 name: format!("tool {}", rng.below(5)),
                 conversation: "conv".into(),
                 span: span.clone(),
@@ -226,6 +228,21 @@ fn reads(g: &Graph) -> Vec<u8> {
         ids(&[p.event.id], &mut out);
         ids(&p.missing, &mut out);
     }
+    out.extend_from_slice(memory_records(g).as_bytes());
+    out
+}
+
+/// Each author's current claim of each record the seeded log's memory
+/// actions name (`tool 0` to `tool 4`).
+fn memory_records(g: &Graph) -> String {
+    let mut out = String::new();
+    for author in 1..=4u8 {
+        for record in 0..5 {
+            if let Some(claim) = g.memory_record_claim(&AgentId([author; 32]), &format!("tool {record}")) {
+                out.push_str(&format!("{author}/{record}:{claim}|"));
+            }
+        }
+    }
     out
 }
 
@@ -286,34 +303,36 @@ fn views_are_pinned() {
 /// events.md, "Concurrent events"), again when every rule where two
 /// agents' order decides took causal order or a conflict (memory items'
 /// content ids, verdicts' outcome counts, successors; a conflict ahead of
-/// superseded and parked), and again when the seeded log took actions
-/// (kind 27; the hashes held without them).
+/// superseded and parked), again when the seeded log took actions
+/// (kind 27; the hashes held without them), and again when a claim could
+/// derive from an action (a memory record's state) and the seeded log
+/// took memory writes, claims of them and each record's current claim.
 const PINNED: &[(u64, usize, [&str; 3])] = &[
     (
         0x1,
         300,
         [
-            "656f83e83411faabdb89398a0532066773951e46b243d2e13eef5c6689eec497",
-            "35b87d7a08f5c29b0f883e89e6b458583b06a2555d618409ea7979b6fad4f9fd",
-            "7ffe9613b31a7c2e906ff047e5d133c4ada18ae8495e7a4f1985fea6825be3a1",
+            "bf16d4299c7c5fefddf87430a194c7566277c13b917aa5551240a4a49b8b3e35",
+            "209e6ba3f7b6643a0607eb759659cc4bf48dd3f9615987eae975d09b10062917",
+            "925c4b874b58d659de67b0806584971e581f78e59847d9be4651e9b4b532ba5e",
         ],
     ),
     (
         0x5eed,
         3_000,
         [
-            "fce6bc779b54587943d1245802a5c1a5e1e60425ceb20aa216aeb647aadc9a18",
-            "76d1ee7d83b76a1d55fc78bee51402765f2d6ca986f28ee60cc93f32ddca492e",
-            "d2df3888addf2bbe8dd13e6ea2e84098a3b872e3485942525e32ed4e963cf0a0",
+            "5c1cc52bc3188c7e5acdc296fa3e11d821e5ea39926f26257f275eadc07dfe0e",
+            "86b79ca06617fe9a7acc07103715203150e8c88e7271b7e86920785bcf04db53",
+            "cf9530401bdc8078a6e0e6d6b70193f6182edd87f0cfc385d55d0e67f72021a0",
         ],
     ),
     (
         0xfeed_f00d,
         20_000,
         [
-            "ce5a8e3e4ba175eed899ead5fc170f030b249f8617382d37ad4674cc1cb8962e",
-            "7f41e8b4dca781831422059636c6c3f662c27f0a04bf5d2bdaede1392f6d1c00",
-            "efe66401274f04ff3e2dec1cd65e14439e9e74a68b0adce8dfa442e37db5fd30",
+            "c86c157a742f6908c5fbe0fe5fdabd1a20a07df7c3e0412b05bd07dc483e4c10",
+            "9cebaf31ed65d85cab9d24216d12e516efc95be3245223b1d4d22ff01ae0b719",
+            "3914ffcd4a6c4933f4684200d2d1a65b9139c89da7400b72802c9b5ca2c6f86f",
         ],
     ),
 ];

@@ -152,7 +152,34 @@ fn generate() -> Value {
         .into_iter()
         .map(|(name, bytes, error)| json!({ "name": name, "payload": hex::encode(&bytes), "error": error, "residue": hex::encode(Event::residue(&bytes)) }))
         .collect();
-    json!({ "description": "Agora event payload vectors; see protocol-spec/events.md", "valid": valid, "invalid": bad })
+    let residues: Vec<Value> = residues()
+        .into_iter()
+        .map(|(name, e)| json!({ "name": name, "debug": format!("{e:?}"), "payload": hex::encode(e.encode()), "residue": hex::encode(Event::residue(&e.encode())) }))
+        .collect();
+    json!({ "description": "Agora event payload vectors; see protocol-spec/events.md", "valid": valid, "invalid": bad, "residues": residues })
+}
+
+/// Events whose residue keeps more than structure: a memory-write action
+/// keeps its record's key as its name (events.md, the residue).
+fn residues() -> Vec<(&'static str, Event)> {
+    let memory = |operation: &str, name: &str| Event::Action {
+        operation: operation.into(),
+        name: name.into(),
+        conversation: "conv-1".into(),
+        span: "0af7651916cd43dd8448eb211c80319c/b7ad6b7169203331".into(),
+        parent: String::new(),
+        cause: None,
+        input_hash: Some([7; 32]),
+        output_hash: None,
+        text: "likes tea".into(),
+        error: String::new(),
+    };
+    vec![
+        ("memory_write_keeps_its_record_key", memory("update_memory", "pref-42")),
+        ("memory_create_keeps_its_record_key", memory("create_memory", "pref-42")),
+        ("memory_search_keeps_no_name", memory("search_memory", "pref-42")),
+        ("memory_write_without_record", memory("update_memory", "")),
+    ]
 }
 
 #[test]
@@ -181,6 +208,22 @@ fn event_vectors_check() {
         let residue = Event::decode(&hex::decode(case["residue"].as_str().unwrap()).unwrap()).unwrap();
         assert_eq!(residue.kind_name(), event.kind_name());
         assert_eq!(Event::residue(&bytes), hex::decode(case["residue"].as_str().unwrap()).unwrap());
+    }
+    for case in v["residues"].as_array().unwrap() {
+        let bytes = hex::decode(case["payload"].as_str().unwrap()).unwrap();
+        let residue = hex::decode(case["residue"].as_str().unwrap()).unwrap();
+        assert_eq!(Event::residue(&bytes), residue, "{}", case["name"]);
+        let (Ok(Event::Action { operation, name, .. }), Ok(Event::Action { name: kept, text, input_hash, .. })) =
+            (Event::decode(&bytes), Event::decode(&residue))
+        else {
+            panic!("{}: an action and its residue", case["name"])
+        };
+        assert_eq!((text.as_str(), input_hash), ("", None), "{}", case["name"]);
+        let expected = match ["create_memory", "update_memory"].contains(&operation.as_str()) && !name.is_empty() {
+            true => format!("sha256:{}", hex::encode(agora_core::sha256(name.as_bytes()))),
+            false => String::new(),
+        };
+        assert_eq!(kept, expected, "{}", case["name"]);
     }
     for case in v["invalid"].as_array().unwrap() {
         let bytes = hex::decode(case["payload"].as_str().unwrap()).unwrap();

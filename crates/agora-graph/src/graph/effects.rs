@@ -87,6 +87,9 @@ impl Graph {
                 for &s in t {
                     self.edge(me, Rel::DerivedFrom, s);
                 }
+                if let Some(&first) = t.first() {
+                    self.index_memory_claim(me, first);
+                }
             }
             Event::Relate { relation, .. } => {
                 let (fx, tx) = (t[0], t[1]);
@@ -182,9 +185,14 @@ impl Graph {
                 };
                 self.memory_item_content(me, cid);
             }
-            Event::Action { cause, span, .. } => {
+            Event::Action { cause, span, operation, name, .. } => {
                 if cause.is_some() {
                     self.edge(me, Rel::CausedBy, t[0]);
+                }
+                // Its record's key is kept in its residue too.
+                if let Some(key) = crate::event::memory_record_key(operation, name, redacted) {
+                    self.record_memory_action(me);
+                    self.memory_actions.insert(me, key);
                 }
                 // Its span is kept in its residue: the same duplicates either way.
                 if let Some(key) = crate::event::span_key(span) {
@@ -349,6 +357,19 @@ impl Graph {
                 self.action_spans.insert((author, span), me);
             }
         }
+    }
+
+    /// A claim `me` whose first source is `source`: when that is its own
+    /// author's memory-write action, `me` is the current claim of the
+    /// record the action wrote (the last in log order).
+    fn index_memory_claim(&mut self, me: Ix, source: Ix) {
+        let author = self.nodes[me as usize].author;
+        let Some(&record) = self.memory_actions.get(&source) else { return };
+        if self.nodes[source as usize].author != author {
+            return;
+        }
+        let before = self.memory_claims.insert((author, record), me);
+        self.record_memory_claim((author, record), before);
     }
 
     /// The relations of the node at `ix`, to change (announced first).

@@ -27,6 +27,8 @@ impl Journal {
                 + r.saved.iter().map(|(_, n, _)| n.links.heap_bytes()).sum::<usize>()
                 + r.content_ids.capacity() * size_of::<([u8; 32], Option<u32>)>()
                 + r.action_spans.capacity() * size_of::<(u32, [u8; 24])>()
+                + r.memory_actions.capacity() * size_of::<Ix>()
+                + r.memory_claims.capacity() * size_of::<((u32, [u8; 32]), Option<Ix>)>()
                 + r.waiting.capacity() * size_of::<WaitOp>()
         };
         size_of::<Self>() + self.records.capacity() * size_of::<Record>() + self.records.iter().chain(self.open.as_ref()).map(record).sum::<usize>()
@@ -54,6 +56,10 @@ pub(super) struct Record {
     pub(super) content_ids: Vec<([u8; 32], Option<u32>)>,
     /// Action spans it claimed first, by (author, trace and span id).
     pub(super) action_spans: Vec<(u32, [u8; 24])>,
+    /// Memory-write actions it indexed.
+    pub(super) memory_actions: Vec<Ix>,
+    /// Records whose current claim it set, with the claim before it.
+    pub(super) memory_claims: Vec<((u32, [u8; 32]), Option<Ix>)>,
     /// What it did to the pending set, in order.
     pub(super) waiting: Vec<WaitOp>,
 }

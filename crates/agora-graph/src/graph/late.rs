@@ -159,6 +159,8 @@ impl Graph {
             let reads_beyond = match ev {
                 Event::Relate { .. } | Event::FrameInvalidate { .. } | Event::Judgment { .. } | Event::MemoryItem { .. } => true,
                 Event::Action { span, .. } => !span.is_empty(),
+                // It may become its record's current claim (the last in log order).
+                Event::Claim { sources, .. } => !sources.is_empty(),
                 _ => false,
             };
             if reads_beyond {

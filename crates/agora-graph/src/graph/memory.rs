@@ -99,7 +99,9 @@ impl Graph {
                 + self.author_index.capacity() * (size_of::<agora_core::AgentId>() + 4)
                 + self.content_ids.capacity() * (32 + size_of::<Ix>() + 1)
                 + self.content_rivals.capacity() * (32 + 4 + size_of::<Ix>() + 1)
-                + self.action_spans.capacity() * (4 + 24 + size_of::<Ix>() + 1),
+                + self.action_spans.capacity() * (4 + 24 + size_of::<Ix>() + 1)
+                + self.memory_actions.capacity() * (size_of::<Ix>() + 32 + 1)
+                + self.memory_claims.capacity() * (4 + 32 + size_of::<Ix>() + 1),
         }
     }
 }

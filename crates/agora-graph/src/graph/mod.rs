@@ -120,6 +120,13 @@ pub struct Graph {
     /// (author, an action's trace id and span id) -> the author's first
     /// action from that span, in log order (`effects.rs` `action_span`).
     action_spans: HashMap<(u32, [u8; 24]), Ix>,
+    /// A memory-write action (`create_memory`, `update_memory`) -> the key
+    /// of the record it wrote (`event::memory_record_key`).
+    memory_actions: HashMap<Ix, [u8; 32]>,
+    /// (author, record key) -> the author's last claim of that record in
+    /// log order: a claim whose first source is the author's own
+    /// memory-write action of it (`effects.rs` `index_memory_claim`).
+    memory_claims: HashMap<(u32, [u8; 32]), Ix>,
     /// The log-order key (position, then id) of the last event applied in
     /// log order: one that sorts before it is late.
     last_key: Option<Key>,
@@ -549,6 +556,16 @@ impl Graph {
         let key = crate::event::span_key(span)?;
         let author = *self.author_index.get(author)?;
         self.action_spans.get(&(author, key)).map(|&ix| self.id_at(ix))
+    }
+
+    /// The current claim of the memory record `record` that `author`'s
+    /// memory-write actions wrote: the last of its claims in log order
+    /// whose first source is one of those actions (`protocol-spec/otlp.md`,
+    /// "Memory records"). `None` when it has none.
+    pub fn memory_record_claim(&self, author: &AgentId, record: &str) -> Option<EntryId> {
+        let author = *self.author_index.get(author)?;
+        let key = crate::event::memory_record_key_of(record);
+        self.memory_claims.get(&(author, key)).map(|&ix| self.id_at(ix))
     }
 
     /// Child frames, for frames.

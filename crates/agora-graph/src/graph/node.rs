@@ -329,6 +329,11 @@ impl Node {
         self.x().redacted
     }
 
+    /// Parked by a `park` no `resume` followed, whatever status decides.
+    pub fn parked(&self) -> bool {
+        self.links.has(Mark::ParkedBy)
+    }
+
     /// Survived at least one challenge, and nothing is open against it.
     pub fn settled(&self) -> bool {
         let x = &self.links;

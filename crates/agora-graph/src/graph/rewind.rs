@@ -73,6 +73,8 @@ impl Graph {
             saved: Vec::new(),
             content_ids: Vec::new(),
             action_spans: Vec::new(),
+            memory_actions: Vec::new(),
+            memory_claims: Vec::new(),
             waiting: Vec::new(),
         };
         if let Some(j) = self.journal.as_deref_mut() {
@@ -94,6 +96,8 @@ impl Graph {
             r.waiting.shrink_to_fit();
             r.content_ids.shrink_to_fit();
             r.action_spans.shrink_to_fit();
+            r.memory_actions.shrink_to_fit();
+            r.memory_claims.shrink_to_fit();
             j.records.push_back(r);
             if j.records.len() > j.capacity {
                 j.records.pop_front();
@@ -130,6 +134,20 @@ impl Graph {
     pub(super) fn record_action_span(&mut self, author: u32, span: [u8; 24]) {
         if let Some(r) = self.journal.as_deref_mut().and_then(|j| j.open.as_mut()) {
             r.action_spans.push((author, span));
+        }
+    }
+
+    /// A memory-write action was indexed.
+    pub(super) fn record_memory_action(&mut self, ix: Ix) {
+        if let Some(r) = self.journal.as_deref_mut().and_then(|j| j.open.as_mut()) {
+            r.memory_actions.push(ix);
+        }
+    }
+
+    /// A record's current claim is about to change from `before`.
+    pub(super) fn record_memory_claim(&mut self, key: (u32, [u8; 32]), before: Option<Ix>) {
+        if let Some(r) = self.journal.as_deref_mut().and_then(|j| j.open.as_mut()) {
+            r.memory_claims.push((key, before));
         }
     }
 
@@ -193,6 +211,15 @@ impl Graph {
         }
         for key in r.action_spans {
             self.action_spans.remove(&key);
+        }
+        for ix in r.memory_actions {
+            self.memory_actions.remove(&ix);
+        }
+        for (key, before) in r.memory_claims.into_iter().rev() {
+            match before {
+                Some(ix) => self.memory_claims.insert(key, ix),
+                None => self.memory_claims.remove(&key),
+            };
         }
         for author in self.authors.drain(r.authors_len..) {
             self.author_index.remove(&author);

@@ -103,6 +103,25 @@ const CONTENT_KINDS: &[&str] = &[
     "tension",
 ];
 
+/// What a claim may derive from: content, or an action (a memory a
+/// framework wrote: `protocol-spec/otlp.md`, "Memory records").
+const CLAIM_SOURCE_KINDS: &[&str] = &[
+    "proposition",
+    "support",
+    "contradiction",
+    "refinement",
+    "synthesis",
+    "question",
+    "reframe",
+    "claim",
+    "frame_open",
+    "task",
+    "trajectory",
+    "memory_item",
+    "tension",
+    "action",
+];
+
 impl Graph {
     /// Check an event against the rules, given that all its references are known.
     /// Used for local writes (refuse) and for arrivals (mark invalid).
@@ -185,7 +204,7 @@ impl Graph {
                     None => wrong_state(target, "not parked".into()),
                 }
             }
-            Event::Claim { sources, .. } => sources.iter().zip(t).try_for_each(|(s, &ix)| self.expect(name, ix, s, CONTENT_KINDS, "a source event")),
+            Event::Claim { sources, .. } => sources.iter().zip(t).try_for_each(|(s, &ix)| self.expect(name, ix, s, CLAIM_SOURCE_KINDS, "a source event")),
             Event::Relate { from, to, relation, .. } => {
                 self.expect(name, t[0], from, CLAIM_KINDS, "a claim-like node (proposition, claim, refinement, ...)")?;
                 self.expect(name, t[1], to, CLAIM_KINDS, "a claim-like node (proposition, claim, refinement, ...)")?;
