@@ -4,7 +4,8 @@
 //! the GenAI conventions is an action signed by the agent it names, with its
 //! causal links, hashes and errors, on that node and on a peer; an unknown
 //! agent is refused, never invented; a retried request records nothing
-//! twice; bad requests are refused whole with the error shape.
+//! twice; a memory record's writes update one claim; bad requests are
+//! refused whole with the error shape.
 
 mod support;
 
@@ -237,6 +238,108 @@ fn partial_success_retries_and_bad_requests() {
     let (status, body) = api.post("application/x-protobuf", b"\xff\xff\xff\xff", true);
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("not an OTLP trace export request"), "{body}");
+}
+
+/// A framework's memory record through OTLP/JSON: created, updated in a
+/// later request, updated twice in one request, deleted, written again.
+/// Each write is a claim derived from its action, related by `update` to
+/// the record's current claim; the deletion parks it; `latest` of the
+/// first claim is the last state, on the node that took the spans and on a
+/// peer, with one view hash. A retried request records no second state.
+#[test]
+fn memory_spans_update_one_claim_per_record_on_two_nodes() {
+    let (alice, bob) = (Agent::new(), Agent::new());
+    let planner = keyring_agent(&alice.home, "planner");
+    ok(&alice.home, &["admit", "planner"]);
+    admit(&alice, &[&bob]);
+    let na = Node::start(&alice, &alice.id, &[]);
+    let nb = Node::start(&bob, &alice.id, &[&na.addr]);
+    let api = Api::of(&alice.home);
+    let memory = |span: &str, op: &str, record: &str, content: &str| {
+        json_span(
+            span,
+            None,
+            &[
+                ("gen_ai.operation.name", op),
+                ("gen_ai.agent.name", "planner"),
+                ("gen_ai.memory.store.id", "prefs"),
+                ("gen_ai.memory.record.id", record),
+                ("gen_ai.memory.content", content),
+                ("gen_ai.memory.type", "preference"),
+            ],
+        )
+    };
+    let send = |spans: Vec<Value>| {
+        let (status, body) = api.post("application/json", &json_request(spans), true);
+        assert_eq!(status, 200, "{body}");
+        let answer: Value = serde_json::from_str(&body).unwrap();
+        assert!(answer.get("partialSuccess").is_none_or(|p| p.get("rejectedSpans").is_none()), "{answer}");
+    };
+    // The claims, relations and parks in the planner's chain, in order.
+    let states = |home: &std::path::Path| -> Vec<(String, Event)> {
+        events_of(home)
+            .into_iter()
+            .filter(|(entry, e)| {
+                entry.header().author.to_string() == planner && matches!(e, Some(Event::Claim { .. } | Event::Relate { .. } | Event::Park { .. }))
+            })
+            .map(|(entry, e)| (entry.id().to_string(), e.unwrap()))
+            .collect()
+    };
+
+    send(vec![memory("00000000000000a1", "create_memory", "tea", "likes tea")]);
+    let first = states(&alice.home);
+    assert_eq!(first.len(), 1, "one claim: {first:?}");
+    let (c1, claim) = &first[0];
+    let w1 = &actions_of(&alice.home)["5b8efff798038103d269b633813fc60c/00000000000000a1"].1;
+    let Event::Claim { sources, kind, text, .. } = claim else { panic!("{claim:?}") };
+    assert_eq!((sources.iter().map(|s| s.to_string()).collect::<Vec<_>>(), *kind), (vec![w1.clone()], agora_graph::MemoryKind::Preference));
+    assert!(text.starts_with("memory record tea, contents sha256:"), "contents are not kept unless configured: {text}");
+
+    let update = memory("00000000000000a2", "update_memory", "tea", "likes green tea");
+    send(vec![update.clone()]);
+    send(vec![update]);
+    send(vec![memory("00000000000000a3", "update_memory", "tea", "likes oolong"), memory("00000000000000a4", "update_memory", "tea", "likes no tea")]);
+    send(vec![json_span(
+        "00000000000000a5",
+        None,
+        &[("gen_ai.operation.name", "delete_memory"), ("gen_ai.agent.name", "planner"), ("gen_ai.memory.record.id", "tea")],
+    )]);
+    send(vec![memory("00000000000000a6", "update_memory", "tea", "likes tea again"), memory("00000000000000b1", "create_memory", "coffee", "no coffee")]);
+
+    let all = states(&alice.home);
+    let kinds: Vec<&str> = all.iter().map(|(_, e)| e.kind_name()).collect();
+    assert_eq!(
+        kinds,
+        ["claim", "claim", "relate", "claim", "relate", "claim", "relate", "park", "claim", "relate", "claim"],
+        "a retried request records no second state: {all:?}"
+    );
+    let claims: Vec<&String> = all.iter().filter(|(_, e)| matches!(e, Event::Claim { .. })).map(|(id, _)| id).collect();
+    // Each update names the claim written before it for the record.
+    for (i, (_, e)) in all.iter().enumerate() {
+        match e {
+            Event::Relate { from, to, relation, .. } => {
+                assert_eq!(*relation, agora_graph::Relation::Update);
+                assert_eq!(&from.to_string(), &all[i - 1].0, "from the claim just written");
+                let before = claims.iter().position(|c| **c == all[i - 1].0).unwrap();
+                assert_eq!(&to.to_string(), claims[before - 1], "to the record's claim before it");
+            }
+            Event::Park { target, reason } => assert_eq!((target.to_string(), reason.as_str()), (claims[3].clone(), "delete_memory")),
+            _ => {}
+        }
+    }
+    for (node, home) in [("alice's", &alice.home), ("bob's", &bob.home)] {
+        wait_for(&format!("the record's states on {node} node"), || (states(home).len() == all.len()).then_some(()));
+        let latest = json(home, &["latest", c1]);
+        assert_eq!(latest["latest"].as_str(), Some(claims[4].as_str()), "{node}: {latest}");
+        assert_eq!(latest["status"], "active", "{node}: {latest}");
+        assert_eq!(json(home, &["status", claims[3]])["status"], "superseded", "{node}: parked, then written again");
+        assert_eq!(json(home, &["latest", claims[5]])["latest"].as_str(), Some(claims[5].as_str()), "another record: its own claim");
+    }
+    wait_for("one view hash on both nodes", || {
+        let (a, b) = (json(&alice.home, &["view-hash"]), json(&bob.home, &["view-hash"]));
+        (a["view_hash"] == b["view_hash"]).then_some(())
+    });
+    drop(nb);
 }
 
 /// What a collector on 127.0.0.1 received: each request's path, its

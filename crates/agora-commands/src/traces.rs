@@ -1,6 +1,8 @@
 //! Spans received over OTLP, recorded (`protocol-spec/otlp.md`): each
 //! planned span's action goes to the chain of the keyring agent that signs
-//! it, checked by the rules every recorded event meets, and the whole
+//! it, checked by the rules every recorded event meets, followed by the
+//! state a memory span gave its record (a claim, related by `update` to the
+//! record's current claim, or that claim parked by a deletion); the whole
 //! request is one atomic, synced write across those chains; then the
 //! reasoning moves the spans carry run as the operations they name, under
 //! the same rules as from the command line.
@@ -10,10 +12,11 @@ use crate::reasoning::check_appended_payload;
 use crate::run::OpenStore;
 use crate::session::Session;
 use agora_core::{AgentKey, EntryId};
-use agora_graph::Event;
-use agora_otlp::{ActionDraft, Plan, Planned, Refused};
+use agora_graph::{Event, Relation};
+use agora_otlp::{ActionDraft, MemoryWrite, Plan, Planned, Refused};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Mutex;
 
 /// What a request recorded.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -24,6 +27,8 @@ pub struct TraceReport {
     pub already_recorded: usize,
     /// Moves the spans carried, recorded.
     pub moves: usize,
+    /// Memory records' new states recorded: claims and the parks of deletions.
+    pub memory_states: usize,
     /// Spans (or their moves) refused, and why.
     pub refused: Vec<Refused>,
     /// Spans left out by design (no GenAI operation, no move).
@@ -67,17 +72,67 @@ pub fn is_keyring_agent(open: &OpenStore<'_>, name: &str) -> bool {
     name == agora_home::home::OWN_AGENT || open.home.agent_key_path(name).is_ok_and(|p| p.exists())
 }
 
+/// One entry of an agent's share of a request's write.
+enum Write {
+    /// A span's action, encoded.
+    Action(Vec<u8>),
+    /// A memory record's new state: a claim derived from the action at
+    /// that index of the agent's share.
+    Claim { action: usize, write: MemoryWrite },
+    /// The claim at `from` (of the share) is the new state of `to`.
+    Update { from: usize, to: Named },
+    /// A deletion: the record's current claim is parked.
+    Park { target: Named },
+}
+
+/// An event a write names: stored already, or written before it in the
+/// same share.
+#[derive(Clone, Copy)]
+enum Named {
+    Stored(EntryId),
+    Share(usize),
+}
+
+impl Write {
+    /// Its payload, given the ids of the entries before it in its share.
+    fn payload(&self, before: &[EntryId]) -> Vec<u8> {
+        let id = |n: Named| match n {
+            Named::Stored(id) => id,
+            Named::Share(i) => before[i],
+        };
+        match self {
+            Write::Action(payload) => payload.clone(),
+            Write::Claim { action, write } => Event::Claim {
+                text: write.text.clone(),
+                kind: write.kind,
+                sources: vec![before[*action]],
+                owner_scope: write.scope.clone(),
+                confirmed: false,
+                expires_at_ms: None,
+            }
+            .encode(),
+            Write::Update { from, to } => Event::Relate { from: before[*from], to: id(*to), relation: Relation::Update, reason: String::new() }.encode(),
+            Write::Park { target } => Event::Park { target: id(*target), reason: "delete_memory".into() }.encode(),
+        }
+    }
+}
+
+/// One request records at a time: a memory record's current claim is read
+/// before the write that updates it.
+static RECORDING: Mutex<()> = Mutex::new(());
+
 /// Record a request's plan on the node's open store. An error means nothing
 /// was written (the store refused the write); refusals of single spans are
 /// in the report.
 pub fn record_traces(open: &OpenStore<'_>, plan: Plan) -> anyhow::Result<TraceReport> {
+    let _one = RECORDING.lock().unwrap_or_else(|p| p.into_inner());
     let mut report = TraceReport { refused: plan.refused, ignored: plan.ignored, ..TraceReport::default() };
     let mut by_agent: BTreeMap<String, Vec<Planned>> = BTreeMap::new();
     for p in plan.planned {
         by_agent.entry(p.agent.clone()).or_default().push(p);
     }
     // Check each agent's actions; keep what will be written.
-    let mut chains: Vec<(AgentKey, Vec<Vec<u8>>, Vec<Planned>)> = Vec::new();
+    let mut chains: Vec<(AgentKey, Vec<Write>, Vec<Planned>)> = Vec::new();
     for (agent, planned) in by_agent {
         let (mut out, mut input) = (Vec::new(), std::io::empty());
         let s = Session::in_node(open.home, true, &mut out, &mut input, open.store, open.graph, open.merge, open.founder).acting_as(Some(agent.clone()));
@@ -95,30 +150,50 @@ pub fn record_traces(open: &OpenStore<'_>, plan: Plan) -> anyhow::Result<TraceRe
             refuse_all(&mut report, &planned, format!("agent {agent:?}'s chain is forked: resolve the fork before it records spans (rule own_chain_forked)"));
             continue;
         }
-        let held = recorded_spans(&s, &key, &planned)?;
+        let (held, mut current) = recorded_spans_and_records(&s, &key, &planned)?;
         let mut seen = std::collections::HashSet::new();
-        let (mut payloads, mut kept) = (Vec::new(), Vec::new());
+        let (mut writes, mut kept) = (Vec::new(), Vec::new());
         for p in planned {
             if held.contains(&p.action.span) || !seen.insert(p.action.span.clone()) {
                 report.already_recorded += 1;
                 continue;
             }
             let payload = action_event(&p.action).encode();
-            match check_appended_payload(&s, &payload) {
-                Ok(()) => {
-                    payloads.push(payload);
-                    kept.push(p);
-                }
-                Err(e) => report.refused.push(Refused { span: p.action.span.clone(), reason: format!("{e:#}") }),
+            if let Err(e) = check_appended_payload(&s, &payload) {
+                report.refused.push(Refused { span: p.action.span.clone(), reason: format!("{e:#}") });
+                continue;
             }
+            writes.push(Write::Action(payload));
+            let action = writes.len() - 1;
+            if let Some(m) = &p.memory {
+                let now = current.get(&m.record).copied().flatten();
+                match &m.write {
+                    Some(write) => {
+                        writes.push(Write::Claim { action, write: write.clone() });
+                        let claim = writes.len() - 1;
+                        if let Some((to, _)) = now {
+                            writes.push(Write::Update { from: claim, to });
+                        }
+                        current.insert(m.record.clone(), Some((Named::Share(claim), false)));
+                        report.memory_states += 1;
+                    }
+                    None => {
+                        if let Some((target, false)) = now {
+                            writes.push(Write::Park { target });
+                            current.insert(m.record.clone(), Some((target, true)));
+                            report.memory_states += 1;
+                        }
+                    }
+                }
+            }
+            kept.push(p);
         }
-        if !payloads.is_empty() {
-            chains.push((key, payloads, kept));
+        if !writes.is_empty() {
+            chains.push((key, writes, kept));
         }
     }
-    let batch: Vec<(&AgentKey, Vec<&[u8]>)> = chains.iter().map(|(k, payloads, _)| (k, payloads.iter().map(Vec::as_slice).collect())).collect();
-    let batch: Vec<(&AgentKey, &[&[u8]])> = batch.iter().map(|(k, p)| (*k, p.as_slice())).collect();
-    open.store.append_chains(&batch, crate::args::now_ms())?;
+    let shares: Vec<(&AgentKey, usize)> = chains.iter().map(|(k, writes, _)| (k, writes.len())).collect();
+    open.store.append_chains_with(&shares, crate::args::now_ms(), |chain, before| chains[chain].1[before.len()].payload(before))?;
     // The moves, in order, by the agent whose span carried them.
     let operations = catalog();
     for (_, _, kept) in &chains {
@@ -152,8 +227,24 @@ pub fn record_traces(open: &OpenStore<'_>, plan: Plan) -> anyhow::Result<TraceRe
     Ok(report)
 }
 
-/// The spans among `planned` this agent has recorded already.
-fn recorded_spans(s: &Session<'_>, key: &AgentKey, planned: &[Planned]) -> anyhow::Result<std::collections::HashSet<String>> {
+/// The current claim of each memory record (with whether it is parked),
+/// `None` for a record with none yet.
+type Records = HashMap<String, Option<(Named, bool)>>;
+
+/// The spans among `planned` this agent has recorded already, and the
+/// records they name as the graph holds them.
+fn recorded_spans_and_records(s: &Session<'_>, key: &AgentKey, planned: &[Planned]) -> anyhow::Result<(HashSet<String>, Records)> {
     let author = key.agent_id();
-    s.with_graph(|_, graph| Ok(planned.iter().filter(|p| graph.action_of_span(&author, &p.action.span).is_some()).map(|p| p.action.span.clone()).collect()))
+    s.with_graph(|_, graph| {
+        let held = planned.iter().filter(|p| graph.action_of_span(&author, &p.action.span).is_some()).map(|p| p.action.span.clone()).collect();
+        let records = planned
+            .iter()
+            .filter_map(|p| p.memory.as_ref())
+            .map(|m| {
+                let claim = graph.memory_record_claim(&author, &m.record);
+                (m.record.clone(), claim.map(|id| (Named::Stored(id), graph.node(&id).is_some_and(|n| n.parked()))))
+            })
+            .collect();
+        Ok((held, records))
+    })
 }

@@ -21,4 +21,4 @@ mod plan;
 
 pub use decode::{DecodeError, Encoding, REQUEST_BYTES_MAX, SPANS_PER_REQUEST_MAX, decode, encode_response, response};
 pub use opentelemetry_proto::tonic::collector::trace::v1::{ExportTraceServiceRequest, ExportTraceServiceResponse};
-pub use plan::{ActionDraft, FIELD_BYTES_MAX, Mapping, MoveDraft, Plan, Planned, Refused, TEXT_BYTES_MAX, plan};
+pub use plan::{ActionDraft, FIELD_BYTES_MAX, Mapping, MemoryDraft, MemoryWrite, MoveDraft, Plan, Planned, Refused, TEXT_BYTES_MAX, plan};

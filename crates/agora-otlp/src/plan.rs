@@ -2,7 +2,8 @@
 //! its action, and the reasoning move it carries, if any. The table this
 //! code follows is `protocol-spec/otlp.md`.
 
-use agora_graph::event::{OPERATION_BYTES_MAX, check_operation};
+use agora_graph::MemoryKind;
+use agora_graph::event::{MEMORY_WRITE_OPERATIONS, OPERATION_BYTES_MAX, check_operation};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use opentelemetry_proto::tonic::trace::v1::{Span, status::StatusCode};
@@ -71,6 +72,29 @@ pub struct MoveDraft {
     pub input: Map<String, Value>,
 }
 
+/// What a span did to one memory record, recorded as the record's claim
+/// (`protocol-spec/otlp.md`, "Memory records").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryDraft {
+    /// The record's id (`gen_ai.memory.record.id`, else `gen_ai.memory.id`):
+    /// also the action's name.
+    pub record: String,
+    /// A write's new state, or `None` for a deletion.
+    pub write: Option<MemoryWrite>,
+}
+
+/// A memory record's state as a write left it: the claim's fields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryWrite {
+    /// The record's contents (`gen_ai.memory.content`) when contents are
+    /// kept, else the record named with its contents' SHA-256.
+    pub text: String,
+    /// `gen_ai.memory.type` when it names a memory kind, else episodic.
+    pub kind: MemoryKind,
+    /// `gen_ai.memory.scope`, or empty.
+    pub scope: String,
+}
+
 /// One span's record.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Planned {
@@ -80,6 +104,8 @@ pub struct Planned {
     pub action: ActionDraft,
     /// The move it carries.
     pub carried_move: Option<MoveDraft>,
+    /// The memory record it wrote or deleted, when it names one.
+    pub memory: Option<MemoryDraft>,
     /// When the span started (ns since the epoch): the order of records.
     pub start_ns: u64,
 }
@@ -185,6 +211,7 @@ fn plan_span(
         None => None,
         Some(op) => Some(MoveDraft { operation: op.to_string(), input: move_input(attrs)? }),
     };
+    let memory = memory_of(operation, attrs, mapping.keep_contents, input_hash.as_ref())?;
     let action = ActionDraft {
         operation: operation.to_string(),
         name: name.to_string(),
@@ -197,7 +224,36 @@ fn plan_span(
         text,
         error,
     };
-    Ok(Some(Planned { agent, action, carried_move, start_ns: span.start_time_unix_nano }))
+    Ok(Some(Planned { agent, action, carried_move, memory, start_ns: span.start_time_unix_nano }))
+}
+
+/// The attributes that name a memory record, first found.
+const RECORD_KEYS: &[&str] = &["gen_ai.memory.record.id", "gen_ai.memory.id"];
+
+/// What a memory span did to the record it names: a write
+/// (`create_memory`, `update_memory`) or a deletion (`delete_memory`). A
+/// span naming no record (a store's operation, a search) records none.
+fn memory_of(operation: &str, attrs: &[KeyValue], keep_contents: bool, contents_hash: Option<&[u8; 32]>) -> Result<Option<MemoryDraft>, String> {
+    let deletes = operation == "delete_memory";
+    if !deletes && !MEMORY_WRITE_OPERATIONS.contains(&operation) {
+        return Ok(None);
+    }
+    let Some(record) = RECORD_KEYS.iter().find_map(|k| text_attr(attrs, k)).filter(|r| !r.is_empty()) else { return Ok(None) };
+    if deletes {
+        return Ok(Some(MemoryDraft { record: record.to_string(), write: None }));
+    }
+    let scope = text_attr(attrs, "gen_ai.memory.scope").unwrap_or("");
+    if scope.len() > FIELD_BYTES_MAX {
+        return Err(format!("gen_ai.memory.scope is {} bytes, more than {FIELD_BYTES_MAX}", scope.len()));
+    }
+    let kind = text_attr(attrs, "gen_ai.memory.type").and_then(|t| MemoryKind::ALL.into_iter().find(|k| k.name() == t)).unwrap_or(MemoryKind::Episodic);
+    let contents = keep_contents.then(|| first_value(attrs, &["gen_ai.memory.content"])).flatten();
+    let text = match (contents, contents_hash) {
+        (Some(c), _) => cut(&c, TEXT_BYTES_MAX).to_string(),
+        (None, Some(h)) => format!("memory record {record}, contents sha256:{}", hex::encode(h)),
+        (None, None) => format!("memory record {record}"),
+    };
+    Ok(Some(MemoryDraft { record: record.to_string(), write: Some(MemoryWrite { text, kind, scope: scope.to_string() }) }))
 }
 
 /// The attributes whose value is what went in, first found.
@@ -214,7 +270,7 @@ fn name_of<'a>(operation: &str, attrs: &'a [KeyValue]) -> Option<&'a str> {
         "chat" | "text_completion" | "generate_content" | "embeddings" => &["gen_ai.request.model", "gen_ai.response.model"],
         "handoff" => &["agora.handoff.to", "gen_ai.agent.name"],
         "retrieval" => &["gen_ai.data_source.id"],
-        op if op.ends_with("_memory") || op.ends_with("_memory_store") => &["gen_ai.memory.id", "gen_ai.memory.store.id"],
+        op if op.ends_with("_memory") || op.ends_with("_memory_store") => &["gen_ai.memory.record.id", "gen_ai.memory.id", "gen_ai.memory.store.id"],
         _ => &["agora.name", "gen_ai.tool.name", "gen_ai.agent.name"],
     };
     keys.iter().find_map(|k| text_attr(attrs, k))

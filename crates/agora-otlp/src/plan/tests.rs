@@ -201,3 +201,42 @@ fn json_requests_read_like_protobuf_ones() {
     assert_eq!(p.planned[0].agent, "planner");
     assert_eq!(p.planned[0].start_ns, 1_700_000_000_000_000_000);
 }
+
+#[test]
+fn a_memory_span_names_its_record_and_the_state_it_wrote() {
+    let write = |id: u8, op: &str, extra: Vec<KeyValue>| {
+        let mut attrs = vec![kv("gen_ai.operation.name", op), kv("gen_ai.agent.name", "planner"), kv("gen_ai.memory.store.id", "store-1")];
+        attrs.extend(extra);
+        span(id, None, u64::from(id), attrs)
+    };
+    let spans = vec![
+        write(1, "update_memory", vec![kv("gen_ai.memory.record.id", "r1"), kv("gen_ai.memory.content", "likes tea"), kv("gen_ai.memory.type", "preference")]),
+        write(2, "create_memory", vec![kv("gen_ai.memory.id", "r2"), kv("gen_ai.memory.content", "x"), kv("gen_ai.memory.scope", "user:ann")]),
+        write(3, "delete_memory", vec![kv("gen_ai.memory.record.id", "r1")]),
+        // A store's operation and a search name no record: actions only.
+        write(4, "update_memory", vec![]),
+        write(5, "search_memory", vec![kv("gen_ai.memory.record.id", "r1"), kv("gen_ai.memory.query", "tea")]),
+        write(6, "create_memory", vec![kv("gen_ai.memory.record.id", "r3"), kv("gen_ai.memory.type", "not a kind")]),
+    ];
+    let p = plan(&request(None, spans.clone()), &Mapping::default(), &keyring);
+    assert!(p.refused.is_empty(), "{:?}", p.refused);
+    let names: Vec<&str> = p.planned.iter().map(|x| x.action.name.as_str()).collect();
+    assert_eq!(names, ["r1", "r2", "r1", "store-1", "r1", "r3"], "the record id names the action, else the store's");
+    let m: Vec<Option<&MemoryDraft>> = p.planned.iter().map(|x| x.memory.as_ref()).collect();
+    let first = m[0].unwrap().write.as_ref().unwrap();
+    assert_eq!(m[0].unwrap().record, "r1");
+    assert_eq!(first.kind, MemoryKind::Preference);
+    let hash = hex::encode(Sha256::digest(b"likes tea"));
+    assert_eq!(first.text, format!("memory record r1, contents sha256:{hash}"), "contents are left out unless kept");
+    assert_eq!(m[1].unwrap().write.as_ref().unwrap().scope, "user:ann");
+    assert_eq!(m[1].unwrap().write.as_ref().unwrap().kind, MemoryKind::Episodic);
+    assert_eq!(m[2], Some(&MemoryDraft { record: "r1".into(), write: None }));
+    assert_eq!((m[3], m[4]), (None, None));
+    assert_eq!(m[5].unwrap().write.as_ref().unwrap().kind, MemoryKind::Episodic, "a type that names no kind");
+    let kept = plan(&request(None, spans), &Mapping { keep_contents: true, ..Mapping::default() }, &keyring);
+    assert_eq!(kept.planned[0].memory.as_ref().unwrap().write.as_ref().unwrap().text, "likes tea");
+    // A scope over the bound refuses the span.
+    let long = write(7, "create_memory", vec![kv("gen_ai.memory.record.id", "r4"), kv("gen_ai.memory.scope", &"s".repeat(FIELD_BYTES_MAX + 1))]);
+    let refused = plan(&request(None, vec![long]), &Mapping::default(), &keyring);
+    assert!(refused.refused[0].reason.contains("gen_ai.memory.scope"), "{:?}", refused.refused);
+}
