@@ -323,7 +323,7 @@ fn both_keys_lost_the_founder_recovers_and_the_owner_writes_on_under_the_new_key
     let drawn = json(o, &["key", "new", "--out", key_file.to_str().unwrap()]);
     let new_key = drawn["public_key"].as_str().unwrap().to_string();
     assert_eq!(std::fs::metadata(&key_file).unwrap().permissions().mode() & 0o777, 0o600);
-    refused_with(o, &["key", "recover", &owner.id, "--after", &vouched, "--key", &new_key], "founder_only");
+    refused_with(o, &["key", "recover", &owner.id, "--after", &vouched, "--key", &new_key], "admins_only");
     refused_with(f, &["key", "recover", &founder.id, "--after", &vouched, "--key", &new_key], "not_agents_entry");
     refused_with(f, &["key", "recover", &owner.id, "--after", &vouched, "--key", &owner.id], "recover_key_is_author");
     let bound = json(f, &["key", "recover", &owner.id, "--after", &vouched, "--key", &new_key, "--note", "laptop stolen with both keys"]);
@@ -418,4 +418,80 @@ fn a_recover_entry_without_a_binding_counts_nowhere_and_is_not_replicated() {
         assert!(!String::from_utf8_lossy(&out.stdout).contains("excluded"), "bound, it counts: {}", String::from_utf8_lossy(&out.stdout));
     }
     wait_for("the same view on both nodes", || (view_hash(f) == view_hash(b)).then_some(()));
+}
+
+/// Issues 41, items 3 and 4, by a quorum: the founder names three admins,
+/// two of whom must act. The owner's keys are lost; one admin's vote to
+/// recover it changes nothing (the roster binds no key, the owner cannot
+/// take over, a recover entry signed by the new key is not fetched); the
+/// second admin's identical vote (its note differs) binds the key on every
+/// node, the owner takes over and writes on under it, and the founder's and
+/// the owner's nodes count the same entries.
+#[test]
+fn two_of_three_admins_recover_an_agent_and_one_alone_changes_nothing() {
+    let (founder, owner, a, b, c) = (Agent::new(), Agent::new(), Agent::new(), Agent::new(), Agent::new());
+    let (f, o) = (&founder.home, &owner.home);
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    admit(&founder, &[&owner, &a, &b]);
+    // The checks before writing, each with its rule.
+    refused_with(f, &["admins", &a.id, &c.id, "--threshold", "2"], "admin_not_member");
+    refused_with(f, &["admins", &a.id, &b.id, "--threshold", "3"], "admins_threshold");
+    refused_with(f, &["admins", &a.id, &founder.id, "--threshold", "1"], "admins_founder");
+    admit(&founder, &[&c]);
+    let named = json(f, &["admins", &a.id, &b.id, &c.id, "--threshold", "2", "--note", "on call"]);
+    assert_eq!((named["admins"].as_array().map(Vec::len), named["threshold"].as_u64()), (Some(3), Some(2)), "{named}");
+    let vouched = id_of(&json(o, &["propose", "Mine, before the laptop was lost"]));
+
+    let nf = Node::start(&founder, &founder.id, &[]);
+    let no = Node::start(&owner, &founder.id, &[&nf.addr]);
+    let na = Node::start(&a, &founder.id, &[&nf.addr]);
+    let nb = Node::start(&b, &founder.id, &[&nf.addr]);
+    for (node, who) in [(&na, &a), (&nb, &b)] {
+        wait_for("the admin set and the owner's entry on an admin's node", || {
+            let roster = json(&who.home, &["roster"]);
+            (roster["admins"].as_array().is_some_and(|x| x.len() == 3) && node.holds(&vouched)).then_some(())
+        });
+    }
+    let key_file = dir.join("new.key");
+    let new_key = json(o, &["key", "new", "--out", key_file.to_str().unwrap()])["public_key"].as_str().unwrap().to_string();
+    refused_with(&owner.home, &["admins", &a.id, "--threshold", "1"], "founder_only");
+
+    // One admin alone: a vote, no binding.
+    let first = json(&a.home, &["key", "recover", &owner.id, "--after", &vouched, "--key", &new_key, "--note", "owner called: laptop lost"]);
+    assert_eq!((first["vote"]["voters"].as_u64(), first["vote"]["outcome"].as_str()), (Some(1), Some("short")), "{first}");
+    let first_vote = id_of(&first);
+    wait_for("the first vote on every node", || [&nf, &no, &nb].iter().all(|n| n.holds(&first_vote)).then_some(()));
+    for h in [f, o] {
+        let roster = json(h, &["roster"]);
+        assert!(member_of(&roster, &owner.id)["recoveries"].as_array().unwrap().is_empty(), "one admin of two bound a key: {roster}");
+        assert_eq!(roster["votes"][0]["outcome"], "short", "{roster}");
+    }
+    refused_with(o, &["key", "take-over", "--key", key_file.to_str().unwrap()], "not_bound");
+    let hash_before = view_hash(f);
+
+    // The second admin: the same act, another note. It binds everywhere.
+    let second = json(&b.home, &["key", "recover", &owner.id, "--after", &vouched, "--key", &new_key, "--note", "confirmed"]);
+    assert_eq!((second["vote"]["voters"].as_u64(), second["vote"]["outcome"].as_str()), (Some(2), Some("applied")), "{second}");
+    let second_vote = id_of(&second);
+    for h in [f, o] {
+        wait_for("the binding on the founder's and the owner's nodes", || {
+            member_of(&json(h, &["roster"]), &owner.id)["recoveries"].as_array().is_some_and(|r| !r.is_empty()).then_some(())
+        });
+    }
+    let taken = json(o, &["key", "take-over", "--key", key_file.to_str().unwrap()]);
+    assert_eq!((taken["event"].as_str(), taken["key"].as_str()), (Some("recover"), Some(new_key.as_str())), "{taken}");
+    let recovery = taken["entry"].as_str().unwrap().to_string();
+    let after = id_of(&json(o, &["propose", "The owner, under the key the admins bound"]));
+    wait_for("the owner's new entries on the founder's node", || [&recovery, &after].iter().all(|id| nf.holds(id)).then_some(()));
+    let by = first_vote.clone().min(second_vote.clone());
+    let reads = |h: &std::path::Path| {
+        assert_eq!(json(h, &["status", &after])["signed_by"], new_key.as_str());
+        let member = member_of(&json(h, &["roster"]), &owner.id);
+        assert_eq!((member["current_key"].as_str(), member["recoveries"][0]["bound_by"].as_str()), (Some(new_key.as_str()), Some(by.as_str())), "{member}");
+        assert_eq!(member["recoveries"][0]["entry"], recovery.as_str(), "{member}");
+        view_hash(h)
+    };
+    wait_for("the same view on both nodes", || (reads(f) == reads(o)).then_some(()));
+    assert_ne!(view_hash(f), hash_before, "the owner's new entries count");
 }

@@ -278,6 +278,7 @@ pub const OPERATIONS: &[&str] = &[
     "orphans",
     "admit",
     "remove",
+    "admins",
     "roster",
     "key_rotate",
     "key_revoke",

@@ -164,10 +164,11 @@ fn print_key_event(
     Ok(ExitCode::SUCCESS)
 }
 
-/// A recovery the founder wrote (`protocol-spec/roster.md`, `recover`).
+/// A recovery the founder wrote, or an admin's vote for one
+/// (`protocol-spec/roster.md`, `recover`).
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
 pub struct RecoveryRecorded {
-    /// The founder's roster entry that binds the recovery.
+    /// The roster entry: the founder's that binds the recovery, or an admin's vote.
     pub id: String,
     /// Its seq in the founder's chain.
     pub seq: u64,
@@ -179,11 +180,15 @@ pub struct RecoveryRecorded {
     pub last_seq: u64,
     /// The key granted (public key, hex).
     pub key: String,
+    /// For an admin's vote: where its quorum stands (null for the founder's).
+    #[serde(default)]
+    pub vote: Option<crate::membership::VoteCount>,
 }
 
 /// `agora key recover AGENT --after ENTRY --key KEY`: the founder binds
-/// AGENT, whose keys are both lost, to KEY after ENTRY (roster.md, the
-/// founder alone is the roster's authority).
+/// AGENT, whose keys are both lost, to KEY after ENTRY; an admin writes
+/// the same event as its vote, which binds once a quorum wrote it
+/// (roster.md).
 fn recover(s: &Session, agent_text: &str, after: &str, key_text: &str, note: String) -> Result<ExitCode> {
     let agent = crate::agents::agent_by_name_or_id(s, agent_text, "the agent to recover")?;
     let key = crate::args::agent_id(key_text, "the new key (64 hex, as `agora key new` prints it)")?;
@@ -194,15 +199,9 @@ fn recover(s: &Session, agent_text: &str, after: &str, key_text: &str, note: Str
         _ => return Err(refused("not_agents_entry", format!("{head} is not an entry of {agent}'s chain held here"))),
     };
     let event = agora_roster::RosterEvent::Recover { agent, last_seq, head, key, note };
-    if let Err(e) = event.check_local(&s.founder()?) {
-        let rule = match e {
-            agora_roster::RosterError::RecoverFounder => "recover_founder",
-            agora_roster::RosterError::RecoverKeyIsAuthor => "recover_key_is_author",
-            _ => "limit",
-        };
-        return Err(refused(rule, e.to_string()));
-    }
+    event.check_local(&s.founder()?).map_err(|e| crate::membership::refused_roster(&e))?;
     let entry = crate::membership::write_event(s, &event)?;
+    let vote = crate::membership::vote_count(s, &entry, &event)?;
     let answer = RecoveryRecorded {
         id: entry.id().to_string(),
         seq: entry.header().seq,
@@ -210,12 +209,17 @@ fn recover(s: &Session, agent_text: &str, after: &str, key_text: &str, note: Str
         boundary: head.to_string(),
         last_seq,
         key: key.to_string(),
+        vote,
     };
-    s.print(&answer, || {
-        format!(
+    s.print(&answer, || match &answer.vote {
+        Some(v) if v.outcome != "applied" => format!(
+            "{}: a vote to bind {} to the key {} after {} (seq {}): {} of {} admins ({})",
+            answer.id, answer.agent, answer.key, answer.boundary, answer.last_seq, v.voters, v.threshold, v.outcome
+        ),
+        _ => format!(
             "{}: {} is bound to the key {} after {} (seq {}); its owner takes over with `agora key take-over --key FILE`",
             answer.id, answer.agent, answer.key, answer.boundary, answer.last_seq
-        )
+        ),
     })?;
     Ok(ExitCode::SUCCESS)
 }
@@ -240,7 +244,10 @@ fn take_over(s: &Session, file: &Path) -> Result<ExitCode> {
         [] => {
             return Err(refused(
                 "not_bound",
-                format!("the roster binds the key {} to no agent (as its last recovery): the founder runs `agora key recover`", granted.public_key()),
+                format!(
+                    "the roster binds the key {} to no agent (as its last recovery): the founder, or a quorum of its admins, runs `agora key recover`",
+                    granted.public_key()
+                ),
             ));
         }
         _ => return Err(refused("bound_twice", format!("the roster binds the key {} to several agents", granted.public_key()))),

@@ -80,15 +80,12 @@ impl GraphCache {
         // A changed payload (filled in, redacted) changes an event's meaning
         // or makes it known; a founder entry may change the roster, whose
         // cut-offs decide which entries count: replay on the next read.
-        // Only the founder's roster events (or an entry of the founder's
-        // whose payload is not known, which may be one) and a fork of the
-        // founder's chain (which freezes the roster) change the roster: the
-        // founder's reasoning moves are applied in place like anyone's.
-        let roster_may_change = notice
-            .entries
-            .iter()
-            .any(|(e, payload)| e.header().author == self.founder && payload.as_deref().is_none_or(agora_roster::RosterEvent::is_roster_payload))
-            || notice.forks.iter().any(|(author, _)| *author == self.founder)
+        // Only the founder's and its admins' roster events (or an entry of
+        // theirs whose payload is not known, which may be one) and a fork of
+        // their chains (which freezes the roster, or an admin's votes)
+        // change the roster: their reasoning moves are applied in place
+        // like anyone's.
+        let roster_may_change = agora_merge::roster_may_change_by(|a| roster.is_authority(a), &notice.entries, notice.forks.iter().map(|(a, _)| a))
             // The head of a removed agent's pinned history: which of its
             // entries count changes (`Roster::resolve_pins`).
             || (roster.pins_waiting().next().is_some() && notice.entries.iter().any(|(e, _)| roster.pins_waiting().any(|h| *h == e.id())))

@@ -39,8 +39,18 @@ pub fn roster_may_change<'a>(
     entries: impl IntoIterator<Item = &'a (SignedEntry, Option<Vec<u8>>)>,
     fork_authors: impl IntoIterator<Item = &'a AgentId>,
 ) -> bool {
-    entries.into_iter().any(|(e, payload)| e.header().author == *founder && payload.as_deref().is_none_or(RosterEvent::is_roster_payload))
-        || fork_authors.into_iter().any(|a| a == founder)
+    roster_may_change_by(|a| a == founder, entries, fork_authors)
+}
+
+/// [`roster_may_change`] for the chains whose roster events count: the
+/// founder's and its admins' (`Roster::is_authority`).
+pub fn roster_may_change_by<'a>(
+    authority: impl Fn(&AgentId) -> bool,
+    entries: impl IntoIterator<Item = &'a (SignedEntry, Option<Vec<u8>>)>,
+    fork_authors: impl IntoIterator<Item = &'a AgentId>,
+) -> bool {
+    entries.into_iter().any(|(e, payload)| authority(&e.header().author) && payload.as_deref().is_none_or(RosterEvent::is_roster_payload))
+        || fork_authors.into_iter().any(authority)
 }
 
 /// May a committed write change what an author's key events leave out
@@ -92,6 +102,11 @@ pub fn plan_update<E: From<VerifyError>>(
     if key_bounds_may_change(roster, &entries, &forks) {
         return Ok(Feed::Rebuild);
     }
+    // An admin's vote, or a fork of its chain (the founder's are found by
+    // the caller before queueing): the roster may change.
+    if !roster.admins.is_empty() && roster_may_change_by(|a| roster.admins.contains(a), &entries, &forks) {
+        return Ok(Feed::Rebuild);
+    }
     let mut update = LiveUpdate::default();
     for (signed, payload) in entries {
         let h = signed.header();
@@ -108,8 +123,8 @@ pub fn plan_update<E: From<VerifyError>>(
         update.changed.extend(author);
     }
     update.changed.extend(forks);
-    if update.changed.contains(founder) {
-        // A founder's payload changed: it may be a roster event.
+    if update.changed.contains(founder) || update.changed.iter().any(|a| roster.admins.contains(a)) {
+        // A payload of the founder's or an admin's changed: it may be a roster event.
         return Ok(Feed::Rebuild);
     }
     Ok(Feed::Apply(update))

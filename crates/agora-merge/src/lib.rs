@@ -42,7 +42,7 @@ pub mod rules;
 mod views;
 
 pub use check::ResolutionPlan;
-pub use feed::{Feed, key_bounds_may_change, plan_update, roster_may_change};
+pub use feed::{Feed, key_bounds_may_change, plan_update, roster_may_change, roster_may_change_by};
 pub use input::{InputError, MergeEntry, decode_fork_proof};
 pub use live::{CONSENSUS_CACHED_MAX, ChainInput, LiveApplied, LiveMemory, LiveMerge, LiveUpdate, ViewChain};
 pub use live_merged_graph::{LiveMergedGraph, MergedGraphPlan};

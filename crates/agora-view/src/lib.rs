@@ -15,7 +15,7 @@ use agora_core::verify::{VerifyError, verify_link, verify_payload, verify_signat
 use agora_core::{AgentId, EntryId, ForkProof, Payload, SignedEntry};
 use agora_graph::{Graph, LogEvent, LogPosition};
 use agora_merge::MergeEntry;
-use agora_roster::{FounderEntry, Roster, RosterEvent};
+use agora_roster::{AdminEntry, FounderEntry, Roster, RosterEvent};
 use agora_store::{PayloadState, Store, StoreError};
 
 pub mod scratch;
@@ -266,13 +266,34 @@ pub fn display_name(store: &Store, roster: &Roster, agent: &AgentId) -> Result<O
 /// Longest display name kept, in bytes.
 pub const DISPLAY_NAME_MAX: usize = 64;
 
-/// The roster of the workspace whose founder is `founder`, from the store.
+/// The roster of the workspace whose founder is `founder`, from the store:
+/// the founder's chain, then the chains of the admins it names (their votes,
+/// `protocol-spec/roster.md`).
+pub fn derive_roster(store: &Store, founder: AgentId) -> Result<Roster, StoreError> {
+    let kept = roster_entries(store, &founder)?;
+    let founder_entries = || kept.iter().map(|(seq, id, p)| FounderEntry { seq: *seq, id: *id, content: p.as_content() });
+    let admins = Roster::derive(founder, founder_entries()).admins;
+    let mut votes = Vec::new();
+    for admin in &admins {
+        votes.extend(roster_entries(store, admin)?.into_iter().map(|(seq, id, p)| (*admin, seq, id, p)));
+    }
+    let mut roster = Roster::derive_with_votes(
+        founder,
+        founder_entries(),
+        votes.iter().map(|(author, seq, id, p)| AdminEntry { author: *author, seq: *seq, id: *id, content: p.as_content() }),
+    );
+    resolve_pins(store, &mut roster)?;
+    bound_keys(store, &mut roster)?;
+    Ok(roster)
+}
+
+/// What of `author`'s chain can change the roster, in (seq, id) order.
 ///
 /// Only what can change the roster is kept while the chain is read (roster
 /// payloads and residues, entries whose meaning is unknown, and the entries
-/// of a forked seq), so memory stays small however long the founder's chain
-/// is; other entries are passed on as raw only where needed to show a fork.
-pub fn derive_roster(store: &Store, founder: AgentId) -> Result<Roster, StoreError> {
+/// of a forked seq), so memory stays small however long the chain is;
+/// other entries are passed on as raw only where needed to show a fork.
+fn roster_entries(store: &Store, author: &AgentId) -> Result<Vec<(u64, EntryId, Payload)>, StoreError> {
     // Whether an entry can matter to the roster by itself.
     fn can_matter(p: &Payload) -> bool {
         p.meaning().is_none_or(|b| !b.is_empty())
@@ -281,7 +302,7 @@ pub fn derive_roster(store: &Store, founder: AgentId) -> Result<Roster, StoreErr
     // The previous entry (entries come in (seq, id) order), kept aside until
     // it is known whether a second entry shares its seq.
     let mut prev: Option<(u64, EntryId, Payload)> = None;
-    store.for_each_entry(Some(&founder), |e| {
+    store.for_each_entry(Some(author), |e| {
         let (seq, id) = (e.signed.header().seq, e.signed.id());
         // Anything that is not a roster event reads as an empty (raw) payload.
         let payload = match known(e.payload) {
@@ -302,10 +323,7 @@ pub fn derive_roster(store: &Store, founder: AgentId) -> Result<Roster, StoreErr
     {
         kept.push(p);
     }
-    let mut roster = Roster::derive(founder, kept.iter().map(|(seq, id, p)| FounderEntry { seq: *seq, id: *id, content: p.as_content() }));
-    resolve_pins(store, &mut roster)?;
-    bound_keys(store, &mut roster)?;
-    Ok(roster)
+    Ok(kept)
 }
 
 /// What key events leave out (`Roster::bound_keys`, `protocol-spec/keys.md`).

@@ -257,7 +257,8 @@ class RosterRecorded(TypedDict):
 class RecoveryRow(TypedDict):
     """A recovery the roster binds (both keys lost): the agent's last
     legitimate entry (``boundary``, at ``last_seq``), the ``key`` granted, the
-    founder's entry that binds it, and the recover entry once held."""
+    founder's entry that binds it (or a quorum's first vote), and the recover
+    entry once held."""
 
     boundary: str
     last_seq: int
@@ -287,14 +288,27 @@ class _Roster(TypedDict):
     members: list[Member]
 
 
+class VoteRow(TypedDict):
+    """An act admins voted for (a removal or a recovery): the votes of the
+    admins in force, and ``outcome``: ``short``, ``applied`` or ``conflict``."""
+
+    act: str
+    voters: list[str]
+    outcome: str
+
+
 class Roster(_Roster, total=False):
-    """``roster``: the workspace's members, derived from the founder's chain."""
+    """``roster``: the workspace's members, derived from the founder's chain
+    and its ``admins``' votes (``threshold`` of them make a quorum)."""
 
     removed: list[dict[str, Any]]
     frozen_at_fork_seq: int | None
     pending_at_seq: int | None
     cut_off: list[dict[str, Any]]
     skipped: list[dict[str, Any]]
+    admins: list[str]
+    threshold: int
+    votes: list[VoteRow]
 
 
 class KeyEventRow(TypedDict):

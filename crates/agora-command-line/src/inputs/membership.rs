@@ -10,9 +10,13 @@ use serde::Deserialize;
 pub enum MembershipCommand {
     /// Admit an agent to this workspace (founder only): <agent> ["note"].
     Admit(Admit),
-    /// Remove an agent from this workspace (founder only): <agent> ["reason"].
+    /// Remove an agent from this workspace (the founder, or an admin's
+    /// vote): <agent> ["reason"] [--at ENTRY].
     Remove(Remove),
-    /// The workspace roster, derived from the founder's chain.
+    /// Name the workspace's admins and how many make a quorum (founder
+    /// only): <agent>... --threshold K. None with --threshold 0.
+    Admins(AdminsSet),
+    /// The workspace roster, derived from the founder's chain and its admins' votes.
     Roster,
 }
 
@@ -64,4 +68,24 @@ pub struct Remove {
     #[arg(default_value = "")]
     #[serde(default)]
     pub reason: String,
+    /// The agent's last entry that stays (id or prefix); default: its tip here.
+    #[arg(long)]
+    #[serde(default)]
+    pub at: Option<String>,
+}
+
+/// Name the workspace's admins.
+#[derive(Args, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct AdminsSet {
+    /// The admins (ids or keyring names), each a member; none to name none.
+    #[serde(default)]
+    pub admins: Vec<String>,
+    /// How many admins must write the same removal or recovery (1 to their number; 0 with none).
+    #[arg(long)]
+    pub threshold: u64,
+    /// Why, at most 1,024 bytes.
+    #[arg(long, default_value = "")]
+    #[serde(default)]
+    pub note: String,
 }

@@ -13,7 +13,7 @@ use crate::chain_cmds::{
 use crate::cli::{ChainCommand, Command, FrameCommand, FrameMove, MembershipCommand, MergeCommand, ReadCommand, ReasoningCommand, RecordCommand, TaskCommand};
 use crate::ingest::Ingested;
 use crate::keys::{KeyEventAnswer, KeyHistoryAnswer, RecoveryRecorded};
-use crate::membership::{RosterAnswer, RosterRecorded};
+use crate::membership::{AdminsRecorded, RosterAnswer, RosterRecorded};
 use crate::merge_cmds::{AuditAnswer, ConsensusAnswer, DisputesAnswer, PerspectiveAnswer, ViewHashAnswer};
 use crate::reasoning::{
     self as r, ActionAnswer, Contested, Decision, GraphAnswer, HistoryAnswer, LatestAnswer, ListedNode, SearchAnswer, StatusAnswer, TraceAnswer,
@@ -437,7 +437,7 @@ pub fn catalog() -> Vec<Operation> {
             "Recover an agent whose keys are lost",
             Append,
             RecoveryRecorded,
-            "Founder only: bind `agent`, both keys lost, to the new public key `key` after `after`, its last legitimate entry; nothing else after it counts."
+            "Founder, or an admin's vote: bind `agent`, both keys lost, to the new public key `key` after `after`, its last legitimate entry; nothing else after it counts."
         ),
         Operation {
             name: "export",
@@ -513,7 +513,15 @@ pub fn catalog() -> Vec<Operation> {
             "Remove an agent",
             Append,
             RosterRecorded,
-            "Remove an agent from this workspace (the founder only): its entries up to the highest seq held here stay admitted, later ones are admitted nowhere."
+            "Remove an agent from this workspace (the founder, or an admin's vote): its chain up to `at` (default: its tip here) stays admitted, nothing else."
+        ),
+        tool!(
+            "admins",
+            |i: AdminsSet| Command::Membership(MembershipCommand::Admins(i)),
+            "Name the admins",
+            Append,
+            AdminsRecorded,
+            "Founder only: name the admins, `threshold` of whom together may remove or recover an agent."
         ),
         tool!(
             "roster",
@@ -539,7 +547,7 @@ pub const fn group_of(name: &str) -> Group {
         b"claim" | b"relate" | b"confirm" | b"orphans" => Group::Memory,
         b"frame_open" | b"frame_evidence" | b"frame_conclude" | b"frame_suspend" | b"frame_resume" | b"frame_invalidate" | b"frame_tree" => Group::Frames,
         b"task_new" | b"task_update" | b"trajectory" | b"judge" | b"memory_item" | b"record_use" | b"outcomes" | b"act" | b"actions" => Group::Tasks,
-        b"admit" | b"remove" | b"roster" | b"key_recover" => Group::Roster,
+        b"admit" | b"remove" | b"admins" | b"roster" | b"key_recover" => Group::Roster,
         _ => Group::Log,
     }
 }

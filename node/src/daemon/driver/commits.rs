@@ -12,7 +12,7 @@
 //! roster's derivation from the founder's chain, and it runs only when a
 //! notice may change the roster (a roster event, a founder entry without its
 //! payload, a fork or a changed payload of the founder), which only the
-//! founder can cause.
+//! founder and its admins (their votes) can cause.
 
 use super::{Driver, all_heads};
 use agora_core::EntryRef;
@@ -79,10 +79,12 @@ impl Driver {
         // when something there may change it (a roster event, an entry whose
         // payload is missing, a fork, a payload filled in or redacted), not
         // on every entry the founder writes.
+        // The founder's admins vote in their chains (roster.md): theirs count too.
+        let authority = |a: &agora_core::AgentId| *a == founder || self.roster_admins.contains(a);
         let founder_entry_matters =
-            notice.entries.iter().any(|(e, p)| e.header().author == founder && p.as_deref().is_none_or(agora_roster::RosterEvent::is_roster_payload));
-        let founder_forked = notice.forks.iter().any(|(a, _)| *a == founder);
-        let founder_payload_changed = notice.payloads_changed.iter().any(|id| matches!(store.locate(id), Ok(Some((a, _))) if a == founder));
+            notice.entries.iter().any(|(e, p)| authority(&e.header().author) && p.as_deref().is_none_or(agora_roster::RosterEvent::is_roster_payload));
+        let founder_forked = notice.forks.iter().any(|(a, _)| authority(a));
+        let founder_payload_changed = notice.payloads_changed.iter().any(|id| matches!(store.locate(id), Ok(Some((a, _))) if authority(&a)));
         let pin_held = !self.pins_waiting.is_empty() && notice.entries.iter().any(|(e, _)| self.pins_waiting.contains(&e.id()));
         if founder_entry_matters || founder_forked || founder_payload_changed || pin_held {
             self.refresh_roster();
@@ -105,6 +107,8 @@ impl Driver {
                     Default::default()
                 });
                 self.pins_waiting = roster.pins_waiting().copied().collect();
+                self.roster_admins = roster.admins.clone();
+                self.roster_threshold = roster.threshold;
                 let now = self.now_ms();
                 self.rep.set_admitted(Some(roster.admission()), now);
                 self.rep.set_recoveries(roster.recovery_bindings(), now);

@@ -154,6 +154,10 @@ struct Driver {
     /// changes the admission (`Roster::admission`), so the roster is
     /// derived again.
     pins_waiting: Vec<agora_core::EntryId>,
+    /// The admins in force: their roster events change the roster too.
+    roster_admins: std::collections::BTreeSet<agora_core::AgentId>,
+    /// How many of them make a quorum.
+    roster_threshold: u64,
     /// The store's list of entries held without payload may hold more than
     /// the replicator took; read from `missing_cursor` when it has room.
     missing_more: bool,
@@ -228,6 +232,8 @@ pub async fn run(ctx: NodeContext, settings: super::network::NetworkSettings, mu
         roster_members: 0,
         display_names: Default::default(),
         pins_waiting: Vec::new(),
+        roster_admins: Default::default(),
+        roster_threshold: 0,
         missing_more: true,
         missing_cursor: None,
         rep: Replicator::new(replicator_config(&ctx.config)),
