@@ -7,16 +7,17 @@
 //! | `meta`        | `format`                              | [`crate::STORE_FORMAT`]     |
 //! | `entries`     | author(32) seq(8) id(32)              | signed entry bytes          |
 //! | `payloads`    | author(32) seq(8) id(32)              | payload bytes               |
-//! | `ids`         | id(32)                                | author(32) seq(8)           |
+//! | `ids`         | id(32)                                | author(32) seq(8) [signer(32)] |
 //! | `heads`       | author(32)                            | head seq(8) id(32) count(8) |
 //! | `forked_tips` | author(32) seq(8) id(32)              | empty (authors with 2+ tips)|
+//! | `key_events`  | author(32) seq(8) id(32)              | event(1): 1 rotate, 2 recover |
 //! | `redactions`  | author(32) seq(8) id(32)              | at_ms(8) [01 residue]       |
 //! | `forks`       | author(32) seq(8)                     | fork proof bytes            |
 //! | `missing`     | author(32) seq(8) id(32)              | empty                       |
 
 use agora_core::import::TipSummary;
 use agora_core::verify::EntryRef;
-use agora_core::{AgentId, EntryId};
+use agora_core::{AgentId, EntryId, KeyEvent};
 
 pub(crate) const CF_META: &str = "meta";
 pub(crate) const CF_ENTRIES: &str = "entries";
@@ -27,6 +28,7 @@ pub(crate) const CF_HEADS: &str = "heads";
 pub(crate) const CF_FORKS: &str = "forks";
 pub(crate) const CF_MISSING: &str = "missing";
 pub(crate) const CF_FORKED_TIPS: &str = "forked_tips";
+pub(crate) const CF_KEY_EVENTS: &str = "key_events";
 
 pub(crate) const META_FORMAT_KEY: &[u8] = b"format";
 
@@ -107,9 +109,44 @@ pub(crate) fn fork_key(author: &AgentId, seq: u64) -> [u8; 40] {
     seq_prefix(author, seq)
 }
 
-/// The value of an `ids` row: author || seq.
-pub(crate) fn id_value(author: &AgentId, seq: u64) -> [u8; 40] {
-    seq_prefix(author, seq)
+/// The value of an `ids` row: author || seq, then the key that signed the
+/// entry (`Header::signing_key`) when it is not the author id, so that
+/// "which key signed this entry" is the one read that finds it.
+pub(crate) fn id_value(author: &AgentId, seq: u64, signer: &AgentId) -> IdValue {
+    let mut bytes = [0u8; 72];
+    bytes[..40].copy_from_slice(&seq_prefix(author, seq));
+    let len = if signer == author {
+        40
+    } else {
+        bytes[40..].copy_from_slice(signer.as_bytes());
+        72
+    };
+    IdValue { bytes, len }
+}
+
+/// An `ids` value: 40 or 72 bytes.
+pub(crate) struct IdValue {
+    bytes: [u8; 72],
+    len: usize,
+}
+
+impl AsRef<[u8]> for IdValue {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// Decode an `ids` value: (author, seq, the key that signed the entry).
+/// `None` if malformed.
+pub(crate) fn decode_id_value(bytes: &[u8]) -> Option<(AgentId, u64, AgentId)> {
+    let author = AgentId(bytes.get(..32)?.try_into().ok()?);
+    let seq = u64::from_be_bytes(bytes.get(32..40)?.try_into().ok()?);
+    let signer = match bytes.len() {
+        40 => author,
+        72 => AgentId(bytes[40..].try_into().ok()?),
+        _ => return None,
+    };
+    Some((author, seq, signer))
 }
 
 /// The smallest key greater than every key starting with `prefix`, if any.
@@ -122,4 +159,23 @@ pub(crate) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
         }
     }
     None
+}
+
+/// The value of a `key_events` row: the header's key event number (1
+/// rotate, 2 recover); `None` for an entry with no key event, which has no row.
+pub(crate) fn key_event_value(event: KeyEvent) -> Option<[u8; 1]> {
+    match event {
+        KeyEvent::None => None,
+        KeyEvent::Rotate => Some([1]),
+        KeyEvent::Recover => Some([2]),
+    }
+}
+
+/// Decode a `key_events` value. `None` if malformed.
+pub(crate) fn decode_key_event(bytes: &[u8]) -> Option<KeyEvent> {
+    match bytes {
+        [1] => Some(KeyEvent::Rotate),
+        [2] => Some(KeyEvent::Recover),
+        _ => None,
+    }
 }

@@ -3,11 +3,9 @@
 use crate::error::{StoreError, db};
 use crate::keys::*;
 use crate::store::{Store, decode_stored};
-use agora_core::entry::Header;
 use agora_core::import::TipSummary;
-use agora_core::limits::SIGNATURE_BYTES;
 use agora_core::verify::EntryRef;
-use agora_core::{AgentId, EntryId, ForkProof, SignedEntry};
+use agora_core::{AgentId, EntryId, ForkProof, KeyEvent, SignedEntry};
 use rocksdb::{Direction, IteratorMode};
 
 /// What the store holds of an entry's payload.
@@ -77,13 +75,15 @@ pub struct AuthorSummary {
 impl Store {
     /// Where an entry is: (author, seq), if stored.
     pub fn locate(&self, id: &EntryId) -> Result<Option<(AgentId, u64)>, StoreError> {
+        Ok(self.index_row(id)?.map(|(author, seq, _)| (author, seq)))
+    }
+
+    /// The `ids` row of an entry: (author, seq, the key that signed it).
+    fn index_row(&self, id: &EntryId) -> Result<Option<(AgentId, u64, AgentId)>, StoreError> {
         let Some(v) = self.db.get_pinned_cf(self.cf(CF_IDS)?, id.as_bytes()).map_err(db("reading ids"))? else {
             return Ok(None);
         };
-        let (Ok(author), Ok(seq)) = (<[u8; 32]>::try_from(&v[..32.min(v.len())]), <[u8; 8]>::try_from(v.get(32..).unwrap_or_default())) else {
-            return Err(StoreError::Corrupt { location: format!("ids/{id}"), problem: "malformed row".into() });
-        };
-        Ok(Some((AgentId(author), u64::from_be_bytes(seq))))
+        decode_id_value(&v).map(Some).ok_or_else(|| StoreError::Corrupt { location: format!("ids/{id}"), problem: "malformed row".into() })
     }
 
     /// The entry with this id and what is held of its payload.
@@ -106,23 +106,10 @@ impl Store {
 
     /// Which key signed the entry with this id: its header's signer, the
     /// author's id when its inception key signed (`protocol-spec/keys.md`).
-    /// Two point reads and the header decoded, nothing hashed.
+    /// One point read: the `ids` row names the signer when it is not the
+    /// author (`protocol-spec/storage.md`).
     pub fn signing_key_of(&self, id: &EntryId) -> Result<Option<AgentId>, StoreError> {
-        let Some((author, seq)) = self.locate(id)? else { return Ok(None) };
-        let key = entry_key(&author, seq, id);
-        let corrupt = |problem: &str| StoreError::Corrupt { location: format!("entries/{}", crate::store::hex_short(&key)), problem: problem.into() };
-        let bytes = self
-            .db
-            .get_pinned_cf(self.cf(CF_ENTRIES)?, key)
-            .map_err(db("reading an entry"))?
-            .ok_or_else(|| corrupt("id is indexed but the entry is not stored"))?;
-        let header = bytes
-            .len()
-            .checked_sub(SIGNATURE_BYTES)
-            .and_then(|n| Header::decode(&bytes[..n]).ok())
-            .filter(|h| h.author == author && h.seq == seq)
-            .ok_or_else(|| corrupt("stored header does not decode to the entry its key names"))?;
-        Ok(Some(header.signing_key()))
+        Ok(self.index_row(id)?.map(|(_, _, signer)| signer))
     }
 
     /// What is held of the payload of the entry of `author` at `seq` with id
@@ -340,6 +327,26 @@ impl Store {
             }
         }
         it.status().map_err(db("scanning authors"))?;
+        Ok(out)
+    }
+
+    /// The entries of `author` with a key event (a rotation, a recovery),
+    /// in (seq, id) order, every branch: one scan of the `key_events`
+    /// rows, none for a chain that never changed key.
+    pub fn key_events(&self, author: &AgentId) -> Result<Vec<(u64, EntryId, KeyEvent)>, StoreError> {
+        let mut out = Vec::new();
+        let mut it = self.db.raw_iterator_cf(self.cf(CF_KEY_EVENTS)?);
+        it.seek(author.as_bytes());
+        while let (Some(key), Some(value)) = (it.key(), it.value()) {
+            if !key.starts_with(author.as_bytes()) {
+                break;
+            }
+            let corrupt = || StoreError::Corrupt { location: format!("key_events/{}", crate::store::hex_short(key)), problem: "malformed row".into() };
+            let (_, seq, id) = split_entry_key(key).ok_or_else(corrupt)?;
+            out.push((seq, id, decode_key_event(value).ok_or_else(corrupt)?));
+            it.next();
+        }
+        it.status().map_err(db("reading key events"))?;
         Ok(out)
     }
 

@@ -11,7 +11,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// The value of `meta/format`: names the layout version of this store.
-pub const STORE_FORMAT: &[u8] = b"agora-store/3";
+pub const STORE_FORMAT: &[u8] = b"agora-store/5";
+
+/// The format of stores without the `key_events` family; opening one
+/// migrates it (see [`Store::open`]).
+pub const STORE_FORMAT_4: &[u8] = b"agora-store/4";
+
+/// The format of stores whose `ids` rows did not name the key that signed
+/// (every row author and seq); opening one migrates it (see [`Store::open`]).
+pub const STORE_FORMAT_3: &[u8] = b"agora-store/3";
 
 /// The format of stores whose `heads` row listed every tip of an author
 /// (before `forked_tips` existed); opening one migrates it (see [`Store::open`]).
@@ -21,18 +29,26 @@ pub const STORE_FORMAT_2: &[u8] = b"agora-store/2";
 /// one migrates it (see [`Store::open`]).
 pub const STORE_FORMAT_1: &[u8] = b"agora-store/1";
 
-/// Every column family of a version-3 store, in the order they are created.
-pub const COLUMN_FAMILIES: [&str; 9] = [CF_META, CF_ENTRIES, CF_PAYLOADS, CF_REDACTIONS, CF_IDS, CF_HEADS, CF_FORKS, CF_MISSING, CF_FORKED_TIPS];
+/// Every column family of a store of the current format, in the order they
+/// are created.
+pub const COLUMN_FAMILIES: [&str; 10] =
+    [CF_META, CF_ENTRIES, CF_PAYLOADS, CF_REDACTIONS, CF_IDS, CF_HEADS, CF_FORKS, CF_MISSING, CF_FORKED_TIPS, CF_KEY_EVENTS];
 
-/// The column families of each format, from 1: a format adds one family.
-const FAMILIES_BY_FORMAT: [&[&str]; 3] = [
+/// The families of formats 3 and 4.
+const FAMILIES_3: [&str; 9] = [CF_META, CF_ENTRIES, CF_PAYLOADS, CF_REDACTIONS, CF_IDS, CF_HEADS, CF_FORKS, CF_MISSING, CF_FORKED_TIPS];
+
+/// The column families of each format, from 1: formats 2, 3 and 5 each
+/// add one family, format 4 none (it changes the `ids` rows).
+const FAMILIES_BY_FORMAT: [&[&str]; 5] = [
     &[CF_META, CF_ENTRIES, CF_PAYLOADS, CF_REDACTIONS, CF_IDS, CF_HEADS, CF_FORKS],
     &[CF_META, CF_ENTRIES, CF_PAYLOADS, CF_REDACTIONS, CF_IDS, CF_HEADS, CF_FORKS, CF_MISSING],
+    &FAMILIES_3,
+    &FAMILIES_3,
     &COLUMN_FAMILIES,
 ];
 
 /// The `meta/format` value of each format, from 1.
-const FORMATS: [&[u8]; 3] = [STORE_FORMAT_1, STORE_FORMAT_2, STORE_FORMAT];
+const FORMATS: [&[u8]; 5] = [STORE_FORMAT_1, STORE_FORMAT_2, STORE_FORMAT_3, STORE_FORMAT_4, STORE_FORMAT];
 
 /// How a store is opened.
 #[derive(Clone, Debug)]
@@ -276,8 +292,10 @@ impl Store {
         let mut store = Self::wrap(database, path, options);
         let format = store.db.get_cf(store.cf(CF_META)?, META_FORMAT_KEY).map_err(db("reading meta/format"))?;
         let Some(format) = format else { return Err(not_a_store(path, "meta/format is missing")) };
+        // A format's own families, or the next format's.
+        let fits = |v: usize| [v, v + 1].iter().any(|f| FAMILIES_BY_FORMAT.get(*f).is_some_and(|f| sorted(f) == found));
         let version = match FORMATS.iter().position(|f| *f == &format[..]) {
-            Some(v) if v == families || v + 1 == families => v,
+            Some(v) if fits(v) => v,
             Some(v) => return Err(not_a_store(path, format!("store format {} with the column families of format {}", v + 1, families + 1))),
             None => return Err(not_a_store(path, format!("unknown store format {:?}", String::from_utf8_lossy(&format)))),
         };
@@ -286,6 +304,12 @@ impl Store {
         }
         if version <= 1 {
             store.migrate_from_2(options)?;
+        }
+        if version <= 2 {
+            store.migrate_from_3()?;
+        }
+        if version <= 3 {
+            store.migrate_from_4(options)?;
         }
         Ok(store)
     }
@@ -299,6 +323,44 @@ impl Store {
                 .map_err(db("creating a column family"))?;
         }
         Ok(())
+    }
+
+    /// Format 4 → 5: add the `key_events` family and fill it with a row
+    /// per entry with a key event (a rotation, a recovery), found by one
+    /// pass over the entries, then set the format, in one batch. A crash
+    /// before the batch leaves a format-4 store with an empty extra family,
+    /// which the next open migrates again.
+    fn migrate_from_4(&mut self, options: &StoreOptions) -> Result<(), StoreError> {
+        self.create_family(options, CF_KEY_EVENTS)?;
+        let mut batch = rocksdb::WriteBatch::default();
+        for row in self.db.iterator_cf(self.cf(CF_ENTRIES)?, rocksdb::IteratorMode::Start) {
+            let (key, bytes) = row.map_err(db("reading entries"))?;
+            let entry = decode_stored(&key, &bytes)?;
+            if let Some(event) = key_event_value(entry.header().key_event()) {
+                batch.put_cf(self.cf(CF_KEY_EVENTS)?, &key, event);
+            }
+        }
+        batch.put_cf(self.cf(CF_META)?, META_FORMAT_KEY, STORE_FORMAT);
+        self.write(batch)
+    }
+
+    /// Format 3 → 4: the `ids` row of every entry signed by a key other
+    /// than its author id (after a rotation or a recovery) names that key,
+    /// found by one pass over the entries; the format is set in the same
+    /// batch, so a crash before it leaves a format-3 store, migrated again
+    /// on the next open.
+    fn migrate_from_3(&mut self) -> Result<(), StoreError> {
+        let mut batch = rocksdb::WriteBatch::default();
+        for row in self.db.iterator_cf(self.cf(CF_ENTRIES)?, rocksdb::IteratorMode::Start) {
+            let (key, bytes) = row.map_err(db("reading entries"))?;
+            let entry = decode_stored(&key, &bytes)?;
+            let h = entry.header();
+            if h.signing_key() != h.author {
+                batch.put_cf(self.cf(CF_IDS)?, entry.id().as_bytes(), id_value(&h.author, h.seq, &h.signing_key()));
+            }
+        }
+        batch.put_cf(self.cf(CF_META)?, META_FORMAT_KEY, STORE_FORMAT_4);
+        self.write(batch)
     }
 
     /// Format 2 → 3: each author's `heads` row, which listed every tip,
@@ -325,7 +387,7 @@ impl Store {
                 }
             }
         }
-        batch.put_cf(self.cf(CF_META)?, META_FORMAT_KEY, STORE_FORMAT);
+        batch.put_cf(self.cf(CF_META)?, META_FORMAT_KEY, STORE_FORMAT_3);
         self.write(batch)
     }
 

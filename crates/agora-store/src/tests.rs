@@ -741,6 +741,7 @@ fn downgrade_to_2(store: &mut Store, drop_family: bool) {
     }
     batch.put_cf(store.cf(CF_META).unwrap(), META_FORMAT_KEY, STORE_FORMAT_2);
     store.write(batch).unwrap();
+    store.db.drop_cf(CF_KEY_EVENTS).unwrap();
     if drop_family {
         store.db.drop_cf(CF_FORKED_TIPS).unwrap();
     }
@@ -972,4 +973,142 @@ fn the_signing_key_of_an_entry_is_its_agents_id_until_a_rotation_then_the_new_ke
         assert_eq!(store.signing_key_of(&e.id()).unwrap(), Some(store.get_signed(&e.id()).unwrap().unwrap().header().signing_key()));
     }
     assert_eq!(store.signing_key_of(&EntryId([9; 32])).unwrap(), None, "an entry not held");
+}
+
+/// A chain that rotated, revoked below its tip (so forked there, the old
+/// key's branch beside the new key's) and went on under the new key, with
+/// another author that never rotated: (store, [(entry, the key that signed
+/// it)]).
+fn rotated_store(dir: &Path) -> (Store, Vec<(SignedEntry, agora_core::AgentId)>) {
+    use agora_core::{KeyEvent, key_commitment};
+    let store = open_new(dir);
+    let next = AgentKey::from_seed([31; 32]);
+    let alice = AgentKey::from_seed([30; 32]).committing_to(key_commitment(&next.public_key()));
+    let bob = AgentKey::from_seed([32; 32]);
+    let (a, b) = (alice.agent_id(), bob.agent_id());
+    let mut signed: Vec<(SignedEntry, agora_core::AgentId)> = Vec::new();
+    let before = store.append_batch(&alice, &[b"a1", b"a2", b"a3"], 1).unwrap();
+    signed.extend(before.iter().map(|e| (e.clone(), a)));
+    signed.extend(store.append_batch(&bob, &[b"b1", b"b2"], 1).unwrap().into_iter().map(|e| (e, b)));
+    // Revoked after a2: the rotation forks the chain at seq 3, beside a3.
+    let next = next.for_agent(a);
+    let rotation = store.append_key_event(&next, &before[1].id(), KeyEvent::Rotate, [7; 32], b"rotate", 2).unwrap();
+    signed.push((rotation.clone(), next.public_key()));
+    let after = store.append_after(&next, &rotation.id(), b"a4", 3).unwrap();
+    signed.push((after, next.public_key()));
+    (store, signed)
+}
+
+/// Which key signed an entry is its `ids` row: the author's id (the row
+/// names no key) until a rotation, the new key (named) from it, on every
+/// branch, for appended and imported entries alike.
+#[test]
+fn the_id_index_names_the_key_that_signed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, signed) = rotated_store(dir.path());
+    for (e, key) in &signed {
+        assert_eq!(store.signing_key_of(&e.id()).unwrap(), Some(*key), "seq {}", e.header().seq);
+        assert_eq!(e.header().signing_key(), *key);
+        let row = store.db.get_cf(store.cf(CF_IDS).unwrap(), e.id().as_bytes()).unwrap().unwrap();
+        assert_eq!(row.len(), if *key == e.header().author { 40 } else { 72 });
+        assert_eq!(store.locate(&e.id()).unwrap(), Some((e.header().author, e.header().seq)));
+    }
+    assert!(signed.iter().any(|(e, k)| *k != e.header().author), "the test must see rotated entries");
+    assert_eq!(store.signing_key_of(&EntryId([9; 32])).unwrap(), None);
+    let other_dir = tempfile::tempdir().unwrap();
+    let other = open_new(other_dir.path());
+    other.import(items_of(&store), NOW).unwrap();
+    assert_eq!(dump(&other, CF_IDS), dump(&store, CF_IDS), "an import writes the rows an append writes");
+}
+
+/// A format-3 store (`ids` rows of author and seq only) is migrated on
+/// open: each entry signed by another key than its author's gets the row a
+/// format-4 store writes, and the format is set.
+#[test]
+fn a_format_3_store_is_migrated_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let (signed, rows) = {
+        let (store, signed) = rotated_store(dir.path());
+        let rows = dump(&store, CF_IDS);
+        let mut batch = rocksdb::WriteBatch::default();
+        for (key, value) in &rows {
+            batch.put_cf(store.cf(CF_IDS).unwrap(), key, &value[..40]);
+        }
+        batch.put_cf(store.cf(CF_META).unwrap(), META_FORMAT_KEY, STORE_FORMAT_3);
+        store.write(batch).unwrap();
+        assert!(dump(&store, CF_IDS).iter().all(|(_, v)| v.len() == 40));
+        let mut store = store;
+        store.db.drop_cf(CF_KEY_EVENTS).unwrap();
+        (signed, rows)
+    };
+    let store = reopen(dir.path()).unwrap();
+    assert_eq!(dump(&store, CF_IDS), rows);
+    for (e, key) in &signed {
+        assert_eq!(store.signing_key_of(&e.id()).unwrap(), Some(*key));
+    }
+    let format = store.db.get_cf(store.cf(CF_META).unwrap(), META_FORMAT_KEY).unwrap().unwrap();
+    assert_eq!(format, STORE_FORMAT);
+}
+
+/// A malformed `ids` row (neither 40 nor 72 bytes) is corruption, named.
+#[test]
+fn a_malformed_id_row_is_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, signed) = rotated_store(dir.path());
+    let id = signed[0].0.id();
+    let mut batch = rocksdb::WriteBatch::default();
+    batch.put_cf(store.cf(CF_IDS).unwrap(), id.as_bytes(), [0u8; 56]);
+    store.write(batch).unwrap();
+    assert!(matches!(store.signing_key_of(&id), Err(StoreError::Corrupt { .. })));
+    assert!(matches!(store.locate(&id), Err(StoreError::Corrupt { .. })));
+}
+
+/// Each rotation and recovery has its `key_events` row, on every branch,
+/// appended or imported alike; a chain that never changed key has none.
+#[test]
+fn key_events_are_listed_per_author() {
+    use agora_core::KeyEvent;
+    let dir = tempfile::tempdir().unwrap();
+    let (store, signed) = rotated_store(dir.path());
+    let events: Vec<(u64, EntryId, KeyEvent)> =
+        signed.iter().filter(|(e, _)| e.header().key_event() != KeyEvent::None).map(|(e, _)| (e.header().seq, e.id(), e.header().key_event())).collect();
+    assert_eq!(events.len(), 1);
+    let (alice, bob) = (signed[0].0.header().author, signed[3].0.header().author);
+    assert_eq!(store.key_events(&alice).unwrap(), events);
+    assert_eq!(store.key_events(&bob).unwrap(), vec![]);
+    let other_dir = tempfile::tempdir().unwrap();
+    let other = open_new(other_dir.path());
+    other.import(items_of(&store), NOW).unwrap();
+    assert_eq!(dump(&other, CF_KEY_EVENTS), dump(&store, CF_KEY_EVENTS));
+}
+
+/// A format-4 store (no `key_events` family) is migrated on open: the
+/// family is made and filled as a format-5 store fills it, whether the
+/// migration starts afresh or again after stopping between creating the
+/// family and writing its batch.
+#[test]
+fn a_format_4_store_is_migrated_on_open() {
+    for drop_family in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let (signed, rows) = {
+            let (mut store, signed) = rotated_store(dir.path());
+            let rows = dump(&store, CF_KEY_EVENTS);
+            assert!(!rows.is_empty());
+            let mut batch = rocksdb::WriteBatch::default();
+            for (key, _) in &rows {
+                batch.delete_cf(store.cf(CF_KEY_EVENTS).unwrap(), key);
+            }
+            batch.put_cf(store.cf(CF_META).unwrap(), META_FORMAT_KEY, STORE_FORMAT_4);
+            store.write(batch).unwrap();
+            if drop_family {
+                store.db.drop_cf(CF_KEY_EVENTS).unwrap();
+            }
+            (signed, rows)
+        };
+        let store = reopen(dir.path()).unwrap();
+        assert_eq!(dump(&store, CF_KEY_EVENTS), rows, "dropped: {drop_family}");
+        assert_eq!(store.key_events(&signed[0].0.header().author).unwrap().len(), 1);
+        let format = store.db.get_cf(store.cf(CF_META).unwrap(), META_FORMAT_KEY).unwrap().unwrap();
+        assert_eq!(format, STORE_FORMAT);
+    }
 }

@@ -208,14 +208,18 @@ fn plan_failure(e: PlanError<StoreError>, origin: impl Fn(usize) -> String) -> S
 /// (below it, one thread signs faster than the pool starts).
 const SIGN_PARALLEL_MIN: usize = 64;
 
-/// The rows one entry adds: the entry, its id index row and its payload. The
+/// The rows one entry adds: the entry, its id index row, its key event's
+/// row if it has one, and its payload. The
 /// caller updates the author's `heads` row.
 fn put_entry_rows(s: &Store, batch: &mut rocksdb::WriteBatch, entry: &SignedEntry, payload: Option<&[u8]>) -> Result<(), StoreError> {
     let h = entry.header();
     let (author, seq, id) = (h.author, h.seq, entry.id());
     let key = entry_key(&author, seq, &id);
     batch.put_cf(s.cf(CF_ENTRIES)?, key, entry.encode());
-    batch.put_cf(s.cf(CF_IDS)?, id.as_bytes(), id_value(&author, seq));
+    batch.put_cf(s.cf(CF_IDS)?, id.as_bytes(), id_value(&author, seq, &h.signing_key()));
+    if let Some(event) = key_event_value(h.key_event()) {
+        batch.put_cf(s.cf(CF_KEY_EVENTS)?, key, event);
+    }
     if let Some(p) = payload {
         batch.put_cf(s.cf(CF_PAYLOADS)?, key, p);
     }
