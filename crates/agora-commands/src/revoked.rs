@@ -193,12 +193,16 @@ impl Rotations {
 
 /// Why `id`, held in `store` but in no view, counts in none, if a key
 /// event of its author left it out, by the roster of the workspace
-/// `founder` founded. Reads its author's chain only when something of it
-/// can be left out.
+/// `founder` founded. The membership (the founder's chain) says whether its
+/// author is admitted and which recoveries bind it; the author's chain is
+/// read, once, only when something of it can be left out, and no other
+/// agent's (the key bounds of the whole roster would read the chain of
+/// every agent that changed key).
 pub fn why_excluded(store: &Store, founder: AgentId, id: &EntryId) -> Result<Option<ExcludedBy>> {
     let Some((author, _)) = store.locate(id)? else { return Ok(None) };
-    let roster = agora_view::derive_roster(store, founder)?;
-    if roster.key_bounds.get(&author).is_none_or(|b| b.counts(id)) {
+    let roster = agora_view::derive_membership(store, founder)?;
+    // Key bounds are found for admitted agents only (`agora_view::bound_keys`).
+    if !(roster.members.contains_key(&author) || roster.removed.contains_key(&author) || roster.recoveries.contains_key(&author)) {
         return Ok(None);
     }
     Ok(Rotations::of(store, &roster, &author)?.and_then(|r| r.why(id)))

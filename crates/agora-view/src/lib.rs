@@ -270,6 +270,16 @@ pub const DISPLAY_NAME_MAX: usize = 64;
 /// the founder's chain, then the chains of the admins it names (their votes,
 /// `protocol-spec/roster.md`).
 pub fn derive_roster(store: &Store, founder: AgentId) -> Result<Roster, StoreError> {
+    let mut roster = derive_membership(store, founder)?;
+    bound_keys(store, &mut roster)?;
+    Ok(roster)
+}
+
+/// [`derive_roster`] without the key bounds (`Roster::key_bounds` empty):
+/// who is admitted, removed, pinned and recovered, and by whom. The key
+/// bounds read the chains of the admitted agents that changed key
+/// ([`bound_keys`]); a read about one agent judges that agent's chain alone.
+pub fn derive_membership(store: &Store, founder: AgentId) -> Result<Roster, StoreError> {
     let kept = roster_entries(store, &founder)?;
     let founder_entries = || kept.iter().map(|(seq, id, p)| FounderEntry { seq: *seq, id: *id, content: p.as_content() });
     let admins = Roster::derive(founder, founder_entries()).admins;
@@ -283,7 +293,6 @@ pub fn derive_roster(store: &Store, founder: AgentId) -> Result<Roster, StoreErr
         votes.iter().map(|(author, seq, id, p)| AdminEntry { author: *author, seq: *seq, id: *id, content: p.as_content() }),
     );
     resolve_pins(store, &mut roster)?;
-    bound_keys(store, &mut roster)?;
     Ok(roster)
 }
 
@@ -327,20 +336,23 @@ fn roster_entries(store: &Store, author: &AgentId) -> Result<Vec<(u64, EntryId, 
 }
 
 /// What key events leave out (`Roster::bound_keys`, `protocol-spec/keys.md`).
-/// Only a chain that changed key can lose entries, which shows in its tips
-/// (every entry after a rotation or a recovery is signed by a key other than
-/// the author's own): the admitted authors with such a tip, and those the
-/// roster binds a recovery of, each chain read once. A rotation alone leaves
-/// nothing out of an unforked chain, a recover entry may (the roster's
-/// binding decides), so a chain that changed key is read whether forked or not.
+/// Only a chain that changed key can lose entries, and a rotation alone
+/// leaves nothing out of a chain that is not forked: the admitted authors
+/// whose chain holds a key event (the store lists them,
+/// `Store::key_events`) and is forked or holds a recover entry (which the
+/// roster's binding decides), and those the roster binds a recovery of,
+/// each chain read once. An agent that never changed key, or rotated along
+/// one unforked chain, costs a scan of its key events and its tips' row.
 pub fn bound_keys(store: &Store, roster: &mut Roster) -> Result<(), StoreError> {
     let mut changed_key = std::collections::BTreeSet::new();
     for author in roster.members.keys().chain(roster.removed.keys()) {
-        for tip in store.tips(author)? {
-            if store.get_signed(&tip.id)?.is_some_and(|e| e.header().signing_key() != *author) {
-                changed_key.insert(*author);
-                break;
-            }
+        let events = store.key_events(author)?;
+        if events.is_empty() {
+            continue;
+        }
+        let forked = store.tip_summary(author)?.is_some_and(|t| t.count > 1);
+        if forked || events.iter().any(|(_, _, e)| *e == agora_core::KeyEvent::Recover) {
+            changed_key.insert(*author);
         }
     }
     roster.bound_keys(changed_key, |author| {
