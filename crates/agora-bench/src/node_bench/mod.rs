@@ -130,6 +130,12 @@ enum What {
         /// Agents the spans name (each a keyring agent with its own chain).
         #[arg(long, default_value_t = 8)]
         agents: usize,
+        /// Offered load in spans a second over all exporters, each sending
+        /// its requests on a fixed schedule (a request's latency counts from
+        /// when it was due); 0: each exporter sends its next request when
+        /// the last is answered (the receiver's most).
+        #[arg(long, default_value_t = 0)]
+        rate: usize,
     },
     /// Resident memory of a node holding many entries, idle and while serving
     /// and receiving a full sync.
@@ -161,6 +167,6 @@ pub fn run(args: NodeArgs) -> Result<()> {
         }
         What::Mcp { calls, events } => mcp::run(&agora, calls, events),
         What::Agents { agents, moves } => agents::run(&agora, agents, moves),
-        What::Otlp { spans, batch, clients, agents } => otlp::run(&agora, spans, batch, clients, agents),
+        What::Otlp { spans, batch, clients, agents, rate } => otlp::run(&agora, spans, batch, clients, agents, rate),
     }
 }

@@ -23,7 +23,7 @@ use prost::Message;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-pub fn run(agora: &Path, spans: usize, batch: usize, clients: usize, agents: usize) -> Result<()> {
+pub fn run(agora: &Path, spans: usize, batch: usize, clients: usize, agents: usize, offered: usize) -> Result<()> {
     if spans == 0 || batch == 0 || clients == 0 || agents == 0 {
         bail!("--spans, --batch, --clients and --agents must be at least 1");
     }
@@ -40,11 +40,15 @@ pub fn run(agora: &Path, spans: usize, batch: usize, clients: usize, agents: usi
     let node = start(agora, &home, &home.agent, &[])?;
     let (url, token) = (node.control.url.clone(), node.control.token.clone());
 
+    // On a schedule, each exporter sends a request every `interval`, the
+    // exporters evenly staggered.
+    let interval = (offered > 0).then(|| Duration::from_secs_f64((batch * clients) as f64 / offered as f64));
     let started = Instant::now();
     let threads: Vec<_> = (0..clients)
         .map(|c| {
             let (url, token, names) = (url.clone(), token.clone(), names.clone());
-            std::thread::spawn(move || exporting(&url, &token, &names, c, requests_per_client, batch))
+            let schedule = interval.map(|every| (started + every.mul_f64(c as f64 / clients as f64), every));
+            std::thread::spawn(move || exporting(&url, &token, &names, c, requests_per_client, batch, schedule))
         })
         .collect();
     let mut latencies_ms = Vec::new();
@@ -66,8 +70,9 @@ pub fn run(agora: &Path, spans: usize, batch: usize, clients: usize, agents: usi
     drop(node);
 
     let pct = |p: f64| latencies_ms[((latencies_ms.len() as f64 - 1.0) * p).round() as usize];
+    let offered = if offered > 0 { format!("offered {offered} spans/s on a schedule") } else { "each as fast as it is answered".into() };
     println!(
-        "otlp: {spans} GenAI spans of {agents} agents, {clients} exporters at once, {batch} spans a request (protobuf), each span a signed durable action"
+        "otlp: {spans} GenAI spans of {agents} agents, {clients} exporters at once ({offered}), {batch} spans a request (protobuf), each span a signed durable action"
     );
     println!("{:<44} {:>10} {:>8} {:>8} {:>8}", "", "spans/s", "p50 ms", "p99 ms", "max ms");
     println!("{:<44} {:>10.0}", "store alone, same events and batches (limit)", limit);
@@ -76,14 +81,32 @@ pub fn run(agora: &Path, spans: usize, batch: usize, clients: usize, agents: usi
     Ok(())
 }
 
-/// Requests of `batch` spans each, one after another on one connection;
-/// each request's latency in ms.
-fn exporting(url: &str, token: &str, names: &[String], client: usize, requests: usize, batch: usize) -> Result<Vec<f64>> {
+/// Requests of `batch` spans each, one after another on one connection,
+/// each sent when the last is answered, or, with a `schedule` (first, then
+/// every), when due; each request's latency in ms, from when it was sent
+/// or, on a schedule, from when it was due (a receiver that falls behind
+/// is charged for the wait).
+fn exporting(
+    url: &str,
+    token: &str,
+    names: &[String],
+    client: usize,
+    requests: usize,
+    batch: usize,
+    schedule: Option<(Instant, Duration)>,
+) -> Result<Vec<f64>> {
     let http = ureq::Agent::config_builder().proxy(None).http_status_as_error(false).timeout_global(Some(Duration::from_secs(120))).build().new_agent();
     let mut latencies = Vec::with_capacity(requests);
     for r in 0..requests {
         let body = request(names, client, r, batch).encode_to_vec();
-        let t0 = Instant::now();
+        let t0 = match schedule {
+            Some((first, every)) => {
+                let due = first + every.mul_f64(r as f64);
+                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                due
+            }
+            None => Instant::now(),
+        };
         let mut res = http
             .post(format!("{url}/v1/traces"))
             .header("authorization", format!("Bearer {token}"))
