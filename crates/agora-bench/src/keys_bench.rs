@@ -339,7 +339,8 @@ fn explain(store: &Store, ids: &[EntryId], n: usize) -> Result<()> {
         PerfMetric::BloomSstMissCount,
     ];
     type Row = (Duration, [u64; 5]);
-    let lookups: [(&str, &dyn Fn(&EntryId) -> Result<()>); 2] = [
+    type Lookup<'a> = (&'a str, &'a dyn Fn(&EntryId) -> Result<()>);
+    let lookups: [Lookup; 2] = [
         ("signing_key_of", &|id: &EntryId| -> Result<()> {
             store.signing_key_of(id)?.expect("stored");
             Ok(())
