@@ -10,6 +10,9 @@ use super::node_state::Ix;
 use agora_core::EntryId;
 use std::collections::VecDeque;
 
+/// A memory record of an author: (author, record key).
+pub(super) type MemoryRecord = (u32, [u8; 32]);
+
 /// The last applies of a graph, newest last, and the one under way.
 #[derive(Clone, Debug)]
 pub(super) struct Journal {
@@ -28,7 +31,7 @@ impl Journal {
                 + r.content_ids.capacity() * size_of::<([u8; 32], Option<u32>)>()
                 + r.action_spans.capacity() * size_of::<(u32, [u8; 24])>()
                 + r.memory_actions.capacity() * size_of::<Ix>()
-                + r.memory_claims.capacity() * size_of::<((u32, [u8; 32]), Option<Ix>)>()
+                + r.memory_claims.capacity() * size_of::<(MemoryRecord, Option<Ix>)>()
                 + r.waiting.capacity() * size_of::<WaitOp>()
         };
         size_of::<Self>() + self.records.capacity() * size_of::<Record>() + self.records.iter().chain(self.open.as_ref()).map(record).sum::<usize>()
@@ -59,7 +62,7 @@ pub(super) struct Record {
     /// Memory-write actions it indexed.
     pub(super) memory_actions: Vec<Ix>,
     /// Records whose current claim it set, with the claim before it.
-    pub(super) memory_claims: Vec<((u32, [u8; 32]), Option<Ix>)>,
+    pub(super) memory_claims: Vec<(MemoryRecord, Option<Ix>)>,
     /// What it did to the pending set, in order.
     pub(super) waiting: Vec<WaitOp>,
 }
