@@ -792,6 +792,19 @@ fn action(operation: &str, name: &str, span: &str, cause: Option<EntryId>) -> Ev
     }
 }
 
+/// `events` with every event's payload replaced by its residue, as a node
+/// that redacted them all holds them.
+fn all_redacted(events: &[LogEvent]) -> Vec<LogEvent> {
+    let mut redacted = events.to_vec();
+    for e in &mut redacted {
+        if let Body::Event(ev) = &e.body {
+            let residue = Event::residue(&ev.encode());
+            *e = LogEvent::from_content(e.id, e.pos, agora_core::Content::Redacted(Some(&residue))).unwrap();
+        }
+    }
+    redacted
+}
+
 const TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
 
 fn span(id: &str) -> String {
@@ -836,14 +849,7 @@ fn actions_from_a_trace() {
     assert_eq!(g.text(g.node(&tool).unwrap()).unwrap(), "get_weather");
 
     // A redacted action keeps its place: the repeat is still a duplicate.
-    let mut redacted = log.events.clone();
-    for e in &mut redacted {
-        if let Body::Event(ev) = &e.body {
-            let residue = Event::residue(&ev.encode());
-            *e = LogEvent::from_content(e.id, e.pos, agora_core::Content::Redacted(Some(&residue))).unwrap();
-        }
-    }
-    let r = Graph::replay(redacted);
+    let r = Graph::replay(all_redacted(&log.events));
     assert_eq!(r.snapshot(), g.snapshot());
     assert_eq!(status(&r, &again), Status::Duplicate);
     assert!(r.text(r.node(&tool).unwrap()).unwrap().is_empty());
@@ -964,14 +970,7 @@ fn a_memory_record_is_one_claim_updated() {
     assert_eq!(status(&g, &park), Status::Active);
 
     // Redacted: the write actions keep their records' keys.
-    let mut redacted = log.events.clone();
-    for e in &mut redacted {
-        if let Body::Event(ev) = &e.body {
-            let residue = Event::residue(&ev.encode());
-            *e = LogEvent::from_content(e.id, e.pos, agora_core::Content::Redacted(Some(&residue))).unwrap();
-        }
-    }
-    let r = Graph::replay(redacted);
+    let r = Graph::replay(all_redacted(&log.events));
     assert_eq!(r.snapshot(), g.snapshot());
     assert_eq!(r.memory_record_claim(&ann, "r1"), Some(c3));
     assert_eq!(r.memory_record_claim(&ann, "r2"), Some(c4));

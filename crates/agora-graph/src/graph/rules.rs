@@ -87,24 +87,9 @@ impl RuleError {
 
 const POSITION_KINDS: &[&str] = &["proposition", "support", "contradiction", "refinement", "synthesis", "reframe", "claim", "memory_item"];
 const CLAIM_KINDS: &[&str] = &["proposition", "refinement", "synthesis", "reframe", "claim", "memory_item"];
-const CONTENT_KINDS: &[&str] = &[
-    "proposition",
-    "support",
-    "contradiction",
-    "refinement",
-    "synthesis",
-    "question",
-    "reframe",
-    "claim",
-    "frame_open",
-    "task",
-    "trajectory",
-    "memory_item",
-    "tension",
-];
-
-/// What a claim may derive from: content, or an action (a memory a
-/// framework wrote: `protocol-spec/otlp.md`, "Memory records").
+/// What a claim may derive from: content (the kinds before the last), or
+/// an action (a memory a framework wrote: `protocol-spec/otlp.md`, "Memory
+/// records").
 const CLAIM_SOURCE_KINDS: &[&str] = &[
     "proposition",
     "support",
@@ -121,6 +106,11 @@ const CLAIM_SOURCE_KINDS: &[&str] = &[
     "tension",
     "action",
 ];
+/// Content nodes: what connections and tensions relate, parks and resumes name.
+const CONTENT_KINDS: &[&str] = match CLAIM_SOURCE_KINDS.split_last() {
+    Some((_, content)) => content,
+    None => &[],
+};
 
 impl Graph {
     /// Check an event against the rules, given that all its references are known.
