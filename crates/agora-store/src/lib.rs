@@ -36,7 +36,9 @@ pub use error::{ImportFailure, ImportProblem, StoreError};
 pub use long_read::LongRead;
 pub use read::{AuthorSummary, PayloadState, RawStoredEntry, StoredEntry};
 pub use readers::RedactReport;
-pub use store::{COLUMN_FAMILIES, CommitNotice, MemoryUsage, Observer, STORE_FORMAT, STORE_FORMAT_1, STORE_FORMAT_2, STORE_FORMAT_3, STORE_FORMAT_4, Store, StoreOptions};
+pub use store::{
+    COLUMN_FAMILIES, CommitNotice, MemoryUsage, Observer, STORE_FORMAT, STORE_FORMAT_1, STORE_FORMAT_2, STORE_FORMAT_3, STORE_FORMAT_4, Store, StoreOptions,
+};
 pub use write::{ImportItem, ImportReport, REDACT_WAIT_MAX};
 
 #[cfg(test)]
