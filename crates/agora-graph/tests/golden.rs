@@ -985,3 +985,42 @@ fn a_memory_record_is_one_claim_updated() {
     assert_eq!(live.memory_record_claim(&ann, "r1"), Some(c3));
     assert_eq!(live.memory_record_claim(&ann, "r2"), Some(c4));
 }
+
+/// A state of a memory record that arrives after a later one sorts before
+/// it, so the record's current claim stays the later one: the late claim is
+/// not taken in place (the live graph rewinds or replays), while a late
+/// claim of no record is.
+#[test]
+fn a_late_state_of_a_memory_record_leaves_the_later_one_current() {
+    let claim = |sources: Vec<EntryId>| Event::Claim {
+        text: text("likes tea"),
+        kind: MemoryKind::Episodic,
+        sources,
+        owner_scope: text(""),
+        confirmed: false,
+        expires_at_ms: None,
+    };
+    let ann = AgentId([1; 32]);
+    let mut log = Log::new();
+    let w1 = log.push(action("create_memory", "r1", &span("1111111111111111"), None));
+    log.push(claim(vec![w1]));
+    let p = log.push_as(2, Event::Proposition { text: text("tea") });
+    log.push_as(2, claim(vec![p]));
+    let w2 = log.push(action("update_memory", "r1", &span("2222222222222222"), None));
+    let c2 = log.push(claim(vec![w2]));
+    let events = log.events.clone();
+    // The first state and the unrelated claim arrive last, both late.
+    let arrivals = [&events[0], &events[2], &events[4], &events[5], &events[1], &events[3]];
+    let mut live = Graph::new();
+    let mut in_place = Vec::new();
+    for (i, e) in arrivals.iter().enumerate() {
+        match live.apply_late((*e).clone()) {
+            Late::Applied => in_place.push(e.id),
+            Late::Refused | Late::Spoiled => live = Graph::replay(arrivals[..=i].iter().map(|e| (*e).clone()).collect()),
+        }
+    }
+    assert_eq!(live.memory_record_claim(&ann, "r1"), Some(c2));
+    assert!(!in_place.contains(&events[1].id), "the late state of r1 is not taken in place");
+    assert!(in_place.contains(&events[3].id), "a late claim of no record is");
+    assert_eq!(live.snapshot(), log.graph().snapshot());
+}

@@ -159,8 +159,11 @@ impl Graph {
             let reads_beyond = match ev {
                 Event::Relate { .. } | Event::FrameInvalidate { .. } | Event::Judgment { .. } | Event::MemoryItem { .. } => true,
                 Event::Action { span, .. } => !span.is_empty(),
-                // It may become its record's current claim (the last in log order).
-                Event::Claim { sources, .. } => !sources.is_empty(),
+                // A state of a memory record: its current claim is the
+                // last in log order. Any other claim applies in place.
+                Event::Claim { sources, .. } => {
+                    sources.first().and_then(|s| self.index.get(&self.nodes, &self.ids, s)).is_some_and(|ix| self.memory_actions.contains_key(&ix))
+                }
                 _ => false,
             };
             if reads_beyond {
