@@ -497,14 +497,21 @@ impl Net {
     }
 
     /// Build node `i`'s live view from its store if it has none, as the
-    /// node's view thread does at start and after a roster change.
+    /// node's view thread does at start and after a roster change, and hand
+    /// its replicator the recoveries the roster it derived binds, as the
+    /// node does whenever it derives the roster (`refresh_roster`): a
+    /// recover entry no binding names is refused (`protocol-spec/keys.md`).
     fn ensure_view(&mut self, i: usize) {
         if !self.keeps_view(i) || self.nodes[i].view.is_some() {
             return;
         }
         let _charge = heap::charge(Some(i));
         match NodeView::build(&self.nodes[i].store, self.founder, &self.members_from_start, self.merge_builder, self.view_ids.clone()) {
-            Ok(view) => self.nodes[i].view = Some(view),
+            Ok(view) => {
+                let now = self.now;
+                self.nodes[i].rep.set_recoveries(view.roster.recovery_bindings(), now);
+                self.nodes[i].view = Some(view);
+            }
             Err(e) => self.view_failures.push((i, e)),
         }
     }
