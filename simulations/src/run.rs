@@ -228,6 +228,9 @@ pub struct Run<'s> {
     founder: Option<Rc<AgentKey>>,
     /// Agents the founder's chain admitted (or admitted and removed).
     founder_admitted: BTreeSet<AgentId>,
+    /// The founder's last entry: it writes only through a node that holds
+    /// it ([`Run::founder_node`]).
+    founder_last: Option<EntryId>,
     /// What key thieves and their victims' owners did.
     thefts: Thefts,
 }
@@ -433,6 +436,7 @@ impl<'s> Run<'s> {
         }
         let mut run = Run {
             founder_admitted: BTreeSet::new(),
+            founder_last: None,
             founder,
             clocks,
             scenario,
@@ -730,12 +734,36 @@ impl<'s> Run<'s> {
         self.redacted.extend(redacted.into_iter().map(|id| (r.node, id)));
     }
 
-    /// The founder writes roster change `k` through the first honest node
-    /// up, and every node's replicator is told the new admission.
+    /// The honest node up the founder writes through: the first that holds
+    /// its last entry, so that its chain never forks (a fork freezes the
+    /// roster), and `also` if given.
+    fn founder_node(&self, also: Option<&EntryId>) -> Option<usize> {
+        let holds = |n: &usize, id: &EntryId| self.net.nodes[*n].store.ids.contains_key(id);
+        self.honest_up().into_iter().find(|n| self.founder_last.iter().chain(also).all(|id| holds(n, id)))
+    }
+
+    /// The founder writes `payload` through node `node`.
+    fn founder_writes(&mut self, node: usize, founder: &AgentKey, payload: &[u8]) {
+        let e = self.net.append(node, founder, payload);
+        self.written.honest += 1;
+        self.honest_ids.push(e.id());
+        self.founder_last = Some(e.id());
+    }
+
+    /// The founder writes roster change `k` through an honest node up
+    /// ([`Run::founder_node`]; while none holds its last entry, it tries
+    /// again a second later), and every node's replicator is told the new
+    /// admission.
     fn roster_change(&mut self, k: usize) {
         let scenario = self.scenario;
         let change = &scenario.roster[k];
-        let (Some(founder), Some(&node)) = (self.founder.clone(), self.honest_up().first()) else { return };
+        let Some(founder) = self.founder.clone() else { return };
+        if self.honest_up().is_empty() {
+            return;
+        }
+        let Some(node) = self.founder_node(None) else {
+            return self.at(self.net.now + REDIAL_EVERY_MS, Action::Roster(k));
+        };
         let Some(i) = self.agents.iter().position(|a| a.name == change.agent()) else { return };
         let agent = self.agents[i].key.agent_id();
         let event = if change.admit.is_some() {
@@ -747,9 +775,7 @@ impl<'s> Run<'s> {
             // an agent on the roster from the start is admitted first.
             if !self.founder_admitted.contains(&agent) {
                 let admit = RosterEvent::Admit { agent, note: change.agent().to_string() };
-                let e = self.net.append(node, &founder, &admit.encode());
-                self.written.honest += 1;
-                self.honest_ids.push(e.id());
+                self.founder_writes(node, &founder, &admit.encode());
             }
             // Its chain as its own node holds it: up to its highest tip, or
             // its entry at the cut-off.
@@ -773,9 +799,7 @@ impl<'s> Run<'s> {
             }
         };
         self.founder_admitted.insert(agent);
-        let e = self.net.append(node, &founder, &event.encode());
-        self.written.honest += 1;
-        self.honest_ids.push(e.id());
+        self.founder_writes(node, &founder, &event.encode());
         let now = self.net.now;
         for n in &mut self.net.nodes {
             n.rep.set_admitted(Some(self.admitted.clone()), now);

@@ -193,7 +193,8 @@ impl Clock {
 }
 
 /// A roster change: the founder (an agent of its own, recording through the
-/// first honest node up) admits or removes an agent, a scripted agent by its
+/// first honest node up that holds its last entry, so that its chain never
+/// forks) admits or removes an agent, a scripted agent by its
 /// name or a generated one by its `agent-<node>-<j>` name. An agent whose
 /// first change is an admission is off the roster until then: it makes no
 /// move before (a generated agent starts then). An agent on the roster from
