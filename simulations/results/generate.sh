@@ -28,6 +28,7 @@ swarm-100-adversarial|--seeds 1..3|runs/seed-1/run-timeline sweep-fork-detection
 fanout|--sizes 10,30,100,300 --seeds 1..3|sweep-spread sweep-bandwidth
 fanout-10|--sizes 10,30,100 --seeds 1..3|sweep-spread sweep-bandwidth
 scale-1000|--seeds 1..2|runs/seed-1/run-timeline
+key-recovery|--seeds 1..5|runs/seed-1/run-timeline
 PLAN
 }
 

@@ -41,6 +41,10 @@ const BATCH_VIEWS_PER_CHECKPOINT: usize = 4;
 /// Samples in a report's series.
 const SAMPLES: u64 = 40;
 
+/// How often an owner whose keys were both stolen looks again whether its
+/// node's roster binds the key the founder granted it, ms.
+const TAKE_OVER_RETRY_MS: u64 = 100;
+
 /// What the runner knows of an agent.
 struct Agent {
     /// The key that signs for it now.
@@ -54,7 +58,8 @@ struct Agent {
     /// Its chain may be forked by a thief of its key: it writes after its
     /// own last entry, never after the highest tip its node holds.
     own_branch: bool,
-    /// It revoked a stolen key: its entries from then on must count everywhere.
+    /// It revoked a stolen key, or took over under the key a recovery
+    /// granted it: its entries from then on must count everywhere.
     revoked: bool,
     name: String,
     node: usize,
@@ -125,12 +130,24 @@ struct Theft {
     victim: usize,
     /// The victim's key the thief copied (the current one).
     stolen: Rc<AgentKey>,
+    /// The victim's next key, when the thief copied both.
+    stolen_next: Option<Rc<AgentKey>>,
     /// The victim's last entry before the theft: what its owner vouches for.
     boundary: SignedEntry,
-    /// Rotations it tried so far.
+    /// Rotations it tried so far (with both keys: made, and stored).
     rotations_tried: usize,
     /// Entries it signed on branches of its own.
     forks_signed: usize,
+    /// With both keys: the key of its own its rotations installed, and the
+    /// top of the branch they made.
+    own: Option<(Rc<AgentKey>, SignedEntry)>,
+    /// With both keys: the recovery fell due (and is not turned off).
+    recovering: bool,
+    /// With both keys: the seed of the key the founder's recovery granted
+    /// the owner, once it bound it.
+    granted: Option<[u8; 32]>,
+    /// With both keys: the owner wrote its recover entry.
+    taken_over: bool,
 }
 
 /// What key thieves did, and their victims' owners, for the invariants.
@@ -140,7 +157,11 @@ struct Thefts {
     thief_entries: BTreeSet<EntryId>,
     /// Every rotation a thief tried (never stored), with its payload.
     rotations: Vec<(SignedEntry, Vec<u8>)>,
-    /// Every entry an owner wrote from its revocation on (the revocation included).
+    /// Every rotation a thief of both keys made with the stolen next key
+    /// (valid, stored): (its author, its id).
+    stolen_rotations: Vec<(AgentId, EntryId)>,
+    /// Every entry an owner wrote from its revocation or recovery on (the
+    /// revocation or recover entry included).
     owner_entries: Vec<EntryId>,
     /// Thefts whose owner never revoked: (thief node, victim's name).
     unrevoked: Vec<(usize, String)>,
@@ -165,8 +186,12 @@ enum Action {
     EclipseEnds(usize),
     /// Key thief `a` steals its victim's current key.
     Steal(usize),
-    /// The owner of the key thief `a` stole revokes it.
+    /// The owner of the key thief `a` stole revokes it (or, with both keys
+    /// stolen, the founder recovers it).
     Revoke(usize),
+    /// The owner whose keys thief `a` stole both writes its recover entry,
+    /// once its node's roster binds it.
+    TakeOver(usize),
     Redial,
     Sample,
 }
@@ -223,8 +248,9 @@ pub struct Run<'s> {
     peak_memory: Vec<u64>,
     /// Each honest node's clock, when the scenario sets it off.
     clocks: Vec<Option<Clock>>,
-    /// The workspace's founder, when the scenario changes the roster (else
-    /// the founder never writes, and has no key).
+    /// The workspace's founder, when the scenario changes the roster or
+    /// has a thief of both keys (else the founder never writes, and has no
+    /// key).
     founder: Option<Rc<AgentKey>>,
     /// Agents the founder's chain admitted (or admitted and removed).
     founder_admitted: BTreeSet<AgentId>,
@@ -233,6 +259,9 @@ pub struct Run<'s> {
     founder_last: Option<EntryId>,
     /// What key thieves and their victims' owners did.
     thefts: Thefts,
+    /// The founder never recovers a victim of a thief of both keys, nor does
+    /// its owner take over ([`Run::without_recovery`]).
+    recovery_off: bool,
 }
 
 /// How many valid signatures a run remembers ([`agora_core::verify::remember_verified`]):
@@ -334,7 +363,8 @@ impl<'s> Run<'s> {
                 a.admitted_at = Some(first.at_ms);
             }
         }
-        let founder = (!scenario.roster.is_empty()).then(|| key_from(&format!("agora-sim {seed} founder")));
+        let recovers = scenario.adversaries.iter().any(|a| matches!(a.kind, AdversaryKind::KeyThief { both_keys: true, .. }));
+        let founder = (!scenario.roster.is_empty() || recovers).then(|| key_from(&format!("agora-sim {seed} founder")));
         if let Some(f) = &founder {
             net.founder = f.agent_id();
             let workspace = WorkspaceId::new(&net.founder, "sim");
@@ -469,9 +499,20 @@ impl<'s> Run<'s> {
             metered,
             peak_memory: vec![0; total],
             thefts: Thefts::default(),
+            recovery_off: false,
         };
         run.plan();
         run
+    }
+
+    /// This run without recoveries: when a thief of both keys is due to be
+    /// recovered, the founder binds nothing and the owner writes no recover
+    /// entry (it writes on under its old key), and nothing marks a recovery
+    /// as missing. What the protocol leaves without one, for a test to
+    /// show that the run's checks see the thief's entries count.
+    pub fn without_recovery(mut self) -> Self {
+        self.recovery_off = true;
+        self
     }
 
     fn at(&mut self, t: u64, action: Action) {
@@ -583,7 +624,8 @@ impl<'s> Run<'s> {
                 self.apply(action);
             } else {
                 self.check_views(false);
-                if self.in_sync() == self.honest_up().len() {
+                // An owner still to take over under a recovered key has more to write.
+                if self.in_sync() == self.honest_up().len() && !self.take_over_pending() {
                     converged_at = Some(self.net.now - settle_from);
                     break;
                 }
@@ -628,6 +670,7 @@ impl<'s> Run<'s> {
             Action::Roster(k) => self.roster_change(k),
             Action::Steal(a) => self.steal(a),
             Action::Revoke(a) => self.revoke(a),
+            Action::TakeOver(a) => self.take_over(a),
             Action::Redact(k) => self.redact(k),
             Action::EclipseEnds(victim) => {
                 let honest = s.nodes;
@@ -1111,13 +1154,13 @@ impl<'s> Run<'s> {
 
     /// Key thief `a` steals: it picks its victim (named, else an honest
     /// agent drawn from its seed among those who wrote and are robbed by no
-    /// other thief), copies its current key and its chain up to its last
-    /// entry (the boundary its owner will vouch for) to its own node. With
-    /// no victim that wrote yet, it tries again later, until the planned
-    /// revocation.
+    /// other thief), copies its current key (and, with `both_keys`, its
+    /// next key) and its chain up to its last entry (the boundary its owner
+    /// will vouch for) to its own node. With no victim that wrote yet, it
+    /// tries again later, until the planned revocation.
     fn steal(&mut self, a: usize) {
         let Some((_, revoke)) = self.adversaries[a].thief_times else { return };
-        let AdversaryKind::KeyThief { victim, .. } = self.adversaries[a].kind.clone() else { return };
+        let AdversaryKind::KeyThief { victim, both_keys, .. } = self.adversaries[a].kind.clone() else { return };
         let robbed: BTreeSet<usize> = self.adversaries.iter().filter_map(|t| t.theft.as_ref().map(|t| t.victim)).collect();
         let wrote = |g: &Agent| g.last.as_ref().is_some_and(|l| self.net.nodes[g.node].store.ids.contains_key(&l.id()));
         let candidates: Vec<usize> = (0..self.agents.len())
@@ -1150,7 +1193,20 @@ impl<'s> Run<'s> {
         }
         self.agents[v].own_branch = true;
         let stolen = Rc::new(AgentKey::from_seed(self.agents[v].seed));
-        self.adversaries[a].theft = Some(Theft { victim: v, stolen, boundary, rotations_tried: 0, forks_signed: 0 });
+        let author = stolen.agent_id();
+        let stolen_next = self.agents[v].next_seed.filter(|_| both_keys).map(|seed| Rc::new(AgentKey::from_seed(seed).for_agent(author)));
+        self.adversaries[a].theft = Some(Theft {
+            victim: v,
+            stolen,
+            stolen_next,
+            boundary,
+            rotations_tried: 0,
+            forks_signed: 0,
+            own: None,
+            recovering: false,
+            granted: None,
+            taken_over: false,
+        });
     }
 
     /// A key thief's action once it stole. First, on its first two actions
@@ -1166,6 +1222,9 @@ impl<'s> Run<'s> {
         let now = self.net.now;
         let node = self.adversaries[a].node;
         let Some(theft) = self.adversaries[a].theft.as_ref() else { return };
+        if theft.stolen_next.is_some() {
+            return self.thief_of_both_keys_acts(a, forks);
+        }
         let (stolen, boundary, tried, signed) = (theft.stolen.clone(), theft.boundary.clone(), theft.rotations_tried, theft.forks_signed);
         let author = stolen.agent_id();
         let rotates = tried < 2 || signed < forks;
@@ -1191,26 +1250,83 @@ impl<'s> Run<'s> {
             self.written.adversary += 1;
         }
         if signed < forks {
-            let prev = if signed % 2 == 0 {
-                self.stolen_top(node, &stolen, &boundary)
-            } else {
-                // At or below the boundary: some steps back along its chain.
-                let store = &self.net.nodes[node].store;
-                let mut at = boundary.clone();
-                for _ in 0..self.adversary_rng.below_u64(boundary.header().seq) {
-                    match at.header().backlink.and_then(|b| store.get(&b)) {
-                        Some((p, _)) => at = SignedEntry::clone(p),
-                        None => break,
-                    }
-                }
-                at
-            };
+            let prev = if signed % 2 == 0 { self.stolen_top(node, &stolen, &boundary) } else { self.below_boundary(node, &boundary) };
             self.thief_sign(a, &stolen, &prev);
         }
         if let Some(t) = self.adversaries[a].theft.as_mut() {
             t.rotations_tried = tried + usize::from(rotates);
             t.forks_signed = (signed + 1).min(forks);
         }
+    }
+
+    /// A thief of both keys acts once it stole. First a rotation of the
+    /// victim's chain signed by the stolen next key, after the highest
+    /// entry its node holds that the stolen current key signed (else the
+    /// boundary), whose commitment that next key opens: valid, so its node
+    /// stores it and every node takes it. It commits to a key of the
+    /// thief's own, which its second action installs by a second rotation.
+    /// Then, while it has signed fewer than `forks`, one entry in turn on
+    /// that branch with its own key and, with the stolen current key, after
+    /// an entry at or below the boundary.
+    fn thief_of_both_keys_acts(&mut self, a: usize, forks: usize) {
+        let now = self.net.now;
+        let node = self.adversaries[a].node;
+        let Some(theft) = self.adversaries[a].theft.as_ref() else { return };
+        let Some(next) = theft.stolen_next.clone() else { return };
+        let (stolen, boundary, tried, signed, own) =
+            (theft.stolen.clone(), theft.boundary.clone(), theft.rotations_tried, theft.forks_signed, theft.own.clone());
+        let author = stolen.agent_id();
+        let own_key =
+            |k: u32| AgentKey::from_seed(agora_core::sha256(format!("agora-sim {} thief {node} own key {k}", self.seed).as_bytes())).for_agent(author);
+        let rotation = |prev: &SignedEntry, by: &AgentKey, to: &AgentKey| {
+            let header = next_header(author, Some(prev), now, b"").expect("an empty payload");
+            SignedEntry::sign(header.key_event_by(KeyEvent::Rotate, by.public_key(), agora_core::key_commitment(&to.public_key())), by)
+        };
+        let own = match (tried, own) {
+            (0, _) => {
+                let mine = own_key(0);
+                let e = rotation(&self.stolen_top(node, &stolen, &boundary), &next, &mine);
+                self.thief_store(a, &e, Vec::new());
+                self.thefts.stolen_rotations.push((author, e.id()));
+                Some((Rc::new(mine), e))
+            }
+            (1, Some((mine, top))) => {
+                let e = rotation(&top, &mine, &own_key(1));
+                self.thief_store(a, &e, Vec::new());
+                Some((mine, e))
+            }
+            (_, Some((mine, top))) if signed < forks => {
+                if signed % 2 == 0 {
+                    let e = self.thief_sign(a, &mine, &top);
+                    Some((mine, e))
+                } else {
+                    let prev = self.below_boundary(node, &boundary);
+                    self.thief_sign(a, &stolen, &prev);
+                    Some((mine, top))
+                }
+            }
+            (_, own) => own,
+        };
+        if let Some(t) = self.adversaries[a].theft.as_mut() {
+            t.forks_signed = if tried >= 2 { (signed + 1).min(forks) } else { signed };
+            t.rotations_tried = (tried + 1).min(2);
+            t.own = own;
+        }
+    }
+
+    /// An entry of the victim's chain at or below `boundary` that node
+    /// `node` holds: some steps back along its chain, drawn by the thief.
+    fn below_boundary(&mut self, node: usize, boundary: &SignedEntry) -> SignedEntry {
+        let steps = self.adversary_rng.below_u64(boundary.header().seq);
+        let store = &self.net.nodes[node].store;
+        let mut at = boundary.clone();
+        for _ in 0..steps {
+            match at.header().backlink.and_then(|b| store.get(&b)) {
+                Some((p, _)) => at = SignedEntry::clone(p),
+                None => break,
+            }
+        }
+        at
     }
 
     /// The highest entry of the victim's chain that node `node` holds
@@ -1228,23 +1344,31 @@ impl<'s> Run<'s> {
     }
 
     /// Key thief `a` signs an entry of the victim's chain after `prev` with
-    /// the `stolen` key, stores it on its node and publishes it.
-    fn thief_sign(&mut self, a: usize, stolen: &AgentKey, prev: &SignedEntry) -> SignedEntry {
+    /// `key` (the stolen one, or with both keys stolen its own), stores it
+    /// on its node and publishes it.
+    fn thief_sign(&mut self, a: usize, key: &AgentKey, prev: &SignedEntry) -> SignedEntry {
         let (now, node) = (self.net.now, self.adversaries[a].node);
         let n = self.adversary_rng.next_u64();
         let payload = match self.honest_position_held(node) {
             Some(target) if n.is_multiple_of(2) => Event::Contradiction { target, text: format!("the stolen key contradicts {n}") }.encode(),
             _ => Event::Proposition { text: format!("the stolen key's point {n}") }.encode(),
         };
-        let e = SignedEntry::sign(next_header(stolen.agent_id(), Some(prev), now, &payload).expect("a small payload"), stolen);
-        let r = self.net.nodes[node].store.put(&e, Some(&payload), now.max(e.header().timestamp_ms));
+        let e = SignedEntry::sign(next_header(prev.header().author, Some(prev), now, &payload).expect("a small payload"), key);
+        self.thief_store(a, &e, payload);
+        e
+    }
+
+    /// Key thief `a` stores `e`, an entry of the victim's chain it signed
+    /// (valid), on its node and publishes it.
+    fn thief_store(&mut self, a: usize, e: &SignedEntry, payload: Vec<u8>) {
+        let (now, node) = (self.net.now, self.adversaries[a].node);
+        let r = self.net.nodes[node].store.put(e, Some(&payload), now.max(e.header().timestamp_ms));
         for p in &r.new_forks {
             self.forked.entry((p.author(), p.seq())).or_insert(now);
         }
         self.net.committed(node, &[(e.clone(), Some(payload))], &r);
         self.thefts.thief_entries.insert(e.id());
         self.written.adversary += 1;
-        e
     }
 
     /// The owner of the key thief `a` stole revokes it, through its node: a
@@ -1252,9 +1376,14 @@ impl<'s> Run<'s> {
     /// boundary (its last entry before the theft), committing to the key
     /// after it; from then on it signs with the new key, and it writes one
     /// entry at once. With its node down it tries again a second later; if
-    /// the thief never stole, there is nothing to revoke.
+    /// the thief never stole, there is nothing to revoke. A thief that
+    /// stole both keys holds the next key too: the founder recovers the
+    /// victim instead ([`Run::recover`]).
     fn revoke(&mut self, a: usize) {
         let Some(theft) = self.adversaries[a].theft.as_ref() else { return };
+        if theft.stolen_next.is_some() {
+            return self.recover(a);
+        }
         let (v, boundary) = (theft.victim, theft.boundary.clone());
         let node = self.agents[v].node;
         if self.left.contains(&node) {
@@ -1267,11 +1396,100 @@ impl<'s> Run<'s> {
         let Some(next_seed) = self.agents[v].next_seed else { return };
         let author = self.agents[v].key.agent_id();
         let next = AgentKey::from_seed(next_seed).for_agent(author);
-        let after_next = AgentKey::from_seed(agora_core::sha256(&next_seed));
-        let commitment = agora_core::key_commitment(&after_next.public_key());
+        self.owner_key_event(v, next, next_seed, &boundary, KeyEvent::Rotate);
+    }
+
+    /// The founder recovers the victim of `a`, a thief of both keys, as
+    /// `agora key recover` does: a roster `recover` event binding the
+    /// victim, after its last entry before the theft (the boundary), to a
+    /// fresh key, written through an honest node up that holds the boundary
+    /// ([`Run::founder_node`]; none: it tries again a second later). Then
+    /// the owner takes over ([`Run::take_over`]). With the owner's node gone
+    /// for good, nobody is left to take over: a violation.
+    fn recover(&mut self, a: usize) {
+        let Some(theft) = self.adversaries[a].theft.as_ref() else { return };
+        let (v, boundary) = (theft.victim, theft.boundary.clone());
+        if self.recovery_off || theft.granted.is_some() {
+            return;
+        }
+        if self.left.contains(&self.agents[v].node) {
+            self.thefts.unrevoked.push((self.adversaries[a].node, self.agents[v].name.clone()));
+            return;
+        }
+        if let Some(t) = self.adversaries[a].theft.as_mut() {
+            t.recovering = true;
+        }
+        let Some(founder) = self.founder.clone() else { return };
+        let Some(node) = self.founder_node(Some(&boundary.id())) else {
+            return self.at(self.net.now + REDIAL_EVERY_MS, Action::Revoke(a));
+        };
+        let name = self.agents[v].name.clone();
+        let seed = agora_core::sha256(format!("agora-sim {} recovery {name}", self.seed).as_bytes());
+        let agent = self.agents[v].key.agent_id();
+        let key = AgentKey::from_seed(seed).public_key();
+        let event = RosterEvent::Recover { agent, last_seq: boundary.header().seq, head: boundary.id(), key, note: format!("{name} lost both keys") };
+        event.check_local(&founder.agent_id()).expect("a member's recovery to a key of its own");
+        self.founder_writes(node, &founder, &event.encode());
+        if let Some(t) = self.adversaries[a].theft.as_mut() {
+            t.granted = Some(seed);
+        }
+        self.take_over(a);
+    }
+
+    /// The owner of the victim of `a`, a thief of both keys, takes over
+    /// under the key the founder granted, as `agora key take-over` does:
+    /// once the roster its own node derives binds that key as the victim's
+    /// last recovery, after the boundary, and the node holds the boundary,
+    /// it writes there its recover entry signed by that key after the
+    /// boundary, committing to the key after it, and writes on under it.
+    /// Until then, and while its node is down, it looks again shortly.
+    fn take_over(&mut self, a: usize) {
+        let Some(theft) = self.adversaries[a].theft.as_ref() else { return };
+        let (v, boundary) = (theft.victim, theft.boundary.clone());
+        let Some(seed) = theft.granted.filter(|_| !theft.taken_over) else { return };
+        let node = self.agents[v].node;
+        if self.left.contains(&node) {
+            self.thefts.unrevoked.push((self.adversaries[a].node, self.agents[v].name.clone()));
+            return;
+        }
+        let retry = self.net.now + TAKE_OVER_RETRY_MS;
+        if self.net.nodes[node].down {
+            return self.at(retry, Action::TakeOver(a));
+        }
+        let author = self.agents[v].key.agent_id();
+        let key = AgentKey::from_seed(seed).for_agent(author);
+        let store = &self.net.nodes[node].store;
+        let roster = crate::views::derive_roster(store, self.net.founder, &self.net.members_from_start);
+        let last = roster.recoveries.get(&author).and_then(|r| r.last());
+        if !last.is_some_and(|r| r.key == key.public_key() && r.head == boundary.id()) || !store.ids.contains_key(&boundary.id()) {
+            return self.at(retry, Action::TakeOver(a));
+        }
+        if let Some(t) = self.adversaries[a].theft.as_mut() {
+            t.taken_over = true;
+        }
+        self.owner_key_event(v, key, seed, &boundary, KeyEvent::Recover);
+    }
+
+    /// Is an owner due to take over under a recovered key still to do it,
+    /// with its node up? Then the swarm has not settled.
+    fn take_over_pending(&self) -> bool {
+        self.adversaries.iter().filter_map(|t| t.theft.as_ref()).any(|t| {
+            let node = self.agents[t.victim].node;
+            t.recovering && !t.taken_over && !self.left.contains(&node) && !self.net.nodes[node].down
+        })
+    }
+
+    /// The owner of agent `v` writes the key event `event` (a revocation, or
+    /// a recover entry) through its node after `boundary`, signed by `key`
+    /// (made from `seed`), committing to the key after it; from then on it
+    /// signs with `key`, and it writes one entry at once.
+    fn owner_key_event(&mut self, v: usize, key: AgentKey, seed: [u8; 32], boundary: &SignedEntry, event: KeyEvent) {
+        let node = self.agents[v].node;
+        let after = AgentKey::from_seed(agora_core::sha256(&seed));
+        let commitment = agora_core::key_commitment(&after.public_key());
         let now = self.net.now;
-        let (r, written) = self.net.nodes[node].store.append_key_event(&next, &boundary.id(), KeyEvent::Rotate, commitment, b"", now);
-        assert_eq!(written.outcome, agora_sync::ImportOutcome::Stored, "the owner's revocation");
+        let (r, written) = self.net.nodes[node].store.append_key_event(&key, &boundary.id(), event, commitment, b"", now);
+        assert_eq!(written.outcome, agora_sync::ImportOutcome::Stored, "the owner's key event");
         for p in &written.new_forks {
             self.forked.entry((p.author(), p.seq())).or_insert(now);
         }
@@ -1281,8 +1499,8 @@ impl<'s> Run<'s> {
         self.honest_ids.push(r.id());
         self.thefts.owner_entries.push(r.id());
         let agent = &mut self.agents[v];
-        agent.key = Rc::new(next);
-        agent.next_seed = Some(agora_core::sha256(&next_seed));
+        agent.key = Rc::new(key);
+        agent.next_seed = Some(agora_core::sha256(&seed));
         agent.last = Some(r);
         agent.revoked = true;
         let text = format!("{} carries on under its new key", agent.name);
@@ -1521,15 +1739,25 @@ impl<'s> Run<'s> {
 
     /// The key thieves' invariants at the honest nodes `up`, each the first
     /// violation found: an entry a thief signed that counts (under the
-    /// roster the node derives, with what rotations leave out); a thief's
-    /// rotation stored by any node, or that a node's import rules, offered
-    /// it now, do not refuse by the rule `rotation_key` (or that a node
-    /// refused during the run by another rule); an owner's entry from its
-    /// revocation on that a node lacks or does not count.
-    fn theft_violations(&self, up: &[usize]) -> (Option<String>, Option<String>, Option<String>) {
-        let (mut counted, mut refused, mut owners) = (None, None, None);
+    /// roster the node derives, with what rotations and recoveries leave
+    /// out); a thief's rotation stored by any node, or that a node's import
+    /// rules, offered it now, do not refuse by the rule `rotation_key` (or
+    /// that a node refused during the run by another rule); an owner's
+    /// entry from its revocation or recovery on that a node lacks or does
+    /// not count, or an owner due to take over under a recovered key that
+    /// did not; a rotation a thief of both keys made with the stolen next
+    /// key that a node lacks (it is valid), or that counts there, or an
+    /// entry descending from it there that counts.
+    fn theft_violations(&self, up: &[usize]) -> [Option<String>; 4] {
+        let (mut counted, mut refused, mut owners, mut rotated) = (None, None, None, None);
         if let Some((thief, victim)) = self.thefts.unrevoked.first() {
-            counted = Some(format!("the owner of {victim}'s key (stolen by node {thief}) never revoked it: its node left"));
+            counted = Some(format!("the owner of {victim}'s key (stolen by node {thief}) never revoked it nor took over under a recovered key: its node left"));
+        }
+        for t in self.adversaries.iter().filter_map(|t| t.theft.as_ref()).filter(|t| t.recovering && !t.taken_over) {
+            if up.contains(&self.agents[t.victim].node) {
+                let name = &self.agents[t.victim].name;
+                owners.get_or_insert(format!("{name}'s owner never took over under the key the founder's recovery granted (bound: {})", t.granted.is_some()));
+            }
         }
         for &n in up {
             let store = &self.net.nodes[n].store;
@@ -1540,7 +1768,24 @@ impl<'s> Run<'s> {
             }
             if let Some(id) = self.thefts.owner_entries.iter().find(|id| !counts(id)) {
                 let how = if store.ids.contains_key(id) { "holds but does not count" } else { "lacks" };
-                owners.get_or_insert(format!("node {n} {how} {id:?}, written by its owner from its revocation on"));
+                owners.get_or_insert(format!("node {n} {how} {id:?}, written by its owner from its revocation or recovery on"));
+            }
+            for (author, rotation) in &self.thefts.stolen_rotations {
+                let Some(&(_, at)) = store.ids.get(rotation) else {
+                    rotated.get_or_insert(format!("node {n} lacks the rotation {rotation:?} a thief made with a stolen next key (a valid entry)"));
+                    continue;
+                };
+                // The rotation and every entry of the chain held there that descends from it, by backlinks.
+                let mut line = BTreeSet::from([*rotation]);
+                for ((_, _, id), (e, _)) in store.entries.range((*author, at + 1, EntryId([0; 32]))..).take_while(|((a, _, _), _)| a == author) {
+                    if e.header().backlink.is_some_and(|b| line.contains(&b)) {
+                        line.insert(*id);
+                    }
+                }
+                if let Some(id) = line.iter().find(|id| counts(id)) {
+                    rotated
+                        .get_or_insert(format!("node {n} counts {id:?}, the rotation {rotation:?} a thief made with a stolen next key or an entry after it"));
+                }
             }
             for (e, p) in &self.thefts.rotations {
                 let offered = vec![agora_core::import::Offered { entry: e.clone(), payload: Some(p.clone()) }];
@@ -1560,7 +1805,7 @@ impl<'s> Run<'s> {
                 refused.get_or_insert(format!("node {n} stores the thief's rotation {:?}", e.id()));
             }
         }
-        (counted, refused, owners)
+        [counted, refused, owners, rotated]
     }
 
     /// A checkpoint of the live views, and a sample of the figures.
@@ -1770,10 +2015,16 @@ impl<'s> Run<'s> {
         }
         check("every equivocation is proven at every honest node", unproven);
         if self.has_thieves() {
-            let (counted, refused, owners) = self.theft_violations(&up);
-            check("no entry a key thief signed with a stolen key counts at any honest node", counted);
-            check("every rotation a key thief tried is stored nowhere and refused by every honest node's import (rotation_key)", refused);
-            check("every entry an owner wrote from its revocation on counts at every honest node", owners);
+            let [counted, refused, owners, rotated] = self.theft_violations(&up);
+            let both = |b: bool| self.adversaries.iter().any(|a| matches!(a.kind, AdversaryKind::KeyThief { both_keys, .. } if both_keys == b));
+            check("no entry a key thief signed counts at any honest node", counted);
+            if both(false) {
+                check("every rotation a key thief tried is stored nowhere and refused by every honest node's import (rotation_key)", refused);
+            }
+            check("every entry an owner wrote from its revocation or recovery on counts at every honest node", owners);
+            if both(true) {
+                check("every rotation a thief of both keys made is stored at every honest node, and neither it nor any entry after it counts", rotated);
+            }
         }
 
         // Nothing invalid stored: every entry verifies (each distinct one once),

@@ -685,6 +685,22 @@ pub enum AdversaryKind {
     /// theft, and it writes under the new key from then on. Every honest
     /// agent's chain commits to a next key from its first entry. Each thief
     /// is one node of its own; `count` thieves steal from as many victims.
+    ///
+    /// With `both_keys` it copies the next key too ("Recovery: both keys
+    /// lost"): its first action rotates the chain with the stolen next key
+    /// (a valid rotation, stored everywhere) to a key of its own, its second
+    /// rotates again to that key, then it signs its `forks` entries in
+    /// turn on that branch with its own key and on branches of the stolen
+    /// current key. The owner cannot revoke (the thief holds the same
+    /// keys); instead, `revoke_ms` after the theft, the workspace's founder
+    /// binds the victim to a fresh key after the owner's last entry before
+    /// the theft (a roster `recover` event, written through the first
+    /// honest node up that holds that entry and the founder's last), and
+    /// the owner, once its own node's roster binds it (as
+    /// `agora key take-over` requires), writes its recover entry there,
+    /// signed by the fresh key, and writes on under it. The founder alone binds: the
+    /// simulator derives the roster from the founder's chain, not from
+    /// admins' votes.
     KeyThief {
         /// The victim, a scripted or generated agent's name (default: an
         /// honest agent drawn from the seed).
@@ -701,6 +717,10 @@ pub enum AdversaryKind {
         /// Entries it signs on its branches, one per action.
         #[serde(default = "default_thief_forks")]
         forks: usize,
+        /// It copies the next key too, and the roster's founder recovers
+        /// the victim (above). Default false: the current key alone.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        both_keys: bool,
     },
 }
 
@@ -741,7 +761,7 @@ impl AdversaryKind {
                 within(&format!("{at}.fork_at_seq"), fork_at_seq, 1, u64::from(u32::MAX))?;
                 within(&format!("{at}.branches"), branches as u64, 2, BRANCHES_MAX)
             }
-            AdversaryKind::KeyThief { ref victim, steal_ms, revoke_ms, forks } => {
+            AdversaryKind::KeyThief { ref victim, steal_ms, revoke_ms, forks, .. } => {
                 if let Some(v) = victim {
                     within(&format!("{at}.victim (bytes)"), v.len() as u64, 1, TEXT_BYTES_MAX)?;
                 }

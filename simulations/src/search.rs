@@ -68,11 +68,16 @@ pub enum Family {
     /// key of its own; the owner revokes at once (before the thief's
     /// entries reach the nodes) or once they have spread.
     KeyThief,
+    /// Steals both keys of an honest agent (the moments and paces of a key
+    /// thief) and rotates its chain validly to a key of its own; the
+    /// roster's founder recovers the victim at once or once the thief's
+    /// entries have spread, and the owner takes over under a fresh key.
+    KeyRecovery,
 }
 
 impl Family {
     /// Every family, in the order a search takes them in turn.
-    pub const ALL: [Family; 16] = [
+    pub const ALL: [Family; 17] = [
         Family::SlowServer,
         Family::PartialServer,
         Family::Dripper,
@@ -89,6 +94,7 @@ impl Family {
         Family::SelectiveRelay,
         Family::ColludingForker,
         Family::KeyThief,
+        Family::KeyRecovery,
     ];
 
     /// Its name on the command line and in reports.
@@ -110,6 +116,7 @@ impl Family {
             Family::SelectiveRelay => "selective_relay",
             Family::ColludingForker => "colluding_forker",
             Family::KeyThief => "key_thief",
+            Family::KeyRecovery => "key_recovery",
         }
     }
 
@@ -168,19 +175,21 @@ impl Family {
                 let branches = pick(rng, &[2, 10, 100]) as usize;
                 (AdversaryKind::ColludingForker { fork_at_seq: 1 + rng.below_u64(4), branches }, pick(rng, &[100, 500, 2_000]))
             }
-            Family::KeyThief => {
+            Family::KeyThief | Family::KeyRecovery => {
                 // Early or late in the writing; slow or fast; the owner
-                // revokes at once or once every fork has spread.
+                // revokes (or the founder recovers) at once or once every
+                // fork (and, with both keys, both rotations) has spread.
                 let steal_ms = scenario.duration_ms * pick(rng, &[1, 3, 6, 9]) / 10;
                 let every_ms = pick(rng, &[50, 200, 1_000, 3_000]);
                 let forks = pick(rng, &[1, 2, 4, 16]) as usize;
                 let revoke_ms = if rng.below(2) == 0 { pick(rng, &[0, every_ms / 2]) } else { every_ms * (forks as u64 + 2) + pick(rng, &[500, 3_000]) };
-                (AdversaryKind::KeyThief { victim: None, steal_ms: Some(steal_ms), revoke_ms: Some(revoke_ms), forks }, every_ms)
+                let both_keys = self == Family::KeyRecovery;
+                (AdversaryKind::KeyThief { victim: None, steal_ms: Some(steal_ms), revoke_ms: Some(revoke_ms), forks, both_keys }, every_ms)
             }
         };
         let count = match self {
             Family::ColludingForker => 2 + rng.below(2),
-            Family::KeyThief => 1 + rng.below(2),
+            Family::KeyThief | Family::KeyRecovery => 1 + rng.below(2),
             _ => 1 + rng.below(3),
         };
         Adversary { kind, count, every_ms }

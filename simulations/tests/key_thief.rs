@@ -44,9 +44,9 @@ fn violations(report: &Report) -> Vec<String> {
 }
 
 const THIEF_INVARIANTS: [&str; 3] = [
-    "no entry a key thief signed with a stolen key counts at any honest node",
+    "no entry a key thief signed counts at any honest node",
     "every rotation a key thief tried is stored nowhere and refused by every honest node's import (rotation_key)",
-    "every entry an owner wrote from its revocation on counts at every honest node",
+    "every entry an owner wrote from its revocation or recovery on counts at every honest node",
 ];
 
 /// Play `s` and check what a key theft must leave: every invariant (the
@@ -103,7 +103,7 @@ fn a_revocation_among_a_fast_thiefs_entries_leaves_them_out_everywhere() {
 #[test]
 fn a_thief_with_every_moment_drawn_from_the_seed_is_held_off() {
     let mut s = scenario(0, 300);
-    s.adversaries[0].kind = AdversaryKind::KeyThief { victim: None, steal_ms: None, revoke_ms: None, forks: 4 };
+    s.adversaries[0].kind = AdversaryKind::KeyThief { victim: None, steal_ms: None, revoke_ms: None, forks: 4, both_keys: false };
     for seed in 1..=3 {
         let report = agora_sim::run(&s, seed, String::new());
         assert!(report.ok, "seed {seed}: {:?}", violations(&report));
@@ -114,7 +114,7 @@ fn a_thief_with_every_moment_drawn_from_the_seed_is_held_off() {
 #[test]
 fn a_thief_s_victim_must_be_an_honest_agent() {
     let mut s = scenario(0, 300);
-    s.adversaries[0].kind = AdversaryKind::KeyThief { victim: Some("nobody".into()), steal_ms: None, revoke_ms: None, forks: 4 };
+    s.adversaries[0].kind = AdversaryKind::KeyThief { victim: Some("nobody".into()), steal_ms: None, revoke_ms: None, forks: 4, both_keys: false };
     assert!(s.validate().expect_err("no such agent").contains("adversaries[0].victim"));
 }
 
