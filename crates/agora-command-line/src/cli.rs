@@ -154,7 +154,7 @@ pub enum SimCommand {
         /// Only this family (slow_server, partial_server, dripper, reorderer,
         /// duplicator, silent, empty_after_claim, replayer, backdater,
         /// fork_flooder, stripper, sybil, eclipse, selective_relay,
-        /// colluding_forker, key_thief).
+        /// colluding_forker, key_thief, key_recovery).
         #[arg(long)]
         family: Option<String>,
         /// Replay one trial: the strategy seed a report gives (with --family).
