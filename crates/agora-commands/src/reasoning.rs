@@ -683,6 +683,15 @@ fn check_against(graph: &Graph, event: &Event) -> Result<Vec<EntryId>> {
     Ok(missing)
 }
 
+/// The rules every recorded event meets, checked for several events by one
+/// read of the graph (the OTLP receiver's spans): each one's refusal, in
+/// order, `None` for an event that may be recorded.
+pub fn check_events<'a>(s: &Session, events: impl IntoIterator<Item = &'a Event>) -> Result<Vec<Option<anyhow::Error>>> {
+    s.with_graph(|_, graph| {
+        Ok(events.into_iter().map(|e| e.check_limits().map_err(anyhow::Error::from).and_then(|()| check_against(graph, e)).err()).collect())
+    })
+}
+
 /// `agora append` of a payload that claims to be an event (it starts with the
 /// event magic) is held to the same rules as the recording verbs.
 pub fn check_appended_payload(s: &Session, payload: &[u8]) -> Result<()> {

@@ -8,7 +8,7 @@
 //! the same rules as from the command line.
 
 use crate::ops::{Effect, NodeRunner, catalog};
-use crate::reasoning::check_appended_payload;
+use crate::reasoning::check_events;
 use crate::run::OpenStore;
 use crate::session::Session;
 use agora_core::{AgentKey, EntryId};
@@ -152,18 +152,22 @@ pub fn record_traces(open: &OpenStore<'_>, plan: Plan) -> anyhow::Result<TraceRe
         }
         let (held, mut current) = recorded_spans_and_records(&s, &key, &planned)?;
         let mut seen = std::collections::HashSet::new();
-        let (mut writes, mut kept) = (Vec::new(), Vec::new());
+        let mut fresh = Vec::with_capacity(planned.len());
         for p in planned {
             if held.contains(&p.action.span) || !seen.insert(p.action.span.clone()) {
                 report.already_recorded += 1;
-                continue;
+            } else {
+                fresh.push((action_event(&p.action), p));
             }
-            let payload = action_event(&p.action).encode();
-            if let Err(e) = check_appended_payload(&s, &payload) {
+        }
+        let refusals = check_events(&s, fresh.iter().map(|(event, _)| event))?;
+        let (mut writes, mut kept) = (Vec::new(), Vec::new());
+        for ((event, p), refusal) in fresh.into_iter().zip(refusals) {
+            if let Some(e) = refusal {
                 report.refused.push(Refused { span: p.action.span.clone(), reason: format!("{e:#}") });
                 continue;
             }
-            writes.push(Write::Action(payload));
+            writes.push(Write::Action(event.encode()));
             let action = writes.len() - 1;
             if let Some(m) = &p.memory {
                 let now = current.get(&m.record).copied().flatten();
