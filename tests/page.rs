@@ -10,7 +10,9 @@
 //!   branches are drawn as sub-lanes with the fork point and the kept
 //!   branch, and each accept frontier on the lane it accepts.
 //! - An agent that revoked a key: the entry the revocation leaves out is
-//!   marked on its lane below the boundary, struck through, and listed.
+//!   marked on its lane below the boundary, struck through, and listed;
+//!   and likewise what a recovery the founder binds leaves out, named as a
+//!   recovery.
 //! - 10,000 events by four agents (imported as one pack): the time to the
 //!   first draw and of interactions (perspective, as-of, search, zoom,
 //!   filter), and the page's responsiveness under a stream of new events,
@@ -380,6 +382,45 @@ fn the_live_page_marks_what_a_revocation_leaves_out() {
     let listed: Value = browser.execute("return document.getElementById('revoked').textContent");
     assert!(listed.as_str().unwrap().contains("left out by the key rotation"), "{listed}");
     save_screenshot(&browser, "live-page-revoked.png");
+}
+
+#[test]
+fn the_live_page_marks_what_a_recovery_leaves_out() {
+    let founder = Agent::new();
+    let h = &founder.home;
+    let bob = json(h, &["agent", "new", "bob"])["id"].as_str().unwrap().to_string();
+    ok(h, &["admit", "bob"]);
+    let vouched = id(&json(h, &["--as", "bob", "propose", "Bob's, before both keys were lost"]));
+    let lost = id(&json(h, &["--as", "bob", "propose", "Written after the loss"]));
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("new.key");
+    let key = json(h, &["key", "new", "--out", key_file.to_str().unwrap()])["public_key"].as_str().unwrap().to_string();
+    let bound = json(h, &["key", "recover", &bob, "--after", &vouched, "--key", &key]);
+    let _node = Node::start(&founder, &founder.id, &[]);
+    let driver = chromedriver();
+    let browser = Browser::start(&driver);
+    browser.goto(&page_url(h));
+    let (mark, _) = until("the recovered range to be marked", Duration::from_secs(20), || {
+        let v = browser.execute(
+            "const g = document.querySelector('g.revoked'); return g && document.querySelectorAll('g.node').length >= 1 ? \
+             [g.dataset.author, g.dataset.rotation, g.dataset.boundary, g.dataset.event, Number(g.dataset.count), g.textContent] : null",
+        );
+        (!v.is_null()).then_some(v)
+    });
+    // Before the owner's recover entry is held, the range names the
+    // founder's binding.
+    assert_eq!(
+        (mark[0].as_str(), mark[1].as_str(), mark[2].as_str(), mark[3].as_str(), mark[4].as_u64()),
+        (Some(bob.as_str()), bound["id"].as_str(), Some(vouched.as_str()), Some("recover"), Some(1)),
+        "{mark}"
+    );
+    assert!(mark[5].as_str().unwrap().contains("recovered: 1 entry"), "{mark}");
+    let drawn: Value = browser.execute("return [...document.querySelectorAll('g.node')].map(g => g.dataset.id)");
+    assert!(drawn.as_array().unwrap().contains(&json!(vouched)) && !drawn.as_array().unwrap().contains(&json!(lost)), "{drawn}");
+    let listed: Value = browser.execute("return document.getElementById('revoked').textContent");
+    let listed = listed.as_str().unwrap();
+    assert!(listed.contains("left out by the key recovery") && !listed.contains("key rotation"), "{listed}");
+    save_screenshot(&browser, "live-page-recovered.png");
 }
 
 /// A pack of `events` reasoning events (the seeded debate the graph

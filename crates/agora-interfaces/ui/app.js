@@ -74,6 +74,16 @@ function el(tag, attrs, parent) {
 
 function short(id) { return (id || "").slice(0, 8); }
 
+// What leaves a revoked range out, in words: a revocation (a rotation by the
+// next key), a recovery the roster binds (before its recover entry is held,
+// `rotation` is the founder's binding entry), or a recover entry the roster
+// does not bind.
+function leftOutBy(r) {
+  if (r.event === "recover") return `left out by the key recovery ${short(r.rotation)} after ${short(r.boundary)}`;
+  if (r.event === "unbound_recover") return `after the recover entry ${short(r.rotation)} (after ${short(r.boundary)}), which the roster does not bind`;
+  return `left out by the key rotation ${short(r.rotation)} after ${short(r.boundary)}`;
+}
+
 // Shapes by kind: what a node is; colour says its status.
 function shape(kind, g, fill, stroke, r) {
   const s = { fill, stroke, class: "shape" };
@@ -497,14 +507,14 @@ function draw() {
     if (r.row >= 0 && (r.row < a - 1 || r.row > b)) continue;
     const y = r.row >= 0 ? rowY(L, r.row) + rowH / 2 : TOP - 8;
     if (y < yTop || y > yBottom) continue;
-    const g = el("g", { class: "revoked", "data-author": r.author, "data-rotation": r.rotation, "data-boundary": r.boundary, "data-count": r.count, "data-from": r.from_seq, "data-to": r.to_seq }, root);
+    const g = el("g", { class: "revoked", "data-author": r.author, "data-rotation": r.rotation, "data-event": r.event, "data-boundary": r.boundary, "data-count": r.count, "data-from": r.from_seq, "data-to": r.to_seq }, root);
     const seqs = r.from_seq === r.to_seq ? `seq ${r.from_seq}` : `seqs ${r.from_seq}–${r.to_seq}`;
-    const label = `✗ revoked: ${r.count} ${r.count === 1 ? "entry" : "entries"}, ${seqs}`;
+    const label = `✗ ${r.event === "rotate" ? "revoked" : "recovered"}: ${r.count} ${r.count === 1 ? "entry" : "entries"}, ${seqs}`;
     const w = full ? 14 + label.length * 6.2 : 24;
     el("rect", { x: r.x - R, y: y - 7, width: w, height: 14, rx: 3 }, g);
     if (full) el("text", { x: r.x - R + 6, y: y + 4 }, g).textContent = label;
     el("title", {}, g).textContent = `${r.count} ${r.count === 1 ? "entry" : "entries"} of agent ${short(r.author)} (${seqs}) count in no view: ` +
-      `the key rotation ${short(r.rotation)} (a revocation) after ${short(r.boundary)} leaves out every entry after it on another branch` +
+      `${leftOutBy(r)}: every entry after the boundary on another branch is out` +
       (r.referenced_by || []).map((x) => `\n${x.kind} by agent ${short(x.by)} names ${short(x.target)}: never takes effect`).join("");
   }
 
@@ -616,7 +626,7 @@ function legend() {
   }
   const keys = document.createElement("div");
   keys.className = "keys";
-  keys.textContent = "red dashed ring: disputed · ◆ fork point, sub-lanes per branch · ✓ X ≤ n: agent X accepts the lane's chain through seq n · ✗ revoked: entries a key revocation leaves out";
+  keys.textContent = "red dashed ring: disputed · ◆ fork point, sub-lanes per branch · ✓ X ≤ n: agent X accepts the lane's chain through seq n · ✗ revoked / recovered: entries a key revocation or recovery leaves out";
   box.append(keys);
 }
 
@@ -676,7 +686,8 @@ function mergeInfo() {
       const li = document.createElement("li");
       li.dataset.author = r.author; li.dataset.rotation = r.rotation;
       li.className = "revoked";
-      li.textContent = `agent ${short(r.author)}: ${r.count} ${r.count === 1 ? "entry" : "entries"} (seq ${r.from_seq === r.to_seq ? r.from_seq : r.from_seq + "–" + r.to_seq}) left out by the key rotation ${short(r.rotation)} after ${short(r.boundary)}`;
+      li.dataset.event = r.event;
+      li.textContent = `agent ${short(r.author)}: ${r.count} ${r.count === 1 ? "entry" : "entries"} (seq ${r.from_seq === r.to_seq ? r.from_seq : r.from_seq + "–" + r.to_seq}) ${leftOutBy(r)}`;
       const sub = document.createElement("ul");
       for (const x of r.referenced_by || []) {
         const rl = document.createElement("li");
