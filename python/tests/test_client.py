@@ -210,6 +210,55 @@ def test_two_nodes_reach_the_same_view(
     assert a.status(p["id"])["status"] == "contested" and b.status(c["id"])["author"] == member.id
 
 
+def test_admins_remove_by_quorum_across_nodes_and_a_new_set_withdraws_it(
+    founder: Home, node: Node, make_home: Callable[[], Home], start_node: Callable[..., Node]
+) -> None:
+    member = make_home()
+    founder.new_agent("alice")
+    carol_id = founder.new_agent("carol")
+    a = node.client()
+    for agent in (member.id, "alice", "carol"):
+        a.admit(agent)
+    named = a.admins([member.id, "alice"], 2, note="two of two")
+    assert (sorted(named["admins"]), named["threshold"], named["withdrawn"]) == (sorted([member.id, a.with_agent("alice").identity()["agent"]]), 2, [])
+    carol = a.with_agent("carol")
+    kept = carol.propose("Carol's first, kept")
+    carol.propose("Carol's second, after the boundary")
+    other = start_node(member, founder.id, [node.addr])
+    b = other.client()
+
+    def holds(client: agora.Client, entry: str) -> bool | None:
+        try:
+            client.status(entry)
+        except agora.NotFound:
+            return None
+        return True
+
+    wait_for("the admin's node to receive carol's entries", lambda: holds(b, kept["id"]))
+    first = b.remove(carol_id, "key leaked", at=kept["id"])
+    assert first["vote"] == {"voters": 1, "threshold": 2, "outcome": "short"}, first
+    assert first["last_seq_admitted"] == 1, first
+    wait_for("the founder's node to receive the first vote", lambda: holds(a, first["id"]))
+    second = a.with_agent("alice").remove(carol_id, "seen it too", at=kept["id"][:16])
+    assert second["vote"] == {"voters": 2, "threshold": 2, "outcome": "applied"}, second
+
+    def cut_at(client: agora.Client) -> int | None:
+        return next((c["last_seq_admitted"] for c in client.roster().get("cut_off", []) if c["agent"] == carol_id), None)
+
+    for client in (a, b):
+        assert wait_for("both nodes to apply the quorum's removal", lambda: cut_at(client)) == 1
+    wait_for("both nodes to hold the same view", lambda: a.view_hash()["view_hash"] == b.view_hash()["view_hash"] or None)
+
+    # The founder names no admins: the quorum's removal is withdrawn, on
+    # both nodes, and its answer says so.
+    none = a.admins([], 0, note="no admins")
+    assert (none["admins"], none["threshold"], len(none["withdrawn"])) == ([], 0, 1), none
+    assert carol_id in none["withdrawn"][0], none
+    for client in (a, b):
+        wait_for("the removal to be withdrawn on both nodes", lambda: cut_at(client) is None or None)
+    assert carol_id in {m["agent"] for m in b.roster()["members"]}
+
+
 def test_error_answers_without_the_shape() -> None:
     from agora.errors import error_from_answer
 

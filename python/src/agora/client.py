@@ -22,6 +22,7 @@ from typing import Any, cast
 
 from .errors import AgoraError, NodeUnreachable, error_from_answer
 from .types import (
+    AdminsRecorded,
     Audit,
     Contested,
     Decision,
@@ -400,9 +401,17 @@ class Client:
         note's first line is its display name."""
         return cast(RosterRecorded, self.call("admit", agent=agent, note=note))
 
-    def remove(self, agent: str, reason: str = "") -> RosterRecorded:
-        """Remove an agent from the workspace."""
-        return cast(RosterRecorded, self.call("remove", agent=agent, reason=reason))
+    def remove(self, agent: str, reason: str = "", at: str | None = None) -> RosterRecorded:
+        """Remove an agent from the workspace (the founder, or an admin's
+        vote): its chain up to ``at`` (an entry id or prefix; default its tip
+        here) stays admitted, nothing after it."""
+        return cast(RosterRecorded, self.call("remove", agent=agent, reason=reason, at=at))
+
+    def admins(self, admins: Sequence[str], threshold: int, note: str = "") -> AdminsRecorded:
+        """Founder only: name the admins (ids or keyring names, each a
+        member; none to name none), ``threshold`` of whom together may
+        remove or recover an agent."""
+        return cast(AdminsRecorded, self.call("admins", admins=list(admins), threshold=threshold, note=note))
 
     def roster(self) -> Roster:
         """The workspace's members, derived from the founder's chain, each
@@ -415,6 +424,7 @@ class Client:
         return cast(KeyHistory, self.call("key_history", agent=agent))
 
     def key_recover(self, agent: str, after: str, key: str, note: str = "") -> RecoveryRecorded:
-        """Founder only: bind ``agent``, both of whose keys are lost, to the
-        new public ``key`` after ``after``, its last legitimate entry."""
+        """The founder, or an admin's vote: bind ``agent``, both of whose keys
+        are lost, to the new public ``key`` after ``after``, its last
+        legitimate entry."""
         return cast(RecoveryRecorded, self.call("key_recover", agent=agent, after=after, key=key, note=note))

@@ -246,12 +246,36 @@ class ViewHash(TypedDict):
     computed_over: ComputedOver
 
 
+class VoteCount(TypedDict):
+    """Where an admin's vote stands: the admins in force that wrote the same
+    act (this one included), how many make a quorum, and ``outcome``:
+    ``short``, ``applied`` or ``conflict``."""
+
+    voters: int
+    threshold: int
+    outcome: str
+
+
 class RosterRecorded(TypedDict):
-    """``admit`` or ``remove``: the roster event in the founder's chain."""
+    """``admit`` or ``remove``: the roster event in the founder's chain, or an
+    admin's vote (``vote`` null for the founder's events)."""
 
     id: str
     seq: int
     last_seq_admitted: int | None
+    vote: VoteCount | None
+
+
+class AdminsRecorded(TypedDict):
+    """``admins``: the founder's entry naming the admins in force, how many
+    make a quorum, and the acts a quorum made that the new admins do not
+    sustain (``withdrawn``)."""
+
+    id: str
+    seq: int
+    admins: list[str]
+    threshold: int
+    withdrawn: list[str]
 
 
 class RecoveryRow(TypedDict):
@@ -349,7 +373,8 @@ class KeyEventWritten(TypedDict):
 
 
 class RecoveryRecorded(TypedDict):
-    """``key_recover``: the founder's roster entry binding the agent to a new key."""
+    """``key_recover``: the founder's roster entry binding the agent to a new
+    key, or an admin's vote for it (``vote`` null for the founder's)."""
 
     id: str
     seq: int
@@ -357,6 +382,7 @@ class RecoveryRecorded(TypedDict):
     boundary: str
     last_seq: int
     key: str
+    vote: VoteCount | None
 
 
 class RevokedReference(TypedDict):
