@@ -187,6 +187,15 @@ def test_no_node_is_unreachable() -> None:
     assert isinstance(e.value, ConnectionError) and e.value.status is None and e.value.code == "unreachable"
 
 
+def holds(client: agora.Client, entry: str) -> bool | None:
+    """True once the client's node holds `entry`, else None (to wait for)."""
+    try:
+        client.status(entry)
+    except agora.NotFound:
+        return None
+    return True
+
+
 def test_two_nodes_reach_the_same_view(
     founder: Home, node: Node, make_home: Callable[[], Home], start_node: Callable[..., Node]
 ) -> None:
@@ -195,14 +204,6 @@ def test_two_nodes_reach_the_same_view(
     other = start_node(member, founder.id, [node.addr])
     a, b = node.client(), other.client()
     p = a.propose("Replicate through the swarm")
-
-    def holds(client: agora.Client, entry: str) -> bool | None:
-        try:
-            client.status(entry)
-        except agora.NotFound:
-            return None
-        return True
-
     wait_for("the member's node to receive the proposal", lambda: holds(b, p["id"]))
     c = b.contradict(p["id"], "Only within the workspace")
     wait_for("the founder's node to receive the contradiction", lambda: holds(a, c["id"]))
@@ -226,14 +227,6 @@ def test_admins_remove_by_quorum_across_nodes_and_a_new_set_withdraws_it(
     carol.propose("Carol's second, after the boundary")
     other = start_node(member, founder.id, [node.addr])
     b = other.client()
-
-    def holds(client: agora.Client, entry: str) -> bool | None:
-        try:
-            client.status(entry)
-        except agora.NotFound:
-            return None
-        return True
-
     wait_for("the admin's node to receive carol's entries", lambda: holds(b, kept["id"]))
     first = b.remove(carol_id, "key leaked", at=kept["id"])
     assert first["vote"] == {"voters": 1, "threshold": 2, "outcome": "short"}, first

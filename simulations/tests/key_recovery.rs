@@ -9,13 +9,13 @@
 //! its first one: one view hash, nothing the thief signed counts (its valid
 //! rotation and what follows it included), the owner's entries from the
 //! recover entry on count. Without the recovery, the run's own checks say
-//! the thief's entries count. The search's key-recovery family holds every
-//! invariant too.
+//! the thief's entries count. The search's key-recovery family is tested
+//! with the others (`search.rs`).
 
 use agora_core::{AgentId, KeyEvent};
 use agora_sim::net::Net;
 use agora_sim::scenario::AdversaryKind;
-use agora_sim::{Family, Report, Scenario, SearchOptions, search};
+use agora_sim::{Report, Scenario};
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -119,31 +119,6 @@ fn without_the_recovery_the_thiefs_entries_count_and_the_run_says_so() {
     }
     let distinct: BTreeSet<&String> = report.view_hashes.iter().collect();
     assert_eq!(distinct.len(), 1, "the nodes agree, on the thief's chain: {:?}", report.view_hashes);
-}
-
-/// The search's key-recovery family: thefts early and late, thieves slow
-/// and fast, recoveries before and after their entries spread, one thief
-/// or two; each holds every invariant, the liveness bound's included.
-#[test]
-fn the_key_recovery_family_of_the_search_holds_every_invariant() {
-    let s = Scenario::from_toml(
-        r#"
-name = "search-small"
-nodes = 4
-agents_per_node = 1
-duration_ms = 5_000
-settle_ms = 120_000
-network = { latency = { kind = "uniform", min_ms = 5, max_ms = 30 }, bandwidth_bytes_per_s = 1_000_000 }
-churn = [{ node = 3, join_ms = 5_000 }]
-generated = { events_per_agent = 40, interval = { kind = "uniform", min_ms = 50, max_ms = 150 } }
-"#,
-    )
-    .expect("valid");
-    let some = SearchOptions { budget: 6, seed: 43, family: Some(Family::KeyRecovery), strategy_seed: None };
-    let report = search(&s, &some, |_, _| String::new(), |_| {}).expect("search");
-    assert_eq!(report.families.len(), 1);
-    assert_eq!(report.families[0].runs, 6);
-    assert!(report.ok, "{:?}", report.violations);
 }
 
 /// `both_keys` is read from the file and written back only when set: a

@@ -8,10 +8,10 @@
 //! the same view hash, none counts an entry the thief signed, every node's
 //! import refused both rotations by `rotation_key` and none stores them, and
 //! the owner's entries from its revocation on count everywhere. The search's
-//! key-thief family holds every invariant too.
+//! key-thief family is tested with the others (`search.rs`).
 
 use agora_sim::scenario::AdversaryKind;
-use agora_sim::{Family, Report, Scenario, SearchOptions, search};
+use agora_sim::{Report, Scenario};
 use std::collections::BTreeSet;
 
 /// Four nodes, two agents each; one thief, robbing `agent-0-0` at 2 s,
@@ -116,29 +116,4 @@ fn a_thief_s_victim_must_be_an_honest_agent() {
     let mut s = scenario(0, 300);
     s.adversaries[0].kind = AdversaryKind::KeyThief { victim: Some("nobody".into()), steal_ms: None, revoke_ms: None, forks: 4, both_keys: false };
     assert!(s.validate().expect_err("no such agent").contains("adversaries[0].victim"));
-}
-
-/// The search's key-thief family: theft early and late, thieves slow and
-/// fast, revocations before and after their entries spread; each holds
-/// every invariant, the liveness bound's included.
-#[test]
-fn the_key_thief_family_of_the_search_holds_every_invariant() {
-    let s = Scenario::from_toml(
-        r#"
-name = "search-small"
-nodes = 4
-agents_per_node = 1
-duration_ms = 5_000
-settle_ms = 120_000
-network = { latency = { kind = "uniform", min_ms = 5, max_ms = 30 }, bandwidth_bytes_per_s = 1_000_000 }
-churn = [{ node = 3, join_ms = 5_000 }]
-generated = { events_per_agent = 40, interval = { kind = "uniform", min_ms = 50, max_ms = 150 } }
-"#,
-    )
-    .expect("valid");
-    let one = SearchOptions { budget: 6, seed: 41, family: Some(Family::KeyThief), strategy_seed: None };
-    let report = search(&s, &one, |_, _| String::new(), |_| {}).expect("search");
-    assert_eq!(report.families.len(), 1);
-    assert_eq!(report.families[0].runs, 6);
-    assert!(report.ok, "{:?}", report.violations);
 }

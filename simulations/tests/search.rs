@@ -87,3 +87,19 @@ fn the_sybil_eclipse_selective_relay_and_colluding_families_hold_every_invariant
         assert!(report.ok, "{}: {:?}", family.name(), report.violations);
     }
 }
+
+/// The key families: thefts early and late, thieves slow and fast, of the
+/// current key (the owner revokes) or of both keys (the founder recovers),
+/// revocations and recoveries before and after the thief's entries spread,
+/// one thief or two; each holds every invariant, the liveness bound's
+/// included.
+#[test]
+fn the_key_thief_and_key_recovery_families_hold_every_invariant() {
+    let s = small("");
+    for (family, seed) in [(Family::KeyThief, 41), (Family::KeyRecovery, 43)] {
+        let some = SearchOptions { budget: 6, seed, family: Some(family), strategy_seed: None };
+        let report = search(&s, &some, |_, _| String::new(), |_| {}).expect("search");
+        assert_eq!((report.families.len(), report.families[0].runs), (1, 6));
+        assert!(report.ok, "{}: {:?}", family.name(), report.violations);
+    }
+}
